@@ -1,0 +1,139 @@
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyServerOptions } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { Registry } from 'prom-client';
+import type { Config } from './config.ts';
+import type { Database } from './db/database.ts';
+import { systemClock, type Clock } from './domain/clock.ts';
+import './http/context.ts';
+import { ApiError } from './http/errors.ts';
+import { registerAuth } from './http/plugins/auth.ts';
+import { registerErrorHandling } from './http/plugins/error-handler.ts';
+import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
+import { registerOpenApi } from './http/plugins/openapi.ts';
+import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
+import { operationsRoutes } from './http/routes/operations.ts';
+import { tenantRoutes } from './http/routes/tenant.ts';
+import type { App } from './http/types.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { Authenticator } from './services/authenticator.ts';
+import { TenantService } from './services/tenants.ts';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface AppDeps {
+  config: Config;
+  db: Database;
+  clock?: Clock;
+  /** Fastify logger options; `false` in tests. */
+  logger?: FastifyServerOptions['logger'];
+  metrics?: Registry;
+}
+
+/** The services every route may use, built once per app. */
+export interface Services {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  authenticator: Authenticator;
+  tenants: TenantService;
+}
+
+const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function loggerOptions(level: string): FastifyServerOptions['logger'] {
+  return {
+    level,
+    redact: {
+      paths: [
+        'req.headers["x-api-key"]',
+        'req.headers.authorization',
+        'req.headers.cookie',
+        '*.apiKey',
+        '*.key',
+        '*.secret',
+        '*.signingSecret',
+        '*.accountNumber',
+        '*.account_number',
+        '*.phone',
+        '*.password',
+      ],
+      censor: '[redacted]',
+    },
+  };
+}
+
+export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services }> {
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    connectionTimeout: 30_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 75_000,
+    pluginTimeout: 30_000,
+    requestIdHeader: false,
+    requestIdLogLabel: 'request_id',
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    },
+    ajv: { customOptions: {} },
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+
+  app.setValidatorCompiler(validatorCompiler);
+
+  const services: Services = {
+    config: deps.config,
+    db: deps.db,
+    clock: deps.clock ?? systemClock,
+    authenticator: new Authenticator(deps.db),
+    tenants: undefined as unknown as TenantService,
+  };
+  services.tenants = new TenantService(deps.db, services.authenticator);
+
+  // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+    }
+  });
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
+  });
+
+  registerErrorHandling(app);
+  registerAuth(app, services.authenticator);
+  await registerOpenApi(app);
+  if (deps.config.rateLimitRps > 0) {
+    await app.register(rateLimit, {
+      global: true,
+      hook: 'onRequest',
+      max: deps.config.rateLimitRps,
+      timeWindow: 1000,
+      keyGenerator: (request) => request.auth?.apiKeyId ?? request.ip,
+      allowList: (request) => request.routeOptions.config.public === true,
+      errorResponseBuilder: (_request, context) =>
+        new ApiError('rate_limited', `Too many requests for this API key: at most ${context.max} per second. Retry after ${context.after}.`, {
+          limit_per_second: context.max,
+        }),
+    });
+  }
+  const registry = deps.metrics ?? createMetricsRegistry();
+  registerMetrics(app, registry);
+
+  await operationsRoutes(app, deps.db, registry);
+  await tenantRoutes(app);
+  await adminTenantRoutes(app, services.tenants);
+
+  return { app, services };
+}

@@ -1,0 +1,158 @@
+// Every knob is an environment variable, parsed once at start. A bad value stops the start with a
+// message that names the variable and what it accepts, so an operator never runs a half-configured
+// service.
+
+export type Role = 'all' | 'api' | 'worker';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  dbPoolSize: number;
+  bootstrap: boolean;
+  platformApiKey: string | undefined;
+  publicBaseUrl: string | undefined;
+  role: Role;
+  logLevel: LogLevel;
+  rateLimitRps: number;
+  quoteTtlSeconds: number;
+  rateMaxAgeSeconds: number;
+  sandboxSettleDelayMs: number;
+  sandboxReverseDelayMs: number;
+  sandboxRailTimeoutMs: number;
+  reaperIntervalMs: number;
+  webhookBackoffScale: number;
+  webhookTimeoutMs: number;
+  webhookSecretOverlapHours: number;
+  webhookConcurrency: number;
+  dispatcherIntervalMs: number;
+  idempotencyTtlHours: number;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly variable: string, readonly accepts: string, readonly got: string) {
+    super(`Invalid configuration: ${variable}=${JSON.stringify(got)}; ${variable} accepts ${accepts}.`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(name, `an integer from ${min} to ${max}`, raw);
+  const value = Number(raw.trim());
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw new ConfigError(name, `an integer from ${min} to ${max}`, raw);
+  }
+  return value;
+}
+
+function decimal(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+(\.\d+)?$/.test(raw.trim())) throw new ConfigError(name, `a decimal number from ${min} to ${max}`, raw);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `a decimal number from ${min} to ${max}`, raw);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = raw.trim().toLowerCase() as T;
+  if (!allowed.includes(value)) throw new ConfigError(name, `one of ${allowed.join(', ')}`, raw);
+  return value;
+}
+
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = raw.trim().toLowerCase();
+  if (['on', 'true', '1', 'yes'].includes(value)) return true;
+  if (['off', 'false', '0', 'no'].includes(value)) return false;
+  throw new ConfigError(name, 'on or off', raw);
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    const parsed = new URL(raw);
+    if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+    return raw;
+  } catch {
+    throw new ConfigError(name, `a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`, redactUrl(raw));
+  }
+}
+
+function redactUrl(raw: string): string {
+  return raw.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
+}
+
+export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
+
+export function loadConfig(env: Env = process.env): Config {
+  const platformApiKey = env.PLATFORM_API_KEY || undefined;
+  if (platformApiKey !== undefined && !PLATFORM_KEY_PATTERN.test(platformApiKey)) {
+    throw new ConfigError('PLATFORM_API_KEY', 'bsk_platform_ followed by at least 32 base62 characters', 'bsk_…(hidden)');
+  }
+  return {
+    port: integer(env, 'PORT', 3000, 0, 65535),
+    host: env.HOST || '0.0.0.0',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    dataDir: env.DATA_DIR || './data',
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', 20, 1, 500),
+    bootstrap: onOff(env, 'BOOTSTRAP', true),
+    platformApiKey,
+    publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
+    role: oneOf<Role>(env, 'ROLE', 'all', ['all', 'api', 'worker']),
+    logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
+    quoteTtlSeconds: integer(env, 'QUOTE_TTL_SECONDS', 60, 1, 86_400),
+    rateMaxAgeSeconds: integer(env, 'RATE_MAX_AGE_SECONDS', 86_400, 1, 31_536_000),
+    sandboxSettleDelayMs: integer(env, 'SANDBOX_SETTLE_DELAY_MS', 3000, 0, 86_400_000),
+    sandboxReverseDelayMs: integer(env, 'SANDBOX_REVERSE_DELAY_MS', 10_000, 0, 86_400_000),
+    sandboxRailTimeoutMs: integer(env, 'SANDBOX_RAIL_TIMEOUT_MS', 2000, 1, 60_000),
+    reaperIntervalMs: integer(env, 'REAPER_INTERVAL_MS', 1000, 10, 3_600_000),
+    webhookBackoffScale: decimal(env, 'WEBHOOK_BACKOFF_SCALE', 1, 0, 1000),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 60_000),
+    webhookSecretOverlapHours: decimal(env, 'WEBHOOK_SECRET_OVERLAP_HOURS', 24, 0, 720),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 1024),
+    dispatcherIntervalMs: integer(env, 'DISPATCHER_INTERVAL_MS', 200, 10, 60_000),
+    idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
+  };
+}
+
+/** The documented table, used by the README and by `bolivar config`. */
+export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
+  ['PORT', '3000', 'HTTP port'],
+  ['HOST', '0.0.0.0', 'Interface to bind'],
+  ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
+  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json'],
+  ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
+  ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant'],
+  ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
+  ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
+  ['ROLE', 'all', 'all, api (HTTP only) or worker (background loops only)'],
+  ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
+  ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
+  ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
+  ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],
+  ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
+  ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
+  ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
+  ['REAPER_INTERVAL_MS', '1000', 'How often the reaper resolves submitted/unknown payouts'],
+  ['WEBHOOK_BACKOFF_SCALE', '1', 'Multiplies every wait of the webhook retry schedule'],
+  ['WEBHOOK_TIMEOUT_MS', '5000', 'Webhook receiver timeout'],
+  ['WEBHOOK_SECRET_OVERLAP_HOURS', '24', 'How long a rotated signing secret keeps signing'],
+  ['WEBHOOK_CONCURRENCY', '64', 'Deliveries in flight per worker process'],
+  ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
+  ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered'],
+  ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
+];

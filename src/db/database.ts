@@ -1,0 +1,50 @@
+// One PostgreSQL dialect on two engines: the embedded PGlite (one connection, in-process) and a real
+// PostgreSQL server through a pool. Every repository takes a `Queryable`, so the same SQL runs on
+// both; `transaction` is the only way to group statements.
+
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+  /** Runs a parameterless script of one or more statements (migrations). */
+  exec(sql: string): Promise<void>;
+}
+
+export type Engine = 'pglite' | 'postgres';
+
+export interface Database extends Queryable {
+  readonly engine: Engine;
+  /** Runs `work` in one transaction (READ COMMITTED); commits on return, rolls back on throw. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Runs `work` on one dedicated connection (needed for session-level advisory locks). */
+  withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL error codes the services branch on. */
+export const PG_UNIQUE_VIOLATION = '23505';
+export const PG_CHECK_VIOLATION = '23514';
+export const PG_SERIALIZATION_FAILURE = '40001';
+export const PG_DEADLOCK = '40P01';
+
+export function pgErrorCode(error: unknown): string | undefined {
+  if (error && typeof error === 'object' && 'code' in error && typeof (error as { code: unknown }).code === 'string') {
+    return (error as { code: string }).code;
+  }
+  return undefined;
+}
+
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  if (pgErrorCode(error) !== PG_UNIQUE_VIOLATION) return false;
+  return constraint === undefined || (error as { constraint?: string }).constraint === constraint;
+}
+
+/** Asserts a statement touched exactly the rows the caller expected: anything else is a bug. */
+export function assertRowCount(result: QueryResult<unknown>, expected: number, what: string): void {
+  if (result.rowCount !== expected) {
+    throw new Error(`invariant: ${what} touched ${result.rowCount} rows, expected ${expected}`);
+  }
+}

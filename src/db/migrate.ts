@@ -1,0 +1,70 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Database } from './database.ts';
+
+const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+// Any constant works; it only has to be the same in every process of this service.
+const MIGRATION_LOCK_KEY = 727_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((file) => /^\d{3}_[a-z0-9_]+\.sql$/.test(file))
+    .sort()
+    .map((file) => ({
+      version: Number(file.slice(0, 3)),
+      name: file.slice(4, -4),
+      sql: readFileSync(path.join(dir, file), 'utf8'),
+    }));
+}
+
+/**
+ * Applies pending migrations, each in its own transaction, under a session advisory lock so that
+ * two processes starting at once apply each migration exactly once (the second waits, then finds
+ * nothing to do). `afterLock` runs under the same lock: first-start work such as the bootstrap.
+ */
+export async function migrate(
+  db: Database,
+  afterLock?: () => Promise<void>,
+): Promise<{ applied: string[] }> {
+  const migrations = loadMigrations();
+  return db.withConnection(async (conn) => {
+    await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    try {
+      await conn.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+      const { rows } = await conn.query<{ version: number }>('SELECT version FROM schema_migrations');
+      const done = new Set(rows.map((row) => row.version));
+      const applied: string[] = [];
+      for (const migration of migrations) {
+        if (done.has(migration.version)) continue;
+        await conn.exec('BEGIN');
+        try {
+          await conn.exec(migration.sql);
+          await conn.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
+            migration.version,
+            migration.name,
+          ]);
+          await conn.exec('COMMIT');
+        } catch (error) {
+          await conn.exec('ROLLBACK');
+          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
+        }
+        applied.push(`${String(migration.version).padStart(3, '0')}_${migration.name}`);
+      }
+      if (afterLock) await afterLock();
+      return { applied };
+    } finally {
+      await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+    }
+  });
+}

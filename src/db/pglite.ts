@@ -1,0 +1,67 @@
+import { PGlite, types } from '@electric-sql/pglite';
+import { mkdirSync } from 'node:fs';
+import type { Database, Queryable, QueryResult } from './database.ts';
+
+const parsers = {
+  [types.INT8]: (value: string) => BigInt(value),
+  [types.NUMERIC]: (value: string) => value,
+};
+const serializers = {
+  [types.INT8]: (value: unknown) => String(value),
+};
+
+type Tx = {
+  query<R>(sql: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+  exec(sql: string): Promise<unknown>;
+};
+
+function wrap(target: Tx): Queryable {
+  return {
+    async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+      const result = await target.query<Row>(sql, params as unknown[] | undefined);
+      // affectedRows is 0 for a SELECT; the row count is then the rows returned, as in node-postgres.
+      return { rows: result.rows, rowCount: Math.max(result.affectedRows ?? 0, result.rows.length) };
+    },
+    async exec(sql: string): Promise<void> {
+      await target.exec(sql);
+    },
+  };
+}
+
+/**
+ * The embedded engine: one in-process PostgreSQL. It has a single connection, so PGlite itself
+ * serialises transactions; row locks and advisory locks behave as on a server with one session.
+ */
+export class PgliteDatabase implements Database {
+  readonly engine = 'pglite' as const;
+  private constructor(private readonly db: PGlite) {}
+
+  /** `dataDir` undefined → in memory (tests). */
+  static async open(dataDir: string | undefined): Promise<PgliteDatabase> {
+    if (dataDir) mkdirSync(dataDir, { recursive: true });
+    const db = await PGlite.create({ dataDir, parsers, serializers });
+    // PGlite's default statement timeout is none; keep timestamps in UTC like the server engine.
+    await db.exec(`SET TIME ZONE 'UTC'`);
+    return new PgliteDatabase(db);
+  }
+
+  query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    return wrap(this.db as unknown as Tx).query<Row>(sql, params);
+  }
+
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction((tx) => work(wrap(tx as unknown as Tx)));
+  }
+
+  withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
+    return work(this);
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.db.exec(sql);
+  }
+
+  async close(): Promise<void> {
+    if (!this.db.closed) await this.db.close();
+  }
+}

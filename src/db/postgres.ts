@@ -1,0 +1,82 @@
+import pg from 'pg';
+import type { Database, Queryable, QueryResult } from './database.ts';
+
+// int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
+// hand the services the same types.
+const types = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === 20) return (value: string) => BigInt(value);
+    if (oid === 1700) return (value: string) => value;
+    if (oid === 1016) return (value: string) => pg.types.arrayParser(value, (v: string) => BigInt(v));
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+class PgQueryable implements Queryable {
+  constructor(private readonly client: pg.PoolClient) {}
+  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    const result = await this.client.query({ text: sql, values: params as unknown[] | undefined, types });
+    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+  }
+  async exec(sql: string): Promise<void> {
+    await this.client.query(sql);
+  }
+}
+
+export class PostgresDatabase implements Database {
+  readonly engine = 'postgres' as const;
+  private readonly pool: pg.Pool;
+
+  constructor(connectionString: string, poolSize: number) {
+    this.pool = new pg.Pool({
+      connectionString,
+      max: poolSize,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: 10_000,
+    });
+    // An idle client that loses its server must not crash the process; the pool replaces it.
+    this.pool.on('error', () => undefined);
+  }
+
+  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    const result = await this.pool.query({ text: sql, values: params as unknown[] | undefined, types });
+    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+  }
+
+  async exec(sql: string): Promise<void> {
+    await this.pool.query(sql);
+  }
+
+  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(new PgQueryable(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      try {
+        await client.query('ROLLBACK');
+      } catch {
+        broken = true;
+      }
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      return await work(new PgQueryable(client));
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,78 @@
+import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/api-keys.ts';
+
+export interface ApiKeyRow {
+  id: string;
+  tenant_id: string;
+  mode: Mode;
+  scopes: string[];
+  prefix: string;
+  last4: string;
+  is_platform: boolean;
+  source: 'admin' | 'bootstrap' | 'env';
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+/** What authentication needs about a key: joined with the tenant so one query answers. */
+export interface ApiKeyIdentity {
+  id: string;
+  tenant_id: string;
+  tenant_name: string;
+  mode: Mode;
+  scopes: string[];
+  is_platform: boolean;
+}
+
+const COLUMNS = 'id, tenant_id, mode, scopes, prefix, last4, is_platform, source, created_at, revoked_at';
+
+export async function insertApiKey(
+  db: Queryable,
+  key: { id: string; tenantId: string; mode: Mode; scopes: string[]; hash: string; prefix: string; last4: string; isPlatform: boolean; source: ApiKeyRow['source'] },
+): Promise<ApiKeyRow> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (id, tenant_id, mode, scopes, key_hash, prefix, last4, is_platform, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING ${COLUMNS}`,
+    [key.id, key.tenantId, key.mode, key.scopes, key.hash, key.prefix, key.last4, key.isPlatform, key.source],
+  );
+  return rows[0]!;
+}
+
+export async function findActiveKeyByHash(db: Queryable, hash: string): Promise<ApiKeyIdentity | undefined> {
+  const { rows } = await db.query<ApiKeyIdentity>(
+    `SELECT k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform
+       FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
+    [hash],
+  );
+  return rows[0];
+}
+
+export async function listTenantKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id`,
+    [tenantId],
+  );
+  return rows;
+}
+
+/** Returns the key's hash so the caller can drop it from the auth cache at once. */
+export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: string; key_hash: string } | undefined> {
+  const { rows } = await db.query<{ id: string; key_hash: string }>(
+    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, key_hash`,
+    [id],
+  );
+  return rows[0];
+}
+
+export async function revokeEnvKeysExcept(db: Queryable, hash: string): Promise<void> {
+  await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'env' AND revoked_at IS NULL AND key_hash <> $1`, [hash]);
+}
+
+export async function findKeyByHash(db: Queryable, hash: string): Promise<{ id: string; revoked_at: Date | null } | undefined> {
+  const { rows } = await db.query<{ id: string; revoked_at: Date | null }>(
+    'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
+    [hash],
+  );
+  return rows[0];
+}

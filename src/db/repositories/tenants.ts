@@ -1,0 +1,63 @@
+import type { Queryable } from '../database.ts';
+
+export interface TenantRow {
+  id: string;
+  name: string;
+  is_platform: boolean;
+  credit_enabled: boolean;
+  credit_limit: bigint | null;
+  fee_bps: number;
+  fee_fixed: bigint;
+  spread_bps: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface TenantFields {
+  name: string;
+  creditEnabled: boolean;
+  creditLimit: bigint | null;
+  feeBps: number;
+  feeFixed: bigint;
+  spreadBps: number;
+}
+
+const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, created_at, updated_at';
+
+export async function insertTenant(db: Queryable, id: string, fields: TenantFields, isPlatform = false): Promise<TenantRow> {
+  const { rows } = await db.query<TenantRow>(
+    `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
+    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps],
+  );
+  return rows[0]!;
+}
+
+export async function findTenant(db: Queryable, id: string): Promise<TenantRow | undefined> {
+  const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export async function updateTenant(db: Queryable, id: string, patch: Partial<TenantFields>): Promise<TenantRow | undefined> {
+  const sets: string[] = [];
+  const params: unknown[] = [id];
+  const column: Record<keyof TenantFields, string> = {
+    name: 'name',
+    creditEnabled: 'credit_enabled',
+    creditLimit: 'credit_limit',
+    feeBps: 'fee_bps',
+    feeFixed: 'fee_fixed',
+    spreadBps: 'spread_bps',
+  };
+  for (const [field, value] of Object.entries(patch) as [keyof TenantFields, unknown][]) {
+    if (value === undefined) continue;
+    params.push(value);
+    sets.push(`${column[field]} = $${params.length}`);
+  }
+  sets.push('updated_at = now()');
+  const { rows } = await db.query<TenantRow>(
+    `UPDATE tenants SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
+    params,
+  );
+  return rows[0];
+}

@@ -1,0 +1,53 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+export type Mode = 'test' | 'live';
+export const MODES: readonly Mode[] = ['test', 'live'];
+
+/** The eight scopes a customer key can hold (interface.md §5). */
+export const CUSTOMER_SCOPES = [
+  'quotes:write',
+  'beneficiaries:read',
+  'beneficiaries:write',
+  'payments:read',
+  'payments:write',
+  'treasury:read',
+  'events:read',
+  'events:write',
+] as const;
+export type CustomerScope = (typeof CUSTOMER_SCOPES)[number];
+export const PLATFORM_SCOPE = 'platform:admin';
+export type Scope = CustomerScope | typeof PLATFORM_SCOPE;
+
+const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+const KEY_RANDOM_CHARS = 40;
+
+export type KeyKind = Mode | 'platform';
+
+/** `bsk_<kind>_` + 40 base62 characters (≈238 bits), drawn without modulo bias. */
+export function generateApiKey(kind: KeyKind): string {
+  let out = '';
+  while (out.length < KEY_RANDOM_CHARS) {
+    for (const byte of randomBytes(64)) {
+      if (byte < 248 && out.length < KEY_RANDOM_CHARS) out += BASE62[byte % 62];
+    }
+  }
+  return `bsk_${kind}_${out}`;
+}
+
+export const API_KEY_PATTERN = /^bsk_(test|live|platform)_[0-9A-Za-z]{32,}$/;
+
+/**
+ * Keys carry ~238 bits of randomness, so a plain SHA-256 is enough: there is nothing to brute-force
+ * that a slow hash would protect, and the lookup stays cheap.
+ */
+export function hashApiKey(key: string): string {
+  return createHash('sha256').update(key).digest('hex');
+}
+
+export function keyPrefix(key: string): string {
+  return key.slice(0, key.lastIndexOf('_') + 1);
+}
+
+export function keyLast4(key: string): string {
+  return key.slice(-4);
+}

@@ -1,0 +1,31 @@
+import type { Mode } from '../domain/api-keys.ts';
+
+/** Who is calling: resolved from `x-api-key` before anything else happens. */
+export interface AuthContext {
+  apiKeyId: string;
+  tenantId: string;
+  tenantName: string;
+  mode: Mode;
+  scopes: readonly string[];
+  isPlatform: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    auth: AuthContext | null;
+  }
+  interface FastifyContextConfig {
+    /** No API key needed (health, metrics, docs, OpenAPI document). */
+    public?: boolean;
+    /** Any one of these scopes is enough; an empty list means any valid key. */
+    scopes?: readonly string[];
+    /** `required`: 400 `idempotency_key_missing` without the header. */
+    idempotency?: 'required' | 'optional';
+  }
+}
+
+/** The caller's partition: every tenant-owned query is scoped by it. */
+export function partitionOf(auth: AuthContext | null): { tenantId: string; mode: Mode } {
+  if (!auth) throw new Error('invariant: route reached without authentication');
+  return { tenantId: auth.tenantId, mode: auth.mode };
+}

@@ -1,0 +1,82 @@
+// The closed set of error codes and the one place that maps them to HTTP (interface.md 7,
+// decisions.md §3). Services throw `ApiError`; the error handler renders the envelope.
+
+export type ErrorType =
+  | 'invalid_request_error'
+  | 'authentication_error'
+  | 'rate_limit_error'
+  | 'provider_error'
+  | 'api_error';
+
+export const ERROR_CODES = {
+  api_key_missing: { status: 401, type: 'authentication_error' },
+  api_key_invalid: { status: 401, type: 'authentication_error' },
+  scope_missing: { status: 403, type: 'authentication_error' },
+  validation_failed: { status: 400, type: 'invalid_request_error' },
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  idempotency_key_missing: { status: 400, type: 'invalid_request_error' },
+  resource_not_found: { status: 404, type: 'invalid_request_error' },
+  route_not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  idempotency_key_reused: { status: 409, type: 'invalid_request_error' },
+  idempotency_request_in_progress: { status: 409, type: 'invalid_request_error' },
+  quote_already_consumed: { status: 409, type: 'invalid_request_error' },
+  payload_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  quote_expired: { status: 422, type: 'invalid_request_error' },
+  limit_exceeded: { status: 422, type: 'invalid_request_error' },
+  insufficient_tenant_funds: { status: 422, type: 'invalid_request_error' },
+  rate_limited: { status: 429, type: 'rate_limit_error' },
+  rate_unavailable: { status: 503, type: 'provider_error' },
+  service_unavailable: { status: 503, type: 'api_error' },
+  internal_error: { status: 500, type: 'api_error' },
+} as const satisfies Record<string, { status: number; type: ErrorType }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: ErrorType;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly meta?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+  }
+}
+
+export function validationFailed(errors: FieldError[], message?: string): ApiError {
+  const summary = message ?? errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+  return new ApiError('validation_failed', summary, { errors });
+}
+
+export function notFound(what: string): ApiError {
+  return new ApiError('resource_not_found', `No such ${what}.`);
+}
+
+export interface ErrorEnvelope {
+  error: {
+    type: ErrorType;
+    code: string;
+    message: string;
+    request_id: string;
+    meta?: Record<string, unknown>;
+  };
+}
+
+export function envelope(error: ApiError, requestId: string): ErrorEnvelope {
+  const body: ErrorEnvelope = {
+    error: { type: error.type, code: error.code, message: error.message, request_id: requestId },
+  };
+  if (error.meta && error.code !== 'internal_error') body.error.meta = error.meta;
+  return body;
+}

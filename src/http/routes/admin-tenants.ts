@@ -1,0 +1,168 @@
+import { PLATFORM_SCOPE } from '../../domain/api-keys.ts';
+import type { ApiKeyRow } from '../../db/repositories/api-keys.ts';
+import type { TenantRow } from '../../db/repositories/tenants.ts';
+import type { TenantService } from '../../services/tenants.ts';
+import { Type } from '@sinclair/typebox';
+import { errorResponses } from '../schemas/common.ts';
+import {
+  ApiKeySummary,
+  CreateApiKeyBody,
+  CreateTenantBody,
+  IdParam,
+  IssuedApiKey,
+  RevokedApiKey,
+  Tenant,
+  UpdateTenantBody,
+} from '../schemas/tenant.ts';
+import type { App } from '../types.ts';
+
+export const ADMIN = { scopes: [PLATFORM_SCOPE] } as const;
+
+export function tenantView(row: TenantRow) {
+  return {
+    id: row.id,
+    name: row.name,
+    creditEnabled: row.credit_enabled,
+    creditLimit: row.credit_limit === null ? null : row.credit_limit.toString(),
+    feeBps: row.fee_bps,
+    feeFixed: row.fee_fixed.toString(),
+    spreadBps: row.spread_bps,
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString(),
+  };
+}
+
+function keySummary(row: ApiKeyRow) {
+  return {
+    id: row.id,
+    mode: row.mode,
+    scopes: row.scopes,
+    prefix: row.prefix,
+    last4: row.last4,
+    createdAt: row.created_at.toISOString(),
+    revokedAt: row.revoked_at ? row.revoked_at.toISOString() : null,
+  };
+}
+
+const toBig = (value: number | null | undefined) => (value === undefined ? undefined : value === null ? null : BigInt(value));
+
+export async function adminTenantRoutes(app: App, tenants: TenantService): Promise<void> {
+  app.post(
+    '/v1/admin/tenants',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminCreateTenant',
+        summary: 'Create a tenant',
+        body: CreateTenantBody,
+        response: { 201: Tenant, ...errorResponses(400, 403) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      const tenant = await tenants.create({
+        name: body.name,
+        creditEnabled: body.creditEnabled,
+        creditLimit: toBig(body.creditLimit),
+        feeBps: body.feeBps,
+        feeFixed: toBig(body.feeFixed) ?? undefined,
+        spreadBps: body.spreadBps,
+      });
+      return reply.code(201).send(tenantView(tenant));
+    },
+  );
+
+  app.get(
+    '/v1/admin/tenants/:id',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminGetTenant',
+        summary: 'Read a tenant',
+        params: IdParam,
+        response: { 200: Tenant, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => tenantView(await tenants.get(request.params.id)),
+  );
+
+  app.patch(
+    '/v1/admin/tenants/:id',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminUpdateTenant',
+        summary: 'Update a tenant (name, credit, fee schedule, spread)',
+        params: IdParam,
+        body: UpdateTenantBody,
+        response: { 200: Tenant, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => {
+      const body = request.body;
+      const tenant = await tenants.update(request.params.id, {
+        name: body.name,
+        creditEnabled: body.creditEnabled,
+        creditLimit: toBig(body.creditLimit),
+        feeBps: body.feeBps,
+        feeFixed: toBig(body.feeFixed) ?? undefined,
+        spreadBps: body.spreadBps,
+      });
+      return tenantView(tenant);
+    },
+  );
+
+  app.post(
+    '/v1/admin/tenants/:id/api-keys',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminIssueApiKey',
+        summary: 'Issue an API key',
+        description: 'The `key` is returned once; only its prefix and last 4 characters are kept readable.',
+        params: IdParam,
+        body: CreateApiKeyBody,
+        response: { 201: IssuedApiKey, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const issued = await tenants.issueKey(request.params.id, request.body.mode, request.body.scopes);
+      return reply.code(201).send({ ...keySummary(issued.row), key: issued.key });
+    },
+  );
+
+  app.get(
+    '/v1/admin/tenants/:id/api-keys',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminListApiKeys',
+        summary: "List a tenant's API keys (prefix and last 4 only)",
+        params: IdParam,
+        response: { 200: Type.Object({ data: Type.Array(ApiKeySummary) }), ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => ({ data: (await tenants.listKeys(request.params.id)).map(keySummary) }),
+  );
+
+  app.delete(
+    '/v1/admin/api-keys/:id',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminRevokeApiKey',
+        summary: 'Revoke an API key',
+        description: 'The key fails with `api_key_invalid` from the next request.',
+        params: IdParam,
+        response: { 200: RevokedApiKey, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => tenants.revokeKey(request.params.id),
+  );
+}

@@ -1,0 +1,80 @@
+import { Type } from '@sinclair/typebox';
+import type { Registry } from 'prom-client';
+import type { Database } from '../../db/database.ts';
+import { ApiError, envelope } from '../errors.ts';
+import { errorResponses } from '../schemas/common.ts';
+import type { App } from '../types.ts';
+
+const READY_TIMEOUT_MS = 2000;
+
+export async function operationsRoutes(app: App, db: Database, registry: Registry): Promise<void> {
+  const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
+
+  app.get(
+    '/health/live',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Operations'],
+        operationId: 'healthLive',
+        summary: 'The process is up',
+        security: [],
+        response: { 200: Health },
+      },
+    },
+    async () => ({ status: 'ok' }),
+  );
+
+  app.get(
+    '/health/ready',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Operations'],
+        operationId: 'healthReady',
+        summary: 'The database is reachable',
+        security: [],
+        response: { 200: Health, 503: errorResponses(503)[503]! },
+      },
+    },
+    async (request, reply) => {
+      try {
+        await Promise.race([
+          db.query('SELECT 1'),
+          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS).unref()),
+        ]);
+        return { status: 'ok', database: db.engine };
+      } catch {
+        return reply.code(503).send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
+      }
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Operations'],
+        operationId: 'metrics',
+        summary: 'Prometheus metrics',
+        security: [],
+        produces: ['text/plain'],
+        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+      },
+    },
+    async (_request, reply) => {
+      const body = await registry.metrics();
+      return reply.type(registry.contentType).send(body);
+    },
+  );
+
+  app.get(
+    '/v1/openapi.json',
+    {
+      config: { public: true },
+      schema: { hide: true },
+    },
+    async () => app.swagger(),
+  );
+}

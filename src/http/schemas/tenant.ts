@@ -1,0 +1,95 @@
+import { Type } from '@sinclair/typebox';
+import { AmountString, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { CUSTOMER_SCOPES } from '../../domain/api-keys.ts';
+
+export const TenantContext = Type.Object(
+  {
+    tenantId: Type.String(),
+    name: Type.String(),
+    mode: ModeSchema,
+    scopes: Type.Array(Type.String()),
+    apiKeyId: Type.String(),
+    isPlatform: Type.Boolean({ description: 'false for a customer key' }),
+  },
+  { $id: 'TenantContext', title: 'TenantContext' },
+);
+
+const MAX_SAFE = Number.MAX_SAFE_INTEGER;
+
+const TenantWritable = {
+  name: Type.String({ minLength: 1, maxLength: 200, description: 'Display name' }),
+  creditEnabled: Type.Boolean({ description: 'true = daily close (not blocked by balance); false = prefunded' }),
+  creditLimit: Nullable(
+    Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Credit ceiling in BS minor units; null = none' }),
+  ),
+  feeBps: Type.Integer({ minimum: 0, maximum: 10000, description: 'Fee in basis points of the delivered amount (default 100)' }),
+  feeFixed: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Fixed fee in BS minor units (default 0)' }),
+  spreadBps: Type.Integer({ minimum: 0, maximum: 9999, description: 'FX margin in basis points (default 50)' }),
+};
+
+export const CreateTenantBody = Type.Object({
+  name: TenantWritable.name,
+  creditEnabled: Type.Optional(TenantWritable.creditEnabled),
+  creditLimit: Type.Optional(TenantWritable.creditLimit),
+  feeBps: Type.Optional(TenantWritable.feeBps),
+  feeFixed: Type.Optional(TenantWritable.feeFixed),
+  spreadBps: Type.Optional(TenantWritable.spreadBps),
+});
+
+export const UpdateTenantBody = Type.Partial(Type.Object(TenantWritable), { minProperties: 1 });
+
+export const Tenant = Type.Object(
+  {
+    id: Uuid(),
+    name: Type.String(),
+    creditEnabled: Type.Boolean(),
+    creditLimit: Nullable(AmountString()),
+    feeBps: Type.Integer(),
+    feeFixed: AmountString(),
+    spreadBps: Type.Integer(),
+    createdAt: DateTime(),
+    updatedAt: DateTime(),
+  },
+  { $id: 'Tenant', title: 'Tenant' },
+);
+
+export const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'Default: all eight customer scopes',
+});
+
+export const CreateApiKeyBody = Type.Object({
+  mode: ModeSchema,
+  scopes: Type.Optional(Scopes),
+});
+
+export const IssuedApiKey = Type.Object(
+  {
+    id: Uuid(),
+    key: Type.String({ description: 'The key itself; shown only in this response' }),
+    mode: ModeSchema,
+    scopes: Type.Array(Type.String()),
+    prefix: Type.String(),
+    last4: Type.String(),
+    createdAt: DateTime(),
+  },
+  { $id: 'IssuedApiKey', title: 'IssuedApiKey' },
+);
+
+export const ApiKeySummary = Type.Object(
+  {
+    id: Uuid(),
+    mode: ModeSchema,
+    scopes: Type.Array(Type.String()),
+    prefix: Type.String(),
+    last4: Type.String(),
+    createdAt: DateTime(),
+    revokedAt: Nullable(DateTime()),
+  },
+  { $id: 'ApiKeySummary', title: 'ApiKeySummary' },
+);
+
+export const RevokedApiKey = Type.Object({ id: Uuid(), revoked: Type.Boolean() });
+
+export const IdParam = Type.Object({ id: Uuid() });

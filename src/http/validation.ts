@@ -1,0 +1,85 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { FieldError } from './errors.ts';
+
+// Two validators: request bodies are strict JSON (an amount sent as "5000" is an error, not
+// coerced), while query strings and path parameters arrive as text and are coerced to their types.
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({
+    coerceTypes,
+    useDefaults: true,
+    removeAdditional: true,
+    allErrors: true,
+    verbose: true,
+    strict: false,
+  });
+  (addFormats as unknown as (ajv: Ajv) => void)(ajv);
+  ajv.addKeyword({ keyword: 'x-error-message', schemaType: 'string' });
+  ajv.addKeyword({ keyword: 'example' });
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+};
+
+const TYPE_WORDS: Record<string, string> = {
+  integer: 'an integer',
+  string: 'a string',
+  object: 'a JSON object',
+  array: 'an array',
+  boolean: 'true or false',
+  number: 'a number',
+};
+
+function fieldPath(error: ErrorObject, part: string): string {
+  const segments = error.instancePath.split('/').filter(Boolean).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required') segments.push(String((error.params as { missingProperty: string }).missingProperty));
+  const base = segments.join('.');
+  if (part === 'body') return base || 'body';
+  return base || part;
+}
+
+function messageFor(error: ErrorObject): string {
+  const custom = (error.parentSchema as Record<string, unknown> | undefined)?.['x-error-message'];
+  switch (error.keyword) {
+    case 'required':
+      return 'is required';
+    case 'type': {
+      const expected = String((error.params as { type: string }).type);
+      if (typeof custom === 'string') return custom;
+      return `must be ${expected.split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+    }
+    case 'enum':
+      return `must be one of: ${((error.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
+    case 'minimum':
+    case 'maximum':
+    case 'exclusiveMinimum':
+    case 'exclusiveMaximum':
+    case 'pattern':
+    case 'format':
+    case 'minLength':
+    case 'maxLength':
+      if (typeof custom === 'string') return custom;
+      break;
+  }
+  if (typeof custom === 'string') return custom;
+  return error.message ?? 'is invalid';
+}
+
+/** Maps AJV errors to the `meta.errors` list of decisions.md §3, one entry per field. */
+export function toFieldErrors(errors: ErrorObject[], part: string): FieldError[] {
+  const seen = new Map<string, FieldError>();
+  for (const error of errors) {
+    if (error.keyword === 'if' || error.keyword === 'anyOf' || error.keyword === 'oneOf') continue;
+    const field = fieldPath(error, part);
+    if (!seen.has(field)) seen.set(field, { field, message: messageFor(error) });
+  }
+  if (seen.size === 0 && errors[0]) seen.set(part, { field: fieldPath(errors[0], part), message: errors[0].message ?? 'is invalid' });
+  return [...seen.values()];
+}

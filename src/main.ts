@@ -1,0 +1,71 @@
+import { buildApp, loggerOptions } from './app.ts';
+import { ConfigError, loadConfig, type Config } from './config.ts';
+import { migrate } from './db/migrate.ts';
+import { openDatabase } from './db/open.ts';
+import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
+import { bootstrapSteps, startWorkers } from './workers/index.ts';
+
+function readConfig(): Config {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+}
+
+async function main(): Promise<void> {
+  const startedAtMs = performance.now();
+  const config = readConfig();
+  const db = await openDatabase(config);
+  let bootstrap: BootstrapResult | undefined;
+  await migrate(db, async () => {
+    await syncPlatformKey(db, config.platformApiKey);
+    if (config.bootstrap) bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
+  });
+
+  const { app, services } = await buildApp({ config, db, logger: loggerOptions(config.logLevel) });
+  const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
+
+  if (config.role !== 'worker') {
+    await app.listen({ port: config.port, host: config.host });
+  } else {
+    await app.ready();
+  }
+  app.log.info(
+    { role: config.role, engine: db.engine, port: config.port, startup_ms: Math.round(performance.now() - startedAtMs) },
+    'bolivar disbursement service started',
+  );
+  if (bootstrap) printBootstrap(bootstrap);
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
+    const force = setTimeout(() => {
+      app.log.error('shutdown grace period over; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs);
+    force.unref();
+    try {
+      await app.close();
+      await workers?.stop();
+      await db.close();
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error) => {
+  process.stderr.write(`Failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { Config } from '../config.ts';
+import type { Database, Queryable } from '../db/database.ts';
+import { findKeyByHash, insertApiKey, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
+import { insertTenant } from '../db/repositories/tenants.ts';
+import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
+import { TENANT_DEFAULTS } from './tenants.ts';
+
+export const PLATFORM_TENANT_ID = '00000000-0000-4000-8000-000000000000';
+
+/** Extra first-start work of later features (sandbox funding, webhook endpoint), run in the same transaction. */
+export type BootstrapStep = (tx: Queryable, sandbox: { tenantId: string; baseUrl: string }) => Promise<void>;
+
+export interface BootstrapResult {
+  tenantId: string;
+  apiKey: string;
+  platformApiKey?: string;
+  curl: string;
+  file: string;
+}
+
+async function ensurePlatformTenant(tx: Queryable): Promise<void> {
+  await tx.query(
+    `INSERT INTO tenants (id, name, is_platform) VALUES ($1, 'Platform', true) ON CONFLICT (id) DO NOTHING`,
+    [PLATFORM_TENANT_ID],
+  );
+}
+
+async function insertPlatformKey(tx: Queryable, key: string, source: 'env' | 'bootstrap'): Promise<void> {
+  await insertApiKey(tx, {
+    id: randomUUID(),
+    tenantId: PLATFORM_TENANT_ID,
+    mode: 'live',
+    scopes: [PLATFORM_SCOPE],
+    hash: hashApiKey(key),
+    prefix: keyPrefix(key),
+    last4: keyLast4(key),
+    isPlatform: true,
+    source,
+  });
+}
+
+/** `PLATFORM_API_KEY` is accepted as given: stored hashed; a replaced one stops working. */
+export async function syncPlatformKey(db: Database, key: string | undefined): Promise<void> {
+  if (!key) return;
+  const hash = hashApiKey(key);
+  await db.transaction(async (tx) => {
+    await ensurePlatformTenant(tx);
+    await revokeEnvKeysExcept(tx, hash);
+    const existing = await findKeyByHash(tx, hash);
+    if (!existing) await insertPlatformKey(tx, key, 'env');
+    else if (existing.revoked_at) await tx.query('UPDATE api_keys SET revoked_at = NULL WHERE id = $1', [existing.id]);
+  });
+}
+
+export function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+  return (config.publicBaseUrl ?? `http://localhost:${config.port}`).replace(/\/$/, '');
+}
+
+/**
+ * First start on an empty database: a sandbox tenant with a test key holding all eight scopes.
+ * Runs under the migration lock, so two processes starting at once bootstrap once.
+ */
+export async function bootstrapIfEmpty(
+  db: Database,
+  config: Pick<Config, 'dataDir' | 'platformApiKey' | 'publicBaseUrl' | 'port'>,
+  steps: BootstrapStep[] = [],
+): Promise<BootstrapResult | undefined> {
+  const baseUrl = baseUrlOf(config);
+  const result = await db.transaction(async (tx) => {
+    const done = await tx.query(`SELECT 1 FROM app_state WHERE key = 'bootstrap'`);
+    if (done.rowCount > 0) return undefined;
+    const customers = await tx.query('SELECT 1 FROM tenants WHERE NOT is_platform LIMIT 1');
+    if (customers.rowCount > 0) return undefined;
+
+    const tenant = await insertTenant(tx, randomUUID(), { ...TENANT_DEFAULTS, name: 'Sandbox' });
+    const apiKey = generateApiKey('test');
+    await insertApiKey(tx, {
+      id: randomUUID(),
+      tenantId: tenant.id,
+      mode: 'test',
+      scopes: [...CUSTOMER_SCOPES],
+      hash: hashApiKey(apiKey),
+      prefix: keyPrefix(apiKey),
+      last4: keyLast4(apiKey),
+      isPlatform: false,
+      source: 'bootstrap',
+    });
+    let platformApiKey: string | undefined;
+    if (!config.platformApiKey) {
+      // Without PLATFORM_API_KEY a newcomer would have no way into the admin API.
+      await ensurePlatformTenant(tx);
+      platformApiKey = generateApiKey('platform');
+      await insertPlatformKey(tx, platformApiKey, 'bootstrap');
+    }
+    for (const step of steps) await step(tx, { tenantId: tenant.id, baseUrl });
+    await tx.query(`INSERT INTO app_state (key, value) VALUES ('bootstrap', $1)`, [
+      JSON.stringify({ tenantId: tenant.id, at: new Date().toISOString() }),
+    ]);
+    return { tenantId: tenant.id, apiKey, platformApiKey };
+  });
+  if (!result) return undefined;
+
+  const curl = `curl -s ${baseUrl}/v1/tenant/me -H 'x-api-key: ${result.apiKey}'`;
+  const file = path.resolve(config.dataDir, 'bootstrap.json');
+  mkdirSync(path.dirname(file), { recursive: true });
+  const content = {
+    tenantId: result.tenantId,
+    mode: 'test',
+    apiKey: result.apiKey,
+    ...(result.platformApiKey ? { platformApiKey: result.platformApiKey } : {}),
+    curl,
+    createdAt: new Date().toISOString(),
+  };
+  writeFileSync(file, JSON.stringify(content, null, 2) + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { ...result, curl, file };
+}
+
+export function printBootstrap(result: BootstrapResult, write: (text: string) => void = (t) => process.stdout.write(t)): void {
+  const lines = [
+    '',
+    '  First start: created a sandbox tenant (test mode). These keys are shown once.',
+    `  tenant:        ${result.tenantId}`,
+    `  test API key:  ${result.apiKey}`,
+    ...(result.platformApiKey ? [`  platform key:  ${result.platformApiKey}   (admin API; set PLATFORM_API_KEY to choose your own)`] : []),
+    `  saved to:      ${result.file} (mode 0600)`,
+    '',
+    '  Try it:',
+    `  ${result.curl}`,
+    '',
+  ];
+  write(lines.join('\n') + '\n');
+}

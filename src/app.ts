@@ -73,7 +73,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     keepAliveTimeout: 75_000,
     pluginTimeout: 30_000,
     requestIdHeader: false,
-    requestIdLogLabel: 'request_id',
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;

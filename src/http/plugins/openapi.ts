@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
-import { ErrorEnvelope } from '../schemas/common.ts';
+import { componentSchemas } from '../schemas/common.ts';
 
 export const API_DESCRIPTION = `Deliver Venezuelan bolivares (BS) to a beneficiary's bank account by Pago Móvil or bank transfer.
 
@@ -13,7 +13,7 @@ Amounts are integers in minor units (BS has 2 decimals): requests carry JSON int
 Errors share one envelope \`{error: {type, code, message, request_id, meta?}}\`; branch on \`error.code\`.`;
 
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
-  app.addSchema(ErrorEnvelope);
+  for (const schema of componentSchemas()) app.addSchema(schema);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

@@ -68,6 +68,21 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
 
 const ErrorRef = Type.Unsafe<Static<typeof ErrorEnvelope>>(Type.Ref('ErrorEnvelope'));
 
+const COMPONENTS = new Map<string, TSchema>([['ErrorEnvelope', ErrorEnvelope]]);
+
+/**
+ * A named response schema: listed once under `components.schemas` of the OpenAPI document and
+ * referenced from every route that returns it (the serializer resolves the reference too).
+ */
+export function Component<T extends TSchema>(name: string, schema: T) {
+  COMPONENTS.set(name, { ...schema, $id: name, title: name });
+  return Type.Unsafe<Static<T>>(Type.Ref(name));
+}
+
+export function componentSchemas(): TSchema[] {
+  return [...COMPONENTS.values()];
+}
+
 /** Error responses for a route's OpenAPI entry, every one with the envelope. */
 export function errorResponses(...statuses: number[]) {
   const all = new Set([401, 429, 500, ...statuses]);

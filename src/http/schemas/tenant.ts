@@ -1,8 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { AmountString, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { AmountString, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
 import { CUSTOMER_SCOPES } from '../../domain/api-keys.ts';
 
-export const TenantContext = Type.Object(
+export const TenantContext = Component('TenantContext', Type.Object(
   {
     tenantId: Type.String(),
     name: Type.String(),
@@ -11,8 +11,7 @@ export const TenantContext = Type.Object(
     apiKeyId: Type.String(),
     isPlatform: Type.Boolean({ description: 'false for a customer key' }),
   },
-  { $id: 'TenantContext', title: 'TenantContext' },
-);
+));
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
@@ -38,7 +37,7 @@ export const CreateTenantBody = Type.Object({
 
 export const UpdateTenantBody = Type.Partial(Type.Object(TenantWritable), { minProperties: 1 });
 
-export const Tenant = Type.Object(
+export const Tenant = Component('Tenant', Type.Object(
   {
     id: Uuid(),
     name: Type.String(),
@@ -50,8 +49,7 @@ export const Tenant = Type.Object(
     createdAt: DateTime(),
     updatedAt: DateTime(),
   },
-  { $id: 'Tenant', title: 'Tenant' },
-);
+));
 
 export const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
   minItems: 1,
@@ -64,7 +62,7 @@ export const CreateApiKeyBody = Type.Object({
   scopes: Type.Optional(Scopes),
 });
 
-export const IssuedApiKey = Type.Object(
+export const IssuedApiKey = Component('IssuedApiKey', Type.Object(
   {
     id: Uuid(),
     key: Type.String({ description: 'The key itself; shown only in this response' }),
@@ -74,10 +72,9 @@ export const IssuedApiKey = Type.Object(
     last4: Type.String(),
     createdAt: DateTime(),
   },
-  { $id: 'IssuedApiKey', title: 'IssuedApiKey' },
-);
+));
 
-export const ApiKeySummary = Type.Object(
+export const ApiKeySummary = Component('ApiKeySummary', Type.Object(
   {
     id: Uuid(),
     mode: ModeSchema,
@@ -87,8 +84,7 @@ export const ApiKeySummary = Type.Object(
     createdAt: DateTime(),
     revokedAt: Nullable(DateTime()),
   },
-  { $id: 'ApiKeySummary', title: 'ApiKeySummary' },
-);
+));
 
 export const RevokedApiKey = Type.Object({ id: Uuid(), revoked: Type.Boolean() });
 

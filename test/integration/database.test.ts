@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { migrate, loadMigrations } from '../../src/db/migrate.ts';
+import { PostgresDatabase } from '../../src/db/postgres.ts';
+import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
+
+describe(`database layer on ${ENGINE}`, () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+  });
+  after(async () => {
+    await database.drop();
+  });
+
+  it('applies every migration once and records it', async () => {
+    const first = await migrate(database.db);
+    assert.equal(first.applied.length, loadMigrations().length);
+    const second = await migrate(database.db);
+    assert.deepEqual(second.applied, []);
+    const { rows } = await database.db.query<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version');
+    assert.deepEqual(rows.map((r) => r.version), loadMigrations().map((m) => m.version));
+  });
+
+  it('maps int8 to bigint and numeric to exact strings on both engines', async () => {
+    const { rows } = await database.db.query<{ big: bigint; exact: string }>(
+      'SELECT $1::bigint + 1 AS big, 920.375::numeric AS exact',
+      [9007199254740993n],
+    );
+    assert.equal(rows[0]!.big, 9007199254740994n);
+    assert.equal(rows[0]!.exact, '920.375');
+  });
+
+  it('rolls a transaction back when its work throws', async () => {
+    await database.db.query('CREATE TABLE IF NOT EXISTS tx_probe (v int)');
+    await assert.rejects(
+      database.db.transaction(async (tx) => {
+        await tx.query('INSERT INTO tx_probe VALUES (1)');
+        throw new Error('boom');
+      }),
+      /boom/,
+    );
+    const { rowCount } = await database.db.query('SELECT * FROM tx_probe');
+    assert.equal(rowCount, 0);
+  });
+
+  it('reports affected row counts for updates', async () => {
+    await database.db.query('INSERT INTO tx_probe VALUES (1), (2), (3)');
+    const result = await database.db.query('UPDATE tx_probe SET v = v + 1 WHERE v > 1');
+    assert.equal(result.rowCount, 2);
+  });
+});
+
+describe('migrations from several processes at once', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
+  it('two pools migrating one empty database apply each migration exactly once', async () => {
+    const database = await createTestDatabase();
+    const other = new PostgresDatabase(database.url!, 2);
+    try {
+      const [a, b] = await Promise.all([migrate(database.db), migrate(other)]);
+      assert.equal(a.applied.length + b.applied.length, loadMigrations().length);
+      assert.ok(a.applied.length === 0 || b.applied.length === 0, 'one process did all the work, the other waited');
+    } finally {
+      await other.close();
+      await database.drop();
+    }
+  });
+});

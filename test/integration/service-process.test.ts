@@ -1,0 +1,47 @@
+import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { createTestDatabase, ENGINE } from '../support/harness.ts';
+import { freePort, runToExit, startService } from '../support/process.ts';
+
+describe(`the service as a process (npm start) on ${ENGINE}`, () => {
+  it('starts on an empty database, prints a working key and curl, and stops cleanly on SIGTERM', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-start-'));
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const port = await freePort();
+    const env: Record<string, string> = { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' };
+    const service = await startService(env, port);
+    try {
+      assert.ok(service.readyMs < 20_000, `ready in ${service.readyMs} ms`);
+      const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+      assert.match(service.output(), new RegExp(saved.apiKey));
+      const curl = saved.curl.replace('http://localhost:', 'http://127.0.0.1:').replace(':3000/', `:${port}/`);
+      assert.match(service.output(), /curl -s http:\/\/localhost:\d+\/v1\/tenant\/me -H 'x-api-key: bsk_test_/);
+      const me = JSON.parse(execSync(curl, { encoding: 'utf8' }));
+      assert.equal(me.name, 'Sandbox');
+      assert.equal(me.mode, 'test');
+      assert.doesNotMatch(service.output().split('\n').filter((l) => l.startsWith('{')).join('\n'), new RegExp(saved.apiKey), 'the key never reaches the JSON logs');
+    } finally {
+      const code = await service.stop('SIGTERM');
+      assert.equal(code, 0, service.output());
+    }
+
+    // A second start on the same database does not bootstrap again.
+    const again = await startService(env, port);
+    try {
+      assert.doesNotMatch(again.output(), /First start/);
+    } finally {
+      await again.stop();
+      await database?.drop();
+    }
+  });
+
+  it('refuses to start on a bad configuration value, naming the variable', async () => {
+    const result = await runToExit({ PORT: 'abc' });
+    assert.notEqual(result.code, 0);
+    assert.match(result.output, /PORT accepts an integer/);
+  });
+});

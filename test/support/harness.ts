@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { buildApp, type Services } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { Database } from '../../src/db/database.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { PgliteDatabase } from '../../src/db/pglite.ts';
+import { PostgresDatabase } from '../../src/db/postgres.ts';
+import { generateApiKey } from '../../src/domain/api-keys.ts';
+import type { Clock } from '../../src/domain/clock.ts';
+import type { App } from '../../src/http/types.ts';
+import { syncPlatformKey } from '../../src/services/bootstrap.ts';
+
+export const ENGINE: 'postgres' | 'pglite' = process.env.DATABASE_URL ? 'postgres' : 'pglite';
+
+export interface TestDatabase {
+  db: Database;
+  url?: string;
+  drop(): Promise<void>;
+}
+
+/** A fresh, empty database: in-memory PGlite, or a new database on the DATABASE_URL server. */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const baseUrl = process.env.DATABASE_URL;
+  if (!baseUrl) {
+    const db = await PgliteDatabase.open(undefined);
+    return { db, drop: () => db.close() };
+  }
+  const name = `bds_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: baseUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  const db = new PostgresDatabase(url.toString(), 20);
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      const cleanup = new pg.Client({ connectionString: baseUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await cleanup.end();
+    },
+  };
+}
+
+export interface TestApp {
+  app: App;
+  services: Services;
+  db: Database;
+  config: Config;
+  platformKey: string;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(
+  options: { env?: Record<string, string>; clock?: Clock; database?: TestDatabase } = {},
+): Promise<TestApp> {
+  const database = options.database ?? (await createTestDatabase());
+  const platformKey = generateApiKey('platform');
+  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...options.env, PLATFORM_API_KEY: platformKey });
+  await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
+  const { app, services } = await buildApp({ config, db: database.db, clock: options.clock });
+  await app.ready();
+  return {
+    app,
+    services,
+    db: database.db,
+    config,
+    platformKey,
+    async close() {
+      await app.close();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+export interface InjectResult<T = any> {
+  status: number;
+  body: T;
+  headers: Record<string, string | string[] | number | undefined>;
+  raw: string;
+}
+
+export function client(app: App, apiKey?: string) {
+  async function call<T = any>(
+    method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE',
+    url: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<InjectResult<T>> {
+    const response = await app.inject({
+      method,
+      url,
+      headers: {
+        ...(apiKey ? { 'x-api-key': apiKey } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      payload: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let parsed: unknown = undefined;
+    try {
+      parsed = response.body ? JSON.parse(response.body) : undefined;
+    } catch {
+      parsed = response.body;
+    }
+    return { status: response.statusCode, body: parsed as T, headers: response.headers, raw: response.body };
+  }
+  return {
+    get: <T = any>(url: string, headers?: Record<string, string>) => call<T>('GET', url, undefined, headers),
+    post: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('POST', url, body, headers),
+    patch: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('PATCH', url, body, headers),
+    put: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('PUT', url, body, headers),
+    delete: <T = any>(url: string, headers?: Record<string, string>) => call<T>('DELETE', url, undefined, headers),
+  };
+}
+
+export type Client = ReturnType<typeof client>;
+
+/** A tenant with a key of the given mode and scopes, created through the admin API. */
+export async function createTenant(
+  t: TestApp,
+  options: { name?: string; mode?: 'test' | 'live'; scopes?: string[]; tenant?: Record<string, unknown> } = {},
+): Promise<{ tenantId: string; key: string; keyId: string; api: Client }> {
+  const admin = client(t.app, t.platformKey);
+  const tenant = await admin.post('/v1/admin/tenants', { name: options.name ?? 'Acme Remesas', ...options.tenant });
+  if (tenant.status !== 201) throw new Error(`tenant creation failed: ${tenant.raw}`);
+  const issued = await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, {
+    mode: options.mode ?? 'test',
+    ...(options.scopes ? { scopes: options.scopes } : {}),
+  });
+  if (issued.status !== 201) throw new Error(`key creation failed: ${issued.raw}`);
+  return { tenantId: tenant.body.id, key: issued.body.key, keyId: issued.body.id, api: client(t.app, issued.body.key) };
+}
+
+export function assertEnvelope(
+  assert: typeof import('node:assert/strict'),
+  response: InjectResult,
+  status: number,
+  code: string,
+): void {
+  assert.equal(response.status, status, `expected ${status} ${code}, got ${response.status}: ${response.raw}`);
+  assert.equal(response.body?.error?.code, code, response.raw);
+  assert.equal(typeof response.body.error.message, 'string');
+  assert.equal(typeof response.body.error.type, 'string');
+  assert.equal(response.body.error.request_id, response.headers['x-request-id']);
+}

@@ -1,0 +1,64 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface ServiceProcess {
+  child: ChildProcessWithoutNullStreams;
+  output(): string;
+  baseUrl: string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts the service as `npm start` does (node --import tsx src/main.ts) and waits until ready. */
+export async function startService(env: Record<string, string>, port: number, readyTimeoutMs = 30_000): Promise<ServiceProcess & { readyMs: number }> {
+  const startedAt = Date.now();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
+  });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const service: ServiceProcess = {
+    child,
+    baseUrl,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill(signal);
+      return exited;
+    },
+  };
+  while (Date.now() - startedAt < readyTimeoutMs) {
+    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output}`);
+    try {
+      const response = await fetch(`${baseUrl}/health/ready`);
+      if (response.status === 200) return { ...service, readyMs: Date.now() - startedAt };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  await service.stop('SIGKILL');
+  throw new Error(`service not ready within ${readyTimeoutMs} ms:\n${output}`);
+}
+
+export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...env } });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    child.on('exit', (code) => resolve({ code, output }));
+  });
+}

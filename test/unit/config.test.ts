@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.dataDir, './data');
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.quoteTtlSeconds, 60);
+    assert.equal(config.sandboxSettleDelayMs, 3000);
+    assert.equal(config.sandboxReverseDelayMs, 10000);
+    assert.equal(config.webhookBackoffScale, 1);
+    assert.equal(config.webhookTimeoutMs, 5000);
+    assert.equal(config.idempotencyTtlHours, 24);
+    assert.equal(config.role, 'all');
+    assert.equal(config.bootstrap, true);
+  });
+
+  it('reads every knob', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      DATABASE_URL: 'postgres://u:p@db:5432/bds',
+      ROLE: 'worker',
+      WEBHOOK_BACKOFF_SCALE: '0.001',
+      BOOTSTRAP: 'off',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_RPS: '50',
+      QUOTE_TTL_SECONDS: '5',
+    });
+    assert.equal(config.port, 8080);
+    assert.equal(config.role, 'worker');
+    assert.equal(config.webhookBackoffScale, 0.001);
+    assert.equal(config.bootstrap, false);
+    assert.equal(config.rateLimitRps, 50);
+    assert.equal(config.quoteTtlSeconds, 5);
+  });
+
+  const bad: Array<[string, string, RegExp]> = [
+    ['PORT', 'abc', /PORT accepts an integer from 0 to 65535/],
+    ['PORT', '70000', /PORT/],
+    ['ROLE', 'everything', /ROLE accepts one of all, api, worker/],
+    ['LOG_LEVEL', 'loud', /LOG_LEVEL accepts one of/],
+    ['DATABASE_URL', 'mysql://x', /DATABASE_URL accepts a URL starting with postgres:\/\/ or postgresql:\/\//],
+    ['QUOTE_TTL_SECONDS', '0', /QUOTE_TTL_SECONDS/],
+    ['WEBHOOK_BACKOFF_SCALE', '-1', /WEBHOOK_BACKOFF_SCALE accepts a decimal number/],
+    ['BOOTSTRAP', 'maybe', /BOOTSTRAP accepts on or off/],
+    ['PLATFORM_API_KEY', 'short', /PLATFORM_API_KEY accepts bsk_platform_/],
+    ['IDEMPOTENCY_TTL_HOURS', '1.5', /IDEMPOTENCY_TTL_HOURS accepts an integer/],
+  ];
+  for (const [name, value, message] of bad) {
+    it(`rejects ${name}=${value} naming the variable`, () => {
+      assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.variable, name);
+        assert.match(error.message, message);
+        return true;
+      });
+    });
+  }
+
+  it('never echoes a database password or platform key in the message', () => {
+    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }), (error: Error) => !error.message.includes('hunter2'));
+    assert.throws(() => loadConfig({ PLATFORM_API_KEY: 'bsk_platform_secret' }), (error: Error) => !error.message.includes('secret'));
+  });
+});

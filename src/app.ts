@@ -15,6 +15,10 @@ import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
 import { operationsRoutes } from './http/routes/operations.ts';
 import { tenantRoutes } from './http/routes/tenant.ts';
+import { adminRateRoutes } from './http/routes/admin-rates.ts';
+import { quoteRoutes } from './http/routes/quotes.ts';
+import { QuoteService } from './services/quotes.ts';
+import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
 import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { Authenticator } from './services/authenticator.ts';
@@ -29,6 +33,7 @@ export interface AppDeps {
   /** Fastify logger options; `false` in tests. */
   logger?: FastifyServerOptions['logger'];
   metrics?: Registry;
+  rateSource?: RateSource;
 }
 
 /** The services every route may use, built once per app. */
@@ -38,6 +43,8 @@ export interface Services {
   clock: Clock;
   authenticator: Authenticator;
   tenants: TenantService;
+  rates: RateService;
+  quotes: QuoteService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -64,6 +71,22 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
+export function createServices(deps: AppDeps): Services {
+  const { config, db } = deps;
+  const clock = deps.clock ?? systemClock;
+  const authenticator = new Authenticator(db);
+  const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
+  return {
+    config,
+    db,
+    clock,
+    authenticator,
+    tenants: new TenantService(db, authenticator),
+    rates,
+    quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
+  };
+}
+
 export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services }> {
   const app = Fastify({
     logger: deps.logger ?? false,
@@ -82,14 +105,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   app.setValidatorCompiler(validatorCompiler);
 
-  const services: Services = {
-    config: deps.config,
-    db: deps.db,
-    clock: deps.clock ?? systemClock,
-    authenticator: new Authenticator(deps.db),
-    tenants: undefined as unknown as TenantService,
-  };
-  services.tenants = new TenantService(deps.db, services.authenticator);
+  const services = createServices(deps);
 
   // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
   app.removeAllContentTypeParsers();
@@ -133,6 +149,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await operationsRoutes(app, deps.db, registry);
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);
+  await adminRateRoutes(app, services.rates);
+  await quoteRoutes(app, services.quotes);
 
   return { app, services };
 }

@@ -1,0 +1,70 @@
+import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/api-keys.ts';
+
+export interface QuoteRow {
+  tenant_id: string;
+  mode: Mode;
+  id: string;
+  customer_id: string | null;
+  fixed: 'deliver' | 'spend';
+  spend_asset: string;
+  spend_amount: bigint;
+  deliver_asset: string;
+  deliver_amount: bigint;
+  fee_amount: bigint;
+  rate_value: string | null;
+  rate_market: string | null;
+  spread_bps: number | null;
+  expires_at: Date;
+  created_at: Date;
+  consumed_at: Date | null;
+  payment_id: string | null;
+}
+
+const COLUMNS = `tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
+  fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, consumed_at, payment_id`;
+
+export type NewQuote = Omit<QuoteRow, 'consumed_at' | 'payment_id'>;
+
+export async function insertQuote(db: Queryable, quote: NewQuote): Promise<QuoteRow> {
+  const { rows } = await db.query<QuoteRow>(
+    `INSERT INTO quotes (tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
+       fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+    [
+      quote.tenant_id, quote.mode, quote.id, quote.customer_id, quote.fixed, quote.spend_asset, quote.spend_amount,
+      quote.deliver_asset, quote.deliver_amount, quote.fee_amount, quote.rate_value, quote.rate_market,
+      quote.spread_bps, quote.expires_at, quote.created_at,
+    ],
+  );
+  return rows[0]!;
+}
+
+export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<QuoteRow | undefined> {
+  const { rows } = await db.query<QuoteRow>(
+    `SELECT ${COLUMNS} FROM quotes WHERE tenant_id = $1 AND mode = $2 AND id = $3`,
+    [tenantId, mode, id],
+  );
+  return rows[0];
+}
+
+/**
+ * Marks the quote used by `paymentId`, only if nobody used it before: of two concurrent payouts on
+ * one quote exactly one gets the row back (the other waits on the row lock, then matches nothing).
+ */
+export async function consumeQuote(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  id: string,
+  paymentId: string,
+  at: Date,
+): Promise<QuoteRow | undefined> {
+  const { rows } = await db.query<QuoteRow>(
+    `UPDATE quotes SET consumed_at = $4, payment_id = $5
+      WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND consumed_at IS NULL
+      RETURNING ${COLUMNS}`,
+    [tenantId, mode, id, at, paymentId],
+  );
+  return rows[0];
+}

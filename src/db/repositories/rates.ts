@@ -1,0 +1,27 @@
+import type { Queryable } from '../database.ts';
+
+export interface StoredRate {
+  asset: string;
+  market_text: string;
+  updated_at: Date;
+}
+
+export async function findRate(db: Queryable, asset: string): Promise<StoredRate | undefined> {
+  const { rows } = await db.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = $1', [asset]);
+  return rows[0];
+}
+
+export async function listRates(db: Queryable): Promise<StoredRate[]> {
+  const { rows } = await db.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates ORDER BY asset');
+  return rows;
+}
+
+export async function upsertRate(db: Queryable, asset: string, market: string, at: Date): Promise<StoredRate> {
+  const { rows } = await db.query<StoredRate>(
+    `INSERT INTO fx_rates (asset, market, market_text, updated_at) VALUES ($1, $2::numeric, $2, $3)
+     ON CONFLICT (asset) DO UPDATE SET market = EXCLUDED.market, market_text = EXCLUDED.market_text, updated_at = EXCLUDED.updated_at
+     RETURNING asset, market_text, updated_at`,
+    [asset, market, at],
+  );
+  return rows[0]!;
+}

@@ -1,0 +1,71 @@
+import type { Database } from '../db/database.ts';
+import { findRate, listRates, upsertRate, type StoredRate } from '../db/repositories/rates.ts';
+import type { Clock } from '../domain/clock.ts';
+import { MoneyError, parseRate, type Decimal } from '../domain/money.ts';
+import { ApiError, validationFailed } from '../http/errors.ts';
+
+export interface MarketRate {
+  asset: string;
+  market: Decimal;
+  marketText: string;
+  asOf: Date;
+}
+
+/** Where market rates come from. The default is the table set through the admin API. */
+export interface RateSource {
+  marketRate(asset: string): Promise<MarketRate | undefined>;
+}
+
+export class StoredRateSource implements RateSource {
+  constructor(private readonly db: Database) {}
+  async marketRate(asset: string): Promise<MarketRate | undefined> {
+    const row = await findRate(this.db, asset);
+    return row ? toMarketRate(row) : undefined;
+  }
+}
+
+function toMarketRate(row: StoredRate): MarketRate {
+  return { asset: row.asset, market: parseRate(row.market_text), marketText: row.market_text, asOf: row.updated_at };
+}
+
+export const RATE_ASSETS = ['USD', 'USDC', 'VESC'] as const;
+
+/** Fresh rates only: a missing or stale rate is 503 `rate_unavailable`, never a guess. */
+export class RateService {
+  constructor(
+    private readonly db: Database,
+    private readonly source: RateSource,
+    private readonly clock: Clock,
+    private readonly maxAgeSeconds: number,
+  ) {}
+
+  async freshMarketRate(asset: string): Promise<MarketRate> {
+    const rate = await this.source.marketRate(asset);
+    if (!rate) throw new ApiError('rate_unavailable', `No ${asset}/BS rate is available right now; retry later.`, { asset });
+    const ageSeconds = (this.clock.now().getTime() - rate.asOf.getTime()) / 1000;
+    if (ageSeconds > this.maxAgeSeconds) {
+      throw new ApiError('rate_unavailable', `The ${asset}/BS rate is stale; retry later.`, {
+        asset,
+        rate_as_of: rate.asOf.toISOString(),
+        max_age_seconds: this.maxAgeSeconds,
+      });
+    }
+    return rate;
+  }
+
+  async set(asset: string, market: string): Promise<StoredRate> {
+    try {
+      parseRate(market);
+    } catch (error) {
+      if (!(error instanceof MoneyError)) throw error;
+      throw validationFailed([
+        { field: 'market', message: 'must be a positive decimal string with at most 12 integer digits and 8 decimals, e.g. "925.00"' },
+      ]);
+    }
+    return upsertRate(this.db, asset, market, this.clock.now());
+  }
+
+  list(): Promise<StoredRate[]> {
+    return listRates(this.db);
+  }
+}

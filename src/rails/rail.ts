@@ -1,0 +1,74 @@
+// The rail adapter: the only thing a rail implementation does is translate between our payment and
+// the provider's API. Shared code (timeouts, state machine, ledger, retries) lives outside it.
+// Every call is keyed by OUR reference (the payment id), so a submit can be repeated safely and an
+// unknown outcome is resolved by asking, never by sending again blindly.
+
+export type Instrument = 'pago_movil' | 'transferencia';
+
+export interface RailTransfer {
+  /** Our reference: the payment id. Submitting the same reference twice creates one transfer. */
+  reference: string;
+  tenantId: string;
+  mode: 'test' | 'live';
+  instrument: Instrument;
+  amountMinor: bigint;
+  asset: 'BS';
+  beneficiary: {
+    fullName: string;
+    nationalId: string;
+    bankCode: string;
+    accountNumber: string | null;
+    phone: string | null;
+  };
+  sender: {
+    nationalId: string;
+    nationality: string;
+    firstName: string;
+    lastName: string;
+    phone: string;
+    email: string;
+  };
+}
+
+/** Rejection reasons of interface.md 7.3 that a rail can return. */
+export type RailFailureReason =
+  | 'beneficiary_mismatch'
+  | 'invalid_destination_account'
+  | 'bank_unreachable'
+  | 'instrument_unsupported'
+  | 'rail_insufficient_balance'
+  | 'rail_rejected'
+  | 'amount_above_rail_limit';
+
+/** What the rail says about a transfer, at submission or when asked later. */
+export type RailStatus =
+  | { status: 'processing'; retryAfterMs?: number }
+  | { status: 'settled'; bankReference: string; settledAt: Date }
+  | { status: 'failed'; reason: RailFailureReason; message?: string }
+  /** The rail answered but did not confirm whether it paid (it may still). */
+  | { status: 'unconfirmed'; retryAfterMs?: number }
+  | { status: 'reversed'; bankReference: string; reason: string };
+
+export type RailLookup = RailStatus | { status: 'not_found' };
+
+/** A rail-side event we did not ask for (e.g. a settled transfer returned by the bank). */
+export interface RailNotification {
+  id: string;
+  reference: string;
+  kind: 'reversed';
+  reason: string;
+  occurredAt: Date;
+}
+
+export interface RailAdapter {
+  readonly name: string;
+  /** Can this beneficiary receive through this instrument right now? (no money moves) */
+  supportsInstrument(beneficiary: RailTransfer['beneficiary'], instrument: Instrument): Promise<boolean>;
+  /** Idempotent by `transfer.reference`. May hang: the caller bounds it with a timeout. */
+  submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus>;
+  /** Status of a transfer by our reference; `not_found` if the rail never received it. */
+  lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup>;
+  /** Unacknowledged rail-side events, oldest first, at most `limit`. */
+  pendingNotifications(limit: number): Promise<RailNotification[]>;
+  acknowledgeNotification(id: string): Promise<void>;
+}

@@ -62,8 +62,11 @@ export interface RailNotification {
 
 export interface RailAdapter {
   readonly name: string;
-  /** Can this beneficiary receive through this instrument right now? (no money moves) */
-  supportsInstrument(beneficiary: RailTransfer['beneficiary'], instrument: Instrument): Promise<boolean>;
+  /**
+   * Can this beneficiary receive through `instrument` right now? No money moves. `requested` is the
+   * instrument the caller asked for (a sandbox trigger makes exactly that one unavailable).
+   */
+  instrumentAvailable(beneficiary: RailTransfer['beneficiary'], instrument: Instrument, requested: Instrument): Promise<boolean>;
   /** Idempotent by `transfer.reference`. May hang: the caller bounds it with a timeout. */
   submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus>;
   /** Status of a transfer by our reference; `not_found` if the rail never received it. */

@@ -1,0 +1,44 @@
+/**
+ * Opaque keyset cursors for lists ordered by (created_at DESC, id DESC) (decisions.md §9): the
+ * position is the last row's creation time and id, so rows inserted while a caller pages never
+ * shift a page, as an offset would.
+ *
+ * PostgreSQL keeps microseconds and a JS Date only milliseconds, so the time travels as the
+ * microsecond epoch (read by the repository as a bigint) and goes back to SQL as an exact
+ * timestamp literal; a millisecond round-trip would skip or repeat rows created in the same ms.
+ */
+
+export interface PagePosition {
+  createdAtUs: bigint;
+  id: string;
+}
+
+const VERSION = 'k1';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const MICROS = /^[0-9]{1,18}$/;
+const CURSOR_LENGTH_MAX = 200;
+// 9999-12-31T23:59:59.999999Z: the last instant an ISO timestamp (and so this encoding) can name.
+const MAX_TIMESTAMP_US = 253402300799999999n;
+
+export function encodeCursor(position: PagePosition): string {
+  return Buffer.from(`${VERSION}:${position.createdAtUs}:${position.id}`, 'utf8').toString('base64url');
+}
+
+/** undefined for anything that is not a cursor this service issued. */
+export function decodeCursor(cursor: string): PagePosition | undefined {
+  if (cursor.length === 0 || cursor.length > CURSOR_LENGTH_MAX || !/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined;
+  const parts = Buffer.from(cursor, 'base64url').toString('utf8').split(':');
+  if (parts.length !== 3) return undefined;
+  const [version, micros, id] = parts as [string, string, string];
+  if (version !== VERSION || !MICROS.test(micros) || !UUID.test(id)) return undefined;
+  const createdAtUs = BigInt(micros);
+  if (createdAtUs > MAX_TIMESTAMP_US) return undefined;
+  return { createdAtUs, id };
+}
+
+/** The exact timestamp as ISO-8601 with 6 fractional digits, for a `$n::timestamptz` parameter. */
+export function microsToTimestamp(createdAtUs: bigint): string {
+  const ms = createdAtUs / 1000n;
+  const micros = createdAtUs % 1000n;
+  return new Date(Number(ms)).toISOString().replace('Z', `${micros.toString().padStart(3, '0')}Z`);
+}

@@ -1,0 +1,30 @@
+import { Type } from '@sinclair/typebox';
+import { INSTRUMENTS } from '../../domain/beneficiary.ts';
+import { Component, StringEnum } from './common.ts';
+
+export const BankMethodQuery = Type.Object({
+  method: StringEnum(INSTRUMENTS, { description: 'The instrument whose catalogue to list' }),
+});
+
+export const Bank = Component(
+  'Bank',
+  Type.Object(
+    {
+      code: Type.String({ description: '4 digits; the beneficiary `bankCode`', example: '0102' }),
+      name: Type.String({ description: 'Full name, for receipts' }),
+      shortName: Type.String({ description: 'Never empty, for UI' }),
+    },
+    { description: 'A bank catalogue entry (interface.md 2.8)' },
+  ),
+);
+
+export const BankList = Component(
+  'BankList',
+  Type.Object(
+    {
+      method: StringEnum(INSTRUMENTS),
+      data: Type.Array(Bank),
+    },
+    { description: "The banks one instrument reaches; a code may carry a different name in each instrument's list" },
+  ),
+);

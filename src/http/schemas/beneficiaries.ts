@@ -1,0 +1,78 @@
+import { Type } from '@sinclair/typebox';
+import { BENEFICIARY_STATUSES } from '../../domain/beneficiary.ts';
+import { ASSETS, Asset, Component, DateTime, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+
+// The body schema checks JSON types (and the asset enumeration) only; formats and the bank
+// catalogue are checked by `validateBeneficiary`, which reports every violation in one 400 and
+// normalises before checking (a lowercase national id is accepted). The descriptions carry the
+// formats for the reference.
+export const RegisterBeneficiaryBody = Type.Object({
+  fullName: Type.String({
+    description: 'Holder name exactly as the destination bank holds it; 1 to 100 characters',
+    example: 'María Pérez',
+  }),
+  nationalId: Type.String({
+    description: 'V, E, J, G or P followed by 6 to 9 digits (case and surrounding spaces are normalised)',
+    example: 'V12345678',
+  }),
+  bankCode: Type.String({
+    description: '4 digits; must be in the catalogue of the instrument used (`GET /v1/payouts/banks`)',
+    example: '0102',
+  }),
+  accountNumber: Type.Optional(
+    Nullable(
+      Type.String({
+        description: 'Needed for `transferencia`: 16 to 20 digits starting with `bankCode`. Giving it makes the instrument `transferencia`; without it the instrument is `pago_movil`',
+        example: '01020123450123456789',
+      }),
+    ),
+  ),
+  phone: Type.Optional(
+    Nullable(Type.String({ description: 'Needed for both instruments: `04` followed by 9 digits', example: '04141234567' })),
+  ),
+  asset: Type.Optional(StringEnum(ASSETS, { description: 'Asset delivered to this beneficiary (default BS)' })),
+  country: Type.Optional(Type.String({ description: 'ISO 3166-1 alpha-2 country code (default VE)', example: 'VE' })),
+});
+
+const BeneficiaryFields = {
+  id: Uuid(),
+  full_name: Type.String(),
+  national_id: Type.String(),
+  bank_code: Type.String({ description: '4 digits' }),
+  account_number: Nullable(Type.String()),
+  phone: Nullable(Type.String()),
+  asset: Asset,
+  country: Type.String(),
+  status: StringEnum(BENEFICIARY_STATUSES),
+  payout_count: Type.Integer({ description: 'Disbursements that arrived successfully; an anti-fraud signal' }),
+  last_success_at: Nullable(DateTime()),
+  last_failure_reason: Nullable(Type.String()),
+  created_at: DateTime(),
+};
+
+export const Beneficiary = Component('Beneficiary', Type.Object(BeneficiaryFields, { description: 'A registered beneficiary (interface.md 2.3)' }));
+
+export const RegisteredBeneficiary = Component(
+  'RegisteredBeneficiary',
+  Type.Object(
+    {
+      ...BeneficiaryFields,
+      created: Type.Boolean({ description: 'false if a beneficiary with the same national id, bank and instrument already existed' }),
+    },
+    { description: 'The beneficiary, and whether this call created it' },
+  ),
+);
+
+export const BeneficiaryList = Component(
+  'BeneficiaryList',
+  Type.Object(
+    {
+      data: Type.Array(Beneficiary),
+      has_more: Type.Boolean(),
+      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+    },
+    { description: 'One page of beneficiaries, newest first' },
+  ),
+);
+
+export const BeneficiaryListQuery = Type.Object(PageQuery);

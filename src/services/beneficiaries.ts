@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { Database } from '../db/database.ts';
+import {
+  findBeneficiary,
+  findBeneficiaryByIdentity,
+  insertBeneficiaryIfNew,
+  listBeneficiaries,
+  type BeneficiaryRow,
+} from '../db/repositories/beneficiaries.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import { validateBeneficiary, type BankCodes, type BeneficiaryInput } from '../domain/beneficiary.ts';
+import { decodeCursor, encodeCursor } from '../domain/page-cursor.ts';
+import { notFound, validationFailed } from '../http/errors.ts';
+import type { BankCatalogue } from '../rails/catalogue.ts';
+
+/** The caller's (tenant, mode) partition: every beneficiary read and write is scoped by it. */
+export interface Partition {
+  tenantId: string;
+  mode: Mode;
+}
+
+export interface BeneficiaryPage {
+  rows: BeneficiaryRow[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+// A concurrent registration can only make our insert lose, never make the winner invisible, so a
+// second attempt always finds a row; the bound turns a broken invariant into an error, not a loop.
+const REGISTER_ATTEMPTS_MAX = 3;
+
+/** Registers and reads beneficiaries (interface.md 4.3 to 4.5, decisions.md §9). */
+export class BeneficiaryService {
+  constructor(
+    private readonly db: Database,
+    private readonly catalogue: BankCatalogue,
+  ) {}
+
+  /** The catalogue's codes per instrument, as `validateBeneficiary` needs them (cached by the catalogue). */
+  async bankCodes(): Promise<BankCodes> {
+    const [pagoMovil, transferencia] = await Promise.all([this.catalogue.codes('pago_movil'), this.catalogue.codes('transferencia')]);
+    return { pago_movil: pagoMovil, transferencia };
+  }
+
+  /**
+   * Idempotent per (national id, bank, instrument): an existing beneficiary is returned unchanged
+   * with `created: false`, even if the other fields differ. Nothing is stored unless every rule passes.
+   */
+  async register(partition: Partition, input: BeneficiaryInput): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
+    const result = validateBeneficiary(input, await this.bankCodes());
+    if (!result.ok) throw validationFailed(result.errors);
+    const details = result.beneficiary;
+    for (let attempt = 1; attempt <= REGISTER_ATTEMPTS_MAX; attempt += 1) {
+      const inserted = await insertBeneficiaryIfNew(this.db, partition.tenantId, partition.mode, randomUUID(), details);
+      if (inserted) return { beneficiary: inserted, created: true };
+      const existing = await findBeneficiaryByIdentity(this.db, partition.tenantId, partition.mode, details);
+      if (existing) return { beneficiary: existing, created: false };
+    }
+    throw new Error('invariant: beneficiary neither inserted nor found by its identity');
+  }
+
+  async get(partition: Partition, id: string): Promise<BeneficiaryRow> {
+    const row = await findBeneficiary(this.db, partition.tenantId, partition.mode, id);
+    if (!row) throw notFound('beneficiary');
+    return row;
+  }
+
+  async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<BeneficiaryPage> {
+    let after;
+    if (page.cursor !== undefined) {
+      after = decodeCursor(page.cursor);
+      if (!after) {
+        throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
+      }
+    }
+    const rows = await listBeneficiaries(this.db, partition.tenantId, partition.mode, { limit: page.limit, after });
+    const hasMore = rows.length > page.limit;
+    const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
+    const last = pageRows[pageRows.length - 1];
+    return {
+      rows: pageRows,
+      hasMore,
+      nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null,
+    };
+  }
+}

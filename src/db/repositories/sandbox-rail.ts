@@ -1,0 +1,109 @@
+// Storage of the sandbox rail (migration 005): the simulated provider's own transfers, not our ledger.
+// Only src/rails/sandbox-rail.ts uses it. Every time comes from the caller (its injected clock), never
+// from the database's now(), so tests can move time by hand.
+import type { Queryable } from '../database.ts';
+import type { Instrument, RailFailureReason } from '../../rails/rail.ts';
+
+export type SandboxScenario =
+  | 'settle_at_once'
+  | 'unconfirmed_then_settled'
+  | 'unconfirmed_then_rejected'
+  | 'beneficiary_mismatch'
+  | 'bank_unreachable'
+  | 'invalid_destination_account'
+  | 'settled_then_reversed'
+  | 'instrument_unavailable'
+  | 'hang'
+  | 'default';
+
+export interface SandboxTransferRow {
+  reference: string;
+  mode: 'test' | 'live';
+  tenant_id: string;
+  instrument: Instrument;
+  amount_minor: bigint;
+  national_id: string;
+  bank_code: string;
+  scenario: SandboxScenario;
+  pending_status: 'processing' | 'unconfirmed';
+  received_at: Date;
+  settle_at: Date;
+  failure_reason: RailFailureReason | null;
+  bank_reference: string | null;
+  settled_at: Date | null;
+  reverse_at: Date | null;
+  reversal_reason: string | null;
+  reversal_acknowledged_at: Date | null;
+}
+
+export type NewSandboxTransfer = Omit<SandboxTransferRow, 'reversal_acknowledged_at'>;
+
+const COLUMNS = `reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code, scenario, pending_status,
+  received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, reversal_acknowledged_at`;
+
+/**
+ * Records a transfer unless its reference is already known. Returns the new row, or undefined when
+ * the reference existed (the caller then reads the stored one): a concurrent duplicate waits for the
+ * first insert and then does nothing, so one reference is always one transfer.
+ */
+export async function insertSandboxTransfer(db: Queryable, t: NewSandboxTransfer): Promise<SandboxTransferRow | undefined> {
+  const { rows } = await db.query<SandboxTransferRow>(
+    `INSERT INTO sandbox_rail_transfers (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code,
+       scenario, pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+     ON CONFLICT (reference) DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      t.reference, t.mode, t.tenant_id, t.instrument, t.amount_minor, t.national_id, t.bank_code, t.scenario,
+      t.pending_status, t.received_at, t.settle_at, t.failure_reason, t.bank_reference, t.settled_at, t.reverse_at,
+      t.reversal_reason,
+    ],
+  );
+  return rows[0];
+}
+
+/** A transfer by reference; `mode` undefined matches either mode (idempotency check on resubmit). */
+export async function findSandboxTransfer(
+  db: Queryable,
+  reference: string,
+  mode?: 'test' | 'live',
+): Promise<SandboxTransferRow | undefined> {
+  const { rows } = mode === undefined
+    ? await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = $1`, [reference])
+    : await db.query<SandboxTransferRow>(
+        `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = $1 AND mode = $2`,
+        [reference, mode],
+      );
+  return rows[0];
+}
+
+/**
+ * Reversals that happened by `now` and nobody acknowledged, oldest first. A plain read at READ
+ * COMMITTED: two workers may both get one (at-least-once), but once an acknowledgement has committed
+ * no later call returns it.
+ */
+export async function listDueReversals(db: Queryable, now: Date, limit: number): Promise<SandboxTransferRow[]> {
+  const { rows } = await db.query<SandboxTransferRow>(
+    `SELECT ${COLUMNS} FROM sandbox_rail_transfers
+      WHERE reverse_at IS NOT NULL AND reversal_acknowledged_at IS NULL AND reverse_at <= $1
+      ORDER BY reverse_at, reference
+      LIMIT $2`,
+    [now, limit],
+  );
+  return rows;
+}
+
+/**
+ * Marks a reversal notification acknowledged. Idempotent: acknowledging again keeps the first time.
+ * Returns false when the reference has no reversal that has happened by `at` (nothing was ever handed
+ * out under that id, so there is nothing to acknowledge).
+ */
+export async function acknowledgeReversal(db: Queryable, reference: string, at: Date): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE sandbox_rail_transfers
+        SET reversal_acknowledged_at = COALESCE(reversal_acknowledged_at, $2)
+      WHERE reference = $1 AND reverse_at <= $2`,
+    [reference, at],
+  );
+  return result.rowCount === 1;
+}

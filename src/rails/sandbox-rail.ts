@@ -1,0 +1,253 @@
+// The sandbox rail (decisions.md §6): a simulated provider that behaves like a real asynchronous rail
+// and serves test mode. The beneficiary's national id picks the outcome, as test card numbers do.
+//
+// Its state is durable — every transfer it receives is a row of `sandbox_rail_transfers` (migration
+// 005), the provider's own table, not our ledger — because the rest of the service is built to survive
+// restarts by asking the rail: the reaper resolves `unknown` payments with `lookup(reference)`, and a
+// crash between our ledger commit and the rail call shows up as `not_found`. A sandbox that forgot its
+// transfers on restart would turn those paths into lies. For the same reason nothing is held in timers:
+// the whole schedule of a transfer (settle time, outcome, reversal time) is fixed and stored when it is
+// received, and its status is computed from those timestamps against `clock.now()`.
+import { randomInt } from 'node:crypto';
+import type { Database } from '../db/database.ts';
+import {
+  acknowledgeReversal,
+  findSandboxTransfer,
+  insertSandboxTransfer,
+  listDueReversals,
+  type NewSandboxTransfer,
+  type SandboxScenario,
+  type SandboxTransferRow,
+} from '../db/repositories/sandbox-rail.ts';
+import type { Clock } from '../domain/clock.ts';
+import type {
+  Instrument,
+  RailAdapter,
+  RailFailureReason,
+  RailLookup,
+  RailNotification,
+  RailStatus,
+  RailTransfer,
+} from './rail.ts';
+
+export interface SandboxRailOptions {
+  /** Time from receipt until a transfer reaches its final outcome (SANDBOX_SETTLE_DELAY_MS). */
+  settleDelayMs: number;
+  /** Time from settlement until a V99990007 transfer is returned by the bank (SANDBOX_REVERSE_DELAY_MS). */
+  reverseDelayMs: number;
+  /** Upper bound of the V99990009 hang when the caller never aborts (default 60 s). */
+  hangMs?: number;
+}
+
+/** The trigger national ids of decisions.md §6; any other id is `default`. */
+export const SANDBOX_TRIGGERS: Readonly<Record<string, SandboxScenario>> = {
+  V99990001: 'settle_at_once',
+  V99990002: 'unconfirmed_then_settled',
+  V99990003: 'unconfirmed_then_rejected',
+  V99990004: 'beneficiary_mismatch',
+  V99990005: 'bank_unreachable',
+  V99990006: 'invalid_destination_account',
+  V99990007: 'settled_then_reversed',
+  V99990008: 'instrument_unavailable',
+  V99990009: 'hang',
+};
+
+export const SANDBOX_REVERSAL_REASON = 'returned_by_bank';
+export const DEFAULT_SANDBOX_HANG_MS = 60_000;
+
+const NOTIFICATION_PREFIX = 'reversed:';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function sandboxScenario(nationalId: string): SandboxScenario {
+  return SANDBOX_TRIGGERS[nationalId] ?? 'default';
+}
+
+/** The status of a stored transfer at `now`: a pure function of its timestamps. */
+export function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus {
+  const t = now.getTime();
+  const settleAt = row.settle_at.getTime();
+  if (t < settleAt) return { status: row.pending_status, retryAfterMs: Math.max(0, settleAt - t) };
+  if (row.failure_reason !== null) return { status: 'failed', reason: row.failure_reason };
+  if (row.bank_reference === null || row.settled_at === null) {
+    throw new Error(`invariant: sandbox transfer ${row.reference} has neither a failure nor a settlement`);
+  }
+  if (row.reverse_at !== null && t >= row.reverse_at.getTime()) {
+    return { status: 'reversed', bankReference: row.bank_reference, reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON };
+  }
+  return { status: 'settled', bankReference: row.bank_reference, settledAt: row.settled_at };
+}
+
+function newBankReference(): string {
+  return String(randomInt(0, 1_000_000_000_000)).padStart(12, '0');
+}
+
+function nonNegativeInteger(value: number, name: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`SandboxRail: ${name} must be a non-negative integer`);
+  return value;
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason as soon as it aborts. */
+function hang(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export class SandboxRail implements RailAdapter {
+  readonly name = 'sandbox';
+  private readonly settleDelayMs: number;
+  private readonly reverseDelayMs: number;
+  private readonly hangMs: number;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    options: SandboxRailOptions,
+  ) {
+    this.settleDelayMs = nonNegativeInteger(options.settleDelayMs, 'settleDelayMs');
+    this.reverseDelayMs = nonNegativeInteger(options.reverseDelayMs, 'reverseDelayMs');
+    this.hangMs = nonNegativeInteger(options.hangMs ?? DEFAULT_SANDBOX_HANG_MS, 'hangMs');
+  }
+
+  /** V99990008 makes exactly the requested instrument unavailable; every other case is available. */
+  async instrumentAvailable(
+    beneficiary: RailTransfer['beneficiary'],
+    instrument: Instrument,
+    requested: Instrument,
+  ): Promise<boolean> {
+    if (sandboxScenario(beneficiary.nationalId) === 'instrument_unavailable') return instrument !== requested;
+    return true;
+  }
+
+  async submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus> {
+    // A call the caller already gave up on is never sent, as with any network request.
+    signal.throwIfAborted();
+    if (!UUID.test(transfer.reference)) throw new Error('SandboxRail: the reference must be a payment id (uuid)');
+    if (transfer.amountMinor <= 0n) throw new RangeError('SandboxRail: amountMinor must be positive');
+
+    const inserted = await insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now()));
+    if (inserted === undefined) {
+      // Known reference: the same transfer again. Never a second transfer, never a second hang.
+      const existing = await findSandboxTransfer(this.db, transfer.reference);
+      if (existing === undefined) throw new Error(`invariant: sandbox transfer ${transfer.reference} conflicted but is missing`);
+      assertSameTransfer(existing, transfer);
+      return sandboxStatusAt(existing, this.clock.now());
+    }
+    if (inserted.scenario === 'hang') {
+      // Received and recorded, but the answer never comes: the caller's timeout ends this call.
+      await hang(this.hangMs, signal);
+    }
+    return sandboxStatusAt(inserted, this.clock.now());
+  }
+
+  async lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup> {
+    if (!UUID.test(reference)) return { status: 'not_found' };
+    const row = await findSandboxTransfer(this.db, reference, mode);
+    if (row === undefined) return { status: 'not_found' };
+    return sandboxStatusAt(row, this.clock.now());
+  }
+
+  async pendingNotifications(limit: number): Promise<RailNotification[]> {
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('SandboxRail: limit must be a non-negative integer');
+    if (limit === 0) return [];
+    const rows = await listDueReversals(this.db, this.clock.now(), limit);
+    return rows.map((row) => ({
+      id: NOTIFICATION_PREFIX + row.reference,
+      reference: row.reference,
+      kind: 'reversed' as const,
+      reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
+      occurredAt: row.reverse_at!,
+    }));
+  }
+
+  /** Idempotent; throws for an id that was never handed out (a caller bug). */
+  async acknowledgeNotification(id: string): Promise<void> {
+    const reference = id.startsWith(NOTIFICATION_PREFIX) ? id.slice(NOTIFICATION_PREFIX.length) : '';
+    if (!UUID.test(reference) || !(await acknowledgeReversal(this.db, reference, this.clock.now()))) {
+      throw new Error(`SandboxRail: unknown notification ${id}`);
+    }
+  }
+
+  /** The whole future of a transfer, decided once at receipt from its trigger. */
+  private plan(transfer: RailTransfer, receivedAt: Date): NewSandboxTransfer {
+    const scenario = sandboxScenario(transfer.beneficiary.nationalId);
+    const later = new Date(receivedAt.getTime() + this.settleDelayMs);
+    const base = {
+      reference: transfer.reference,
+      mode: transfer.mode,
+      tenant_id: transfer.tenantId,
+      instrument: transfer.instrument,
+      amount_minor: transfer.amountMinor,
+      national_id: transfer.beneficiary.nationalId,
+      bank_code: transfer.beneficiary.bankCode,
+      scenario,
+      received_at: receivedAt,
+      reverse_at: null,
+      reversal_reason: null,
+    };
+    const settles = (settleAt: Date, pending: 'processing' | 'unconfirmed') => ({
+      ...base,
+      pending_status: pending,
+      settle_at: settleAt,
+      failure_reason: null,
+      bank_reference: newBankReference(),
+      settled_at: settleAt,
+    });
+    const fails = (settleAt: Date, pending: 'processing' | 'unconfirmed', reason: RailFailureReason) => ({
+      ...base,
+      pending_status: pending,
+      settle_at: settleAt,
+      failure_reason: reason,
+      bank_reference: null,
+      settled_at: null,
+    });
+    switch (scenario) {
+      case 'settle_at_once':
+        return settles(receivedAt, 'processing');
+      case 'unconfirmed_then_settled':
+        return settles(later, 'unconfirmed');
+      case 'unconfirmed_then_rejected':
+        return fails(later, 'unconfirmed', 'rail_rejected');
+      case 'beneficiary_mismatch':
+        return fails(receivedAt, 'processing', 'beneficiary_mismatch');
+      case 'bank_unreachable':
+        return fails(receivedAt, 'processing', 'bank_unreachable');
+      case 'invalid_destination_account':
+        return fails(later, 'processing', 'invalid_destination_account');
+      case 'settled_then_reversed':
+        return {
+          ...settles(later, 'processing'),
+          reverse_at: new Date(later.getTime() + this.reverseDelayMs),
+          reversal_reason: SANDBOX_REVERSAL_REASON,
+        };
+      case 'instrument_unavailable':
+      case 'hang':
+      case 'default':
+        return settles(later, 'processing');
+    }
+  }
+}
+
+/** A reference names one transfer: reusing it for different money is a caller bug, not a resubmit. */
+function assertSameTransfer(row: SandboxTransferRow, transfer: RailTransfer): void {
+  const same =
+    row.mode === transfer.mode &&
+    row.tenant_id === transfer.tenantId.toLowerCase() &&
+    row.instrument === transfer.instrument &&
+    row.amount_minor === transfer.amountMinor &&
+    row.national_id === transfer.beneficiary.nationalId &&
+    row.bank_code === transfer.beneficiary.bankCode;
+  if (!same) throw new Error(`SandboxRail: reference ${transfer.reference} was already used for a different transfer`);
+}

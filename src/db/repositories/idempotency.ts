@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/api-keys.ts';
+
+// Idempotency keys (decisions.md §8). Every decision is one statement that the database makes
+// atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent
+// requests, in one process or in several sharing a PostgreSQL, agree on which one runs.
+
+export type IdempotencyStatus = 'in_progress' | 'completed';
+
+export interface IdempotencyScope {
+  tenantId: string;
+  mode: Mode;
+  key: string;
+}
+
+export interface IdempotencyRow {
+  tenant_id: string;
+  mode: Mode;
+  key: string;
+  fingerprint: string;
+  status: IdempotencyStatus;
+  owner: string | null;
+  response_status: number | null;
+  response_body: string | null;
+  locked_until: Date | null;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const COLUMNS = `tenant_id, mode, key, fingerprint, status, owner, response_status, response_body, locked_until,
+  created_at, expires_at`;
+
+export interface ClaimTiming {
+  /** The caller's clock: every time written or compared comes from it. */
+  now: Date;
+  /** How long the key is remembered (IDEMPOTENCY_TTL_HOURS). */
+  ttlMs: number;
+  /** How long a running request holds the key before another may take it over. */
+  leaseMs: number;
+}
+
+export type ClaimResult =
+  /** This request runs; `owner` must be given back to complete or release the key. */
+  | { outcome: 'claimed'; owner: string; tookOver: 'expired' | 'lease' | null }
+  /** A completed request with the same fingerprint: send this back without running anything. */
+  | { outcome: 'replay'; status: number; body: string }
+  /** The key was used for a different request. */
+  | { outcome: 'mismatch' }
+  /** Another request with this key and fingerprint still holds a valid lease. */
+  | { outcome: 'in_progress' };
+
+/** Rounds of insert → read → take over; only a key that keeps appearing and vanishing needs more than two. */
+const MAX_CLAIM_ROUNDS = 5;
+
+/**
+ * Claims `scope` for a request whose fingerprint is `fingerprint`: inserts an `in_progress` row,
+ * or decides from the row already there (expired → taken over; another fingerprint → mismatch;
+ * completed → replay; running with a valid lease → in_progress; running with an expired lease →
+ * taken over). A takeover is a conditional UPDATE, so of two requests racing for it one wins.
+ */
+export async function claimIdempotencyKey(
+  db: Queryable,
+  scope: IdempotencyScope,
+  fingerprint: string,
+  timing: ClaimTiming,
+): Promise<ClaimResult> {
+  const { now } = timing;
+  const lockedUntil = new Date(now.getTime() + timing.leaseMs);
+  const expiresAt = new Date(now.getTime() + timing.ttlMs);
+  const pk = [scope.tenantId, scope.mode, scope.key];
+
+  for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
+    const owner = randomUUID();
+    const inserted = await db.query(
+      `INSERT INTO idempotency_keys (tenant_id, mode, key, fingerprint, status, owner, locked_until, created_at, expires_at)
+       VALUES ($1, $2, $3, $4, 'in_progress', $5, $6, $7, $8)
+       ON CONFLICT (tenant_id, mode, key) DO NOTHING
+       RETURNING owner`,
+      [...pk, fingerprint, owner, lockedUntil, now, expiresAt],
+    );
+    if (inserted.rows.length === 1) return { outcome: 'claimed', owner, tookOver: null };
+
+    const { rows } = await db.query<IdempotencyRow>(
+      `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
+      pk,
+    );
+    const row = rows[0];
+    if (!row) continue; // released (a 4xx/5xx) between our insert and our read: try again
+
+    if (row.expires_at.getTime() <= now.getTime()) {
+      // Past its TTL the key is free again, whatever the row says: start it afresh.
+      const taken = await db.query(
+        `UPDATE idempotency_keys
+            SET fingerprint = $4, status = 'in_progress', owner = $5, response_status = NULL, response_body = NULL,
+                locked_until = $6, created_at = $7, expires_at = $8
+          WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND expires_at <= $7
+          RETURNING owner`,
+        [...pk, fingerprint, owner, lockedUntil, now, expiresAt],
+      );
+      if (taken.rows.length === 1) return { outcome: 'claimed', owner, tookOver: 'expired' };
+      continue; // someone else took it over first: look again
+    }
+
+    if (row.fingerprint !== fingerprint) return { outcome: 'mismatch' };
+
+    if (row.status === 'completed') {
+      return { outcome: 'replay', status: row.response_status!, body: row.response_body! };
+    }
+
+    if (row.locked_until!.getTime() > now.getTime()) return { outcome: 'in_progress' };
+
+    // The holder's lease ran out (it crashed, or lost its database connection): take it over.
+    const taken = await db.query(
+      `UPDATE idempotency_keys SET owner = $5, locked_until = $6
+        WHERE tenant_id = $1 AND mode = $2 AND key = $3
+          AND status = 'in_progress' AND fingerprint = $4 AND locked_until <= $7 AND expires_at > $7
+        RETURNING owner`,
+      [...pk, fingerprint, owner, lockedUntil, now],
+    );
+    if (taken.rows.length === 1) return { outcome: 'claimed', owner, tookOver: 'lease' };
+    // Completed, released or taken over meanwhile: look again.
+  }
+  return { outcome: 'in_progress' };
+}
+
+/**
+ * Stores the response of the request holding `owner`. False when it no longer holds the key (its
+ * lease expired and another request took the key over): that response is then not the one kept.
+ */
+export async function completeIdempotencyKey(
+  db: Queryable,
+  scope: IdempotencyScope,
+  owner: string,
+  response: { status: number; body: string },
+): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE idempotency_keys
+        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = $5, response_body = $6
+      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
+    [scope.tenantId, scope.mode, scope.key, owner, response.status, response.body],
+  );
+  return result.rowCount === 1;
+}
+
+/** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */
+export async function releaseIdempotencyKey(db: Queryable, scope: IdempotencyScope, owner: string): Promise<boolean> {
+  const result = await db.query(
+    `DELETE FROM idempotency_keys
+      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
+    [scope.tenantId, scope.mode, scope.key, owner],
+  );
+  return result.rowCount === 1;
+}
+
+export async function findIdempotencyKey(db: Queryable, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
+  const { rows } = await db.query<IdempotencyRow>(
+    `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
+    [scope.tenantId, scope.mode, scope.key],
+  );
+  return rows[0];
+}
+
+/**
+ * Deletes at most `limit` rows past their TTL, oldest first; returns how many. Rows another
+ * purger holds are skipped, and a row taken over meanwhile (its expiry moved) is re-checked and
+ * kept. Call it in a loop until it returns less than `limit`.
+ */
+export async function purgeExpiredIdempotencyKeys(db: Queryable, now: Date, limit: number): Promise<number> {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  const result = await db.query(
+    `DELETE FROM idempotency_keys
+      WHERE (tenant_id, mode, key) IN (
+              SELECT tenant_id, mode, key FROM idempotency_keys
+               WHERE expires_at <= $1
+               ORDER BY expires_at
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)
+        AND expires_at <= $1`,
+    [now, limit],
+  );
+  return result.rowCount;
+}

@@ -1,6 +1,6 @@
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Registry } from 'prom-client';
 import type { Config } from './config.ts';
@@ -10,6 +10,7 @@ import './http/context.ts';
 import { ApiError } from './http/errors.ts';
 import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
+import { registerIdempotency } from './http/plugins/idempotency.ts';
 import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
 import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
@@ -17,7 +18,21 @@ import { operationsRoutes } from './http/routes/operations.ts';
 import { tenantRoutes } from './http/routes/tenant.ts';
 import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
+import { bankRoutes } from './http/routes/banks.ts';
+import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
+import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from './rails/catalogue.ts';
+import { BeneficiaryService } from './services/beneficiaries.ts';
 import { QuoteService } from './services/quotes.ts';
+import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
+import { paymentRoutes } from './http/routes/payments.ts';
+import { payoutRoutes } from './http/routes/payouts.ts';
+import { treasuryRoutes } from './http/routes/treasury.ts';
+import type { RailAdapter } from './rails/rail.ts';
+import { SandboxRail } from './rails/sandbox-rail.ts';
+import { PaymentOutcomes } from './services/payment-outcomes.ts';
+import { InstrumentCapPolicy, type PayoutLimitPolicy } from './services/payout-limits.ts';
+import { PayoutService, type RailsByMode } from './services/payouts.ts';
+import { TreasuryService } from './services/treasury.ts';
 import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
 import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -34,6 +49,13 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
   metrics?: Registry;
   rateSource?: RateSource;
+  /** The rail's bank catalogue; default the shipped copy (what the sandbox rail serves). */
+  catalogueProvider?: BankCatalogueProvider;
+  /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
+  liveRail?: RailAdapter;
+  /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
+  testRail?: RailAdapter;
+  limits?: PayoutLimitPolicy;
 }
 
 /** The services every route may use, built once per app. */
@@ -45,6 +67,13 @@ export interface Services {
   tenants: TenantService;
   rates: RateService;
   quotes: QuoteService;
+  catalogue: BankCatalogue;
+  beneficiaries: BeneficiaryService;
+  rails: RailsByMode;
+  treasury: TreasuryService;
+  outcomes: PaymentOutcomes;
+  payouts: PayoutService;
+  limits: PayoutLimitPolicy;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -71,11 +100,18 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-export function createServices(deps: AppDeps): Services {
+export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
   const authenticator = new Authenticator(db);
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
+  const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
+  const rails: RailsByMode = {
+    test: deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs }),
+    live: deps.liveRail,
+  };
+  const limits = deps.limits ?? new InstrumentCapPolicy();
+  const outcomes = new PaymentOutcomes(db, clock);
   return {
     config,
     db,
@@ -84,6 +120,16 @@ export function createServices(deps: AppDeps): Services {
     tenants: new TenantService(db, authenticator),
     rates,
     quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
+    catalogue,
+    beneficiaries: new BeneficiaryService(db, catalogue),
+    rails,
+    treasury: new TreasuryService(db, clock),
+    outcomes,
+    limits,
+    payouts: new PayoutService(db, clock, catalogue, rails, outcomes, limits, {
+      railTimeoutMs: config.sandboxRailTimeoutMs,
+      reaperIntervalMs: config.reaperIntervalMs,
+    }),
   };
 }
 
@@ -105,7 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   app.setValidatorCompiler(validatorCompiler);
 
-  const services = createServices(deps);
+  const services = createServices(deps, app.log);
 
   // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
   app.removeAllContentTypeParsers();
@@ -128,6 +174,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   registerErrorHandling(app);
   registerAuth(app, services.authenticator);
+  registerIdempotency(app, deps.db, services.clock, deps.config);
   await registerOpenApi(app);
   if (deps.config.rateLimitRps > 0) {
     await app.register(rateLimit, {
@@ -151,6 +198,12 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);
   await quoteRoutes(app, services.quotes);
+  await beneficiaryRoutes(app, services.beneficiaries);
+  await bankRoutes(app, services.catalogue);
+  await payoutRoutes(app, services.payouts);
+  await paymentRoutes(app, services.db);
+  await treasuryRoutes(app, services.treasury);
+  await adminTreasuryRoutes(app, services.db, services.treasury);
 
   return { app, services };
 }

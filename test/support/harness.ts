@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { buildApp, type Services } from '../../src/app.ts';
+import { buildApp, type AppDeps, type Services } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
@@ -57,13 +57,21 @@ export interface TestApp {
 }
 
 export async function startTestApp(
-  options: { env?: Record<string, string>; clock?: Clock; database?: TestDatabase } = {},
+  options: {
+    env?: Record<string, string>;
+    clock?: Clock;
+    database?: TestDatabase;
+    deps?: Partial<AppDeps>;
+    /** Runs before `app.ready()`: register test-only routes or hooks here. */
+    beforeReady?: (app: App) => void | Promise<void>;
+  } = {},
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const platformKey = generateApiKey('platform');
   const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...options.env, PLATFORM_API_KEY: platformKey });
   await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
-  const { app, services } = await buildApp({ config, db: database.db, clock: options.clock });
+  const { app, services } = await buildApp({ config, db: database.db, clock: options.clock, ...options.deps });
+  if (options.beforeReady) await options.beforeReady(app);
   await app.ready();
   return {
     app,

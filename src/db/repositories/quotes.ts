@@ -1,5 +1,6 @@
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/api-keys.ts';
+import type { Asset } from '../../domain/money.ts';
 
 export interface QuoteRow {
   tenant_id: string;
@@ -7,9 +8,9 @@ export interface QuoteRow {
   id: string;
   customer_id: string | null;
   fixed: 'deliver' | 'spend';
-  spend_asset: string;
+  spend_asset: Asset;
   spend_amount: bigint;
-  deliver_asset: string;
+  deliver_asset: Asset;
   deliver_amount: bigint;
   fee_amount: bigint;
   rate_value: string | null;

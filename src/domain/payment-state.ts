@@ -1,0 +1,28 @@
+// The payment state machine. Every transition is one conditional UPDATE (WHERE status = from); this
+// table says which moves exist at all, so a bug cannot invent one.
+
+export type PaymentStatus = 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
+export type TransitionActor = 'api' | 'provider_event' | 'reaper' | 'system';
+
+const ALLOWED: Record<string, readonly PaymentStatus[]> = {
+  '': ['submitted', 'failed'],
+  submitted: ['submitted', 'unknown', 'settled', 'failed'],
+  unknown: ['settled', 'failed'],
+  settled: ['reversed'],
+};
+
+export function assertTransition(from: PaymentStatus | null, to: PaymentStatus): void {
+  if (!(ALLOWED[from ?? ''] ?? []).includes(to)) {
+    throw new Error(`invariant: payment transition ${from ?? 'null'} → ${to} does not exist`);
+  }
+}
+
+/** Which outcome event a transition emits, if any: exactly one per payout, plus a reversal. */
+export function outcomeEventOf(to: PaymentStatus): 'payment.settled' | 'payment.failed' | 'payment.reversed' | null {
+  if (to === 'settled') return 'payment.settled';
+  if (to === 'failed') return 'payment.failed';
+  if (to === 'reversed') return 'payment.reversed';
+  return null;
+}
+
+export const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];

@@ -1,0 +1,106 @@
+import type { Database } from '../../db/database.ts';
+import { setCustomerSender, setDefaultSender } from '../../db/repositories/programs.ts';
+import { findTenant } from '../../db/repositories/tenants.ts';
+import { validateSender } from '../../domain/sender.ts';
+import type { TreasuryService } from '../../services/treasury.ts';
+import { notFound, validationFailed } from '../errors.ts';
+import { Type } from '@sinclair/typebox';
+import { errorResponses, Uuid } from '../schemas/common.ts';
+import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
+import { IdParam } from '../schemas/tenant.ts';
+import type { App } from '../types.ts';
+import { ADMIN } from './admin-tenants.ts';
+
+export async function adminTreasuryRoutes(app: App, db: Database, treasury: TreasuryService): Promise<void> {
+  const customerTenant = async (id: string) => {
+    const tenant = await findTenant(db, id);
+    if (!tenant || tenant.is_platform) throw notFound('tenant');
+    return tenant;
+  };
+  const checkedSender = (input: Record<string, unknown>) => {
+    const result = validateSender(input, 'sender');
+    if (!result.ok) throw validationFailed(result.errors);
+    return result.sender;
+  };
+
+  app.post(
+    '/v1/admin/tenants/:id/fundings',
+    {
+      config: { ...ADMIN, idempotency: 'required' },
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminFundTenant',
+        summary: "Credit a tenant's prefunding balance",
+        description: 'One balanced ledger entry (treasury cash against the tenant prefunding account). Requires `Idempotency-Key`: a retried funding is credited once.',
+        params: IdParam,
+        body: FundingBody,
+        response: { 201: TreasuryPosition, ...errorResponses(400, 403, 404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const { mode, asset, amount } = request.body;
+      return reply.code(201).send(await treasury.fund(request.params.id, mode, asset, BigInt(amount)));
+    },
+  );
+
+  app.post(
+    '/v1/admin/tenants/:id/close',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminCloseTenant',
+        summary: 'Run the daily close now',
+        description: 'Settles `creditDrawn` (BS) of a credit tenant: the tenant pays what it drew. The scheduled close does the same at Caracas midnight.',
+        params: IdParam,
+        body: ModeBody,
+        response: { 200: ClosedPosition, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => treasury.close(request.params.id, request.body.mode),
+  );
+
+  app.put(
+    '/v1/admin/tenants/:id/default-sender',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminSetDefaultSender',
+        summary: "Set the program's default sender",
+        description: 'Step 3 of sender resolution: used by payouts that carry no sender block and whose customer has no stored sender.',
+        params: IdParam,
+        body: SenderBody,
+        response: { 200: StoredSender, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => {
+      await customerTenant(request.params.id);
+      const sender = checkedSender(request.body.sender);
+      await setDefaultSender(db, request.params.id, request.body.mode, sender);
+      return { mode: request.body.mode, sender };
+    },
+  );
+
+  app.put(
+    '/v1/admin/tenants/:id/customers/:customerId',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminSetCustomerSender',
+        summary: "Set a customer's stored sender",
+        description: 'Step 2 of sender resolution: payouts with this `customerId` and no sender block use it.',
+        params: Type.Object({ id: Uuid(), customerId: Uuid() }),
+        body: SenderBody,
+        response: { 200: StoredSender, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => {
+      await customerTenant(request.params.id);
+      const sender = checkedSender(request.body.sender);
+      await setCustomerSender(db, request.params.id, request.body.mode, request.params.customerId, sender);
+      return { mode: request.body.mode, sender };
+    },
+  );
+}

@@ -1,0 +1,69 @@
+import type { Database } from '../../db/database.ts';
+import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../../db/repositories/payments.ts';
+import { partitionOf } from '../context.ts';
+import { notFound } from '../errors.ts';
+import { errorResponses } from '../schemas/common.ts';
+import { Payment } from '../schemas/payouts.ts';
+import { IdParam } from '../schemas/tenant.ts';
+import type { App } from '../types.ts';
+
+/** A statement row (interface.md 2.6). */
+export function statementRowView(p: PaymentRow) {
+  return {
+    id: p.id,
+    customer_id: p.customer_id,
+    beneficiary_id: p.beneficiary_id,
+    status: p.status,
+    status_reason: p.status_reason,
+    source_asset: p.source_asset,
+    source_amount: p.source_amount.toString(),
+    payout_asset: p.payout_asset,
+    payout_amount: p.payout_amount.toString(),
+    fee_amount: p.status === 'failed' ? '0' : p.fee_amount.toString(),
+    method: p.method,
+    bank_reference: p.bank_reference,
+    settled_at: p.settled_at ? p.settled_at.toISOString() : null,
+    created_at: p.created_at.toISOString(),
+  };
+}
+
+/** A payment with its history (interface.md 2.5). */
+export function paymentView(p: PaymentRow, transitions: TransitionRow[]) {
+  return {
+    ...statementRowView(p),
+    quote_id: p.quote_id,
+    compensated: p.compensated,
+    updated_at: p.updated_at.toISOString(),
+    events: transitions.map((t) => ({
+      from_status: t.from_status,
+      to_status: t.to_status,
+      reason: t.reason,
+      actor: t.actor,
+      metadata: t.metadata,
+      created_at: t.created_at.toISOString(),
+    })),
+  };
+}
+
+export async function paymentRoutes(app: App, db: Database): Promise<void> {
+  app.get(
+    '/v1/payments/:id',
+    {
+      config: { scopes: ['payments:read'] },
+      schema: {
+        tags: ['Payments'],
+        operationId: 'getPayment',
+        summary: 'Read a payment and its transition history',
+        description: 'The full state of a payment: read it before closing an operation in your books, as the webhook advises.',
+        params: IdParam,
+        response: { 200: Payment, ...errorResponses(400, 403, 404) },
+      },
+    },
+    async (request) => {
+      const { tenantId, mode } = partitionOf(request.auth);
+      const payment = await findPayment(db, tenantId, mode, request.params.id);
+      if (!payment) throw notFound('payment');
+      return paymentView(payment, await listTransitions(db, tenantId, payment.id));
+    },
+  );
+}

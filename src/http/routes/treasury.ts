@@ -1,0 +1,23 @@
+import type { TreasuryService } from '../../services/treasury.ts';
+import { partitionOf } from '../context.ts';
+import { errorResponses } from '../schemas/common.ts';
+import { AssetQuery, TreasuryPosition } from '../schemas/payouts.ts';
+import type { App } from '../types.ts';
+
+export async function treasuryRoutes(app: App, treasury: TreasuryService): Promise<void> {
+  app.get(
+    '/v1/treasury/position',
+    {
+      config: { scopes: ['treasury:read'] },
+      schema: {
+        tags: ['Treasury'],
+        operationId: 'getTreasuryPosition',
+        summary: 'Prefunding balance, credit and fees, read from the ledger',
+        description: 'Prefunded tenants disburse from `prefundingBalance`; credit tenants (daily close) draw on credit up to `creditLimit`, settled at Caracas midnight.',
+        querystring: AssetQuery,
+        response: { 200: TreasuryPosition, ...errorResponses(400, 403) },
+      },
+    },
+    async (request) => treasury.position(partitionOf(request.auth), request.query.asset ?? 'BS'),
+  );
+}

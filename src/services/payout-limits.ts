@@ -1,0 +1,53 @@
+import type { Queryable } from '../db/database.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import { instrumentCapBreach, type LimitBreach } from '../domain/instrument-caps.ts';
+import type { Instrument } from '../domain/payout-route.ts';
+import { ApiError } from '../http/errors.ts';
+
+export interface LimitSubject {
+  tenantId: string;
+  mode: Mode;
+  customerId: string | null;
+  beneficiaryId: string;
+  method: Instrument;
+  amount: bigint;
+  paymentId: string;
+  at: Date;
+}
+
+/**
+ * The one place payout limits plug into. `check` reads without consuming, so the 422 comes in the
+ * order of checks before anything is written; `reserve` runs inside the payout transaction, so
+ * checking and consuming a limit is one atomic step; `release` runs in the transaction that records
+ * a failed or reversed outcome.
+ */
+export interface PayoutLimitPolicy {
+  check(db: Queryable, subject: LimitSubject): Promise<void>;
+  reserve(tx: Queryable, subject: LimitSubject): Promise<void>;
+  release(tx: Queryable, payment: { tenantId: string; mode: Mode; paymentId: string }): Promise<void>;
+}
+
+export function limitExceeded(breach: LimitBreach): ApiError {
+  const where = breach.scope === 'instrument' ? `the ${breach.method} per-operation cap` : `the ${breach.scope} ${breach.rule} limit`;
+  return new ApiError('limit_exceeded', `The payout exceeds ${where} of ${breach.cap} minor units by ${breach.exceededBy}.`, {
+    rule: breach.rule,
+    cap: breach.cap.toString(),
+    scope: breach.scope,
+    method: breach.method,
+    attempted: breach.attempted.toString(),
+    exceeded_by: breach.exceededBy.toString(),
+    ...(breach.ruleId ? { rule_id: breach.ruleId } : {}),
+  });
+}
+
+/** The instrument caps of interface.md §8, which always apply and consume nothing. */
+export class InstrumentCapPolicy implements PayoutLimitPolicy {
+  async check(_db: Queryable, subject: LimitSubject): Promise<void> {
+    const breach = instrumentCapBreach(subject.method, subject.amount);
+    if (breach) throw limitExceeded(breach);
+  }
+  reserve(tx: Queryable, subject: LimitSubject): Promise<void> {
+    return this.check(tx, subject);
+  }
+  async release(): Promise<void> {}
+}

@@ -1,0 +1,57 @@
+import type { FastifyBaseLogger } from 'fastify';
+
+export interface LoopOptions {
+  name: string;
+  intervalMs: number;
+  /** One bounded pass; returns true when it filled its batch (more work is probably waiting). */
+  runOnce: () => Promise<boolean>;
+  log: FastifyBaseLogger;
+  errorBackoffMaxMs?: number;
+}
+
+export interface RunningLoop {
+  stop(): Promise<void>;
+}
+
+/**
+ * A worker loop: run a bounded pass, go again at once while passes come back full, sleep when idle,
+ * back off (doubling, capped) after an error. `stop` lets the current pass finish.
+ */
+export function startLoop(options: LoopOptions): RunningLoop {
+  const backoffMaxMs = options.errorBackoffMaxMs ?? 30_000;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  let failures = 0;
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  const done = (async () => {
+    while (!stopped) {
+      let full = false;
+      try {
+        full = await options.runOnce();
+        failures = 0;
+      } catch (error) {
+        failures += 1;
+        options.log.error({ err: error, worker: options.name }, 'worker pass failed');
+      }
+      if (stopped) break;
+      if (failures > 0) await sleep(Math.min(options.intervalMs * 2 ** failures, backoffMaxMs));
+      else if (!full) await sleep(options.intervalMs);
+    }
+  })();
+
+  return {
+    async stop() {
+      stopped = true;
+      wake?.();
+      await done;
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
+import type { ManualClock } from '../../src/domain/clock.ts';
+import { Reaper } from '../../src/workers/reaper.ts';
+import { client, createTenant, type Client, type TestApp } from './harness.ts';
+
+export const SENDER = {
+  nationalId: 'V12345678',
+  firstName: 'Ana',
+  lastName: 'Rojas',
+  phone: '04141234567',
+  email: 'ana@example.com',
+};
+
+/** An inline beneficiary whose national id picks the sandbox outcome (decisions.md §6). */
+export function beneficiary(nationalId = 'V20111222', extra: Record<string, unknown> = {}) {
+  return { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04241234567', ...extra };
+}
+
+export interface FundedTenant {
+  tenantId: string;
+  api: Client;
+  key: string;
+}
+
+/** A tenant with a test key and `amount` minor units of BS prefunding (or credit settings). */
+export async function fundedTenant(t: TestApp, amount: bigint | number = 1_000_000_000n, tenant: Record<string, unknown> = {}): Promise<FundedTenant> {
+  const created = await createTenant(t, { tenant });
+  if (BigInt(amount) > 0n) {
+    const funded = await client(t.app, t.platformKey).post(
+      `/v1/admin/tenants/${created.tenantId}/fundings`,
+      { mode: 'test', asset: 'BS', amount: Number(amount) },
+      { 'idempotency-key': `fund-${created.tenantId}` },
+    );
+    assert.equal(funded.status, 201, funded.raw);
+  }
+  return { tenantId: created.tenantId, api: created.api, key: created.key };
+}
+
+export async function quote(api: Client, deliver: number): Promise<string> {
+  const response = await api.post('/v1/quotes', { deliver: { asset: 'BS', amount: deliver } });
+  assert.equal(response.status, 201, response.raw);
+  return response.body.id;
+}
+
+let keyCounter = 0;
+export function idempotencyKey(): string {
+  keyCounter += 1;
+  return `test-${process.pid}-${Date.now()}-${keyCounter}`;
+}
+
+/** Quote + payout in one step; returns the HTTP response. */
+export async function payout(api: Client, body: Record<string, unknown>, deliver = 1_000_000, key = idempotencyKey()) {
+  const quoteId = body.quoteId ?? (await quote(api, deliver));
+  return api.post('/v1/payouts', { method: 'pago_movil', sender: SENDER, ...body, quoteId }, { 'idempotency-key': key });
+}
+
+export function reaperOf(t: TestApp): Reaper {
+  return new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, {
+    intervalMs: t.config.reaperIntervalMs,
+    railTimeoutMs: t.config.sandboxRailTimeoutMs,
+  });
+}
+
+/** Moves the clock and lets the reaper run until it has nothing left that is due. */
+export async function advanceAndReap(t: TestApp, clock: ManualClock, ms: number, passes = 3): Promise<void> {
+  clock.advance(ms);
+  const reaper = reaperOf(t);
+  for (let i = 0; i < passes; i += 1) await reaper.runOnce();
+}
+
+export async function position(api: Client) {
+  const response = await api.get('/v1/treasury/position');
+  assert.equal(response.status, 200, response.raw);
+  return response.body;
+}
+
+/** The ledger invariant: postings sum to zero per asset, and the cached balances agree. */
+export async function assertLedgerBalanced(t: TestApp): Promise<void> {
+  for (const row of await ledgerTotals(t.db)) {
+    assert.equal(row.total, 0n, `postings in ${row.asset} sum to ${row.total}`);
+    assert.equal(row.accounts_total, 0n, `account balances in ${row.asset} sum to ${row.accounts_total}`);
+  }
+  const { rows } = await t.db.query<{ n: bigint }>(
+    `SELECT count(*)::bigint AS n FROM ledger_accounts WHERE (kind = 'prefunding' AND balance > 0) OR (kind = 'credit_receivable' AND balance < 0)`,
+  );
+  assert.equal(rows[0]!.n, 0n, 'no prefunding balance is negative, no credit drawn below zero');
+}

@@ -30,7 +30,9 @@ import { treasuryRoutes } from './http/routes/treasury.ts';
 import type { RailAdapter } from './rails/rail.ts';
 import { SandboxRail } from './rails/sandbox-rail.ts';
 import { PaymentOutcomes } from './services/payment-outcomes.ts';
-import { InstrumentCapPolicy, type PayoutLimitPolicy } from './services/payout-limits.ts';
+import type { PayoutLimitPolicy } from './services/payout-limits.ts';
+import { LimitService } from './services/limits.ts';
+import { limitRoutes } from './http/routes/limits.ts';
 import { PayoutService, type RailsByMode } from './services/payouts.ts';
 import { TreasuryService } from './services/treasury.ts';
 import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
@@ -74,6 +76,7 @@ export interface Services {
   outcomes: PaymentOutcomes;
   payouts: PayoutService;
   limits: PayoutLimitPolicy;
+  limitService: LimitService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -110,8 +113,9 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     test: deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs }),
     live: deps.liveRail,
   };
-  const limits = deps.limits ?? new InstrumentCapPolicy();
-  const outcomes = new PaymentOutcomes(db, clock);
+  const limitService = new LimitService(db, clock);
+  const limits = deps.limits ?? limitService;
+  const outcomes = new PaymentOutcomes(db, clock, limits);
   return {
     config,
     db,
@@ -126,6 +130,7 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     treasury: new TreasuryService(db, clock),
     outcomes,
     limits,
+    limitService,
     payouts: new PayoutService(db, clock, catalogue, rails, outcomes, limits, {
       railTimeoutMs: config.sandboxRailTimeoutMs,
       reaperIntervalMs: config.reaperIntervalMs,
@@ -204,6 +209,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await paymentRoutes(app, services.db);
   await treasuryRoutes(app, services.treasury);
   await adminTreasuryRoutes(app, services.db, services.treasury);
+  await limitRoutes(app, services.limitService);
 
   return { app, services };
 }

@@ -7,6 +7,7 @@ import type { Clock } from '../domain/clock.ts';
 import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
 import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
 import type { RailStatus } from '../rails/rail.ts';
+import type { PayoutLimitPolicy } from './payout-limits.ts';
 
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
@@ -55,6 +56,7 @@ export class PaymentOutcomes {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly limits: PayoutLimitPolicy,
   ) {}
 
   async apply(payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow> {
@@ -95,6 +97,8 @@ export class PaymentOutcomes {
           nextCheckAt: null,
         });
         if (!moved) return undefined;
+        // Limit counters before ledger accounts: the payout transaction locks them in that order too.
+        await this.limits.release(tx, moved);
         const commitment = await payoutEntryOf(tx, payment.tenant_id, payment.id);
         if (!commitment) throw new Error(`invariant: payment ${payment.id} failed after the ledger but has no payout entry`);
         await postEntry(tx, partitionOf(payment), failureEntry(commitment), { paymentId: payment.id });
@@ -127,6 +131,7 @@ export class PaymentOutcomes {
       metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
       created_at: now,
     });
+    await this.limits.release(tx, moved);
     const funding = await fundingAccountOf(tx, payment);
     const drawn = funding === 'credit_receivable' ? await lockedBalance(tx, partitionOf(payment), 'BS', 'credit_receivable') : 0n;
     await postEntry(tx, partitionOf(payment), reversalEntry(funding, moved.payout_amount, drawn), { paymentId: payment.id });

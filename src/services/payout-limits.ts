@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/database.ts';
 import type { Mode } from '../domain/api-keys.ts';
-import { instrumentCapBreach, type LimitBreach } from '../domain/instrument-caps.ts';
+import type { LimitBreach } from '../domain/instrument-caps.ts';
 import type { Instrument } from '../domain/payout-route.ts';
 import { ApiError } from '../http/errors.ts';
 
@@ -24,7 +24,18 @@ export interface LimitSubject {
 export interface PayoutLimitPolicy {
   check(db: Queryable, subject: LimitSubject): Promise<void>;
   reserve(tx: Queryable, subject: LimitSubject): Promise<void>;
-  release(tx: Queryable, payment: { tenantId: string; mode: Mode; paymentId: string }): Promise<void>;
+  release(tx: Queryable, payment: ReleasablePayment): Promise<void>;
+}
+
+/** What a release needs of a payment: whose counters, which day and instrument, how much. */
+export interface ReleasablePayment {
+  tenant_id: string;
+  mode: Mode;
+  customer_id: string | null;
+  beneficiary_id: string | null;
+  method: Instrument | null;
+  payout_amount: bigint;
+  created_at: Date;
 }
 
 export function limitExceeded(breach: LimitBreach): ApiError {
@@ -38,16 +49,4 @@ export function limitExceeded(breach: LimitBreach): ApiError {
     exceeded_by: breach.exceededBy.toString(),
     ...(breach.ruleId ? { rule_id: breach.ruleId } : {}),
   });
-}
-
-/** The instrument caps of interface.md §8, which always apply and consume nothing. */
-export class InstrumentCapPolicy implements PayoutLimitPolicy {
-  async check(_db: Queryable, subject: LimitSubject): Promise<void> {
-    const breach = instrumentCapBreach(subject.method, subject.amount);
-    if (breach) throw limitExceeded(breach);
-  }
-  reserve(tx: Queryable, subject: LimitSubject): Promise<void> {
-    return this.check(tx, subject);
-  }
-  async release(): Promise<void> {}
 }

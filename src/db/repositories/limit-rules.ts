@@ -1,0 +1,63 @@
+import type { LimitRule, LimitScope, RuleMethod } from '../../domain/limit-rules.ts';
+import type { Queryable } from '../database.ts';
+
+interface LimitRuleRow {
+  id: string;
+  scope: LimitScope;
+  tenant_id: string | null;
+  subject_id: string | null;
+  method: RuleMethod;
+  per_tx_max: bigint;
+  daily_max: bigint;
+  monthly_max: bigint | null;
+  daily_count_max: bigint | null;
+  created_at: Date;
+}
+
+export type StoredLimitRule = LimitRule & { createdAt: Date };
+
+const COLUMNS = 'id, scope, tenant_id, subject_id, method, per_tx_max, daily_max, monthly_max, daily_count_max, created_at';
+
+function toRule(row: LimitRuleRow): StoredLimitRule {
+  return {
+    id: row.id,
+    scope: row.scope,
+    tenantId: row.tenant_id,
+    subjectId: row.subject_id,
+    method: row.method,
+    perTxMax: row.per_tx_max,
+    dailyMax: row.daily_max,
+    monthlyMax: row.monthly_max,
+    dailyCountMax: row.daily_count_max,
+    createdAt: row.created_at,
+  };
+}
+
+/** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced. */
+export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<StoredLimitRule> {
+  await tx.query(
+    `UPDATE limit_rules SET deleted_at = $5
+      WHERE deleted_at IS NULL AND scope = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND subject_id IS NOT DISTINCT FROM $3 AND method = $4`,
+    [rule.scope, rule.tenantId, rule.subjectId, rule.method, at],
+  );
+  const { rows } = await tx.query<LimitRuleRow>(
+    `INSERT INTO limit_rules (id, scope, tenant_id, subject_id, method, per_tx_max, daily_max, monthly_max, daily_count_max, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
+    [rule.id, rule.scope, rule.tenantId, rule.subjectId, rule.method, rule.perTxMax, rule.dailyMax, rule.monthlyMax, rule.dailyCountMax, at],
+  );
+  return toRule(rows[0]!);
+}
+
+export async function listLimitRules(db: Queryable, tenantId?: string): Promise<StoredLimitRule[]> {
+  const { rows } = await db.query<LimitRuleRow>(
+    `SELECT ${COLUMNS} FROM limit_rules WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR tenant_id = $1 OR tenant_id IS NULL)
+      ORDER BY created_at, id`,
+    [tenantId ?? null],
+  );
+  return rows.map(toRule);
+}
+
+export async function deleteLimitRule(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const { rowCount } = await db.query('UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL', [id, at]);
+  return rowCount === 1;
+}

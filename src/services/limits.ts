@@ -1,0 +1,150 @@
+import { randomUUID } from 'node:crypto';
+import type { Database, Queryable } from '../db/database.ts';
+import { addUsage, readUsage, releaseUsage, type SubjectKind, type UsageKey } from '../db/repositories/limit-usage.ts';
+import { deleteLimitRule, listLimitRules, replaceLimitRule, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
+import { findTenant } from '../db/repositories/tenants.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import { businessDate } from '../domain/caracas-time.ts';
+import type { Clock } from '../domain/clock.ts';
+import { instrumentCapBreach } from '../domain/instrument-caps.ts';
+import { countedSubject, ruleBreach, usageRule, winningRule, type LimitRule, type LimitTarget } from '../domain/limit-rules.ts';
+import type { Instrument } from '../domain/payout-route.ts';
+import { notFound, validationFailed } from '../http/errors.ts';
+import { limitExceeded, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment } from './payout-limits.ts';
+
+const RULE_CACHE_TTL_MS = 1000;
+const METHODS: readonly Instrument[] = ['pago_movil', 'transferencia'];
+
+const monthStartOf = (day: string) => `${day.slice(0, 7)}-01`;
+
+/**
+ * Instrument caps plus configured rules. Usage is counted per tenant, customer and beneficiary in
+ * day counters; `reserve` increments them inside the payout transaction and then checks the
+ * winning rule against the locked totals, so concurrent payouts can never jointly pass a cap.
+ */
+export class LimitService implements PayoutLimitPolicy {
+  private cache: { rules: StoredLimitRule[]; expiresAtMs: number } | undefined;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  private async rules(): Promise<StoredLimitRule[]> {
+    const now = Date.now();
+    if (this.cache && this.cache.expiresAtMs > now) return this.cache.rules;
+    const rules = await listLimitRules(this.db);
+    this.cache = { rules, expiresAtMs: now + RULE_CACHE_TTL_MS };
+    return rules;
+  }
+
+  private target(subject: { tenantId: string; customerId: string | null; beneficiaryId: string }): LimitTarget {
+    return { tenantId: subject.tenantId, customerId: subject.customerId, beneficiaryId: subject.beneficiaryId || null };
+  }
+
+  /** Read-only check, in the order of checks before anything is written. */
+  async check(db: Queryable, subject: LimitSubject): Promise<void> {
+    const cap = instrumentCapBreach(subject.method, subject.amount);
+    if (cap) throw limitExceeded(cap);
+    const target = this.target(subject);
+    const rule = winningRule(await this.rules(), target, subject.method);
+    if (!rule) return;
+    const day = businessDate(subject.at);
+    const consumed = await readUsage(db, this.usageKey(subject, rule, target), rule.method === '*' ? METHODS : [subject.method], day, monthStartOf(day));
+    const breach = ruleBreach(rule, consumed, subject.amount);
+    if (breach) throw limitExceeded(breach);
+  }
+
+  /** Check and consume in one step, inside the payout transaction. */
+  async reserve(tx: Queryable, subject: LimitSubject): Promise<void> {
+    const cap = instrumentCapBreach(subject.method, subject.amount);
+    if (cap) throw limitExceeded(cap);
+    const target = this.target(subject);
+    const rule = winningRule(await this.rules(), target, subject.method);
+    const day = businessDate(subject.at);
+    const counted = rule ? countedSubject(rule, target) : undefined;
+    // Fixed lock order (tenant, customer, beneficiary; pago_movil, transferencia) so that two
+    // payouts never wait on each other's counters in opposite orders.
+    for (const key of this.subjectsOf(subject.tenantId, subject.mode, target)) {
+      const lockBoth = rule?.method === '*' && counted?.kind === key.kind && counted.id === key.subjectId;
+      for (const method of METHODS) {
+        if (method === subject.method) await addUsage(tx, key, method, day, subject.amount, 1n);
+        else if (lockBoth) await addUsage(tx, key, method, day, 0n, 0n);
+      }
+    }
+    if (!rule) return;
+    const after = await readUsage(tx, this.usageKey(subject, rule, target), rule.method === '*' ? METHODS : [subject.method], day, monthStartOf(day));
+    const before = { dayAmount: after.dayAmount - subject.amount, dayCount: after.dayCount - 1n, monthAmount: after.monthAmount - subject.amount };
+    const breach = ruleBreach(rule, before, subject.amount);
+    if (breach) throw limitExceeded(breach);
+  }
+
+  /** A failed or reversed payout stops counting, in the transaction that records the outcome. */
+  async release(tx: Queryable, payment: ReleasablePayment): Promise<void> {
+    if (!payment.method) return;
+    const day = businessDate(payment.created_at);
+    const target = { tenantId: payment.tenant_id, customerId: payment.customer_id, beneficiaryId: payment.beneficiary_id };
+    for (const key of this.subjectsOf(payment.tenant_id, payment.mode, target)) {
+      await releaseUsage(tx, key, payment.method, day, payment.payout_amount);
+    }
+  }
+
+  private subjectsOf(tenantId: string, mode: Mode, target: LimitTarget): UsageKey[] {
+    const keys: UsageKey[] = [{ tenantId, mode, kind: 'tenant', subjectId: tenantId }];
+    if (target.customerId) keys.push({ tenantId, mode, kind: 'customer', subjectId: target.customerId });
+    if (target.beneficiaryId) keys.push({ tenantId, mode, kind: 'beneficiary', subjectId: target.beneficiaryId });
+    return keys;
+  }
+
+  private usageKey(subject: { tenantId: string; mode: Mode }, rule: LimitRule, target: LimitTarget): UsageKey {
+    const counted = countedSubject(rule, target);
+    return { tenantId: subject.tenantId, mode: subject.mode, kind: counted.kind as SubjectKind, subjectId: counted.id };
+  }
+
+  /** GET /limits/usage: the subject's day and month figures, all instruments, and its rule. */
+  async usage(partition: { tenantId: string; mode: Mode }, asset: string, customerId?: string) {
+    const day = businessDate(this.clock.now());
+    const key: UsageKey = customerId
+      ? { ...partition, kind: 'customer', subjectId: customerId }
+      : { ...partition, kind: 'tenant', subjectId: partition.tenantId };
+    // Limits measure the delivered amount, which is always BS.
+    const consumed =
+      asset === 'BS' ? await readUsage(this.db, key, METHODS, day, monthStartOf(day)) : { dayAmount: 0n, dayCount: 0n, monthAmount: 0n };
+    const rule = usageRule(await this.rules(), { tenantId: partition.tenantId, customerId: customerId ?? null, beneficiaryId: null });
+    return { consumed, rule };
+  }
+
+  async createRule(input: Omit<LimitRule, 'id'>): Promise<StoredLimitRule> {
+    const errors = ruleShapeErrors(input);
+    if (errors.length > 0) throw validationFailed(errors);
+    if (input.tenantId) {
+      const tenant = await findTenant(this.db, input.tenantId);
+      if (!tenant || tenant.is_platform) throw notFound('tenant');
+    }
+    const stored = await this.db.transaction((tx) => replaceLimitRule(tx, { ...input, id: randomUUID() }, this.clock.now()));
+    this.cache = undefined;
+    return stored;
+  }
+
+  async listRules(tenantId?: string): Promise<StoredLimitRule[]> {
+    return listLimitRules(this.db, tenantId);
+  }
+
+  async deleteRule(id: string): Promise<void> {
+    if (!(await deleteLimitRule(this.db, id, this.clock.now()))) throw notFound('limit rule');
+    this.cache = undefined;
+  }
+}
+
+function ruleShapeErrors(rule: Omit<LimitRule, 'id'>): Array<{ field: string; message: string }> {
+  const errors: Array<{ field: string; message: string }> = [];
+  if (rule.scope === 'platform' && rule.tenantId) errors.push({ field: 'tenantId', message: 'must be absent for a platform rule (it applies to every tenant)' });
+  if (rule.scope !== 'platform' && !rule.tenantId) errors.push({ field: 'tenantId', message: `is required for a ${rule.scope} rule` });
+  if ((rule.scope === 'customer' || rule.scope === 'beneficiary') && !rule.subjectId) {
+    errors.push({ field: 'subjectId', message: `is required for a ${rule.scope} rule: the ${rule.scope} id` });
+  }
+  if ((rule.scope === 'platform' || rule.scope === 'tenant') && rule.subjectId) {
+    errors.push({ field: 'subjectId', message: `must be absent for a ${rule.scope} rule` });
+  }
+  return errors;
+}

@@ -1,5 +1,6 @@
 import type { Database } from '../../db/database.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../../db/repositories/payments.ts';
+import type { StatementColumns } from '../../db/repositories/statement.ts';
 import { partitionOf } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { errorResponses } from '../schemas/common.ts';
@@ -8,7 +9,7 @@ import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
 /** A statement row (interface.md 2.6). */
-export function statementRowView(p: PaymentRow) {
+export function statementRowView(p: StatementColumns) {
   return {
     id: p.id,
     customer_id: p.customer_id,

@@ -1,0 +1,103 @@
+import { Readable } from 'node:stream';
+import type { Database } from '../../db/database.ts';
+import type { StatementPayment } from '../../db/repositories/statement.ts';
+import { StatementService, statementFilter } from '../../services/statement.ts';
+import { partitionOf } from '../context.ts';
+import { errorResponses } from '../schemas/common.ts';
+import { STATEMENT_CSV_COLUMNS, StatementCsv, StatementExportQuery, StatementPage, StatementQuery } from '../schemas/statement.ts';
+import type { App } from '../types.ts';
+import { statementRowView } from './payments.ts';
+
+const DEFAULT_PAGE_ROWS = 25;
+/** Bytes the export stream buffers ahead of a slow client before it stops reading batches. */
+const EXPORT_BUFFER_BYTES = 64 * 1024;
+
+const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\` and \`customerId\` match exactly. Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
+
+// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled.
+// Every value is ours (ids, enums, amounts, timestamps, the rail's reference and reason codes), so
+// none is rewritten; null is the empty field.
+function csvField(value: string | null): string {
+  if (value === null) return '';
+  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+}
+
+function csvLine(values: readonly (string | null)[]): string {
+  return `${values.map(csvField).join(',')}\r\n`;
+}
+
+function csvRows(batch: StatementPayment[]): string {
+  let text = '';
+  for (const payment of batch) {
+    const row = statementRowView(payment);
+    text += csvLine(STATEMENT_CSV_COLUMNS.map((column) => row[column]));
+  }
+  return text;
+}
+
+/** The header, then each batch as CSV text; the next batch is read only when the stream wants it. */
+async function* csvChunks(first: IteratorResult<StatementPayment[]>, rest: AsyncGenerator<StatementPayment[]>): AsyncGenerator<string> {
+  try {
+    yield csvLine(STATEMENT_CSV_COLUMNS);
+    if (first.done) return;
+    yield csvRows(first.value);
+    for await (const batch of rest) yield csvRows(batch);
+  } finally {
+    await rest.return(undefined);
+  }
+}
+
+export async function statementRoutes(app: App, db: Database): Promise<void> {
+  const statement = new StatementService(db);
+
+  app.get(
+    '/v1/payments',
+    {
+      config: { scopes: ['payments:read'] },
+      schema: {
+        tags: ['Payments'],
+        operationId: 'listPayments',
+        summary: 'Statement: list payments',
+        description: `The statement: payments newest first (\`created_at\`, then \`id\`, descending), one page at a time. Pass \`next_cursor\` as \`cursor\` for the next page (with the same filters); the cursor is opaque and stable while payouts are being created, so no payment is skipped or repeated.
+
+${FILTERS_DESCRIPTION}`,
+        querystring: StatementQuery,
+        response: { 200: StatementPage, ...errorResponses(400, 403) },
+      },
+    },
+    async (request) => {
+      const page = await statement.page(partitionOf(request.auth), { ...request.query, limit: request.query.limit ?? DEFAULT_PAGE_ROWS });
+      return { data: page.rows.map(statementRowView), has_more: page.hasMore, next_cursor: page.nextCursor };
+    },
+  );
+
+  app.get(
+    '/v1/payments/export',
+    {
+      config: { scopes: ['payments:read'] },
+      schema: {
+        tags: ['Payments'],
+        operationId: 'exportPayments',
+        summary: 'Statement: export payments as CSV',
+        description: `Every payment of the statement with the same filters, as one CSV download (\`content-disposition: attachment\`), for reconciling against your books: a header row, then one payment per line in the statement's order, with the statement row's fields; amounts in minor units. No row limit and no pagination: the file is streamed as it is read.
+
+${FILTERS_DESCRIPTION}`,
+        querystring: StatementExportQuery,
+        response: { 200: StatementCsv, ...errorResponses(400, 403) },
+      },
+    },
+    async (request, reply) => {
+      const filter = statementFilter(request.query);
+      const batches = statement.exportBatches(partitionOf(request.auth), filter);
+      // Read the first batch before the status line is sent: a database failure is then a 500 with
+      // the error envelope rather than a 200 cut short.
+      const first = await batches.next();
+      const { from, to } = request.query;
+      return reply
+        .header('content-type', 'text/csv; charset=utf-8')
+        .header('content-disposition', `attachment; filename="payments-${from ?? 'all'}-${to ?? 'all'}.csv"`)
+        .header('cache-control', 'no-store')
+        .send(Readable.from(csvChunks(first, batches), { objectMode: false, highWaterMark: EXPORT_BUFFER_BYTES }));
+    },
+  );
+}

@@ -1,0 +1,63 @@
+import { Type } from '@sinclair/typebox';
+import { Component, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import { PAYMENT_STATUSES, StatementRowFields } from './payouts.ts';
+
+const CalendarDate = (description: string) =>
+  Type.String({
+    format: 'date',
+    description,
+    example: '2026-03-01',
+    'x-error-message': 'must be a calendar date YYYY-MM-DD, such as 2026-03-01',
+  });
+
+/** The filters shared by the statement and its export (interface.md 4.8). */
+const StatementFilters = {
+  from: Type.Optional(
+    CalendarDate('First day, inclusive, on which the payments settled (`settled_at`), as a calendar day in America/Caracas. Payments not settled are then excluded'),
+  ),
+  to: Type.Optional(
+    CalendarDate('Last day, inclusive, on which the payments settled (`settled_at`), in America/Caracas. A payment created at 23:59 and settled at 00:01 belongs to the second day'),
+  ),
+  status: Type.Optional(StringEnum(PAYMENT_STATUSES, { description: 'Only payments in this status' })),
+  beneficiaryId: Type.Optional(Uuid('Only payments to this beneficiary')),
+  customerId: Type.Optional(Uuid('Only payments of this user of yours (the `customerId` of the payout)')),
+};
+
+export const StatementQuery = Type.Object({ ...StatementFilters, ...PageQuery });
+
+export const StatementExportQuery = Type.Object(StatementFilters);
+
+export const StatementRow = Component(
+  'StatementRow',
+  Type.Object(StatementRowFields, { description: 'One payment of the statement (interface.md 2.6)' }),
+);
+
+export const StatementPage = Component(
+  'StatementPage',
+  Type.Object(
+    {
+      data: Type.Array(StatementRow),
+      has_more: Type.Boolean({ description: 'true if another page follows' }),
+      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+    },
+    { description: 'One page of the statement, newest first' },
+  ),
+);
+
+/** The CSV export's columns, in order: the statement row's fields (interface.md 2.6). */
+export const STATEMENT_CSV_COLUMNS = Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[];
+
+export const StatementCsv = {
+  description:
+    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null.',
+  content: {
+    'text/csv': {
+      schema: {
+        type: 'string',
+        example:
+          'id,customer_id,beneficiary_id,status,status_reason,source_asset,source_amount,payout_asset,payout_amount,fee_amount,method,bank_reference,settled_at,created_at\r\n' +
+          '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f,,9b2c4d6e-1a3b-4c5d-8e7f-0a1b2c3d4e5f,settled,,BS,1010000,BS,1000000,10000,pago_movil,123456789012,2026-03-01T14:02:11.412Z,2026-03-01T14:00:05.118Z\r\n',
+      },
+    },
+  },
+};

@@ -1,0 +1,108 @@
+import type { Database } from '../db/database.ts';
+import { listStatement, type StatementFilter, type StatementPayment } from '../db/repositories/statement.ts';
+import { isValidDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
+import { decodeCursor, encodeCursor, type PagePosition } from '../domain/page-cursor.ts';
+import type { PaymentStatus } from '../domain/payment-state.ts';
+import { validationFailed, type FieldError } from '../http/errors.ts';
+import type { Partition } from './beneficiaries.ts';
+
+/** The statement filters as the caller sent them (interface.md 4.8). */
+export interface StatementQuery {
+  /** First Caracas day (YYYY-MM-DD) on which the payments settled, inclusive. */
+  from?: string;
+  /** Last Caracas day (YYYY-MM-DD) on which the payments settled, inclusive. */
+  to?: string;
+  status?: PaymentStatus;
+  beneficiaryId?: string;
+  customerId?: string;
+}
+
+export interface StatementPage {
+  rows: StatementPayment[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/** Rows per query of an export: memory stays at one batch whatever the statement's size. */
+export const EXPORT_BATCH_ROWS = 1000;
+
+// Calendar dates whose Caracas day boundaries the time functions compute exactly (years below 100
+// would be read as 19xx by Date.UTC; the day after 9999-12-31 has no YYYY-MM-DD form).
+const DATE_MIN = '1970-01-01';
+const DATE_MAX = '9999-12-30';
+
+function dateError(field: 'from' | 'to', value: string | undefined): FieldError | undefined {
+  if (value === undefined) return undefined;
+  if (!isValidDate(value)) return { field, message: 'must be a calendar date YYYY-MM-DD, such as 2026-03-01' };
+  if (value < DATE_MIN || value > DATE_MAX) return { field, message: `must be a date from ${DATE_MIN} to ${DATE_MAX}` };
+  return undefined;
+}
+
+/**
+ * The repository filter of a query, or 400 `validation_failed` naming every invalid parameter.
+ * `from`/`to` are whole days in America/Caracas on settled_at (decisions.md §4): the range is
+ * [start of `from`, start of the day after `to`), so a payment created at 23:59 and settled at 00:01
+ * belongs to the second day.
+ */
+export function statementFilter(query: StatementQuery): StatementFilter {
+  const errors = [dateError('from', query.from), dateError('to', query.to)].filter((e): e is FieldError => e !== undefined);
+  if (errors.length === 0 && query.from !== undefined && query.to !== undefined && query.from > query.to) {
+    errors.push({ field: 'from', message: `must be on or before \`to\` (${query.to})` });
+  }
+  if (errors.length > 0) throw validationFailed(errors);
+  return {
+    status: query.status,
+    beneficiaryId: query.beneficiaryId,
+    customerId: query.customerId,
+    settledFrom: query.from === undefined ? undefined : startOfBusinessDate(query.from),
+    settledBefore: query.to === undefined ? undefined : startOfBusinessDate(nextDate(query.to)),
+  };
+}
+
+function cursorPosition(cursor: string | undefined): PagePosition | undefined {
+  if (cursor === undefined) return undefined;
+  const position = decodeCursor(cursor);
+  if (!position) throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
+  return position;
+}
+
+function positionOf(row: StatementPayment): PagePosition {
+  return { createdAtUs: row.created_at_us, id: row.id };
+}
+
+/** Reads the statement: pages for the API, batches for the CSV export (interface.md 2.6, 4.8). */
+export class StatementService {
+  constructor(private readonly db: Database) {}
+
+  async page(partition: Partition, query: StatementQuery & { limit: number; cursor?: string }): Promise<StatementPage> {
+    const filter = statementFilter(query);
+    const after = cursorPosition(query.cursor);
+    const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, { limit: query.limit, after });
+    const hasMore = rows.length > query.limit;
+    const pageRows = hasMore ? rows.slice(0, query.limit) : rows;
+    const last = pageRows[pageRows.length - 1];
+    return { rows: pageRows, hasMore, nextCursor: hasMore && last ? encodeCursor(positionOf(last)) : null };
+  }
+
+  /**
+   * Every payment of the statement, in the order of its pages, as batches read one query at a
+   * time: the next batch is only read when the consumer asks for it, so a slow download holds one
+   * batch and no database connection or transaction between batches. The filter is validated
+   * before anything is read (`statementFilter`).
+   */
+  async *exportBatches(partition: Partition, filter: StatementFilter, batchRows = EXPORT_BATCH_ROWS): AsyncGenerator<StatementPayment[]> {
+    let after: PagePosition | undefined;
+    for (;;) {
+      const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, { limit: batchRows, after });
+      const batch = rows.length > batchRows ? rows.slice(0, batchRows) : rows;
+      if (batch.length > 0) yield batch;
+      if (rows.length <= batchRows) return;
+      const next = positionOf(batch[batch.length - 1]!);
+      // The keyset only moves down; anything else would loop or repeat rows.
+      if (after && !(next.createdAtUs < after.createdAtUs || (next.createdAtUs === after.createdAtUs && next.id < after.id))) {
+        throw new Error('invariant: statement export cursor did not advance');
+      }
+      after = next;
+    }
+  }
+}

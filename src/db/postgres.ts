@@ -12,10 +12,31 @@ const types = {
   },
 };
 
+// Every parameterised statement is a named prepared statement: each connection parses it once and
+// reuses it, instead of parsing (and planning) the same SQL text on every call. The names come from
+// one process-wide map, so a name always means the same text; the map is bounded so that dynamic SQL
+// cannot grow it without limit (past the bound, statements run unnamed as before).
+const STATEMENT_NAMES_MAX = 2000;
+const statementNames = new Map<string, string>();
+
+function statementName(sql: string): string | undefined {
+  let name = statementNames.get(sql);
+  if (name === undefined && statementNames.size < STATEMENT_NAMES_MAX) {
+    name = `bds_${statementNames.size}`;
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
+function queryConfig(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+  if (params === undefined) return { text: sql, types } as pg.QueryConfig;
+  return { name: statementName(sql), text: sql, values: params as unknown[], types } as pg.QueryConfig;
+}
+
 class PgQueryable implements Queryable {
   constructor(private readonly client: pg.PoolClient) {}
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const result = await this.client.query({ text: sql, values: params as unknown[] | undefined, types });
+    const result = await this.client.query(queryConfig(sql, params));
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
   async exec(sql: string): Promise<void> {
@@ -39,7 +60,7 @@ export class PostgresDatabase implements Database {
   }
 
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const result = await this.pool.query({ text: sql, values: params as unknown[] | undefined, types });
+    const result = await this.pool.query(queryConfig(sql, params));
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
 

@@ -1,16 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
-import { addUsage, readUsage, releaseUsage, type SubjectKind, type UsageKey } from '../db/repositories/limit-usage.ts';
+import {
+  addUsage,
+  addUsageMany,
+  lockUsage,
+  pastMonthUsage,
+  readUsage,
+  releaseUsage,
+  type SubjectKind,
+  type UsageKey,
+  type UsageRowKey,
+} from '../db/repositories/limit-usage.ts';
 import { deleteLimitRule, listLimitRules, replaceLimitRule, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
-import { instrumentCapBreach } from '../domain/instrument-caps.ts';
+import { instrumentCapBreach, type LimitBreach } from '../domain/instrument-caps.ts';
 import { countedSubject, ruleBreach, usageRule, winningRule, type LimitRule, type LimitTarget } from '../domain/limit-rules.ts';
 import type { Instrument } from '../domain/payout-route.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { limitExceeded, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment } from './payout-limits.ts';
+import { limitExceeded, type LimitAllocator, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment } from './payout-limits.ts';
 
 const RULE_CACHE_TTL_MS = 1000;
 const METHODS: readonly Instrument[] = ['pago_movil', 'transferencia'];
@@ -87,6 +97,78 @@ export class LimitService implements PayoutLimitPolicy {
     for (const key of this.subjectsOf(payment.tenant_id, payment.mode, target)) {
       await releaseUsage(tx, key, payment.method, day, payment.payout_amount);
     }
+  }
+
+  /**
+   * Batch form of `reserve` for group commit: locks every counter the batch can touch (sorted,
+   * before any ledger account, as every other path does), then lets the caller decide payout by
+   * payout against running totals, and writes the accepted payouts' increments in one statement.
+   */
+  async allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator> {
+    const rules = await this.rules();
+    const day = businessDate(at);
+    const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
+    const plans = subjects.map((subject) => {
+      const target = this.target(subject);
+      const rule = winningRule(rules, target, subject.method);
+      const tracked = this.subjectsOf(subject.tenantId, subject.mode, target).map((k) => ({ kind: k.kind, subjectId: k.subjectId, method: subject.method }));
+      const counted = rule ? countedSubject(rule, target) : undefined;
+      const measured: UsageRowKey[] = rule && counted ? (rule.method === '*' ? METHODS : [subject.method]).map((method) => ({ kind: counted.kind, subjectId: counted.id, method })) : [];
+      return { subject, rule, tracked, measured };
+    });
+    const toLock = new Map<string, UsageRowKey>();
+    for (const plan of plans) for (const key of [...plan.tracked, ...plan.measured]) toLock.set(keyOf(key), key);
+    const sorted = [...toLock.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, key]) => key);
+    const running = new Map<string, { amount: bigint; count: bigint }>();
+    for (const row of await lockUsage(tx, partition, day, sorted)) running.set(keyOf(row), { amount: row.amount, count: row.count });
+    const monthly = plans.filter((p) => p.rule?.monthlyMax !== null && p.rule !== undefined);
+    const pastMonth = new Map<string, bigint>();
+    if (monthly.length > 0) {
+      const subjectsForMonth = [...new Map(monthly.flatMap((p) => p.measured).map((k) => [`${k.kind}|${k.subjectId}`, { kind: k.kind, subjectId: k.subjectId }])).values()];
+      for (const row of await pastMonthUsage(tx, partition, monthStartOf(day), day, subjectsForMonth)) pastMonth.set(keyOf(row), row.amount);
+    }
+    const byPayment = new Map(plans.map((p) => [p.subject.paymentId, p]));
+    const accepted: typeof plans = [];
+    const keysAtWrite = (subject: LimitSubject) =>
+      this.subjectsOf(subject.tenantId, subject.mode, this.target(subject)).map((k) => ({ kind: k.kind, subjectId: k.subjectId, method: subject.method }));
+    return {
+      check(subject: LimitSubject): LimitBreach | undefined {
+        const cap = instrumentCapBreach(subject.method, subject.amount);
+        if (cap) return cap;
+        const plan = byPayment.get(subject.paymentId)!;
+        if (!plan.rule) return undefined;
+        let dayAmount = 0n;
+        let dayCount = 0n;
+        let monthAmount = 0n;
+        for (const key of plan.measured) {
+          const today = running.get(keyOf(key)) ?? { amount: 0n, count: 0n };
+          dayAmount += today.amount;
+          dayCount += today.count;
+          monthAmount += today.amount + (pastMonth.get(keyOf(key)) ?? 0n);
+        }
+        return ruleBreach(plan.rule, { dayAmount, dayCount, monthAmount }, subject.amount);
+      },
+      consume(subject: LimitSubject): void {
+        const plan = byPayment.get(subject.paymentId)!;
+        for (const key of plan.tracked) {
+          const current = running.get(keyOf(key)) ?? { amount: 0n, count: 0n };
+          running.set(keyOf(key), { amount: current.amount + subject.amount, count: current.count + 1n });
+        }
+        accepted.push(plan);
+      },
+      async write(writeTx: Queryable): Promise<void> {
+        const increments = new Map<string, UsageRowKey & { amount: bigint; count: bigint }>();
+        for (const plan of accepted) {
+          // Re-derived at write time: an inline beneficiary created in this batch now has its id.
+          for (const key of keysAtWrite(plan.subject)) {
+            const current = increments.get(keyOf(key)) ?? { ...key, amount: 0n, count: 0n };
+            increments.set(keyOf(key), { ...current, amount: current.amount + plan.subject.amount, count: current.count + 1n });
+          }
+        }
+        const ordered = [...increments.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+        await addUsageMany(writeTx, partition, day, ordered);
+      },
+    };
   }
 
   private subjectsOf(tenantId: string, mode: Mode, target: LimitTarget): UsageKey[] {

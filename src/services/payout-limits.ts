@@ -25,6 +25,17 @@ export interface PayoutLimitPolicy {
   check(db: Queryable, subject: LimitSubject): Promise<void>;
   reserve(tx: Queryable, subject: LimitSubject): Promise<void>;
   release(tx: Queryable, payment: ReleasablePayment): Promise<void>;
+  /** Group commit: lock once for many payouts, decide each against running totals, write once. */
+  allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator>;
+}
+
+export interface LimitAllocator {
+  /** The cap or rule this payout would break given the payouts accepted so far, if any. */
+  check(subject: LimitSubject): LimitBreach | undefined;
+  /** Counts an accepted payout in the running totals. */
+  consume(subject: LimitSubject): void;
+  /** Writes the accepted payouts' consumption. */
+  write(tx: Queryable): Promise<void>;
 }
 
 /** What a release needs of a payment: whose counters, which day and instrument, how much. */

@@ -26,6 +26,7 @@ import type { BankCatalogue } from '../rails/catalogue.ts';
 import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
 import { eventPayload, failureMessage, PaymentOutcomes, STATUS_MESSAGES, type RailOutcome } from './payment-outcomes.ts';
 import type { PayoutLimitPolicy } from './payout-limits.ts';
+import { PayoutCommitter, quoteError } from './payout-committer.ts';
 import { quoteStatus } from './quotes.ts';
 
 export interface PayoutRequest {
@@ -78,7 +79,11 @@ export class PayoutService {
     private readonly outcomes: PaymentOutcomes,
     private readonly limits: PayoutLimitPolicy,
     private readonly settings: PayoutSettings,
-  ) {}
+  ) {
+    this.committer = new PayoutCommitter(db, clock, limits);
+  }
+
+  private readonly committer: PayoutCommitter;
 
   async create(partition: Partition, request: PayoutRequest): Promise<PaymentRow> {
     const plan = await this.plan(partition, request);
@@ -315,43 +320,30 @@ export class PayoutService {
     });
   }
 
-  /** The money moves: quote consumed, limits reserved, payment and ledger entry written, one commit. */
-  private async commit(partition: Partition, request: PayoutRequest, plan: PayoutPlan): Promise<PaymentRow> {
+  /**
+   * The money moves: quote consumed, limits reserved, payment and ledger entry written, in one
+   * transaction shared with the tenant's other payouts in flight (group commit).
+   */
+  private commit(partition: Partition, request: PayoutRequest, plan: PayoutPlan): Promise<PaymentRow> {
     const funding: FundingAccount = plan.tenant.credit_enabled ? 'credit_receivable' : 'prefunding';
-    try {
-      return await this.db.transaction(async (tx) => {
-        await this.consume(tx, partition, plan.quote.id, plan.paymentId);
-        const beneficiary = await this.persistBeneficiary(tx, partition, plan);
-        await this.limits.reserve(tx, this.limitSubject(partition, request, plan.quote, plan.method!, beneficiary, plan.paymentId));
-        if (plan.storeCustomerSender) await setCustomerSender(tx, partition.tenantId, partition.mode, request.customerId!, plan.sender!);
-        const payment = await insertPayment(tx, this.newPayment(partition, request, plan, beneficiary, false));
-        await insertTransition(tx, partition.tenantId, payment.id, {
-          from_status: null,
-          to_status: 'submitted',
-          reason: 'ledger_committed',
-          actor: 'api',
-          metadata: { methodRequested: request.method, methodUsed: plan.method },
-          created_at: payment.created_at,
-        });
-        await postEntry(
-          tx,
-          partition,
-          payoutEntry({
-            funding,
-            sourceAsset: plan.quote.spend_asset,
-            sourceAmount: plan.quote.spend_amount,
-            deliverAmount: plan.quote.deliver_amount,
-            feeAmount: plan.quote.fee_amount,
-          }),
-          { paymentId: payment.id, creditLimit: plan.tenant.credit_limit },
-        );
-        return payment;
-      });
-    } catch (error) {
-      if (!(error instanceof InsufficientFundsError)) throw error;
-      const balances = await accountBalances(this.db, partition, plan.quote.spend_asset);
-      throw this.insufficientFunds(plan.tenant, plan.quote, -balances.prefunding, balances.credit_receivable);
-    }
+    return this.committer.commit({
+      partition,
+      tenant: plan.tenant,
+      quote: plan.quote,
+      paymentId: plan.paymentId,
+      beneficiary: plan.beneficiary,
+      customerSender: plan.storeCustomerSender ? { customerId: request.customerId!, sender: plan.sender! } : undefined,
+      limitSubject: this.limitSubject(partition, request, plan.quote, plan.method!, plan.beneficiary, plan.paymentId),
+      funding,
+      entry: payoutEntry({
+        funding,
+        sourceAsset: plan.quote.spend_asset,
+        sourceAmount: plan.quote.spend_amount,
+        deliverAmount: plan.quote.deliver_amount,
+        feeAmount: plan.quote.fee_amount,
+      }),
+      payment: (beneficiary) => this.newPayment(partition, request, plan, beneficiary, false),
+    });
   }
 
   /** Calls the rail by our reference with a hard timeout; what it says is recorded, never thrown. */
@@ -401,11 +393,6 @@ function assertQuoteUsable(quote: QuoteRow, now: Date): void {
   if (status === 'expired') throw quoteError('expired');
 }
 
-function quoteError(kind: 'consumed' | 'expired'): ApiError {
-  return kind === 'consumed'
-    ? new ApiError('quote_already_consumed', 'This quote was already used by a payout. Create a new quote.')
-    : new ApiError('quote_expired', 'This quote has expired. Create a new quote and pay with it.');
-}
 
 function snapshotOf(b: BeneficiaryRow | BeneficiaryDetails | BeneficiarySnapshot): BeneficiarySnapshot {
   if ('full_name' in b) {

@@ -46,3 +46,81 @@ export async function readUsage(db: Queryable, key: UsageKey, methods: readonly 
   const row = rows[0]!;
   return { dayAmount: row.day_amount, dayCount: row.day_count, monthAmount: row.month_amount };
 }
+
+export interface UsageRowKey {
+  kind: SubjectKind;
+  subjectId: string;
+  method: Instrument;
+}
+
+/**
+ * Locks (creating when missing) a set of one day's counters, in the order given — callers sort the
+ * keys so that concurrent transactions lock in the same order — and returns their current values.
+ */
+export async function lockUsage(
+  tx: Queryable,
+  partition: { tenantId: string; mode: Mode },
+  day: string,
+  keys: readonly UsageRowKey[],
+): Promise<Array<UsageRowKey & { amount: bigint; count: bigint }>> {
+  if (keys.length === 0) return [];
+  const { rows } = await tx.query<{ subject_kind: SubjectKind; subject_id: string; method: Instrument; amount: bigint; count: bigint }>(
+    `INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+     SELECT $1, $2, v.kind, v.subject_id, v.method, $3::date, 0, 0
+       FROM unnest($4::text[], $5::uuid[], $6::text[]) WITH ORDINALITY AS v(kind, subject_id, method, n)
+      ORDER BY v.n
+     ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
+     DO UPDATE SET amount = limit_usage.amount
+     RETURNING subject_kind, subject_id, method, amount, count`,
+    [partition.tenantId, partition.mode, day, keys.map((k) => k.kind), keys.map((k) => k.subjectId), keys.map((k) => k.method)],
+  );
+  return rows.map((r) => ({ kind: r.subject_kind, subjectId: r.subject_id, method: r.method, amount: r.amount, count: r.count }));
+}
+
+/** Adds many increments to one day's counters in one statement (rows already locked by the caller). */
+export async function addUsageMany(
+  tx: Queryable,
+  partition: { tenantId: string; mode: Mode },
+  day: string,
+  increments: ReadonlyArray<UsageRowKey & { amount: bigint; count: bigint }>,
+): Promise<void> {
+  if (increments.length === 0) return;
+  await tx.query(
+    `INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+     SELECT $1, $2, v.kind, v.subject_id, v.method, $3::date, v.amount, v.count
+       FROM unnest($4::text[], $5::uuid[], $6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS v(kind, subject_id, method, amount, count, n)
+      ORDER BY v.n
+     ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
+     DO UPDATE SET amount = limit_usage.amount + EXCLUDED.amount, count = limit_usage.count + EXCLUDED.count`,
+    [
+      partition.tenantId,
+      partition.mode,
+      day,
+      increments.map((k) => k.kind),
+      increments.map((k) => k.subjectId),
+      increments.map((k) => k.method),
+      increments.map((k) => k.amount.toString()),
+      increments.map((k) => k.count.toString()),
+    ],
+  );
+}
+
+/** Month-to-date consumption before `day` for some subjects (past days never change but by release). */
+export async function pastMonthUsage(
+  db: Queryable,
+  partition: { tenantId: string; mode: Mode },
+  monthStart: string,
+  day: string,
+  subjects: ReadonlyArray<{ kind: SubjectKind; subjectId: string }>,
+): Promise<Array<UsageRowKey & { amount: bigint }>> {
+  if (subjects.length === 0) return [];
+  const { rows } = await db.query<{ subject_kind: SubjectKind; subject_id: string; method: Instrument; amount: bigint }>(
+    `SELECT u.subject_kind, u.subject_id, u.method, sum(u.amount)::bigint AS amount
+       FROM limit_usage u JOIN unnest($5::text[], $6::uuid[]) AS s(kind, subject_id)
+         ON u.subject_kind = s.kind AND u.subject_id = s.subject_id
+      WHERE u.tenant_id = $1 AND u.mode = $2 AND u.business_date >= $3::date AND u.business_date < $4::date
+      GROUP BY u.subject_kind, u.subject_id, u.method`,
+    [partition.tenantId, partition.mode, monthStart, day, subjects.map((s) => s.kind), subjects.map((s) => s.subjectId)],
+  );
+  return rows.map((r) => ({ kind: r.subject_kind, subjectId: r.subject_id, method: r.method, amount: r.amount }));
+}

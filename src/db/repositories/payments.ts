@@ -52,7 +52,7 @@ export interface TransitionRow {
   created_at: Date;
 }
 
-const COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
+export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
   bank_reference, beneficiary, sender, rail, rail_acknowledged_at, next_check_at, check_attempts, settled_at, created_at, updated_at`;
 
@@ -64,7 +64,7 @@ export async function insertPayment(tx: Queryable, p: NewPayment): Promise<Payme
        source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
        beneficiary, sender, rail, next_check_at, created_at, updated_at)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22)
-     RETURNING ${COLUMNS}`,
+     RETURNING ${PAYMENT_COLUMNS}`,
     [
       p.tenant_id, p.mode, p.id, p.customer_id, p.beneficiary_id, p.quote_id, p.status, p.status_reason, p.message,
       p.source_asset, p.source_amount, p.payout_asset, p.payout_amount, p.fee_amount, p.method, p.method_requested,
@@ -76,7 +76,7 @@ export async function insertPayment(tx: Queryable, p: NewPayment): Promise<Payme
 }
 
 export async function findPayment(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await db.query<PaymentRow>(`SELECT ${COLUMNS} FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [tenantId, mode, id]);
+  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [tenantId, mode, id]);
   return rows[0];
 }
 
@@ -132,7 +132,7 @@ export async function transitionPayment(
         next_check_at = CASE WHEN $13::boolean THEN $14 ELSE next_check_at END,
         updated_at = $15
       WHERE tenant_id = $1 AND id = $2 AND status = $3
-      RETURNING ${COLUMNS}`,
+      RETURNING ${PAYMENT_COLUMNS}`,
     [
       tenantId, id, from, change.to, change.reason, change.message !== undefined, change.message ?? null,
       change.bankReference ?? null, change.settledAt ?? null, change.compensated ?? null, change.feeAmount ?? null,
@@ -164,7 +164,7 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
          ORDER BY next_check_at
          LIMIT $3
          FOR UPDATE SKIP LOCKED)
-      RETURNING ${COLUMNS}`,
+      RETURNING ${PAYMENT_COLUMNS}`,
     [now, leaseUntil, limit],
   );
   return rows;
@@ -175,6 +175,6 @@ export async function scheduleCheck(tx: Queryable, tenantId: string, id: string,
 }
 
 export async function findPaymentById(db: Queryable, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await db.query<PaymentRow>(`SELECT ${COLUMNS} FROM payments WHERE id = $1`, [id]);
+  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
   return rows[0];
 }

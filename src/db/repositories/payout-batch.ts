@@ -1,0 +1,173 @@
+// Multi-row statements for group commit: one statement writes the rows of every payout of a batch,
+// so a batch of N payouts costs about a dozen round trips instead of a dozen per payout. Fixed SQL
+// text over unnest() arrays keeps one prepared statement whatever N is.
+import type { Mode } from '../../domain/api-keys.ts';
+import type { AccountKind, Posting } from '../../domain/ledger.ts';
+import type { Queryable } from '../database.ts';
+import { PAYMENT_COLUMNS, type NewPayment, type PaymentRow } from './payments.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+/** Consumes the quotes that are still open and unexpired; returns the ids it consumed. */
+export async function consumeQuotes(
+  tx: Queryable,
+  partition: Partition,
+  at: Date,
+  pairs: ReadonlyArray<{ quoteId: string; paymentId: string }>,
+): Promise<Set<string>> {
+  const { rows } = await tx.query<{ id: string }>(
+    `UPDATE quotes q SET consumed_at = $3, payment_id = v.payment_id
+       FROM unnest($4::uuid[], $5::uuid[]) AS v(quote_id, payment_id)
+      WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = v.quote_id AND q.consumed_at IS NULL AND q.expires_at > $3
+      RETURNING q.id`,
+    [partition.tenantId, partition.mode, at, pairs.map((p) => p.quoteId), pairs.map((p) => p.paymentId)],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** Gives quotes back (a payout of the batch was refused): the transaction leaves them untouched. */
+export async function releaseQuotes(tx: Queryable, partition: Partition, quoteIds: readonly string[]): Promise<void> {
+  if (quoteIds.length === 0) return;
+  await tx.query(`UPDATE quotes SET consumed_at = NULL, payment_id = NULL WHERE tenant_id = $1 AND mode = $2 AND id = ANY($3::uuid[])`, [
+    partition.tenantId,
+    partition.mode,
+    quoteIds,
+  ]);
+}
+
+export async function quoteStates(
+  db: Queryable,
+  partition: Partition,
+  quoteIds: readonly string[],
+): Promise<Map<string, { consumed: boolean; expiresAt: Date }>> {
+  const { rows } = await db.query<{ id: string; consumed_at: Date | null; expires_at: Date }>(
+    `SELECT id, consumed_at, expires_at FROM quotes WHERE tenant_id = $1 AND mode = $2 AND id = ANY($3::uuid[])`,
+    [partition.tenantId, partition.mode, quoteIds],
+  );
+  return new Map(rows.map((r) => [r.id, { consumed: r.consumed_at !== null, expiresAt: r.expires_at }]));
+}
+
+/** Locks the existing accounts a batch will post to, in (asset, kind) order, and reads them. */
+export async function lockAccounts(
+  tx: Queryable,
+  partition: Partition,
+  accounts: ReadonlyArray<{ asset: string; kind: AccountKind }>,
+): Promise<Map<string, bigint>> {
+  const { rows } = await tx.query<{ asset: string; kind: AccountKind; balance: bigint }>(
+    `SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
+       JOIN unnest($3::text[], $4::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
+      WHERE a.tenant_id = $1 AND a.mode = $2
+      ORDER BY a.asset, a.kind
+      FOR UPDATE OF a`,
+    [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)],
+  );
+  return new Map(rows.map((r) => [`${r.asset}/${r.kind}`, r.balance]));
+}
+
+/**
+ * Adds the batch's net delta to each account: UPDATE for the rows that exist (already locked), and
+ * INSERT for the ones that do not (an INSERT … ON CONFLICT would test the CHECK constraints on the
+ * bare delta before seeing the conflict).
+ */
+export async function applyAccountDeltas(
+  tx: Queryable,
+  partition: Partition,
+  deltas: ReadonlyArray<{ asset: string; kind: AccountKind; delta: bigint; exists: boolean }>,
+): Promise<void> {
+  const existing = deltas.filter((d) => d.exists && d.delta !== 0n);
+  const missing = deltas.filter((d) => !d.exists && d.delta !== 0n);
+  if (existing.length > 0) {
+    const { rowCount } = await tx.query(
+      `UPDATE ledger_accounts a SET balance = a.balance + v.delta
+         FROM unnest($3::text[], $4::text[], $5::bigint[]) AS v(asset, kind, delta)
+        WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind`,
+      [partition.tenantId, partition.mode, existing.map((d) => d.asset), existing.map((d) => d.kind), existing.map((d) => d.delta.toString())],
+    );
+    if (rowCount !== existing.length) throw new Error(`invariant: ${existing.length} locked accounts, ${rowCount} updated`);
+  }
+  for (const d of missing) {
+    await tx.query(
+      `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance`,
+      [partition.tenantId, partition.mode, d.asset, d.kind, d.delta],
+    );
+  }
+}
+
+export async function insertPayments(tx: Queryable, partition: Partition, payments: readonly NewPayment[]): Promise<PaymentRow[]> {
+  const col = <T>(pick: (p: NewPayment) => T) => payments.map(pick);
+  const { rows } = await tx.query<PaymentRow>(
+    `INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
+       source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
+       beneficiary, sender, rail, next_check_at, created_at, updated_at)
+     SELECT $1, $2, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
+            v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
+            v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.created_at, v.created_at
+       FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[],
+                   $11::bigint[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::boolean[],
+                   $18::jsonb[], $19::jsonb[], $20::text[], $21::timestamptz[], $22::timestamptz[])
+         AS v(id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset, source_amount,
+              payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, beneficiary, sender,
+              rail, next_check_at, created_at)
+     RETURNING ${PAYMENT_COLUMNS}`,
+    [
+      partition.tenantId,
+      partition.mode,
+      col((p) => p.id),
+      col((p) => p.customer_id),
+      col((p) => p.beneficiary_id),
+      col((p) => p.quote_id),
+      col((p) => p.status),
+      col((p) => p.status_reason),
+      col((p) => p.message),
+      col((p) => p.source_asset),
+      col((p) => p.source_amount.toString()),
+      col((p) => p.payout_asset),
+      col((p) => p.payout_amount.toString()),
+      col((p) => p.fee_amount.toString()),
+      col((p) => p.method),
+      col((p) => p.method_requested),
+      col((p) => p.method_changed),
+      col((p) => JSON.stringify(p.beneficiary)),
+      col((p) => (p.sender ? JSON.stringify(p.sender) : null)),
+      col((p) => p.rail),
+      col((p) => p.next_check_at),
+      col((p) => p.created_at),
+    ],
+  );
+  return rows;
+}
+
+/** The first transition of each payment of a batch (null → submitted, ledger_committed). */
+export async function insertFirstTransitions(
+  tx: Queryable,
+  tenantId: string,
+  transitions: ReadonlyArray<{ paymentId: string; metadata: Record<string, unknown>; at: Date }>,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+     SELECT $1, v.payment_id, NULL, 'submitted', 'ledger_committed', 'api', v.metadata, v.created_at
+       FROM unnest($2::uuid[], $3::jsonb[], $4::timestamptz[]) AS v(payment_id, metadata, created_at)`,
+    [tenantId, transitions.map((t) => t.paymentId), transitions.map((t) => JSON.stringify(t.metadata)), transitions.map((t) => t.at)],
+  );
+}
+
+/** Many balanced ledger entries (one per payment) in two statements. */
+export async function insertLedgerEntries(
+  tx: Queryable,
+  partition: Partition,
+  entries: ReadonlyArray<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id)
+     SELECT $1, $2, v.id, v.kind, v.payment_id FROM unnest($3::uuid[], $4::text[], $5::uuid[]) AS v(id, kind, payment_id)`,
+    [partition.tenantId, partition.mode, entries.map((e) => e.id), entries.map((e) => e.kind), entries.map((e) => e.paymentId)],
+  );
+  const flat = entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
+  await tx.query(
+    `INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
+     SELECT $1, v.transaction_id, $2, v.asset, v.account_kind, v.amount
+       FROM unnest($3::uuid[], $4::text[], $5::text[], $6::bigint[]) AS v(transaction_id, asset, account_kind, amount)`,
+    [partition.tenantId, partition.mode, flat.map((p) => p.transactionId), flat.map((p) => p.asset), flat.map((p) => p.account), flat.map((p) => p.amount.toString())],
+  );
+}

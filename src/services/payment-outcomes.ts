@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../db/database.ts';
 import { recordBeneficiaryFailure, recordBeneficiarySuccess } from '../db/repositories/beneficiary-history.ts';
 import { lockedBalance, payoutEntryOf, postEntry } from '../db/repositories/ledger.ts';
 import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { insertTransition, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
+import { acknowledgeRailAcceptance, insertTransition, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
 import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
@@ -60,6 +60,17 @@ export class PaymentOutcomes {
   ) {}
 
   async apply(payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow> {
+    if (outcome.status === 'processing' && payment.status === 'submitted' && !payment.rail_acknowledged_at) {
+      // The usual answer: one statement, no ledger entry and no event, so no explicit transaction.
+      const now = this.clock.now();
+      const acknowledged = await acknowledgeRailAcceptance(this.db, payment, {
+        message: STATUS_MESSAGES.submitted,
+        at: now,
+        nextCheckAt: new Date(now.getTime() + Math.max(outcome.retryAfterMs ?? 0, context.recheckAfterMs)),
+        actor: context.actor,
+      });
+      if (acknowledged) return acknowledged;
+    }
     return this.db.transaction(async (tx) => (await this.applyIn(tx, payment, outcome, context)) ?? payment);
   }
 

@@ -13,6 +13,7 @@ import { insertPayment, insertTransition, type BeneficiarySnapshot, type Payment
 import { findCustomerSender, findDefaultSender, setCustomerSender } from '../db/repositories/programs.ts';
 import { consumeQuote, findQuote, type QuoteRow } from '../db/repositories/quotes.ts';
 import { findRate } from '../db/repositories/rates.ts';
+import { findQuoteAndBeneficiary } from '../db/repositories/payout-reads.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
@@ -27,7 +28,10 @@ import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
 import { eventPayload, failureMessage, PaymentOutcomes, STATUS_MESSAGES, type RailOutcome } from './payment-outcomes.ts';
 import type { PayoutLimitPolicy } from './payout-limits.ts';
 import { PayoutCommitter, quoteError } from './payout-committer.ts';
+import type { TenantSettingsCache } from './tenant-settings.ts';
 import { quoteStatus } from './quotes.ts';
+
+const SETTINGS_CACHE_TTL_MS = 1000;
 
 export interface PayoutRequest {
   quoteId: string;
@@ -79,6 +83,7 @@ export class PayoutService {
     private readonly outcomes: PaymentOutcomes,
     private readonly limits: PayoutLimitPolicy,
     private readonly settings: PayoutSettings,
+    private readonly tenantSettings: TenantSettingsCache,
   ) {
     this.committer = new PayoutCommitter(db, clock, limits);
   }
@@ -112,15 +117,15 @@ export class PayoutService {
     }
     if (errors.length > 0) throw validationFailed(errors);
 
-    const [quote, tenant] = await Promise.all([
-      findQuote(this.db, partition.tenantId, partition.mode, request.quoteId),
-      findTenant(this.db, partition.tenantId),
+    const [{ quote, beneficiary: registered }, tenant] = await Promise.all([
+      findQuoteAndBeneficiary(this.db, partition.tenantId, partition.mode, request.quoteId, request.beneficiaryId),
+      this.tenantSettings.get(partition.tenantId),
     ]);
     if (!tenant) throw new Error('invariant: authenticated tenant has no row');
     let beneficiary: BeneficiaryRow | BeneficiaryDetails | undefined = inline;
     let beneficiaryIsNew = false;
     if (request.beneficiaryId) {
-      beneficiary = await findBeneficiary(this.db, partition.tenantId, partition.mode, request.beneficiaryId);
+      beneficiary = registered;
       if (!beneficiary) throw notFound('beneficiary');
     } else if (inline) {
       const existing = await findBeneficiaryByIdentity(this.db, partition.tenantId, partition.mode, inline);
@@ -196,12 +201,22 @@ export class PayoutService {
     return findDefaultSender(this.db, partition.tenantId, partition.mode);
   }
 
-  /** 1 token of the rail at the current USD rate (read at every submission, whatever its age). */
+  private floorCache: { floor: bigint; expiresAtMs: number } | undefined;
+
+  /**
+   * 1 token of the rail at the current USD rate, checked on every submission. Cached for at most
+   * 1 s: the rate moves daily, and the hot path saves a round trip per payout.
+   */
   private async railFloor(): Promise<bigint> {
+    const nowMs = Date.now();
+    if (this.floorCache && this.floorCache.expiresAtMs > nowMs) return this.floorCache.floor;
     const usd = await findRate(this.db, 'USD');
     if (!usd) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
-    return railFloorMinor(parseRate(usd.market_text));
+    const floor = railFloorMinor(parseRate(usd.market_text));
+    this.floorCache = { floor, expiresAtMs: nowMs + SETTINGS_CACHE_TTL_MS };
+    return floor;
   }
+
 
   /** Funds are checked for failures before the rail too, so the order of checks holds for every payout. */
   private async assertFundsCover(partition: Partition, tenant: TenantRow, quote: QuoteRow): Promise<void> {

@@ -5,6 +5,7 @@ import { findTenant, insertTenant, updateTenant, type TenantFields, type TenantR
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import type { Authenticator } from './authenticator.ts';
+import type { TenantSettingsCache } from './tenant-settings.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,
@@ -27,6 +28,7 @@ export class TenantService {
   constructor(
     private readonly db: Database,
     private readonly authenticator: Authenticator,
+    private readonly settings?: TenantSettingsCache,
   ) {}
 
   async create(fields: Partial<TenantFields> & { name: string }): Promise<TenantRow> {
@@ -42,6 +44,7 @@ export class TenantService {
   async update(id: string, patch: Partial<TenantFields>): Promise<TenantRow> {
     await this.get(id);
     const tenant = await updateTenant(this.db, id, definedOnly(patch));
+    this.settings?.forget(id);
     if (!tenant) throw notFound('tenant');
     return tenant;
   }

@@ -178,3 +178,31 @@ export async function findPaymentById(db: Queryable, id: string): Promise<Paymen
   const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
   return rows[0];
 }
+
+/**
+ * The rail accepted a submitted payment asynchronously: the self-transition submitted → submitted
+ * (rail_accepted_async) and its history row, in one statement (one implicit transaction). Returns
+ * undefined when the payment had already moved on or been acknowledged.
+ */
+export async function acknowledgeRailAcceptance(
+  db: Queryable,
+  payment: { tenant_id: string; id: string },
+  change: { message: string; at: Date; nextCheckAt: Date; actor: TransitionActor },
+): Promise<PaymentRow | undefined> {
+  assertTransition('submitted', 'submitted');
+  const { rows } = await db.query<PaymentRow>(
+    `WITH moved AS (
+       UPDATE payments SET status_reason = 'rail_accepted_async', message = $3, rail_acknowledged_at = $4, next_check_at = $5, updated_at = $4
+        WHERE tenant_id = $1 AND id = $2 AND status = 'submitted' AND rail_acknowledged_at IS NULL
+        RETURNING ${PAYMENT_COLUMNS}
+     ), history AS (
+       INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+       SELECT tenant_id, id, 'submitted', 'submitted', 'rail_accepted_async', $6,
+              jsonb_build_object('methodRequested', method_requested, 'methodUsed', method), $4
+         FROM moved
+     )
+     SELECT * FROM moved`,
+    [payment.tenant_id, payment.id, change.message, change.at, change.nextCheckAt, change.actor],
+  );
+  return rows[0];
+}

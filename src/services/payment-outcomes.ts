@@ -2,12 +2,13 @@ import type { Database, Queryable } from '../db/database.ts';
 import { recordBeneficiaryFailure, recordBeneficiarySuccess } from '../db/repositories/beneficiary-history.ts';
 import { lockedBalance, payoutEntryOf, postEntry } from '../db/repositories/ledger.ts';
 import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { acknowledgeRailAcceptance, insertTransition, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
+import { acknowledgeRailAcceptances, insertTransition, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
 import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
 import type { RailStatus } from '../rails/rail.ts';
 import type { PayoutLimitPolicy } from './payout-limits.ts';
+import { Coalescer } from '../db/coalescer.ts';
 
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
@@ -57,15 +58,23 @@ export class PaymentOutcomes {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly limits: PayoutLimitPolicy,
-  ) {}
+  ) {
+    this.acknowledgements = new Coalescer(
+      (items) => acknowledgeRailAcceptances(this.db, items, { message: STATUS_MESSAGES.submitted, at: this.clock.now() }),
+      { batchMax: 256, inFlightMax: 2 },
+    );
+  }
+
+  /** Concurrent "accepted, settling" answers of the rail are recorded together. */
+  private readonly acknowledgements: Coalescer<Parameters<typeof acknowledgeRailAcceptances>[1][number], PaymentRow | undefined>;
 
   async apply(payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow> {
     if (outcome.status === 'processing' && payment.status === 'submitted' && !payment.rail_acknowledged_at) {
       // The usual answer: one statement, no ledger entry and no event, so no explicit transaction.
       const now = this.clock.now();
-      const acknowledged = await acknowledgeRailAcceptance(this.db, payment, {
-        message: STATUS_MESSAGES.submitted,
-        at: now,
+      const acknowledged = await this.acknowledgements.submit({
+        tenantId: payment.tenant_id,
+        id: payment.id,
         nextCheckAt: new Date(now.getTime() + Math.max(outcome.retryAfterMs ?? 0, context.recheckAfterMs)),
         actor: context.actor,
       });

@@ -13,7 +13,8 @@ import { insertPayment, insertTransition, type BeneficiarySnapshot, type Payment
 import { findCustomerSender, findDefaultSender, setCustomerSender } from '../db/repositories/programs.ts';
 import { consumeQuote, findQuote, type QuoteRow } from '../db/repositories/quotes.ts';
 import { findRate } from '../db/repositories/rates.ts';
-import { findQuoteAndBeneficiary } from '../db/repositories/payout-reads.ts';
+import { findQuotesAndBeneficiaries, type PayoutReferences } from '../db/repositories/payout-reads.ts';
+import { Coalescer } from '../db/coalescer.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
@@ -86,7 +87,11 @@ export class PayoutService {
     private readonly tenantSettings: TenantSettingsCache,
   ) {
     this.committer = new PayoutCommitter(db, clock, limits);
+    this.references = new Coalescer((items) => findQuotesAndBeneficiaries(db, items), { batchMax: 256, inFlightMax: 2 });
   }
+
+  /** Concurrent payouts read their quotes and beneficiaries together. */
+  private readonly references: Coalescer<PayoutReferences, Awaited<ReturnType<typeof findQuotesAndBeneficiaries>>[number]>;
 
   private readonly committer: PayoutCommitter;
 
@@ -118,7 +123,7 @@ export class PayoutService {
     if (errors.length > 0) throw validationFailed(errors);
 
     const [{ quote, beneficiary: registered }, tenant] = await Promise.all([
-      findQuoteAndBeneficiary(this.db, partition.tenantId, partition.mode, request.quoteId, request.beneficiaryId),
+      this.references.submit({ tenantId: partition.tenantId, mode: partition.mode, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId }),
       this.tenantSettings.get(partition.tenantId),
     ]);
     if (!tenant) throw new Error('invariant: authenticated tenant has no row');

@@ -180,29 +180,36 @@ export async function findPaymentById(db: Queryable, id: string): Promise<Paymen
 }
 
 /**
- * The rail accepted a submitted payment asynchronously: the self-transition submitted → submitted
- * (rail_accepted_async) and its history row, in one statement (one implicit transaction). Returns
- * undefined when the payment had already moved on or been acknowledged.
+ * The rail accepted submitted payments asynchronously: for each, the self-transition submitted →
+ * submitted (rail_accepted_async) and its history row, all in one statement (one implicit
+ * transaction). Returns, per item, the moved row, or undefined when that payment had already moved
+ * on or been acknowledged.
  */
-export async function acknowledgeRailAcceptance(
+export async function acknowledgeRailAcceptances(
   db: Queryable,
-  payment: { tenant_id: string; id: string },
-  change: { message: string; at: Date; nextCheckAt: Date; actor: TransitionActor },
-): Promise<PaymentRow | undefined> {
+  items: ReadonlyArray<{ tenantId: string; id: string; nextCheckAt: Date; actor: TransitionActor }>,
+  change: { message: string; at: Date },
+): Promise<Array<PaymentRow | undefined>> {
   assertTransition('submitted', 'submitted');
-  const { rows } = await db.query<PaymentRow>(
-    `WITH moved AS (
-       UPDATE payments SET status_reason = 'rail_accepted_async', message = $3, rail_acknowledged_at = $4, next_check_at = $5, updated_at = $4
-        WHERE tenant_id = $1 AND id = $2 AND status = 'submitted' AND rail_acknowledged_at IS NULL
-        RETURNING ${PAYMENT_COLUMNS}
+  const qualified = PAYMENT_COLUMNS.split(',').map((c) => `p.${c.trim()}`).join(', ');
+  const { rows } = await db.query<PaymentRow & { actor: TransitionActor }>(
+    `WITH v AS (
+       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[]) AS v(tenant_id, id, next_check_at, actor)
+     ), moved AS (
+       UPDATE payments p SET status_reason = 'rail_accepted_async', message = $5, rail_acknowledged_at = $6,
+              next_check_at = v.next_check_at, updated_at = $6
+         FROM v
+        WHERE p.tenant_id = v.tenant_id AND p.id = v.id AND p.status = 'submitted' AND p.rail_acknowledged_at IS NULL
+        RETURNING ${qualified}, v.actor
      ), history AS (
        INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-       SELECT tenant_id, id, 'submitted', 'submitted', 'rail_accepted_async', $6,
-              jsonb_build_object('methodRequested', method_requested, 'methodUsed', method), $4
+       SELECT tenant_id, id, 'submitted', 'submitted', 'rail_accepted_async', actor,
+              jsonb_build_object('methodRequested', method_requested, 'methodUsed', method), $6
          FROM moved
      )
      SELECT * FROM moved`,
-    [payment.tenant_id, payment.id, change.message, change.at, change.nextCheckAt, change.actor],
+    [items.map((i) => i.tenantId), items.map((i) => i.id), items.map((i) => i.nextCheckAt), items.map((i) => i.actor), change.message, change.at],
   );
-  return rows[0];
+  const byId = new Map(rows.map(({ actor: _actor, ...row }) => [row.id, row as PaymentRow]));
+  return items.map((item) => byId.get(item.id));
 }

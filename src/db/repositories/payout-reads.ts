@@ -8,28 +8,40 @@ const QUOTE = ['tenant_id', 'mode', 'id', 'customer_id', 'fixed', 'spend_asset',
 const BENEFICIARY = ['tenant_id', 'mode', 'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'phone', 'asset', 'country',
   'instrument', 'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at'] as const;
 
-const SQL = `SELECT ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
+const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us
-  FROM (VALUES (1)) AS one (n)
-  LEFT JOIN quotes q ON q.tenant_id = $1 AND q.mode = $2 AND q.id = $3
-  LEFT JOIN beneficiaries b ON $4::uuid IS NOT NULL AND b.tenant_id = $1 AND b.mode = $2 AND b.id = $4::uuid`;
+  FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS v (tenant_id, mode, quote_id, beneficiary_id, n)
+  LEFT JOIN quotes q ON q.tenant_id = v.tenant_id AND q.mode = v.mode AND q.id = v.quote_id
+  LEFT JOIN beneficiaries b ON b.tenant_id = v.tenant_id AND b.mode = v.mode AND b.id = v.beneficiary_id`;
+
+export interface PayoutReferences {
+  tenantId: string;
+  mode: Mode;
+  quoteId: string;
+  beneficiaryId: string | undefined;
+}
 
 /**
- * The two rows a payout refers to, read in one round trip: the quote, and the registered
- * beneficiary when the payout names one. Either is undefined when it does not exist.
+ * The rows payouts refer to, for many payouts in one round trip: each one's quote, and its
+ * registered beneficiary when it names one. Either is undefined when it does not exist.
  */
-export async function findQuoteAndBeneficiary(
+export async function findQuotesAndBeneficiaries(
   db: Queryable,
-  tenantId: string,
-  mode: Mode,
-  quoteId: string,
-  beneficiaryId: string | undefined,
-): Promise<{ quote?: QuoteRow; beneficiary?: BeneficiaryRow }> {
-  const { rows } = await db.query<Record<string, unknown>>(SQL, [tenantId, mode, quoteId, beneficiaryId ?? null]);
-  const row = rows[0]!;
-  const pick = (prefix: string, columns: readonly string[]) => Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]]));
-  return {
-    quote: row.q_id ? (pick('q_', QUOTE) as unknown as QuoteRow) : undefined,
-    beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as BeneficiaryRow) : undefined,
-  };
+  items: readonly PayoutReferences[],
+): Promise<Array<{ quote?: QuoteRow; beneficiary?: BeneficiaryRow }>> {
+  const { rows } = await db.query<Record<string, unknown>>(SQL, [
+    items.map((i) => i.tenantId),
+    items.map((i) => i.mode),
+    items.map((i) => i.quoteId),
+    items.map((i) => i.beneficiaryId ?? null),
+  ]);
+  const byOrdinal = new Map(rows.map((row) => [Number(row.n), row]));
+  return items.map((_, index) => {
+    const row = byOrdinal.get(index + 1)!;
+    const pick = (prefix: string, columns: readonly string[]) => Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]]));
+    return {
+      quote: row.q_id ? (pick('q_', QUOTE) as unknown as QuoteRow) : undefined,
+      beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as BeneficiaryRow) : undefined,
+    };
+  });
 }

@@ -1,0 +1,41 @@
+/**
+ * Natural batching for one kind of statement: calls that arrive while a batch is running wait and
+ * run together in the next one (a single multi-row statement), so under load N concurrent requests
+ * cost one round trip instead of N, and when idle a call runs at once, alone. No timer, no delay.
+ */
+export class Coalescer<In, Out> {
+  private queue: Array<{ item: In; resolve(out: Out): void; reject(error: unknown): void }> = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly run: (items: In[]) => Promise<Out[]>,
+    private readonly options: { batchMax: number; inFlightMax: number },
+  ) {}
+
+  submit(item: In): Promise<Out> {
+    const result = new Promise<Out>((resolve, reject) => this.queue.push({ item, resolve, reject }));
+    this.pump();
+    return result;
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight < this.options.inFlightMax) {
+      const batch = this.queue.splice(0, this.options.batchMax);
+      this.inFlight += 1;
+      void this.execute(batch).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private async execute(batch: Array<{ item: In; resolve(out: Out): void; reject(error: unknown): void }>): Promise<void> {
+    try {
+      const outputs = await this.run(batch.map((entry) => entry.item));
+      if (outputs.length !== batch.length) throw new Error(`invariant: a batch of ${batch.length} produced ${outputs.length} results`);
+      batch.forEach((entry, i) => entry.resolve(outputs[i]!));
+    } catch (error) {
+      batch.forEach((entry) => entry.reject(error));
+    }
+  }
+}

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../database.ts';
+import { Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/api-keys.ts';
 
 // Idempotency keys (decisions.md §8). Every decision is one statement that the database makes
@@ -53,6 +54,83 @@ export type ClaimResult =
 /** Rounds of insert → read → take over; only a key that keeps appearing and vanishing needs more than two. */
 const MAX_CLAIM_ROUNDS = 5;
 
+interface ClaimInsert {
+  scope: IdempotencyScope;
+  fingerprint: string;
+  owner: string;
+  lockedUntil: Date;
+  now: Date;
+  expiresAt: Date;
+}
+
+interface Completion {
+  scope: IdempotencyScope;
+  owner: string;
+  status: number;
+  body: string;
+}
+
+// Concurrent requests claim and complete their keys together: one multi-row statement per batch
+// (see Coalescer). Keyed by database handle, so each pool gets its own.
+const coalescers = new WeakMap<Queryable, { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }>();
+
+function coalescersFor(db: Queryable) {
+  let entry = coalescers.get(db);
+  if (!entry) {
+    entry = {
+      claims: new Coalescer((items) => insertClaims(db, items), { batchMax: 256, inFlightMax: 2 }),
+      completions: new Coalescer((items) => completeMany(db, items), { batchMax: 256, inFlightMax: 2 }),
+    };
+    coalescers.set(db, entry);
+  }
+  return entry;
+}
+
+/** First round of many claims: INSERT … ON CONFLICT DO NOTHING; an item won when its owner came back. */
+async function insertClaims(db: Queryable, items: readonly ClaimInsert[]): Promise<boolean[]> {
+  const { rows } = await db.query<{ owner: string }>(
+    `INSERT INTO idempotency_keys (tenant_id, mode, key, fingerprint, status, owner, locked_until, created_at, expires_at)
+     SELECT v.tenant_id, v.mode, v.key, v.fingerprint, 'in_progress', v.owner, v.locked_until, v.created_at, v.expires_at
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
+         AS v(tenant_id, mode, key, fingerprint, owner, locked_until, created_at, expires_at)
+     ON CONFLICT (tenant_id, mode, key) DO NOTHING
+     RETURNING owner`,
+    [
+      items.map((i) => i.scope.tenantId),
+      items.map((i) => i.scope.mode),
+      items.map((i) => i.scope.key),
+      items.map((i) => i.fingerprint),
+      items.map((i) => i.owner),
+      items.map((i) => i.lockedUntil),
+      items.map((i) => i.now),
+      items.map((i) => i.expiresAt),
+    ],
+  );
+  const won = new Set(rows.map((r) => r.owner));
+  return items.map((i) => won.has(i.owner));
+}
+
+async function completeMany(db: Queryable, items: readonly Completion[]): Promise<boolean[]> {
+  const { rows } = await db.query<{ owner: string }>(
+    `UPDATE idempotency_keys k
+        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
+       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
+         AS v(tenant_id, mode, key, owner, response_status, response_body)
+      WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
+      RETURNING v.owner`,
+    [
+      items.map((i) => i.scope.tenantId),
+      items.map((i) => i.scope.mode),
+      items.map((i) => i.scope.key),
+      items.map((i) => i.owner),
+      items.map((i) => i.status),
+      items.map((i) => i.body),
+    ],
+  );
+  const done = new Set(rows.map((r) => r.owner));
+  return items.map((i) => done.has(i.owner));
+}
+
 /**
  * Claims `scope` for a request whose fingerprint is `fingerprint`: inserts an `in_progress` row,
  * or decides from the row already there (expired → taken over; another fingerprint → mismatch;
@@ -72,14 +150,8 @@ export async function claimIdempotencyKey(
 
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const owner = randomUUID();
-    const inserted = await db.query(
-      `INSERT INTO idempotency_keys (tenant_id, mode, key, fingerprint, status, owner, locked_until, created_at, expires_at)
-       VALUES ($1, $2, $3, $4, 'in_progress', $5, $6, $7, $8)
-       ON CONFLICT (tenant_id, mode, key) DO NOTHING
-       RETURNING owner`,
-      [...pk, fingerprint, owner, lockedUntil, now, expiresAt],
-    );
-    if (inserted.rows.length === 1) return { outcome: 'claimed', owner, tookOver: null };
+    const inserted = await coalescersFor(db).claims.submit({ scope, fingerprint, owner, lockedUntil, now, expiresAt });
+    if (inserted) return { outcome: 'claimed', owner, tookOver: null };
 
     const { rows } = await db.query<IdempotencyRow>(
       `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
@@ -134,13 +206,7 @@ export async function completeIdempotencyKey(
   owner: string,
   response: { status: number; body: string },
 ): Promise<boolean> {
-  const result = await db.query(
-    `UPDATE idempotency_keys
-        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = $5, response_body = $6
-      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
-    [scope.tenantId, scope.mode, scope.key, owner, response.status, response.body],
-  );
-  return result.rowCount === 1;
+  return coalescersFor(db).completions.submit({ scope, owner, status: response.status, body: response.body });
 }
 
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */

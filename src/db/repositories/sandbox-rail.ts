@@ -2,6 +2,7 @@
 // Only src/rails/sandbox-rail.ts uses it. Every time comes from the caller (its injected clock), never
 // from the database's now(), so tests can move time by hand.
 import type { Queryable } from '../database.ts';
+import { Coalescer } from '../coalescer.ts';
 import type { Instrument, RailFailureReason } from '../../rails/rail.ts';
 
 export type SandboxScenario =
@@ -47,19 +48,48 @@ const COLUMNS = `reference, mode, tenant_id, instrument, amount_minor, national_
  * first insert and then does nothing, so one reference is always one transfer.
  */
 export async function insertSandboxTransfer(db: Queryable, t: NewSandboxTransfer): Promise<SandboxTransferRow | undefined> {
+  return coalescerFor(db).submit(t);
+}
+
+// Concurrent submissions are recorded together (see Coalescer); one per database handle.
+const inserters = new WeakMap<Queryable, Coalescer<NewSandboxTransfer, SandboxTransferRow | undefined>>();
+
+function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, SandboxTransferRow | undefined> {
+  let coalescer = inserters.get(db);
+  if (!coalescer) {
+    coalescer = new Coalescer((items) => insertSandboxTransfers(db, items), { batchMax: 256, inFlightMax: 2 });
+    inserters.set(db, coalescer);
+  }
+  return coalescer;
+}
+
+/** Many transfers in one statement; per item the new row, or undefined when its reference existed. */
+async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxTransfer[]): Promise<Array<SandboxTransferRow | undefined>> {
+  const col = <T>(pick: (t: NewSandboxTransfer) => T) => items.map(pick);
   const { rows } = await db.query<SandboxTransferRow>(
     `INSERT INTO sandbox_rail_transfers (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code,
        scenario, pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
+                          $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::timestamptz[],
+                          $15::timestamptz[], $16::text[])
      ON CONFLICT (reference) DO NOTHING
      RETURNING ${COLUMNS}`,
     [
-      t.reference, t.mode, t.tenant_id, t.instrument, t.amount_minor, t.national_id, t.bank_code, t.scenario,
-      t.pending_status, t.received_at, t.settle_at, t.failure_reason, t.bank_reference, t.settled_at, t.reverse_at,
-      t.reversal_reason,
+      col((t) => t.reference), col((t) => t.mode), col((t) => t.tenant_id), col((t) => t.instrument), col((t) => String(t.amount_minor)),
+      col((t) => t.national_id), col((t) => t.bank_code), col((t) => t.scenario), col((t) => t.pending_status), col((t) => t.received_at),
+      col((t) => t.settle_at), col((t) => t.failure_reason), col((t) => t.bank_reference), col((t) => t.settled_at), col((t) => t.reverse_at),
+      col((t) => t.reversal_reason),
     ],
   );
-  return rows[0];
+  // A reference twice in one batch: the first wins (ON CONFLICT skips the second), as in two calls.
+  const byReference = new Map<string, SandboxTransferRow>();
+  for (const row of rows) byReference.set(row.reference, row);
+  const seen = new Set<string>();
+  return items.map((t) => {
+    if (seen.has(t.reference)) return undefined;
+    seen.add(t.reference);
+    return byReference.get(t.reference);
+  });
 }
 
 /** A transfer by reference; `mode` undefined matches either mode (idempotency check on resubmit). */

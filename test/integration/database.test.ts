@@ -44,6 +44,31 @@ describe(`database layer on ${ENGINE}`, () => {
     assert.equal(rowCount, 0);
   });
 
+  it('refuses an unbalanced ledger transaction at commit, whatever the code did', async () => {
+    const tenant = '00000000-0000-4000-8000-0000000000d1';
+    const entry = '00000000-0000-4000-8000-0000000000d2';
+    await database.db.query(`INSERT INTO tenants (id, name) VALUES ($1, 'ledger probe')`, [tenant]);
+    await assert.rejects(
+      database.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ledger_transactions (tenant_id, mode, id, kind) VALUES ($1, 'test', $2, 'funding')`, [tenant, entry]);
+        await tx.query(
+          `INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
+           VALUES ($1, $2, 'test', 'BS', 'treasury', 5), ($1, $2, 'test', 'BS', 'prefunding', -4)`,
+          [tenant, entry],
+        );
+      }),
+      /unbalanced in BS/,
+    );
+    await assert.rejects(
+      database.db.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ledger_transactions (tenant_id, mode, id, kind) VALUES ($1, 'test', $2, 'funding')`, [tenant, entry]);
+      }),
+      /has 0 postings/,
+    );
+    const { rowCount } = await database.db.query('SELECT 1 FROM ledger_transactions WHERE id = $1', [entry]);
+    assert.equal(rowCount, 0);
+  });
+
   it('reports affected row counts for updates', async () => {
     await database.db.query('INSERT INTO tx_probe VALUES (1), (2), (3)');
     const result = await database.db.query('UPDATE tx_probe SET v = v + 1 WHERE v > 1');

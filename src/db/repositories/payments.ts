@@ -197,7 +197,7 @@ export async function acknowledgeRailAcceptances(
        SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[]) AS v(tenant_id, id, next_check_at, actor)
      ), moved AS (
        UPDATE payments p SET status_reason = 'rail_accepted_async', message = $5, rail_acknowledged_at = $6,
-              next_check_at = v.next_check_at, updated_at = $6
+              next_check_at = greatest(p.next_check_at, v.next_check_at), updated_at = $6
          FROM v
         WHERE p.tenant_id = v.tenant_id AND p.id = v.id AND p.status = 'submitted' AND p.rail_acknowledged_at IS NULL
         RETURNING ${qualified}, v.actor

@@ -24,6 +24,18 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       assert.equal(me.name, 'Sandbox');
       assert.equal(me.mode, 'test');
       assert.doesNotMatch(service.output().split('\n').filter((l) => l.startsWith('{')).join('\n'), new RegExp(saved.apiKey), 'the key never reaches the JSON logs');
+
+      // The operator CLI drives the admin API of the running service with the saved platform key.
+      const cli = (args: string) =>
+        JSON.parse(execSync(`node bin/bolivar.mjs ${args}`, { encoding: 'utf8', env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl } }));
+      const tenant = cli('tenants create --name "CLI Remesas" --fee-bps 80');
+      assert.equal(tenant.name, 'CLI Remesas');
+      assert.equal(tenant.feeBps, 80);
+      const key = cli(`keys issue --tenant ${tenant.id} --mode live --scopes payments:read,treasury:read`);
+      assert.match(key.key, /^bsk_live_/);
+      const funded = cli(`fund --tenant ${tenant.id} --mode test --amount 5000000`);
+      assert.equal(funded.prefundingBalance, '5000000');
+      assert.deepEqual(cli(`keys revoke --key-id ${key.id}`), { id: key.id, revoked: true });
     } finally {
       const code = await service.stop('SIGTERM');
       assert.equal(code, 0, service.output());

@@ -116,7 +116,8 @@ async function completeMany(db: Queryable, items: readonly Completion[]): Promis
         SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
          AS v(tenant_id, mode, key, owner, response_status, response_body)
-      WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
+      WHERE k.tenant_id = ANY($1::uuid[]) AND k.key = ANY($3::text[])
+        AND k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
       RETURNING v.owner`,
     [
       items.map((i) => i.scope.tenantId),

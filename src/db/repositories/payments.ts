@@ -199,7 +199,8 @@ export async function acknowledgeRailAcceptances(
        UPDATE payments p SET status_reason = 'rail_accepted_async', message = $5, rail_acknowledged_at = $6,
               next_check_at = greatest(p.next_check_at, v.next_check_at), updated_at = $6
          FROM v
-        WHERE p.tenant_id = v.tenant_id AND p.id = v.id AND p.status = 'submitted' AND p.rail_acknowledged_at IS NULL
+        WHERE p.tenant_id = ANY($1::uuid[]) AND p.id = ANY($2::uuid[])
+          AND p.tenant_id = v.tenant_id AND p.id = v.id AND p.status = 'submitted' AND p.rail_acknowledged_at IS NULL
         RETURNING ${qualified}, v.actor
      ), history AS (
        INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)

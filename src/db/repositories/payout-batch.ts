@@ -16,9 +16,9 @@ export async function consumeQuotes(
   pairs: ReadonlyArray<{ quoteId: string; paymentId: string }>,
 ): Promise<Set<string>> {
   const { rows } = await tx.query<{ id: string }>(
-    `UPDATE quotes q SET consumed_at = $3, payment_id = v.payment_id
-       FROM unnest($4::uuid[], $5::uuid[]) AS v(quote_id, payment_id)
-      WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = v.quote_id AND q.consumed_at IS NULL AND q.expires_at > $3
+    // `id = ANY(…)` drives a primary-key index scan whatever the planner guesses about the array.
+    `UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
+      WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($4::uuid[]) AND q.consumed_at IS NULL AND q.expires_at > $3
       RETURNING q.id`,
     [partition.tenantId, partition.mode, at, pairs.map((p) => p.quoteId), pairs.map((p) => p.paymentId)],
   );

@@ -11,8 +11,9 @@ const BENEFICIARY = ['tenant_id', 'mode', 'id', 'full_name', 'national_id', 'ban
 const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us
   FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS v (tenant_id, mode, quote_id, beneficiary_id, n)
-  LEFT JOIN quotes q ON q.tenant_id = v.tenant_id AND q.mode = v.mode AND q.id = v.quote_id
-  LEFT JOIN beneficiaries b ON b.tenant_id = v.tenant_id AND b.mode = v.mode AND b.id = v.beneficiary_id`;
+  LEFT JOIN LATERAL (SELECT * FROM quotes WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.quote_id) q ON true
+  LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id) b ON true`;
+// LATERAL: one primary-key lookup per payout, never a scan of either table.
 
 export interface PayoutReferences {
   tenantId: string;

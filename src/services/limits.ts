@@ -40,10 +40,14 @@ export class LimitService implements PayoutLimitPolicy {
     private readonly clock: Clock,
   ) {}
 
-  private async rules(): Promise<StoredLimitRule[]> {
+  /**
+   * Inside a transaction, pass it: on the embedded engine (one connection) a read outside the open
+   * transaction would wait for it to end, forever.
+   */
+  private async rules(db: Queryable = this.db): Promise<StoredLimitRule[]> {
     const now = Date.now();
     if (this.cache && this.cache.expiresAtMs > now) return this.cache.rules;
-    const rules = await listLimitRules(this.db);
+    const rules = await listLimitRules(db);
     this.cache = { rules, expiresAtMs: now + RULE_CACHE_TTL_MS };
     return rules;
   }
@@ -57,7 +61,7 @@ export class LimitService implements PayoutLimitPolicy {
     const cap = instrumentCapBreach(subject.method, subject.amount);
     if (cap) throw limitExceeded(cap);
     const target = this.target(subject);
-    const rule = winningRule(await this.rules(), target, subject.method);
+    const rule = winningRule(await this.rules(db), target, subject.method);
     if (!rule) return;
     const day = businessDate(subject.at);
     const consumed = await readUsage(db, this.usageKey(subject, rule, target), rule.method === '*' ? METHODS : [subject.method], day, monthStartOf(day));
@@ -70,7 +74,7 @@ export class LimitService implements PayoutLimitPolicy {
     const cap = instrumentCapBreach(subject.method, subject.amount);
     if (cap) throw limitExceeded(cap);
     const target = this.target(subject);
-    const rule = winningRule(await this.rules(), target, subject.method);
+    const rule = winningRule(await this.rules(tx), target, subject.method);
     const day = businessDate(subject.at);
     const counted = rule ? countedSubject(rule, target) : undefined;
     // Fixed lock order (tenant, customer, beneficiary; pago_movil, transferencia) so that two
@@ -105,7 +109,7 @@ export class LimitService implements PayoutLimitPolicy {
    * payout against running totals, and writes the accepted payouts' increments in one statement.
    */
   async allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator> {
-    const rules = await this.rules();
+    const rules = await this.rules(tx);
     const day = businessDate(at);
     const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
     const plans = subjects.map((subject) => {

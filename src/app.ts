@@ -25,6 +25,7 @@ import { BeneficiaryService } from './services/beneficiaries.ts';
 import { QuoteService } from './services/quotes.ts';
 import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
+import { statementRoutes } from './http/routes/statement.ts';
 import { payoutRoutes } from './http/routes/payouts.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import type { RailAdapter } from './rails/rail.ts';
@@ -33,6 +34,7 @@ import { PaymentOutcomes } from './services/payment-outcomes.ts';
 import type { PayoutLimitPolicy } from './services/payout-limits.ts';
 import { LimitService } from './services/limits.ts';
 import { limitRoutes } from './http/routes/limits.ts';
+import { benchCeilingRoute } from './http/routes/bench-ceiling.ts';
 import { PayoutService, type RailsByMode } from './services/payouts.ts';
 import { TreasuryService } from './services/treasury.ts';
 import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
@@ -40,6 +42,13 @@ import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { Authenticator } from './services/authenticator.ts';
 import { TenantService } from './services/tenants.ts';
+import { TenantSettingsCache } from './services/tenant-settings.ts';
+import { adminWebhookRoutes } from './http/routes/admin-webhooks.ts';
+import { eventRoutes } from './http/routes/events.ts';
+import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
+import { EventService } from './services/events.ts';
+import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
+import { WebhookEndpointService } from './services/webhook-endpoints.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -77,6 +86,9 @@ export interface Services {
   payouts: PayoutService;
   limits: PayoutLimitPolicy;
   limitService: LimitService;
+  events: EventService;
+  webhookEndpoints: WebhookEndpointService;
+  sandboxWebhooks: SandboxWebhookService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -114,6 +126,7 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     live: deps.liveRail,
   };
   const limitService = new LimitService(db, clock);
+  const tenantSettings = new TenantSettingsCache(db);
   const limits = deps.limits ?? limitService;
   const outcomes = new PaymentOutcomes(db, clock, limits);
   return {
@@ -121,7 +134,7 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     db,
     clock,
     authenticator,
-    tenants: new TenantService(db, authenticator),
+    tenants: new TenantService(db, authenticator, tenantSettings),
     rates,
     quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
     catalogue,
@@ -134,7 +147,10 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     payouts: new PayoutService(db, clock, catalogue, rails, outcomes, limits, {
       railTimeoutMs: config.sandboxRailTimeoutMs,
       reaperIntervalMs: config.reaperIntervalMs,
-    }),
+    }, tenantSettings),
+    events: new EventService(db, clock),
+    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
+    sandboxWebhooks: new SandboxWebhookService(db, clock),
   };
 }
 
@@ -207,9 +223,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await bankRoutes(app, services.catalogue);
   await payoutRoutes(app, services.payouts);
   await paymentRoutes(app, services.db);
+  await statementRoutes(app, services.db);
   await treasuryRoutes(app, services.treasury);
   await adminTreasuryRoutes(app, services.db, services.treasury);
+  await eventRoutes(app, services.events);
+  await adminWebhookRoutes(app, services.webhookEndpoints);
+  await sandboxWebhookRoutes(app, services.sandboxWebhooks);
   await limitRoutes(app, services.limitService);
+  if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 
   return { app, services };
 }

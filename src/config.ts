@@ -30,6 +30,8 @@ export interface Config {
   dispatcherIntervalMs: number;
   idempotencyTtlHours: number;
   shutdownGraceMs: number;
+  /** Benchmark only: exposes the payout-shaped ceiling transaction route. */
+  benchCeilingRoute: boolean;
 }
 
 export class ConfigError extends Error {
@@ -126,6 +128,7 @@ export function loadConfig(env: Env = process.env): Config {
     dispatcherIntervalMs: integer(env, 'DISPATCHER_INTERVAL_MS', 200, 10, 60_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
+    benchCeilingRoute: onOff(env, 'BENCH_CEILING_ROUTE', false),
   };
 }
 

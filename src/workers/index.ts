@@ -7,6 +7,9 @@ import type { BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';
 import { Reaper } from './reaper.ts';
 import { startLoop, type RunningLoop } from './run-loop.ts';
+import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
+import { HttpWebhookTransport } from '../webhooks/sender.ts';
+import { originShareOf, WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface RunningWorkers {
   stop(): Promise<void>;
@@ -14,7 +17,7 @@ export interface RunningWorkers {
 
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper and daily close (webhook dispatch follows). */
+/** The background loops of the `worker` role: reaper, daily close and webhook dispatch. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(services.db, services.clock, services.rails, services.outcomes, {
@@ -22,25 +25,58 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     railTimeoutMs: config.sandboxRailTimeoutMs,
   });
   const close = new DailyCloseWorker(services.treasury, log);
+  const dispatcher = webhookDispatcherOf(services, log);
   const loops: RunningLoop[] = [
+    startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log }),
     startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log }),
     startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log }),
   ];
   return {
     async stop() {
       await Promise.all(loops.map((loop) => loop.stop()));
+      await dispatcher.close();
     },
   };
+}
+
+/** The webhook dispatcher of this process, configured by the WEBHOOK_* knobs. */
+export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | 'clock'>, log?: FastifyBaseLogger): WebhookDispatcher {
+  const { config } = services;
+  const originConcurrency = originShareOf(config.webhookConcurrency);
+  return new WebhookDispatcher(
+    services.db,
+    services.clock,
+    new HttpWebhookTransport({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: originConcurrency }),
+    {
+      timeoutMs: config.webhookTimeoutMs,
+      backoffScale: config.webhookBackoffScale,
+      concurrency: config.webhookConcurrency,
+      originConcurrency,
+      pollIntervalMs: config.dispatcherIntervalMs,
+    },
+    log,
+  );
 }
 
 /** Sandbox money for the bootstrap tenant: 1,000,000,000.00 Bs of test-mode prefunding. */
 export const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
 
-/** First-start steps contributed by features: the sandbox tenant is prefunded (test mode). */
+/**
+ * First-start steps contributed by features: the sandbox tenant is prefunded (test mode), and its
+ * test-mode webhook endpoint is the built-in sandbox sink (decisions.md §1).
+ */
 export function bootstrapSteps(_config: Config): BootstrapStep[] {
   return [
     async (tx, sandbox) => {
       await postEntry(tx, { tenantId: sandbox.tenantId, mode: 'test' }, fundingEntry('BS', SANDBOX_PREFUNDING_MINOR));
     },
+    async (tx, sandbox) => {
+      await setWebhookEndpoint(tx, { tenantId: sandbox.tenantId, mode: 'test', url: sandboxSinkUrl(sandbox.baseUrl, sandbox.tenantId), at: new Date() });
+    },
   ];
+}
+
+/** The built-in sink's URL for a tenant's test-mode endpoint. */
+export function sandboxSinkUrl(baseUrl: string, tenantId: string): string {
+  return `${baseUrl}/v1/sandbox/webhooks/sink?tenant=${tenantId}&mode=test`;
 }

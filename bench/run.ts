@@ -1,0 +1,368 @@
+// `npm run bench`: starts the service on PostgreSQL with production settings, drives it from a
+// separate load-generator process, measures the ceilings in the same run, prints a table and writes
+// bench/results.json. See bench/README.md for what each figure means.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { request } from 'undici';
+import { generateApiKey } from '../src/domain/api-keys.ts';
+import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
+import type { LoadJob, LoadResult } from './load.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const QUICK = process.argv.includes('--quick');
+const SOAK_S = Number(process.argv.find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
+const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const runs = (name: string) => !ONLY || ONLY.includes(name);
+const WARMUP_MS = QUICK ? 1000 : 3000;
+const DURATION_MS = QUICK ? 4000 : 15_000;
+const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
+const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
+// Page latency is the figure that matters for the statement: moderate concurrency, not saturation.
+const STATEMENT_CONCURRENCY = 4;
+const SENDER = { nationalId: 'V12345678', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
+
+interface Scenario {
+  throughput_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  ceiling_throughput_per_s: number;
+  ratio: number;
+  [extra: string]: unknown;
+}
+
+const log = (text: string) => process.stderr.write(`${text}\n`);
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const port = (server.address() as { port: number }).port;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function startProcess(args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
+  return child;
+}
+
+async function waitReady(url: string, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    try {
+      const response = await request(url);
+      await response.body.dump();
+      if (response.statusCode === 200) return;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} not ready`);
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return Math.round(kb / 1024);
+}
+
+async function load(job: LoadJob): Promise<LoadResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk) => (out += chunk));
+  child.stdin.end(JSON.stringify(job));
+  await new Promise((resolve) => child.on('exit', resolve));
+  return JSON.parse(out) as LoadResult;
+}
+
+async function api(origin: string, key: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await request(`${origin}${url}`, {
+    method,
+    headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await response.body.text();
+  if (response.statusCode >= 300) throw new Error(`${method} ${url} → ${response.statusCode} ${text}`);
+  return JSON.parse(text);
+}
+
+function scenario(result: LoadResult, ceiling: number, extra: Record<string, unknown> = {}): Scenario {
+  return {
+    throughput_per_s: Math.round(result.throughputPerS),
+    p50_ms: Number(result.p50Ms.toFixed(2)),
+    p99_ms: Number(result.p99Ms.toFixed(2)),
+    errors: result.errors,
+    ceiling_throughput_per_s: Math.round(ceiling),
+    ratio: Number((result.throughputPerS / ceiling).toFixed(2)),
+    ...(result.exhausted ? { note: 'request list exhausted before the end' } : {}),
+    ...extra,
+  };
+}
+
+async function seedQuotes(db: pg.Client, tenantId: string, count: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO quotes (tenant_id, mode, id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount, fee_amount, expires_at)
+     SELECT $1, 'test', gen_random_uuid(), 'deliver', 'BS', 1010000, 'BS', 1000000, 10000, now() + interval '1 day'
+       FROM generate_series(1, $2) RETURNING id`,
+    [tenantId, count],
+  );
+  return rows.map((r) => r.id);
+}
+
+async function seedBeneficiaries(db: pg.Client, tenantId: string, count: number): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(
+    `INSERT INTO beneficiaries (tenant_id, mode, id, full_name, national_id, bank_code, phone, asset, country, instrument)
+     SELECT $1, 'test', gen_random_uuid(), 'Bench Beneficiary ' || g, 'V' || (60000000 + g), '0102', '04241234567', 'BS', 'VE', 'pago_movil'
+       FROM generate_series(1, $2) g RETURNING id`,
+    [tenantId, count],
+  );
+  return rows.map((r) => r.id);
+}
+
+/** 1,000,000 statement rows for one tenant over ~90 days, in chunks (settled, failed, submitted). */
+async function seedPayments(db: pg.Client, tenantId: string, beneficiaryIds: string[], count: number): Promise<void> {
+  const chunk = 100_000;
+  for (let offset = 0; offset < count; offset += chunk) {
+    await db.query(
+      `INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, status, status_reason, source_asset, source_amount,
+         payout_asset, payout_amount, fee_amount, method, method_requested, compensated, bank_reference, beneficiary,
+         settled_at, created_at, updated_at)
+       SELECT $1, 'test', gen_random_uuid(), NULL, ($3::uuid[])[1 + (g % array_length($3::uuid[], 1))],
+              s.status, CASE WHEN s.status = 'failed' THEN 'beneficiary_mismatch' END, 'BS', 1010000, 'BS', 1000000,
+              CASE WHEN s.status = 'failed' THEN 0 ELSE 10000 END, 'pago_movil', 'pago_movil', s.status = 'failed',
+              CASE WHEN s.status = 'settled' THEN lpad((g % 1000000000000)::text, 12, '0') END,
+              '{"fullName":"Bench","nationalId":"V60000001","bankCode":"0102","accountNumber":null,"phone":"04241234567","instrument":"pago_movil"}'::jsonb,
+              CASE WHEN s.status = 'settled' THEN t.created_at + interval '4 seconds' END, t.created_at, t.created_at
+         FROM generate_series($2::int + 1, $2::int + $4::int) g
+         CROSS JOIN LATERAL (SELECT now() - (g::double precision / $5::double precision) * interval '90 days' AS created_at) t
+         CROSS JOIN LATERAL (SELECT CASE WHEN g % 20 = 0 THEN 'failed' WHEN g % 50 = 1 THEN 'submitted' ELSE 'settled' END AS status) s`,
+      [tenantId, offset, beneficiaryIds, Math.min(chunk, count - offset), count],
+    );
+  }
+  await db.query('ANALYZE payments');
+}
+
+async function seedOutbox(db: pg.Client, tenantId: string, count: number): Promise<void> {
+  await db.query(
+    `INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at)
+     SELECT $1, 'test', 'payment.settled', 'payment', gen_random_uuid(), p::jsonb, p, now()
+       FROM (SELECT json_build_object('paymentId', gen_random_uuid(), 'asset', 'BS', 'amount', '1000000',
+                                      'bankReference', '000000000001', 'method', 'pago_movil')::text AS p
+               FROM generate_series(1, $2)) s`,
+    [tenantId, count],
+  );
+}
+
+async function main(): Promise<void> {
+  const startedAt = Date.now();
+  const dbName = `bds_bench_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: BASE_URL });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const dbUrl = new URL(BASE_URL);
+  dbUrl.pathname = `/${dbName}`;
+  const processes: ChildProcess[] = [];
+  const db = new pg.Client({ connectionString: dbUrl.toString() });
+  try {
+    const platformKey = generateApiKey('platform');
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    const env = {
+      DATABASE_URL: dbUrl.toString(),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_RPS: '0',
+      BOOTSTRAP: 'off',
+      PLATFORM_API_KEY: platformKey,
+      QUOTE_TTL_SECONDS: '86400',
+      BENCH_CEILING_ROUTE: 'on',
+    };
+    log(`database ${dbName}; starting the service (ROLE=api) on ${origin}`);
+    const service = startProcess(['src/main.ts'], { ...env, ROLE: 'api' });
+    processes.push(service);
+    await waitReady(`${origin}/health/ready`);
+    await db.connect();
+    await db.query(BENCH_CEILING_TABLES);
+
+    const tenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Remesas' });
+    const issued = await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' });
+    const key: string = issued.key;
+    await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': 'bench-funding' });
+    const beneficiaryIds = await seedBeneficiaries(db, tenant.id, 1000);
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const scenarios: Record<string, Scenario> = {};
+
+    // Ceiling (a): a bare Fastify route returning a constant (also the webhook receiver).
+    const barePort = await freePort();
+    const bare = startProcess(['bench/bare-server.ts', String(barePort)], {});
+    processes.push(bare);
+    const bareOrigin = `http://127.0.0.1:${barePort}`;
+    await waitReady(`${bareOrigin}/constant`);
+    const ceilingA = await load({ origin: bareOrigin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: [{ method: 'GET', path: '/constant' }] });
+    log(`ceiling (a) bare route: ${Math.round(ceilingA.throughputPerS)}/s`);
+
+    // Ceiling (b): the smallest payout-shaped transaction through the service's pool and HTTP stack.
+    const ceilingB: Record<number, LoadResult> = {};
+    for (const concurrency of [16, 64]) {
+      ceilingB[concurrency] = await load({
+        origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [201],
+        requests: [{ method: 'POST', path: '/bench/ceiling-transaction', headers, body: '{}' }],
+      });
+      log(`ceiling (b) c${concurrency}: ${Math.round(ceilingB[concurrency]!.throughputPerS)}/s`);
+    }
+
+    // Payout at concurrency 16 and 64: pre-created quotes and beneficiaries, default sandbox outcome.
+    for (const concurrency of runs('payout') ? [16, 64] : []) {
+      const quotes = await seedQuotes(db, tenant.id, QUICK ? 15_000 : 45_000);
+      const rssBefore = rssMb(service.pid!);
+      const result = await load({
+        origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201],
+        requests: quotes.map((quoteId, i) => ({
+          method: 'POST' as const,
+          path: '/v1/payouts',
+          headers: { ...headers, 'idempotency-key': `bench-c${concurrency}-${i}` },
+          body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: beneficiaryIds[i % beneficiaryIds.length], sender: SENDER }),
+        })),
+      });
+      const rssAfter = rssMb(service.pid!);
+      scenarios[`payout_c${concurrency}`] = scenario(result, ceilingB[concurrency]!.throughputPerS, { rss_mb_before: rssBefore, rss_mb_after: rssAfter });
+      log(`payout c${concurrency}: ${Math.round(result.throughputPerS)}/s p99 ${result.p99Ms.toFixed(1)} ms errors ${result.errors} ${JSON.stringify(result.statuses)}`);
+    }
+
+    // The full two-call flow per payout.
+    if (runs('quote_payout')) {
+    const flow = await load({
+      origin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201], requests: [],
+      flow: { apiKey: key, beneficiaryIds, sender: SENDER, deliverAmount: 1_000_000 },
+    });
+    scenarios.quote_payout = scenario(flow, ceilingB[64]!.throughputPerS);
+    log(`quote+payout: ${Math.round(flow.throughputPerS)} flows/s p99 ${flow.p99Ms.toFixed(1)} ms`);
+    }
+
+    // Statement pages against 1,000,000 payments of one tenant.
+    if (runs('statement')) {
+    log(`seeding ${STATEMENT_ROWS} payments for the statement`);
+    const statementTenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Statement' });
+    const statementKey = (await api(origin, platformKey, 'POST', `/v1/admin/tenants/${statementTenant.id}/api-keys`, { mode: 'test' })).key as string;
+    const statementBeneficiaries = await seedBeneficiaries(db, statementTenant.id, 200);
+    await seedPayments(db, statementTenant.id, statementBeneficiaries, STATEMENT_ROWS);
+    const pages: Array<{ method: 'GET'; path: string; headers: Record<string, string> }> = [];
+    const sh = { 'x-api-key': statementKey };
+    let cursor: string | null = null;
+    for (let i = 0; i < 40; i += 1) {
+      const page: { next_cursor: string | null } = await api(origin, statementKey, 'GET', `/v1/payments?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+      cursor = page.next_cursor;
+      pages.push({ method: 'GET', path: `/v1/payments?limit=25&cursor=${cursor}`, headers: sh });
+    }
+    pages.push({ method: 'GET', path: '/v1/payments', headers: sh });
+    pages.push({ method: 'GET', path: '/v1/payments?status=failed', headers: sh });
+    pages.push({ method: 'GET', path: `/v1/payments?beneficiaryId=${statementBeneficiaries[3]}`, headers: sh });
+    const today = new Date(Date.now() - 4 * 3600_000).toISOString().slice(0, 10);
+    const monthAgo = new Date(Date.now() - 30 * 24 * 3600_000).toISOString().slice(0, 10);
+    pages.push({ method: 'GET', path: `/v1/payments?from=${monthAgo}&to=${today}`, headers: sh });
+    const statement = await load({ origin, concurrency: STATEMENT_CONCURRENCY, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: pages });
+    scenarios.statement = scenario(statement, ceilingA.throughputPerS, { payments: STATEMENT_ROWS });
+    log(`statement: ${Math.round(statement.throughputPerS)}/s p50 ${statement.p50Ms.toFixed(2)} ms p99 ${statement.p99Ms.toFixed(2)} ms`);
+    }
+
+    // Webhooks: deliveries per second from ONE worker process to the local receiver answering 200.
+    if (runs('webhooks')) {
+    await api(origin, platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${bareOrigin}/webhook` });
+    // Only the seeded events are measured: events of the payouts above are set aside.
+    await db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
+    const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
+    const firstSeeded = BigInt(before[0]!.max ?? '0');
+    await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
+    const worker = startProcess(['src/main.ts'], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
+    processes.push(worker);
+    const webhookStarted = performance.now();
+    let published = 0;
+    while (performance.now() - webhookStarted < 120_000) {
+      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM outbox_events WHERE id > $1 AND status = 'published'`, [firstSeeded.toString()]);
+      published = Number(rows[0]!.n);
+      if (published >= WEBHOOK_EVENTS) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const webhookSeconds = (performance.now() - webhookStarted) / 1000;
+    const { rows: durations } = await db.query<{ p50: number; p99: number }>(
+      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM webhook_deliveries`,
+    ).catch(() => ({ rows: [{ p50: 0, p99: 0 }] }));
+    const deliveries = published / webhookSeconds;
+    scenarios.webhooks = {
+      throughput_per_s: Math.round(deliveries),
+      p50_ms: Number(durations[0]?.p50 ?? 0),
+      p99_ms: Number(durations[0]?.p99 ?? 0),
+      errors: WEBHOOK_EVENTS - published,
+      ceiling_throughput_per_s: Math.round(ceilingA.throughputPerS),
+      ratio: Number((deliveries / ceilingA.throughputPerS).toFixed(2)),
+      events: WEBHOOK_EVENTS,
+    };
+    log(`webhooks: ${Math.round(deliveries)} deliveries/s (${published}/${WEBHOOK_EVENTS} in ${webhookSeconds.toFixed(1)} s)`);
+    }
+
+    if (SOAK_S > 0) {
+      const quotes = await seedQuotes(db, tenant.id, Math.ceil(SOAK_S * 1500));
+      const rssBefore = rssMb(service.pid!);
+      const soak = await load({
+        origin, concurrency: 64, warmupMs: 0, durationMs: SOAK_S * 1000, expectStatus: [201],
+        requests: quotes.map((quoteId, i) => ({
+          method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `bench-soak-${i}` },
+          body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: beneficiaryIds[i % beneficiaryIds.length], sender: SENDER }),
+        })),
+      });
+      const rssAfter = rssMb(service.pid!);
+      scenarios.payout_soak = scenario(soak, ceilingB[64]!.throughputPerS, { seconds: SOAK_S, rss_mb_before: rssBefore, rss_mb_after: rssAfter, rss_growth: Number(((rssAfter - rssBefore) / rssBefore).toFixed(3)) });
+    }
+
+    const { rows: version } = await db.query<{ v: string }>('SHOW server_version');
+    const results = {
+      machine: {
+        cpus: os.cpus().length,
+        cpu_model: os.cpus()[0]?.model ?? 'unknown',
+        memory_gib: Math.round(os.totalmem() / 2 ** 30),
+        node: process.version,
+        postgresql: version[0]!.v,
+        quick: QUICK,
+        warmup_ms: WARMUP_MS,
+        duration_ms: DURATION_MS,
+        ceiling_a_bare_route_per_s: Math.round(ceilingA.throughputPerS),
+        ceiling_b_c16_per_s: Math.round(ceilingB[16]!.throughputPerS),
+        ceiling_b_c64_per_s: Math.round(ceilingB[64]!.throughputPerS),
+        statement_concurrency: STATEMENT_CONCURRENCY,
+        seconds: Math.round((Date.now() - startedAt) / 1000),
+      },
+      scenarios,
+    };
+    writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
+    printTable(results.scenarios);
+    process.stdout.write(`\nwritten bench/results.json (${results.machine.seconds} s)\n`);
+  } finally {
+    for (const child of processes) child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1500));
+    await db.end().catch(() => undefined);
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
+function printTable(scenarios: Record<string, Scenario>): void {
+  const rows = [['scenario', 'throughput/s', 'p50 ms', 'p99 ms', 'errors', 'ceiling/s', 'ratio']];
+  for (const [name, s] of Object.entries(scenarios)) {
+    rows.push([name, String(s.throughput_per_s), s.p50_ms.toFixed(2), s.p99_ms.toFixed(2), String(s.errors), String(s.ceiling_throughput_per_s), s.ratio.toFixed(2)]);
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  for (const row of rows) process.stdout.write(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ') + '\n');
+}
+
+await main();

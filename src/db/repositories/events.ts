@@ -1,0 +1,253 @@
+// The outbox seen from its two readers: the events API (tenant-scoped) and the webhook dispatcher
+// (claims due events across tenants under a lease, then records each attempt).
+import type { Mode } from '../../domain/api-keys.ts';
+import type { EventStatus, EventType } from '../../domain/webhooks.ts';
+import type { Queryable } from '../database.ts';
+
+export interface EventRow {
+  tenant_id: string;
+  mode: Mode;
+  id: bigint;
+  event_type: EventType;
+  aggregate_type: string;
+  aggregate_id: string;
+  status: EventStatus;
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  published_at: Date | null;
+  dead_at: Date | null;
+  created_at: Date;
+}
+
+export interface DeliveryRow {
+  attempt: number;
+  status_code: number | null;
+  ok: boolean;
+  error: string | null;
+  duration_ms: number;
+  created_at: Date;
+}
+
+const EVENT_COLUMNS = `tenant_id, mode, id, event_type, aggregate_type, aggregate_id, status, attempts, last_error,
+  next_attempt_at, published_at, dead_at, created_at`;
+
+/** Newest first (id descending); `beforeId` is the previous page's last id. */
+export async function listEvents(
+  db: Queryable,
+  query: { tenantId: string; mode: Mode; status?: EventStatus; eventType?: EventType; beforeId?: bigint; limit: number },
+): Promise<EventRow[]> {
+  const { rows } = await db.query<EventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM outbox_events
+      WHERE tenant_id = $1 AND mode = $2
+        AND ($3::text IS NULL OR status = $3)
+        AND ($4::text IS NULL OR event_type = $4)
+        AND ($5::bigint IS NULL OR id < $5)
+      ORDER BY id DESC
+      LIMIT $6`,
+    [query.tenantId, query.mode, query.status ?? null, query.eventType ?? null, query.beforeId ?? null, query.limit],
+  );
+  return rows;
+}
+
+export async function findEvent(db: Queryable, tenantId: string, mode: Mode, id: bigint): Promise<(EventRow & { payload_text: string }) | undefined> {
+  const { rows } = await db.query<EventRow & { payload_text: string }>(
+    `SELECT ${EVENT_COLUMNS}, payload_text FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND id = $3`,
+    [tenantId, mode, id],
+  );
+  return rows[0];
+}
+
+/** Attempts in order; a requeued event can pass 12, so the list is capped at the most recent `limit`. */
+export async function listDeliveries(db: Queryable, tenantId: string, eventId: bigint, limit: number): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT attempt, status_code, ok, error, duration_ms, created_at FROM (
+       SELECT attempt, status_code, ok, error, duration_ms, created_at FROM webhook_deliveries
+        WHERE tenant_id = $1 AND event_id = $2 ORDER BY attempt DESC LIMIT $3) recent
+      ORDER BY attempt`,
+    [tenantId, eventId, limit],
+  );
+  return rows;
+}
+
+/**
+ * Puts one event back in the queue, due now. Returns the row and whether anything changed: an event
+ * already pending and due (or being delivered right now) is left as it is.
+ */
+export async function requeueEvent(db: Queryable, tenantId: string, mode: Mode, id: bigint, now: Date): Promise<{ row: EventRow; requeued: boolean } | undefined> {
+  const { rows } = await db.query<EventRow>(
+    `UPDATE outbox_events
+        SET status = 'pending', next_attempt_at = $4, dead_at = NULL, published_at = NULL
+      WHERE tenant_id = $1 AND mode = $2 AND id = $3
+        AND NOT (status = 'pending' AND next_attempt_at <= $4)
+      RETURNING ${EVENT_COLUMNS}`,
+    [tenantId, mode, id, now],
+  );
+  if (rows[0]) return { row: rows[0], requeued: true };
+  const existing = await findEvent(db, tenantId, mode, id);
+  return existing ? { row: existing, requeued: false } : undefined;
+}
+
+/** Requeues up to `limit` dead events of the program (the oldest first); returns how many. */
+export async function requeueDeadEvents(db: Queryable, tenantId: string, mode: Mode, now: Date, limit: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `UPDATE outbox_events
+        SET status = 'pending', next_attempt_at = $3, dead_at = NULL
+      WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' AND id IN (
+        SELECT id FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' ORDER BY id LIMIT $4)`,
+    [tenantId, mode, now, limit],
+  );
+  return rowCount;
+}
+
+/** A claimed event with its program's endpoint (null columns when none is configured). */
+export interface ClaimedEventRow {
+  tenant_id: string;
+  mode: Mode;
+  id: bigint;
+  event_type: EventType;
+  payload_text: string;
+  attempts: number;
+  url: string | null;
+  origin: string | null;
+  secret: string | null;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+}
+
+/**
+ * The dispatcher's claim: up to `limit` due events, leased until `leaseUntil` under `leaseToken`.
+ *
+ * Per receiver (`origin`) it takes at most the slots this dispatcher has free there
+ * (`originMax` minus its deliveries in flight, given as `inFlight`), so a slow receiver's backlog
+ * is never claimed beyond its share and the rest of the batch goes to the others. The look-ahead is
+ * bounded (`scanMax` due events, busy receivers' events skipped by the index scan's filter).
+ *
+ * SKIP LOCKED lets several dispatchers claim at once without waiting on each other; the lease
+ * (re-checked by PostgreSQL on the latest row version when a concurrent claim has committed) keeps
+ * a claimed event away from every other dispatcher until it is recorded or the lease expires.
+ */
+export async function claimDueEvents(
+  tx: Queryable,
+  claim: {
+    now: Date;
+    leaseUntil: Date;
+    leaseToken: string;
+    limit: number;
+    originMax: number;
+    inFlight: ReadonlyArray<{ origin: string; count: number }>;
+    scanMax: number;
+  },
+): Promise<ClaimedEventRow[]> {
+  const { rows } = await tx.query<ClaimedEventRow>(
+    `WITH in_flight AS (
+       SELECT origin, n FROM unnest($5::text[], $6::int[]) AS f(origin, n)
+     ),
+     candidates AS (
+       SELECT o.tenant_id, o.id, o.next_attempt_at, w.origin
+         FROM outbox_events o
+         LEFT JOIN webhook_endpoints w ON w.tenant_id = o.tenant_id AND w.mode = o.mode
+        WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND (o.locked_until IS NULL OR o.locked_until <= $1)
+          AND (w.origin IS NULL OR w.origin <> ALL ($9::text[]))
+        ORDER BY o.next_attempt_at, o.id
+        LIMIT $8
+     ),
+     picked AS (
+       SELECT r.tenant_id, r.id FROM (
+         SELECT c.tenant_id, c.id, c.origin, row_number() OVER (PARTITION BY c.origin ORDER BY c.next_attempt_at, c.id) AS rn
+           FROM candidates c) r
+         LEFT JOIN in_flight f ON f.origin = r.origin
+        WHERE r.origin IS NULL OR r.rn <= $7 - coalesce(f.n, 0)
+     ),
+     due AS (
+       SELECT o.tenant_id, o.id, w.url, w.origin, w.secret, w.previous_secret, w.previous_secret_expires_at
+         FROM outbox_events o
+         JOIN picked p ON p.tenant_id = o.tenant_id AND p.id = o.id
+         LEFT JOIN webhook_endpoints w ON w.tenant_id = o.tenant_id AND w.mode = o.mode
+        WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND (o.locked_until IS NULL OR o.locked_until <= $1)
+        ORDER BY o.next_attempt_at, o.id
+        LIMIT $4
+        FOR UPDATE OF o SKIP LOCKED)
+     UPDATE outbox_events e SET locked_until = $2, lease_token = $3
+       FROM due
+      WHERE e.tenant_id = due.tenant_id AND e.id = due.id
+      RETURNING e.tenant_id, e.mode, e.id, e.event_type, e.payload_text, e.attempts,
+                due.url, due.origin, due.secret, due.previous_secret, due.previous_secret_expires_at`,
+    [
+      claim.now,
+      claim.leaseUntil,
+      claim.leaseToken,
+      claim.limit,
+      claim.inFlight.map((f) => f.origin),
+      claim.inFlight.map((f) => f.count),
+      claim.originMax,
+      claim.scanMax,
+      claim.inFlight.filter((f) => f.count >= claim.originMax).map((f) => f.origin),
+    ],
+  );
+  return rows;
+}
+
+export interface AttemptRecord {
+  tenantId: string;
+  eventId: bigint;
+  leaseToken: string;
+  attempt: number;
+  next: { status: 'published' } | { status: 'pending'; at: Date } | { status: 'dead' };
+  statusCode: number | null;
+  ok: boolean;
+  error: string | null;
+  durationMs: number;
+  at: Date;
+}
+
+/**
+ * Records attempts, several at once (one statement, so all or none): each event moves on and its
+ * delivery row is written only if this dispatcher still holds the lease for exactly that attempt.
+ * Returns the keys (`tenantId:eventId`) recorded; a missing key means the lease had passed to
+ * another dispatcher (its lease expired), and nothing was written for that attempt.
+ */
+export async function recordAttempts(db: Queryable, records: readonly AttemptRecord[]): Promise<Set<string>> {
+  if (records.length === 0) return new Set();
+  const keys = new Set(records.map((r) => `${r.tenantId}:${r.eventId}`));
+  if (keys.size !== records.length) throw new Error('invariant: one event recorded twice in one batch');
+  const { rows } = await db.query<{ tenant_id: string; event_id: bigint }>(
+    `WITH input AS (
+       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::int[], $5::text[], $6::text[], $7::timestamptz[],
+                            $8::int[], $9::boolean[], $10::int[], $11::timestamptz[])
+         AS r(tenant_id, id, lease_token, attempt, status, error, next_attempt_at, status_code, ok, duration_ms, at)
+     ),
+     moved AS (
+       UPDATE outbox_events o
+          SET attempts = r.attempt,
+              status = r.status,
+              last_error = r.error,
+              next_attempt_at = r.next_attempt_at,
+              published_at = CASE WHEN r.status = 'published' THEN r.at ELSE o.published_at END,
+              dead_at = CASE WHEN r.status = 'dead' THEN r.at ELSE NULL END,
+              locked_until = NULL,
+              lease_token = NULL
+         FROM input r
+        WHERE o.tenant_id = r.tenant_id AND o.id = r.id AND o.lease_token = r.lease_token AND o.attempts = r.attempt - 1
+        RETURNING o.tenant_id, o.id
+     )
+     INSERT INTO webhook_deliveries (tenant_id, event_id, attempt, status_code, ok, error, duration_ms, created_at)
+     SELECT r.tenant_id, r.id, r.attempt, r.status_code, r.ok, r.error, r.duration_ms, r.at
+       FROM input r JOIN moved m ON m.tenant_id = r.tenant_id AND m.id = r.id
+     RETURNING tenant_id, event_id`,
+    [
+      records.map((r) => r.tenantId),
+      records.map((r) => r.eventId.toString()),
+      records.map((r) => r.leaseToken),
+      records.map((r) => r.attempt),
+      records.map((r) => r.next.status),
+      records.map((r) => r.error),
+      records.map((r) => (r.next.status === 'pending' ? r.next.at : null)),
+      records.map((r) => r.statusCode),
+      records.map((r) => r.ok),
+      records.map((r) => r.durationMs),
+      records.map((r) => r.at),
+    ],
+  );
+  return new Set(rows.map((row) => `${row.tenant_id}:${row.event_id}`));
+}

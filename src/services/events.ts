@@ -1,0 +1,71 @@
+import type { Database } from '../db/database.ts';
+import {
+  findEvent,
+  listDeliveries,
+  listEvents,
+  requeueDeadEvents,
+  requeueEvent,
+  type DeliveryRow,
+  type EventRow,
+} from '../db/repositories/events.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import type { Clock } from '../domain/clock.ts';
+import type { EventStatus, EventType } from '../domain/webhooks.ts';
+import { notFound } from '../http/errors.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+export const INT8_MAX = 9_223_372_036_854_775_807n;
+/** Deliveries shown with one event (a requeued event can pass 12 attempts). */
+export const EVENT_DELIVERIES_SHOWN_MAX = 100;
+/** retry-dead requeues in batches of this size, at most this many batches per call. */
+export const RETRY_DEAD_BATCH = 1000;
+export const RETRY_DEAD_BATCHES_MAX = 100;
+
+export interface EventPage {
+  rows: EventRow[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/** The events API (interface.md 4.10–4.13): every query scoped to the caller's tenant and mode. */
+export class EventService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {}
+
+  async list(partition: Partition, query: { status?: EventStatus; eventType?: EventType; limit: number; cursor?: bigint }): Promise<EventPage> {
+    const rows = await listEvents(this.db, { ...partition, status: query.status, eventType: query.eventType, beforeId: query.cursor, limit: query.limit + 1 });
+    const hasMore = rows.length > query.limit;
+    const page = rows.slice(0, query.limit);
+    return { rows: page, hasMore, nextCursor: hasMore ? page.at(-1)!.id.toString() : null };
+  }
+
+  async get(partition: Partition, id: bigint): Promise<{ row: EventRow; payload: Record<string, unknown>; deliveries: DeliveryRow[] }> {
+    const event = id > INT8_MAX ? undefined : await findEvent(this.db, partition.tenantId, partition.mode, id);
+    if (!event) throw notFound('event');
+    const { payload_text, ...row } = event;
+    const deliveries = await listDeliveries(this.db, partition.tenantId, id, EVENT_DELIVERIES_SHOWN_MAX);
+    return { row, payload: JSON.parse(payload_text) as Record<string, unknown>, deliveries };
+  }
+
+  /** Back to `pending`, due now: works on dead, pending and published events. */
+  async retry(partition: Partition, id: bigint): Promise<{ row: EventRow; requeued: boolean }> {
+    const result = id > INT8_MAX ? undefined : await requeueEvent(this.db, partition.tenantId, partition.mode, id, this.clock.now());
+    if (!result) throw notFound('event');
+    return result;
+  }
+
+  /** Requeues the program's failed queue, in bounded batches; returns how many events. */
+  async retryDead(partition: Partition): Promise<number> {
+    const now = this.clock.now();
+    let total = 0;
+    for (let batch = 0; batch < RETRY_DEAD_BATCHES_MAX; batch += 1) {
+      const requeued = await requeueDeadEvents(this.db, partition.tenantId, partition.mode, now, RETRY_DEAD_BATCH);
+      total += requeued;
+      if (requeued < RETRY_DEAD_BATCH) break;
+    }
+    return total;
+  }
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
+import { describe, it } from 'node:test';
+import { verifyWebhook as fromPackage } from '../../src/index.ts';
+import { computeSignature, DEFAULT_TOLERANCE_MS, signatureHeader, verifyWebhook } from '../../src/webhooks/verify.ts';
+
+const SECRET = 'whsec_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcd';
+const OTHER = 'whsec_zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONM';
+const NOW = 1_767_225_600_000;
+const BODY = '{"id":"42","eventType":"payment.settled","attempt":1,"payload":{"paymentId":"p","amount":"100","note":"ñandú"}}';
+
+function headersFor(body: string | Buffer, options: { secrets?: string[]; timestamp?: number } = {}) {
+  const ts = String(options.timestamp ?? NOW);
+  return {
+    'content-type': 'application/json',
+    'x-timestamp': ts,
+    'x-signature': signatureHeader(options.secrets ?? [SECRET], ts, body),
+    'x-event-id': '42',
+  };
+}
+
+describe('verifyWebhook', () => {
+  it('is the package main export', () => {
+    assert.equal(fromPackage, verifyWebhook);
+  });
+
+  it('signs HMAC-SHA256 of "<timestamp>.<raw body>" in hex', () => {
+    const expected = createHmac('sha256', SECRET).update(`${NOW}.${BODY}`).digest('hex');
+    assert.equal(computeSignature(SECRET, NOW, BODY), expected);
+    assert.equal(computeSignature(SECRET, String(NOW), Buffer.from(BODY)), expected, 'bytes and strings agree (UTF-8)');
+    assert.equal(signatureHeader([SECRET, OTHER], NOW, BODY), `sha256=${expected},sha256=${computeSignature(OTHER, NOW, BODY)}`);
+  });
+
+  it('accepts a valid delivery (string or bytes body) and reports the timestamp and event id', () => {
+    const headers = headersFor(BODY);
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW }), { ok: true, timestampMs: NOW, eventId: '42' });
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: Buffer.from(BODY, 'utf8'), nowMs: NOW }).ok, true);
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: new Uint8Array(Buffer.from(BODY, 'utf8')), nowMs: NOW }).ok, true);
+  });
+
+  it('reads headers case-insensitively, from a plain object or a fetch Headers', () => {
+    const headers = headersFor(BODY);
+    const upper = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toUpperCase(), v]));
+    assert.equal(verifyWebhook({ secret: SECRET, headers: upper, rawBody: BODY, nowMs: NOW }).ok, true);
+    assert.equal(verifyWebhook({ secret: SECRET, headers: new Headers(headers), rawBody: BODY, nowMs: NOW }).ok, true);
+  });
+
+  it('rejects a tampered body, even a re-serialization of the same object', () => {
+    const headers = headersFor(BODY);
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers, rawBody: BODY.replace('"100"', '"101"'), nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
+    const reserialized = JSON.stringify(JSON.parse(BODY), null, 1);
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: reserialized, nowMs: NOW }).ok, false);
+  });
+
+  it('rejects the wrong secret, and a signature moved to another timestamp', () => {
+    assert.deepEqual(verifyWebhook({ secret: OTHER, headers: headersFor(BODY), rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
+    const moved = { ...headersFor(BODY), 'x-timestamp': String(NOW + 1) };
+    assert.equal(verifyWebhook({ secret: SECRET, headers: moved, rawBody: BODY, nowMs: NOW }).ok, false);
+  });
+
+  it('accepts any of several signatures, and any of several secrets', () => {
+    const rotated = headersFor(BODY, { secrets: [OTHER, SECRET] });
+    assert.equal(verifyWebhook({ secret: SECRET, headers: rotated, rawBody: BODY, nowMs: NOW }).ok, true, 'receiver still on the old secret');
+    assert.equal(verifyWebhook({ secret: OTHER, headers: rotated, rawBody: BODY, nowMs: NOW }).ok, true, 'receiver on the new secret');
+    assert.equal(verifyWebhook({ secret: [OTHER, SECRET], headers: headersFor(BODY), rawBody: BODY, nowMs: NOW }).ok, true, 'receiver holding both');
+    const spaced = { ...rotated, 'x-signature': ` v1=abc, ${rotated['x-signature'].split(',').join(' , ')} ` };
+    assert.equal(verifyWebhook({ secret: SECRET, headers: spaced, rawBody: BODY, nowMs: NOW }).ok, true, 'unknown schemes and spaces are ignored');
+    const upperHex = { ...headersFor(BODY), 'x-signature': headersFor(BODY)['x-signature'].toUpperCase().replace('SHA256=', 'sha256=') };
+    assert.equal(verifyWebhook({ secret: SECRET, headers: upperHex, rawBody: BODY, nowMs: NOW }).ok, true);
+  });
+
+  it('rejects stale and future timestamps beyond the tolerance (default 5 minutes)', () => {
+    assert.equal(DEFAULT_TOLERANCE_MS, 300_000);
+    const headers = headersFor(BODY);
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW + 300_000 }).ok, true, 'exactly at the edge');
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW + 300_001 }), { ok: false, reason: 'timestamp_outside_tolerance' });
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW - 300_001 }), { ok: false, reason: 'timestamp_outside_tolerance' });
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW + 60_000, toleranceMs: 30_000 }).ok, false);
+    assert.equal(verifyWebhook({ secret: SECRET, headers, rawBody: BODY, nowMs: NOW + 60_000, toleranceMs: 120_000 }).ok, true);
+    const fresh = headersFor(BODY, { timestamp: Date.now() });
+    assert.equal(verifyWebhook({ secret: SECRET, headers: fresh, rawBody: BODY }).ok, true, 'defaults to the wall clock');
+  });
+
+  it('says what is missing or malformed, and never throws', () => {
+    const headers = headersFor(BODY);
+    const { 'x-timestamp': _ts, ...noTimestamp } = headers;
+    const { 'x-signature': _sig, ...noSignature } = headers;
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: noTimestamp, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_timestamp' });
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: noSignature, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_signature' });
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: { ...headers, 'x-timestamp': '17e11' }, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'invalid_timestamp' });
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: { ...headers, 'x-signature': 'sha256=zz' }, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
+    assert.deepEqual(verifyWebhook({ secret: '', headers, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_secret' });
+    assert.deepEqual(verifyWebhook({ secret: [], headers, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_secret' });
+  });
+});

@@ -279,22 +279,27 @@ async function main(): Promise<void> {
     // Webhooks: deliveries per second from ONE worker process to the local receiver answering 200.
     if (runs('webhooks')) {
     await api(origin, platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${bareOrigin}/webhook` });
-    // Only the seeded events are measured: events of the payouts above are set aside.
+    // Only the seeded events are measured: events of the payouts above are set aside, and their
+    // payments are parked so that the worker's reaper does not create more events meanwhile.
+    await db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
     await db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
     const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
     const firstSeeded = BigInt(before[0]!.max ?? '0');
     await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
     const worker = startProcess(['src/main.ts'], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
     processes.push(worker);
-    const webhookStarted = performance.now();
+    // Timed from the first delivery to the last (the worker's start-up is not delivery time).
+    const waitStarted = performance.now();
     let published = 0;
-    while (performance.now() - webhookStarted < 120_000) {
+    let firstAt: number | undefined;
+    while (performance.now() - waitStarted < 120_000) {
       const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM outbox_events WHERE id > $1 AND status = 'published'`, [firstSeeded.toString()]);
       published = Number(rows[0]!.n);
+      if (published > 0 && firstAt === undefined) firstAt = performance.now();
       if (published >= WEBHOOK_EVENTS) break;
-      await new Promise((r) => setTimeout(r, 100));
+      await new Promise((r) => setTimeout(r, 50));
     }
-    const webhookSeconds = (performance.now() - webhookStarted) / 1000;
+    const webhookSeconds = (performance.now() - (firstAt ?? waitStarted)) / 1000;
     const { rows: durations } = await db.query<{ p50: number; p99: number }>(
       `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM webhook_deliveries`,
     ).catch(() => ({ rows: [{ p50: 0, p99: 0 }] }));

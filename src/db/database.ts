@@ -19,6 +19,12 @@ export interface Database extends Queryable {
   readonly engine: Engine;
   /** Runs `work` in one transaction (READ COMMITTED); commits on return, rolls back on throw. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * For statements whose loss in a database crash is recovered by design (an idempotency slot, the
+   * sandbox rail's copy of a transfer, an acknowledgement the reaper re-asks for): committed without
+   * waiting for the WAL flush. The next synchronous commit flushes them too. Never for money.
+   */
+  readonly relaxed: Queryable;
   /** Runs `work` on one dedicated connection (needed for session-level advisory locks). */
   withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -34,6 +34,8 @@ function wrap(target: Tx): Queryable {
  */
 export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
+  /** One in-process engine: the same handle (its durability is PGlite's own). */
+  readonly relaxed: Queryable = this;
   private constructor(private readonly db: PGlite) {}
 
   /** `dataDir` undefined → in memory (tests). */

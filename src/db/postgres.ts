@@ -47,6 +47,8 @@ class PgQueryable implements Queryable {
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const;
   private readonly pool: pg.Pool;
+  private readonly relaxedPool: pg.Pool;
+  readonly relaxed: Queryable;
 
   constructor(connectionString: string, poolSize: number) {
     this.pool = new pg.Pool({
@@ -57,6 +59,24 @@ export class PostgresDatabase implements Database {
     });
     // An idle client that loses its server must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
+    this.relaxedPool = new pg.Pool({
+      connectionString,
+      max: Math.max(2, Math.ceil(poolSize / 4)),
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: 10_000,
+      options: '-c synchronous_commit=off',
+    });
+    this.relaxedPool.on('error', () => undefined);
+    const relaxedPool = this.relaxedPool;
+    this.relaxed = {
+      async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+        const result = await relaxedPool.query(queryConfig(sql, params));
+        return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+      },
+      async exec(sql: string): Promise<void> {
+        await relaxedPool.query(sql);
+      },
+    };
   }
 
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
@@ -98,6 +118,7 @@ export class PostgresDatabase implements Database {
   }
 
   async close(): Promise<void> {
+    await this.relaxedPool.end();
     await this.pool.end();
   }
 }

@@ -60,7 +60,8 @@ export class PaymentOutcomes {
     private readonly limits: PayoutLimitPolicy,
   ) {
     this.acknowledgements = new Coalescer(
-      (items) => acknowledgeRailAcceptances(this.db, items, { message: STATUS_MESSAGES.submitted, at: this.clock.now() }),
+      // Losing an acknowledgement in a crash only means the reaper asks the rail once more.
+      (items) => acknowledgeRailAcceptances(this.db.relaxed, items, { message: STATUS_MESSAGES.submitted, at: this.clock.now() }),
       { batchMax: 256, inFlightMax: 2 },
     );
   }

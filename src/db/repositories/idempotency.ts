@@ -74,11 +74,16 @@ interface Completion {
 // (see Coalescer). Keyed by database handle, so each pool gets its own.
 const coalescers = new WeakMap<Queryable, { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }>();
 
+function relaxedOf(db: Queryable): Queryable {
+  return 'relaxed' in db ? (db as { relaxed: Queryable }).relaxed : db;
+}
+
 function coalescersFor(db: Queryable) {
   let entry = coalescers.get(db);
   if (!entry) {
     entry = {
-      claims: new Coalescer((items) => insertClaims(db, items), { batchMax: 256, inFlightMax: 2 }),
+      // A claim lost in a database crash only frees the key again: no answer was given under it yet.
+      claims: new Coalescer((items) => insertClaims(relaxedOf(db), items), { batchMax: 256, inFlightMax: 2 }),
       completions: new Coalescer((items) => completeMany(db, items), { batchMax: 256, inFlightMax: 2 }),
     };
     coalescers.set(db, entry);

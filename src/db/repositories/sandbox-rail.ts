@@ -57,7 +57,10 @@ const inserters = new WeakMap<Queryable, Coalescer<NewSandboxTransfer, SandboxTr
 function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, SandboxTransferRow | undefined> {
   let coalescer = inserters.get(db);
   if (!coalescer) {
-    coalescer = new Coalescer((items) => insertSandboxTransfers(db, items), { batchMax: 256, inFlightMax: 2 });
+    // The sandbox provider's own record: if a crash lost it, the reaper finds `not_found` and
+    // submits again by the same reference, as with a real rail that never got the call.
+    const target = 'relaxed' in db ? (db as { relaxed: Queryable }).relaxed : db;
+    coalescer = new Coalescer((items) => insertSandboxTransfers(target, items), { batchMax: 256, inFlightMax: 2 });
     inserters.set(db, coalescer);
   }
   return coalescer;

@@ -330,7 +330,7 @@ async function main(): Promise<void> {
       scenarios.payout_soak = scenario(soak, ceilingB[64]!.throughputPerS, { seconds: SOAK_S, rss_mb_before: rssBefore, rss_mb_after: rssAfter, rss_growth: Number(((rssAfter - rssBefore) / rssBefore).toFixed(3)) });
     }
 
-    const { rows: version } = await db.query<{ v: string }>('SHOW server_version');
+    const { rows: version } = await db.query<{ v: string }>("SELECT current_setting('server_version') AS v");
     const results = {
       machine: {
         cpus: os.cpus().length,

@@ -2,12 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { recordBeneficiaryFailure } from '../db/repositories/beneficiary-history.ts';
 import {
-  findBeneficiary,
   findBeneficiaryByIdentity,
   insertBeneficiaryIfNew,
   type BeneficiaryRow,
 } from '../db/repositories/beneficiaries.ts';
-import { accountBalances, InsufficientFundsError, postEntry } from '../db/repositories/ledger.ts';
+import { accountBalances } from '../db/repositories/ledger.ts';
 import { insertOutboxEvent } from '../db/repositories/outbox.ts';
 import { insertPayment, insertTransition, type BeneficiarySnapshot, type PaymentRow } from '../db/repositories/payments.ts';
 import { findCustomerSender, findDefaultSender, setCustomerSender } from '../db/repositories/programs.ts';
@@ -15,7 +14,7 @@ import { consumeQuote, findQuote, type QuoteRow } from '../db/repositories/quote
 import { findRate } from '../db/repositories/rates.ts';
 import { findQuotesAndBeneficiaries, type PayoutReferences } from '../db/repositories/payout-reads.ts';
 import { Coalescer } from '../db/coalescer.ts';
-import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
+import type { TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import type { Clock } from '../domain/clock.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { assertEnvelope, startTestApp, type TestApp } from '../support/harness.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };

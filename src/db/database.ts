@@ -30,6 +30,11 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
+/** The relaxed-durability handle of a database (see `Database.relaxed`), or the handle itself. */
+export function relaxedOf(db: Queryable): Queryable {
+  return 'relaxed' in db ? (db as Database).relaxed : db;
+}
+
 /** PostgreSQL error codes the services branch on. */
 export const PG_UNIQUE_VIOLATION = '23505';
 export const PG_CHECK_VIOLATION = '23514';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Queryable } from '../database.ts';
+import { relaxedOf, type Queryable } from '../database.ts';
 import { Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/api-keys.ts';
 
@@ -73,10 +73,6 @@ interface Completion {
 // Concurrent requests claim and complete their keys together: one multi-row statement per batch
 // (see Coalescer). Keyed by database handle, so each pool gets its own.
 const coalescers = new WeakMap<Queryable, { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }>();
-
-function relaxedOf(db: Queryable): Queryable {
-  return 'relaxed' in db ? (db as { relaxed: Queryable }).relaxed : db;
-}
 
 function coalescersFor(db: Queryable) {
   let entry = coalescers.get(db);

@@ -1,7 +1,7 @@
 // Storage of the sandbox rail (migration 005): the simulated provider's own transfers, not our ledger.
 // Only src/rails/sandbox-rail.ts uses it. Every time comes from the caller (its injected clock), never
 // from the database's now(), so tests can move time by hand.
-import type { Queryable } from '../database.ts';
+import { relaxedOf, type Queryable } from '../database.ts';
 import { Coalescer } from '../coalescer.ts';
 import type { Instrument, RailFailureReason } from '../../rails/rail.ts';
 
@@ -59,8 +59,7 @@ function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, SandboxTrans
   if (!coalescer) {
     // The sandbox provider's own record: if a crash lost it, the reaper finds `not_found` and
     // submits again by the same reference, as with a real rail that never got the call.
-    const target = 'relaxed' in db ? (db as { relaxed: Queryable }).relaxed : db;
-    coalescer = new Coalescer((items) => insertSandboxTransfers(target, items), { batchMax: 256, inFlightMax: 2 });
+    coalescer = new Coalescer((items) => insertSandboxTransfers(relaxedOf(db), items), { batchMax: 256, inFlightMax: 2 });
     inserters.set(db, coalescer);
   }
   return coalescer;

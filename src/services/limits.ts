@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import {
-  addUsage,
   addUsageMany,
   lockUsage,
   pastMonthUsage,
@@ -29,7 +28,7 @@ const monthStartOf = (day: string) => `${day.slice(0, 7)}-01`;
 
 /**
  * Instrument caps plus configured rules. Usage is counted per tenant, customer and beneficiary in
- * day counters; `reserve` increments them inside the payout transaction and then checks the
+ * day counters; `allocate` locks them inside the payout transaction and checks the
  * winning rule against the locked totals, so concurrent payouts can never jointly pass a cap.
  */
 export class LimitService implements PayoutLimitPolicy {
@@ -69,30 +68,6 @@ export class LimitService implements PayoutLimitPolicy {
     if (breach) throw limitExceeded(breach);
   }
 
-  /** Check and consume in one step, inside the payout transaction. */
-  async reserve(tx: Queryable, subject: LimitSubject): Promise<void> {
-    const cap = instrumentCapBreach(subject.method, subject.amount);
-    if (cap) throw limitExceeded(cap);
-    const target = this.target(subject);
-    const rule = winningRule(await this.rules(tx), target, subject.method);
-    const day = businessDate(subject.at);
-    const counted = rule ? countedSubject(rule, target) : undefined;
-    // Fixed lock order (tenant, customer, beneficiary; pago_movil, transferencia) so that two
-    // payouts never wait on each other's counters in opposite orders.
-    for (const key of this.subjectsOf(subject.tenantId, subject.mode, target)) {
-      const lockBoth = rule?.method === '*' && counted?.kind === key.kind && counted.id === key.subjectId;
-      for (const method of METHODS) {
-        if (method === subject.method) await addUsage(tx, key, method, day, subject.amount, 1n);
-        else if (lockBoth) await addUsage(tx, key, method, day, 0n, 0n);
-      }
-    }
-    if (!rule) return;
-    const after = await readUsage(tx, this.usageKey(subject, rule, target), rule.method === '*' ? METHODS : [subject.method], day, monthStartOf(day));
-    const before = { dayAmount: after.dayAmount - subject.amount, dayCount: after.dayCount - 1n, monthAmount: after.monthAmount - subject.amount };
-    const breach = ruleBreach(rule, before, subject.amount);
-    if (breach) throw limitExceeded(breach);
-  }
-
   /** A failed or reversed payout stops counting, in the transaction that records the outcome. */
   async release(tx: Queryable, payment: ReleasablePayment): Promise<void> {
     if (!payment.method) return;
@@ -104,7 +79,7 @@ export class LimitService implements PayoutLimitPolicy {
   }
 
   /**
-   * Batch form of `reserve` for group commit: locks every counter the batch can touch (sorted,
+   * Check and consume for a group commit: locks every counter the batch can touch (sorted,
    * before any ledger account, as every other path does), then lets the caller decide payout by
    * payout against running totals, and writes the accepted payouts' increments in one statement.
    */

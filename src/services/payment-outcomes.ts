@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../db/database.ts';
 import { recordBeneficiaryFailure, recordBeneficiarySuccess } from '../db/repositories/beneficiary-history.ts';
 import { lockedBalance, payoutEntryOf, postEntry } from '../db/repositories/ledger.ts';
 import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { acknowledgeRailAcceptances, insertTransition, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
+import { acknowledgeRailAcceptances, insertTransition, scheduleCheck, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
 import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
@@ -182,11 +182,7 @@ export class PaymentOutcomes {
   }
 
   private async recheck(tx: Queryable, payment: PaymentRow, at: Date): Promise<PaymentRow | undefined> {
-    await tx.query(`UPDATE payments SET next_check_at = $3 WHERE tenant_id = $1 AND id = $2 AND status IN ('submitted', 'unknown')`, [
-      payment.tenant_id,
-      payment.id,
-      at,
-    ]);
+    await scheduleCheck(tx, payment.tenant_id, payment.id, at);
     return undefined;
   }
 

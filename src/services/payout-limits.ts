@@ -17,13 +17,12 @@ export interface LimitSubject {
 
 /**
  * The one place payout limits plug into. `check` reads without consuming, so the 422 comes in the
- * order of checks before anything is written; `reserve` runs inside the payout transaction, so
- * checking and consuming a limit is one atomic step; `release` runs in the transaction that records
- * a failed or reversed outcome.
+ * order of checks before anything is written; `allocate` runs inside the payout (batch)
+ * transaction, so checking and consuming a limit is one atomic step; `release` runs in the
+ * transaction that records a failed or reversed outcome.
  */
 export interface PayoutLimitPolicy {
   check(db: Queryable, subject: LimitSubject): Promise<void>;
-  reserve(tx: Queryable, subject: LimitSubject): Promise<void>;
   release(tx: Queryable, payment: ReleasablePayment): Promise<void>;
   /** Group commit: lock once for many payouts, decide each against running totals, write once. */
   allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator>;

@@ -59,7 +59,6 @@ interface PayoutPlan {
   quote: QuoteRow;
   tenant: TenantRow;
   beneficiary: BeneficiaryRow | BeneficiaryDetails;
-  beneficiaryIsNew: boolean;
   sender: Sender | undefined;
   storeCustomerSender: boolean;
   method: Instrument | null;
@@ -127,14 +126,12 @@ export class PayoutService {
     ]);
     if (!tenant) throw new Error('invariant: authenticated tenant has no row');
     let beneficiary: BeneficiaryRow | BeneficiaryDetails | undefined = inline;
-    let beneficiaryIsNew = false;
     if (request.beneficiaryId) {
       beneficiary = registered;
       if (!beneficiary) throw notFound('beneficiary');
     } else if (inline) {
       const existing = await findBeneficiaryByIdentity(this.db, partition.tenantId, partition.mode, inline);
       beneficiary = existing ?? inline;
-      beneficiaryIsNew = !existing;
     }
     if (!quote) throw notFound('quote');
     assertQuoteUsable(quote, this.clock.now());
@@ -182,7 +179,6 @@ export class PayoutService {
       quote,
       tenant,
       beneficiary: beneficiary!,
-      beneficiaryIsNew,
       sender,
       storeCustomerSender: Boolean(request.customerId && blockSender),
       method,

@@ -12,17 +12,6 @@ export interface UsageKey {
   subjectId: string;
 }
 
-/** Adds to one day's counter, creating it; takes the row lock until the transaction ends. */
-export async function addUsage(tx: Queryable, key: UsageKey, method: Instrument, day: string, amount: bigint, count: bigint): Promise<void> {
-  await tx.query(
-    `INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-     ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
-     DO UPDATE SET amount = limit_usage.amount + EXCLUDED.amount, count = limit_usage.count + EXCLUDED.count`,
-    [key.tenantId, key.mode, key.kind, key.subjectId, method, day, amount, count],
-  );
-}
-
 /** Gives back what a failed or reversed payout consumed. */
 export async function releaseUsage(tx: Queryable, key: UsageKey, method: Instrument, day: string, amount: bigint): Promise<void> {
   await tx.query(

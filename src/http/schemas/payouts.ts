@@ -96,9 +96,7 @@ export const Payment = Component(
   }),
 );
 
-export const TreasuryPosition = Component(
-  'TreasuryPosition',
-  Type.Object({
+const TreasuryPositionFields = {
     tenantId: Type.String(),
     asset: Type.String(),
     prefundingBalance: AmountString('Available to disburse. 0 under daily close (normal)'),
@@ -107,8 +105,9 @@ export const TreasuryPosition = Component(
     creditDrawn: AmountString('Owed now, settled at the daily close; 0 when prefunded'),
     creditLimit: Nullable(AmountString('Agreed ceiling; null if none')),
     creditAvailable: Nullable(AmountString('Remaining line; null if no ceiling')),
-  }),
-);
+  };
+
+export const TreasuryPosition = Component('TreasuryPosition', Type.Object(TreasuryPositionFields));
 
 export const AssetQuery = Type.Object({
   asset: Type.Optional(StringEnum(['BS', 'USD', 'USDC', 'VESC'] as const, { default: 'BS' })),
@@ -126,17 +125,7 @@ export const SenderBody = Type.Object({ mode: ModeSchema, sender: SenderBlock })
 
 export const ClosedPosition = Component(
   'ClosedPosition',
-  Type.Object({
-    tenantId: Type.String(),
-    asset: Type.String(),
-    prefundingBalance: AmountString(),
-    platformRevenueFromTenant: AmountString(),
-    creditEnabled: Type.Boolean(),
-    creditDrawn: AmountString(),
-    creditLimit: Nullable(AmountString()),
-    creditAvailable: Nullable(AmountString()),
-    closedAmount: AmountString('Credit drawn settled by this close'),
-  }),
+  Type.Object({ ...TreasuryPositionFields, closedAmount: AmountString('Credit drawn settled by this close') }),
 );
 
 export const StoredSender = Component(

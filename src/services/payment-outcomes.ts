@@ -2,7 +2,7 @@ import type { Database, Queryable } from '../db/database.ts';
 import { recordBeneficiaryFailure, recordBeneficiarySuccess } from '../db/repositories/beneficiary-history.ts';
 import { lockedBalance, payoutEntryOf, postEntry } from '../db/repositories/ledger.ts';
 import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { acknowledgeRailAcceptances, insertTransition, scheduleCheck, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
+import { insertTransition, recordRailAcceptances, scheduleCheck, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
 import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
@@ -59,27 +59,28 @@ export class PaymentOutcomes {
     private readonly clock: Clock,
     private readonly limits: PayoutLimitPolicy,
   ) {
-    this.acknowledgements = new Coalescer(
-      // Losing an acknowledgement in a crash only means the reaper asks the rail once more.
-      (items) => acknowledgeRailAcceptances(this.db.relaxed, items, { message: STATUS_MESSAGES.submitted, at: this.clock.now() }),
+    this.acceptances = new Coalescer(
+      // Losing one in a crash only means the reaper asks the rail again and records it then.
+      (items) => recordRailAcceptances(this.db.relaxed, items, this.clock.now()),
       { batchMax: 256, inFlightMax: 2 },
     );
   }
 
   /** Concurrent "accepted, settling" answers of the rail are recorded together. */
-  private readonly acknowledgements: Coalescer<Parameters<typeof acknowledgeRailAcceptances>[1][number], PaymentRow | undefined>;
+  private readonly acceptances: Coalescer<Parameters<typeof recordRailAcceptances>[1][number], boolean>;
 
   async apply(payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow> {
-    if (outcome.status === 'processing' && payment.status === 'submitted' && !payment.rail_acknowledged_at) {
-      // The usual answer: one statement, no ledger entry and no event, so no explicit transaction.
-      const now = this.clock.now();
-      const acknowledged = await this.acknowledgements.submit({
+    const wantedCheckAt = outcome.status === 'processing' ? this.clock.now().getTime() + Math.max(outcome.retryAfterMs ?? 0, context.recheckAfterMs) : 0;
+    if (outcome.status === 'processing' && payment.status === 'submitted' && context.actor === 'api' && (payment.next_check_at?.getTime() ?? 0) >= wantedCheckAt) {
+      // The usual answer of the payout path: one history row, no ledger entry, no event, and no change
+      // to the payment row, whose first check (scheduled at commit) already falls late enough.
+      await this.acceptances.submit({
         tenantId: payment.tenant_id,
         id: payment.id,
-        nextCheckAt: new Date(now.getTime() + Math.max(outcome.retryAfterMs ?? 0, context.recheckAfterMs)),
         actor: context.actor,
+        metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
       });
-      if (acknowledged) return acknowledged;
+      return payment;
     }
     return this.db.transaction(async (tx) => (await this.applyIn(tx, payment, outcome, context)) ?? payment);
   }
@@ -98,8 +99,8 @@ export class PaymentOutcomes {
     switch (outcome.status) {
       case 'processing': {
         // The rail took it and settles asynchronously: recorded once, as submitted → submitted.
-        if (from !== 'submitted' || payment.rail_acknowledged_at) return this.recheck(tx, payment, recheckAt(outcome.retryAfterMs));
-        return move('submitted', 'rail_accepted_async', { message: STATUS_MESSAGES.submitted, railAcknowledgedAt: now, nextCheckAt: recheckAt(outcome.retryAfterMs) });
+        if (from === 'submitted') await recordRailAcceptances(tx, [{ tenantId: payment.tenant_id, id: payment.id, actor: context.actor, metadata }], now);
+        return this.recheck(tx, payment, recheckAt(outcome.retryAfterMs));
       }
       case 'unconfirmed':
       case 'timeout':

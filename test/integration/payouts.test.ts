@@ -190,3 +190,50 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(atFloor.body.status, 'submitted', atFloor.raw);
   });
 });
+
+describe('the rail acceptance (submitted → submitted, rail_accepted_async) is recorded once', () => {
+  const acceptances = (events: any[]) => events.filter((e) => e.reason === 'rail_accepted_async').map((e) => e.actor);
+  const transitionsOf = async (api: FundedTenant['api'], id: string) => (await api.get(`/v1/payments/${id}`)).body.events as any[];
+
+  it('by the payout path, with the default timings (first check already after the settlement)', async () => {
+    const clock = new ManualClock(new Date());
+    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: '2000', REAPER_INTERVAL_MS: '1000' } });
+    try {
+      const tenant = await fundedTenant(t);
+      const response = await payout(tenant.api, { beneficiary: beneficiary('V20112001') });
+      assert.equal(response.body.status, 'submitted', response.raw);
+      assert.deepEqual(acceptances(await transitionsOf(tenant.api, response.body.id)), ['api']);
+      await advanceAndReap(t, clock, 4000);
+      const events = await transitionsOf(tenant.api, response.body.id);
+      assert.deepEqual(events.map((e) => e.reason), ['ledger_committed', 'rail_accepted_async', 'resolved_by_reaper']);
+      await assertLedgerBalanced(t);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('and not again when the reaper hears "still processing" from the rail', async () => {
+    const clock = new ManualClock(new Date());
+    // The first check (300 + 2 × 1000 ms) comes before the settlement (3000 ms): the reaper asks while
+    // the rail still says processing, then again after it settled.
+    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' } });
+    try {
+      const tenant = await fundedTenant(t);
+      const response = await payout(tenant.api, { beneficiary: beneficiary('V20112002') });
+      assert.equal(response.body.status, 'submitted', response.raw);
+      await advanceAndReap(t, clock, 2500);
+      assert.equal((await tenant.api.get(`/v1/payments/${response.body.id}`)).body.status, 'submitted');
+      assert.deepEqual(acceptances(await transitionsOf(tenant.api, response.body.id)), ['api']);
+      await advanceAndReap(t, clock, 1000);
+      const events = await transitionsOf(tenant.api, response.body.id);
+      assert.deepEqual(events.map((e) => [e.to_status, e.reason]), [
+        ['submitted', 'ledger_committed'],
+        ['submitted', 'rail_accepted_async'],
+        ['settled', 'resolved_by_reaper'],
+      ]);
+      await assertLedgerBalanced(t);
+    } finally {
+      await t.close();
+    }
+  });
+});

@@ -35,7 +35,6 @@ export interface PaymentRow {
   beneficiary: BeneficiarySnapshot;
   sender: Record<string, string> | null;
   rail: string | null;
-  rail_acknowledged_at: Date | null;
   next_check_at: Date | null;
   check_attempts: number;
   settled_at: Date | null;
@@ -54,9 +53,9 @@ export interface TransitionRow {
 
 export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
-  bank_reference, beneficiary, sender, rail, rail_acknowledged_at, next_check_at, check_attempts, settled_at, created_at, updated_at`;
+  bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, settled_at, created_at, updated_at`;
 
-export type NewPayment = Omit<PaymentRow, 'rail_acknowledged_at' | 'check_attempts' | 'updated_at' | 'settled_at' | 'bank_reference' | 'compensated'>;
+export type NewPayment = Omit<PaymentRow, 'check_attempts' | 'updated_at' | 'settled_at' | 'bank_reference' | 'compensated'>;
 
 export async function insertPayment(tx: Queryable, p: NewPayment): Promise<PaymentRow> {
   const { rows } = await tx.query<PaymentRow>(
@@ -102,7 +101,6 @@ export interface TransitionChange {
   settledAt?: Date;
   compensated?: boolean;
   feeAmount?: bigint;
-  railAcknowledgedAt?: Date;
   nextCheckAt?: Date | null;
 }
 
@@ -128,15 +126,14 @@ export async function transitionPayment(
         settled_at = coalesce($9, settled_at),
         compensated = coalesce($10, compensated),
         fee_amount = coalesce($11, fee_amount),
-        rail_acknowledged_at = coalesce($12, rail_acknowledged_at),
-        next_check_at = CASE WHEN $13::boolean THEN $14 ELSE next_check_at END,
-        updated_at = $15
+        next_check_at = CASE WHEN $12::boolean THEN $13 ELSE next_check_at END,
+        updated_at = $14
       WHERE tenant_id = $1 AND id = $2 AND status = $3
       RETURNING ${PAYMENT_COLUMNS}`,
     [
       tenantId, id, from, change.to, change.reason, change.message !== undefined, change.message ?? null,
       change.bankReference ?? null, change.settledAt ?? null, change.compensated ?? null, change.feeAmount ?? null,
-      change.railAcknowledgedAt ?? null, change.nextCheckAt !== undefined, change.nextCheckAt ?? null, now,
+      change.nextCheckAt !== undefined, change.nextCheckAt ?? null, now,
     ],
   );
   return rows[0];
@@ -180,37 +177,30 @@ export async function findPaymentById(db: Queryable, id: string): Promise<Paymen
 }
 
 /**
- * The rail accepted submitted payments asynchronously: for each, the self-transition submitted →
- * submitted (rail_accepted_async) and its history row, all in one statement (one implicit
- * transaction). Returns, per item, the moved row, or undefined when that payment had already moved
- * on or been acknowledged.
+ * The rail accepted these submitted payments and settles them asynchronously: the self-transition
+ * submitted → submitted (rail_accepted_async) goes into the history, once per payment (unique index),
+ * and only while the payment is still submitted (read under a share lock, so a concurrent outcome
+ * cannot slip in between). The payment row itself is not rewritten. Returns, per item, whether this
+ * call recorded it.
  */
-export async function acknowledgeRailAcceptances(
+export async function recordRailAcceptances(
   db: Queryable,
-  items: ReadonlyArray<{ tenantId: string; id: string; nextCheckAt: Date; actor: TransitionActor }>,
-  change: { message: string; at: Date },
-): Promise<Array<PaymentRow | undefined>> {
+  items: ReadonlyArray<{ tenantId: string; id: string; actor: TransitionActor; metadata: Record<string, unknown> }>,
+  at: Date,
+): Promise<boolean[]> {
   assertTransition('submitted', 'submitted');
-  const qualified = PAYMENT_COLUMNS.split(',').map((c) => `p.${c.trim()}`).join(', ');
-  const { rows } = await db.query<PaymentRow & { actor: TransitionActor }>(
-    `WITH v AS (
-       SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[]) AS v(tenant_id, id, next_check_at, actor)
-     ), moved AS (
-       UPDATE payments p SET status_reason = 'rail_accepted_async', message = $5, rail_acknowledged_at = $6,
-              next_check_at = greatest(p.next_check_at, v.next_check_at), updated_at = $6
-         FROM v
-        WHERE p.tenant_id = ANY($1::uuid[]) AND p.id = ANY($2::uuid[])
-          AND p.tenant_id = v.tenant_id AND p.id = v.id AND p.status = 'submitted' AND p.rail_acknowledged_at IS NULL
-        RETURNING ${qualified}, v.actor
-     ), history AS (
-       INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-       SELECT tenant_id, id, 'submitted', 'submitted', 'rail_accepted_async', actor,
-              jsonb_build_object('methodRequested', method_requested, 'methodUsed', method), $6
-         FROM moved
-     )
-     SELECT * FROM moved`,
-    [items.map((i) => i.tenantId), items.map((i) => i.id), items.map((i) => i.nextCheckAt), items.map((i) => i.actor), change.message, change.at],
+  const { rows } = await db.query<{ payment_id: string }>(
+    // The LATERAL lookup pins each row to a primary-key probe: a plain join let the planner walk a
+    // tenant's open payments through the statement or reaper index (5 ms a batch at 8,000 payments).
+    `INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+     SELECT v.tenant_id, v.id, 'submitted', 'submitted', 'rail_accepted_async', v.actor, v.metadata, $5
+       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[]) AS v(tenant_id, id, actor, metadata)
+       CROSS JOIN LATERAL (SELECT p.status FROM payments p WHERE p.tenant_id = v.tenant_id AND p.id = v.id FOR SHARE) p
+      WHERE p.status = 'submitted'
+     ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
+     RETURNING payment_id`,
+    [items.map((i) => i.tenantId), items.map((i) => i.id), items.map((i) => i.actor), items.map((i) => JSON.stringify(i.metadata)), at],
   );
-  const byId = new Map(rows.map(({ actor: _actor, ...row }) => [row.id, row as PaymentRow]));
-  return items.map((item) => byId.get(item.id));
+  const recorded = new Set(rows.map((r) => r.payment_id));
+  return items.map((item) => recorded.has(item.id));
 }

@@ -356,7 +356,7 @@ async function main(): Promise<void> {
     for (const child of processes) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1500));
     await db.end().catch(() => undefined);
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    if (!process.env.BENCH_KEEP_DB) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
 }

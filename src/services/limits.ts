@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import {
-  addUsageMany,
   lockUsage,
   pastMonthUsage,
   readUsage,
@@ -19,7 +18,7 @@ import { instrumentCapBreach, type LimitBreach } from '../domain/instrument-caps
 import { countedSubject, ruleBreach, usageRule, winningRule, type LimitRule, type LimitTarget } from '../domain/limit-rules.ts';
 import type { Instrument } from '../domain/payout-route.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { limitExceeded, type LimitAllocator, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment } from './payout-limits.ts';
+import { limitExceeded, type LimitAllocator, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment, type UsageIncrements } from './payout-limits.ts';
 
 const RULE_CACHE_TTL_MS = 1000;
 const METHODS: readonly Instrument[] = ['pago_movil', 'transferencia'];
@@ -135,7 +134,7 @@ export class LimitService implements PayoutLimitPolicy {
         }
         accepted.push(plan);
       },
-      async write(writeTx: Queryable): Promise<void> {
+      increments(): UsageIncrements {
         const increments = new Map<string, UsageRowKey & { amount: bigint; count: bigint }>();
         for (const plan of accepted) {
           // Re-derived at write time: an inline beneficiary created in this batch now has its id.
@@ -144,8 +143,8 @@ export class LimitService implements PayoutLimitPolicy {
             increments.set(keyOf(key), { ...current, amount: current.amount + plan.subject.amount, count: current.count + 1n });
           }
         }
-        const ordered = [...increments.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-        await addUsageMany(writeTx, partition, day, ordered);
+        const rows = [...increments.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
+        return { day, rows };
       },
     };
   }

@@ -3,14 +3,12 @@ import type { Database, Queryable } from '../db/database.ts';
 import { findBeneficiaryByIdentity, insertBeneficiaryIfNew, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
 import type { NewPayment, PaymentRow } from '../db/repositories/payments.ts';
 import {
-  applyAccountDeltas,
   consumeQuotes,
-  insertFirstTransitions,
-  insertLedgerEntries,
-  insertPayments,
+  createMissingAccounts,
   lockAccounts,
   quoteStates,
   releaseQuotes,
+  writeAcceptedPayouts,
 } from '../db/repositories/payout-batch.ts';
 import { setCustomerSender } from '../db/repositories/programs.ts';
 import type { QuoteRow } from '../db/repositories/quotes.ts';
@@ -179,32 +177,25 @@ export class PayoutCommitter {
       if (job.customerSender) await setCustomerSender(tx, partition.tenantId, partition.mode, job.customerSender.customerId, job.customerSender.sender);
       payments.push(job.payment(beneficiary));
     }
-    const inserted = accepted.length > 0 ? await insertPayments(tx, partition, payments) : [];
-    if (inserted.length !== accepted.length) throw new Error('invariant: batch inserted a different number of payments');
+    let inserted: PaymentRow[] = [];
     if (accepted.length > 0) {
-      await insertFirstTransitions(
-        tx,
-        partition.tenantId,
-        inserted.map((p) => ({ paymentId: p.id, metadata: { methodRequested: p.method_requested, methodUsed: p.method }, at: p.created_at })),
-      );
-      await insertLedgerEntries(
-        tx,
-        partition,
-        accepted.map((i) => {
+      const deltas = [...accountKeys.entries()]
+        .map(([key, account]) => ({ ...account, delta: (running.get(key) ?? 0n) - (locked.get(key) ?? 0n), exists: locked.has(key) }))
+        .filter((d) => d.delta !== 0n);
+      await createMissingAccounts(tx, partition, deltas.filter((d) => !d.exists));
+      const existing = deltas.filter((d) => d.exists);
+      const written = await writeAcceptedPayouts(tx, partition, {
+        payments,
+        entries: accepted.map((i) => {
           assertBalanced(jobs[i]!.entry);
           return { id: randomUUID(), kind: 'payout', paymentId: jobs[i]!.paymentId, postings: jobs[i]!.entry.postings };
         }),
-      );
-      await allocator.write(tx);
-      await applyAccountDeltas(
-        tx,
-        partition,
-        [...accountKeys.entries()].map(([key, account]) => ({
-          ...account,
-          delta: (running.get(key) ?? 0n) - (locked.get(key) ?? 0n),
-          exists: locked.has(key),
-        })),
-      );
+        usage: allocator.increments(),
+        accountDeltas: existing,
+      });
+      inserted = written.payments;
+      if (inserted.length !== accepted.length) throw new Error('invariant: batch inserted a different number of payments');
+      if (written.accountsUpdated !== existing.length) throw new Error(`invariant: ${existing.length} locked accounts, ${written.accountsUpdated} updated`);
     }
     const byId = new Map(inserted.map((p) => [p.id, p]));
     return jobs.map((job, i) => (refusals.has(i) ? { ok: false as const, error: refusals.get(i) } : { ok: true as const, payment: byId.get(job.paymentId)! }));

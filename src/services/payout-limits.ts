@@ -2,6 +2,7 @@ import type { Queryable } from '../db/database.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import type { LimitBreach } from '../domain/instrument-caps.ts';
 import type { Instrument } from '../domain/payout-route.ts';
+import type { UsageRowKey } from '../db/repositories/limit-usage.ts';
 import { ApiError } from '../http/errors.ts';
 
 export interface LimitSubject {
@@ -33,8 +34,11 @@ export interface LimitAllocator {
   check(subject: LimitSubject): LimitBreach | undefined;
   /** Counts an accepted payout in the running totals. */
   consume(subject: LimitSubject): void;
-  /** Writes the accepted payouts' consumption. */
-  write(tx: Queryable): Promise<void>;
+  /**
+   * The accepted payouts' consumption, as increments of one business day's counters (already locked),
+   * in lock order; the caller writes them with the rest of the batch.
+   */
+  increments(): UsageIncrements;
 }
 
 /** What a release needs of a payment: whose counters, which day and instrument, how much. */
@@ -59,4 +63,9 @@ export function limitExceeded(breach: LimitBreach): ApiError {
     exceeded_by: breach.exceededBy.toString(),
     ...(breach.ruleId ? { rule_id: breach.ruleId } : {}),
   });
+}
+
+export interface UsageIncrements {
+  day: string;
+  rows: Array<UsageRowKey & { amount: bigint; count: bigint }>;
 }

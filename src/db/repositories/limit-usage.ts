@@ -66,34 +66,6 @@ export async function lockUsage(
   return rows.map((r) => ({ kind: r.subject_kind, subjectId: r.subject_id, method: r.method, amount: r.amount, count: r.count }));
 }
 
-/** Adds many increments to one day's counters in one statement (rows already locked by the caller). */
-export async function addUsageMany(
-  tx: Queryable,
-  partition: { tenantId: string; mode: Mode },
-  day: string,
-  increments: ReadonlyArray<UsageRowKey & { amount: bigint; count: bigint }>,
-): Promise<void> {
-  if (increments.length === 0) return;
-  await tx.query(
-    `INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-     SELECT $1, $2, v.kind, v.subject_id, v.method, $3::date, v.amount, v.count
-       FROM unnest($4::text[], $5::uuid[], $6::text[], $7::bigint[], $8::bigint[]) WITH ORDINALITY AS v(kind, subject_id, method, amount, count, n)
-      ORDER BY v.n
-     ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
-     DO UPDATE SET amount = limit_usage.amount + EXCLUDED.amount, count = limit_usage.count + EXCLUDED.count`,
-    [
-      partition.tenantId,
-      partition.mode,
-      day,
-      increments.map((k) => k.kind),
-      increments.map((k) => k.subjectId),
-      increments.map((k) => k.method),
-      increments.map((k) => k.amount.toString()),
-      increments.map((k) => k.count.toString()),
-    ],
-  );
-}
-
 /** Month-to-date consumption before `day` for some subjects (past days never change but by release). */
 export async function pastMonthUsage(
   db: Queryable,

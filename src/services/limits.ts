@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import {
-  lockUsage,
   pastMonthUsage,
   readUsage,
   releaseUsage,
@@ -18,7 +17,7 @@ import { instrumentCapBreach, type LimitBreach } from '../domain/instrument-caps
 import { countedSubject, ruleBreach, usageRule, winningRule, type LimitRule, type LimitTarget } from '../domain/limit-rules.ts';
 import type { Instrument } from '../domain/payout-route.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { limitExceeded, type LimitAllocator, type LimitSubject, type PayoutLimitPolicy, type ReleasablePayment, type UsageIncrements } from './payout-limits.ts';
+import { limitExceeded, type LimitAllocator, type LimitSubject, type AllocationPlan, type PayoutLimitPolicy, type ReleasablePayment, type UsageIncrements } from './payout-limits.ts';
 
 const RULE_CACHE_TTL_MS = 1000;
 const METHODS: readonly Instrument[] = ['pago_movil', 'transferencia'];
@@ -78,11 +77,13 @@ export class LimitService implements PayoutLimitPolicy {
   }
 
   /**
-   * Check and consume for a group commit: locks every counter the batch can touch (sorted,
-   * before any ledger account, as every other path does), then lets the caller decide payout by
-   * payout against running totals, and writes the accepted payouts' increments in one statement.
+   * Check and consume for a group commit, in two steps. This one works out which of the day's
+   * counters the batch must lock (sorted, so concurrent batches lock in one order), reading nothing
+   * but the cached rules. The caller locks them — before any ledger account, as every other path
+   * does — and hands the locked rows to `allocator`, which lets it decide payout by payout against
+   * running totals and gives back the accepted payouts' increments to write.
    */
-  async allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator> {
+  async prepareAllocation(tx: Queryable, at: Date, subjects: readonly LimitSubject[]): Promise<AllocationPlan> {
     const rules = await this.rules(tx);
     const day = businessDate(at);
     const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
@@ -97,8 +98,19 @@ export class LimitService implements PayoutLimitPolicy {
     const toLock = new Map<string, UsageRowKey>();
     for (const plan of plans) for (const key of [...plan.tracked, ...plan.measured]) toLock.set(keyOf(key), key);
     const sorted = [...toLock.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, key]) => key);
+    return { day, keys: sorted, allocator: (lockedTx, partition, lockedRows) => this.allocator(lockedTx, partition, day, plans, lockedRows) };
+  }
+
+  private async allocator(
+    tx: Queryable,
+    partition: { tenantId: string; mode: Mode },
+    day: string,
+    plans: Array<{ subject: LimitSubject; rule: LimitRule | undefined; tracked: UsageRowKey[]; measured: UsageRowKey[] }>,
+    lockedRows: ReadonlyArray<UsageRowKey & { amount: bigint; count: bigint }>,
+  ): Promise<LimitAllocator> {
+    const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
     const running = new Map<string, { amount: bigint; count: bigint }>();
-    for (const row of await lockUsage(tx, partition, day, sorted)) running.set(keyOf(row), { amount: row.amount, count: row.count });
+    for (const row of lockedRows) running.set(keyOf(row), { amount: row.amount, count: row.count });
     const monthly = plans.filter((p) => p.rule?.monthlyMax !== null && p.rule !== undefined);
     const pastMonth = new Map<string, bigint>();
     if (monthly.length > 0) {

@@ -3,9 +3,8 @@ import type { Database, Queryable } from '../db/database.ts';
 import { findBeneficiaryByIdentity, insertBeneficiaryIfNew, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
 import type { NewPayment, PaymentRow } from '../db/repositories/payments.ts';
 import {
-  consumeQuotes,
   createMissingAccounts,
-  lockAccounts,
+  lockBatch,
   quoteStates,
   releaseQuotes,
   writeAcceptedPayouts,
@@ -128,8 +127,16 @@ export class PayoutCommitter {
       else firstByQuote.set(job.quote.id, i);
     });
     const claims = [...firstByQuote].map(([quoteId, i]) => ({ quoteId, paymentId: jobs[i]!.paymentId }));
-    const consumed = await consumeQuotes(tx, partition, now, claims);
-    const lost = claims.filter((c) => !consumed.has(c.quoteId));
+    const claimants = [...firstByQuote.values()];
+
+    // 2. One round trip: quotes consumed, then limit counters, then ledger accounts locked — in the
+    // order every other path locks them. Counters and accounts are locked for every claimant; one
+    // whose quote turns out lost only makes the batch hold a lock it did not need.
+    const plan = await this.limits.prepareAllocation(tx, now, claimants.map((i) => jobs[i]!.limitSubject));
+    const accountKeys = new Map<string, { asset: string; kind: AccountKind }>();
+    for (const i of claimants) for (const p of jobs[i]!.entry.postings) accountKeys.set(`${p.asset}/${p.account}`, { asset: p.asset, kind: p.account });
+    const held = await lockBatch(tx, partition, now, claims, plan, [...accountKeys.values()]);
+    const lost = claims.filter((c) => !held.consumed.has(c.quoteId));
     if (lost.length > 0) {
       const states = await quoteStates(tx, partition, lost.map((c) => c.quoteId));
       for (const claim of lost) {
@@ -139,12 +146,8 @@ export class PayoutCommitter {
       }
     }
     const candidates = jobs.map((_, i) => i).filter((i) => !refusals.has(i));
-
-    // 2. Limit counters, then ledger accounts: locked in the order every other path locks them.
-    const allocator = await this.limits.allocate(tx, partition, now, candidates.map((i) => jobs[i]!.limitSubject));
-    const accountKeys = new Map<string, { asset: string; kind: AccountKind }>();
-    for (const i of candidates) for (const p of jobs[i]!.entry.postings) accountKeys.set(`${p.asset}/${p.account}`, { asset: p.asset, kind: p.account });
-    const locked = await lockAccounts(tx, partition, [...accountKeys.values()]);
+    const allocator = await plan.allocator(tx, partition, held.usage);
+    const locked = held.accounts;
     const running = new Map(locked);
 
     // 3. Decide payout by payout, in arrival order: limits first, then funds (decisions.md §11).

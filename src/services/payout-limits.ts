@@ -26,7 +26,17 @@ export interface PayoutLimitPolicy {
   check(db: Queryable, subject: LimitSubject): Promise<void>;
   release(tx: Queryable, payment: ReleasablePayment): Promise<void>;
   /** Group commit: lock once for many payouts, decide each against running totals, write once. */
-  allocate(tx: Queryable, partition: { tenantId: string; mode: Mode }, at: Date, subjects: readonly LimitSubject[]): Promise<LimitAllocator>;
+  prepareAllocation(tx: Queryable, at: Date, subjects: readonly LimitSubject[]): Promise<AllocationPlan>;
+}
+
+/** The counters a batch must lock, and how to decide once they are locked. */
+export interface AllocationPlan {
+  /** The Caracas business day the counters belong to. */
+  day: string;
+  /** Every counter any payout of the batch touches, sorted: lock them in this order. */
+  keys: UsageRowKey[];
+  /** Builds the allocator from the locked rows (reading month-to-date totals first when a monthly rule applies). */
+  allocator(tx: Queryable, partition: { tenantId: string; mode: Mode }, lockedRows: ReadonlyArray<UsageRowKey & { amount: bigint; count: bigint }>): Promise<LimitAllocator>;
 }
 
 export interface LimitAllocator {

@@ -3,26 +3,85 @@
 // text over unnest() arrays keeps one prepared statement whatever N is.
 import type { Mode } from '../../domain/api-keys.ts';
 import type { AccountKind, Posting } from '../../domain/ledger.ts';
+import type { Instrument } from '../../domain/payout-route.ts';
 import type { Queryable } from '../database.ts';
+import type { SubjectKind } from './limit-usage.ts';
 import { PAYMENT_COLUMNS, type NewPayment, type PaymentRow } from './payments.ts';
 
 type Partition = { tenantId: string; mode: Mode };
 
-/** Consumes the quotes that are still open and unexpired; returns the ids it consumed. */
-export async function consumeQuotes(
+/** What a batch holds once `lockBatch` returns. */
+export interface LockedBatch {
+  /** Quotes this batch consumed (open and unexpired until now). */
+  consumed: Set<string>;
+  /** The day's limit counters, created at zero when missing. */
+  usage: Array<{ kind: SubjectKind; subjectId: string; method: Instrument; amount: bigint; count: bigint }>;
+  /** Balances of the accounts that exist, by `asset/kind`. */
+  accounts: Map<string, bigint>;
+}
+
+/**
+ * The first statement of a batch, in one round trip: consume the quotes, then lock (creating when
+ * missing) the day's limit counters in the order given, then lock the existing ledger accounts in
+ * (asset, kind) order — the order every other path locks counters and accounts in. The three parts
+ * are read in that order by the UNION ALL, which is what runs each one, so the order holds.
+ * `id = ANY(…)` on the last primary-key column keeps quotes on an index scan whatever the planner
+ * guesses about the array.
+ */
+export async function lockBatch(
   tx: Queryable,
   partition: Partition,
   at: Date,
-  pairs: ReadonlyArray<{ quoteId: string; paymentId: string }>,
-): Promise<Set<string>> {
-  const { rows } = await tx.query<{ id: string }>(
-    // `id = ANY(…)` drives a primary-key index scan whatever the planner guesses about the array.
-    `UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
-      WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($4::uuid[]) AND q.consumed_at IS NULL AND q.expires_at > $3
-      RETURNING q.id`,
-    [partition.tenantId, partition.mode, at, pairs.map((p) => p.quoteId), pairs.map((p) => p.paymentId)],
+  claims: ReadonlyArray<{ quoteId: string; paymentId: string }>,
+  usage: { day: string; keys: ReadonlyArray<{ kind: SubjectKind; subjectId: string; method: Instrument }> },
+  accounts: ReadonlyArray<{ asset: string; kind: AccountKind }>,
+): Promise<LockedBatch> {
+  const { rows } = await tx.query<{ part: 'quote' | 'usage' | 'account'; a: string; b: string | null; c: string | null; amount: bigint | null; count: bigint | null }>(
+    `WITH consumed AS (
+       UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
+        WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($4::uuid[]) AND q.consumed_at IS NULL AND q.expires_at > $3
+        RETURNING q.id
+     ), usage AS (
+       INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+       SELECT $1, $2, v.kind, v.subject_id, v.method, $6::date, 0, 0
+         FROM unnest($7::text[], $8::uuid[], $9::text[]) WITH ORDINALITY AS v(kind, subject_id, method, n)
+        ORDER BY v.n
+       ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
+       DO UPDATE SET amount = limit_usage.amount
+       RETURNING subject_kind, subject_id, method, amount, count
+     ), account AS (
+       SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
+         JOIN unnest($10::text[], $11::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
+        WHERE a.tenant_id = $1 AND a.mode = $2
+        ORDER BY a.asset, a.kind
+          FOR UPDATE OF a
+     )
+     SELECT 'quote' AS part, id::text AS a, NULL::text AS b, NULL::text AS c, NULL::bigint AS amount, NULL::bigint AS count FROM consumed
+     UNION ALL
+     SELECT 'usage', subject_kind, subject_id::text, method, amount, count FROM usage
+     UNION ALL
+     SELECT 'account', asset, kind, NULL, balance, NULL FROM account`,
+    [
+      partition.tenantId,
+      partition.mode,
+      at,
+      claims.map((c) => c.quoteId),
+      claims.map((c) => c.paymentId),
+      usage.day,
+      usage.keys.map((k) => k.kind),
+      usage.keys.map((k) => k.subjectId),
+      usage.keys.map((k) => k.method),
+      accounts.map((a) => a.asset),
+      accounts.map((a) => a.kind),
+    ],
   );
-  return new Set(rows.map((r) => r.id));
+  const locked: LockedBatch = { consumed: new Set(), usage: [], accounts: new Map() };
+  for (const row of rows) {
+    if (row.part === 'quote') locked.consumed.add(row.a);
+    else if (row.part === 'usage') locked.usage.push({ kind: row.a as SubjectKind, subjectId: row.b!, method: row.c as Instrument, amount: row.amount!, count: row.count! });
+    else locked.accounts.set(`${row.a}/${row.b}`, row.amount!);
+  }
+  return locked;
 }
 
 /** Gives quotes back (a payout of the batch was refused): the transaction leaves them untouched. */
@@ -45,23 +104,6 @@ export async function quoteStates(
     [partition.tenantId, partition.mode, quoteIds],
   );
   return new Map(rows.map((r) => [r.id, { consumed: r.consumed_at !== null, expiresAt: r.expires_at }]));
-}
-
-/** Locks the existing accounts a batch will post to, in (asset, kind) order, and reads them. */
-export async function lockAccounts(
-  tx: Queryable,
-  partition: Partition,
-  accounts: ReadonlyArray<{ asset: string; kind: AccountKind }>,
-): Promise<Map<string, bigint>> {
-  const { rows } = await tx.query<{ asset: string; kind: AccountKind; balance: bigint }>(
-    `SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
-       JOIN unnest($3::text[], $4::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
-      WHERE a.tenant_id = $1 AND a.mode = $2
-      ORDER BY a.asset, a.kind
-      FOR UPDATE OF a`,
-    [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)],
-  );
-  return new Map(rows.map((r) => [`${r.asset}/${r.kind}`, r.balance]));
 }
 
 /**

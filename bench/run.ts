@@ -49,8 +49,12 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** BENCH_PROFILE_DIR=dir: the service processes write a V8 CPU profile there when they exit. */
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
+
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const profile = PROFILE_DIR && args[0] === 'src/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;
 }
@@ -163,6 +167,17 @@ async function seedOutbox(db: pg.Client, tenantId: string, count: number): Promi
   );
 }
 
+/**
+ * Before each measured run: fresh planner statistics for what was just seeded (as autovacuum would
+ * give a long-running server) and a checkpoint, so that no scenario pays for the previous one's
+ * dirty pages or has a checkpoint start in its window. CHECKPOINT needs a superuser (or
+ * pg_checkpoint); without one it is skipped and the run is only noisier.
+ */
+async function quiesce(db: pg.Client): Promise<void> {
+  await db.query('ANALYZE');
+  await db.query('CHECKPOINT').catch(() => undefined);
+}
+
 async function main(): Promise<void> {
   const startedAt = Date.now();
   const dbName = `bds_bench_${randomBytes(4).toString('hex')}`;
@@ -215,6 +230,7 @@ async function main(): Promise<void> {
     // Ceiling (b): the smallest payout-shaped transaction through the service's pool and HTTP stack.
     const ceilingB: Record<number, LoadResult> = {};
     for (const concurrency of [16, 64]) {
+      await quiesce(db);
       ceilingB[concurrency] = await load({
         origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [201],
         requests: [{ method: 'POST', path: '/bench/ceiling-transaction', headers, body: '{}' }],
@@ -225,6 +241,7 @@ async function main(): Promise<void> {
     // Payout at concurrency 16 and 64: pre-created quotes and beneficiaries, default sandbox outcome.
     for (const concurrency of runs('payout') ? [16, 64] : []) {
       const quotes = await seedQuotes(db, tenant.id, QUICK ? 15_000 : 45_000);
+      await quiesce(db);
       const rssBefore = rssMb(service.pid!);
       const result = await load({
         origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201],
@@ -242,6 +259,7 @@ async function main(): Promise<void> {
 
     // The full two-call flow per payout.
     if (runs('quote_payout')) {
+    await quiesce(db);
     const flow = await load({
       origin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201], requests: [],
       flow: { apiKey: key, beneficiaryIds, sender: SENDER, deliverAmount: 1_000_000 },
@@ -271,6 +289,7 @@ async function main(): Promise<void> {
     const today = new Date(Date.now() - 4 * 3600_000).toISOString().slice(0, 10);
     const monthAgo = new Date(Date.now() - 30 * 24 * 3600_000).toISOString().slice(0, 10);
     pages.push({ method: 'GET', path: `/v1/payments?from=${monthAgo}&to=${today}`, headers: sh });
+    await quiesce(db);
     const statement = await load({ origin, concurrency: STATEMENT_CONCURRENCY, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: pages });
     scenarios.statement = scenario(statement, ceilingA.throughputPerS, { payments: STATEMENT_ROWS });
     log(`statement: ${Math.round(statement.throughputPerS)}/s p50 ${statement.p50Ms.toFixed(2)} ms p99 ${statement.p99Ms.toFixed(2)} ms`);
@@ -317,8 +336,12 @@ async function main(): Promise<void> {
     }
 
     if (SOAK_S > 0) {
-      const quotes = await seedQuotes(db, tenant.id, Math.ceil(SOAK_S * 1500));
+      const quotes = await seedQuotes(db, tenant.id, Math.ceil(SOAK_S * 2500));
+      await quiesce(db);
       const rssBefore = rssMb(service.pid!);
+      // RSS every 10 s, so the result shows whether it levels off, not just where it ended.
+      const rssSamples: number[] = [rssBefore];
+      const sampler = setInterval(() => rssSamples.push(rssMb(service.pid!)), 10_000);
       const soak = await load({
         origin, concurrency: 64, warmupMs: 0, durationMs: SOAK_S * 1000, expectStatus: [201],
         requests: quotes.map((quoteId, i) => ({
@@ -326,8 +349,19 @@ async function main(): Promise<void> {
           body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: beneficiaryIds[i % beneficiaryIds.length], sender: SENDER }),
         })),
       });
+      clearInterval(sampler);
       const rssAfter = rssMb(service.pid!);
-      scenarios.payout_soak = scenario(soak, ceilingB[64]!.throughputPerS, { seconds: SOAK_S, rss_mb_before: rssBefore, rss_mb_after: rssAfter, rss_growth: Number(((rssAfter - rssBefore) / rssBefore).toFixed(3)) });
+      rssSamples.push(rssAfter);
+      const half = rssSamples[Math.floor(rssSamples.length / 2)]!;
+      scenarios.payout_soak = scenario(soak, ceilingB[64]!.throughputPerS, {
+        seconds: SOAK_S,
+        rss_mb_before: rssBefore,
+        rss_mb_after: rssAfter,
+        rss_growth: Number(((rssAfter - rssBefore) / rssBefore).toFixed(3)),
+        rss_growth_second_half: Number(((rssAfter - half) / half).toFixed(3)),
+        rss_mb_samples: rssSamples,
+      });
+      log(`soak: ${Math.round(soak.throughputPerS)}/s for ${SOAK_S} s, errors ${soak.errors}; RSS MB every 10 s: ${rssSamples.join(' ')}`);
     }
 
     const { rows: version } = await db.query<{ v: string }>("SELECT current_setting('server_version') AS v");

@@ -117,8 +117,10 @@ async function completeMany(db: Queryable, items: readonly Completion[]): Promis
         SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
        FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
          AS v(tenant_id, mode, key, owner, response_status, response_body)
-      WHERE k.tenant_id = ANY($1::uuid[]) AND k.key = ANY($3::text[])
-        AND k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
+      -- Joined on the primary key only. An added \`tenant_id = ANY(…) AND key = ANY(…)\` let the generic
+      -- plan walk every key of the tenant through the primary key (mode is its middle column): 9.8 ms
+      -- a batch at 16,000 keys and growing, against 0.5 ms.
+      WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
       RETURNING v.owner`,
     [
       items.map((i) => i.scope.tenantId),

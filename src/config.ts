@@ -11,6 +11,7 @@ export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
   dbPoolSize: number;
+  dbConnectionMaxLifetimeS: number;
   bootstrap: boolean;
   platformApiKey: string | undefined;
   publicBaseUrl: string | undefined;
@@ -109,6 +110,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: env.DATA_DIR || './data',
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 20, 1, 500),
+    dbConnectionMaxLifetimeS: integer(env, 'DB_CONNECTION_MAX_LIFETIME_S', 60, 0, 86_400),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
     platformApiKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
@@ -139,6 +141,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
   ['DATA_DIR', './data', 'Embedded database files and bootstrap.json'],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
+  ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],

@@ -15,10 +15,22 @@ export interface Queryable {
 
 export type Engine = 'pglite' | 'postgres';
 
+export interface TransactionOptions {
+  /**
+   * false: every statement of this transaction finds its rows by key, so the planner is told not to
+   * scan whole tables (SET LOCAL enable_seqscan = off, in the same round trip as BEGIN). Plans cached
+   * on the connection meanwhile — foreign-key checks, trigger queries, prepared statements — are made
+   * as index lookups even when the tables were tiny at the time, instead of sequential scans that
+   * stay cached while the tables grow (see PostgresDatabase's connection lifetime). No effect on
+   * correctness; where no index fits, PostgreSQL still scans.
+   */
+  seqScans?: boolean;
+}
+
 export interface Database extends Queryable {
   readonly engine: Engine;
   /** Runs `work` in one transaction (READ COMMITTED); commits on return, rolls back on throw. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * For statements whose loss in a database crash is recovered by design (an idempotency slot, the
    * sandbox rail's copy of a transfer, an acknowledgement the reaper re-asks for): committed without

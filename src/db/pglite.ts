@@ -1,6 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
-import type { Database, Queryable, QueryResult } from './database.ts';
+import type { Database, Queryable, QueryResult, TransactionOptions } from './database.ts';
 
 const parsers = {
   [types.INT8]: (value: string) => BigInt(value),
@@ -51,8 +51,11 @@ export class PgliteDatabase implements Database {
     return wrap(this.db as unknown as Tx).query<Row>(sql, params);
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
-    return this.db.transaction((tx) => work(wrap(tx as unknown as Tx)));
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      if (options.seqScans === false) await tx.exec('SET LOCAL enable_seqscan = off');
+      return work(wrap(tx as unknown as Tx));
+    });
   }
 
   withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database, Queryable, QueryResult } from './database.ts';
+import type { Database, Queryable, QueryResult, TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -50,12 +50,22 @@ export class PostgresDatabase implements Database {
   private readonly relaxedPool: pg.Pool;
   readonly relaxed: Queryable;
 
-  constructor(connectionString: string, poolSize: number) {
+  /**
+   * `maxLifetimeSeconds` replaces each connection after that long. A connection keeps the plans it
+   * cached — its prepared statements, and PostgreSQL's own for foreign-key checks and trigger
+   * queries — until the statistics of their tables change. Where autovacuum is off, or has not yet
+   * analysed a table that grew from empty, a plan made when the table was tiny (a sequential scan)
+   * stays, and every payout pays a scan of the whole ledger. A new connection plans again against the
+   * current table sizes. 0 keeps connections for as long as they are used.
+   */
+  constructor(connectionString: string, poolSize: number, options: { maxLifetimeSeconds?: number } = {}) {
+    const maxLifetimeSeconds = options.maxLifetimeSeconds ?? 0;
     this.pool = new pg.Pool({
       connectionString,
       max: poolSize,
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: 10_000,
+      maxLifetimeSeconds,
     });
     // An idle client that loses its server must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
@@ -64,6 +74,7 @@ export class PostgresDatabase implements Database {
       max: Math.max(2, Math.ceil(poolSize / 4)),
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: 10_000,
+      maxLifetimeSeconds,
       options: '-c synchronous_commit=off',
     });
     this.relaxedPool.on('error', () => undefined);
@@ -88,11 +99,12 @@ export class PostgresDatabase implements Database {
     await this.pool.query(sql);
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
     let broken = false;
     try {
-      await client.query('BEGIN');
+      // Without parameters this is one simple-protocol message: both statements, one round trip.
+      await client.query(options.seqScans === false ? 'BEGIN; SET LOCAL enable_seqscan = off' : 'BEGIN');
       const result = await work(new PgQueryable(client));
       await client.query('COMMIT');
       return result;

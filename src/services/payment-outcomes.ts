@@ -10,6 +10,9 @@ import type { RailStatus } from '../rails/rail.ts';
 import type { PayoutLimitPolicy } from './payout-limits.ts';
 import { Coalescer } from '../db/coalescer.ts';
 
+/** Every statement of an outcome finds its rows by key (see TransactionOptions.seqScans). */
+const KEYED = { seqScans: false } as const;
+
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
   submitted: 'Accepted by the rail and settling. Do not retry: the outcome arrives by webhook (payment.settled or payment.failed).',
@@ -82,7 +85,7 @@ export class PaymentOutcomes {
       });
       return payment;
     }
-    return this.db.transaction(async (tx) => (await this.applyIn(tx, payment, outcome, context)) ?? payment);
+    return this.db.transaction(async (tx) => (await this.applyIn(tx, payment, outcome, context)) ?? payment, KEYED);
   }
 
   async applyIn(tx: Queryable, payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow | undefined> {
@@ -138,7 +141,7 @@ export class PaymentOutcomes {
 
   /** A settled payout returned by the bank: the delivered amount comes back, the fee is kept. */
   async reverse(payment: PaymentRow, reason: string, actor: TransitionActor): Promise<PaymentRow | undefined> {
-    return this.db.transaction((tx) => this.reverseIn(tx, payment, reason, actor));
+    return this.db.transaction((tx) => this.reverseIn(tx, payment, reason, actor), KEYED);
   }
 
   private async reverseIn(tx: Queryable, payment: PaymentRow, reason: string, actor: TransitionActor): Promise<PaymentRow | undefined> {

@@ -43,6 +43,8 @@ interface Pending {
 }
 
 export const BATCH_PAYOUTS_MAX = 128;
+/** Every statement of the batch finds its rows by key (see TransactionOptions.seqScans). */
+const KEYED = { seqScans: false } as const;
 const BATCH_ATTEMPTS_MAX = 3;
 
 /**
@@ -94,7 +96,7 @@ export class PayoutCommitter {
   private async runBatch(batch: Pending[]): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
       try {
-        const outcomes = await this.db.transaction((tx) => this.commitBatch(tx, batch.map((p) => p.job)));
+        const outcomes = await this.db.transaction((tx) => this.commitBatch(tx, batch.map((p) => p.job)), KEYED);
         batch.forEach((pending, i) => {
           const outcome = outcomes[i]!;
           if (outcome.ok) pending.resolve(outcome.payment);

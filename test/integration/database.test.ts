@@ -74,6 +74,30 @@ describe(`database layer on ${ENGINE}`, () => {
     const result = await database.db.query('UPDATE tx_probe SET v = v + 1 WHERE v > 1');
     assert.equal(result.rowCount, 2);
   });
+
+  it('a keyed transaction forbids table scans for itself only', async () => {
+    const setting = (q: { query: typeof database.db.query }) => q.query<{ enable_seqscan: string }>('SHOW enable_seqscan').then((r) => r.rows[0]!.enable_seqscan);
+    assert.equal(await database.db.transaction((tx) => setting(tx), { seqScans: false }), 'off');
+    assert.equal(await database.db.transaction((tx) => setting(tx)), 'on');
+    assert.equal(await setting(database.db), 'on');
+  });
+});
+
+describe('connection lifetime', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
+  it('a connection older than maxLifetimeSeconds is replaced, so its cached plans are made again', async () => {
+    const database = await createTestDatabase();
+    const db = new PostgresDatabase(database.url!, 1, { maxLifetimeSeconds: 1 });
+    try {
+      const backend = async () => (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const first = await backend();
+      assert.equal(await backend(), first, 'the same connection while it is young');
+      await new Promise((resolve) => setTimeout(resolve, 1300));
+      assert.notEqual(await backend(), first, 'a new connection once the lifetime has passed');
+    } finally {
+      await db.close();
+      await database.drop();
+    }
+  });
 });
 
 describe('migrations from several processes at once', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {

@@ -334,6 +334,12 @@ async function main(): Promise<void> {
       events: WEBHOOK_EVENTS,
     };
     log(`webhooks: ${Math.round(deliveries)} deliveries/s (${published}/${WEBHOOK_EVENTS} in ${webhookSeconds.toFixed(1)} s)`);
+    // The soak below measures what payout_c64 measures (the API process alone), not payouts competing
+    // with a worker that settles them: stop the worker.
+    await new Promise((resolve) => {
+      worker.once('exit', resolve);
+      worker.kill('SIGTERM');
+    });
     }
 
     if (SOAK_S > 0) {

@@ -23,6 +23,7 @@ const RULE_CACHE_TTL_MS = 1000;
 const METHODS: readonly Instrument[] = ['pago_movil', 'transferencia'];
 
 const monthStartOf = (day: string) => `${day.slice(0, 7)}-01`;
+const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
 
 /**
  * Instrument caps plus configured rules. Usage is counted per tenant, customer and beneficiary in
@@ -86,7 +87,6 @@ export class LimitService implements PayoutLimitPolicy {
   async prepareAllocation(tx: Queryable, at: Date, subjects: readonly LimitSubject[]): Promise<AllocationPlan> {
     const rules = await this.rules(tx);
     const day = businessDate(at);
-    const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
     const plans = subjects.map((subject) => {
       const target = this.target(subject);
       const rule = winningRule(rules, target, subject.method);
@@ -108,7 +108,6 @@ export class LimitService implements PayoutLimitPolicy {
     plans: Array<{ subject: LimitSubject; rule: LimitRule | undefined; tracked: UsageRowKey[]; measured: UsageRowKey[] }>,
     lockedRows: ReadonlyArray<UsageRowKey & { amount: bigint; count: bigint }>,
   ): Promise<LimitAllocator> {
-    const keyOf = (k: UsageRowKey) => `${k.kind}|${k.subjectId}|${k.method}`;
     const running = new Map<string, { amount: bigint; count: bigint }>();
     for (const row of lockedRows) running.set(keyOf(row), { amount: row.amount, count: row.count });
     const monthly = plans.filter((p) => p.rule?.monthlyMax !== null && p.rule !== undefined);

@@ -63,7 +63,8 @@ export class PaymentOutcomes {
     private readonly limits: PayoutLimitPolicy,
   ) {
     this.acceptances = new Coalescer(
-      // Losing one in a crash only means the reaper asks the rail again and records it then.
+      // Relaxed durability: a crash can lose this history row only; the payment is still resolved by
+      // the reaper, which asks the rail by our reference.
       (items) => recordRailAcceptances(this.db.relaxed, items, this.clock.now()),
       { batchMax: 256, inFlightMax: 2 },
     );

@@ -42,30 +42,6 @@ export interface UsageRowKey {
   method: Instrument;
 }
 
-/**
- * Locks (creating when missing) a set of one day's counters, in the order given — callers sort the
- * keys so that concurrent transactions lock in the same order — and returns their current values.
- */
-export async function lockUsage(
-  tx: Queryable,
-  partition: { tenantId: string; mode: Mode },
-  day: string,
-  keys: readonly UsageRowKey[],
-): Promise<Array<UsageRowKey & { amount: bigint; count: bigint }>> {
-  if (keys.length === 0) return [];
-  const { rows } = await tx.query<{ subject_kind: SubjectKind; subject_id: string; method: Instrument; amount: bigint; count: bigint }>(
-    `INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-     SELECT $1, $2, v.kind, v.subject_id, v.method, $3::date, 0, 0
-       FROM unnest($4::text[], $5::uuid[], $6::text[]) WITH ORDINALITY AS v(kind, subject_id, method, n)
-      ORDER BY v.n
-     ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
-     DO UPDATE SET amount = limit_usage.amount
-     RETURNING subject_kind, subject_id, method, amount, count`,
-    [partition.tenantId, partition.mode, day, keys.map((k) => k.kind), keys.map((k) => k.subjectId), keys.map((k) => k.method)],
-  );
-  return rows.map((r) => ({ kind: r.subject_kind, subjectId: r.subject_id, method: r.method, amount: r.amount, count: r.count }));
-}
-
 /** Month-to-date consumption before `day` for some subjects (past days never change but by release). */
 export async function pastMonthUsage(
   db: Queryable,

@@ -26,12 +26,11 @@ import { QuoteService } from './services/quotes.ts';
 import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { statementRoutes } from './http/routes/statement.ts';
-import { payoutRoutes } from './http/routes/payouts.ts';
+import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import type { RailAdapter } from './rails/rail.ts';
 import { SandboxRail } from './rails/sandbox-rail.ts';
 import { PaymentOutcomes } from './services/payment-outcomes.ts';
-import type { PayoutLimitPolicy } from './services/payout-limits.ts';
 import { LimitService } from './services/limits.ts';
 import { limitRoutes } from './http/routes/limits.ts';
 import { benchCeilingRoute } from './http/routes/bench-ceiling.ts';
@@ -42,7 +41,9 @@ import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { Authenticator } from './services/authenticator.ts';
 import { TenantService } from './services/tenants.ts';
-import { TenantSettingsCache } from './services/tenant-settings.ts';
+import { Committer } from './services/committer.ts';
+import { MoneyMetrics } from './services/money-metrics.ts';
+import { resolutionScheduleOf } from './workers/reaper.ts';
 import { adminWebhookRoutes } from './http/routes/admin-webhooks.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
@@ -66,7 +67,6 @@ export interface AppDeps {
   liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
-  limits?: PayoutLimitPolicy;
 }
 
 /** The services every route may use, built once per app. */
@@ -82,10 +82,11 @@ export interface Services {
   beneficiaries: BeneficiaryService;
   rails: RailsByMode;
   treasury: TreasuryService;
+  committer: Committer;
   outcomes: PaymentOutcomes;
   payouts: PayoutService;
-  limits: PayoutLimitPolicy;
   limitService: LimitService;
+  metrics: MoneyMetrics;
   events: EventService;
   webhookEndpoints: WebhookEndpointService;
   sandboxWebhooks: SandboxWebhookService;
@@ -115,7 +116,10 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services {
+/** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
+export const COMMIT_QUEUE_MAX = 8192;
+
+export function createServices(deps: AppDeps, registry: Registry, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
   const authenticator = new Authenticator(db);
@@ -126,28 +130,40 @@ export function createServices(deps: AppDeps, log?: FastifyBaseLogger): Services
     live: deps.liveRail,
   };
   const limitService = new LimitService(db, clock);
-  const tenantSettings = new TenantSettingsCache(db);
-  const limits = deps.limits ?? limitService;
-  const outcomes = new PaymentOutcomes(db, clock, limits);
+  const metrics = new MoneyMetrics(registry, db);
+  // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
+  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log);
+  const outcomes = new PaymentOutcomes(db, clock, committer, resolutionScheduleOf(config), metrics, log);
+  const beneficiaries = new BeneficiaryService(db, catalogue);
+  const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
   return {
     config,
     db,
     clock,
     authenticator,
-    tenants: new TenantService(db, authenticator, tenantSettings),
+    tenants: new TenantService(db, authenticator),
     rates,
     quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
     catalogue,
-    beneficiaries: new BeneficiaryService(db, catalogue),
+    beneficiaries,
     rails,
-    treasury: new TreasuryService(db, clock),
+    treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
+    committer,
     outcomes,
-    limits,
     limitService,
-    payouts: new PayoutService(db, clock, catalogue, rails, outcomes, limits, {
-      railTimeoutMs: config.sandboxRailTimeoutMs,
-      reaperIntervalMs: config.reaperIntervalMs,
-    }, tenantSettings),
+    metrics,
+    payouts: new PayoutService(
+      db,
+      clock,
+      catalogue,
+      rails,
+      outcomes,
+      committer,
+      limitService,
+      { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs },
+      payoutAnswers,
+      log,
+    ),
     events: new EventService(db, clock),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
@@ -172,7 +188,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   app.setValidatorCompiler(validatorCompiler);
 
-  const services = createServices(deps, app.log);
+  const registry = deps.metrics ?? createMetricsRegistry();
+  const services = createServices(deps, registry, app.log);
 
   // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
   app.removeAllContentTypeParsers();
@@ -211,7 +228,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
         }),
     });
   }
-  const registry = deps.metrics ?? createMetricsRegistry();
   registerMetrics(app, registry);
 
   await operationsRoutes(app, deps.db, registry);

@@ -12,6 +12,8 @@ export interface Config {
   dataDir: string;
   dbPoolSize: number;
   dbConnectionMaxLifetimeS: number;
+  dbStatementTimeoutMs: number;
+  dbLockTimeoutMs: number;
   bootstrap: boolean;
   platformApiKey: string | undefined;
   publicBaseUrl: string | undefined;
@@ -24,6 +26,8 @@ export interface Config {
   sandboxReverseDelayMs: number;
   sandboxRailTimeoutMs: number;
   reaperIntervalMs: number;
+  reaperCheckAttemptsMax: number;
+  reaperBackoffMaxMs: number;
   webhookBackoffScale: number;
   webhookTimeoutMs: number;
   webhookSecretOverlapHours: number;
@@ -111,6 +115,8 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: env.DATA_DIR || './data',
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 20, 1, 500),
     dbConnectionMaxLifetimeS: integer(env, 'DB_CONNECTION_MAX_LIFETIME_S', 60, 0, 86_400),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000),
+    dbLockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 10, 3_600_000),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
     platformApiKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
@@ -123,6 +129,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxReverseDelayMs: integer(env, 'SANDBOX_REVERSE_DELAY_MS', 10_000, 0, 86_400_000),
     sandboxRailTimeoutMs: integer(env, 'SANDBOX_RAIL_TIMEOUT_MS', 2000, 1, 60_000),
     reaperIntervalMs: integer(env, 'REAPER_INTERVAL_MS', 1000, 10, 3_600_000),
+    reaperCheckAttemptsMax: integer(env, 'REAPER_CHECK_ATTEMPTS_MAX', 24, 1, 1000),
+    reaperBackoffMaxMs: integer(env, 'REAPER_BACKOFF_MAX_MS', 600_000, 10, 86_400_000),
     webhookBackoffScale: decimal(env, 'WEBHOOK_BACKOFF_SCALE', 1, 0, 1000),
     webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 5000, 1, 60_000),
     webhookSecretOverlapHours: decimal(env, 'WEBHOOK_SECRET_OVERLAP_HOURS', 24, 0, 720),
@@ -142,6 +150,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DATA_DIR', './data', 'Embedded database files and bootstrap.json'],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
+  ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
+  ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
@@ -153,7 +163,9 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
   ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
   ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
-  ['REAPER_INTERVAL_MS', '1000', 'How often the reaper resolves submitted/unknown payouts'],
+  ['REAPER_INTERVAL_MS', '1000', 'How often the reaper looks for due payments; also the first wait of its per-payment backoff'],
+  ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],
+  ['REAPER_BACKOFF_MAX_MS', '600000', 'The longest wait between two questions to the rail about one payment'],
   ['WEBHOOK_BACKOFF_SCALE', '1', 'Multiplies every wait of the webhook retry schedule'],
   ['WEBHOOK_TIMEOUT_MS', '5000', 'Webhook receiver timeout'],
   ['WEBHOOK_SECRET_OVERLAP_HOURS', '24', 'How long a rotated signing secret keeps signing'],

@@ -52,6 +52,40 @@ export const PG_UNIQUE_VIOLATION = '23505';
 export const PG_CHECK_VIOLATION = '23514';
 export const PG_SERIALIZATION_FAILURE = '40001';
 export const PG_DEADLOCK = '40P01';
+export const PG_LOCK_NOT_AVAILABLE = '55P03';
+export const PG_QUERY_CANCELED = '57014';
+
+/** Transaction conflicts PostgreSQL resolves by aborting one side: safe to run the transaction again. */
+export function isRetryableConflict(error: unknown): boolean {
+  const code = pgErrorCode(error);
+  return code === PG_DEADLOCK || code === PG_SERIALIZATION_FAILURE;
+}
+
+// Server-side codes of a database that is restarting, shutting down, out of connections, or that
+// gave up waiting (statement or lock timeout): the request may succeed in a moment.
+const TRANSIENT_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53400', PG_LOCK_NOT_AVAILABLE, PG_QUERY_CANCELED, PG_DEADLOCK, PG_SERIALIZATION_FAILURE]);
+const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const TRANSIENT_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Connection is closed',
+  'terminating connection',
+];
+
+/**
+ * The database could not answer now — lost or refused connection, server restarting, pool exhausted,
+ * a statement or lock timeout — as opposed to a bug or a constraint violation. Requests that fail
+ * this way answer 503 (retryable); nothing they did was committed, or, if the commit itself was cut
+ * off, the retry with the same Idempotency-Key finds what was.
+ */
+export function isTransientDatabaseError(error: unknown): boolean {
+  if (!error || typeof error !== 'object') return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (code.startsWith('08') || TRANSIENT_CODES.has(code) || TRANSIENT_NODE_CODES.has(code))) return true;
+  const message = (error as { message?: unknown }).message;
+  return typeof message === 'string' && TRANSIENT_MESSAGES.some((m) => message.includes(m));
+}
 
 export function pgErrorCode(error: unknown): string | undefined {
   if (error && typeof error === 'object' && 'code' in error && typeof (error as { code: unknown }).code === 'string') {

@@ -36,6 +36,8 @@ export async function migrate(
   const migrations = loadMigrations();
   return db.withConnection(async (conn) => {
     await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    // A migration may rewrite a large table: the service's statement and lock bounds do not apply.
+    await conn.exec('SET statement_timeout = 0; SET lock_timeout = 0');
     try {
       await conn.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
         version integer PRIMARY KEY,
@@ -64,6 +66,7 @@ export async function migrate(
       if (afterLock) await afterLock();
       return { applied };
     } finally {
+      await conn.exec('RESET statement_timeout; RESET lock_timeout');
       await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
   });

@@ -33,6 +33,24 @@ function queryConfig(sql: string, params: readonly unknown[] | undefined): pg.Qu
   return { name: statementName(sql), text: sql, values: params as unknown[], types } as pg.QueryConfig;
 }
 
+/**
+ * A checked-out client has no error listener of the pool's: a connection dropped between two queries
+ * of a transaction (a server restart, a network cut) would be an unhandled 'error' event and kill the
+ * process. The query in flight fails on its own; this listener only keeps the event handled, and the
+ * client is then released as broken so the pool replaces it.
+ */
+function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
+  let failed = false;
+  const onError = () => {
+    failed = true;
+  };
+  client.on('error', onError);
+  return {
+    broken: () => failed,
+    done: () => client.removeListener('error', onError),
+  };
+}
+
 class PgQueryable implements Queryable {
   constructor(private readonly client: pg.PoolClient) {}
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
@@ -42,6 +60,23 @@ class PgQueryable implements Queryable {
   async exec(sql: string): Promise<void> {
     await this.client.query(sql);
   }
+}
+
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+
+export interface PostgresOptions {
+  maxLifetimeSeconds?: number;
+  /** DB_STATEMENT_TIMEOUT_MS: the longest any one statement may run. */
+  statementTimeoutMs?: number;
+  /** DB_LOCK_TIMEOUT_MS: the longest a statement waits for a row lock. */
+  lockTimeoutMs?: number;
+  /** A transaction left open by a stalled process is ended by the server after this long. */
+  idleInTransactionTimeoutMs?: number;
+  /** How long a request waits for a free pool connection. */
+  connectTimeoutMs?: number;
 }
 
 export class PostgresDatabase implements Database {
@@ -58,14 +93,22 @@ export class PostgresDatabase implements Database {
    * stays, and every payout pays a scan of the whole ledger. A new connection plans again against the
    * current table sizes. 0 keeps connections for as long as they are used.
    */
-  constructor(connectionString: string, poolSize: number, options: { maxLifetimeSeconds?: number } = {}) {
+  constructor(connectionString: string, poolSize: number, options: PostgresOptions = {}) {
     const maxLifetimeSeconds = options.maxLifetimeSeconds ?? 0;
+    // Every statement and lock wait of the service is bounded: a stuck query or a lock held by a
+    // stalled transaction fails its request (503, retryable) instead of holding a connection forever.
+    const timeouts = {
+      statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
+      lock_timeout: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    };
     this.pool = new pg.Pool({
       connectionString,
       max: poolSize,
       idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds,
+      ...timeouts,
     });
     // An idle client that loses its server must not crash the process; the pool replaces it.
     this.pool.on('error', () => undefined);
@@ -73,9 +116,10 @@ export class PostgresDatabase implements Database {
       connectionString,
       max: Math.max(2, Math.ceil(poolSize / 4)),
       idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: 10_000,
+      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds,
       options: '-c synchronous_commit=off',
+      ...timeouts,
     });
     this.relaxedPool.on('error', () => undefined);
     const relaxedPool = this.relaxedPool;
@@ -101,6 +145,7 @@ export class PostgresDatabase implements Database {
 
   async transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
+    const checkedOut = checkOut(client);
     let broken = false;
     try {
       // Without parameters this is one simple-protocol message: both statements, one round trip.
@@ -116,16 +161,19 @@ export class PostgresDatabase implements Database {
       }
       throw error;
     } finally {
-      client.release(broken);
+      checkedOut.done();
+      client.release(broken || checkedOut.broken());
     }
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const checkedOut = checkOut(client);
     try {
       return await work(new PgQueryable(client));
     } finally {
-      client.release();
+      checkedOut.done();
+      client.release(checkedOut.broken());
     }
   }
 

@@ -89,33 +89,56 @@ export function settlementEntry(deliverAmount: bigint): LedgerEntry {
   ]);
 }
 
-/** A rejected payout charges nothing: the exact mirror of its commitment. */
-export function failureEntry(payout: LedgerEntry): LedgerEntry {
-  if (payout.kind !== 'payout') throw new Error('invariant: only a payout entry is reversed on failure');
-  return entry(
-    'payout_failure',
-    payout.postings.map((p) => ({ ...p, amount: -p.amount })),
-  );
+/**
+ * Money given back to a tenant in `asset`: to the account it was charged to. A credit tenant's refund
+ * first reduces what it has drawn; whatever exceeds the current draw (a daily close already settled
+ * it) is owed to the tenant as prefunding, shown in its position and netted by the next close. So a
+ * refund never drives `credit_receivable` below zero, whenever it happens.
+ */
+export function refundPostings(funding: FundingAccount, asset: string, amount: bigint, creditDrawn: bigint): Posting[] {
+  if (amount <= 0n) throw new Error('invariant: a refund is positive');
+  if (funding === 'prefunding') return [{ asset, account: 'prefunding', amount: -amount }];
+  if (creditDrawn < 0n) throw new Error('invariant: credit drawn is never negative');
+  const toCredit = creditDrawn < amount ? creditDrawn : amount;
+  return [
+    { asset, account: 'credit_receivable', amount: -toCredit },
+    { asset, account: 'prefunding', amount: -(amount - toCredit) },
+  ];
 }
 
 /**
- * The bank returned a settled payout: the delivered amount comes back to our cash and to the
- * tenant (fee kept). For a credit tenant it first reduces what is drawn; any excess (drawn was
- * already settled by a close) is owed to the tenant as prefunding.
+ * A rejected payout charges nothing: the mirror of its commitment, with the charge refunded through
+ * `refundPostings` (a credit tenant's draw may have been settled by a close meanwhile).
  */
-export function reversalEntry(funding: FundingAccount, deliverAmount: bigint, creditDrawn: bigint): LedgerEntry {
-  const toCredit = funding === 'credit_receivable' ? (creditDrawn < deliverAmount ? creditDrawn : deliverAmount) : 0n;
-  return entry('payout_reversal', [
-    { asset: 'BS', account: 'treasury', amount: deliverAmount },
-    { asset: 'BS', account: 'credit_receivable', amount: -toCredit },
-    { asset: 'BS', account: 'prefunding', amount: -(deliverAmount - toCredit) },
+export function failureEntry(payout: LedgerEntry, funding: FundingAccount, creditDrawn: bigint): LedgerEntry {
+  if (payout.kind !== 'payout') throw new Error('invariant: only a payout entry is reversed on failure');
+  const charge = payout.postings.find((p) => p.account === funding && p.amount > 0n);
+  if (!charge) throw new Error(`invariant: the payout entry does not charge ${funding}`);
+  return entry('payout_failure', [
+    ...payout.postings.filter((p) => p !== charge).map((p) => ({ ...p, amount: -p.amount })),
+    ...refundPostings(funding, charge.asset, charge.amount, creditDrawn),
   ]);
 }
 
-/** Daily close: the tenant pays what it drew on credit. */
-export function dailyCloseEntry(asset: string, drawn: bigint): LedgerEntry {
+/**
+ * The bank returned a settled payout: the delivered bolivares come back to our cash and to the
+ * tenant's position in the delivered asset (the fee is kept), through `refundPostings`.
+ */
+export function reversalEntry(funding: FundingAccount, asset: string, deliverAmount: bigint, creditDrawn: bigint): LedgerEntry {
+  return entry('payout_reversal', [{ asset, account: 'treasury', amount: deliverAmount }, ...refundPostings(funding, asset, deliverAmount, creditDrawn)]);
+}
+
+/**
+ * Daily close of one asset: the tenant pays what it drew on credit, net of what we owe it (refunds
+ * after the previous close, or money it sent on account). The treasury receives the difference, or
+ * pays it out when we owe more than was drawn. Undefined when there is nothing to settle.
+ */
+export function dailyCloseEntry(asset: string, drawn: bigint, owed: bigint): LedgerEntry | undefined {
+  if (drawn < 0n || owed < 0n) throw new Error('invariant: drawn and owed are never negative');
+  if (drawn === 0n && owed === 0n) return undefined;
   return entry('daily_close', [
-    { asset, account: 'treasury', amount: drawn },
+    { asset, account: 'treasury', amount: drawn - owed },
     { asset, account: 'credit_receivable', amount: -drawn },
+    { asset, account: 'prefunding', amount: owed },
   ]);
 }

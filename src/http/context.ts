@@ -13,6 +13,8 @@ export interface AuthContext {
 declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | null;
+    /** The request's Idempotency-Key and fingerprint, on routes whose writer records the key itself. */
+    idempotency?: { key: string; fingerprint: string };
   }
   interface FastifyContextConfig {
     /** No API key needed (health, metrics, docs, OpenAPI document). */
@@ -21,7 +23,18 @@ declare module 'fastify' {
     scopes?: readonly string[];
     /** `required`: 400 `idempotency_key_missing` without the header. */
     idempotency?: 'required' | 'optional';
+    /**
+     * The route's writer records the key in the transaction that does the work (money routes): the
+     * plugin only checks the header and computes the fingerprint, and hands both to the handler.
+     */
+    idempotencyInWriter?: boolean;
   }
+}
+
+/** The key and fingerprint of a writer-recorded route (the plugin guarantees them). */
+export function idempotencyOf(request: { idempotency?: { key: string; fingerprint: string } }): { key: string; fingerprint: string } {
+  if (!request.idempotency) throw new Error('invariant: a writer-recorded route reached without its Idempotency-Key');
+  return request.idempotency;
 }
 
 /** The caller's partition: every tenant-owned query is scoped by it. */

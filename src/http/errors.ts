@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, type: 'rate_limit_error' },
   rate_unavailable: { status: 503, type: 'provider_error' },
   service_unavailable: { status: 503, type: 'api_error' },
+  overloaded: { status: 503, type: 'api_error' },
   internal_error: { status: 500, type: 'api_error' },
 } as const satisfies Record<string, { status: number; type: ErrorType }>;
 
@@ -58,6 +59,14 @@ export function validationFailed(errors: FieldError[], message?: string): ApiErr
   const summary = message ?? errors.map((e) => `${e.field}: ${e.message}`).join('; ');
   return new ApiError('validation_failed', summary, { errors });
 }
+
+/** A bounded internal queue is full: nothing was done, retry after `Retry-After` seconds. */
+export function overloaded(what: string): ApiError {
+  return new ApiError('overloaded', `The service is at capacity (${what}); nothing was done. Retry in a moment.`);
+}
+
+/** Seconds a client should wait before retrying a 503 (Retry-After). */
+export const RETRY_AFTER_S = 1;
 
 export function notFound(what: string): ApiError {
   return new ApiError('resource_not_found', `No such ${what}.`);

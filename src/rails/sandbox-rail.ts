@@ -137,19 +137,17 @@ export class SandboxRail implements RailAdapter {
     if (!UUID.test(transfer.reference)) throw new Error('SandboxRail: the reference must be a payment id (uuid)');
     if (transfer.amountMinor <= 0n) throw new RangeError('SandboxRail: amountMinor must be positive');
 
-    const inserted = await insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now()));
-    if (inserted === undefined) {
-      // Known reference: the same transfer again. Never a second transfer, never a second hang.
-      const existing = await findSandboxTransfer(this.db, transfer.reference);
-      if (existing === undefined) throw new Error(`invariant: sandbox transfer ${transfer.reference} conflicted but is missing`);
-      assertSameTransfer(existing, transfer);
-      return sandboxStatusAt(existing, this.clock.now());
+    const { row, inserted } = await insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now()));
+    if (!inserted) {
+      // Known reference: the same transfer again (counted). Never a second transfer, never a second hang.
+      assertSameTransfer(row, transfer);
+      return sandboxStatusAt(row, this.clock.now());
     }
-    if (inserted.scenario === 'hang') {
+    if (row.scenario === 'hang') {
       // Received and recorded, but the answer never comes: the caller's timeout ends this call.
       await hang(this.hangMs, signal);
     }
-    return sandboxStatusAt(inserted, this.clock.now());
+    return sandboxStatusAt(row, this.clock.now());
   }
 
   async lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup> {

@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
-import {
-  findBeneficiary,
-  findBeneficiaryByIdentity,
-  insertBeneficiaryIfNew,
-  listBeneficiaries,
-  type BeneficiaryRow,
-} from '../db/repositories/beneficiaries.ts';
+import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
 import type { Mode } from '../domain/api-keys.ts';
-import { validateBeneficiary, type BankCodes, type BeneficiaryInput } from '../domain/beneficiary.ts';
+import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import { decodeCursor, encodeCursor } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
@@ -25,8 +19,8 @@ export interface BeneficiaryPage {
   nextCursor: string | null;
 }
 
-// A concurrent registration can only make our insert lose, never make the winner invisible, so a
-// second attempt always finds a row; the bound turns a broken invariant into an error, not a loop.
+// A registration that races one of the same identity may not see the winner's row in its own
+// statement; the next statement does. The bound turns a broken invariant into an error, not a loop.
 const REGISTER_ATTEMPTS_MAX = 3;
 
 /** Registers and reads beneficiaries (interface.md 4.3 to 4.5, decisions.md §9). */
@@ -43,18 +37,21 @@ export class BeneficiaryService {
   }
 
   /**
-   * Idempotent per (national id, bank, instrument): an existing beneficiary is returned unchanged
-   * with `created: false`, even if the other fields differ. Nothing is stored unless every rule passes.
+   * Idempotent per (national id, bank, instrument): an existing beneficiary keeps its id and history
+   * (`created: false`) and takes the name, phone and account number given. Nothing is stored unless
+   * every rule passes.
    */
   async register(partition: Partition, input: BeneficiaryInput): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
     const result = validateBeneficiary(input, await this.bankCodes());
     if (!result.ok) throw validationFailed(result.errors);
-    const details = result.beneficiary;
+    return this.save(partition, result.beneficiary);
+  }
+
+  /** Registers validated details (also the inline beneficiary of a payout). */
+  async save(partition: Partition, details: BeneficiaryDetails): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
     for (let attempt = 1; attempt <= REGISTER_ATTEMPTS_MAX; attempt += 1) {
-      const inserted = await insertBeneficiaryIfNew(this.db, partition.tenantId, partition.mode, randomUUID(), details);
-      if (inserted) return { beneficiary: inserted, created: true };
-      const existing = await findBeneficiaryByIdentity(this.db, partition.tenantId, partition.mode, details);
-      if (existing) return { beneficiary: existing, created: false };
+      const saved = await upsertBeneficiary(this.db, partition.tenantId, partition.mode, randomUUID(), details);
+      if (saved) return saved;
     }
     throw new Error('invariant: beneficiary neither inserted nor found by its identity');
   }

@@ -1,221 +1,209 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import type { Database, Queryable } from '../db/database.ts';
-import { recordBeneficiaryFailure, recordBeneficiarySuccess } from '../db/repositories/beneficiary-history.ts';
-import { lockedBalance, payoutEntryOf, postEntry } from '../db/repositories/ledger.ts';
-import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { insertTransition, recordRailAcceptances, scheduleCheck, transitionPayment, type PaymentRow, type TransitionChange } from '../db/repositories/payments.ts';
+import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
+import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
+import { recordRailAcceptances, type PaymentRow } from '../db/repositories/payments.ts';
+import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
-import { failureEntry, reversalEntry, settlementEntry, type FundingAccount } from '../domain/ledger.ts';
-import type { PaymentStatus, TransitionActor } from '../domain/payment-state.ts';
-import type { RailStatus } from '../rails/rail.ts';
-import type { PayoutLimitPolicy } from './payout-limits.ts';
-import { Coalescer } from '../db/coalescer.ts';
+import {
+  decideOutcomeBatch,
+  outcomeLockPlan,
+  type OutcomeJob,
+  type OutcomePayment,
+  type RailReport,
+  type ResolutionSchedule,
+} from '../domain/outcome-decision.ts';
+import type { TransitionActor } from '../domain/payment-state.ts';
+import type { BatchLane, Committer } from './committer.ts';
+import type { MoneyMetrics } from './money-metrics.ts';
 
-/** Every statement of an outcome finds its rows by key (see TransactionOptions.seqScans). */
-const KEYED = { seqScans: false } as const;
+type Partition = { tenantId: string; mode: Mode };
 
-/** What the payout answer and the statement say for each state. */
-export const STATUS_MESSAGES = {
-  submitted: 'Accepted by the rail and settling. Do not retry: the outcome arrives by webhook (payment.settled or payment.failed).',
-  settled: 'Settled: the beneficiary has the funds.',
-  unknown:
-    'The rail did not confirm the send. Do not retry: we are resolving it with the rail using our own reference, and the outcome arrives by webhook.',
-  reversed: 'The bank returned this settled disbursement; the delivered amount is back in your balance (the fee is kept).',
-} as const;
-
-export const FAILURE_MESSAGES: Record<string, string> = {
-  beneficiary_missing_phone: 'The beneficiary has no phone number; both instruments need one. Register it and retry with a new quote.',
-  beneficiary_missing_account: 'The beneficiary has no account number, which transferencia needs. Register one, or use pago_movil, with a new quote.',
-  beneficiary_mismatch: 'The bank says the name or national id does not match the holder of the account or phone.',
-  amount_below_rail_minimum: 'The amount is below the rail floor per operation (1 token at the current rate). Quote a larger amount.',
-  sender_required: 'No sender: send a sender block, a customerId with a stored sender, or configure a default sender for the program.',
-  instrument_unsupported: 'The requested instrument is not available for this beneficiary.',
-  invalid_destination_account: 'The destination account is invalid or closed.',
-  bank_unreachable: 'The beneficiary bank did not answer. Retry later with a new quote.',
-  rail_rejected: 'The rail rejected the send.',
-  rail_insufficient_balance: 'The rail had insufficient balance to send.',
-  amount_above_rail_limit: 'The amount is above the rail limit.',
-  no_route: 'No rail can deliver this payout.',
-};
-
-export function failureMessage(reason: string): string {
-  return FAILURE_MESSAGES[reason] ?? 'The disbursement was not executed; nothing was charged.';
-}
-
-export type RailOutcome = RailStatus | { status: 'timeout' } | { status: 'error'; message: string };
+/** The most outcomes of one tenant in one transaction. */
+export const OUTCOME_BATCH_MAX = 128;
 
 export interface OutcomeContext {
   actor: TransitionActor;
-  /** Reason recorded on the transition when the rail settles (rail_settled from the API, resolved_by_reaper). */
+  /** Reason recorded on a settlement (rail_settled from the payout path, resolved_by_reaper). */
   settledReason: string;
-  /** How long to wait before asking the rail again about a still-open payment. */
-  recheckAfterMs: number;
+  recheck: OutcomeJob['recheck'];
+}
+
+interface OutcomeItem {
+  payment: PaymentRow;
+  job: OutcomeJob;
+}
+
+export interface AppliedOutcome {
+  payment: PaymentRow;
+  /** This outcome made the reaper stop asking the rail. */
+  parkedNow: boolean;
+  /** Batch-level anomalies (reported with the first job of the batch). */
+  anomalies: string[];
 }
 
 /**
- * Applies what the rail said to a payment: one conditional transition, its ledger entry, its
- * outcome event and the beneficiary history, all in one transaction. If another process moved the
- * payment first, nothing happens (returns the row unchanged as read).
+ * Applies what the rail said about payments: every transition, ledger entry, limit give-back, outcome
+ * event and beneficiary history change, through the committer in batches per tenant, in the lock
+ * order, so the payout path, the reaper and rail notifications never race or deadlock on a payment.
+ * A payment another path already moved is left as it is (the decision sees the locked row).
  */
 export class PaymentOutcomes {
-  constructor(
-    private readonly db: Database,
-    private readonly clock: Clock,
-    private readonly limits: PayoutLimitPolicy,
-  ) {
-    this.acceptances = new Coalescer(
-      // Relaxed durability: a crash can lose this history row only; the payment is still resolved by
-      // the reaper, which asks the rail by our reference.
-      (items) => recordRailAcceptances(this.db.relaxed, items, this.clock.now()),
-      { batchMax: 256, inFlightMax: 2 },
-    );
-  }
-
+  private readonly lane: OutcomeLane;
   /** Concurrent "accepted, settling" answers of the rail are recorded together. */
   private readonly acceptances: Coalescer<Parameters<typeof recordRailAcceptances>[1][number], boolean>;
 
-  async apply(payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow> {
-    const wantedCheckAt = outcome.status === 'processing' ? this.clock.now().getTime() + Math.max(outcome.retryAfterMs ?? 0, context.recheckAfterMs) : 0;
-    if (outcome.status === 'processing' && payment.status === 'submitted' && context.actor === 'api' && (payment.next_check_at?.getTime() ?? 0) >= wantedCheckAt) {
-      // The usual answer of the payout path: one history row, no ledger entry, no event, and no change
-      // to the payment row, whose first check (scheduled at commit) already falls late enough.
-      await this.acceptances.submit({
-        tenantId: payment.tenant_id,
-        id: payment.id,
-        actor: context.actor,
-        metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
-      });
-      return payment;
-    }
-    return this.db.transaction(async (tx) => (await this.applyIn(tx, payment, outcome, context)) ?? payment, KEYED);
+  constructor(
+    db: Database,
+    private readonly clock: Clock,
+    private readonly committer: Committer,
+    schedule: ResolutionSchedule,
+    metrics?: MoneyMetrics,
+    log?: FastifyBaseLogger,
+  ) {
+    this.lane = new OutcomeLane(clock, schedule, metrics, log);
+    this.acceptances = new Coalescer(
+      // Relaxed durability: a crash can lose this history row only; the reaper records it when it asks.
+      (items) => recordRailAcceptances(db.relaxed, items, this.clock.now()),
+      COALESCER_BOUNDS,
+    );
   }
 
-  async applyIn(tx: Queryable, payment: PaymentRow, outcome: RailOutcome, context: OutcomeContext): Promise<PaymentRow | undefined> {
-    const now = this.clock.now();
-    const from = payment.status;
-    const metadata = { methodRequested: payment.method_requested, methodUsed: payment.method };
-    const move = async (to: PaymentStatus, reason: string | null, change: Omit<TransitionChange, 'to' | 'reason'>) => {
-      const moved = await transitionPayment(tx, payment.tenant_id, payment.id, from, { ...change, to, reason }, now);
-      if (moved) await insertTransition(tx, payment.tenant_id, payment.id, { from_status: from, to_status: to, reason, actor: context.actor, metadata, created_at: now });
-      return moved;
-    };
-    const recheckAt = (ms?: number) => new Date(now.getTime() + Math.max(ms ?? 0, context.recheckAfterMs));
-
-    switch (outcome.status) {
-      case 'processing': {
-        // The rail took it and settles asynchronously: recorded once, as submitted → submitted.
-        if (from === 'submitted') await recordRailAcceptances(tx, [{ tenantId: payment.tenant_id, id: payment.id, actor: context.actor, metadata }], now);
-        return this.recheck(tx, payment, recheckAt(outcome.retryAfterMs));
-      }
-      case 'unconfirmed':
-      case 'timeout':
-      case 'error': {
-        if (from === 'unknown') return this.recheck(tx, payment, recheckAt('retryAfterMs' in outcome ? outcome.retryAfterMs : undefined));
-        const reason = outcome.status === 'unconfirmed' ? 'rail_unconfirmed' : outcome.status === 'timeout' ? 'rail_timeout' : 'rail_error';
-        return move('unknown', reason, { message: STATUS_MESSAGES.unknown, nextCheckAt: recheckAt() });
-      }
-      case 'settled':
-        return this.settle(tx, payment, move, outcome.bankReference, outcome.settledAt, context.settledReason);
-      case 'failed': {
-        const moved = await move('failed', outcome.reason, {
-          message: failureMessage(outcome.reason),
-          compensated: true,
-          feeAmount: 0n,
-          nextCheckAt: null,
-        });
-        if (!moved) return undefined;
-        // Limit counters before ledger accounts: the payout transaction locks them in that order too.
-        await this.limits.release(tx, moved);
-        const commitment = await payoutEntryOf(tx, payment.tenant_id, payment.id);
-        if (!commitment) throw new Error(`invariant: payment ${payment.id} failed after the ledger but has no payout entry`);
-        await postEntry(tx, partitionOf(payment), failureEntry(commitment), { paymentId: payment.id });
-        await this.emit(tx, moved, 'payment.failed', { reason: outcome.reason });
-        if (moved.beneficiary_id) await recordBeneficiaryFailure(tx, moved.tenant_id, moved.beneficiary_id, outcome.reason);
-        return moved;
-      }
-      case 'reversed': {
-        // The rail reports a reversal of a payment we had not seen settle: settle it first.
-        const settled = await this.settle(tx, payment, move, outcome.bankReference, now, context.settledReason);
-        return settled ? this.reverseIn(tx, settled, outcome.reason, context.actor) : undefined;
-      }
-    }
+  /** Applies one report; resolves with the payment as it stands afterwards. */
+  async apply(payment: PaymentRow, report: RailReport, context: OutcomeContext): Promise<PaymentRow> {
+    return (await this.applyWithDetail(payment, report, context)).payment;
   }
 
-  /** A settled payout returned by the bank: the delivered amount comes back, the fee is kept. */
-  async reverse(payment: PaymentRow, reason: string, actor: TransitionActor): Promise<PaymentRow | undefined> {
-    return this.db.transaction((tx) => this.reverseIn(tx, payment, reason, actor), KEYED);
+  applyWithDetail(payment: PaymentRow, report: RailReport, context: OutcomeContext): Promise<AppliedOutcome> {
+    const job: OutcomeJob = { paymentId: payment.id, report, ...context };
+    return this.committer.submit(this.lane, { tenantId: payment.tenant_id, mode: payment.mode }, { payment, job });
   }
 
-  private async reverseIn(tx: Queryable, payment: PaymentRow, reason: string, actor: TransitionActor): Promise<PaymentRow | undefined> {
-    const now = this.clock.now();
-    const moved = await transitionPayment(tx, payment.tenant_id, payment.id, 'settled', { to: 'reversed', reason, message: STATUS_MESSAGES.reversed }, now);
-    if (!moved) return undefined;
-    await insertTransition(tx, payment.tenant_id, payment.id, {
-      from_status: 'settled',
-      to_status: 'reversed',
-      reason,
+  /**
+   * The usual answer of the rail on the payout path ("accepted, settling"): one history row, nothing
+   * else (the first check is already scheduled). Recorded once, whichever path hears it first.
+   */
+  async recordAcceptance(payment: PaymentRow, actor: TransitionActor): Promise<void> {
+    await this.acceptances.submit({
+      tenantId: payment.tenant_id,
+      id: payment.id,
       actor,
       metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
-      created_at: now,
-    });
-    await this.limits.release(tx, moved);
-    const funding = await fundingAccountOf(tx, payment);
-    const drawn = funding === 'credit_receivable' ? await lockedBalance(tx, partitionOf(payment), 'BS', 'credit_receivable') : 0n;
-    await postEntry(tx, partitionOf(payment), reversalEntry(funding, moved.payout_amount, drawn), { paymentId: payment.id });
-    await this.emit(tx, moved, 'payment.reversed', { reason });
-    return moved;
-  }
-
-  private async settle(
-    tx: Queryable,
-    payment: PaymentRow,
-    move: (to: PaymentStatus, reason: string | null, change: Omit<TransitionChange, 'to' | 'reason'>) => Promise<PaymentRow | undefined>,
-    bankReference: string,
-    settledAt: Date,
-    reason: string,
-  ): Promise<PaymentRow | undefined> {
-    const moved = await move('settled', reason, {
-      message: STATUS_MESSAGES.settled,
-      bankReference,
-      settledAt,
-      nextCheckAt: null,
-    });
-    if (!moved) return undefined;
-    await postEntry(tx, partitionOf(payment), settlementEntry(moved.payout_amount), { paymentId: payment.id });
-    await this.emit(tx, moved, 'payment.settled', {});
-    if (moved.beneficiary_id) await recordBeneficiarySuccess(tx, moved.tenant_id, moved.beneficiary_id, settledAt);
-    return moved;
-  }
-
-  private async recheck(tx: Queryable, payment: PaymentRow, at: Date): Promise<PaymentRow | undefined> {
-    await scheduleCheck(tx, payment.tenant_id, payment.id, at);
-    return undefined;
-  }
-
-  async emit(tx: Queryable, payment: PaymentRow, type: 'payment.settled' | 'payment.failed' | 'payment.reversed', extra: { reason?: string }): Promise<void> {
-    await insertOutboxEvent(tx, {
-      tenantId: payment.tenant_id,
-      mode: payment.mode,
-      type,
-      paymentId: payment.id,
-      payload: eventPayload(payment, type, extra.reason),
-      at: this.clock.now(),
     });
   }
 }
 
-/** Webhook payloads of decisions.md §7. */
-export function eventPayload(payment: PaymentRow, type: string, reason?: string): Record<string, unknown> {
-  const base = { paymentId: payment.id, asset: payment.payout_asset, amount: payment.payout_amount.toString() };
-  if (type === 'payment.settled') return { ...base, bankReference: payment.bank_reference, method: payment.method };
-  if (type === 'payment.failed') return { ...base, method: payment.method ?? payment.method_requested, reason: reason ?? payment.status_reason };
-  return { ...base, bankReference: payment.bank_reference, method: payment.method, reason: reason ?? payment.status_reason };
+class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
+  readonly name = 'outcome';
+  readonly batchMax = OUTCOME_BATCH_MAX;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly schedule: ResolutionSchedule,
+    private readonly metrics?: MoneyMetrics,
+    private readonly log?: FastifyBaseLogger,
+  ) {}
+
+  async run(tx: Queryable, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
+    const now = this.clock.now();
+    const plan = outcomeLockPlan(items.map((item) => ({ job: item.job, payment: outcomePaymentOf(item.payment) })));
+    const held = await lockOutcomeBatch(tx, partition, {
+      paymentIds: sortedIds(items.map((item) => item.payment.id)),
+      counters: plan.counters,
+      accounts: plan.accounts,
+    });
+    const payments = new Map<string, OutcomePayment>();
+    for (const item of items) {
+      const locked = held.payments.get(item.payment.id);
+      if (!locked) throw new Error(`invariant: payment ${item.payment.id} is not a payment of this tenant and mode`);
+      // Immutable fields from the job's copy of the row, the rest as locked now.
+      payments.set(item.payment.id, { ...outcomePaymentOf(item.payment), ...locked });
+    }
+    const decided = decideOutcomeBatch({ now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters }, items.map((i) => i.job));
+
+    const write: OutcomeBatchWrite = { now, payments: [], transitions: [], entries: [], accountDeltas: [...decided.accountDeltas.values()], giveBacks: [...decided.giveBacks.values()], events: [], beneficiaries: [] };
+    const finals = new Map<string, { after: NonNullable<(typeof decided.decisions)[number]['after']>; touched: boolean }>();
+    const history = new Map<string, { id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>();
+    decided.decisions.forEach((decision, i) => {
+      const { payment } = items[i]!;
+      const metadata = { methodRequested: payment.method_requested, methodUsed: payment.method };
+      for (const t of decision.transitions) write.transitions.push({ paymentId: payment.id, ...t, metadata });
+      for (const entry of decision.entries) write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: payment.id, postings: entry.postings });
+      for (const event of decision.events) write.events.push({ paymentId: payment.id, type: event.type, payload: event.payload });
+      if (decision.after) {
+        const moved = decision.transitions.some((t) => t.from !== t.to);
+        const touched = moved || (finals.get(payment.id)?.touched ?? false);
+        finals.set(payment.id, { after: decision.after, touched });
+      }
+      if (decision.beneficiary && payment.beneficiary_id) {
+        const h = history.get(payment.beneficiary_id) ?? { id: payment.beneficiary_id, successes: 0, lastSuccessAt: null, lastFailureReason: null };
+        if (decision.beneficiary.successAt) {
+          h.successes += 1;
+          h.lastSuccessAt = h.lastSuccessAt && h.lastSuccessAt > decision.beneficiary.successAt ? h.lastSuccessAt : decision.beneficiary.successAt;
+        }
+        if (decision.beneficiary.failureReason) h.lastFailureReason = decision.beneficiary.failureReason;
+        history.set(payment.beneficiary_id, h);
+      }
+    });
+    write.payments = [...finals.entries()].map(([id, f]) => ({ id, after: f.after, touched: f.touched }));
+    write.beneficiaries = [...history.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write);
+
+    return items.map((item, i) => {
+      const final = finals.get(item.payment.id);
+      const row: PaymentRow = {
+        ...item.payment,
+        ...held.payments.get(item.payment.id)!,
+        ...(final?.after ?? {}),
+        updated_at: final?.touched ? now : item.payment.updated_at,
+      };
+      return { payment: row, parkedNow: decided.decisions[i]!.parkedNow, anomalies: i === 0 ? decided.anomalies : [] };
+    });
+  }
+
+  afterCommit(_partition: Partition, items: readonly OutcomeItem[], results: readonly AppliedOutcome[]): void {
+    results.forEach((result, i) => {
+      for (const anomaly of result.anomalies) {
+        this.metrics?.counterAnomalies.inc();
+        this.log?.error({ anomaly }, 'limit counter anomaly (clamped at zero)');
+      }
+      if (!result.parkedNow) return;
+      this.metrics?.parked.inc();
+      const { payment } = items[i]!;
+      this.log?.warn(
+        { paymentId: payment.id, tenantId: payment.tenant_id, status: result.payment.status, checkAttempts: result.payment.check_attempts },
+        'reaper: the rail still cannot resolve this payment after the last allowed attempt; it stays unresolved until the rail reports it or an operator re-queues it',
+      );
+    });
+  }
 }
 
-const partitionOf = (payment: PaymentRow) => ({ tenantId: payment.tenant_id, mode: payment.mode });
-
-async function fundingAccountOf(tx: Queryable, payment: PaymentRow): Promise<FundingAccount> {
-  const commitment = await payoutEntryOf(tx, payment.tenant_id, payment.id);
-  const charged = commitment?.postings.find((p) => p.amount > 0n && (p.account === 'prefunding' || p.account === 'credit_receivable'));
-  if (!charged) throw new Error(`invariant: payment ${payment.id} has no charged funding account`);
-  return charged.account as FundingAccount;
+function outcomePaymentOf(p: PaymentRow): OutcomePayment {
+  return {
+    tenant_id: p.tenant_id,
+    mode: p.mode,
+    id: p.id,
+    status: p.status,
+    status_reason: p.status_reason,
+    message: p.message,
+    compensated: p.compensated,
+    next_check_at: p.next_check_at,
+    resolution_parked_at: p.resolution_parked_at,
+    funding_account: p.funding_account,
+    source_asset: p.source_asset,
+    source_amount: p.source_amount,
+    payout_asset: p.payout_asset,
+    payout_amount: p.payout_amount,
+    fee_amount: p.fee_amount,
+    method: p.method,
+    method_requested: p.method_requested,
+    customer_id: p.customer_id,
+    beneficiary_id: p.beneficiary_id,
+    usage_day: p.usage_day,
+    check_attempts: p.check_attempts,
+    bank_reference: p.bank_reference,
+    settled_at: p.settled_at,
+  };
 }

@@ -1,37 +1,43 @@
 import { randomUUID } from 'node:crypto';
-import type { Database, Queryable } from '../db/database.ts';
-import { recordBeneficiaryFailure } from '../db/repositories/beneficiary-history.ts';
-import {
-  findBeneficiaryByIdentity,
-  insertBeneficiaryIfNew,
-  type BeneficiaryRow,
-} from '../db/repositories/beneficiaries.ts';
-import { accountBalances } from '../db/repositories/ledger.ts';
-import { insertOutboxEvent } from '../db/repositories/outbox.ts';
-import { insertPayment, insertTransition, type BeneficiarySnapshot, type PaymentRow } from '../db/repositories/payments.ts';
-import { findCustomerSender, findDefaultSender, setCustomerSender } from '../db/repositories/programs.ts';
-import { consumeQuote, findQuote, type QuoteRow } from '../db/repositories/quotes.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
+import { pgErrorCode, type Database, type Queryable } from '../db/database.ts';
+import { lockPayoutBatch, sortedIds, StaleBatchRead } from '../db/lock-order.ts';
+import { findBeneficiaryIdsByIdentity, identityKeyOf, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
+import { completeIdempotencyKey } from '../db/repositories/idempotency.ts';
+import { writePayoutBatch, writePayoutRegistrations, type PayoutBatchWrite, type PayoutRegistrations } from '../db/repositories/payout-batch.ts';
+import { readPayoutReferences, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
+import { findPayment, insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../db/repositories/payments.ts';
+import type { QuoteRow } from '../db/repositories/quotes.ts';
 import { findRate } from '../db/repositories/rates.ts';
-import { findQuotesAndBeneficiaries, type PayoutReferences } from '../db/repositories/payout-reads.ts';
-import { Coalescer } from '../db/coalescer.ts';
-import type { TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
+import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
-import { payoutEntry, type FundingAccount } from '../domain/ledger.ts';
+import { creditCeiling } from '../domain/credit.ts';
+import { answerForStoredKey, isStoredStatus, type StoredKey } from '../domain/idempotency.ts';
 import { parseRate, railFloorMinor } from '../domain/money.ts';
+import type { RailReport } from '../domain/outcome-decision.ts';
+import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
+import { decidePayoutBatch, lockPlanOf, type PayoutCandidate, type PayoutRefusal } from '../domain/payout-decision.ts';
 import { decideRoute, type Instrument } from '../domain/payout-route.ts';
 import { validateSender, type Sender, type SenderInput } from '../domain/sender.ts';
 import { ApiError, notFound, validationFailed, type FieldError } from '../http/errors.ts';
+import { limitExceeded } from './limit-errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
 import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
-import { eventPayload, failureMessage, PaymentOutcomes, STATUS_MESSAGES, type RailOutcome } from './payment-outcomes.ts';
-import type { PayoutLimitPolicy } from './payout-limits.ts';
-import { PayoutCommitter, quoteError } from './payout-committer.ts';
-import type { TenantSettingsCache } from './tenant-settings.ts';
-import { quoteStatus } from './quotes.ts';
+import type { BatchLane, Committer } from './committer.ts';
+import type { LimitRuleSource } from './limits.ts';
+import type { PaymentOutcomes } from './payment-outcomes.ts';
+import type { WriterAnswer } from './writer-answer.ts';
 
-const SETTINGS_CACHE_TTL_MS = 1000;
+/** The most payouts of one tenant in one transaction. */
+export const PAYOUT_BATCH_MAX = 128;
+/**
+ * After the payout's answer should have been recorded, a retry with its key answers with the payment
+ * as it stands (the request that held the key died or lost its connection after the commit).
+ */
+const ANSWER_MARGIN_MS = 5_000;
 
 export interface PayoutRequest {
   quoteId: string;
@@ -48,144 +54,215 @@ type Partition = { tenantId: string; mode: Mode };
 export interface PayoutSettings {
   railTimeoutMs: number;
   reaperIntervalMs: number;
+  idempotencyTtlMs: number;
 }
 
 /** Which rail serves each mode. Test mode is always the sandbox; live needs a configured provider. */
 export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
 
-/** Everything decided before money moves; built without writing anything. */
-interface PayoutPlan {
-  paymentId: string;
-  quote: QuoteRow;
-  tenant: TenantRow;
-  beneficiary: BeneficiaryRow | BeneficiaryDetails;
-  sender: Sender | undefined;
-  storeCustomerSender: boolean;
-  method: Instrument | null;
-  methodChanged: boolean;
-  failure: { reason: string; message: string } | null;
-  rail: RailAdapter | undefined;
+/** How answers are written: the bytes sent are the bytes stored under the key. */
+export interface PayoutAnswers {
+  payment(row: PaymentRow): string;
+  error(error: ApiError, requestId: string): string;
 }
 
+/** A payout ready for its batch: everything decided that needs no lock. */
+interface PayoutJob {
+  /** Its beneficiary id is the registered one, or resolved in the batch for an inline beneficiary. */
+  candidate: PayoutCandidate;
+  /** An inline beneficiary, registered (or updated) by the batch if the payout is not refused. */
+  inline: { details: BeneficiaryDetails; newId: string } | undefined;
+  /** A sender block given with a customerId: stored for the customer by the batch. */
+  customerSender: { customerId: string; sender: Sender } | undefined;
+  requestId: string;
+  quote: QuoteRow;
+  beneficiary: BeneficiarySnapshot;
+  sender: Sender | undefined;
+  methodRequested: Instrument;
+  methodChanged: boolean;
+  /** The instrument used, null when routing failed. */
+  methodUsed: Instrument | null;
+  routeFailureMessage: string | null;
+  rail: string | null;
+}
+
+type PayoutResult =
+  /** Committed and charged: it goes to the rail now. */
+  | { kind: 'accepted'; payment: PaymentRow; committedAt: Date }
+  /** Its answer is final and stored under the key (a failure before the rail, a refusal). */
+  | { kind: 'answered'; answer: WriterAnswer }
+  /** An error that is not stored (the key stays free, or belongs to another request). */
+  | { kind: 'error'; error: ApiError }
+  /** The key already names another request's outcome. */
+  | { kind: 'key_taken'; stored: StoredKey };
+
 /**
- * POST /payouts: the money path. Checks run in the order of decisions.md §11 — validation (400),
- * referenced objects (404), quote state (409/422), caps and limits (422), funds (422), then the
- * business outcome (201). Money moves in one transaction (quote consumed, payment, ledger entry);
- * the rail is called after it commits, and what the rail says is recorded in a second one.
+ * POST /payouts. One writer: the payout batch (PayoutLane) records everything a payout decides in one
+ * transaction — its Idempotency-Key with the payment it created, the payment (accepted, or failed
+ * before the rail), the quote's consumption, the ledger entry, the limit usage and the outbox event —
+ * so a retry with the same key after any crash finds the payment. Before the batch only what needs no
+ * lock is checked (validation 400, unknown references 404, routing); every rule that reads state
+ * (quote, limits, funds) is decided by domain/payout-decision.ts under the batch's locks. After the
+ * commit the rail is called by our reference, and what it says goes through the outcome batch.
  */
 export class PayoutService {
+  private readonly lane: PayoutLane;
+  private readonly reads: Coalescer<PayoutReferences, PayoutReads>;
+  private usdRateSeen = false;
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly catalogue: BankCatalogue,
     private readonly rails: RailsByMode,
     private readonly outcomes: PaymentOutcomes,
-    private readonly limits: PayoutLimitPolicy,
+    private readonly committer: Committer,
+    rules: LimitRuleSource,
     private readonly settings: PayoutSettings,
-    private readonly tenantSettings: TenantSettingsCache,
+    private readonly answers: PayoutAnswers,
+    private readonly log?: FastifyBaseLogger,
   ) {
-    this.committer = new PayoutCommitter(db, clock, limits);
-    this.references = new Coalescer((items) => findQuotesAndBeneficiaries(db, items), { batchMax: 256, inFlightMax: 2 });
+    this.lane = new PayoutLane(clock, rules, settings, answers);
+    this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
 
-  /** Concurrent payouts read their quotes and beneficiaries together. */
-  private readonly references: Coalescer<PayoutReferences, Awaited<ReturnType<typeof findQuotesAndBeneficiaries>>[number]>;
-
-  private readonly committer: PayoutCommitter;
-
-  async create(partition: Partition, request: PayoutRequest): Promise<PaymentRow> {
-    const plan = await this.plan(partition, request);
-    if (plan.failure) return this.recordFailureBeforeRail(partition, request, plan);
-    const payment = await this.commit(partition, request, plan);
-    return this.submit(payment, plan);
-  }
-
-  private async plan(partition: Partition, request: PayoutRequest): Promise<PayoutPlan> {
-    const errors: FieldError[] = [];
-    if ((request.beneficiaryId === undefined) === (request.beneficiary === undefined)) {
-      errors.push({ field: 'beneficiaryId', message: 'send exactly one of beneficiaryId (a registered beneficiary) or beneficiary (inline)' });
-    }
+  async create(partition: Partition, request: PayoutRequest, context: { key: string; fingerprint: string; requestId: string }): Promise<WriterAnswer> {
     const bankCodes = await this.bankCodes();
-    let inline: BeneficiaryDetails | undefined;
-    if (request.beneficiary) {
-      const checked = validateBeneficiary(request.beneficiary, bankCodes);
-      if (checked.ok) inline = checked.beneficiary;
-      else errors.push(...checked.errors.map((e) => ({ field: `beneficiary.${e.field}`, message: e.message })));
-    }
-    let blockSender: Sender | undefined;
-    if (request.sender !== undefined) {
-      const checked = validateSender(request.sender);
-      if (checked.ok) blockSender = checked.sender;
-      else errors.push(...checked.errors);
-    }
-    if (errors.length > 0) throw validationFailed(errors);
+    const { inline, blockSender } = validate(request, bankCodes);
 
-    const [{ quote, beneficiary: registered }, tenant] = await Promise.all([
-      this.references.submit({ tenantId: partition.tenantId, mode: partition.mode, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId }),
-      this.tenantSettings.get(partition.tenantId),
-    ]);
-    if (!tenant) throw new Error('invariant: authenticated tenant has no row');
-    let beneficiary: BeneficiaryRow | BeneficiaryDetails | undefined = inline;
-    if (request.beneficiaryId) {
-      beneficiary = registered;
-      if (!beneficiary) throw notFound('beneficiary');
-    } else if (inline) {
-      const existing = await findBeneficiaryByIdentity(this.db, partition.tenantId, partition.mode, inline);
-      beneficiary = existing ?? inline;
+    const reads = await this.reads.submit({ ...partition, key: context.key, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId, customerId: request.customerId });
+    if (reads.key) {
+      const answer = await this.answerFromKey(partition, reads.key, context.fingerprint);
+      if (answer) return answer;
     }
-    if (!quote) throw notFound('quote');
-    assertQuoteUsable(quote, this.clock.now());
+    if (!reads.quote) throw notFound('quote');
+    if (request.beneficiaryId && !reads.beneficiary) throw notFound('beneficiary');
+    const sender = blockSender ?? reads.customerSender ?? reads.defaultSender;
+    await this.ensureUsdRate();
 
-    const sender = blockSender ?? (await this.storedSender(partition, request.customerId));
-    const rail = partition.mode === 'test' ? this.rails.test : this.rails.live;
-    const target = snapshotOf(beneficiary!);
-    const requested = request.method;
-    let method: Instrument | null = null;
+    const rail = this.railFor(partition.mode);
+    const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
+    let methodUsed: Instrument | null = null;
     let methodChanged = false;
-    let failure: PayoutPlan['failure'] = null;
+    let routeFailure: { reason: string; message: string } | null = null;
     if (!rail) {
-      failure = { reason: 'no_route', message: 'No live rail provider is configured for this deployment.' };
+      routeFailure = { reason: 'no_route', message: 'No live rail provider is configured for this deployment.' };
     } else {
       const route = decideRoute({
-        requested,
+        requested: request.method,
         policy: request.methodPolicy ?? 'preferred',
         beneficiary: target,
         inCatalogue: (instrument, code) => bankCodes[instrument].has(code),
         railAvailable: {
-          pago_movil: await rail.instrumentAvailable(target, 'pago_movil', requested),
-          transferencia: await rail.instrumentAvailable(target, 'transferencia', requested),
+          pago_movil: await rail.instrumentAvailable(target, 'pago_movil', request.method),
+          transferencia: await rail.instrumentAvailable(target, 'transferencia', request.method),
         },
       });
       if (route.ok) {
-        method = route.method;
+        methodUsed = route.method;
         methodChanged = route.methodChanged;
       } else {
-        failure = { reason: route.reason, message: route.message };
+        routeFailure = { reason: route.reason, message: route.message };
       }
     }
 
-    // Caps (422) come before funds and before any business outcome.
-    await this.limits.check(this.db, this.limitSubject(partition, request, quote, method ?? requested, beneficiary!, ''));
-
-    const floor = await this.railFloor();
-    if (!failure && quote.deliver_amount < floor) {
-      failure = { reason: 'amount_below_rail_minimum', message: `${failureMessage('amount_below_rail_minimum')} Floor now: ${floor} minor units.` };
-    }
-    if (!failure && !sender) failure = { reason: 'sender_required', message: failureMessage('sender_required') };
-    if (failure) await this.assertFundsCover(partition, tenant, quote);
-
-    return {
-      paymentId: randomUUID(),
+    const quote = reads.quote;
+    const job: PayoutJob = {
+      candidate: {
+        key: context.key,
+        fingerprint: context.fingerprint,
+        paymentId: randomUUID(),
+        quoteId: quote.id,
+        spend: { asset: quote.spend_asset, amount: quote.spend_amount },
+        deliverAmount: quote.deliver_amount,
+        feeAmount: quote.fee_amount,
+        method: methodUsed ?? request.method,
+        routeFailure: routeFailure?.reason ?? null,
+        senderMissing: !sender,
+        customerId: request.customerId ?? null,
+        beneficiaryId: reads.beneficiary?.id ?? '',
+      },
+      inline: inline ? { details: inline, newId: randomUUID() } : undefined,
+      customerSender: request.customerId && blockSender ? { customerId: request.customerId, sender: blockSender } : undefined,
+      requestId: context.requestId,
       quote,
-      tenant,
-      beneficiary: beneficiary!,
+      beneficiary: target,
       sender,
-      storeCustomerSender: Boolean(request.customerId && blockSender),
-      method,
+      methodRequested: request.method,
       methodChanged,
-      failure,
-      rail,
+      methodUsed,
+      routeFailureMessage: routeFailure?.message ?? null,
+      rail: rail?.name ?? null,
     };
+    const result = await this.committer.submit(this.lane, partition, job);
+    switch (result.kind) {
+      case 'answered':
+        return result.answer;
+      case 'error':
+        throw result.error;
+      case 'key_taken': {
+        const answer = await this.answerFromKey(partition, result.stored, context.fingerprint);
+        if (!answer) throw new Error('invariant: a key taken in the batch was past its TTL');
+        return answer;
+      }
+      case 'accepted':
+        return this.deliver(result.payment, job, result.committedAt);
+    }
+  }
+
+  /** What a key found before or in the batch answers, or undefined when it is past its TTL. */
+  private async answerFromKey(partition: Partition, stored: StoredKey, fingerprint: string): Promise<WriterAnswer | undefined> {
+    const answer = answerForStoredKey(stored, fingerprint, this.clock.now());
+    switch (answer.kind) {
+      case 'absent':
+        return undefined;
+      case 'mismatch':
+        throw keyReused();
+      case 'in_progress':
+        throw keyInProgress();
+      case 'replay':
+        return { status: answer.status, body: answer.body, replayed: true };
+      case 'payment': {
+        const payment = await findPayment(this.db, partition.tenantId, partition.mode, answer.paymentId);
+        if (!payment) throw new Error(`invariant: key names payment ${answer.paymentId}, which does not exist`);
+        return { status: 201, body: this.answers.payment(payment), replayed: true };
+      }
+    }
+  }
+
+  /**
+   * After the commit: the rail is asked to send, by our reference, with a hard timeout; what it says
+   * is applied through the outcome batch. The payout path sends only within its window after the
+   * commit: later (a stalled process) the reaper, whose first check comes after the window, sends it.
+   */
+  private async deliver(payment: PaymentRow, job: PayoutJob, committedAt: Date): Promise<WriterAnswer> {
+    let row = payment;
+    if (this.clock.now().getTime() - committedAt.getTime() <= this.settings.reaperIntervalMs) {
+      const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
+      if (outcome.status === 'processing') {
+        await this.outcomes.recordAcceptance(payment, 'api').catch((error) => this.logLost('the rail acceptance record', error));
+      } else {
+        row = await this.outcomes.apply(payment, outcome, {
+          actor: 'api',
+          settledReason: 'rail_settled',
+          recheck: { afterMs: this.settings.reaperIntervalMs },
+        });
+      }
+    }
+    const body = this.answers.payment(row);
+    // Relaxed: if this write is lost, a retry answers with the payment as it stands instead.
+    await completeIdempotencyKey(this.db, { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key }, payment.id, { status: 201, body }).catch(
+      (error) => this.logLost('the stored answer of the key', error),
+    );
+    return { status: 201, body, replayed: false };
+  }
+
+  private logLost(what: string, error: unknown): void {
+    this.log?.warn({ code: pgErrorCode(error), message: (error as Error)?.message }, `payout: could not record ${what}; it is recovered later`);
+  }
+
+  private railFor(mode: Mode): RailAdapter | undefined {
+    return mode === 'test' ? this.rails.test : this.rails.live;
   }
 
   private async bankCodes(): Promise<Record<Instrument, ReadonlySet<string>>> {
@@ -193,200 +270,303 @@ export class PayoutService {
     return { pago_movil: pagoMovil, transferencia };
   }
 
-  private async storedSender(partition: Partition, customerId: string | undefined): Promise<Sender | undefined> {
-    if (customerId) {
-      const stored = await findCustomerSender(this.db, partition.tenantId, partition.mode, customerId);
-      if (stored) return stored;
+  /** The rail floor needs a USD rate; the batch reads the current one, this only checks there is one. */
+  private async ensureUsdRate(): Promise<void> {
+    if (this.usdRateSeen) return;
+    if (!(await findRate(this.db, 'USD'))) {
+      throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
     }
-    return findDefaultSender(this.db, partition.tenantId, partition.mode);
-  }
-
-  private floorCache: { floor: bigint; expiresAtMs: number } | undefined;
-
-  /**
-   * 1 token of the rail at the current USD rate, checked on every submission. Cached for at most
-   * 1 s: the rate moves daily, and the hot path saves a round trip per payout.
-   */
-  private async railFloor(): Promise<bigint> {
-    const nowMs = Date.now();
-    if (this.floorCache && this.floorCache.expiresAtMs > nowMs) return this.floorCache.floor;
-    const usd = await findRate(this.db, 'USD');
-    if (!usd) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
-    const floor = railFloorMinor(parseRate(usd.market_text));
-    this.floorCache = { floor, expiresAtMs: nowMs + SETTINGS_CACHE_TTL_MS };
-    return floor;
-  }
-
-
-  /** Funds are checked for failures before the rail too, so the order of checks holds for every payout. */
-  private async assertFundsCover(partition: Partition, tenant: TenantRow, quote: QuoteRow): Promise<void> {
-    const balances = await accountBalances(this.db, partition, quote.spend_asset);
-    if (tenant.credit_enabled) {
-      const drawn = balances.credit_receivable;
-      if (tenant.credit_limit !== null && drawn + quote.spend_amount > tenant.credit_limit) throw this.insufficientFunds(tenant, quote, -balances.prefunding, drawn);
-    } else if (-balances.prefunding < quote.spend_amount) {
-      throw this.insufficientFunds(tenant, quote, -balances.prefunding, balances.credit_receivable);
-    }
-  }
-
-  private insufficientFunds(tenant: TenantRow, quote: QuoteRow, available: bigint, drawn: bigint): ApiError {
-    if (tenant.credit_enabled) {
-      return new ApiError('insufficient_tenant_funds', `This payout would take credit drawn past the credit limit of ${tenant.credit_limit} minor units.`, {
-        asset: quote.spend_asset,
-        required: quote.spend_amount.toString(),
-        credit_drawn: drawn.toString(),
-        credit_limit: tenant.credit_limit?.toString() ?? null,
-      });
-    }
-    return new ApiError('insufficient_tenant_funds', `The prefunding balance does not cover this payout: ${quote.spend_amount} ${quote.spend_asset} minor units needed.`, {
-      asset: quote.spend_asset,
-      required: quote.spend_amount.toString(),
-      available: (available > 0n ? available : 0n).toString(),
-    });
-  }
-
-  private limitSubject(partition: Partition, request: PayoutRequest, quote: QuoteRow, method: Instrument, beneficiary: BeneficiaryRow | BeneficiaryDetails, paymentId: string) {
-    return {
-      tenantId: partition.tenantId,
-      mode: partition.mode,
-      customerId: request.customerId ?? null,
-      beneficiaryId: 'id' in beneficiary ? beneficiary.id : '',
-      method,
-      amount: quote.deliver_amount,
-      paymentId,
-      at: this.clock.now(),
-    };
-  }
-
-  /** Consumes the quote atomically; a payout that lost the race gets the right 409/422. */
-  private async consume(tx: Queryable, partition: Partition, quoteId: string, paymentId: string): Promise<QuoteRow> {
-    const consumed = await consumeQuote(tx, partition.tenantId, partition.mode, quoteId, paymentId, this.clock.now());
-    if (consumed) {
-      if (consumed.expires_at.getTime() <= this.clock.now().getTime()) throw quoteError('expired');
-      return consumed;
-    }
-    const current = await findQuote(tx, partition.tenantId, partition.mode, quoteId);
-    if (!current) throw notFound('quote');
-    throw quoteError(quoteStatus(current, this.clock.now()) === 'expired' ? 'expired' : 'consumed');
-  }
-
-  private async persistBeneficiary(tx: Queryable, partition: Partition, plan: PayoutPlan): Promise<BeneficiaryRow> {
-    if ('id' in plan.beneficiary) return plan.beneficiary;
-    const inserted = await insertBeneficiaryIfNew(tx, partition.tenantId, partition.mode, randomUUID(), plan.beneficiary);
-    const row = inserted ?? (await findBeneficiaryByIdentity(tx, partition.tenantId, partition.mode, plan.beneficiary));
-    if (!row) throw new Error('invariant: inline beneficiary neither inserted nor found');
-    return row;
-  }
-
-  private newPayment(partition: Partition, request: PayoutRequest, plan: PayoutPlan, beneficiary: BeneficiaryRow, failed: boolean) {
-    const now = this.clock.now();
-    return {
-      tenant_id: partition.tenantId,
-      mode: partition.mode,
-      id: plan.paymentId,
-      customer_id: request.customerId ?? null,
-      beneficiary_id: beneficiary.id,
-      quote_id: plan.quote.id,
-      status: failed ? ('failed' as const) : ('submitted' as const),
-      status_reason: failed ? plan.failure!.reason : null,
-      message: failed ? plan.failure!.message : STATUS_MESSAGES.submitted,
-      source_asset: plan.quote.spend_asset,
-      source_amount: plan.quote.spend_amount,
-      payout_asset: plan.quote.deliver_asset,
-      payout_amount: plan.quote.deliver_amount,
-      fee_amount: failed ? 0n : plan.quote.fee_amount,
-      method: plan.method,
-      method_requested: request.method,
-      method_changed: plan.methodChanged,
-      beneficiary: snapshotOf(beneficiary),
-      sender: plan.sender ? { ...plan.sender } : null,
-      rail: plan.rail?.name ?? null,
-      // A crash between the ledger commit and the rail call is found here by the reaper.
-      next_check_at: failed ? null : new Date(now.getTime() + this.settings.railTimeoutMs + 2 * this.settings.reaperIntervalMs),
-      created_at: now,
-    };
-  }
-
-  /** A failure before the rail: recorded as failed with no ledger entry, the quote consumed, one event. */
-  private async recordFailureBeforeRail(partition: Partition, request: PayoutRequest, plan: PayoutPlan): Promise<PaymentRow> {
-    return this.db.transaction(async (tx) => {
-      await this.consume(tx, partition, plan.quote.id, plan.paymentId);
-      const beneficiary = await this.persistBeneficiary(tx, partition, plan);
-      if (plan.storeCustomerSender) await setCustomerSender(tx, partition.tenantId, partition.mode, request.customerId!, plan.sender!);
-      const payment = await insertPayment(tx, this.newPayment(partition, request, plan, beneficiary, true));
-      await insertTransition(tx, partition.tenantId, payment.id, {
-        from_status: null,
-        to_status: 'failed',
-        reason: plan.failure!.reason,
-        actor: 'api',
-        metadata: { methodRequested: request.method, methodUsed: plan.method },
-        created_at: payment.created_at,
-      });
-      await insertOutboxEvent(tx, {
-        tenantId: partition.tenantId,
-        mode: partition.mode,
-        type: 'payment.failed',
-        paymentId: payment.id,
-        payload: eventPayload(payment, 'payment.failed', plan.failure!.reason),
-        at: payment.created_at,
-      });
-      await recordBeneficiaryFailure(tx, partition.tenantId, beneficiary.id, plan.failure!.reason);
-      return payment;
-    });
-  }
-
-  /**
-   * The money moves: quote consumed, limits reserved, payment and ledger entry written, in one
-   * transaction shared with the tenant's other payouts in flight (group commit).
-   */
-  private commit(partition: Partition, request: PayoutRequest, plan: PayoutPlan): Promise<PaymentRow> {
-    const funding: FundingAccount = plan.tenant.credit_enabled ? 'credit_receivable' : 'prefunding';
-    return this.committer.commit({
-      partition,
-      tenant: plan.tenant,
-      quote: plan.quote,
-      paymentId: plan.paymentId,
-      beneficiary: plan.beneficiary,
-      customerSender: plan.storeCustomerSender ? { customerId: request.customerId!, sender: plan.sender! } : undefined,
-      limitSubject: this.limitSubject(partition, request, plan.quote, plan.method!, plan.beneficiary, plan.paymentId),
-      funding,
-      entry: payoutEntry({
-        funding,
-        sourceAsset: plan.quote.spend_asset,
-        sourceAmount: plan.quote.spend_amount,
-        deliverAmount: plan.quote.deliver_amount,
-        feeAmount: plan.quote.fee_amount,
-      }),
-      payment: (beneficiary) => this.newPayment(partition, request, plan, beneficiary, false),
-    });
-  }
-
-  /** Calls the rail by our reference with a hard timeout; what it says is recorded, never thrown. */
-  private async submit(payment: PaymentRow, plan: PayoutPlan): Promise<PaymentRow> {
-    const rail = plan.rail!;
-    const transfer: RailTransfer = {
-      reference: payment.id,
-      tenantId: payment.tenant_id,
-      mode: payment.mode,
-      instrument: plan.method!,
-      amountMinor: payment.payout_amount,
-      asset: 'BS',
-      beneficiary: snapshotOf(payment.beneficiary),
-      sender: plan.sender!,
-    };
-    const outcome = await callRail(rail, transfer, this.settings.railTimeoutMs);
-    return this.outcomes.apply(payment, outcome, {
-      actor: 'api',
-      settledReason: 'rail_settled',
-      recheckAfterMs: this.settings.reaperIntervalMs,
-    });
+    this.usdRateSeen = true;
   }
 }
 
-export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailOutcome> {
+function validate(request: PayoutRequest, bankCodes: Record<Instrument, ReadonlySet<string>>): { inline?: BeneficiaryDetails; blockSender?: Sender } {
+  const errors: FieldError[] = [];
+  if ((request.beneficiaryId === undefined) === (request.beneficiary === undefined)) {
+    errors.push({ field: 'beneficiaryId', message: 'send exactly one of beneficiaryId (a registered beneficiary) or beneficiary (inline)' });
+  }
+  let inline: BeneficiaryDetails | undefined;
+  if (request.beneficiary) {
+    const checked = validateBeneficiary(request.beneficiary, bankCodes);
+    if (checked.ok) inline = checked.beneficiary;
+    else errors.push(...checked.errors.map((e) => ({ field: `beneficiary.${e.field}`, message: e.message })));
+  }
+  let blockSender: Sender | undefined;
+  if (request.sender !== undefined) {
+    const checked = validateSender(request.sender);
+    if (checked.ok) blockSender = checked.sender;
+    else errors.push(...checked.errors);
+  }
+  if (errors.length > 0) throw validationFailed(errors);
+  return { inline, blockSender };
+}
+
+/** The payout batch: locks (lock order), decides (domain), writes (one statement). */
+class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
+  readonly name = 'payout';
+  readonly batchMax = PAYOUT_BATCH_MAX;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly rules: LimitRuleSource,
+    private readonly settings: PayoutSettings,
+    private readonly answers: PayoutAnswers,
+  ) {}
+
+  async run(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
+    const now = this.clock.now();
+    const day = businessDate(now);
+    const rules = await this.rules.rules(tx);
+    const inlineIds = await this.resolveInlineBeneficiaries(tx, partition, jobs);
+    const candidates = jobs.map((j) => (j.inline ? { ...j.candidate, beneficiaryId: inlineIds.get(identityKeyOf(j.inline.details))! } : j.candidate));
+    const plan = lockPlanOf(partition.tenantId, rules, candidates);
+    // The key is held until the answer is recorded: the send window, the rail's timeout, a margin.
+    const lockedUntil = new Date(now.getTime() + this.settings.reaperIntervalMs + this.settings.railTimeoutMs + ANSWER_MARGIN_MS);
+    const keys = new Map<string, { key: string; fingerprint: string; paymentId: string; lockedUntil: Date }>();
+    for (const c of candidates) if (!keys.has(c.key)) keys.set(c.key, { key: c.key, fingerprint: c.fingerprint, paymentId: c.paymentId, lockedUntil });
+    const held = await lockPayoutBatch(tx, partition, {
+      now,
+      expiresAt: new Date(now.getTime() + this.settings.idempotencyTtlMs),
+      keys: [...keys.values()].sort((a, b) => (a.key < b.key ? -1 : 1)),
+      quoteIds: sortedIds(candidates.map((c) => c.quoteId)),
+      day,
+      counters: plan.counters,
+      accounts: plan.accounts,
+      monthly: plan.monthly,
+      monthStart: `${day.slice(0, 7)}-01`,
+    });
+    const tenant = held.tenant;
+    if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+    if (held.usdMarket === undefined) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
+    const funding = tenant.creditEnabled ? 'credit_receivable' : 'prefunding';
+    const decided = decidePayoutBatch(
+      {
+        tenantId: partition.tenantId,
+        now,
+        day,
+        funding,
+        creditLimitOf: (asset) => creditCeiling(tenant.creditLimit, tenant.creditLimits, asset),
+        floorMinor: railFloorMinor(parseRate(held.usdMarket)),
+        rules,
+        keys: held.keys,
+        quotes: held.quotes,
+        counters: held.counters,
+        pastMonth: held.pastMonth,
+        balances: held.balances,
+      },
+      candidates,
+    );
+
+    const write: PayoutBatchWrite = {
+      now,
+      consumedQuotes: [],
+      payments: [],
+      transitions: [],
+      entries: [],
+      usage: { day, rows: [...decided.usage.values()] },
+      accountDeltas: [...decided.accountDeltas.values()],
+      events: [],
+      keyAnswers: [],
+      keyReleases: [],
+    };
+    const registrations = new Registrations();
+    const results = decided.decisions.map((decision, i): PayoutResult => {
+      const job = jobs[i]!;
+      const c = candidates[i]!;
+      if (decision.kind === 'accept' || decision.kind === 'fail') registrations.add(job, c.beneficiaryId, decision.kind === 'fail' ? decision.reason : null);
+      const metadata = { methodRequested: job.methodRequested, methodUsed: job.methodUsed };
+      switch (decision.kind) {
+        case 'accept': {
+          const payment = newPayment(partition, job, c, now, {
+            status: 'submitted',
+            reason: null,
+            message: STATUS_MESSAGES.submitted,
+            funding,
+            usageDay: day,
+            // A crash between this commit and the rail call is found here by the reaper, after the
+            // window in which the payout path may still send.
+            nextCheckAt: new Date(now.getTime() + this.settings.railTimeoutMs + 2 * this.settings.reaperIntervalMs),
+          });
+          write.payments.push(payment);
+          write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
+          write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata });
+          write.entries.push({ id: randomUUID(), kind: decision.entry.kind, paymentId: c.paymentId, postings: decision.entry.postings });
+          return { kind: 'accepted', payment: insertedPayment(payment), committedAt: now };
+        }
+        case 'fail': {
+          const message =
+            decision.reason === 'amount_below_rail_minimum'
+              ? `${failureMessage(decision.reason)} Floor now: ${decision.floorMinor} minor units.`
+              : (decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason);
+          const payment = newPayment(partition, job, c, now, { status: 'failed', reason: decision.reason, message, funding: null, usageDay: null, nextCheckAt: null });
+          const row = insertedPayment(payment);
+          const body = this.answers.payment(row);
+          write.payments.push(payment);
+          write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
+          write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata });
+          write.events.push({ paymentId: c.paymentId, type: 'payment.failed', payload: eventPayload(row, 'payment.failed', decision.reason) });
+          write.keyAnswers.push({ key: c.key, status: 201, body });
+          return { kind: 'answered', answer: { status: 201, body, replayed: false } };
+        }
+        case 'refuse': {
+          const error = refusalError(decision.refusal);
+          if (!isStoredStatus(error.status)) {
+            write.keyReleases.push(c.key);
+            return { kind: 'error', error };
+          }
+          const body = this.answers.error(error, job.requestId);
+          write.keyAnswers.push({ key: c.key, status: error.status, body });
+          return { kind: 'answered', answer: { status: error.status, body, replayed: false } };
+        }
+        case 'key_taken':
+          return { kind: 'key_taken', stored: decision.stored };
+        case 'duplicate':
+          return { kind: 'error', error: decision.sameRequest ? keyInProgress() : keyReused() };
+      }
+    });
+    await writePayoutBatch(tx, partition, write);
+    const planned = registrations.build();
+    const registered = await writePayoutRegistrations(tx, partition, planned);
+    for (const b of planned.beneficiaries) {
+      // Registered meanwhile by another request: its id is not the one the batch locked counters for.
+      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleBatchRead(`beneficiary ${identityKeyOf(b.details)}`);
+    }
+    return results;
+  }
+
+  /**
+   * The id of each inline beneficiary: the registered one with its identity, or a new one (the same for
+   * every payout of the batch that sends that identity). Read without a lock; a registration racing
+   * the batch is caught when the batch registers it (StaleBatchRead: the batch runs again).
+   */
+  private async resolveInlineBeneficiaries(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<Map<string, string>> {
+    const inline = jobs.flatMap((j) => (j.inline ? [j.inline] : []));
+    if (inline.length === 0) return new Map();
+    const ids = await findBeneficiaryIdsByIdentity(tx, partition.tenantId, partition.mode, inline.map((i) => i.details));
+    for (const i of inline) if (!ids.has(identityKeyOf(i.details))) ids.set(identityKeyOf(i.details), i.newId);
+    return ids;
+  }
+}
+
+/** What a batch registers for the payouts it accepted or failed, de-duplicated and sorted for the lock order. */
+class Registrations {
+  private readonly beneficiaries = new Map<string, PayoutRegistrations['beneficiaries'][number]>();
+  private readonly failures = new Map<string, string>();
+  private readonly customers = new Map<string, PayoutRegistrations['customers'][number]>();
+
+  add(job: PayoutJob, beneficiaryId: string, failureReason: string | null): void {
+    if (job.inline) {
+      const key = identityKeyOf(job.inline.details);
+      const earlier = this.beneficiaries.get(key);
+      // The latest details sent win; a failure reason is kept once seen.
+      this.beneficiaries.set(key, { expectedId: beneficiaryId, details: job.inline.details, failureReason: failureReason ?? earlier?.failureReason ?? null });
+    } else if (failureReason) {
+      this.failures.set(beneficiaryId, failureReason);
+    }
+    if (job.customerSender) this.customers.set(job.customerSender.customerId, job.customerSender);
+  }
+
+  build(): PayoutRegistrations {
+    const sorted = <T>(map: Map<string, T>) => [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const beneficiaries = sorted(this.beneficiaries).map(([, b]) => b);
+    const failures: PayoutRegistrations['failures'] = [];
+    for (const [beneficiaryId, reason] of sorted(this.failures)) {
+      // Also registered inline in this batch: its failure is written with that registration.
+      const inline = beneficiaries.find((b) => b.expectedId === beneficiaryId);
+      if (inline) inline.failureReason = reason;
+      else failures.push({ beneficiaryId, reason });
+    }
+    return { beneficiaries, failures, customers: sorted(this.customers).map(([, c]) => c) };
+  }
+}
+
+function newPayment(
+  partition: Partition,
+  job: PayoutJob,
+  c: PayoutCandidate,
+  now: Date,
+  state: {
+    status: 'submitted' | 'failed';
+    reason: string | null;
+    message: string;
+    funding: 'prefunding' | 'credit_receivable' | null;
+    usageDay: string | null;
+    nextCheckAt: Date | null;
+  },
+): NewPayment {
+  return {
+    tenant_id: partition.tenantId,
+    mode: partition.mode,
+    id: c.paymentId,
+    customer_id: c.customerId,
+    beneficiary_id: c.beneficiaryId,
+    quote_id: c.quoteId,
+    status: state.status,
+    status_reason: state.reason,
+    message: state.message,
+    source_asset: job.quote.spend_asset,
+    source_amount: job.quote.spend_amount,
+    payout_asset: job.quote.deliver_asset,
+    payout_amount: job.quote.deliver_amount,
+    fee_amount: state.status === 'failed' ? 0n : job.quote.fee_amount,
+    method: job.methodUsed,
+    method_requested: job.methodRequested,
+    method_changed: job.methodChanged,
+    beneficiary: job.beneficiary,
+    sender: job.sender ? { ...job.sender } : null,
+    rail: job.rail,
+    next_check_at: state.nextCheckAt,
+    usage_day: state.usageDay,
+    funding_account: state.funding,
+    created_at: now,
+  };
+}
+
+/** The HTTP error of a payout the batch refused. */
+function refusalError(refusal: PayoutRefusal): ApiError {
+  switch (refusal.code) {
+    case 'quote_missing':
+      return notFound('quote');
+    case 'quote_already_consumed':
+      return new ApiError('quote_already_consumed', 'This quote was already used by a payout. Create a new quote.');
+    case 'quote_expired':
+      return new ApiError('quote_expired', 'This quote has expired. Create a new quote and pay with it.');
+    case 'limit_exceeded':
+      return limitExceeded(refusal.breach);
+    case 'insufficient_tenant_funds': {
+      const f = refusal.funds;
+      if (f.funding === 'prefunding') {
+        return new ApiError('insufficient_tenant_funds', `The prefunding balance does not cover this payout: ${f.required} ${f.asset} minor units needed.`, {
+          asset: f.asset,
+          required: f.required.toString(),
+          available: f.available.toString(),
+        });
+      }
+      return new ApiError('insufficient_tenant_funds', `This payout would take ${f.asset} credit drawn past the credit limit of ${f.creditLimit} minor units.`, {
+        asset: f.asset,
+        required: f.required.toString(),
+        credit_drawn: f.creditDrawn.toString(),
+        credit_limit: f.creditLimit.toString(),
+      });
+    }
+  }
+}
+
+const keyReused = () =>
+  new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.');
+const keyInProgress = () =>
+  new ApiError(
+    'idempotency_request_in_progress',
+    'A request with this Idempotency-Key is still being processed. Retry the same request in a moment: you will get its result once it finishes.',
+  );
+
+export type RailOutcome = RailReport;
+
+/** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
+export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<RailOutcome>((resolve) => {
+  const timeout = new Promise<RailReport>((resolve) => {
     timer = setTimeout(() => {
       controller.abort();
       resolve({ status: 'timeout' });
@@ -402,16 +582,27 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   }
 }
 
-function assertQuoteUsable(quote: QuoteRow, now: Date): void {
-  const status = quoteStatus(quote, now);
-  if (status === 'consumed') throw quoteError('consumed');
-  if (status === 'expired') throw quoteError('expired');
+/** What the rail is asked to send for a payment (by our reference, the payment id). */
+export function transferOf(payment: PaymentRow, sender: Sender | Record<string, string>): RailTransfer {
+  if (!payment.method) throw new Error(`invariant: payment ${payment.id} reached the rail without an instrument`);
+  const b = payment.beneficiary;
+  return {
+    reference: payment.id,
+    tenantId: payment.tenant_id,
+    mode: payment.mode,
+    instrument: payment.method,
+    amountMinor: payment.payout_amount,
+    asset: 'BS',
+    beneficiary: { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone },
+    sender: sender as RailTransfer['sender'],
+  };
 }
 
+function snapshotOf(b: BeneficiaryRow): BeneficiarySnapshot {
+  return { fullName: b.full_name, nationalId: b.national_id, bankCode: b.bank_code, accountNumber: b.account_number, phone: b.phone, instrument: b.instrument };
+}
 
-function snapshotOf(b: BeneficiaryRow | BeneficiaryDetails | BeneficiarySnapshot): BeneficiarySnapshot {
-  if ('full_name' in b) {
-    return { fullName: b.full_name, nationalId: b.national_id, bankCode: b.bank_code, accountNumber: b.account_number, phone: b.phone, instrument: b.instrument };
-  }
+/** An inline beneficiary is paid as sent. */
+function snapshotOfDetails(b: BeneficiaryDetails): BeneficiarySnapshot {
   return { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone, instrument: b.instrument };
 }

@@ -5,11 +5,11 @@ import { findTenant, insertTenant, updateTenant, type TenantFields, type TenantR
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 import type { Authenticator } from './authenticator.ts';
-import type { TenantSettingsCache } from './tenant-settings.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,
   creditLimit: null,
+  creditLimits: {},
   feeBps: 100,
   feeFixed: 0n,
   spreadBps: 50,
@@ -28,7 +28,6 @@ export class TenantService {
   constructor(
     private readonly db: Database,
     private readonly authenticator: Authenticator,
-    private readonly settings?: TenantSettingsCache,
   ) {}
 
   async create(fields: Partial<TenantFields> & { name: string }): Promise<TenantRow> {
@@ -44,7 +43,6 @@ export class TenantService {
   async update(id: string, patch: Partial<TenantFields>): Promise<TenantRow> {
     await this.get(id);
     const tenant = await updateTenant(this.db, id, definedOnly(patch));
-    this.settings?.forget(id);
     if (!tenant) throw notFound('tenant');
     return tenant;
   }

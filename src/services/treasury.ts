@@ -1,12 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
-import { accountBalances, lockedBalance, postEntry } from '../db/repositories/ledger.ts';
+import { inTransaction, lockAccounts, lockIdempotencyKey } from '../db/lock-order.ts';
+import { accountBalances, postEntry } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
+import { creditCeiling } from '../domain/credit.ts';
+import { answerForStoredKey } from '../domain/idempotency.ts';
 import { dailyCloseEntry, fundingEntry } from '../domain/ledger.ts';
+import { accountKeyOf, sortedValues, type AccountRef } from '../domain/payout-decision.ts';
 import { MAX_AMOUNT_MINOR } from '../domain/money.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { ApiError, notFound, validationFailed } from '../http/errors.ts';
+import type { WriterAnswer } from './writer-answer.ts';
 
 export interface TreasuryPosition {
   tenantId: string;
@@ -21,11 +27,25 @@ export interface TreasuryPosition {
 
 type Partition = { tenantId: string; mode: Mode };
 
+/** The largest balance a ledger account can hold (PostgreSQL bigint). */
+const BALANCE_MAX = 2n ** 63n - 1n;
+/** Credit tenants closed per pass of the scheduled close, at most. */
+export const CLOSES_PER_PASS_MAX = 100;
+
+export interface ClosedAsset {
+  asset: string;
+  /** Credit drawn that the tenant settled. */
+  drawn: string;
+  /** What we owed the tenant (refunds after the previous close, payments on account), netted. */
+  owed: string;
+}
+
 /** Positions are read from the ledger's account balances, never kept anywhere else. */
 export class TreasuryService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly idempotency: { ttlMs: number },
   ) {}
 
   async position(partition: Partition, asset: string, db: Queryable = this.db): Promise<TreasuryPosition> {
@@ -33,7 +53,7 @@ export class TreasuryService {
     if (!tenant) throw notFound('tenant');
     const balances = await accountBalances(db, partition, asset);
     const drawn = balances.credit_receivable;
-    const limit = tenant.credit_limit;
+    const limit = creditCeiling(tenant.credit_limit, tenant.credit_limits, asset);
     return {
       tenantId: tenant.id,
       asset,
@@ -46,48 +66,113 @@ export class TreasuryService {
     };
   }
 
-  /** Admin funding: credits the tenant's prefunding balance (idempotent through the HTTP layer). */
-  async fund(tenantId: string, mode: Mode, asset: string, amount: bigint): Promise<TreasuryPosition> {
-    if (amount <= 0n || amount > MAX_AMOUNT_MINOR) {
+  /**
+   * Admin funding: credits the tenant's prefunding balance. The Idempotency-Key (the caller's) and the
+   * ledger entry commit in one transaction: a retried funding is credited once and answered the same.
+   */
+  async fund(
+    caller: Partition & { key: string; fingerprint: string },
+    target: { tenantId: string; mode: Mode; asset: string; amount: bigint },
+    render: (position: TreasuryPosition) => string,
+  ): Promise<WriterAnswer> {
+    if (target.amount <= 0n || target.amount > MAX_AMOUNT_MINOR) {
       throw validationFailed([{ field: 'amount', message: 'must be a positive integer amount in minor units' }]);
     }
-    await this.customerTenant(tenantId);
-    const partition = { tenantId, mode };
-    return this.db.transaction(async (tx) => {
-      await postEntry(tx, partition, fundingEntry(asset, amount));
-      return this.position(partition, asset, tx);
+    await this.customerTenant(target.tenantId);
+    const partition = { tenantId: target.tenantId, mode: target.mode };
+    const now = this.clock.now();
+    const result = await inTransaction(this.db, async (tx) => {
+      const key = await lockIdempotencyKey(tx, caller, {
+        key: caller.key,
+        fingerprint: caller.fingerprint,
+        owner: randomUUID(),
+        now,
+        expiresAt: new Date(now.getTime() + this.idempotency.ttlMs),
+        lockedUntil: new Date(now.getTime() + this.idempotency.ttlMs),
+      });
+      if (!key.owned) return { stored: key.stored, answer: undefined };
+      const accounts: AccountRef[] = sortedValues(
+        new Map([
+          [accountKeyOf({ asset: target.asset, kind: 'prefunding' }), { asset: target.asset, kind: 'prefunding' as const }],
+          [accountKeyOf({ asset: target.asset, kind: 'treasury' }), { asset: target.asset, kind: 'treasury' as const }],
+        ]),
+      );
+      const balances = await lockAccounts(tx, partition, accounts);
+      const prefunding = balances.get(accountKeyOf({ asset: target.asset, kind: 'prefunding' })) ?? 0n;
+      const treasury = balances.get(accountKeyOf({ asset: target.asset, kind: 'treasury' })) ?? 0n;
+      if (-prefunding + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
+        throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
+      }
+      await postEntry(tx, partition, fundingEntry(target.asset, target.amount));
+      const body = render(await this.position(partition, target.asset, tx));
+      await tx.query(
+        `UPDATE idempotency_keys SET status = 'completed', owner = NULL, locked_until = NULL, response_status = 201, response_body = $4
+          WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
+        [caller.tenantId, caller.mode, caller.key, body],
+      );
+      return { answer: { status: 201, body, replayed: false } as WriterAnswer, stored: undefined };
     });
+    if (result.answer) return result.answer;
+    const answer = answerForStoredKey(result.stored!, caller.fingerprint, now);
+    switch (answer.kind) {
+      case 'replay':
+        return { status: answer.status, body: answer.body, replayed: true };
+      case 'mismatch':
+        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.');
+      default:
+        throw new ApiError('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed. Retry the same request in a moment.');
+    }
   }
 
   /**
-   * The daily close: the tenant settles what it drew on credit. `businessDay` set (the scheduled
-   * close) records the day so each Caracas day closes once, whatever the number of workers.
+   * The daily close of one tenant and mode, every asset: a credit tenant settles what it drew, net of
+   * what we owe it (refunds of failures or reversals after the previous close, money sent on account).
+   * A prefunded tenant's prefunding is its money, never netted: only a leftover draw is settled.
+   * `businessDay` set (the scheduled close) records the day, so each (asset, day) closes once whatever
+   * the number of workers.
    */
-  async close(tenantId: string, mode: Mode, businessDay?: string): Promise<TreasuryPosition & { closedAmount: string }> {
-    await this.customerTenant(tenantId);
+  async close(tenantId: string, mode: Mode, businessDay?: string): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
+    const tenant = await this.customerTenant(tenantId);
     const partition = { tenantId, mode };
-    return this.db.transaction(async (tx) => {
-      const drawn = await lockedBalance(tx, partition, 'BS', 'credit_receivable');
-      if (businessDay) {
-        const claimed = await tx.query(
-          `INSERT INTO daily_closes (tenant_id, mode, asset, business_date, amount) VALUES ($1, $2, 'BS', $3, $4)
-           ON CONFLICT DO NOTHING`,
-          [tenantId, mode, businessDay, drawn],
-        );
-        if (claimed.rowCount === 0) return { ...(await this.position(partition, 'BS', tx)), closedAmount: '0' };
+    return inTransaction(this.db, async (tx) => {
+      const { rows: assets } = await tx.query<{ asset: string }>(
+        `SELECT DISTINCT asset FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
+        [tenantId, mode],
+      );
+      const refs = new Map<string, AccountRef>();
+      for (const { asset } of assets) {
+        for (const kind of ['credit_receivable', 'prefunding', 'treasury'] as const) refs.set(accountKeyOf({ asset, kind }), { asset, kind });
       }
-      if (drawn > 0n) await postEntry(tx, partition, dailyCloseEntry('BS', drawn));
-      return { ...(await this.position(partition, 'BS', tx)), closedAmount: drawn.toString() };
+      const balances = await lockAccounts(tx, partition, sortedValues(refs));
+      const closed: ClosedAsset[] = [];
+      for (const { asset } of assets) {
+        const drawn = balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n;
+        const owed = tenant.credit_enabled ? -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) : 0n;
+        const entry = dailyCloseEntry(asset, drawn, owed);
+        if (!entry) continue;
+        if (businessDay) {
+          const claimed = await tx.query(
+            `INSERT INTO daily_closes (tenant_id, mode, asset, business_date, amount) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
+            [tenantId, mode, asset, businessDay, drawn],
+          );
+          if (claimed.rowCount === 0) continue;
+        }
+        await postEntry(tx, partition, entry);
+        closed.push({ asset, drawn: drawn.toString(), owed: owed.toString() });
+      }
+      const bs = closed.find((c) => c.asset === 'BS');
+      return { ...(await this.position(partition, 'BS', tx)), closedAmount: bs?.drawn ?? '0', closed };
     });
   }
 
-  /** Credit tenants and modes with something drawn and no close yet for `day`. */
+  /** Credit tenants and modes with something to settle and an asset not yet closed for `day`. */
   async dueCloses(day: string, limit: number): Promise<Array<{ tenantId: string; mode: Mode }>> {
     const { rows } = await this.db.query<{ tenant_id: string; mode: Mode }>(
-      `SELECT a.tenant_id, a.mode FROM ledger_accounts a JOIN tenants t ON t.id = a.tenant_id
-        WHERE t.credit_enabled AND a.kind = 'credit_receivable' AND a.asset = 'BS' AND a.balance > 0
+      `SELECT DISTINCT a.tenant_id, a.mode FROM ledger_accounts a JOIN tenants t ON t.id = a.tenant_id
+        WHERE t.credit_enabled
+          AND ((a.kind = 'credit_receivable' AND a.balance > 0) OR (a.kind = 'prefunding' AND a.balance < 0))
           AND NOT EXISTS (SELECT 1 FROM daily_closes c WHERE c.tenant_id = a.tenant_id AND c.mode = a.mode
-                           AND c.asset = 'BS' AND c.business_date = $1)
+                           AND c.asset = a.asset AND c.business_date = $1)
         LIMIT $2`,
       [day, limit],
     );

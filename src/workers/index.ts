@@ -5,6 +5,7 @@ import { postEntry } from '../db/repositories/ledger.ts';
 import { fundingEntry } from '../domain/ledger.ts';
 import type { BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';
+import { IdempotencyPurge } from './idempotency-purge.ts';
 import { Reaper } from './reaper.ts';
 import { startLoop, type RunningLoop } from './run-loop.ts';
 import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
@@ -16,20 +17,27 @@ export interface RunningWorkers {
 }
 
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
+const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close and webhook dispatch. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency purge. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
-  const reaper = new Reaper(services.db, services.clock, services.rails, services.outcomes, {
-    intervalMs: config.reaperIntervalMs,
-    railTimeoutMs: config.sandboxRailTimeoutMs,
-  });
+  const reaper = new Reaper(
+    services.db,
+    services.clock,
+    services.rails,
+    services.outcomes,
+    { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs },
+    log,
+  );
   const close = new DailyCloseWorker(services.treasury, log);
   const dispatcher = webhookDispatcherOf(services, log);
+  const purge = new IdempotencyPurge(services.db, services.clock);
   const loops: RunningLoop[] = [
     startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log }),
     startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log }),
     startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log }),
+    startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log }),
   ];
   return {
     async stop() {

@@ -1,69 +1,114 @@
-import type { Database } from '../db/database.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.ts';
+import { pgErrorCode, type Database } from '../db/database.ts';
 import { claimUnresolvedPayments, findPaymentById, type PaymentRow } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { Sender } from '../domain/sender.ts';
-import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
-import type { PaymentOutcomes, RailOutcome } from '../services/payment-outcomes.ts';
-import { callRail, type RailsByMode } from '../services/payouts.ts';
+import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
+import type { RailAdapter, RailNotification } from '../rails/rail.ts';
+import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
 
-export const REAPER_BATCH_MAX = 100;
-export const REAPER_LEASE_MS = 30_000;
-const NOTIFICATIONS_BATCH_MAX = 100;
+/** Payments claimed per pass, at most. */
+export const REAPER_BATCH_MAX = 200;
+/** Questions to the rail in flight at once, per pass. */
+export const REAPER_RAIL_CONCURRENCY = 16;
+/** A claim outlives the rail's timeout by this much: time to record what the rail said. */
+export const REAPER_LEASE_MARGIN_MS = 10_000;
+/** Rail notifications handled per pass, at most. */
+export const NOTIFICATIONS_BATCH_MAX = 100;
+/** The longest a rail's "ask me again in" hint is honoured. */
+const RETRY_HINT_MAX_MS = 3_600_000;
 
 export interface ReaperSettings {
   intervalMs: number;
   railTimeoutMs: number;
 }
 
+/** The per-payment schedule of questions to the rail, from configuration. */
+export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | 'reaperCheckAttemptsMax' | 'reaperBackoffMaxMs'>): ResolutionSchedule {
+  return {
+    intervalMs: config.reaperIntervalMs,
+    backoffMaxMs: Math.max(config.reaperBackoffMaxMs, config.reaperIntervalMs),
+    attemptsMax: config.reaperCheckAttemptsMax,
+    hintMaxMs: RETRY_HINT_MAX_MS,
+  };
+}
+
 /**
  * Resolves payments the rail has not closed (`submitted`, `unknown`) by ASKING the rail with our
- * reference: it never re-sends a payout whose outcome is unknown. The one case it submits is a
- * payment the rail has never heard of (a crash between our ledger commit and the rail call); the
- * submit is idempotent at the rail by that same reference. It also consumes rail-side events
- * (reversals of settled payouts).
+ * reference: it never re-sends a payout whose outcome is unknown. The one case it submits is a payment
+ * the rail has never heard of (the process died between our commit and the rail call); the submit is
+ * idempotent at the rail by that same reference. Each payment is asked on its own backoff
+ * (`check_attempts`), and after REAPER_CHECK_ATTEMPTS_MAX questions it is left unresolved, logged and
+ * counted, never invented. What the rail says is applied by the outcome batches (per tenant, in the
+ * lock order); one payment's failure never fails the others — its lease, which outlives the rail's
+ * timeout by construction, expires and it is asked again.
+ *
+ * It also applies the rail's own notifications (a settled payout returned by the bank), and
+ * acknowledges one only once its effect is committed.
  */
 export class Reaper {
+  private readonly leaseMs: number;
+
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly rails: RailsByMode,
     private readonly outcomes: PaymentOutcomes,
     private readonly settings: ReaperSettings,
-  ) {}
+    private readonly log?: FastifyBaseLogger,
+  ) {
+    this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
+  }
 
-  /** One bounded pass; true when the batch was full. */
+  /** One bounded pass; true when it filled a batch (more work is probably waiting). */
   async runOnce(): Promise<boolean> {
     const now = this.clock.now();
-    const claimed = await this.db.transaction((tx) =>
-      claimUnresolvedPayments(tx, now, new Date(now.getTime() + REAPER_LEASE_MS), REAPER_BATCH_MAX),
-    );
-    // One payment's failure must not stop the others; its lease expires and it is retried.
-    const results = await Promise.allSettled(claimed.map((payment) => this.resolve(payment)));
-    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
+    // Answers are applied as they come: the outcome batches fill up while other questions are out.
+    const applied: Array<Promise<void>> = [];
+    await forEachBounded(claimed, REAPER_RAIL_CONCURRENCY, async (payment) => {
+      const report = await this.ask(payment);
+      if (report) applied.push(this.apply(payment, report));
+    });
+    await Promise.all(applied);
     const notified = await this.processNotifications();
-    if (failed) throw failed.reason;
     return claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX;
   }
 
-  private railFor(payment: PaymentRow): RailAdapter | undefined {
+  private railFor(payment: { mode: 'test' | 'live' }): RailAdapter | undefined {
     return payment.mode === 'test' ? this.rails.test : this.rails.live;
   }
 
-  private async resolve(payment: PaymentRow): Promise<void> {
+  /** What the rail says about a payment; undefined when it could not be asked (asked again later). */
+  private async ask(payment: PaymentRow): Promise<RailReport | undefined> {
     const rail = this.railFor(payment);
-    if (!rail) return;
-    const lookup = await rail.lookup(payment.id, payment.mode);
-    let outcome: RailOutcome;
-    if (lookup.status === 'not_found') {
-      outcome = await callRail(rail, transferOf(payment), this.settings.railTimeoutMs);
-    } else {
-      outcome = lookup;
+    if (!rail) return undefined;
+    try {
+      const lookup = await rail.lookup(payment.id, payment.mode);
+      if (lookup.status !== 'not_found') return lookup;
+      // Committed but never sent (the payout path died first): send it now, by the same reference.
+      if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
+      return await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
+    } catch (error) {
+      this.failed(payment, 'ask the rail about', error);
+      return undefined;
     }
-    await this.outcomes.apply(payment, outcome, {
-      actor: 'reaper',
-      settledReason: 'resolved_by_reaper',
-      recheckAfterMs: this.settings.intervalMs,
-    });
+  }
+
+  private async apply(payment: PaymentRow, report: RailReport): Promise<void> {
+    try {
+      await this.outcomes.apply(payment, report, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+    } catch (error) {
+      this.failed(payment, 'record what the rail said about', error);
+    }
+  }
+
+  private failed(payment: PaymentRow, what: string, error: unknown): void {
+    this.log?.warn(
+      { paymentId: payment.id, code: pgErrorCode(error), message: (error as Error)?.message },
+      `reaper: could not ${what} a payment; it is asked again when its lease expires`,
+    );
   }
 
   private async processNotifications(): Promise<number> {
@@ -71,30 +116,54 @@ export class Reaper {
     for (const rail of [this.rails.test, this.rails.live]) {
       if (!rail) continue;
       const notifications = await rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX);
-      for (const notification of notifications) {
-        const payment = await findPaymentById(this.db, notification.reference);
-        if (payment?.status === 'settled') await this.outcomes.reverse(payment, notification.reason, 'provider_event');
-        // Acknowledged after our transition commits: a crash in between redelivers, and the
-        // conditional transition makes the redelivery a no-op.
-        await rail.acknowledgeNotification(notification.id);
-        handled += 1;
-      }
+      await forEachBounded(notifications, REAPER_RAIL_CONCURRENCY, async (notification) => {
+        try {
+          if (await this.applyNotification(rail, notification)) await rail.acknowledgeNotification(notification.id);
+        } catch (error) {
+          // Not acknowledged: the rail hands it out again on a later pass.
+          this.log?.warn({ notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
+        }
+      });
+      handled += notifications.length;
     }
     return handled;
   }
+
+  /**
+   * Applies a return of a settled payout (settling it first if we had not heard of the settlement).
+   * True once its effect is committed — or once there is nothing it could ever apply to.
+   */
+  private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<boolean> {
+    const payment = await findPaymentById(this.db, notification.reference);
+    if (!payment) {
+      this.log?.error({ notification: notification.id }, 'reaper: the rail returned a payment we have no record of; acknowledged without effect');
+      return true;
+    }
+    const lookup = await rail.lookup(payment.id, payment.mode);
+    const report: RailReport =
+      lookup.status === 'reversed'
+        ? lookup
+        : { status: 'reversed', bankReference: payment.bank_reference ?? (lookup.status === 'settled' ? lookup.bankReference : ''), reason: notification.reason };
+    if (report.bankReference === '') throw new Error(`the rail reports a return of payment ${payment.id} without its bank reference`);
+    const after = await this.outcomes.apply(payment, report, { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+    if (after.status === 'reversed') return true;
+    if (after.status === 'failed') {
+      this.log?.error({ paymentId: payment.id }, 'reaper: the rail returned a payment that had failed; acknowledged without effect');
+      return true;
+    }
+    return false;
+  }
 }
 
-function transferOf(payment: PaymentRow): RailTransfer {
-  if (!payment.method || !payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without method or sender`);
-  const b = payment.beneficiary;
-  return {
-    reference: payment.id,
-    tenantId: payment.tenant_id,
-    mode: payment.mode,
-    instrument: payment.method,
-    amountMinor: payment.payout_amount,
-    asset: 'BS',
-    beneficiary: { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone },
-    sender: payment.sender as unknown as Sender,
-  };
+/** Runs `work` over `items` with at most `concurrency` at once; `work` must not throw. */
+async function forEachBounded<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next]!;
+      next += 1;
+      await work(item);
+    }
+  });
+  await Promise.all(runners);
 }

@@ -9,6 +9,12 @@ export interface LoopOptions {
   errorBackoffMaxMs?: number;
 }
 
+/**
+ * The longest pause after failed passes. Short, because the usual cause is a database restart: the
+ * loops must pick up again within seconds of it coming back.
+ */
+export const LOOP_ERROR_BACKOFF_MAX_MS = 5_000;
+
 export interface RunningLoop {
   stop(): Promise<void>;
 }
@@ -18,7 +24,7 @@ export interface RunningLoop {
  * back off (doubling, capped) after an error. `stop` lets the current pass finish.
  */
 export function startLoop(options: LoopOptions): RunningLoop {
-  const backoffMaxMs = options.errorBackoffMaxMs ?? 30_000;
+  const backoffMaxMs = options.errorBackoffMaxMs ?? LOOP_ERROR_BACKOFF_MAX_MS;
   let stopped = false;
   let wake: (() => void) | undefined;
   let failures = 0;
@@ -39,10 +45,11 @@ export function startLoop(options: LoopOptions): RunningLoop {
         failures = 0;
       } catch (error) {
         failures += 1;
-        options.log.error({ err: error, worker: options.name }, 'worker pass failed');
+        // Only the code and message: a driver error's detail may quote parameters.
+        options.log.error({ worker: options.name, code: (error as { code?: string })?.code, message: (error as Error)?.message }, 'worker pass failed');
       }
       if (stopped) break;
-      if (failures > 0) await sleep(Math.min(options.intervalMs * 2 ** failures, backoffMaxMs));
+      if (failures > 0) await sleep(Math.min(options.intervalMs * 2 ** Math.min(failures, 20), backoffMaxMs));
       else if (!full) await sleep(options.intervalMs);
     }
   })();

@@ -111,7 +111,7 @@ describe('beneficiaries', () => {
       assert.deepEqual({ ...second.body, created: true }, first.body);
     });
 
-    it('matches on (nationalId, bankCode, instrument) and returns the existing beneficiary unchanged', async () => {
+    it('matches on (nationalId, bankCode, instrument): same id and history, the latest name and phone', async () => {
       const body = valid();
       const first = await api.post('/v1/beneficiaries', body);
       const again = await api.post('/v1/beneficiaries', {
@@ -124,9 +124,10 @@ describe('beneficiaries', () => {
       assert.equal(again.status, 200, again.raw);
       assert.equal(again.body.created, false);
       assert.equal(again.body.id, first.body.id);
-      assert.equal(again.body.full_name, 'María Pérez');
-      assert.equal(again.body.phone, '04141234567');
-      assert.equal(again.body.country, 'VE');
+      assert.equal(again.body.full_name, 'Otro Nombre');
+      assert.equal(again.body.phone, '04241112233');
+      assert.equal(again.body.country, 'VE', 'only the name, phone and account number follow the latest registration');
+      assert.equal((await api.get(`/v1/beneficiaries/${first.body.id}`)).body.phone, '04241112233');
     });
 
     it('the instrument is part of the identity: an account number makes a separate transferencia beneficiary', async () => {
@@ -141,7 +142,7 @@ describe('beneficiaries', () => {
       const sameAgain = await api.post('/v1/beneficiaries', valid({ nationalId: id, bankCode: '0102', accountNumber: account('0102', 16) }));
       assert.equal(sameAgain.status, 200, 'another account number at the same bank is the same transferencia identity');
       assert.equal(sameAgain.body.id, transferencia.body.id);
-      assert.equal(sameAgain.body.account_number, account('0102'));
+      assert.equal(sameAgain.body.account_number, account('0102', 16), 'the latest account number is the one paid');
     });
 
     it('10 concurrent identical registrations create exactly one beneficiary', async () => {

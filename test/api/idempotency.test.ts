@@ -316,13 +316,16 @@ describe('Idempotency-Key (decisions.md §8)', () => {
       assert.equal((await findIdempotencyKey(t.db, scopeOf(key)))?.response_status, 422);
     });
 
-    it('a 404 from the handler is stored and replayed', async () => {
+    it('a 404 from the handler is not stored: the key stays free for the corrected request', async () => {
       const l = label();
       const key = randomUUID();
       const first = await tenant.api.post('/v1/test/missing', { label: l }, withKey(key));
       assertEnvelope(assert, first, 404, 'resource_not_found');
-      assertReplayOf(await tenant.api.post('/v1/test/missing', { label: l }, withKey(key)), first);
-      assert.equal(probe.count(l), 1);
+      assert.equal(await findIdempotencyKey(t.db, scopeOf(key)), undefined);
+      const again = await tenant.api.post('/v1/test/missing', { label: l }, withKey(key));
+      assertEnvelope(assert, again, 404, 'resource_not_found');
+      assert.equal(again.headers['idempotent-replayed'], undefined);
+      assert.equal(probe.count(l), 2);
     });
 
     it('a 500 releases the key: a retry runs the handler', async () => {

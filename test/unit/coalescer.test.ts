@@ -14,7 +14,7 @@ describe('Coalescer (natural batching)', () => {
     const c = new Coalescer<number, number>(async (items) => {
       batches.push(items);
       return items.map((n) => n * 2);
-    }, { batchMax: 10, inFlightMax: 1 });
+    }, { batchMax: 10, inFlightMax: 1, queueMax: 1000 });
     assert.equal(await c.submit(21), 42);
     assert.deepEqual(batches, [[21]]);
   });
@@ -26,7 +26,7 @@ describe('Coalescer (natural batching)', () => {
       batches.push(items);
       if (batches.length === 1) await gate.promise;
       return items.map((n) => `r${n}`);
-    }, { batchMax: 3, inFlightMax: 1 });
+    }, { batchMax: 3, inFlightMax: 1, queueMax: 1000 });
     const first = c.submit(1);
     const rest = [2, 3, 4, 5, 6].map((n) => c.submit(n));
     gate.release();
@@ -43,7 +43,7 @@ describe('Coalescer (natural batching)', () => {
       await new Promise((r) => setTimeout(r, 5));
       running -= 1;
       return items;
-    }, { batchMax: 1, inFlightMax: 2 });
+    }, { batchMax: 1, inFlightMax: 2, queueMax: 1000 });
     await Promise.all(Array.from({ length: 10 }, (_, i) => c.submit(i)));
     assert.equal(most, 2);
   });
@@ -58,7 +58,7 @@ describe('Coalescer (natural batching)', () => {
         throw new Error('boom');
       }
       return items;
-    }, { batchMax: 10, inFlightMax: 1 });
+    }, { batchMax: 10, inFlightMax: 1, queueMax: 1000 });
     const failing = c.submit(1);
     const next = c.submit(2);
     gate.release();
@@ -67,7 +67,7 @@ describe('Coalescer (natural batching)', () => {
   });
 
   it('a batch that returns the wrong number of results rejects, never misassigns', async () => {
-    const c = new Coalescer<number, number>(async () => [], { batchMax: 10, inFlightMax: 1 });
+    const c = new Coalescer<number, number>(async () => [], { batchMax: 10, inFlightMax: 1, queueMax: 1000 });
     await assert.rejects(c.submit(1), /invariant: a batch of 1 produced 0 results/);
   });
 });

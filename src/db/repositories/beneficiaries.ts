@@ -31,29 +31,61 @@ const COLUMNS = `tenant_id, mode, id, full_name, national_id, bank_code, account
   (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us`;
 
 /**
- * Inserts the beneficiary unless one with the same identity (tenant, mode, national id, bank,
- * instrument) exists. ON CONFLICT DO NOTHING waits for a concurrent insert of the same identity
- * to commit, so of N simultaneous registrations exactly one returns a row; the others get
- * undefined and read the winner with `findBeneficiaryByIdentity`.
+ * Registers a beneficiary by its identity (tenant, mode, national id, bank, instrument): inserted when
+ * new, otherwise its name, phone and account number become the ones given (same id, same history).
+ * One atomic statement: of N simultaneous registrations of one identity exactly one inserts. Returns
+ * undefined only when the identity was created by a transaction that committed while this statement
+ * ran and nothing had to change (the statement's snapshot cannot see it): ask again.
  */
-export async function insertBeneficiaryIfNew(
+export async function upsertBeneficiary(
   db: Queryable,
   tenantId: string,
   mode: Mode,
   id: string,
   details: BeneficiaryDetails,
-): Promise<BeneficiaryRow | undefined> {
-  const { rows } = await db.query<BeneficiaryRow>(
-    `INSERT INTO beneficiaries (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-     ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO NOTHING
-     RETURNING ${COLUMNS}`,
+): Promise<{ beneficiary: BeneficiaryRow; created: boolean } | undefined> {
+  const { rows } = await db.query<BeneficiaryRow & { created: boolean }>(
+    `WITH up AS (
+       INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
+          SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone
+        WHERE (b.full_name, b.account_number, b.phone) IS DISTINCT FROM (EXCLUDED.full_name, EXCLUDED.account_number, EXCLUDED.phone)
+       RETURNING ${COLUMNS}, (xmax = 0) AS created
+     )
+     SELECT * FROM up
+     UNION ALL
+     SELECT ${COLUMNS}, false AS created FROM beneficiaries
+      WHERE tenant_id = $1 AND mode = $2 AND national_id = $5 AND bank_code = $6 AND instrument = $11 AND NOT EXISTS (SELECT 1 FROM up)`,
     [
       tenantId, mode, id, details.fullName, details.nationalId, details.bankCode, details.accountNumber, details.phone,
       details.asset, details.country, details.instrument,
     ],
   );
-  return rows[0];
+  const row = rows[0];
+  if (!row) return undefined;
+  const { created, ...beneficiary } = row;
+  return { beneficiary, created };
+}
+
+/** The key of a beneficiary's identity within a tenant and mode. */
+export const identityKeyOf = (i: { nationalId: string; bankCode: string; instrument: Instrument }): string => `${i.nationalId}|${i.bankCode}|${i.instrument}`;
+
+/** The ids of the beneficiaries that exist with these identities, by identity key. No lock. */
+export async function findBeneficiaryIdsByIdentity(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  identities: ReadonlyArray<{ nationalId: string; bankCode: string; instrument: Instrument }>,
+): Promise<Map<string, string>> {
+  if (identities.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; national_id: string; bank_code: string; instrument: Instrument }>(
+    `SELECT b.id, b.national_id, b.bank_code, b.instrument
+       FROM unnest($3::text[], $4::text[], $5::text[]) AS v(national_id, bank_code, instrument)
+       JOIN beneficiaries b ON b.tenant_id = $1 AND b.mode = $2 AND b.national_id = v.national_id AND b.bank_code = v.bank_code AND b.instrument = v.instrument`,
+    [tenantId, mode, identities.map((i) => i.nationalId), identities.map((i) => i.bankCode), identities.map((i) => i.instrument)],
+  );
+  return new Map(rows.map((r) => [identityKeyOf({ nationalId: r.national_id, bankCode: r.bank_code, instrument: r.instrument }), r.id]));
 }
 
 export async function findBeneficiaryByIdentity(

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { relaxedOf, type Queryable } from '../database.ts';
-import { Coalescer } from '../coalescer.ts';
+import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/api-keys.ts';
 
 // Idempotency keys (decisions.md §8). Every decision is one statement that the database makes
@@ -79,8 +79,8 @@ function coalescersFor(db: Queryable) {
   if (!entry) {
     entry = {
       // A claim lost in a database crash only frees the key again: no answer was given under it yet.
-      claims: new Coalescer((items) => insertClaims(relaxedOf(db), items), { batchMax: 256, inFlightMax: 2 }),
-      completions: new Coalescer((items) => completeMany(db, items), { batchMax: 256, inFlightMax: 2 }),
+      claims: new Coalescer((items) => insertClaims(relaxedOf(db), items), COALESCER_BOUNDS),
+      completions: new Coalescer((items) => completeMany(db, items), COALESCER_BOUNDS),
     };
     coalescers.set(db, entry);
   }

@@ -113,32 +113,6 @@ export async function accountBalances(
   return balances;
 }
 
-/** Reads (and locks) one balance inside a transaction. */
-export async function lockedBalance(
-  tx: Queryable,
-  partition: { tenantId: string; mode: Mode },
-  asset: string,
-  account: AccountKind,
-): Promise<bigint> {
-  const { rows } = await tx.query<{ balance: bigint }>(
-    `SELECT balance FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 FOR UPDATE`,
-    [partition.tenantId, partition.mode, asset, account],
-  );
-  return rows[0]?.balance ?? 0n;
-}
-
-/** The postings of a payment's commitment, to mirror them on failure. */
-export async function payoutEntryOf(tx: Queryable, tenantId: string, paymentId: string): Promise<LedgerEntry | undefined> {
-  const { rows } = await tx.query<{ asset: string; account_kind: AccountKind; amount: bigint }>(
-    `SELECT p.asset, p.account_kind, p.amount
-       FROM ledger_transactions t JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
-      WHERE t.tenant_id = $1 AND t.payment_id = $2 AND t.kind = 'payout'`,
-    [tenantId, paymentId],
-  );
-  if (rows.length === 0) return undefined;
-  return { kind: 'payout', postings: rows.map((r) => ({ asset: r.asset, account: r.account_kind, amount: r.amount })) };
-}
-
 /** Sum of every posting per asset across the whole ledger: must be zero (tests assert it). */
 export async function ledgerTotals(db: Queryable): Promise<Array<{ asset: string; total: bigint; accounts_total: bigint }>> {
   const { rows } = await db.query<{ asset: string; total: bigint; accounts_total: bigint }>(

@@ -20,11 +20,3 @@ export async function insertOutboxEvent(
   );
   return rows[0]!.id;
 }
-
-export async function countOutcomeEvents(db: Queryable, tenantId: string, paymentId: string): Promise<Array<{ event_type: EventType }>> {
-  const { rows } = await db.query<{ event_type: EventType }>(
-    `SELECT event_type FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2 ORDER BY id`,
-    [tenantId, paymentId],
-  );
-  return rows;
-}

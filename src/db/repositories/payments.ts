@@ -37,6 +37,12 @@ export interface PaymentRow {
   rail: string | null;
   next_check_at: Date | null;
   check_attempts: number;
+  /** The Caracas day whose limit counters the payout consumed (null: it consumed none). */
+  usage_day: string | null;
+  /** The tenant account the payout was charged to (null: charged nothing). */
+  funding_account: 'prefunding' | 'credit_receivable' | null;
+  /** When the reaper stopped asking the rail (null: it still asks, or the payment is resolved). */
+  resolution_parked_at: Date | null;
   settled_at: Date | null;
   created_at: Date;
   updated_at: Date;
@@ -53,89 +59,21 @@ export interface TransitionRow {
 
 export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
-  bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, settled_at, created_at, updated_at`;
+  bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, usage_day::text AS usage_day, funding_account,
+  resolution_parked_at, settled_at, created_at, updated_at`;
 
-export type NewPayment = Omit<PaymentRow, 'check_attempts' | 'updated_at' | 'settled_at' | 'bank_reference' | 'compensated'>;
+export type NewPayment = Omit<
+  PaymentRow,
+  'check_attempts' | 'updated_at' | 'settled_at' | 'bank_reference' | 'compensated' | 'resolution_parked_at'
+>;
 
-export async function insertPayment(tx: Queryable, p: NewPayment): Promise<PaymentRow> {
-  const { rows } = await tx.query<PaymentRow>(
-    `INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
-       source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
-       beneficiary, sender, rail, next_check_at, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $22)
-     RETURNING ${PAYMENT_COLUMNS}`,
-    [
-      p.tenant_id, p.mode, p.id, p.customer_id, p.beneficiary_id, p.quote_id, p.status, p.status_reason, p.message,
-      p.source_asset, p.source_amount, p.payout_asset, p.payout_amount, p.fee_amount, p.method, p.method_requested,
-      p.method_changed, JSON.stringify(p.beneficiary), p.sender ? JSON.stringify(p.sender) : null, p.rail, p.next_check_at,
-      p.created_at,
-    ],
-  );
-  return rows[0]!;
+/** The row a new payment is once inserted: what the database fills in, filled in. */
+export function insertedPayment(p: NewPayment): PaymentRow {
+  return { ...p, check_attempts: 0, updated_at: p.created_at, settled_at: null, bank_reference: null, compensated: false, resolution_parked_at: null };
 }
 
 export async function findPayment(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [tenantId, mode, id]);
-  return rows[0];
-}
-
-export async function insertTransition(
-  tx: Queryable,
-  tenantId: string,
-  paymentId: string,
-  t: Omit<TransitionRow, 'created_at'> & { created_at: Date },
-): Promise<void> {
-  assertTransition(t.from_status, t.to_status);
-  await tx.query(
-    `INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-    [tenantId, paymentId, t.from_status, t.to_status, t.reason, t.actor, JSON.stringify(t.metadata), t.created_at],
-  );
-}
-
-export interface TransitionChange {
-  to: PaymentStatus;
-  reason: string | null;
-  message?: string | null;
-  bankReference?: string;
-  settledAt?: Date;
-  compensated?: boolean;
-  feeAmount?: bigint;
-  nextCheckAt?: Date | null;
-}
-
-/**
- * Moves a payment from `from` to `change.to` if, and only if, it is still in `from`. Returns the new
- * row, or undefined when somebody else moved it first (the caller then does nothing more).
- */
-export async function transitionPayment(
-  tx: Queryable,
-  tenantId: string,
-  id: string,
-  from: PaymentStatus,
-  change: TransitionChange,
-  now: Date,
-): Promise<PaymentRow | undefined> {
-  assertTransition(from, change.to);
-  const { rows } = await tx.query<PaymentRow>(
-    `UPDATE payments SET
-        status = $4,
-        status_reason = $5,
-        message = CASE WHEN $6::boolean THEN $7 ELSE message END,
-        bank_reference = coalesce($8, bank_reference),
-        settled_at = coalesce($9, settled_at),
-        compensated = coalesce($10, compensated),
-        fee_amount = coalesce($11, fee_amount),
-        next_check_at = CASE WHEN $12::boolean THEN $13 ELSE next_check_at END,
-        updated_at = $14
-      WHERE tenant_id = $1 AND id = $2 AND status = $3
-      RETURNING ${PAYMENT_COLUMNS}`,
-    [
-      tenantId, id, from, change.to, change.reason, change.message !== undefined, change.message ?? null,
-      change.bankReference ?? null, change.settledAt ?? null, change.compensated ?? null, change.feeAmount ?? null,
-      change.nextCheckAt !== undefined, change.nextCheckAt ?? null, now,
-    ],
-  );
   return rows[0];
 }
 
@@ -167,10 +105,6 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
   return rows;
 }
 
-export async function scheduleCheck(tx: Queryable, tenantId: string, id: string, at: Date): Promise<void> {
-  await tx.query(`UPDATE payments SET next_check_at = $3 WHERE tenant_id = $1 AND id = $2 AND status IN ('submitted', 'unknown')`, [tenantId, id, at]);
-}
-
 export async function findPaymentById(db: Queryable, id: string): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
   return rows[0];
@@ -189,6 +123,8 @@ export async function recordRailAcceptances(
   at: Date,
 ): Promise<boolean[]> {
   assertTransition('submitted', 'submitted');
+  // Share-locks the payments in id order, as every writer locks payments (db/lock-order.ts).
+  const sorted = [...items].sort((a, b) => (a.tenantId + a.id < b.tenantId + b.id ? -1 : 1));
   const { rows } = await db.query<{ payment_id: string }>(
     // The LATERAL lookup pins each row to a primary-key probe: a plain join let the planner walk a
     // tenant's open payments through the statement or reaper index (5 ms a batch at 8,000 payments).
@@ -199,7 +135,7 @@ export async function recordRailAcceptances(
       WHERE p.status = 'submitted'
      ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
      RETURNING payment_id`,
-    [items.map((i) => i.tenantId), items.map((i) => i.id), items.map((i) => i.actor), items.map((i) => JSON.stringify(i.metadata)), at],
+    [sorted.map((i) => i.tenantId), sorted.map((i) => i.id), sorted.map((i) => i.actor), sorted.map((i) => JSON.stringify(i.metadata)), at],
   );
   const recorded = new Set(rows.map((r) => r.payment_id));
   return items.map((item) => recorded.has(item.id));

@@ -1,236 +1,229 @@
-// Multi-row statements for group commit: one statement writes the rows of every payout of a batch,
-// so a batch of N payouts costs about a dozen round trips instead of a dozen per payout. Fixed SQL
-// text over unnest() arrays keeps one prepared statement whatever N is.
+// The write of a payout batch: everything its decision says, in ONE statement, after the batch took
+// its locks (db/lock-order.ts). Data-modifying CTEs all run whatever the final SELECT reads; foreign
+// keys are checked at the end of the statement and the balanced-entry trigger at commit, so the
+// guarantees are those of separate statements at one round trip. Fixed SQL text over unnest() arrays
+// keeps one prepared statement whatever the batch's size.
 import type { Mode } from '../../domain/api-keys.ts';
-import type { AccountKind, Posting } from '../../domain/ledger.ts';
-import type { Instrument } from '../../domain/payout-route.ts';
+import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
+import type { Sender } from '../../domain/sender.ts';
+import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
+import type { Posting } from '../../domain/ledger.ts';
 import type { Queryable } from '../database.ts';
-import type { SubjectKind } from './limit-usage.ts';
-import { PAYMENT_COLUMNS, type NewPayment, type PaymentRow } from './payments.ts';
+import { identityKeyOf } from './beneficiaries.ts';
+import type { NewPayment } from './payments.ts';
 
 type Partition = { tenantId: string; mode: Mode };
 
-/** What a batch holds once `lockBatch` returns. */
-export interface LockedBatch {
-  /** Quotes this batch consumed (open and unexpired until now). */
-  consumed: Set<string>;
-  /** The day's limit counters, created at zero when missing. */
-  usage: Array<{ kind: SubjectKind; subjectId: string; method: Instrument; amount: bigint; count: bigint }>;
-  /** Balances of the accounts that exist, by `asset/kind`. */
-  accounts: Map<string, bigint>;
+export interface PayoutBatchWrite {
+  now: Date;
+  /** Quotes the batch consumed, each by the payment that used it (rows locked by the batch). */
+  consumedQuotes: Array<{ quoteId: string; paymentId: string }>;
+  /** New payments: accepted (submitted) and failed before the rail. */
+  payments: NewPayment[];
+  /** The first transition of each new payment (null → submitted or null → failed). */
+  transitions: Array<{ paymentId: string; to: 'submitted' | 'failed'; reason: string; metadata: Record<string, unknown> }>;
+  entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
+  /** Increments of the batch day's counters (locked). */
+  usage: { day: string; rows: Array<{ counter: CounterKey; amount: bigint; count: bigint }> };
+  /** Net change of each locked account. */
+  accountDeltas: Array<{ account: AccountRef; delta: bigint }>;
+  events: Array<{ paymentId: string; type: string; payload: Record<string, unknown> }>;
+  /** Keys whose answer is final now (a failure before the rail, a stored refusal). */
+  keyAnswers: Array<{ key: string; status: number; body: string }>;
+  /** Keys of refusals that are not stored: the key is free again. */
+  keyReleases: string[];
 }
 
-/**
- * The first statement of a batch, in one round trip: consume the quotes, then lock (creating when
- * missing) the day's limit counters in the order given, then lock the existing ledger accounts in
- * (asset, kind) order — the order every other path locks counters and accounts in. The three parts
- * are read in that order by the UNION ALL, which is what runs each one, so the order holds.
- * `id = ANY(…)` on the last primary-key column keeps quotes on an index scan whatever the planner
- * guesses about the array.
- */
-export async function lockBatch(
-  tx: Queryable,
-  partition: Partition,
-  at: Date,
-  claims: ReadonlyArray<{ quoteId: string; paymentId: string }>,
-  usage: { day: string; keys: ReadonlyArray<{ kind: SubjectKind; subjectId: string; method: Instrument }> },
-  accounts: ReadonlyArray<{ asset: string; kind: AccountKind }>,
-): Promise<LockedBatch> {
-  const { rows } = await tx.query<{ part: 'quote' | 'usage' | 'account'; a: string; b: string | null; c: string | null; amount: bigint | null; count: bigint | null }>(
-    `WITH consumed AS (
-       UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
-        WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($4::uuid[]) AND q.consumed_at IS NULL AND q.expires_at > $3
-        RETURNING q.id
-     ), usage AS (
-       INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-       SELECT $1, $2, v.kind, v.subject_id, v.method, $6::date, 0, 0
-         FROM unnest($7::text[], $8::uuid[], $9::text[]) WITH ORDINALITY AS v(kind, subject_id, method, n)
-        ORDER BY v.n
-       ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
-       DO UPDATE SET amount = limit_usage.amount
-       RETURNING subject_kind, subject_id, method, amount, count
-     ), account AS (
-       SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
-         JOIN unnest($10::text[], $11::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
-        WHERE a.tenant_id = $1 AND a.mode = $2
-        ORDER BY a.asset, a.kind
-          FOR UPDATE OF a
-     )
-     SELECT 'quote' AS part, id::text AS a, NULL::text AS b, NULL::text AS c, NULL::bigint AS amount, NULL::bigint AS count FROM consumed
-     UNION ALL
-     SELECT 'usage', subject_kind, subject_id::text, method, amount, count FROM usage
-     UNION ALL
-     SELECT 'account', asset, kind, NULL, balance, NULL FROM account`,
-    [
-      partition.tenantId,
-      partition.mode,
-      at,
-      claims.map((c) => c.quoteId),
-      claims.map((c) => c.paymentId),
-      usage.day,
-      usage.keys.map((k) => k.kind),
-      usage.keys.map((k) => k.subjectId),
-      usage.keys.map((k) => k.method),
-      accounts.map((a) => a.asset),
-      accounts.map((a) => a.kind),
-    ],
-  );
-  const locked: LockedBatch = { consumed: new Set(), usage: [], accounts: new Map() };
-  for (const row of rows) {
-    if (row.part === 'quote') locked.consumed.add(row.a);
-    else if (row.part === 'usage') locked.usage.push({ kind: row.a as SubjectKind, subjectId: row.b!, method: row.c as Instrument, amount: row.amount!, count: row.count! });
-    else locked.accounts.set(`${row.a}/${row.b}`, row.amount!);
-  }
-  return locked;
-}
+const SQL = `WITH quote AS (
+  UPDATE quotes q SET consumed_at = $3, payment_id = v.payment_id
+    FROM unnest($4::uuid[], $5::uuid[]) AS v(id, payment_id)
+   WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = v.id AND q.consumed_at IS NULL
+  RETURNING 1
+), pay AS (
+  INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
+    source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
+    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at)
+  SELECT $1, $2, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
+         v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
+         v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, $3, $3
+    FROM unnest($6::uuid[], $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::text[], $12::text[], $13::text[],
+                $14::bigint[], $15::text[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::boolean[],
+                $21::jsonb[], $22::jsonb[], $23::text[], $24::timestamptz[], $25::date[], $26::text[])
+      AS v(id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset, source_amount,
+           payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, beneficiary, sender,
+           rail, next_check_at, usage_day, funding_account)
+  RETURNING 1
+), history AS (
+  INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+  SELECT $1, v.id, NULL, v.to_status, v.reason, 'api', v.metadata, $3
+    FROM unnest($27::uuid[], $28::text[], $29::text[], $30::jsonb[]) AS v(id, to_status, reason, metadata)
+), entry AS (
+  INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
+  SELECT $1, $2, v.id, v.kind, v.payment_id, $3 FROM unnest($31::uuid[], $32::text[], $33::uuid[]) AS v(id, kind, payment_id)
+), posting AS (
+  INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
+  SELECT $1, v.transaction_id, $2, v.asset, v.account_kind, v.amount
+    FROM unnest($34::uuid[], $35::text[], $36::text[], $37::bigint[]) AS v(transaction_id, asset, account_kind, amount)
+), usage AS (
+  UPDATE limit_usage u SET amount = u.amount + v.amount, count = u.count + v.count
+    FROM unnest($38::text[], $39::uuid[], $40::text[], $41::bigint[], $42::bigint[]) AS v(kind, subject_id, method, amount, count)
+   WHERE u.tenant_id = $1 AND u.mode = $2 AND u.business_date = $43::date
+     AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
+  RETURNING 1
+), account AS (
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta
+    FROM unnest($44::text[], $45::text[], $46::bigint[]) AS v(asset, kind, delta)
+   WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind
+  RETURNING 1
+), outbox AS (
+  INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
+  SELECT $1, $2, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, $3, $3
+    FROM unnest($47::uuid[], $48::text[], $49::text[]) AS v(payment_id, event_type, payload)
+), answer AS (
+  UPDATE idempotency_keys k
+     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.status, response_body = v.body
+    FROM unnest($50::text[], $51::integer[], $52::text[]) AS v(key, status, body)
+   WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = v.key AND k.status = 'in_progress'
+  RETURNING 1
+), released AS (
+  DELETE FROM idempotency_keys k WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = ANY($53::text[]) AND k.status = 'in_progress'
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,
+       (SELECT count(*) FROM usage)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
+       (SELECT count(*) FROM answer)::int AS answers, (SELECT count(*) FROM released)::int AS released`;
 
-/** Gives quotes back (a payout of the batch was refused): the transaction leaves them untouched. */
-export async function releaseQuotes(tx: Queryable, partition: Partition, quoteIds: readonly string[]): Promise<void> {
-  if (quoteIds.length === 0) return;
-  await tx.query(`UPDATE quotes SET consumed_at = NULL, payment_id = NULL WHERE tenant_id = $1 AND mode = $2 AND id = ANY($3::uuid[])`, [
+/** Writes a decided batch; asserts every locked row it meant to change was changed. */
+export async function writePayoutBatch(tx: Queryable, partition: Partition, batch: PayoutBatchWrite): Promise<void> {
+  const { payments } = batch;
+  const col = <T>(pick: (p: NewPayment) => T) => payments.map(pick);
+  const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
+  const { rows } = await tx.query<{ quotes: number; payments: number; counters: number; accounts: number; answers: number; released: number }>(SQL, [
     partition.tenantId,
     partition.mode,
-    quoteIds,
+    batch.now,
+    batch.consumedQuotes.map((q) => q.quoteId),
+    batch.consumedQuotes.map((q) => q.paymentId),
+    col((p) => p.id),
+    col((p) => p.customer_id),
+    col((p) => p.beneficiary_id),
+    col((p) => p.quote_id),
+    col((p) => p.status),
+    col((p) => p.status_reason),
+    col((p) => p.message),
+    col((p) => p.source_asset),
+    col((p) => p.source_amount.toString()),
+    col((p) => p.payout_asset),
+    col((p) => p.payout_amount.toString()),
+    col((p) => p.fee_amount.toString()),
+    col((p) => p.method),
+    col((p) => p.method_requested),
+    col((p) => p.method_changed),
+    col((p) => JSON.stringify(p.beneficiary)),
+    col((p) => (p.sender ? JSON.stringify(p.sender) : null)),
+    col((p) => p.rail),
+    col((p) => p.next_check_at),
+    col((p) => p.usage_day),
+    col((p) => p.funding_account),
+    batch.transitions.map((t) => t.paymentId),
+    batch.transitions.map((t) => t.to),
+    batch.transitions.map((t) => t.reason),
+    batch.transitions.map((t) => JSON.stringify(t.metadata)),
+    batch.entries.map((e) => e.id),
+    batch.entries.map((e) => e.kind),
+    batch.entries.map((e) => e.paymentId),
+    postings.map((p) => p.transactionId),
+    postings.map((p) => p.asset),
+    postings.map((p) => p.account),
+    postings.map((p) => p.amount.toString()),
+    batch.usage.rows.map((u) => u.counter.kind),
+    batch.usage.rows.map((u) => u.counter.subjectId),
+    batch.usage.rows.map((u) => u.counter.method),
+    batch.usage.rows.map((u) => u.amount.toString()),
+    batch.usage.rows.map((u) => u.count.toString()),
+    batch.usage.day,
+    batch.accountDeltas.map((d) => d.account.asset),
+    batch.accountDeltas.map((d) => d.account.kind),
+    batch.accountDeltas.map((d) => d.delta.toString()),
+    batch.events.map((e) => e.paymentId),
+    batch.events.map((e) => e.type),
+    batch.events.map((e) => JSON.stringify(e.payload)),
+    batch.keyAnswers.map((a) => a.key),
+    batch.keyAnswers.map((a) => a.status),
+    batch.keyAnswers.map((a) => a.body),
+    batch.keyReleases,
   ]);
+  const written = rows[0]!;
+  const expect = (what: string, got: number, wanted: number) => {
+    if (got !== wanted) throw new Error(`invariant: the payout batch wrote ${got} ${what}, expected ${wanted}`);
+  };
+  expect('quote consumptions', written.quotes, batch.consumedQuotes.length);
+  expect('payments', written.payments, payments.length);
+  expect('limit counters', written.counters, batch.usage.rows.length);
+  expect('account balances', written.accounts, batch.accountDeltas.length);
+  expect('key answers', written.answers, batch.keyAnswers.length);
+  expect('key releases', written.released, batch.keyReleases.length);
 }
 
-export async function quoteStates(
-  db: Queryable,
-  partition: Partition,
-  quoteIds: readonly string[],
-): Promise<Map<string, { consumed: boolean; expiresAt: Date }>> {
-  const { rows } = await db.query<{ id: string; consumed_at: Date | null; expires_at: Date }>(
-    `SELECT id, consumed_at, expires_at FROM quotes WHERE tenant_id = $1 AND mode = $2 AND id = ANY($3::uuid[])`,
-    [partition.tenantId, partition.mode, quoteIds],
-  );
-  return new Map(rows.map((r) => [r.id, { consumed: r.consumed_at !== null, expiresAt: r.expires_at }]));
+/** What a batch registers for the payouts it accepted or failed (never for a refused one). */
+export interface PayoutRegistrations {
+  /** Inline beneficiaries as sent, each with the id the batch expects it to have; distinct identities, sorted. */
+  beneficiaries: Array<{ expectedId: string; details: BeneficiaryDetails; failureReason: string | null }>;
+  /** History of failures before the rail of registered beneficiaries not in `beneficiaries`; distinct ids, sorted. */
+  failures: Array<{ beneficiaryId: string; reason: string }>;
+  /** Senders stored for customers (a payout with customerId and a sender block); distinct ids, sorted. */
+  customers: Array<{ customerId: string; sender: Sender }>;
 }
+
+const REGISTRATIONS_SQL = `WITH registered AS (
+  INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason)
+  SELECT $1, $2, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure
+    FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
+      WITH ORDINALITY AS v(id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, failure, n)
+   ORDER BY v.n
+  ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
+     SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone,
+         last_failure_reason = coalesce(EXCLUDED.last_failure_reason, b.last_failure_reason)
+  RETURNING b.id, b.national_id, b.bank_code, b.instrument
+), failure_lock AS (
+  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) ORDER BY b.id FOR UPDATE
+), failure AS (
+  UPDATE beneficiaries b SET last_failure_reason = v.reason
+    FROM unnest($13::uuid[], $14::text[]) AS v(id, reason) JOIN failure_lock l ON l.id = v.id
+   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = v.id
+), customer AS (
+  INSERT INTO customers AS c (tenant_id, mode, id, sender)
+  SELECT $1, $2, v.id, v.sender FROM unnest($15::uuid[], $16::jsonb[]) WITH ORDINALITY AS v(id, sender, n) ORDER BY v.n
+  ON CONFLICT (tenant_id, mode, id) DO UPDATE SET sender = EXCLUDED.sender, updated_at = now()
+)
+SELECT id::text, national_id, bank_code, instrument FROM registered`;
 
 /**
- * Creates, with the batch's delta as opening balance, the accounts a batch posts to that did not exist
- * when it locked them (the first payout of a tenant in an asset). An INSERT … ON CONFLICT adding the
- * delta, because another process may create the row meanwhile; its CHECK constraints see the sum.
+ * The last step of the lock order (beneficiaries, then customers), taken while the batch holds the
+ * tenant's in-flight account: inline beneficiaries registered as sent (details updated), failure
+ * history, customers' stored senders. Returns the id each inline beneficiary has, by identity key: a
+ * caller that expected another one read a stale identity and must run the batch again.
  */
-export async function createMissingAccounts(
-  tx: Queryable,
-  partition: Partition,
-  accounts: ReadonlyArray<{ asset: string; kind: AccountKind; delta: bigint }>,
-): Promise<void> {
-  for (const a of accounts) {
-    await tx.query(
-      `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance`,
-      [partition.tenantId, partition.mode, a.asset, a.kind, a.delta],
-    );
-  }
-}
-
-/** Everything a batch of accepted payouts writes, once every decision is made. */
-export interface AcceptedBatch {
-  payments: readonly NewPayment[];
-  /** One balanced ledger entry per payment. */
-  entries: ReadonlyArray<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
-  /** Limit counters of one business day, locked earlier in the transaction. */
-  usage: { day: string; rows: ReadonlyArray<{ kind: string; subjectId: string; method: string; amount: bigint; count: bigint }> };
-  /** Net change of each existing account, locked earlier in the transaction. */
-  accountDeltas: ReadonlyArray<{ asset: string; kind: AccountKind; delta: bigint }>;
-}
-
-/**
- * Writes a whole batch in ONE statement: the payments, their first transitions (null → submitted,
- * ledger_committed), their ledger entries and postings, the limit counters and the account balances.
- * Data-modifying CTEs all run, whatever the final SELECT reads; foreign keys are checked at the end of
- * the statement and the balanced-entry trigger at commit, so the guarantees are those of separate
- * statements, at one round trip instead of six. Returns the inserted payments and how many accounts
- * were updated (the caller checks it against the locked rows).
- */
-export async function writeAcceptedPayouts(tx: Queryable, partition: Partition, batch: AcceptedBatch): Promise<{ payments: PaymentRow[]; accountsUpdated: number }> {
-  const { payments, entries, usage, accountDeltas } = batch;
-  const col = <T>(pick: (p: NewPayment) => T) => payments.map(pick);
-  const postings = entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
-  const qualified = PAYMENT_COLUMNS.split(',').map((c) => `pay.${c.trim()}`).join(', ');
-  const { rows } = await tx.query<PaymentRow & { accounts_updated: number }>(
-    `WITH pay AS (
-       INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
-         source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
-         beneficiary, sender, rail, next_check_at, created_at, updated_at)
-       SELECT $1, $2, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
-              v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
-              v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.created_at, v.created_at
-         FROM unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::uuid[], $7::text[], $8::text[], $9::text[], $10::text[],
-                     $11::bigint[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[], $17::boolean[],
-                     $18::jsonb[], $19::jsonb[], $20::text[], $21::timestamptz[], $22::timestamptz[])
-           AS v(id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset, source_amount,
-                payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, beneficiary, sender,
-                rail, next_check_at, created_at)
-       RETURNING *
-     ), history AS (
-       INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-       SELECT $1, v.id, NULL, 'submitted', 'ledger_committed', 'api',
-              jsonb_build_object('methodRequested', v.method_requested, 'methodUsed', v.method), v.created_at
-         FROM unnest($3::uuid[], $16::text[], $15::text[], $22::timestamptz[]) AS v(id, method_requested, method, created_at)
-     ), entry AS (
-       INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id)
-       SELECT $1, $2, v.id, v.kind, v.payment_id FROM unnest($23::uuid[], $24::text[], $25::uuid[]) AS v(id, kind, payment_id)
-     ), posting AS (
-       INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
-       SELECT $1, v.transaction_id, $2, v.asset, v.account_kind, v.amount
-         FROM unnest($26::uuid[], $27::text[], $28::text[], $29::bigint[]) AS v(transaction_id, asset, account_kind, amount)
-     ), usage AS (
-       INSERT INTO limit_usage (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-       SELECT $1, $2, v.kind, v.subject_id, v.method, $30::date, v.amount, v.count
-         FROM unnest($31::text[], $32::uuid[], $33::text[], $34::bigint[], $35::bigint[]) WITH ORDINALITY AS v(kind, subject_id, method, amount, count, n)
-        ORDER BY v.n
-       ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
-       DO UPDATE SET amount = limit_usage.amount + EXCLUDED.amount, count = limit_usage.count + EXCLUDED.count
-     ), account AS (
-       UPDATE ledger_accounts a SET balance = a.balance + v.delta
-         FROM unnest($36::text[], $37::text[], $38::bigint[]) AS v(asset, kind, delta)
-        WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind
-       RETURNING 1
-     )
-     SELECT ${qualified}, (SELECT count(*) FROM account)::int AS accounts_updated FROM pay`,
-    [
-      partition.tenantId,
-      partition.mode,
-      col((p) => p.id),
-      col((p) => p.customer_id),
-      col((p) => p.beneficiary_id),
-      col((p) => p.quote_id),
-      col((p) => p.status),
-      col((p) => p.status_reason),
-      col((p) => p.message),
-      col((p) => p.source_asset),
-      col((p) => p.source_amount.toString()),
-      col((p) => p.payout_asset),
-      col((p) => p.payout_amount.toString()),
-      col((p) => p.fee_amount.toString()),
-      col((p) => p.method),
-      col((p) => p.method_requested),
-      col((p) => p.method_changed),
-      col((p) => JSON.stringify(p.beneficiary)),
-      col((p) => (p.sender ? JSON.stringify(p.sender) : null)),
-      col((p) => p.rail),
-      col((p) => p.next_check_at),
-      col((p) => p.created_at),
-      entries.map((e) => e.id),
-      entries.map((e) => e.kind),
-      entries.map((e) => e.paymentId),
-      postings.map((p) => p.transactionId),
-      postings.map((p) => p.asset),
-      postings.map((p) => p.account),
-      postings.map((p) => p.amount.toString()),
-      usage.day,
-      usage.rows.map((u) => u.kind),
-      usage.rows.map((u) => u.subjectId),
-      usage.rows.map((u) => u.method),
-      usage.rows.map((u) => u.amount.toString()),
-      usage.rows.map((u) => u.count.toString()),
-      accountDeltas.map((d) => d.asset),
-      accountDeltas.map((d) => d.kind),
-      accountDeltas.map((d) => d.delta.toString()),
-    ],
-  );
-  const accountsUpdated = rows[0]?.accounts_updated ?? 0;
-  return { payments: rows.map(({ accounts_updated: _n, ...payment }) => payment as PaymentRow), accountsUpdated };
+export async function writePayoutRegistrations(tx: Queryable, partition: Partition, r: PayoutRegistrations): Promise<Map<string, string>> {
+  if (r.beneficiaries.length === 0 && r.failures.length === 0 && r.customers.length === 0) return new Map();
+  const b = r.beneficiaries;
+  const { rows } = await tx.query<{ id: string; national_id: string; bank_code: string; instrument: BeneficiaryDetails['instrument'] }>(REGISTRATIONS_SQL, [
+    partition.tenantId,
+    partition.mode,
+    b.map((x) => x.expectedId),
+    b.map((x) => x.details.fullName),
+    b.map((x) => x.details.nationalId),
+    b.map((x) => x.details.bankCode),
+    b.map((x) => x.details.accountNumber),
+    b.map((x) => x.details.phone),
+    b.map((x) => x.details.asset),
+    b.map((x) => x.details.country),
+    b.map((x) => x.details.instrument),
+    b.map((x) => x.failureReason),
+    r.failures.map((f) => f.beneficiaryId),
+    r.failures.map((f) => f.reason),
+    r.customers.map((c) => c.customerId),
+    r.customers.map((c) => JSON.stringify(c.sender)),
+  ]);
+  return new Map(rows.map((row) => [identityKeyOf({ nationalId: row.national_id, bankCode: row.bank_code, instrument: row.instrument }), row.id]));
 }

@@ -1,4 +1,6 @@
 import type { Mode } from '../../domain/api-keys.ts';
+import type { StoredKey } from '../../domain/idempotency.ts';
+import type { Sender } from '../../domain/sender.ts';
 import type { Queryable } from '../database.ts';
 import type { BeneficiaryRow } from './beneficiaries.ts';
 import type { QuoteRow } from './quotes.ts';
@@ -7,42 +9,76 @@ const QUOTE = ['tenant_id', 'mode', 'id', 'customer_id', 'fixed', 'spend_asset',
   'fee_amount', 'rate_value', 'rate_market', 'spread_bps', 'expires_at', 'created_at', 'consumed_at', 'payment_id'] as const;
 const BENEFICIARY = ['tenant_id', 'mode', 'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'phone', 'asset', 'country',
   'instrument', 'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at'] as const;
+const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response_body', 'locked_until', 'expires_at'] as const;
 
+// LATERAL: one primary-key lookup per payout and table, never a scan.
 const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
-       (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us
-  FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[]) WITH ORDINALITY AS v (tenant_id, mode, quote_id, beneficiary_id, n)
+       (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us,
+       ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')}, c.sender AS customer_sender, g.default_sender
+  FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[]) WITH ORDINALITY
+    AS v (tenant_id, mode, quote_id, beneficiary_id, key, customer_id, n)
   LEFT JOIN LATERAL (SELECT * FROM quotes WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.quote_id) q ON true
-  LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id) b ON true`;
-// LATERAL: one primary-key lookup per payout, never a scan of either table.
+  LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id) b ON true
+  LEFT JOIN LATERAL (SELECT * FROM idempotency_keys WHERE tenant_id = v.tenant_id AND mode = v.mode AND key = v.key) k ON true
+  LEFT JOIN LATERAL (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.customer_id) c ON true
+  LEFT JOIN LATERAL (SELECT default_sender FROM programs WHERE tenant_id = v.tenant_id AND mode = v.mode) g ON true`;
 
 export interface PayoutReferences {
   tenantId: string;
   mode: Mode;
+  key: string;
   quoteId: string;
   beneficiaryId: string | undefined;
+  customerId: string | undefined;
+}
+
+export interface PayoutReads {
+  /** What the Idempotency-Key already holds, if anything. */
+  key?: StoredKey;
+  quote?: QuoteRow;
+  /** The registered beneficiary the payout names (by id). */
+  beneficiary?: BeneficiaryRow;
+  /** Step 2 of sender resolution: the customer's stored sender. */
+  customerSender?: Sender;
+  /** Step 3: the program's default sender. */
+  defaultSender?: Sender;
 }
 
 /**
- * The rows payouts refer to, for many payouts in one round trip: each one's quote, and its
- * registered beneficiary when it names one. Either is undefined when it does not exist.
+ * Everything a payout reads before its batch, for many payouts in one round trip: what its key holds,
+ * its quote, its registered beneficiary, and the stored senders. Each is undefined when it does not
+ * exist.
  */
-export async function findQuotesAndBeneficiaries(
-  db: Queryable,
-  items: readonly PayoutReferences[],
-): Promise<Array<{ quote?: QuoteRow; beneficiary?: BeneficiaryRow }>> {
+export async function readPayoutReferences(db: Queryable, items: readonly PayoutReferences[]): Promise<PayoutReads[]> {
   const { rows } = await db.query<Record<string, unknown>>(SQL, [
     items.map((i) => i.tenantId),
     items.map((i) => i.mode),
     items.map((i) => i.quoteId),
     items.map((i) => i.beneficiaryId ?? null),
+    items.map((i) => i.key),
+    items.map((i) => i.customerId ?? null),
   ]);
   const byOrdinal = new Map(rows.map((row) => [Number(row.n), row]));
   return items.map((_, index) => {
     const row = byOrdinal.get(index + 1)!;
     const pick = (prefix: string, columns: readonly string[]) => Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]]));
+    const key = row.k_fingerprint
+      ? {
+          fingerprint: row.k_fingerprint as string,
+          status: row.k_status as StoredKey['status'],
+          paymentId: (row.k_payment_id as string | null) ?? null,
+          responseStatus: row.k_response_status === null ? null : Number(row.k_response_status),
+          responseBody: (row.k_response_body as string | null) ?? null,
+          lockedUntil: (row.k_locked_until as Date | null) ?? null,
+          expiresAt: row.k_expires_at as Date,
+        }
+      : undefined;
     return {
+      key,
       quote: row.q_id ? (pick('q_', QUOTE) as unknown as QuoteRow) : undefined,
       beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as BeneficiaryRow) : undefined,
+      customerSender: (row.customer_sender as Sender | null) ?? undefined,
+      defaultSender: (row.default_sender as Sender | null) ?? undefined,
     };
   });
 }

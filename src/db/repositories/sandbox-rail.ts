@@ -2,7 +2,7 @@
 // Only src/rails/sandbox-rail.ts uses it. Every time comes from the caller (its injected clock), never
 // from the database's now(), so tests can move time by hand.
 import { relaxedOf, type Queryable } from '../database.ts';
-import { Coalescer } from '../coalescer.ts';
+import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { Instrument, RailFailureReason } from '../../rails/rail.ts';
 
 export type SandboxScenario =
@@ -35,62 +35,71 @@ export interface SandboxTransferRow {
   reverse_at: Date | null;
   reversal_reason: string | null;
   reversal_acknowledged_at: Date | null;
+  /** How many times the transfer was submitted (the first time included). */
+  submissions: number;
 }
 
-export type NewSandboxTransfer = Omit<SandboxTransferRow, 'reversal_acknowledged_at'>;
+export type NewSandboxTransfer = Omit<SandboxTransferRow, 'reversal_acknowledged_at' | 'submissions'>;
 
 const COLUMNS = `reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code, scenario, pending_status,
-  received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, reversal_acknowledged_at`;
+  received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, reversal_acknowledged_at, submissions`;
 
 /**
- * Records a transfer unless its reference is already known. Returns the new row, or undefined when
- * the reference existed (the caller then reads the stored one): a concurrent duplicate waits for the
- * first insert and then does nothing, so one reference is always one transfer.
+ * Records a submission: the transfer when its reference is new, or one more submission of the stored
+ * one. A concurrent duplicate waits for the first insert, so one reference is always one transfer.
  */
-export async function insertSandboxTransfer(db: Queryable, t: NewSandboxTransfer): Promise<SandboxTransferRow | undefined> {
+export async function insertSandboxTransfer(db: Queryable, t: NewSandboxTransfer): Promise<{ row: SandboxTransferRow; inserted: boolean }> {
   return coalescerFor(db).submit(t);
 }
 
 // Concurrent submissions are recorded together (see Coalescer); one per database handle.
-const inserters = new WeakMap<Queryable, Coalescer<NewSandboxTransfer, SandboxTransferRow | undefined>>();
+const inserters = new WeakMap<Queryable, Coalescer<NewSandboxTransfer, { row: SandboxTransferRow; inserted: boolean }>>();
 
-function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, SandboxTransferRow | undefined> {
+function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, { row: SandboxTransferRow; inserted: boolean }> {
   let coalescer = inserters.get(db);
   if (!coalescer) {
     // The sandbox provider's own record: if a crash lost it, the reaper finds `not_found` and
     // submits again by the same reference, as with a real rail that never got the call.
-    coalescer = new Coalescer((items) => insertSandboxTransfers(relaxedOf(db), items), { batchMax: 256, inFlightMax: 2 });
+    coalescer = new Coalescer((items) => insertSandboxTransfers(relaxedOf(db), items), COALESCER_BOUNDS);
     inserters.set(db, coalescer);
   }
   return coalescer;
 }
 
-/** Many transfers in one statement; per item the new row, or undefined when its reference existed. */
-async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxTransfer[]): Promise<Array<SandboxTransferRow | undefined>> {
-  const col = <T>(pick: (t: NewSandboxTransfer) => T) => items.map(pick);
-  const { rows } = await db.query<SandboxTransferRow>(
-    `INSERT INTO sandbox_rail_transfers (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code,
-       scenario, pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason)
+/** Many submissions in one statement; per item the stored row and whether this item created it. */
+async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxTransfer[]): Promise<Array<{ row: SandboxTransferRow; inserted: boolean }>> {
+  // A reference twice in one batch is one row submitted twice: the first item creates it.
+  const distinct = new Map<string, { transfer: NewSandboxTransfer; times: number }>();
+  for (const t of items) {
+    const seen = distinct.get(t.reference);
+    if (seen) seen.times += 1;
+    else distinct.set(t.reference, { transfer: t, times: 1 });
+  }
+  const unique = [...distinct.values()].sort((a, b) => (a.transfer.reference < b.transfer.reference ? -1 : 1));
+  const col = <T>(pick: (t: NewSandboxTransfer) => T) => unique.map((u) => pick(u.transfer));
+  const { rows } = await db.query<SandboxTransferRow & { inserted: boolean }>(
+    `INSERT INTO sandbox_rail_transfers AS s (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code,
+       scenario, pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, submissions)
      SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
                           $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::timestamptz[],
-                          $15::timestamptz[], $16::text[])
-     ON CONFLICT (reference) DO NOTHING
-     RETURNING ${COLUMNS}`,
+                          $15::timestamptz[], $16::text[], $17::integer[])
+     ON CONFLICT (reference) DO UPDATE SET submissions = s.submissions + EXCLUDED.submissions
+     RETURNING ${COLUMNS.replace(/(\w+)/g, 's.$1')}, (s.xmax = 0) AS inserted`,
     [
       col((t) => t.reference), col((t) => t.mode), col((t) => t.tenant_id), col((t) => t.instrument), col((t) => String(t.amount_minor)),
       col((t) => t.national_id), col((t) => t.bank_code), col((t) => t.scenario), col((t) => t.pending_status), col((t) => t.received_at),
       col((t) => t.settle_at), col((t) => t.failure_reason), col((t) => t.bank_reference), col((t) => t.settled_at), col((t) => t.reverse_at),
-      col((t) => t.reversal_reason),
+      col((t) => t.reversal_reason), unique.map((u) => u.times),
     ],
   );
-  // A reference twice in one batch: the first wins (ON CONFLICT skips the second), as in two calls.
-  const byReference = new Map<string, SandboxTransferRow>();
-  for (const row of rows) byReference.set(row.reference, row);
-  const seen = new Set<string>();
+  const byReference = new Map(rows.map(({ inserted, ...row }) => [row.reference, { row: row as SandboxTransferRow, inserted }]));
+  const first = new Set<string>();
   return items.map((t) => {
-    if (seen.has(t.reference)) return undefined;
-    seen.add(t.reference);
-    return byReference.get(t.reference);
+    const stored = byReference.get(t.reference);
+    if (!stored) throw new Error(`invariant: sandbox transfer ${t.reference} was neither inserted nor found`);
+    const isFirst = !first.has(t.reference);
+    first.add(t.reference);
+    return { row: stored.row, inserted: stored.inserted && isFirst };
   });
 }
 

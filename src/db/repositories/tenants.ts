@@ -1,3 +1,4 @@
+import type { StoredCreditLimits } from '../../domain/credit.ts';
 import type { Queryable } from '../database.ts';
 
 export interface TenantRow {
@@ -6,6 +7,8 @@ export interface TenantRow {
   is_platform: boolean;
   credit_enabled: boolean;
   credit_limit: bigint | null;
+  /** Ceilings of the other assets (BS is `credit_limit`). */
+  credit_limits: StoredCreditLimits;
   fee_bps: number;
   fee_fixed: bigint;
   spread_bps: number;
@@ -17,18 +20,23 @@ export interface TenantFields {
   name: string;
   creditEnabled: boolean;
   creditLimit: bigint | null;
+  /** Per-asset ceilings of the other assets; on update, merged into the stored ones. */
+  creditLimits: Record<string, bigint | null>;
   feeBps: number;
   feeFixed: bigint;
   spreadBps: number;
 }
 
-const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, created_at, updated_at';
+const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, credit_limits, fee_bps, fee_fixed, spread_bps, created_at, updated_at';
+
+const storedLimits = (limits: Record<string, bigint | null>): string =>
+  JSON.stringify(Object.fromEntries(Object.entries(limits).map(([asset, limit]) => [asset, limit === null ? null : limit.toString()])));
 
 export async function insertTenant(db: Queryable, id: string, fields: TenantFields, isPlatform = false): Promise<TenantRow> {
   const { rows } = await db.query<TenantRow>(
-    `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${COLUMNS}`,
-    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps],
+    `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, credit_limits)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) RETURNING ${COLUMNS}`,
+    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps, storedLimits(fields.creditLimits)],
   );
   return rows[0]!;
 }
@@ -41,7 +49,7 @@ export async function findTenant(db: Queryable, id: string): Promise<TenantRow |
 export async function updateTenant(db: Queryable, id: string, patch: Partial<TenantFields>): Promise<TenantRow | undefined> {
   const sets: string[] = [];
   const params: unknown[] = [id];
-  const column: Record<keyof TenantFields, string> = {
+  const column: Record<Exclude<keyof TenantFields, 'creditLimits'>, string> = {
     name: 'name',
     creditEnabled: 'credit_enabled',
     creditLimit: 'credit_limit',
@@ -51,6 +59,11 @@ export async function updateTenant(db: Queryable, id: string, patch: Partial<Ten
   };
   for (const [field, value] of Object.entries(patch) as [keyof TenantFields, unknown][]) {
     if (value === undefined) continue;
+    if (field === 'creditLimits') {
+      params.push(storedLimits(value as Record<string, bigint | null>));
+      sets.push(`credit_limits = credit_limits || $${params.length}::jsonb`);
+      continue;
+    }
     params.push(value);
     sets.push(`${column[field]} = $${params.length}`);
   }

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, envelope, validationFailed } from '../errors.ts';
+import { isTransientDatabaseError } from '../../db/database.ts';
+import { ApiError, envelope, RETRY_AFTER_S, validationFailed } from '../errors.ts';
 import { toFieldErrors } from '../validation.ts';
 
 /** Maps the framework's own errors to our codes, so every error has the envelope. */
@@ -29,7 +30,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const apiError = error instanceof ApiError ? error : fromFrameworkError(error as FastifyError);
     if (apiError) {
       if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
+      if (apiError.status === 503) reply.header('retry-after', String(RETRY_AFTER_S));
       return reply.code(apiError.status).send(envelope(apiError, request.id));
+    }
+    if (isTransientDatabaseError(error)) {
+      // Only the code and message: a driver error's detail may quote parameters.
+      request.log.warn({ code: (error as { code?: string }).code, message: (error as Error).message }, 'database unavailable');
+      return reply
+        .code(503)
+        .header('retry-after', String(RETRY_AFTER_S))
+        .send(envelope(new ApiError('service_unavailable', 'The database is not reachable right now; nothing was lost. Retry in a moment (with the same Idempotency-Key).'), request.id));
     }
     const status = (error as FastifyError).statusCode;
     if (status === 400) {

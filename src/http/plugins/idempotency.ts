@@ -9,6 +9,7 @@ import {
   type IdempotencyScope,
 } from '../../db/repositories/idempotency.ts';
 import type { Clock } from '../../domain/clock.ts';
+import { isStoredStatus } from '../../domain/idempotency.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 
 // The Idempotency-Key layer (decisions.md §8, §11) for every route whose config says
@@ -21,6 +22,10 @@ import { ApiError, validationFailed } from '../errors.ts';
 //   preHandler           claim the key: run / replay / 409 reused / 409 in progress
 //   onSend               the claimed request's response: stored, or the key released
 //
+// Money routes (`idempotencyInWriter`) stop after the fingerprint: their writer records the key in
+// the same transaction as the money it moves and answers from it (services/payouts.ts, treasury.ts),
+// so a crash after that commit can never leave a key that forgot its payment.
+//
 // The database alone decides who runs (see repositories/idempotency.ts); this file keeps only
 // per-request state. Stored bodies are never logged.
 
@@ -30,8 +35,6 @@ export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 
 const KEY_PATTERN = /^[\x20-\x7e]+$/;
-/** Rejections before any work: not stored, the slot is not consumed (decisions.md §8). */
-const NOT_STORED = new Set([400, 401, 403, 429]);
 
 /** JSON with object keys sorted recursively (UTF-16 code unit order); `undefined` → ''. */
 export function canonicalJson(value: unknown): string {
@@ -118,6 +121,10 @@ export function registerIdempotency(
     const wanted = pending.get(request);
     if (!wanted || !request.auth) return;
     pending.delete(request);
+    if (request.routeOptions.config.idempotencyInWriter) {
+      request.idempotency = wanted;
+      return;
+    }
     const scope: IdempotencyScope = { tenantId: request.auth.tenantId, mode: request.auth.mode, key: wanted.key };
     const result = await claimIdempotencyKey(db, scope, wanted.fingerprint, { now: clock.now(), ttlMs, leaseMs });
     switch (result.outcome) {
@@ -153,7 +160,7 @@ export function registerIdempotency(
     const status = reply.statusCode;
     const body = payloadText(payload);
     try {
-      if (status < 500 && !NOT_STORED.has(status) && body !== undefined) {
+      if (isStoredStatus(status) && body !== undefined) {
         const stored = await completeIdempotencyKey(db, claim.scope, claim.owner, { status, body });
         if (!stored) request.log.warn('idempotency: the key was taken over before this request finished; its response is not the one kept');
       } else {

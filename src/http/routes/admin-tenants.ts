@@ -2,6 +2,8 @@ import { PLATFORM_SCOPE } from '../../domain/api-keys.ts';
 import type { ApiKeyRow } from '../../db/repositories/api-keys.ts';
 import type { TenantRow } from '../../db/repositories/tenants.ts';
 import type { TenantService } from '../../services/tenants.ts';
+import { creditCeiling } from '../../domain/credit.ts';
+import { validationFailed } from '../errors.ts';
 import { Type } from '@sinclair/typebox';
 import { errorResponses } from '../schemas/common.ts';
 import {
@@ -18,12 +20,16 @@ import type { App } from '../types.ts';
 
 export const ADMIN = { scopes: [PLATFORM_SCOPE] } as const;
 
+const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
+
 export function tenantView(row: TenantRow) {
+  const ceiling = (asset: string) => creditCeiling(row.credit_limit, row.credit_limits, asset)?.toString() ?? null;
   return {
     id: row.id,
     name: row.name,
     creditEnabled: row.credit_enabled,
-    creditLimit: row.credit_limit === null ? null : row.credit_limit.toString(),
+    creditLimit: ceiling('BS'),
+    creditLimits: Object.fromEntries(CREDIT_ASSETS.map((asset) => [asset, ceiling(asset)])),
     feeBps: row.fee_bps,
     feeFixed: row.fee_fixed.toString(),
     spreadBps: row.spread_bps,
@@ -46,6 +52,20 @@ function keySummary(row: ApiKeyRow) {
 
 const toBig = (value: number | null | undefined) => (value === undefined ? undefined : value === null ? null : BigInt(value));
 
+/**
+ * `creditLimit` and `creditLimits.BS` are one setting: either may carry it (both only if they agree).
+ * Returns the BS ceiling to store (undefined: unchanged) and the other assets' ceilings.
+ */
+function creditTerms(body: { creditLimit?: number | null; creditLimits?: Record<string, number | null | undefined> }) {
+  const { BS, ...others } = body.creditLimits ?? {};
+  if (body.creditLimit !== undefined && BS !== undefined && body.creditLimit !== BS) {
+    throw validationFailed([{ field: 'creditLimits.BS', message: 'differs from creditLimit, which is the same setting: send one of them' }]);
+  }
+  const bs = body.creditLimit !== undefined ? body.creditLimit : BS;
+  const rest = Object.fromEntries(Object.entries(others).filter(([, v]) => v !== undefined).map(([asset, v]) => [asset, toBig(v as number | null) as bigint | null]));
+  return { creditLimit: toBig(bs), creditLimits: body.creditLimits === undefined ? undefined : rest };
+}
+
 export async function adminTenantRoutes(app: App, tenants: TenantService): Promise<void> {
   app.post(
     '/v1/admin/tenants',
@@ -65,7 +85,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
       const tenant = await tenants.create({
         name: body.name,
         creditEnabled: body.creditEnabled,
-        creditLimit: toBig(body.creditLimit),
+        ...creditTerms(body),
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,
@@ -109,7 +129,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
       const tenant = await tenants.update(request.params.id, {
         name: body.name,
         creditEnabled: body.creditEnabled,
-        creditLimit: toBig(body.creditLimit),
+        ...creditTerms(body),
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,

@@ -9,7 +9,9 @@ import { errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
+import { idempotencyOf, partitionOf } from '../context.ts';
 import { ADMIN } from './admin-tenants.ts';
+import { sendWriterAnswer } from './payouts.ts';
 
 export async function adminTreasuryRoutes(app: App, db: Database, treasury: TreasuryService): Promise<void> {
   const customerTenant = async (id: string) => {
@@ -26,12 +28,13 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
   app.post(
     '/v1/admin/tenants/:id/fundings',
     {
-      config: { ...ADMIN, idempotency: 'required' },
+      config: { ...ADMIN, idempotency: 'required', idempotencyInWriter: true },
       schema: {
         tags: ['Admin'],
         operationId: 'adminFundTenant',
         summary: "Credit a tenant's prefunding balance",
-        description: 'One balanced ledger entry (treasury cash against the tenant prefunding account). Requires `Idempotency-Key`: a retried funding is credited once.',
+        description:
+          'One balanced ledger entry (treasury cash against the tenant prefunding account), committed in the same transaction as the `Idempotency-Key` (required): a retried funding is credited once and answered the same, whatever happened in between.',
         params: IdParam,
         body: FundingBody,
         response: { 201: TreasuryPosition, ...errorResponses(400, 403, 404, 409) },
@@ -39,7 +42,12 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
     },
     async (request, reply) => {
       const { mode, asset, amount } = request.body;
-      return reply.code(201).send(await treasury.fund(request.params.id, mode, asset, BigInt(amount)));
+      const answer = await treasury.fund(
+        { ...partitionOf(request.auth), ...idempotencyOf(request) },
+        { tenantId: request.params.id, mode, asset, amount: BigInt(amount) },
+        (position) => JSON.stringify(position),
+      );
+      return sendWriterAnswer(reply, answer);
     },
   );
 
@@ -51,7 +59,8 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         tags: ['Admin'],
         operationId: 'adminCloseTenant',
         summary: 'Run the daily close now',
-        description: 'Settles `creditDrawn` (BS) of a credit tenant: the tenant pays what it drew. The scheduled close does the same at Caracas midnight.',
+        description:
+          'The daily close now, every asset: a credit tenant settles what it drew (`creditDrawn`), net of what it is owed (refunds of payouts that failed or were returned after the previous close, shown in `prefundingBalance`). A prefunded tenant only settles a leftover draw; its prefunding is never netted. The scheduled close does the same after Caracas midnight. `closedAmount` is the BS draw settled; `closed` lists every asset.',
         params: IdParam,
         body: ModeBody,
         response: { 200: ClosedPosition, ...errorResponses(400, 403, 404) },

@@ -1,6 +1,9 @@
 import type { PaymentRow } from '../../db/repositories/payments.ts';
-import type { PayoutService } from '../../services/payouts.ts';
-import { partitionOf } from '../context.ts';
+import type { PayoutAnswers, PayoutService } from '../../services/payouts.ts';
+import type { WriterAnswer } from '../../services/writer-answer.ts';
+import { idempotencyOf, partitionOf } from '../context.ts';
+import { envelope } from '../errors.ts';
+import { IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBody, PayoutResult } from '../schemas/payouts.ts';
 import type { App } from '../types.ts';
@@ -17,7 +20,8 @@ export function payoutView(p: PaymentRow) {
     feeAmount: failed ? '0' : p.fee_amount.toString(),
     // Absent on unknown: nobody knows yet whether it left.
     ...(p.status === 'unknown' ? {} : { totalDebited: failed ? '0' : (p.payout_amount + p.fee_amount).toString() }),
-    method: p.method,
+    // Never null: a payout that failed before any instrument was used reports the one requested.
+    method: p.method ?? p.method_requested,
     methodRequested: p.method_requested,
     methodChanged: p.method_changed,
     message: p.message,
@@ -32,11 +36,24 @@ export function payoutView(p: PaymentRow) {
   };
 }
 
+/** Answers are serialised once: the bytes sent are the bytes stored under the Idempotency-Key. */
+export const payoutAnswers: PayoutAnswers = {
+  payment: (row) => JSON.stringify(payoutView(row)),
+  error: (error, requestId) => JSON.stringify(envelope(error, requestId)),
+};
+
+/** Sends a writer's answer as it was recorded. */
+export function sendWriterAnswer(reply: { code(status: number): any }, answer: WriterAnswer) {
+  const sent = reply.code(answer.status).header('content-type', 'application/json; charset=utf-8');
+  if (answer.replayed) sent.header(IDEMPOTENT_REPLAYED_HEADER, 'true');
+  return sent.send(answer.body);
+}
+
 export async function payoutRoutes(app: App, payouts: PayoutService): Promise<void> {
   app.post(
     '/v1/payouts',
     {
-      config: { scopes: ['payments:write'], idempotency: 'required' },
+      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true },
       schema: {
         tags: ['Payouts'],
         operationId: 'createPayout',
@@ -48,7 +65,10 @@ The usual answer is 201 \`submitted\`; the outcome arrives by webhook (\`payment
 \`status: failed\` and a \`reason\` (nothing charged), not an HTTP error.
 
 Requires an \`Idempotency-Key\` header: the same key with the same body returns the original answer (header
-\`idempotent-replayed: true\`); with a different body, 409 \`idempotency_key_reused\`.
+\`idempotent-replayed: true\`); with a different body, 409 \`idempotency_key_reused\`; while the first request is still
+running, 409 \`idempotency_request_in_progress\` (retry it). The key is recorded in the same transaction as the payment:
+a retry after any crash or error (a 503, a lost connection) answers 201 with that payment as it stands, never a second
+payment and never \`quote_already_consumed\`.
 
 Errors, in the order they are checked: 400 validation, 404 unknown quote or beneficiary, 409 \`quote_already_consumed\`,
 422 \`quote_expired\`, 422 \`limit_exceeded\` (instrument cap or configured limit; \`meta\` names rule, cap and scope),
@@ -58,8 +78,8 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
       },
     },
     async (request, reply) => {
-      const payment = await payouts.create(partitionOf(request.auth), request.body as never);
-      return reply.code(201).send(payoutView(payment));
+      const answer = await payouts.create(partitionOf(request.auth), request.body as never, { ...idempotencyOf(request), requestId: request.id });
+      return sendWriterAnswer(reply, answer);
     },
   );
 }

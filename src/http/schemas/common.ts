@@ -63,7 +63,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   422: 'Business rule: `quote_expired`, `limit_exceeded`, `insufficient_tenant_funds`',
   429: '`rate_limited`: too many requests for this key; wait `Retry-After` seconds',
   500: '`internal_error`: unexpected; quote the request_id',
-  503: '`rate_unavailable` (no fresh FX rate) or `service_unavailable`',
+  503: 'Retryable, with `Retry-After`: `rate_unavailable` (no fresh FX rate), `service_unavailable` (the database is not reachable right now) or `overloaded` (a bounded internal queue is full; nothing was done)',
 };
 
 const ErrorRef = Type.Unsafe<Static<typeof ErrorEnvelope>>(Type.Ref('ErrorEnvelope'));

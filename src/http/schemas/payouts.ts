@@ -99,11 +99,13 @@ export const Payment = Component(
 const TreasuryPositionFields = {
     tenantId: Type.String(),
     asset: Type.String(),
-    prefundingBalance: AmountString('Available to disburse. 0 under daily close (normal)'),
+    prefundingBalance: AmountString(
+      'Available to disburse. Under daily close normally 0 (not an alarm); when positive, it is money owed to the tenant (a payout that failed or was returned after a close), netted by the next close',
+    ),
     platformRevenueFromTenant: AmountString('Fees charged to the tenant, net of reversals (a reversal keeps its fee)'),
     creditEnabled: Type.Boolean({ description: 'true = daily close, no balance blocking; false = prefunded' }),
     creditDrawn: AmountString('Owed now, settled at the daily close; 0 when prefunded'),
-    creditLimit: Nullable(AmountString('Agreed ceiling; null if none')),
+    creditLimit: Nullable(AmountString("This asset's agreed ceiling (BS: the tenant's creditLimit; others: creditLimits); null if none")),
     creditAvailable: Nullable(AmountString('Remaining line; null if no ceiling')),
   };
 
@@ -125,7 +127,18 @@ export const SenderBody = Type.Object({ mode: ModeSchema, sender: SenderBlock })
 
 export const ClosedPosition = Component(
   'ClosedPosition',
-  Type.Object({ ...TreasuryPositionFields, closedAmount: AmountString('Credit drawn settled by this close') }),
+  Type.Object({
+    ...TreasuryPositionFields,
+    closedAmount: AmountString('BS credit drawn settled by this close'),
+    closed: Type.Array(
+      Type.Object({
+        asset: Type.String(),
+        drawn: AmountString('Credit drawn settled'),
+        owed: AmountString('What the tenant was owed (refunds after the previous close), netted'),
+      }),
+      { description: 'Every asset this close settled' },
+    ),
+  }),
 );
 
 export const StoredSender = Component(

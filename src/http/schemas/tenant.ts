@@ -15,12 +15,22 @@ export const TenantContext = Component('TenantContext', Type.Object(
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
+const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
+
+const CreditCeiling = (asset: string) =>
+  Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: `Credit ceiling in ${asset} minor units; null = none` })));
+
 const TenantWritable = {
   name: Type.String({ minLength: 1, maxLength: 200, description: 'Display name' }),
   creditEnabled: Type.Boolean({ description: 'true = daily close (not blocked by balance); false = prefunded' }),
   creditLimit: Nullable(
     Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Credit ceiling in BS minor units; null = none' }),
   ),
+  creditLimits: Type.Object(Object.fromEntries(CREDIT_ASSETS.map((asset) => [asset, CreditCeiling(asset)])), {
+    additionalProperties: false,
+    description:
+      'Credit terms per asset: a draw in one asset is compared only with that asset\'s ceiling, in its own minor units. `BS` is the same as `creditLimit`. On update, only the assets sent change; null removes a ceiling.',
+  }),
   feeBps: Type.Integer({ minimum: 0, maximum: 10000, description: 'Fee in basis points of the delivered amount (default 100)' }),
   feeFixed: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Fixed fee in BS minor units (default 0)' }),
   spreadBps: Type.Integer({ minimum: 0, maximum: 9999, description: 'FX margin in basis points (default 50)' }),
@@ -30,6 +40,7 @@ export const CreateTenantBody = Type.Object({
   name: TenantWritable.name,
   creditEnabled: Type.Optional(TenantWritable.creditEnabled),
   creditLimit: Type.Optional(TenantWritable.creditLimit),
+  creditLimits: Type.Optional(TenantWritable.creditLimits),
   feeBps: Type.Optional(TenantWritable.feeBps),
   feeFixed: Type.Optional(TenantWritable.feeFixed),
   spreadBps: Type.Optional(TenantWritable.spreadBps),
@@ -43,6 +54,9 @@ export const Tenant = Component('Tenant', Type.Object(
     name: Type.String(),
     creditEnabled: Type.Boolean(),
     creditLimit: Nullable(AmountString()),
+    creditLimits: Type.Object(Object.fromEntries(CREDIT_ASSETS.map((asset) => [asset, Nullable(AmountString())])), {
+      description: 'Credit ceiling of every asset, minor units (null: none); BS is creditLimit',
+    }),
     feeBps: Type.Integer(),
     feeFixed: AmountString(),
     spreadBps: Type.Integer(),

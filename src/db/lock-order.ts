@@ -1,0 +1,491 @@
+// THE lock order. Every transaction that writes money-related rows takes its row locks here, in this
+// order, each kind sorted by its key — so two writers can wait for each other but never in a cycle:
+//
+//   1. idempotency_keys  (tenant, mode, key)                        payout batch, funding
+//   2. quotes            (tenant, mode, id)                         payout batch
+//   3. payments          (tenant, id)                               outcome batch (payout path, reaper, notifications)
+//   4. limit_usage       (tenant, mode, kind, subject, method, day) payout batch, outcome batch (give-back)
+//   5. ledger_accounts   (tenant, mode, asset, kind)                payout batch, outcome batch, funding, daily close
+//   6. beneficiaries     (tenant, mode, …)                          outcome batch (history), payout batch (inline registration, history)
+//   7. customers         (tenant, mode, id)                         payout batch (a customer's stored sender)
+//
+// Steps 6 and 7 are taken only by transactions that hold the tenant's BS in-flight account (step 5:
+// every payout batch and every outcome batch that moves money locks it), so per tenant and mode at
+// most one transaction is ever inside them; each still locks its rows there in sorted order.
+//
+// A writer may skip steps, never go back to an earlier one. A row that may not exist yet (a limit
+// counter, a ledger account) is created at its place in the order (INSERT … ON CONFLICT DO UPDATE
+// locks the row whether it was there or not), so a missing row is never a gap another writer can slip
+// through. Rows a transaction inserts that nobody else can know yet (a new payment, its transitions,
+// ledger entries, outbox events) are not locks anyone waits for.
+//
+// Statements outside a transaction lock one kind of row only, in sorted order, and wait for nothing
+// else while holding it: the rail's acceptance record (payments, FOR SHARE), the reaper's claim
+// (payments, SKIP LOCKED: never waits), beneficiary registration and a customer's stored sender (one
+// row each).
+//
+// Steps 1–5 of a batch are taken by ONE statement (one round trip); PostgreSQL runs the parts of a
+// UNION ALL in order, and each part locks its rows through ORDER BY … FOR UPDATE or an ordered
+// INSERT … ON CONFLICT, so the order above is the order the locks are taken in.
+//
+// A deadlock is therefore a bug in this module. `inTransaction` still retries a transaction that
+// PostgreSQL aborted as a deadlock or serialization victim (bounded, with jitter), as a safety net.
+
+import type { AccountKind } from '../domain/ledger.ts';
+import type { KeyLock, QuoteLock } from '../domain/payout-decision.ts';
+import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../domain/payout-decision.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import type { PaymentStatus } from '../domain/payment-state.ts';
+import { isRetryableConflict, type Database, type Queryable, type TransactionOptions } from './database.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+/**
+ * A batch read something before its locks that turned out stale under them (an inline beneficiary
+ * registered meanwhile by another request): the transaction rolls back and runs again, reading anew.
+ */
+export class StaleBatchRead extends Error {
+  constructor(what: string) {
+    super(`stale read in a batch: ${what}`);
+    this.name = 'StaleBatchRead';
+  }
+}
+
+/** Attempts of one transaction that PostgreSQL aborted as a deadlock or serialization victim. */
+export const TRANSACTION_ATTEMPTS_MAX = 4;
+/** Upper bound of the random pause before attempt n+1 is n times this. */
+const RETRY_JITTER_MS = 20;
+
+/**
+ * Runs `work` in one transaction; if PostgreSQL aborts it as a deadlock or serialization victim (or
+ * it read something stale, StaleBatchRead), runs it again (at most TRANSACTION_ATTEMPTS_MAX times, after a random pause). `work` must be safe to run
+ * again: everything it did was rolled back.
+ */
+export async function inTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await db.transaction(work, options);
+    } catch (error) {
+      const retryable = isRetryableConflict(error) || error instanceof StaleBatchRead;
+      if (!retryable || attempt >= TRANSACTION_ATTEMPTS_MAX) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * RETRY_JITTER_MS * attempt));
+    }
+  }
+}
+
+/** One typed row shape for the parts of a lock statement (UNION ALL needs one). */
+interface LockRow {
+  part: string;
+  a: string | null;
+  b: string | null;
+  c: string | null;
+  d: string | null;
+  e: string | null;
+  f: string | null;
+  amount: bigint | null;
+  count: bigint | null;
+  at1: Date | null;
+  at2: Date | null;
+  at3: Date | null;
+  flag: boolean | null;
+  n: number | null;
+}
+
+const NULLS = {
+  a: 'NULL::text',
+  b: 'NULL::text',
+  c: 'NULL::text',
+  d: 'NULL::text',
+  e: 'NULL::text',
+  f: 'NULL::text',
+  amount: 'NULL::bigint',
+  count: 'NULL::bigint',
+  at1: 'NULL::timestamptz',
+  at2: 'NULL::timestamptz',
+  at3: 'NULL::timestamptz',
+  flag: 'NULL::boolean',
+  n: 'NULL::integer',
+};
+
+/** `SELECT '<part>' AS part, <columns>` with every column not given as a typed NULL. */
+function part(name: string, columns: Partial<Record<keyof typeof NULLS, string>>, from: string): string {
+  const list = (Object.keys(NULLS) as Array<keyof typeof NULLS>).map((c) => `${columns[c] ?? NULLS[c]} AS ${c}`).join(', ');
+  return `SELECT '${name}'::text AS part, ${list} FROM ${from}`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Shared parts
+
+/** Step 1: claim or lock each key (sorted); a key past its TTL is taken over. Keys must be distinct. */
+const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires: string; keys: string; fingerprints: string; owners: string; paymentIds: string; leases: string }) => `
+  INSERT INTO idempotency_keys AS k (tenant_id, mode, key, fingerprint, status, owner, payment_id, locked_until, created_at, expires_at)
+  SELECT ${p.tenant}, ${p.mode}, v.key, v.fingerprint, 'in_progress', v.owner, v.payment_id, v.locked_until, ${p.now}, ${p.expires}
+    FROM unnest(${p.keys}::text[], ${p.fingerprints}::text[], ${p.owners}::uuid[], ${p.paymentIds}::uuid[], ${p.leases}::timestamptz[])
+      AS v(key, fingerprint, owner, payment_id, locked_until)
+   ORDER BY v.key
+  ON CONFLICT (tenant_id, mode, key) DO UPDATE SET
+    fingerprint   = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.fingerprint ELSE k.fingerprint END,
+    status        = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.status ELSE k.status END,
+    owner         = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.owner ELSE k.owner END,
+    payment_id    = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.payment_id ELSE k.payment_id END,
+    response_status = CASE WHEN k.expires_at <= ${p.now} THEN NULL ELSE k.response_status END,
+    response_body = CASE WHEN k.expires_at <= ${p.now} THEN NULL ELSE k.response_body END,
+    locked_until  = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.locked_until ELSE k.locked_until END,
+    created_at    = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.created_at ELSE k.created_at END,
+    expires_at    = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.expires_at ELSE k.expires_at END
+  RETURNING k.key, k.fingerprint, k.status, k.owner, k.payment_id, k.response_status, k.response_body, k.locked_until, k.expires_at`;
+
+const IDEMPOTENCY_PART = part(
+  'key',
+  { a: 'key', b: 'fingerprint', c: 'status', d: 'owner::text', e: 'response_body', f: 'payment_id::text', amount: 'response_status::bigint', at1: 'locked_until', at2: 'expires_at' },
+  'idem',
+);
+
+/** Step 4: the day's counters, created at zero when missing, locked in the order given. */
+const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: string; subjects: string; methods: string }) => `
+  INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+  SELECT ${p.tenant}, ${p.mode}, v.kind, v.subject_id, v.method, v.day, 0, 0
+    FROM unnest(${p.days}::date[], ${p.kinds}::text[], ${p.subjects}::uuid[], ${p.methods}::text[]) WITH ORDINALITY AS v(day, kind, subject_id, method, n)
+   ORDER BY v.n
+  ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date) DO UPDATE SET amount = u.amount
+  RETURNING u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count`;
+
+const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', c: 'subject_id::text', d: 'method', amount: 'amount', count: 'count' }, 'usage');
+
+/** Step 5: accounts, created at zero when missing, locked in the order given. */
+const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string }) => `
+  INSERT INTO ledger_accounts AS a (tenant_id, mode, asset, kind, balance)
+  SELECT ${p.tenant}, ${p.mode}, v.asset, v.kind, 0
+    FROM unnest(${p.assets}::text[], ${p.kinds}::text[]) WITH ORDINALITY AS v(asset, kind, n)
+   ORDER BY v.n
+  ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = a.balance
+  RETURNING a.asset, a.kind, a.balance`;
+
+const ACCOUNT_PART = part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account');
+
+function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; count: bigint }> {
+  const usage = new Map<string, { amount: bigint; count: bigint }>();
+  for (const r of rows) {
+    if (r.part !== 'usage') continue;
+    const key: CounterKey = { kind: r.b as CounterKind, subjectId: r.c!, method: r.d as CounterKey['method'] };
+    usage.set(`${r.a}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
+  }
+  return usage;
+}
+
+function readAccounts(rows: readonly LockRow[]): Map<string, bigint> {
+  const balances = new Map<string, bigint>();
+  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.a!, kind: r.b as AccountKind }), r.amount!);
+  return balances;
+}
+
+function assertSorted<T>(items: readonly T[], keyOf: (item: T) => string, what: string): void {
+  for (let i = 1; i < items.length; i += 1) {
+    if (!(keyOf(items[i - 1]!) < keyOf(items[i]!))) throw new Error(`invariant: ${what} must be distinct and sorted before they are locked`);
+  }
+}
+
+const counterLockKey = (c: { day: string; counter: CounterKey }) => `${c.day}|${counterKeyOf(c.counter)}`;
+
+// ---------------------------------------------------------------------------------------------------
+// Payout batch: keys → quotes → counters → accounts, plus what the decision reads unlocked.
+
+export interface PayoutBatchLocks {
+  now: Date;
+  expiresAt: Date;
+  /** One per distinct key, sorted by key; `owner` and `paymentId` identify this batch's claim. */
+  keys: ReadonlyArray<{ key: string; fingerprint: string; paymentId: string; lockedUntil: Date }>;
+  /** Sorted, distinct. */
+  quoteIds: readonly string[];
+  day: string;
+  /** Sorted by counter key, distinct. */
+  counters: readonly CounterKey[];
+  /** Sorted by account key, distinct. */
+  accounts: readonly AccountRef[];
+  /** Subjects whose month-to-date consumption the decision needs (monthly rules). */
+  monthly: ReadonlyArray<{ kind: CounterKind; subjectId: string }>;
+  monthStart: string;
+}
+
+export interface PayoutBatchHeld {
+  keys: Map<string, KeyLock>;
+  quotes: Map<string, QuoteLock>;
+  /** By counter key (the batch's day). */
+  counters: Map<string, { amount: bigint; count: bigint }>;
+  pastMonth: Map<string, bigint>;
+  balances: Map<string, bigint>;
+  tenant: { creditEnabled: boolean; creditLimit: bigint | null; creditLimits: Record<string, string | null> } | undefined;
+  usdMarket: string | undefined;
+}
+
+const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
+  tenant: '$1',
+  mode: '$2',
+  now: '$3',
+  expires: '$4',
+  keys: '$5',
+  fingerprints: '$6',
+  owners: '$7',
+  paymentIds: '$7',
+  leases: '$8',
+})}),
+quote AS (
+  SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
+   WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($9::uuid[])
+   ORDER BY q.id
+     FOR UPDATE
+), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13' })}),
+account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15' })}),
+month AS (
+  SELECT u.subject_kind, u.subject_id, u.method, sum(u.amount)::bigint AS amount
+    FROM limit_usage u JOIN unnest($16::text[], $17::uuid[]) AS s(kind, subject_id) ON u.subject_kind = s.kind AND u.subject_id = s.subject_id
+   WHERE u.tenant_id = $1 AND u.mode = $2 AND u.business_date >= $18::date AND u.business_date < $19::date
+   GROUP BY u.subject_kind, u.subject_id, u.method
+)
+${IDEMPOTENCY_PART}
+UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at' }, 'quote')}
+UNION ALL ${USAGE_PART}
+UNION ALL ${ACCOUNT_PART}
+UNION ALL ${part('month', { a: 'subject_kind', b: 'subject_id::text', c: 'method', amount: 'amount' }, 'month')}
+UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text' }, 'tenants WHERE id = $1')}
+UNION ALL ${part('rate', { a: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
+
+/**
+ * Steps 1, 2, 4 and 5 for a payout batch in one round trip, plus the unlocked reads its decision
+ * needs: the tenant's credit settings, the current USD rate (the rail floor) and month-to-date usage.
+ * The batch's claim on a new key is the row it inserts (owner = payment id); an existing key is
+ * locked and read back as it stands.
+ */
+export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks: PayoutBatchLocks): Promise<PayoutBatchHeld> {
+  assertSorted(locks.keys, (k) => k.key, 'idempotency keys');
+  assertSorted(locks.quoteIds, (q) => q, 'quotes');
+  assertSorted(locks.counters, counterKeyOf, 'limit counters');
+  assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
+  const { rows } = await tx.query<LockRow>(PAYOUT_LOCK_SQL, [
+    partition.tenantId,
+    partition.mode,
+    locks.now,
+    locks.expiresAt,
+    locks.keys.map((k) => k.key),
+    locks.keys.map((k) => k.fingerprint),
+    locks.keys.map((k) => k.paymentId),
+    locks.keys.map((k) => k.lockedUntil),
+    locks.quoteIds,
+    locks.counters.map(() => locks.day),
+    locks.counters.map((c) => c.kind),
+    locks.counters.map((c) => c.subjectId),
+    locks.counters.map((c) => c.method),
+    locks.accounts.map((a) => a.asset),
+    locks.accounts.map((a) => a.kind),
+    locks.monthly.map((m) => m.kind),
+    locks.monthly.map((m) => m.subjectId),
+    locks.monthStart,
+    locks.day,
+  ]);
+  const claims = new Map(locks.keys.map((k) => [k.key, k.paymentId]));
+  const held: PayoutBatchHeld = {
+    keys: new Map(),
+    quotes: new Map(locks.quoteIds.map((id) => [id, 'missing' as QuoteLock])),
+    counters: new Map(),
+    pastMonth: new Map(),
+    balances: readAccounts(rows),
+    tenant: undefined,
+    usdMarket: undefined,
+  };
+  for (const [k, v] of readUsage(rows)) held.counters.set(k.slice(k.indexOf('|') + 1), v);
+  for (const r of rows) {
+    switch (r.part) {
+      case 'key': {
+        // Ours when the row's owner is the payment id this batch claimed the key with.
+        if (r.d !== null && r.d === claims.get(r.a!)) held.keys.set(r.a!, { owned: true });
+        else held.keys.set(r.a!, { owned: false, stored: storedKeyOf(r) });
+        break;
+      }
+      case 'quote': {
+        const state: QuoteLock = r.at1 !== null ? 'consumed' : r.at2!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
+        held.quotes.set(r.a!, state);
+        break;
+      }
+      case 'month': {
+        const key: CounterKey = { kind: r.a as CounterKind, subjectId: r.b!, method: r.c as CounterKey['method'] };
+        held.pastMonth.set(counterKeyOf(key), r.amount!);
+        break;
+      }
+      case 'tenant':
+        held.tenant = { creditEnabled: r.flag!, creditLimit: r.amount, creditLimits: JSON.parse(r.e ?? '{}') as Record<string, string | null> };
+        break;
+      case 'rate':
+        held.usdMarket = r.a!;
+        break;
+    }
+  }
+  return held;
+}
+
+function storedKeyOf(r: LockRow) {
+  return {
+    fingerprint: r.b!,
+    status: r.c as 'in_progress' | 'completed',
+    paymentId: r.f,
+    responseStatus: r.amount === null ? null : Number(r.amount),
+    responseBody: r.e,
+    lockedUntil: r.at1,
+    expiresAt: r.at2!,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Funding: key → accounts.
+
+const KEY_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
+  tenant: '$1',
+  mode: '$2',
+  now: '$3',
+  expires: '$4',
+  keys: '$5',
+  fingerprints: '$6',
+  owners: '$7',
+  paymentIds: '$8',
+  leases: '$9',
+})}) ${IDEMPOTENCY_PART}`;
+
+/**
+ * Step 1 alone for a writer that records its answer in its own transaction (a funding): claims the
+ * key for `owner` or locks and returns what it holds.
+ */
+export async function lockIdempotencyKey(
+  tx: Queryable,
+  partition: Partition,
+  claim: { key: string; fingerprint: string; owner: string; now: Date; expiresAt: Date; lockedUntil: Date },
+): Promise<KeyLock> {
+  const { rows } = await tx.query<LockRow>(KEY_LOCK_SQL, [
+    partition.tenantId,
+    partition.mode,
+    claim.now,
+    claim.expiresAt,
+    [claim.key],
+    [claim.fingerprint],
+    [claim.owner],
+    [null],
+    [claim.lockedUntil],
+  ]);
+  const row = rows[0];
+  if (!row) throw new Error('invariant: the key lock returned no row');
+  return row.d === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
+}
+
+const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4' })}) ${ACCOUNT_PART}`;
+
+/** Step 5 alone (funding, daily close): balances by account key, created at zero when missing. */
+export async function lockAccounts(tx: Queryable, partition: Partition, accounts: readonly AccountRef[]): Promise<Map<string, bigint>> {
+  assertSorted(accounts, accountKeyOf, 'ledger accounts');
+  if (accounts.length === 0) return new Map();
+  const { rows } = await tx.query<LockRow>(ACCOUNTS_LOCK_SQL, [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)]);
+  return readAccounts(rows);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Outcome batch: payments → counters → accounts.
+
+/** The mutable fields of a locked payment (its immutable ones travel with the job). */
+export interface LockedPaymentState {
+  status: PaymentStatus;
+  status_reason: string | null;
+  message: string | null;
+  bank_reference: string | null;
+  fee_amount: bigint;
+  settled_at: Date | null;
+  next_check_at: Date | null;
+  resolution_parked_at: Date | null;
+  compensated: boolean;
+  check_attempts: number;
+}
+
+export interface OutcomeBatchLocks {
+  /** Sorted, distinct. */
+  paymentIds: readonly string[];
+  /** Sorted by `${day}|${counter key}`, distinct: counters to give usage back to (they exist). */
+  counters: ReadonlyArray<{ day: string; counter: CounterKey }>;
+  /** Sorted by account key, distinct. */
+  accounts: readonly AccountRef[];
+}
+
+const OUTCOME_LOCK_SQL = `WITH pay AS (
+  SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
+         p.resolution_parked_at, p.compensated, p.check_attempts
+    FROM payments p
+   WHERE p.tenant_id = $1 AND p.id = ANY($2::uuid[])
+   ORDER BY p.id
+     FOR UPDATE
+), usage AS (
+  SELECT u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count
+    FROM limit_usage u
+    JOIN unnest($3::date[], $4::text[], $5::uuid[], $6::text[]) AS v(day, kind, subject_id, method)
+      ON u.business_date = v.day AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
+   WHERE u.tenant_id = $1 AND u.mode = $7
+   ORDER BY u.business_date, u.subject_kind, u.subject_id, u.method
+     FOR UPDATE OF u
+), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9' })})
+${part(
+  'payment',
+  {
+    a: 'id::text',
+    b: 'status',
+    c: 'status_reason',
+    d: 'message',
+    e: 'bank_reference',
+    amount: 'fee_amount',
+    at1: 'settled_at',
+    at2: 'next_check_at',
+    at3: 'resolution_parked_at',
+    flag: 'compensated',
+    n: 'check_attempts',
+  },
+  'pay',
+)}
+UNION ALL ${USAGE_PART}
+UNION ALL ${ACCOUNT_PART}`;
+
+/** Steps 3, 4 and 5 for an outcome batch of one tenant and mode, in one round trip. */
+export async function lockOutcomeBatch(
+  tx: Queryable,
+  partition: Partition,
+  locks: OutcomeBatchLocks,
+): Promise<{ payments: Map<string, LockedPaymentState>; counters: Map<string, { amount: bigint; count: bigint }>; balances: Map<string, bigint> }> {
+  assertSorted(locks.paymentIds, (id) => id, 'payments');
+  assertSorted(locks.counters, counterLockKey, 'limit counters');
+  assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
+  const { rows } = await tx.query<LockRow>(OUTCOME_LOCK_SQL, [
+    partition.tenantId,
+    locks.paymentIds,
+    locks.counters.map((c) => c.day),
+    locks.counters.map((c) => c.counter.kind),
+    locks.counters.map((c) => c.counter.subjectId),
+    locks.counters.map((c) => c.counter.method),
+    partition.mode,
+    locks.accounts.map((a) => a.asset),
+    locks.accounts.map((a) => a.kind),
+  ]);
+  const payments = new Map<string, LockedPaymentState>();
+  for (const r of rows) {
+    if (r.part !== 'payment') continue;
+    payments.set(r.a!, {
+      status: r.b as PaymentStatus,
+      status_reason: r.c,
+      message: r.d,
+      bank_reference: r.e,
+      fee_amount: r.amount!,
+      settled_at: r.at1,
+      next_check_at: r.at2,
+      resolution_parked_at: r.at3,
+      compensated: r.flag!,
+      check_attempts: r.n!,
+    });
+  }
+  return { payments, counters: readUsage(rows), balances: readAccounts(rows) };
+}
+
+/** Sorts and de-duplicates ids, as every lock of this module needs them. */
+export function sortedIds(ids: Iterable<string>): string[] {
+  return [...new Set(ids)].sort();
+}

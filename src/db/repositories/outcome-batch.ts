@@ -1,0 +1,139 @@
+// The write of an outcome batch: every payment's new state, its transitions, ledger entries, limit
+// give-backs, outcome events and beneficiary history, in ONE statement after the batch took its locks
+// (db/lock-order.ts). The beneficiaries (the last step of the lock order) are locked here, sorted.
+import type { Mode } from '../../domain/api-keys.ts';
+import type { Posting } from '../../domain/ledger.ts';
+import type { PaymentAfter } from '../../domain/outcome-decision.ts';
+import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
+import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
+import type { Queryable } from '../database.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+export interface OutcomeBatchWrite {
+  now: Date;
+  /** The row of each payment as the batch leaves it; `touched` when its state changed (not only its next check). */
+  payments: Array<{ id: string; after: PaymentAfter; touched: boolean }>;
+  /** In the order they happened (a settlement before the reversal of the same payment). */
+  transitions: Array<{ paymentId: string; from: PaymentStatus; to: PaymentStatus; reason: string | null; actor: TransitionActor; metadata: Record<string, unknown> }>;
+  entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
+  accountDeltas: Array<{ account: AccountRef; delta: bigint }>;
+  giveBacks: Array<{ day: string; counter: CounterKey; amount: bigint; count: bigint }>;
+  events: Array<{ paymentId: string; type: string; payload: Record<string, unknown> }>;
+  /** Distinct ids. */
+  beneficiaries: Array<{ id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>;
+}
+
+const SQL = `WITH pay AS (
+  UPDATE payments p SET
+      status = v.status, status_reason = v.status_reason, message = v.message, bank_reference = v.bank_reference,
+      settled_at = v.settled_at, compensated = v.compensated, fee_amount = v.fee_amount, next_check_at = v.next_check_at,
+      resolution_parked_at = v.parked_at, updated_at = CASE WHEN v.touched THEN $2 ELSE p.updated_at END
+    FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::boolean[], $10::bigint[],
+                $11::timestamptz[], $12::timestamptz[], $13::boolean[])
+      AS v(id, status, status_reason, message, bank_reference, settled_at, compensated, fee_amount, next_check_at, parked_at, touched)
+   WHERE p.tenant_id = $1 AND p.id = v.id
+  RETURNING 1
+), history AS (
+  INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+  SELECT $1, v.payment_id, v.from_status, v.to_status, v.reason, v.actor, v.metadata, $2
+    FROM unnest($14::uuid[], $15::text[], $16::text[], $17::text[], $18::text[], $19::jsonb[]) WITH ORDINALITY
+      AS v(payment_id, from_status, to_status, reason, actor, metadata, n)
+   ORDER BY v.n
+  -- The rail's acceptance is recorded once per payment, whichever path hears it first.
+  ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
+), entry AS (
+  INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
+  SELECT $1, $20, v.id, v.kind, v.payment_id, $2 FROM unnest($21::uuid[], $22::text[], $23::uuid[]) AS v(id, kind, payment_id)
+), posting AS (
+  INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
+  SELECT $1, v.transaction_id, $20, v.asset, v.account_kind, v.amount
+    FROM unnest($24::uuid[], $25::text[], $26::text[], $27::bigint[]) AS v(transaction_id, asset, account_kind, amount)
+), account AS (
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta
+    FROM unnest($28::text[], $29::text[], $30::bigint[]) AS v(asset, kind, delta)
+   WHERE a.tenant_id = $1 AND a.mode = $20 AND a.asset = v.asset AND a.kind = v.kind
+  RETURNING 1
+), usage AS (
+  UPDATE limit_usage u SET amount = u.amount - v.amount, count = u.count - v.count
+    FROM unnest($31::date[], $32::text[], $33::uuid[], $34::text[], $35::bigint[], $36::bigint[]) AS v(day, kind, subject_id, method, amount, count)
+   WHERE u.tenant_id = $1 AND u.mode = $20 AND u.business_date = v.day AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
+  RETURNING 1
+), outbox AS (
+  INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
+  SELECT $1, $20, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, $2, $2
+    FROM unnest($37::uuid[], $38::text[], $39::text[]) WITH ORDINALITY AS v(payment_id, event_type, payload, n)
+   ORDER BY v.n
+  RETURNING 1
+), beneficiary_lock AS (
+  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id = ANY($40::uuid[]) ORDER BY b.id FOR UPDATE
+), beneficiary AS (
+  UPDATE beneficiaries b
+     SET payout_count = b.payout_count + v.successes,
+         last_success_at = coalesce(v.last_success_at, b.last_success_at),
+         last_failure_reason = coalesce(v.last_failure_reason, b.last_failure_reason)
+    FROM unnest($40::uuid[], $41::integer[], $42::timestamptz[], $43::text[]) AS v(id, successes, last_success_at, last_failure_reason)
+    JOIN beneficiary_lock l ON l.id = v.id
+   WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id = v.id
+)
+SELECT (SELECT count(*) FROM pay)::int AS payments, (SELECT count(*) FROM account)::int AS accounts,
+       (SELECT count(*) FROM usage)::int AS counters, (SELECT count(*) FROM outbox)::int AS events`;
+
+/** Writes a decided outcome batch; asserts every locked row it meant to change was changed. */
+export async function writeOutcomeBatch(tx: Queryable, partition: Partition, batch: OutcomeBatchWrite): Promise<void> {
+  const pays = batch.payments;
+  const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
+  const { rows } = await tx.query<{ payments: number; accounts: number; counters: number; events: number }>(SQL, [
+    partition.tenantId,
+    batch.now,
+    pays.map((p) => p.id),
+    pays.map((p) => p.after.status),
+    pays.map((p) => p.after.status_reason),
+    pays.map((p) => p.after.message),
+    pays.map((p) => p.after.bank_reference),
+    pays.map((p) => p.after.settled_at),
+    pays.map((p) => p.after.compensated),
+    pays.map((p) => p.after.fee_amount.toString()),
+    pays.map((p) => p.after.next_check_at),
+    pays.map((p) => p.after.resolution_parked_at),
+    pays.map((p) => p.touched),
+    batch.transitions.map((t) => t.paymentId),
+    batch.transitions.map((t) => t.from),
+    batch.transitions.map((t) => t.to),
+    batch.transitions.map((t) => t.reason),
+    batch.transitions.map((t) => t.actor),
+    batch.transitions.map((t) => JSON.stringify(t.metadata)),
+    partition.mode,
+    batch.entries.map((e) => e.id),
+    batch.entries.map((e) => e.kind),
+    batch.entries.map((e) => e.paymentId),
+    postings.map((p) => p.transactionId),
+    postings.map((p) => p.asset),
+    postings.map((p) => p.account),
+    postings.map((p) => p.amount.toString()),
+    batch.accountDeltas.map((d) => d.account.asset),
+    batch.accountDeltas.map((d) => d.account.kind),
+    batch.accountDeltas.map((d) => d.delta.toString()),
+    batch.giveBacks.map((g) => g.day),
+    batch.giveBacks.map((g) => g.counter.kind),
+    batch.giveBacks.map((g) => g.counter.subjectId),
+    batch.giveBacks.map((g) => g.counter.method),
+    batch.giveBacks.map((g) => g.amount.toString()),
+    batch.giveBacks.map((g) => g.count.toString()),
+    batch.events.map((e) => e.paymentId),
+    batch.events.map((e) => e.type),
+    batch.events.map((e) => JSON.stringify(e.payload)),
+    batch.beneficiaries.map((b) => b.id),
+    batch.beneficiaries.map((b) => b.successes),
+    batch.beneficiaries.map((b) => b.lastSuccessAt),
+    batch.beneficiaries.map((b) => b.lastFailureReason),
+  ]);
+  const written = rows[0]!;
+  const expect = (what: string, got: number, wanted: number) => {
+    if (got !== wanted) throw new Error(`invariant: the outcome batch wrote ${got} ${what}, expected ${wanted}`);
+  };
+  expect('payments', written.payments, pays.length);
+  expect('account balances', written.accounts, batch.accountDeltas.length);
+  expect('limit counters', written.counters, batch.giveBacks.length);
+  expect('outcome events', written.events, batch.events.length);
+}

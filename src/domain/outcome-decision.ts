@@ -1,0 +1,363 @@
+// The decision of an outcome batch, as a pure function: given the payments a batch locked, the
+// balances and limit counters it locked, and what the rail said about each payment, decide each
+// payment's transitions, ledger entries, give-backs, outcome events and next check. Whoever applies an
+// outcome — the payout path after the rail call, the reaper, a rail notification — goes through this,
+// so a payment resolves the same way whoever hears about it first. No I/O.
+
+import {
+  assertBalanced,
+  failureEntry,
+  payoutEntry,
+  reversalEntry,
+  settlementEntry,
+  type FundingAccount,
+  type LedgerEntry,
+} from './ledger.ts';
+import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
+import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
+import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './payout-decision.ts';
+import type { Instrument } from './payout-route.ts';
+
+/** What the rail said about a payment (at submission, when asked, or by notification). */
+export type RailReport =
+  | { status: 'processing'; retryAfterMs?: number }
+  | { status: 'unconfirmed'; retryAfterMs?: number }
+  | { status: 'timeout' }
+  | { status: 'error'; message: string }
+  | { status: 'settled'; bankReference: string; settledAt: Date }
+  | { status: 'failed'; reason: string }
+  | { status: 'reversed'; bankReference: string; reason: string };
+
+/** The fields of a locked payment the decision reads (and, for those of PaymentAfter, writes). */
+export interface OutcomePayment extends PaymentAfter {
+  tenant_id: string;
+  mode: 'test' | 'live';
+  id: string;
+  funding_account: FundingAccount | null;
+  source_asset: string;
+  source_amount: bigint;
+  payout_asset: string;
+  payout_amount: bigint;
+  method: Instrument | null;
+  method_requested: Instrument;
+  customer_id: string | null;
+  beneficiary_id: string | null;
+  usage_day: string | null;
+  check_attempts: number;
+}
+
+export interface OutcomeJob {
+  paymentId: string;
+  report: RailReport;
+  actor: TransitionActor;
+  /** Reason recorded on a settlement: rail_settled (payout path), resolved_by_reaper. */
+  settledReason: string;
+  /**
+   * When to ask the rail again if the payment stays unresolved: after a fixed delay (the payout path),
+   * or on the per-payment backoff driven by `check_attempts` (the reaper), which ends in a bound.
+   */
+  recheck: { afterMs: number } | 'backoff';
+}
+
+export interface ResolutionSchedule {
+  /** REAPER_INTERVAL_MS: the first wait of the backoff. */
+  intervalMs: number;
+  /** The longest wait between two questions to the rail. */
+  backoffMaxMs: number;
+  /** After this many questions the reaper stops asking (the payment stays unresolved, flagged). */
+  attemptsMax: number;
+  /** The longest a rail's own "ask me again in" hint is honoured. */
+  hintMaxMs: number;
+}
+
+/** Wait before the next question to the rail, after `attempts` questions (≥ 1). */
+export function backoffDelayMs(schedule: ResolutionSchedule, attempts: number, hintMs = 0): number {
+  const exponent = Math.min(Math.max(attempts - 1, 0), 30);
+  const backoff = Math.min(schedule.intervalMs * 2 ** exponent, schedule.backoffMaxMs);
+  return Math.max(backoff, Math.min(Math.max(hintMs, 0), schedule.hintMaxMs));
+}
+
+export interface OutcomeBatchState {
+  now: Date;
+  schedule: ResolutionSchedule;
+  payments: ReadonlyMap<string, OutcomePayment>;
+  /** Locked balances by account key. */
+  balances: ReadonlyMap<string, bigint>;
+  /** Locked counters by `${day}|${counterKey}` (a missing one is zero). */
+  counters: ReadonlyMap<string, { amount: bigint; count: bigint }>;
+}
+
+export interface TransitionRecord {
+  from: PaymentStatus;
+  to: PaymentStatus;
+  reason: string | null;
+  actor: TransitionActor;
+}
+
+/** The payment row after the decision: every column the batch writes. */
+export interface PaymentAfter {
+  status: PaymentStatus;
+  status_reason: string | null;
+  message: string | null;
+  bank_reference: string | null;
+  settled_at: Date | null;
+  compensated: boolean;
+  fee_amount: bigint;
+  next_check_at: Date | null;
+  resolution_parked_at: Date | null;
+}
+
+export interface OutcomeDecision {
+  /** The row as it stands after this job (unchanged fields included); undefined: nothing written. */
+  after?: PaymentAfter;
+  transitions: TransitionRecord[];
+  entries: LedgerEntry[];
+  events: Array<{ type: OutcomeEventType; payload: Record<string, unknown> }>;
+  /** Give the usage back (a failure or reversal of a payout that consumed limits). */
+  giveBack: boolean;
+  /** Beneficiary history: a success at this time, or this failure reason. */
+  beneficiary?: { successAt?: Date; failureReason?: string };
+  /** The reaper asked for the last time: logged once and counted. */
+  parkedNow: boolean;
+}
+
+export interface OutcomeBatchDecision {
+  decisions: OutcomeDecision[];
+  accountDeltas: Map<string, { account: AccountRef; delta: bigint }>;
+  /** Decrements by `${day}|${counterKey}`. */
+  giveBacks: Map<string, { day: string; counter: CounterKey; amount: bigint; count: bigint }>;
+  /** Counters that held less than what was given back (a bug upstream): clamped at zero, reported. */
+  anomalies: string[];
+}
+
+const BS = 'BS';
+const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
+
+/** The accounts and counters a job may touch, from its payment's immutable fields: locked before deciding. */
+export function outcomeLockPlan(jobs: ReadonlyArray<{ job: OutcomeJob; payment: OutcomePayment }>): { accounts: AccountRef[]; counters: Array<{ day: string; counter: CounterKey }> } {
+  const accounts = new Map<string, AccountRef>();
+  const counters = new Map<string, { day: string; counter: CounterKey }>();
+  const add = (asset: string, kind: AccountRef['kind']) => accounts.set(accountKeyOf({ asset, kind }), { asset, kind });
+  for (const { job, payment } of jobs) {
+    const status = job.report.status;
+    if (status !== 'settled' && status !== 'failed' && status !== 'reversed') continue;
+    add(payment.payout_asset, 'in_flight');
+    add(payment.payout_asset, 'treasury');
+    if (status === 'settled' || !payment.funding_account) continue;
+    if (status === 'failed') {
+      for (const p of payoutOf(payment).postings) add(p.asset, p.account);
+      add(payment.source_asset, 'prefunding');
+    } else {
+      add(payment.payout_asset, payment.funding_account);
+      add(payment.payout_asset, 'prefunding');
+    }
+    for (const c of giveBackCounters(payment)) counters.set(`${c.day}|${counterKeyOf(c.counter)}`, c);
+  }
+  return { accounts: sortedValues(accounts), counters: sortedValues(counters) };
+}
+
+function giveBackCounters(payment: OutcomePayment): Array<{ day: string; counter: CounterKey }> {
+  if (!payment.usage_day || !payment.method || !payment.beneficiary_id) return [];
+  const day = payment.usage_day;
+  return trackedCounters(payment.tenant_id, { customerId: payment.customer_id, beneficiaryId: payment.beneficiary_id, method: payment.method }).map(
+    (counter) => ({ day, counter }),
+  );
+}
+
+/** The payout entry the payment committed, rebuilt from its immutable fields. */
+function payoutOf(payment: OutcomePayment): LedgerEntry {
+  if (!payment.funding_account) throw new Error(`invariant: payment ${payment.id} was never charged`);
+  return payoutEntry({
+    funding: payment.funding_account,
+    sourceAsset: payment.source_asset,
+    sourceAmount: payment.source_amount,
+    deliverAmount: payment.payout_amount,
+    feeAmount: payment.fee_amount,
+  });
+}
+
+export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly OutcomeJob[]): OutcomeBatchDecision {
+  const balances = new Map(state.balances);
+  const counters = new Map(state.counters);
+  const giveBacks = new Map<string, { day: string; counter: CounterKey; amount: bigint; count: bigint }>();
+  const anomalies: string[] = [];
+  // Jobs for one payment are applied in order against the row as the previous one left it.
+  const rows = new Map<string, OutcomePayment>();
+
+  const decisions = jobs.map((job) => {
+    const locked = state.payments.get(job.paymentId);
+    if (!locked) throw new Error(`invariant: payment ${job.paymentId} was not locked`);
+    const row = rows.get(job.paymentId) ?? locked;
+    const decision = decideOne(state, row, job, balances);
+    if (decision.after) rows.set(job.paymentId, { ...row, ...decision.after });
+    for (const entry of decision.entries) {
+      assertBalanced(entry);
+      for (const p of entry.postings) {
+        const k = accountKeyOf({ asset: p.asset, kind: p.account });
+        balances.set(k, (balances.get(k) ?? 0n) + p.amount);
+      }
+    }
+    if (decision.giveBack) {
+      for (const c of giveBackCounters(row)) {
+        const k = `${c.day}|${counterKeyOf(c.counter)}`;
+        const held = counters.get(k) ?? { amount: 0n, count: 0n };
+        let amount = row.payout_amount;
+        let count = 1n;
+        if (held.amount < amount || held.count < count) {
+          anomalies.push(`limit counter ${k} holds ${held.amount}/${held.count}, less than the ${amount}/1 given back for payment ${row.id}`);
+          amount = held.amount < amount ? held.amount : amount;
+          count = held.count < count ? held.count : count;
+        }
+        counters.set(k, { amount: held.amount - amount, count: held.count - count });
+        const total = giveBacks.get(k) ?? { ...c, amount: 0n, count: 0n };
+        giveBacks.set(k, { ...total, amount: total.amount + amount, count: total.count + count });
+      }
+    }
+    return decision;
+  });
+
+  const accountDeltas = new Map<string, { account: AccountRef; delta: bigint }>();
+  for (const [k, balance] of balances) {
+    const delta = balance - (state.balances.get(k) ?? 0n);
+    if (delta === 0n) continue;
+    const [asset, kind] = k.split('/') as [string, AccountRef['kind']];
+    if (kind === 'prefunding' && balance > 0n) throw new Error(`invariant: an outcome would overdraw ${asset} prefunding`);
+    if (kind === 'credit_receivable' && balance < 0n) throw new Error(`invariant: an outcome would take ${asset} credit drawn below zero`);
+    accountDeltas.set(k, { account: { asset, kind }, delta });
+  }
+  return { decisions, accountDeltas, giveBacks, anomalies };
+}
+
+const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giveBack: false, parkedNow: false };
+
+function decideOne(
+  state: OutcomeBatchState,
+  row: OutcomePayment,
+  job: OutcomeJob,
+  balances: ReadonlyMap<string, bigint>,
+): OutcomeDecision {
+  const { now } = state;
+  const report = job.report;
+  const unresolved = UNRESOLVED.includes(row.status);
+  const transition = (from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord => {
+    assertTransition(from, to);
+    return { from, to, reason, actor: job.actor };
+  };
+  const event = (type: OutcomeEventType, after: OutcomePayment, reason?: string) => ({ type, payload: eventPayload(after, type, reason) });
+
+  switch (report.status) {
+    case 'processing':
+    case 'unconfirmed':
+    case 'timeout':
+    case 'error': {
+      if (!unresolved) return NOTHING;
+      const schedule = nextCheck(state, row, job, 'retryAfterMs' in report ? report.retryAfterMs : undefined);
+      if (report.status === 'processing' || row.status === 'unknown') {
+        // Still settling: the rail's acceptance is recorded once (submitted → submitted), nothing moves.
+        const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transition('submitted', 'submitted', 'rail_accepted_async')] : [];
+        return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
+      }
+      const reason = report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
+      return {
+        ...NOTHING,
+        transitions: [transition('submitted', 'unknown', reason)],
+        after: { ...row, ...schedule.after, status: 'unknown', status_reason: reason, message: STATUS_MESSAGES.unknown },
+        parkedNow: schedule.parkedNow,
+      };
+    }
+    case 'settled': {
+      if (!unresolved) return NOTHING;
+      const after = settledRow(row, job.settledReason, report.bankReference, report.settledAt);
+      return {
+        ...NOTHING,
+        after,
+        transitions: [transition(row.status, 'settled', job.settledReason)],
+        entries: [settlementEntry(row.payout_amount)],
+        events: [event('payment.settled', after)],
+        beneficiary: { successAt: report.settledAt },
+      };
+    }
+    case 'failed': {
+      if (!unresolved) return NOTHING;
+      const funding = chargedAccount(row);
+      const drawn = balances.get(accountKeyOf({ asset: row.source_asset, kind: 'credit_receivable' })) ?? 0n;
+      const after: OutcomePayment = {
+        ...row,
+        status: 'failed',
+        status_reason: report.reason,
+        message: failureMessage(report.reason),
+        compensated: true,
+        fee_amount: 0n,
+        next_check_at: null,
+        resolution_parked_at: null,
+      };
+      return {
+        ...NOTHING,
+        after,
+        transitions: [transition(row.status, 'failed', report.reason)],
+        entries: [failureEntry(payoutOf(row), funding, funding === 'credit_receivable' ? drawn : 0n)],
+        events: [event('payment.failed', after, report.reason)],
+        giveBack: true,
+        beneficiary: { failureReason: report.reason },
+      };
+    }
+    case 'reversed': {
+      if (row.status === 'reversed' || row.status === 'failed') return NOTHING;
+      const transitions: TransitionRecord[] = [];
+      const entries: LedgerEntry[] = [];
+      const events: OutcomeDecision['events'] = [];
+      let settled = row;
+      let beneficiary: OutcomeDecision['beneficiary'];
+      if (unresolved) {
+        // The rail reports a return of a payment we had not yet seen settle: it settled first.
+        settled = settledRow(row, job.settledReason, report.bankReference, now);
+        transitions.push(transition(row.status, 'settled', job.settledReason));
+        entries.push(settlementEntry(row.payout_amount));
+        events.push(event('payment.settled', settled));
+        beneficiary = { successAt: now };
+      }
+      const funding = chargedAccount(row);
+      const drawnKey = accountKeyOf({ asset: row.payout_asset, kind: 'credit_receivable' });
+      // The settlement above does not touch credit drawn: the locked figure still holds.
+      const drawn = funding === 'credit_receivable' ? (balances.get(drawnKey) ?? 0n) : 0n;
+      const after: OutcomePayment = { ...settled, status: 'reversed', status_reason: report.reason, message: STATUS_MESSAGES.reversed };
+      transitions.push(transition('settled', 'reversed', report.reason));
+      entries.push(reversalEntry(funding, row.payout_asset, row.payout_amount, drawn));
+      events.push(event('payment.reversed', after, report.reason));
+      return { ...NOTHING, after, transitions, entries, events, giveBack: true, beneficiary };
+    }
+  }
+}
+
+function chargedAccount(row: OutcomePayment): FundingAccount {
+  if (!row.funding_account) throw new Error(`invariant: payment ${row.id} reached the rail without a funding account`);
+  return row.funding_account;
+}
+
+function settledRow(row: OutcomePayment, reason: string, bankReference: string, settledAt: Date): OutcomePayment {
+  return {
+    ...row,
+    status: 'settled',
+    status_reason: reason,
+    message: STATUS_MESSAGES.settled,
+    bank_reference: bankReference,
+    settled_at: settledAt,
+    next_check_at: null,
+    resolution_parked_at: null,
+  };
+}
+
+/** When an unresolved payment is asked about next, or whether the reaper stops asking. */
+function nextCheck(
+  state: OutcomeBatchState,
+  row: OutcomePayment,
+  job: OutcomeJob,
+  hintMs: number | undefined,
+): { after: Pick<PaymentAfter, 'next_check_at' | 'resolution_parked_at'>; parkedNow: boolean } {
+  const { now, schedule } = state;
+  if (job.recheck !== 'backoff') {
+    return { after: { next_check_at: new Date(now.getTime() + Math.max(job.recheck.afterMs, hintMs ?? 0)), resolution_parked_at: null }, parkedNow: false };
+  }
+  if (row.check_attempts >= schedule.attemptsMax) return { after: { next_check_at: null, resolution_parked_at: now }, parkedNow: true };
+  return { after: { next_check_at: new Date(now.getTime() + backoffDelayMs(schedule, row.check_attempts, hintMs)), resolution_parked_at: null }, parkedNow: false };
+}

@@ -1,0 +1,142 @@
+import type { FastifyBaseLogger } from 'fastify';
+import { isTransientDatabaseError, type Database, type Queryable } from '../db/database.ts';
+import { inTransaction } from '../db/lock-order.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import { overloaded } from '../http/errors.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+/** One kind of batch the committer runs: payouts, or outcomes. */
+export interface BatchLane<Job, Result> {
+  readonly name: string;
+  /** The most jobs of this lane in one transaction. */
+  readonly batchMax: number;
+  /**
+   * Runs one batch in `tx` (locks, decides, writes): one result per job, in order. Throws only when
+   * the transaction must not commit; the committer then retries or isolates.
+   */
+  run(tx: Queryable, partition: Partition, jobs: readonly Job[]): Promise<Result[]>;
+  /** Once the batch has committed: what may only happen after (logs, metrics). Must not throw. */
+  afterCommit?(partition: Partition, jobs: readonly Job[], results: readonly Result[]): void;
+}
+
+export interface CommitterSettings {
+  /** Batch transactions in flight at once, across tenants: the committer's share of the pool. */
+  transactionsMax: number;
+  /** Jobs waiting across all tenants; past it `submit` answers 503 `overloaded`. */
+  pendingMax: number;
+}
+
+interface Item {
+  lane: BatchLane<unknown, unknown>;
+  job: unknown;
+  resolve(result: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** Every statement of a batch finds its rows by key (see TransactionOptions.seqScans). */
+const KEYED = { seqScans: false } as const;
+
+/**
+ * Group commit for every money writer. Jobs of one tenant and mode queue together; while a batch of
+ * theirs is committing, the next ones wait and then commit together in one transaction — one lock of
+ * the tenant's hot rows per batch instead of per job. A lone job commits at once (a batch of one).
+ * Batches of one tenant run one at a time in this process, so its payouts and its outcomes never wait
+ * for each other here; across processes the lock order (db/lock-order.ts) keeps them deadlock-free.
+ *
+ * Bounded: at most `pendingMax` jobs wait (then 503 `overloaded`, nothing done), at most
+ * `transactionsMax` batches hold a connection at once, at most `lane.batchMax` jobs per batch. A batch
+ * that PostgreSQL aborts as a deadlock victim is run again (bounded); one that fails otherwise is run
+ * again job by job, so one bad job never fails the others.
+ */
+export class Committer {
+  private readonly queues = new Map<string, { partition: Partition; items: Item[]; draining: boolean }>();
+  private pending = 0;
+  private inFlight = 0;
+  private readonly slotWaiters: Array<() => void> = [];
+
+  constructor(
+    private readonly db: Database,
+    private readonly settings: CommitterSettings,
+    private readonly log?: FastifyBaseLogger,
+  ) {
+    if (!(settings.transactionsMax >= 1) || !(settings.pendingMax >= 1)) throw new Error('invariant: committer bounds must be positive');
+  }
+
+  /** Jobs waiting or committing: a gauge for operators and tests. */
+  get depth(): number {
+    return this.pending;
+  }
+
+  submit<Job, Result>(lane: BatchLane<Job, Result>, partition: Partition, job: Job): Promise<Result> {
+    if (this.pending >= this.settings.pendingMax) return Promise.reject(overloaded('write queue full'));
+    const key = `${partition.tenantId}/${partition.mode}`;
+    let queue = this.queues.get(key);
+    if (!queue) {
+      queue = { partition, items: [], draining: false };
+      this.queues.set(key, queue);
+    }
+    this.pending += 1;
+    const result = new Promise<Result>((resolve, reject) =>
+      queue.items.push({ lane: lane as BatchLane<unknown, unknown>, job, resolve: resolve as (r: unknown) => void, reject }),
+    );
+    if (!queue.draining) void this.drain(key, queue);
+    return result;
+  }
+
+  private async drain(key: string, queue: { partition: Partition; items: Item[]; draining: boolean }): Promise<void> {
+    queue.draining = true;
+    try {
+      while (queue.items.length > 0) {
+        // The oldest job's lane goes first; the batch takes that lane's jobs in arrival order.
+        const lane = queue.items[0]!.lane;
+        const batch: Item[] = [];
+        const rest: Item[] = [];
+        for (const item of queue.items) (item.lane === lane && batch.length < lane.batchMax ? batch : rest).push(item);
+        queue.items = rest;
+        await this.withSlot(() => this.runBatch(queue.partition, lane, batch));
+        this.pending -= batch.length;
+      }
+    } finally {
+      queue.draining = false;
+      if (queue.items.length === 0) this.queues.delete(key);
+      else void this.drain(key, queue);
+    }
+  }
+
+  private async withSlot<T>(work: () => Promise<T>): Promise<T> {
+    while (this.inFlight >= this.settings.transactionsMax) await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    this.inFlight += 1;
+    try {
+      return await work();
+    } finally {
+      this.inFlight -= 1;
+      this.slotWaiters.shift()?.();
+    }
+  }
+
+  /** Never throws: every item is resolved or rejected. */
+  private async runBatch(partition: Partition, lane: BatchLane<unknown, unknown>, batch: readonly Item[]): Promise<void> {
+    const jobs = batch.map((item) => item.job);
+    let results: unknown[];
+    try {
+      results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), KEYED);
+      if (results.length !== batch.length) throw new Error(`invariant: a ${lane.name} batch of ${batch.length} gave ${results.length} results`);
+    } catch (error) {
+      if (batch.length > 1 && !isTransientDatabaseError(error)) {
+        // Isolate whichever job broke the batch: the others must not fail with it.
+        this.log?.warn({ lane: lane.name, jobs: batch.length, message: (error as Error)?.message }, 'batch failed; committing its jobs one by one');
+        for (const item of batch) await this.runBatch(partition, lane, [item]);
+        return;
+      }
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    try {
+      lane.afterCommit?.(partition, jobs, results);
+    } catch (error) {
+      this.log?.error({ err: error, lane: lane.name }, 'after-commit step failed');
+    }
+    batch.forEach((item, i) => item.resolve(results[i]));
+  }
+}

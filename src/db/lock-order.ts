@@ -237,10 +237,15 @@ quote AS (
 ), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13' })}),
 account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15' })}),
 month AS (
-  SELECT u.subject_kind, u.subject_id, u.method, sum(u.amount)::bigint AS amount
-    FROM limit_usage u JOIN unnest($16::text[], $17::uuid[]) AS s(kind, subject_id) ON u.subject_kind = s.kind AND u.subject_id = s.subject_id
-   WHERE u.tenant_id = $1 AND u.mode = $2 AND u.business_date >= $18::date AND u.business_date < $19::date
-   GROUP BY u.subject_kind, u.subject_id, u.method
+  -- Per subject, a range of its own rows (LATERAL keeps it on the primary key, never the tenant's rows).
+  SELECT s.kind AS subject_kind, s.subject_id, m.method, m.amount
+    FROM unnest($16::text[], $17::uuid[]) AS s(kind, subject_id)
+    CROSS JOIN LATERAL (
+      SELECT u.method, sum(u.amount)::bigint AS amount FROM limit_usage u
+       WHERE u.tenant_id = $1 AND u.mode = $2 AND u.subject_kind = s.kind AND u.subject_id = s.subject_id
+         AND u.business_date >= $18::date AND u.business_date < $19::date
+       GROUP BY u.method
+    ) m
 )
 ${IDEMPOTENCY_PART}
 UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at' }, 'quote')}
@@ -404,7 +409,7 @@ export interface LockedPaymentState {
 export interface OutcomeBatchLocks {
   /** Sorted, distinct. */
   paymentIds: readonly string[];
-  /** Sorted by `${day}|${counter key}`, distinct: counters to give usage back to (they exist). */
+  /** Sorted by `${day}|${counter key}`, distinct: counters to give usage back to (a missing one is created at zero). */
   counters: ReadonlyArray<{ day: string; counter: CounterKey }>;
   /** Sorted by account key, distinct. */
   accounts: readonly AccountRef[];
@@ -417,14 +422,7 @@ const OUTCOME_LOCK_SQL = `WITH pay AS (
    WHERE p.tenant_id = $1 AND p.id = ANY($2::uuid[])
    ORDER BY p.id
      FOR UPDATE
-), usage AS (
-  SELECT u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count
-    FROM limit_usage u
-    JOIN unnest($3::date[], $4::text[], $5::uuid[], $6::text[]) AS v(day, kind, subject_id, method)
-      ON u.business_date = v.day AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
-   WHERE u.tenant_id = $1 AND u.mode = $7
-   ORDER BY u.business_date, u.subject_kind, u.subject_id, u.method
-     FOR UPDATE OF u
+), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6' })}
 ), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9' })})
 ${part(
   'payment',

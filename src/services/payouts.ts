@@ -237,11 +237,11 @@ export class PayoutService {
    */
   private async deliver(payment: PaymentRow, job: PayoutJob, committedAt: Date): Promise<WriterAnswer> {
     let row = payment;
+    let accepted = false;
     if (this.clock.now().getTime() - committedAt.getTime() <= this.settings.reaperIntervalMs) {
       const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
-      if (outcome.status === 'processing') {
-        await this.outcomes.recordAcceptance(payment, 'api').catch((error) => this.logLost('the rail acceptance record', error));
-      } else {
+      if (outcome.status === 'processing') accepted = true;
+      else {
         row = await this.outcomes.apply(payment, outcome, {
           actor: 'api',
           settledReason: 'rail_settled',
@@ -250,10 +250,12 @@ export class PayoutService {
       }
     }
     const body = this.answers.payment(row);
-    // Relaxed: if this write is lost, a retry answers with the payment as it stands instead.
-    await completeIdempotencyKey(this.db, { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key }, payment.id, { status: 201, body }).catch(
-      (error) => this.logLost('the stored answer of the key', error),
-    );
+    const scope = { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key };
+    await Promise.all([
+      // Relaxed: if this write is lost, a retry answers with the payment as it stands instead.
+      completeIdempotencyKey(this.db, scope, payment.id, { status: 201, body }).catch((error) => this.logLost('the stored answer of the key', error)),
+      accepted ? this.outcomes.recordAcceptance(payment, 'api').catch((error) => this.logLost('the rail acceptance record', error)) : undefined,
+    ]);
     return { status: 201, body, replayed: false };
   }
 

@@ -24,15 +24,19 @@ export interface OutcomeBatchWrite {
   beneficiaries: Array<{ id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>;
 }
 
-const SQL = `WITH pay AS (
+// Existing rows are reached by primary key (\`= ANY(…)\` with array_position, or ON CONFLICT), never by
+// an UPDATE … FROM unnest(…) join, which a generic plan may run over every row of the tenant.
+const SQL = `WITH v AS (
+  SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::boolean[], $10::bigint[],
+                       $11::timestamptz[], $12::timestamptz[], $13::boolean[]) WITH ORDINALITY
+    AS v(id, status, status_reason, message, bank_reference, settled_at, compensated, fee_amount, next_check_at, parked_at, touched, n)
+), pay AS (
   UPDATE payments p SET
       status = v.status, status_reason = v.status_reason, message = v.message, bank_reference = v.bank_reference,
       settled_at = v.settled_at, compensated = v.compensated, fee_amount = v.fee_amount, next_check_at = v.next_check_at,
       resolution_parked_at = v.parked_at, updated_at = CASE WHEN v.touched THEN $2 ELSE p.updated_at END
-    FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::boolean[], $10::bigint[],
-                $11::timestamptz[], $12::timestamptz[], $13::boolean[])
-      AS v(id, status, status_reason, message, bank_reference, settled_at, compensated, fee_amount, next_check_at, parked_at, touched)
-   WHERE p.tenant_id = $1 AND p.id = v.id
+    FROM v
+   WHERE p.tenant_id = $1 AND p.id = ANY($3::uuid[]) AND v.n = array_position($3::uuid[], p.id)
   RETURNING 1
 ), history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
@@ -50,15 +54,21 @@ const SQL = `WITH pay AS (
   SELECT $1, v.transaction_id, $20, v.asset, v.account_kind, v.amount
     FROM unnest($24::uuid[], $25::text[], $26::text[], $27::bigint[]) AS v(transaction_id, asset, account_kind, amount)
 ), account AS (
+  -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
+  -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta
     FROM unnest($28::text[], $29::text[], $30::bigint[]) AS v(asset, kind, delta)
    WHERE a.tenant_id = $1 AND a.mode = $20 AND a.asset = v.asset AND a.kind = v.kind
   RETURNING 1
 ), usage AS (
-  UPDATE limit_usage u SET amount = u.amount - v.amount, count = u.count - v.count
+  -- The proposed row is never inserted (the counter was locked, so it exists): the conflict path
+  -- subtracts. amount/count of the proposed row are the give-back, positive, so its CHECKs pass.
+  INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+  SELECT $1, $20, v.kind, v.subject_id, v.method, v.day, v.amount, v.count
     FROM unnest($31::date[], $32::text[], $33::uuid[], $34::text[], $35::bigint[], $36::bigint[]) AS v(day, kind, subject_id, method, amount, count)
-   WHERE u.tenant_id = $1 AND u.mode = $20 AND u.business_date = v.day AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
-  RETURNING 1
+  ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
+  DO UPDATE SET amount = u.amount - EXCLUDED.amount, count = u.count - EXCLUDED.count
+  RETURNING (xmax <> 0) AS existed
 ), outbox AS (
   INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
   SELECT $1, $20, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, $2, $2
@@ -69,15 +79,13 @@ const SQL = `WITH pay AS (
   SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id = ANY($40::uuid[]) ORDER BY b.id FOR UPDATE
 ), beneficiary AS (
   UPDATE beneficiaries b
-     SET payout_count = b.payout_count + v.successes,
-         last_success_at = coalesce(v.last_success_at, b.last_success_at),
-         last_failure_reason = coalesce(v.last_failure_reason, b.last_failure_reason)
-    FROM unnest($40::uuid[], $41::integer[], $42::timestamptz[], $43::text[]) AS v(id, successes, last_success_at, last_failure_reason)
-    JOIN beneficiary_lock l ON l.id = v.id
-   WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id = v.id
+     SET payout_count = b.payout_count + ($41::integer[])[array_position($40::uuid[], b.id)],
+         last_success_at = coalesce(($42::timestamptz[])[array_position($40::uuid[], b.id)], b.last_success_at),
+         last_failure_reason = coalesce(($43::text[])[array_position($40::uuid[], b.id)], b.last_failure_reason)
+   WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id IN (SELECT id FROM beneficiary_lock)
 )
 SELECT (SELECT count(*) FROM pay)::int AS payments, (SELECT count(*) FROM account)::int AS accounts,
-       (SELECT count(*) FROM usage)::int AS counters, (SELECT count(*) FROM outbox)::int AS events`;
+       (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM outbox)::int AS events`;
 
 /** Writes a decided outcome batch; asserts every locked row it meant to change was changed. */
 export async function writeOutcomeBatch(tx: Queryable, partition: Partition, batch: OutcomeBatchWrite): Promise<void> {

@@ -34,10 +34,13 @@ export interface PayoutBatchWrite {
   keyReleases: string[];
 }
 
+// Rows that already exist are reached by primary key: \`= ANY(…)\` on the last key column with the
+// values picked by array_position, or INSERT … ON CONFLICT for multi-column keys. An UPDATE … FROM
+// unnest(…) join may instead walk every row of the tenant in a generic plan, at a cost that grows
+// with the table.
 const SQL = `WITH quote AS (
-  UPDATE quotes q SET consumed_at = $3, payment_id = v.payment_id
-    FROM unnest($4::uuid[], $5::uuid[]) AS v(id, payment_id)
-   WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = v.id AND q.consumed_at IS NULL
+  UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
+   WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($4::uuid[]) AND q.consumed_at IS NULL
   RETURNING 1
 ), pay AS (
   INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
@@ -65,12 +68,15 @@ const SQL = `WITH quote AS (
   SELECT $1, v.transaction_id, $2, v.asset, v.account_kind, v.amount
     FROM unnest($34::uuid[], $35::text[], $36::text[], $37::bigint[]) AS v(transaction_id, asset, account_kind, amount)
 ), usage AS (
-  UPDATE limit_usage u SET amount = u.amount + v.amount, count = u.count + v.count
+  INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
+  SELECT $1, $2, v.kind, v.subject_id, v.method, $43::date, v.amount, v.count
     FROM unnest($38::text[], $39::uuid[], $40::text[], $41::bigint[], $42::bigint[]) AS v(kind, subject_id, method, amount, count)
-   WHERE u.tenant_id = $1 AND u.mode = $2 AND u.business_date = $43::date
-     AND u.subject_kind = v.kind AND u.subject_id = v.subject_id AND u.method = v.method
-  RETURNING 1
+  ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
+  DO UPDATE SET amount = u.amount + EXCLUDED.amount, count = u.count + EXCLUDED.count
+  RETURNING (xmax <> 0) AS existed
 ), account AS (
+  -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
+  -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta
     FROM unnest($44::text[], $45::text[], $46::bigint[]) AS v(asset, kind, delta)
    WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind
@@ -81,16 +87,17 @@ const SQL = `WITH quote AS (
     FROM unnest($47::uuid[], $48::text[], $49::text[]) AS v(payment_id, event_type, payload)
 ), answer AS (
   UPDATE idempotency_keys k
-     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.status, response_body = v.body
-    FROM unnest($50::text[], $51::integer[], $52::text[]) AS v(key, status, body)
-   WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = v.key AND k.status = 'in_progress'
+     SET status = 'completed', owner = NULL, locked_until = NULL,
+         response_status = ($51::integer[])[array_position($50::text[], k.key)],
+         response_body = ($52::text[])[array_position($50::text[], k.key)]
+   WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = ANY($50::text[]) AND k.status = 'in_progress'
   RETURNING 1
 ), released AS (
   DELETE FROM idempotency_keys k WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = ANY($53::text[]) AND k.status = 'in_progress'
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,
-       (SELECT count(*) FROM usage)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
+       (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
        (SELECT count(*) FROM answer)::int AS answers, (SELECT count(*) FROM released)::int AS released`;
 
 /** Writes a decided batch; asserts every locked row it meant to change was changed. */
@@ -188,9 +195,8 @@ const REGISTRATIONS_SQL = `WITH registered AS (
 ), failure_lock AS (
   SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) ORDER BY b.id FOR UPDATE
 ), failure AS (
-  UPDATE beneficiaries b SET last_failure_reason = v.reason
-    FROM unnest($13::uuid[], $14::text[]) AS v(id, reason) JOIN failure_lock l ON l.id = v.id
-   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = v.id
+  UPDATE beneficiaries b SET last_failure_reason = ($14::text[])[array_position($13::uuid[], b.id)]
+   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id IN (SELECT id FROM failure_lock)
 ), customer AS (
   INSERT INTO customers AS c (tenant_id, mode, id, sender)
   SELECT $1, $2, v.id, v.sender FROM unnest($15::uuid[], $16::jsonb[]) WITH ORDINALITY AS v(id, sender, n) ORDER BY v.n

@@ -145,8 +145,15 @@ export function outcomeLockPlan(jobs: ReadonlyArray<{ job: OutcomeJob; payment: 
     add(payment.payout_asset, 'treasury');
     if (status === 'settled' || !payment.funding_account) continue;
     if (status === 'failed') {
-      for (const p of payoutOf(payment).postings) add(p.asset, p.account);
+      // The accounts of the payout entry's mirror, named from immutable fields only (a failed
+      // payment's fee reads 0, so the entry cannot be rebuilt from a row that already failed).
+      add(payment.source_asset, payment.funding_account);
       add(payment.source_asset, 'prefunding');
+      add(payment.payout_asset, 'revenue');
+      if (payment.source_asset !== payment.payout_asset) {
+        add(payment.source_asset, 'fx');
+        add(payment.payout_asset, 'fx');
+      }
     } else {
       add(payment.payout_asset, payment.funding_account);
       add(payment.payout_asset, 'prefunding');

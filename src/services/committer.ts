@@ -95,7 +95,6 @@ export class Committer {
         for (const item of queue.items) (item.lane === lane && batch.length < lane.batchMax ? batch : rest).push(item);
         queue.items = rest;
         await this.withSlot(() => this.runBatch(queue.partition, lane, batch));
-        this.pending -= batch.length;
       }
     } finally {
       queue.draining = false;
@@ -129,7 +128,10 @@ export class Committer {
         for (const item of batch) await this.runBatch(partition, lane, [item]);
         return;
       }
-      for (const item of batch) item.reject(error);
+      for (const item of batch) {
+        this.pending -= 1;
+        item.reject(error);
+      }
       return;
     }
     try {
@@ -137,6 +139,9 @@ export class Committer {
     } catch (error) {
       this.log?.error({ err: error, lane: lane.name }, 'after-commit step failed');
     }
-    batch.forEach((item, i) => item.resolve(results[i]));
+    batch.forEach((item, i) => {
+      this.pending -= 1;
+      item.resolve(results[i]);
+    });
   }
 }

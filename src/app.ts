@@ -17,6 +17,7 @@ import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
 import { operationsRoutes } from './http/routes/operations.ts';
 import { tenantRoutes } from './http/routes/tenant.ts';
 import { adminRateRoutes } from './http/routes/admin-rates.ts';
+import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
@@ -234,6 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);
+  await adminPaymentRoutes(app, services.db, services.clock);
   await quoteRoutes(app, services.quotes);
   await beneficiaryRoutes(app, services.beneficiaries);
   await bankRoutes(app, services.catalogue);

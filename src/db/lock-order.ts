@@ -216,6 +216,8 @@ export interface PayoutBatchHeld {
   balances: Map<string, bigint>;
   tenant: { creditEnabled: boolean; creditLimit: bigint | null; creditLimits: Record<string, string | null> } | undefined;
   usdMarket: string | undefined;
+  /** The current version of the limit rules. */
+  ruleEpoch: bigint;
 }
 
 const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
@@ -252,7 +254,7 @@ UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at'
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}
 UNION ALL ${part('month', { a: 'subject_kind', b: 'subject_id::text', c: 'method', amount: 'amount' }, 'month')}
-UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text' }, 'tenants WHERE id = $1')}
+UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text', count: '(SELECT epoch FROM limit_rule_epoch)' }, 'tenants WHERE id = $1')}
 UNION ALL ${part('rate', { a: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
 
 /**
@@ -296,6 +298,7 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
     balances: readAccounts(rows),
     tenant: undefined,
     usdMarket: undefined,
+    ruleEpoch: -1n,
   };
   for (const [k, v] of readUsage(rows)) held.counters.set(k.slice(k.indexOf('|') + 1), v);
   for (const r of rows) {
@@ -318,6 +321,7 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
       }
       case 'tenant':
         held.tenant = { creditEnabled: r.flag!, creditLimit: r.amount, creditLimits: JSON.parse(r.e ?? '{}') as Record<string, string | null> };
+        held.ruleEpoch = r.count!;
         break;
       case 'rate':
         held.usdMarket = r.a!;

@@ -177,7 +177,12 @@ export class PostgresDatabase implements Database {
     }
   }
 
+  private closed = false;
+
+  /** Ends both pools; a second call does nothing. */
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     await this.relaxedPool.end();
     await this.pool.end();
   }

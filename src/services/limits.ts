@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { readUsage, type UsageKey } from '../db/repositories/limit-usage.ts';
-import { deleteLimitRule, listLimitRules, replaceLimitRule, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
+import { deleteLimitRule, listLimitRules, replaceLimitRule, ruleEpoch, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { businessDate } from '../domain/caracas-time.ts';
@@ -10,15 +10,27 @@ import { usageRule, type LimitRule } from '../domain/limit-rules.ts';
 import { INSTRUMENTS } from '../domain/payout-decision.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 
-/** How long a process trusts the rules it read: a rule change reaches every process within this. */
+/** How long a process keeps the rules it read without asking whether they changed (payout batches always ask). */
 const RULE_CACHE_TTL_MS = 1000;
 
 const monthStartOf = (day: string) => `${day.slice(0, 7)}-01`;
 
+/** The configured rules as of one epoch of the rules table. */
+export interface RuleSet {
+  rules: readonly StoredLimitRule[];
+  epoch: bigint;
+}
+
 /** Where payout batches read the configured limit rules from. */
 export interface LimitRuleSource {
-  /** Inside a transaction, pass it: on the embedded engine a read outside the open transaction would wait for it forever. */
-  rules(db: Queryable): Promise<readonly LimitRule[]>;
+  /**
+   * The rules, possibly cached; the batch checks `epoch` against the current one under its locks.
+   * Inside a transaction, pass it: on the embedded engine a read outside the open transaction would
+   * wait for it forever.
+   */
+  ruleSet(db: Queryable): Promise<RuleSet>;
+  /** Drops the cache: the next `ruleSet` reads the table. */
+  forget(): void;
 }
 
 /**
@@ -27,7 +39,7 @@ export interface LimitRuleSource {
  * pass a cap; this service keeps the rules (cached for a second) and answers GET /limits/usage.
  */
 export class LimitService implements LimitRuleSource {
-  private cache: { rules: StoredLimitRule[]; expiresAtMs: number } | undefined;
+  private cache: (RuleSet & { rules: StoredLimitRule[]; expiresAtMs: number }) | undefined;
 
   constructor(
     private readonly db: Database,
@@ -35,11 +47,21 @@ export class LimitService implements LimitRuleSource {
   ) {}
 
   async rules(db: Queryable = this.db): Promise<StoredLimitRule[]> {
+    return (await this.ruleSet(db)).rules as StoredLimitRule[];
+  }
+
+  async ruleSet(db: Queryable = this.db): Promise<RuleSet> {
     const now = Date.now();
-    if (this.cache && this.cache.expiresAtMs > now) return this.cache.rules;
+    if (this.cache && this.cache.expiresAtMs > now) return this.cache;
+    // The epoch first: rules changed after it only make the set newer than it claims, never older.
+    const epoch = await ruleEpoch(db);
     const rules = await listLimitRules(db);
-    this.cache = { rules, expiresAtMs: now + RULE_CACHE_TTL_MS };
-    return rules;
+    this.cache = { rules, epoch, expiresAtMs: now + RULE_CACHE_TTL_MS };
+    return this.cache;
+  }
+
+  forget(): void {
+    this.cache = undefined;
   }
 
   /** GET /limits/usage: the subject's day and month figures, all instruments, and its rule. */
@@ -72,7 +94,7 @@ export class LimitService implements LimitRuleSource {
   }
 
   async deleteRule(id: string): Promise<void> {
-    if (!(await deleteLimitRule(this.db, id, this.clock.now()))) throw notFound('limit rule');
+    if (!(await this.db.transaction((tx) => deleteLimitRule(tx, id, this.clock.now())))) throw notFound('limit rule');
     this.cache = undefined;
   }
 }

@@ -318,7 +318,7 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   async run(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
     const now = this.clock.now();
     const day = businessDate(now);
-    const rules = await this.rules.rules(tx);
+    const { rules, epoch } = await this.rules.ruleSet(tx);
     const inlineIds = await this.resolveInlineBeneficiaries(tx, partition, jobs);
     const candidates = jobs.map((j) => (j.inline ? { ...j.candidate, beneficiaryId: inlineIds.get(identityKeyOf(j.inline.details))! } : j.candidate));
     const plan = lockPlanOf(partition.tenantId, rules, candidates);
@@ -339,6 +339,11 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     });
     const tenant = held.tenant;
     if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+    if (held.ruleEpoch !== epoch) {
+      // A rule changed since these were read: decide again with the current ones.
+      this.rules.forget();
+      throw new StaleBatchRead('limit rules');
+    }
     if (held.usdMarket === undefined) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
     const funding = tenant.creditEnabled ? 'credit_receivable' : 'prefunding';
     const decided = decidePayoutBatch(

@@ -30,3 +30,12 @@ ALTER TABLE tenants ADD COLUMN credit_limits jsonb NOT NULL DEFAULT '{}'::jsonb;
 -- How many times we asked the sandbox rail to send each transfer: the provider's view of the promise
 -- that a payment is sent at most once.
 ALTER TABLE sandbox_rail_transfers ADD COLUMN submissions integer NOT NULL DEFAULT 1 CHECK (submissions >= 1);
+
+-- Which version of the limit rules is current: every rule write bumps it in its own transaction
+-- (first, so concurrent rule writes take turns), and a payout batch reads it with its locks, so a
+-- batch never decides with rules older than the ones committed when it locked.
+CREATE TABLE limit_rule_epoch (
+  singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+  epoch     bigint NOT NULL
+);
+INSERT INTO limit_rule_epoch (singleton, epoch) VALUES (true, 0);

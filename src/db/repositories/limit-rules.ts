@@ -33,8 +33,23 @@ function toRule(row: LimitRuleRow): StoredLimitRule {
   };
 }
 
+/**
+ * Starts a change of the rules, inside the transaction that makes it: a new epoch (payout batches
+ * then know their cached rules are stale), and a lock that makes concurrent rule changes take turns.
+ */
+async function bumpEpoch(tx: Queryable): Promise<void> {
+  await tx.query('UPDATE limit_rule_epoch SET epoch = epoch + 1');
+}
+
+/** The current version of the rules (see migration 013). */
+export async function ruleEpoch(db: Queryable): Promise<bigint> {
+  const { rows } = await db.query<{ epoch: bigint }>('SELECT epoch FROM limit_rule_epoch');
+  return rows[0]?.epoch ?? 0n;
+}
+
 /** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced. */
 export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<StoredLimitRule> {
+  await bumpEpoch(tx);
   await tx.query(
     `UPDATE limit_rules SET deleted_at = $5
       WHERE deleted_at IS NULL AND scope = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND subject_id IS NOT DISTINCT FROM $3 AND method = $4`,
@@ -57,7 +72,8 @@ export async function listLimitRules(db: Queryable, tenantId?: string): Promise<
   return rows.map(toRule);
 }
 
-export async function deleteLimitRule(db: Queryable, id: string, at: Date): Promise<boolean> {
-  const { rowCount } = await db.query('UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL', [id, at]);
+export async function deleteLimitRule(tx: Queryable, id: string, at: Date): Promise<boolean> {
+  await bumpEpoch(tx);
+  const { rowCount } = await tx.query('UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL', [id, at]);
   return rowCount === 1;
 }

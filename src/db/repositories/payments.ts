@@ -105,6 +105,20 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
   return rows;
 }
 
+/**
+ * Puts an unresolved payment back on the reaper's schedule now, with a fresh backoff (an operator's
+ * answer to a parked payment). One row, one statement. Undefined when no unresolved payment has it.
+ */
+export async function requeueResolution(db: Queryable, id: string, now: Date): Promise<PaymentRow | undefined> {
+  const { rows } = await db.query<PaymentRow>(
+    `UPDATE payments SET next_check_at = $2, check_attempts = 0, resolution_parked_at = NULL
+      WHERE id = $1 AND status IN ('submitted', 'unknown')
+      RETURNING ${PAYMENT_COLUMNS}`,
+    [id, now],
+  );
+  return rows[0];
+}
+
 export async function findPaymentById(db: Queryable, id: string): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
   return rows[0];

@@ -1,4 +1,4 @@
-// The operator CLI: the admin API (decisions.md §5) from a terminal. It talks HTTP to a running
+// The operator CLI: the admin API from a terminal. It talks HTTP to a running
 // service (BOLIVAR_URL, default http://localhost:$PORT) with PLATFORM_API_KEY, or the platform key
 // the first start wrote to $DATA_DIR/bootstrap.json; `migrate` and `config` need no service.
 import { randomUUID } from 'node:crypto';

@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 export type Mode = 'test' | 'live';
 export const MODES: readonly Mode[] = ['test', 'live'];
 
-/** The eight scopes a customer key can hold (interface.md §5). */
+/** The eight scopes a customer key can hold. */
 export const CUSTOMER_SCOPES = [
   'quotes:write',
   'beneficiaries:read',

@@ -1,5 +1,5 @@
 /**
- * Beneficiary rules (interface.md 4.3, decisions.md §9), independent of HTTP and storage so that the
+ * Beneficiary rules, independent of HTTP and storage so that the
  * registration endpoint and the inline beneficiary of a payout apply exactly the same checks.
  */
 import { ASSET_DECIMALS, type Asset } from './money.ts';

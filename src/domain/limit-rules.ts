@@ -1,4 +1,4 @@
-// Which configured limit rule governs a payout (interface.md §8): the most specific scope that has a
+// Which configured limit rule governs a payout: the most specific scope that has a
 // rule for the payout's instrument or for '*' wins — beneficiary, then customer, then tenant, then
 // platform; within that scope a concrete instrument beats '*'. The winner replaces every other rule
 // entirely: caps are never intersected.
@@ -55,7 +55,7 @@ export function winningRule(rules: readonly LimitRule[], target: LimitTarget, me
   return undefined;
 }
 
-/** For GET /limits/usage: the winning rule for '*', else pago_movil, else transferencia (decisions.md §11). */
+/** For GET /limits/usage: the winning rule for '*', else pago_movil, else transferencia. */
 export function usageRule(rules: readonly LimitRule[], target: LimitTarget): LimitRule | undefined {
   for (const scope of SCOPE_PRECEDENCE) {
     const here = rules.filter((rule) => appliesTo(rule, scope, target));
@@ -80,7 +80,7 @@ export interface Consumption {
 
 /**
  * The first cap a payout of `amount` breaks, given what was consumed BEFORE it. Measured on the
- * delivered amount (decisions.md §11).
+ * delivered amount.
  */
 export function ruleBreach(rule: LimitRule, consumed: Consumption, amount: bigint): LimitBreach | undefined {
   const breach = (name: LimitBreach['rule'], cap: bigint, attempted: bigint): LimitBreach | undefined =>

@@ -1,5 +1,5 @@
 /**
- * Opaque keyset cursors for lists ordered by (created_at DESC, id DESC) (decisions.md §9): the
+ * Opaque keyset cursors for lists ordered by (created_at DESC, id DESC): the
  * position is the last row's creation time and id, so rows inserted while a caller pages never
  * shift a page, as an offset would.
  *

@@ -1,6 +1,6 @@
 /**
- * How a payout can be delivered, decided before any rail call (interface.md 4.6 `methodPolicy`, 7.3;
- * decisions.md §11 "Preferred policy", "Failures before the rail"). Pure: the caller looks up the
+ * How a payout can be delivered, decided before any rail call (`methodPolicy`,
+ * the preferred policy, failures before the rail). Pure: the caller looks up the
  * bank catalogue and asks the rail about availability, then this picks the instrument or the reason.
  *
  * Rules, in order:

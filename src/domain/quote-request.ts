@@ -1,7 +1,7 @@
 import type { FieldError } from '../http/errors.ts';
 import type { Asset } from './money.ts';
 
-// The five rules of interface.md 4.1, as a pure function: each violation says what to send instead.
+// The five quote rules, as a pure function: each violation says what to send instead.
 
 export interface QuoteSideInput {
   asset: Asset;

@@ -1,8 +1,7 @@
 /**
- * The payout's sender block: who originates the send (interface.md 4.6, decisions.md §11 "Sender
- * nationalId"). Pure checks, independent of HTTP and storage, so the payout body, a customer's stored
- * sender and the program's default sender all go through the same rules. The values arrive straight
- * from JSON, so every type is checked here rather than trusted.
+ * The payout's sender block: who originates the send. Pure checks, independent of HTTP and storage,
+ * so the payout body, a customer's stored sender and the program's default sender all go through the
+ * same rules. The values arrive straight from JSON, so every type is checked here rather than trusted.
  */
 import type { FieldError } from '../http/errors.ts';
 

@@ -1,4 +1,4 @@
-// Webhook delivery rules as pure functions (interface.md §6, decisions.md §7): the retry schedule,
+// Webhook delivery rules as pure functions: the retry schedule,
 // the exact body bytes, the signature header, the signing secret format and which destination
 // addresses a live-mode endpoint may never reach.
 import { randomBytes } from 'node:crypto';
@@ -13,7 +13,7 @@ export type EventStatus = (typeof EVENT_STATUSES)[number];
 /** After this many failed attempts an event is `dead` (the failed queue). */
 export const WEBHOOK_ATTEMPTS_MAX = 12;
 
-/** Seconds to wait before attempt 2, 3, … 12 (decisions.md §7), each multiplied by WEBHOOK_BACKOFF_SCALE. */
+/** Seconds to wait before attempt 2, 3, … 12, each multiplied by WEBHOOK_BACKOFF_SCALE. */
 export const BACKOFF_WAITS_SECONDS = [5, 15, 45, 135, 405, 1215, 3645, 10935, 21600, 21600, 21600] as const;
 
 /**
@@ -51,7 +51,7 @@ export function signingSecrets(endpoint: EndpointSecrets, now: Date): string[] {
   return secrets;
 }
 
-/** The headers of one attempt (interface.md 6.3). */
+/** The headers of one attempt. */
 export function deliveryHeaders(input: {
   eventId: string;
   eventType: string;

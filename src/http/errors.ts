@@ -1,5 +1,5 @@
-// The closed set of error codes and the one place that maps them to HTTP (interface.md 7,
-// decisions.md §3). Services throw `ApiError`; the error handler renders the envelope.
+// The closed set of error codes and the one place that maps them to HTTP. Services throw `ApiError`;
+// the error handler renders the envelope.
 
 export type ErrorType =
   | 'invalid_request_error'

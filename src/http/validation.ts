@@ -72,7 +72,7 @@ function messageFor(error: ErrorObject): string {
   return error.message ?? 'is invalid';
 }
 
-/** Maps AJV errors to the `meta.errors` list of decisions.md §3, one entry per field. */
+/** Maps AJV errors to the `meta.errors` list of `validation_failed`, one entry per field. */
 export function toFieldErrors(errors: ErrorObject[], part: string): FieldError[] {
   const seen = new Map<string, FieldError>();
   for (const error of errors) {

@@ -1,5 +1,5 @@
 /**
- * The bank catalogue: which banks each instrument reaches (interface.md 2.8, 4.7). The rail owns it;
+ * The bank catalogue: which banks each instrument reaches. The rail owns it;
  * we cache it and, when the rail's catalogue does not answer, serve the copy shipped with the
  * service, so neither the endpoint nor a beneficiary registration fails for that reason.
  */

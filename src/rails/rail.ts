@@ -30,7 +30,7 @@ export interface RailTransfer {
   };
 }
 
-/** Rejection reasons of interface.md 7.3 that a rail can return. */
+/** The payout rejection reasons (`reason` of a failed payout) that a rail can return. */
 export type RailFailureReason =
   | 'beneficiary_mismatch'
   | 'invalid_destination_account'

@@ -1,4 +1,4 @@
-// The sandbox rail (decisions.md §6): a simulated provider that behaves like a real asynchronous rail
+// The sandbox rail: a simulated provider that behaves like a real asynchronous rail
 // and serves test mode. The beneficiary's national id picks the outcome, as test card numbers do.
 //
 // Its state is durable — every transfer it receives is a row of `sandbox_rail_transfers` (migration
@@ -39,7 +39,7 @@ export interface SandboxRailOptions {
   hangMs?: number;
 }
 
-/** The trigger national ids of decisions.md §6; any other id is `default`. */
+/** The trigger national ids of the sandbox; any other id is `default`. */
 export const SANDBOX_TRIGGERS: Readonly<Record<string, SandboxScenario>> = {
   V99990001: 'settle_at_once',
   V99990002: 'unconfirmed_then_settled',

@@ -23,7 +23,7 @@ export interface BeneficiaryPage {
 // statement; the next statement does. The bound turns a broken invariant into an error, not a loop.
 const REGISTER_ATTEMPTS_MAX = 3;
 
-/** Registers and reads beneficiaries (interface.md 4.3 to 4.5, decisions.md §9). */
+/** Registers and reads beneficiaries. */
 export class BeneficiaryService {
   constructor(
     private readonly db: Database,

@@ -28,7 +28,7 @@ export interface EventPage {
   nextCursor: string | null;
 }
 
-/** The events API (interface.md 4.10–4.13): every query scoped to the caller's tenant and mode. */
+/** The events API: every query scoped to the caller's tenant and mode. */
 export class EventService {
   constructor(
     private readonly db: Database,

@@ -7,7 +7,7 @@ import { signingSecrets } from '../domain/webhooks.ts';
 import { notFound } from '../http/errors.ts';
 import { verifyWebhook } from '../webhooks/verify.ts';
 
-/** The sandbox sink (decisions.md §7): stores what our dispatcher sent and whether it verified. */
+/** The sandbox sink: stores what our dispatcher sent and whether it verified. */
 export class SandboxWebhookService {
   constructor(
     private readonly db: Database,

@@ -6,7 +6,7 @@ import type { PaymentStatus } from '../domain/payment-state.ts';
 import { validationFailed, type FieldError } from '../http/errors.ts';
 import type { Partition } from './beneficiaries.ts';
 
-/** The statement filters as the caller sent them (interface.md 4.8). */
+/** The statement filters as the caller sent them. */
 export interface StatementQuery {
   /** First Caracas day (YYYY-MM-DD) on which the payments settled, inclusive. */
   from?: string;
@@ -40,7 +40,7 @@ function dateError(field: 'from' | 'to', value: string | undefined): FieldError 
 
 /**
  * The repository filter of a query, or 400 `validation_failed` naming every invalid parameter.
- * `from`/`to` are whole days in America/Caracas on settled_at (decisions.md §4): the range is
+ * `from`/`to` are whole days in America/Caracas on settled_at: the range is
  * [start of `from`, start of the day after `to`), so a payment created at 23:59 and settled at 00:01
  * belongs to the second day.
  */
@@ -70,7 +70,7 @@ function positionOf(row: StatementPayment): PagePosition {
   return { createdAtUs: row.created_at_us, id: row.id };
 }
 
-/** Reads the statement: pages for the API, batches for the CSV export (interface.md 2.6, 4.8). */
+/** Reads the statement: pages for the API, batches for the CSV export. */
 export class StatementService {
   constructor(private readonly db: Database) {}
 

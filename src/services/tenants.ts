@@ -23,7 +23,7 @@ export interface IssuedKey {
   row: ApiKeyRow;
 }
 
-/** Admin use cases on tenants and their keys (decisions.md §5). */
+/** Admin use cases on tenants and their keys. */
 export class TenantService {
   constructor(
     private readonly db: Database,

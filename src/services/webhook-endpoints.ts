@@ -9,7 +9,7 @@ import { checkLiveHost } from '../webhooks/destination.ts';
 
 const HOUR_MS = 3_600_000;
 
-/** Admin use cases on a program's webhook endpoint and its signing secret (decisions.md §5, §7). */
+/** Admin use cases on a program's webhook endpoint and its signing secret. */
 export class WebhookEndpointService {
   constructor(
     private readonly db: Database,

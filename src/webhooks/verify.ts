@@ -1,4 +1,4 @@
-// Webhook signature verification for integrators (interface.md 6.3, decisions.md §7).
+// Webhook signature verification for integrators.
 //
 // Dependency-free on purpose (node:crypto only): copy this file into a receiver, or import it as
 // `bolivar-disbursement-service/webhooks`. Every delivery carries
@@ -11,7 +11,7 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
-/** ± 5 minutes: the anti-replay window of interface.md 6.3. */
+/** ± 5 minutes: the receiver's anti-replay window. */
 export const DEFAULT_TOLERANCE_MS = 5 * 60 * 1000;
 
 export const SIGNATURE_SCHEME = 'sha256';

@@ -71,7 +71,7 @@ export const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
 
 /**
  * First-start steps contributed by features: the sandbox tenant is prefunded (test mode), and its
- * test-mode webhook endpoint is the built-in sandbox sink (decisions.md §1).
+ * test-mode webhook endpoint is the built-in sandbox sink.
  */
 export function bootstrapSteps(_config: Config): BootstrapStep[] {
   return [

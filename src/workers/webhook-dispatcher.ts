@@ -60,7 +60,7 @@ export interface ClaimedEvent extends ClaimedEventRow {
 }
 
 /**
- * The webhook dispatcher (interface.md §6): delivers the outbox at least once.
+ * The webhook dispatcher: delivers the outbox at least once.
  *
  * A pass claims due events in one short transaction (FOR UPDATE SKIP LOCKED, then a lease of
  * timeout + margin), delivers them outside any transaction, and records each attempt with a

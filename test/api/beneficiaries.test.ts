@@ -60,7 +60,7 @@ describe('beneficiaries', () => {
   });
 
   describe('registration', () => {
-    it('201 with the exact shape of interface.md 2.3 plus created, and GET returns the same without created', async () => {
+    it('201 with the exact beneficiary shape plus created, and GET returns the same without created', async () => {
       const body = valid({ accountNumber: account('0102') });
       const created = await api.post('/v1/beneficiaries', body);
       assert.equal(created.status, 201, created.raw);

@@ -113,7 +113,7 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
   });
 
   describe('admin: tenants and keys', () => {
-    it('creates a tenant with the defaults of decisions.md §4', async () => {
+    it('creates a tenant with the default fee, spread and funding mode', async () => {
       const admin = client(t.app, t.platformKey);
       const created = await admin.post('/v1/admin/tenants', { name: 'Defaults' });
       assert.equal(created.status, 201);

@@ -177,7 +177,7 @@ function assertReplayOf(replay: InjectResult, original: InjectResult): void {
   assert.match(String(replay.headers['content-type']), /^application\/json/);
 }
 
-describe('Idempotency-Key (decisions.md §8)', () => {
+describe('Idempotency-Key', () => {
   const probe = new Probe();
   const clock = new ManualClock('2025-03-01T12:00:00Z');
   let t: TestApp;
@@ -412,7 +412,7 @@ describe('Idempotency-Key (decisions.md §8)', () => {
         assert.match(response.body.error.message, /Idempotency-Key/);
         assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), ['Idempotency-Key']);
       }
-      // Checked before the body (decisions.md §11).
+      // Checked before the body.
       const both = await tenant.api.post('/v1/test/counter', { label: 7 }, withKey('k'.repeat(256)));
       assert.deepEqual(both.body.error.meta.errors.map((e: { field: string }) => e.field), ['Idempotency-Key']);
       const optional = await tenant.api.post('/v1/test/optional', { label: l }, withKey('k'.repeat(256)));

@@ -12,7 +12,7 @@ export const SENDER = {
   email: 'ana@example.com',
 };
 
-/** An inline beneficiary whose national id picks the sandbox outcome (decisions.md §6). */
+/** An inline beneficiary whose national id picks the sandbox outcome. */
 export function beneficiary(nationalId = 'V20111222', extra: Record<string, unknown> = {}) {
   return { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04241234567', ...extra };
 }

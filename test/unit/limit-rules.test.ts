@@ -23,7 +23,7 @@ function rule(scope: LimitRule['scope'], method: LimitRule['method'], extra: Par
   };
 }
 
-describe('limit rule precedence (interface.md §8)', () => {
+describe('limit rule precedence', () => {
   const target = { tenantId: T, customerId: C, beneficiaryId: B };
   const cases: Array<[string, LimitRule[], string | undefined, 'pago_movil' | 'transferencia']> = [
     ['no rules: none applies', [], undefined, 'pago_movil'],

@@ -15,7 +15,7 @@ import { guardedLookup } from '../../src/webhooks/destination.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
 
 describe('webhook delivery rules', () => {
-  it('the retry schedule of decisions.md §7, scaled, then dead after the 12th attempt', () => {
+  it('the retry schedule, scaled, then dead after the 12th attempt', () => {
     assert.deepEqual([...BACKOFF_WAITS_SECONDS], [5, 15, 45, 135, 405, 1215, 3645, 10935, 21600, 21600, 21600]);
     assert.equal(WEBHOOK_ATTEMPTS_MAX, 12);
     const waits = [];

@@ -1,6 +1,6 @@
 -- Tenants and their API keys. Keys are stored as a SHA-256 hash only; the key string is shown once.
 -- Tenant-owned tables that follow all carry (tenant_id, mode) and include tenant_id in their keys,
--- so they can later be distributed by tenant (decisions.md §10).
+-- so they can later be distributed by tenant.
 
 CREATE TABLE tenants (
   id             uuid PRIMARY KEY,

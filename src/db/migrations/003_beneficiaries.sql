@@ -1,4 +1,4 @@
--- Beneficiaries: who receives the bolivares (interface.md 2.3, 4.3). The service validates every
+-- Beneficiaries: who receives the bolivares. The service validates every
 -- field before storing; the CHECKs repeat the formats so no other writer can store a row a payout
 -- could not use.
 
@@ -20,7 +20,7 @@ CREATE TABLE beneficiaries (
   last_failure_reason text,
   created_at          timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (tenant_id, id),
-  -- Registration is idempotent on these (decisions.md §9); the service relies on this key.
+  -- Registration is idempotent on these; the service relies on this key.
   CONSTRAINT beneficiaries_identity UNIQUE (tenant_id, mode, national_id, bank_code, instrument),
   -- The instrument is derived, never chosen: an account number means transferencia.
   CONSTRAINT beneficiaries_instrument_derived CHECK ((instrument = 'transferencia') = (account_number IS NOT NULL))

@@ -1,4 +1,4 @@
--- Programs: a tenant's configuration in one mode (decisions.md §2): default sender, webhook endpoint.
+-- Programs: a tenant's configuration in one mode: default sender, webhook endpoint.
 CREATE TABLE programs (
   tenant_id      uuid NOT NULL REFERENCES tenants (id),
   mode           text NOT NULL CHECK (mode IN ('test', 'live')),

@@ -1,4 +1,4 @@
--- The sandbox rail's OWN state (decisions.md §6). This table plays the part of the provider's system,
+-- The sandbox rail's OWN state. This table plays the part of the provider's system,
 -- not our ledger: nothing in the payment service reads it except through the RailAdapter interface
 -- (src/rails/sandbox-rail.ts). It is durable on purpose: a real rail keeps a transfer it has received
 -- whatever happens to us, so a restart of this process must not lose one either — the reaper resolves
@@ -11,7 +11,7 @@
 --
 -- Keyed by our reference (the payment id) alone, because that is all a provider knows a transfer by
 -- and all `lookup` receives. tenant_id is the provider's copy of who sent it, with no foreign key to
--- our tenants table (a different system); not one of our tenant-partitioned tables (decisions.md §10).
+-- our tenants table (a different system); not one of our tenant-partitioned tables.
 
 CREATE TABLE sandbox_rail_transfers (
   reference                uuid PRIMARY KEY,
@@ -21,7 +21,7 @@ CREATE TABLE sandbox_rail_transfers (
   amount_minor             bigint NOT NULL CHECK (amount_minor > 0),
   national_id              text NOT NULL,
   bank_code                text NOT NULL,
-  -- Which trigger of decisions.md §6 the beneficiary's national id selected (for people reading rows).
+  -- Which sandbox trigger the beneficiary's national id selected (for people reading rows).
   scenario                 text NOT NULL CHECK (scenario IN (
                              'settle_at_once', 'unconfirmed_then_settled', 'unconfirmed_then_rejected',
                              'beneficiary_mismatch', 'bank_unreachable', 'invalid_destination_account',

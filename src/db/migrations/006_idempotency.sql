@@ -1,4 +1,4 @@
--- Idempotency keys (decisions.md §8): one row per (tenant, mode, key) for IDEMPOTENCY_TTL_HOURS.
+-- Idempotency keys: one row per (tenant, mode, key) for IDEMPOTENCY_TTL_HOURS.
 -- The row is the claim: INSERT … ON CONFLICT DO NOTHING decides which request runs, so several
 -- processes sharing the database agree without any in-process lock.
 --   in_progress: a request holds the key until locked_until (a lease: a crashed request does not

@@ -1,4 +1,4 @@
--- The statement (GET /v1/payments and its CSV export, interface.md 4.8): pages are newest first by
+-- The statement (GET /v1/payments and its CSV export): pages are newest first by
 -- (created_at, id) and read by keyset, so every filter needs an index that yields its rows already in
 -- that order; a page is then an index descent plus `limit + 1` entries, whatever the tenant's size.
 CREATE INDEX payments_statement ON payments (tenant_id, mode, created_at DESC, id DESC);

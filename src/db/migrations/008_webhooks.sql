@@ -1,4 +1,4 @@
--- Webhooks (interface.md §6, decisions.md §7): one endpoint per program (tenant, mode), the delivery
+-- Webhooks: one endpoint per program (tenant, mode), the delivery
 -- log of every attempt, the lease that lets several dispatcher processes share the outbox, and the
 -- sandbox sink's inbox.
 
@@ -53,7 +53,7 @@ CREATE TABLE webhook_deliveries (
   CHECK (ok = (error IS NULL))
 );
 
--- What the built-in sandbox sink received (decisions.md §7): the headers and the raw body exactly as
+-- What the built-in sandbox sink received: the headers and the raw body exactly as
 -- they arrived, and whether the signature verified against the program's secrets. Bounded per
 -- program: the sink keeps the most recent receipts only.
 CREATE TABLE sandbox_webhook_receipts (

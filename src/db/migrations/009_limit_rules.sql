@@ -1,4 +1,4 @@
--- Configured limit rules (interface.md §8, decisions.md §5). A rule binds caps to a scope and an
+-- Configured limit rules. A rule binds caps to a scope and an
 -- instrument ('*' = any). Platform-wide rows have no tenant; the table is read through a cache.
 CREATE TABLE limit_rules (
   id              uuid PRIMARY KEY,

@@ -1,6 +1,6 @@
 import type { Queryable } from '../database.ts';
 
-// The recipient history that tells an integrator whether a new payment is routine (interface.md 4.5),
+// The recipient history that tells an integrator whether a new payment is routine,
 // updated in the transaction that records each outcome.
 
 export async function recordBeneficiarySuccess(tx: Queryable, tenantId: string, beneficiaryId: string, at: Date): Promise<void> {

@@ -3,7 +3,7 @@ import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/api-keys.ts';
 
-// Idempotency keys (decisions.md §8). Every decision is one statement that the database makes
+// Idempotency keys. Every decision is one statement that the database makes
 // atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent
 // requests, in one process or in several sharing a PostgreSQL, agree on which one runs.
 

@@ -4,10 +4,10 @@ import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 import type { PaymentRow } from './payments.ts';
 
-// The statement (interface.md 4.8): payments newest first by (created_at, id), read by keyset.
+// The statement: payments newest first by (created_at, id), read by keyset.
 // Every query here is one of the plans that migration 007 indexes for; see `listStatement`.
 
-/** The payment columns a statement row shows (interface.md 2.6). */
+/** The payment columns a statement row shows. */
 export type StatementColumns = Pick<
   PaymentRow,
   | 'id'

@@ -12,7 +12,7 @@ import type { Clock } from '../../domain/clock.ts';
 import { isStoredStatus } from '../../domain/idempotency.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 
-// The Idempotency-Key layer (decisions.md §8, §11) for every route whose config says
+// The Idempotency-Key layer for every route whose config says
 // `idempotency: 'required' | 'optional'`, when the request carries the header:
 //
 //   onRequest (auth.ts)  key 401 → scope 403 → header missing on a `required` route 400

@@ -6,7 +6,7 @@ import { errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
-/** The public shape (interface.md 2.3): snake_case, no tenant, mode or instrument. */
+/** The public shape: snake_case, no tenant, mode or instrument. */
 export function beneficiaryView(row: BeneficiaryRow) {
   return {
     id: row.id,

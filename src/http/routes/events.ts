@@ -8,7 +8,7 @@ import type { App } from '../types.ts';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
-/** An event record (interface.md 2.7), without the payload. */
+/** An event record, without the payload. */
 export function eventView(row: EventRow) {
   return {
     id: row.id.toString(),

@@ -8,7 +8,7 @@ import { Payment } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
-/** A statement row (interface.md 2.6). */
+/** A statement row. */
 export function statementRowView(p: StatementColumns) {
   return {
     id: p.id,
@@ -28,7 +28,7 @@ export function statementRowView(p: StatementColumns) {
   };
 }
 
-/** A payment with its history (interface.md 2.5). */
+/** A payment with its history. */
 export function paymentView(p: PaymentRow, transitions: TransitionRow[]) {
   return {
     ...statementRowView(p),

@@ -8,7 +8,7 @@ import { errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBody, PayoutResult } from '../schemas/payouts.ts';
 import type { App } from '../types.ts';
 
-/** The payout result of interface.md 2.4. */
+/** The payout result: the answer of POST /v1/payouts. */
 export function payoutView(p: PaymentRow) {
   const failed = p.status === 'failed';
   return {

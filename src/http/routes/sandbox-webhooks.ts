@@ -31,7 +31,7 @@ function receivedHeaders(headers: Record<string, string | string[] | undefined>)
 }
 
 /**
- * The sandbox webhook receivers (decisions.md §7). `failing` and `sink` are called by our own
+ * The sandbox webhook receivers. `failing` and `sink` are called by our own
  * dispatcher, which has no API key: they are public, and the sink learns the program from its URL
  * (`?tenant=<id>&mode=test`, the URL the bootstrap configures). The sink reads the body as raw bytes
  * (its own content-type parser, in this plugin scope only) so it can verify the signature over

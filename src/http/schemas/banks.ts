@@ -14,7 +14,7 @@ export const Bank = Component(
       name: Type.String({ description: 'Full name, for receipts' }),
       shortName: Type.String({ description: 'Never empty, for UI' }),
     },
-    { description: 'A bank catalogue entry (interface.md 2.8)' },
+    { description: 'A bank catalogue entry' },
   ),
 );
 

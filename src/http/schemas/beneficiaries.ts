@@ -50,7 +50,7 @@ const BeneficiaryFields = {
   created_at: DateTime(),
 };
 
-export const Beneficiary = Component('Beneficiary', Type.Object(BeneficiaryFields, { description: 'A registered beneficiary (interface.md 2.3)' }));
+export const Beneficiary = Component('Beneficiary', Type.Object(BeneficiaryFields, { description: 'A registered beneficiary' }));
 
 export const RegisteredBeneficiary = Component(
   'RegisteredBeneficiary',

@@ -49,7 +49,7 @@ export const ErrorEnvelope = Type.Object(
       ),
     }),
   },
-  { $id: 'ErrorEnvelope', title: 'ErrorEnvelope', description: 'Every error has this shape (interface.md 7.1)' },
+  { $id: 'ErrorEnvelope', title: 'ErrorEnvelope', description: 'Every error has this shape' },
 );
 
 const ERROR_DESCRIPTIONS: Record<number, string> = {

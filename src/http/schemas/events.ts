@@ -28,7 +28,7 @@ const EventFields = {
 
 export const EventRecord = Component(
   'EventRecord',
-  Type.Object(EventFields, { description: 'An outcome event and its delivery state (interface.md 2.7); lists omit the payload' }),
+  Type.Object(EventFields, { description: 'An outcome event and its delivery state; lists omit the payload' }),
 );
 
 export const Delivery = Component(
@@ -101,7 +101,7 @@ export const RetriedDeadEvents = Component(
   Type.Object({ requeued: Type.Integer({ minimum: 0, description: 'How many dead events went back to pending' }) }, { description: 'The failed queue, requeued' }),
 );
 
-// Admin: the program's endpoint and secret (decisions.md §5).
+// Admin: the program's endpoint and secret.
 
 export const WebhookEndpointBody = Type.Object({
   mode: ModeSchema,
@@ -135,7 +135,7 @@ export const RotatedSecret = Component(
   ),
 );
 
-// Sandbox receivers (decisions.md §7).
+// Sandbox receivers.
 
 export const SinkQuery = Type.Object({
   tenant: Uuid('The tenant whose endpoint secrets verify the signature (the bootstrap endpoint URL carries it)'),

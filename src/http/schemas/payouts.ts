@@ -48,7 +48,7 @@ export const PayoutResult = Component(
     methodRequested: Instrument,
     methodChanged: Type.Boolean({ description: 'true if another instrument than requested was used' }),
     message: Nullable(Type.String()),
-    reason: Nullable(Type.String({ description: 'Only with status failed (interface.md 7.3)' })),
+    reason: Nullable(Type.String({ description: 'Only with status failed' })),
     beneficiaryId: Uuid(),
     beneficiary: Type.Object({
       fullName: Type.String(),

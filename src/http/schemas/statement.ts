@@ -10,7 +10,7 @@ const CalendarDate = (description: string) =>
     'x-error-message': 'must be a calendar date YYYY-MM-DD, such as 2026-03-01',
   });
 
-/** The filters shared by the statement and its export (interface.md 4.8). */
+/** The filters shared by the statement and its export. */
 const StatementFilters = {
   from: Type.Optional(
     CalendarDate('First day, inclusive, on which the payments settled (`settled_at`), as a calendar day in America/Caracas. Payments not settled are then excluded'),
@@ -29,7 +29,7 @@ export const StatementExportQuery = Type.Object(StatementFilters);
 
 export const StatementRow = Component(
   'StatementRow',
-  Type.Object(StatementRowFields, { description: 'One payment of the statement (interface.md 2.6)' }),
+  Type.Object(StatementRowFields, { description: 'One payment of the statement' }),
 );
 
 export const StatementPage = Component(
@@ -44,7 +44,7 @@ export const StatementPage = Component(
   ),
 );
 
-/** The CSV export's columns, in order: the statement row's fields (interface.md 2.6). */
+/** The CSV export's columns, in order: the statement row's fields. */
 export const STATEMENT_CSV_COLUMNS = Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[];
 
 export const StatementCsv = {

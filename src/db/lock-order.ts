@@ -254,7 +254,7 @@ UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at'
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}
 UNION ALL ${part('month', { a: 'subject_kind', b: 'subject_id::text', c: 'method', amount: 'amount' }, 'month')}
-UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text', count: '(SELECT epoch FROM limit_rule_epoch)' }, 'tenants WHERE id = $1')}
+UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text', count: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' }, 'tenants WHERE id = $1')}
 UNION ALL ${part('rate', { a: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
 
 /**

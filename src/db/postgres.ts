@@ -62,6 +62,13 @@ class PgQueryable implements Queryable {
   }
 }
 
+/**
+ * No JIT compilation: every statement of the service is a short keyed one, and JIT costs hundreds of
+ * milliseconds per execution when a plan's estimated cost crosses jit_above_cost — which any plan of a
+ * transaction run with enable_seqscan off does (a disabled scan is costed at 1e10).
+ */
+const SESSION_OPTIONS = '-c jit=off';
+
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
 export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
 export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
@@ -108,6 +115,7 @@ export class PostgresDatabase implements Database {
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds,
+      options: SESSION_OPTIONS,
       ...timeouts,
     });
     // An idle client that loses its server must not crash the process; the pool replaces it.
@@ -118,7 +126,7 @@ export class PostgresDatabase implements Database {
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds,
-      options: '-c synchronous_commit=off',
+      options: `${SESSION_OPTIONS} -c synchronous_commit=off`,
       ...timeouts,
     });
     this.relaxedPool.on('error', () => undefined);

@@ -3,7 +3,7 @@
 
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
-  submitted: 'Accepted by the rail and settling. Do not retry: the outcome arrives by webhook (payment.settled or payment.failed).',
+  submitted: 'Accepted and settling through the rail, asynchronously. Do not retry: the outcome arrives by webhook (payment.settled or payment.failed).',
   settled: 'Settled: the beneficiary has the funds.',
   unknown:
     'The rail did not confirm the send. Do not retry: we are resolving it with the rail using our own reference, and the outcome arrives by webhook.',

@@ -38,6 +38,18 @@ export const PAYOUT_BATCH_MAX = 128;
  * as it stands (the request that held the key died or lost its connection after the commit).
  */
 const ANSWER_MARGIN_MS = 5_000;
+/** The shortest send window (see `sendWindowMs`). */
+const SEND_WINDOW_MIN_MS = 1_000;
+
+/**
+ * How long after its batch began the payout path may still ask the rail to send; later (a slow batch,
+ * a stalled process) it leaves the send to the reaper, whose first look at the payment comes only after
+ * this window plus the rail's timeout. Both are measured from the batch's start, so a payment is never
+ * sent by both.
+ */
+function sendWindowMs(settings: PayoutSettings): number {
+  return Math.max(settings.reaperIntervalMs, SEND_WINDOW_MIN_MS);
+}
 
 export interface PayoutRequest {
   quoteId: string;
@@ -232,13 +244,13 @@ export class PayoutService {
 
   /**
    * After the commit: the rail is asked to send, by our reference, with a hard timeout; what it says
-   * is applied through the outcome batch. The payout path sends only within its window after the
-   * commit: later (a stalled process) the reaper, whose first check comes after the window, sends it.
+   * is applied through the outcome batch. The payout path sends only within its window (sendWindowMs);
+   * later the reaper sends it.
    */
   private async deliver(payment: PaymentRow, job: PayoutJob, committedAt: Date): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
-    if (this.clock.now().getTime() - committedAt.getTime() <= this.settings.reaperIntervalMs) {
+    if (this.clock.now().getTime() - committedAt.getTime() <= sendWindowMs(this.settings)) {
       const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
       if (outcome.status === 'processing') accepted = true;
       else {
@@ -323,7 +335,7 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     const candidates = jobs.map((j) => (j.inline ? { ...j.candidate, beneficiaryId: inlineIds.get(identityKeyOf(j.inline.details))! } : j.candidate));
     const plan = lockPlanOf(partition.tenantId, rules, candidates);
     // The key is held until the answer is recorded: the send window, the rail's timeout, a margin.
-    const lockedUntil = new Date(now.getTime() + this.settings.reaperIntervalMs + this.settings.railTimeoutMs + ANSWER_MARGIN_MS);
+    const lockedUntil = new Date(now.getTime() + sendWindowMs(this.settings) + this.settings.railTimeoutMs + ANSWER_MARGIN_MS);
     const keys = new Map<string, { key: string; fingerprint: string; paymentId: string; lockedUntil: Date }>();
     for (const c of candidates) if (!keys.has(c.key)) keys.set(c.key, { key: c.key, fingerprint: c.fingerprint, paymentId: c.paymentId, lockedUntil });
     const held = await lockPayoutBatch(tx, partition, {
@@ -391,8 +403,8 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
             funding,
             usageDay: day,
             // A crash between this commit and the rail call is found here by the reaper, after the
-            // window in which the payout path may still send.
-            nextCheckAt: new Date(now.getTime() + this.settings.railTimeoutMs + 2 * this.settings.reaperIntervalMs),
+            // window in which the payout path may still send and that send's timeout.
+            nextCheckAt: new Date(now.getTime() + sendWindowMs(this.settings) + this.settings.railTimeoutMs + this.settings.reaperIntervalMs),
           });
           write.payments.push(payment);
           write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });

@@ -38,12 +38,12 @@ function toRule(row: LimitRuleRow): StoredLimitRule {
  * then know their cached rules are stale), and a lock that makes concurrent rule changes take turns.
  */
 async function bumpEpoch(tx: Queryable): Promise<void> {
-  await tx.query('UPDATE limit_rule_epoch SET epoch = epoch + 1');
+  await tx.query('UPDATE limit_rule_epoch SET epoch = epoch + 1 WHERE singleton');
 }
 
 /** The current version of the rules (see migration 013). */
 export async function ruleEpoch(db: Queryable): Promise<bigint> {
-  const { rows } = await db.query<{ epoch: bigint }>('SELECT epoch FROM limit_rule_epoch');
+  const { rows } = await db.query<{ epoch: bigint }>('SELECT epoch FROM limit_rule_epoch WHERE singleton');
   return rows[0]?.epoch ?? 0n;
 }
 

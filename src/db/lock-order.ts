@@ -152,16 +152,29 @@ const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: strin
 
 const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', c: 'subject_id::text', d: 'method', amount: 'amount', count: 'count' }, 'usage');
 
-/** Step 5: accounts, created at zero when missing, locked in the order given. */
+/**
+ * Step 5: the existing accounts locked in the order given (sorted), then the missing ones created at
+ * zero, in that order too. Locking instead of upserting the existing ones writes no new version of the
+ * hot balance rows. An account another transaction created after this statement's snapshot is neither
+ * locked nor created here: `readAccounts` reports it missing and the batch runs again (StaleBatchRead).
+ * Two writers creating the same accounts insert them in the same order, so one waits for the other.
+ */
 const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string }) => `
+  SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
+    JOIN unnest(${p.assets}::text[], ${p.kinds}::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
+   WHERE a.tenant_id = ${p.tenant} AND a.mode = ${p.mode}
+   ORDER BY a.asset, a.kind
+     FOR UPDATE OF a
+), account_created AS (
   INSERT INTO ledger_accounts AS a (tenant_id, mode, asset, kind, balance)
   SELECT ${p.tenant}, ${p.mode}, v.asset, v.kind, 0
     FROM unnest(${p.assets}::text[], ${p.kinds}::text[]) WITH ORDINALITY AS v(asset, kind, n)
    ORDER BY v.n
-  ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = a.balance
+  ON CONFLICT (tenant_id, mode, asset, kind) DO NOTHING
   RETURNING a.asset, a.kind, a.balance`;
 
-const ACCOUNT_PART = part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account');
+const ACCOUNT_PART = `${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account')}
+UNION ALL ${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account_created')}`;
 
 function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; count: bigint }> {
   const usage = new Map<string, { amount: bigint; count: bigint }>();
@@ -173,9 +186,11 @@ function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; coun
   return usage;
 }
 
-function readAccounts(rows: readonly LockRow[]): Map<string, bigint> {
+/** Balances of the accounts locked or created; every requested account must be one or the other. */
+function readAccounts(rows: readonly LockRow[], requested: readonly AccountRef[]): Map<string, bigint> {
   const balances = new Map<string, bigint>();
   for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.a!, kind: r.b as AccountKind }), r.amount!);
+  for (const a of requested) if (!balances.has(accountKeyOf(a))) throw new StaleBatchRead(`account ${accountKeyOf(a)} created meanwhile`);
   return balances;
 }
 
@@ -295,7 +310,7 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
     quotes: new Map(locks.quoteIds.map((id) => [id, 'missing' as QuoteLock])),
     counters: new Map(),
     pastMonth: new Map(),
-    balances: readAccounts(rows),
+    balances: readAccounts(rows, locks.accounts),
     tenant: undefined,
     usdMarket: undefined,
     ruleEpoch: -1n,
@@ -390,7 +405,7 @@ export async function lockAccounts(tx: Queryable, partition: Partition, accounts
   assertSorted(accounts, accountKeyOf, 'ledger accounts');
   if (accounts.length === 0) return new Map();
   const { rows } = await tx.query<LockRow>(ACCOUNTS_LOCK_SQL, [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)]);
-  return readAccounts(rows);
+  return readAccounts(rows, accounts);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -484,7 +499,7 @@ export async function lockOutcomeBatch(
       check_attempts: r.n!,
     });
   }
-  return { payments, counters: readUsage(rows), balances: readAccounts(rows) };
+  return { payments, counters: readUsage(rows), balances: readAccounts(rows, locks.accounts) };
 }
 
 /** Sorts and de-duplicates ids, as every lock of this module needs them. */

@@ -19,7 +19,14 @@ import { answerForStoredKey, isStoredStatus, type StoredKey } from '../domain/id
 import { parseRate, railFloorMinor } from '../domain/money.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
-import { decidePayoutBatch, lockPlanOf, type PayoutCandidate, type PayoutRefusal } from '../domain/payout-decision.ts';
+import {
+  decidePayoutBatch,
+  lockPlanOf,
+  type PayoutBatchDecision,
+  type PayoutBatchState,
+  type PayoutCandidate,
+  type PayoutRefusal,
+} from '../domain/payout-decision.ts';
 import { decideRoute, type Instrument } from '../domain/payout-route.ts';
 import { validateSender, type Sender, type SenderInput } from '../domain/sender.ts';
 import { ApiError, notFound, validationFailed, type FieldError } from '../http/errors.ts';
@@ -100,7 +107,7 @@ interface PayoutJob {
 
 type PayoutResult =
   /** Committed and charged: it goes to the rail now. */
-  | { kind: 'accepted'; payment: PaymentRow; committedAt: Date }
+  | { kind: 'accepted'; payment: PaymentRow; batchStartedAt: Date }
   /** Its answer is final and stored under the key (a failure before the rail, a refusal). */
   | { kind: 'answered'; answer: WriterAnswer }
   /** An error that is not stored (the key stays free, or belongs to another request). */
@@ -152,31 +159,8 @@ export class PayoutService {
     const sender = blockSender ?? reads.customerSender ?? reads.defaultSender;
     await this.ensureUsdRate();
 
-    const rail = this.railFor(partition.mode);
     const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
-    let methodUsed: Instrument | null = null;
-    let methodChanged = false;
-    let routeFailure: { reason: string; message: string } | null = null;
-    if (!rail) {
-      routeFailure = { reason: 'no_route', message: 'No live rail provider is configured for this deployment.' };
-    } else {
-      const route = decideRoute({
-        requested: request.method,
-        policy: request.methodPolicy ?? 'preferred',
-        beneficiary: target,
-        inCatalogue: (instrument, code) => bankCodes[instrument].has(code),
-        railAvailable: {
-          pago_movil: await rail.instrumentAvailable(target, 'pago_movil', request.method),
-          transferencia: await rail.instrumentAvailable(target, 'transferencia', request.method),
-        },
-      });
-      if (route.ok) {
-        methodUsed = route.method;
-        methodChanged = route.methodChanged;
-      } else {
-        routeFailure = { reason: route.reason, message: route.message };
-      }
-    }
+    const { methodUsed, methodChanged, routeFailure, rail } = await this.route(partition.mode, request, target, bankCodes);
 
     const quote = reads.quote;
     const job: PayoutJob = {
@@ -218,8 +202,29 @@ export class PayoutService {
         return answer;
       }
       case 'accepted':
-        return this.deliver(result.payment, job, result.committedAt);
+        return this.deliver(result.payment, job, result.batchStartedAt);
     }
+  }
+
+  /** Which instrument can carry the payout, decided before any money moves (or why none can). */
+  private async route(mode: Mode, request: PayoutRequest, target: BeneficiarySnapshot, bankCodes: Record<Instrument, ReadonlySet<string>>) {
+    const rail = this.railFor(mode);
+    if (!rail) {
+      return { rail, methodUsed: null, methodChanged: false, routeFailure: { reason: 'no_route', message: 'No live rail provider is configured for this deployment.' } };
+    }
+    const route = decideRoute({
+      requested: request.method,
+      policy: request.methodPolicy ?? 'preferred',
+      beneficiary: target,
+      inCatalogue: (instrument, code) => bankCodes[instrument].has(code),
+      railAvailable: {
+        pago_movil: await rail.instrumentAvailable(target, 'pago_movil', request.method),
+        transferencia: await rail.instrumentAvailable(target, 'transferencia', request.method),
+      },
+    });
+    return route.ok
+      ? { rail, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null }
+      : { rail, methodUsed: null, methodChanged: false, routeFailure: { reason: route.reason, message: route.message } };
   }
 
   /** What a key found before or in the batch answers, or undefined when it is past its TTL. */
@@ -247,10 +252,10 @@ export class PayoutService {
    * is applied through the outcome batch. The payout path sends only within its window (sendWindowMs);
    * later the reaper sends it.
    */
-  private async deliver(payment: PaymentRow, job: PayoutJob, committedAt: Date): Promise<WriterAnswer> {
+  private async deliver(payment: PaymentRow, job: PayoutJob, batchStartedAt: Date): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
-    if (this.clock.now().getTime() - committedAt.getTime() <= sendWindowMs(this.settings)) {
+    if (this.clock.now().getTime() - batchStartedAt.getTime() <= sendWindowMs(this.settings)) {
       const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
       if (outcome.status === 'processing') accepted = true;
       else {
@@ -329,6 +334,20 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
 
   async run(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
     const now = this.clock.now();
+    const { state, candidates } = await this.lock(tx, partition, jobs, now);
+    const decided = decidePayoutBatch(state, candidates);
+    const { write, registrations, results } = this.record(partition, jobs, candidates, decided, state);
+    await writePayoutBatch(tx, partition, write);
+    const registered = await writePayoutRegistrations(tx, partition, registrations);
+    for (const b of registrations.beneficiaries) {
+      // Registered meanwhile by another request: its id is not the one the batch locked counters for.
+      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleBatchRead(`beneficiary ${identityKeyOf(b.details)}`);
+    }
+    return results;
+  }
+
+  /** Takes the batch's locks (db/lock-order.ts) and reads what its decision needs. */
+  private async lock(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[], now: Date): Promise<{ state: PayoutBatchState; candidates: PayoutCandidate[] }> {
     const day = businessDate(now);
     const { rules, epoch } = await this.rules.ruleSet(tx);
     const inlineIds = await this.resolveInlineBeneficiaries(tx, partition, jobs);
@@ -357,25 +376,32 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
       throw new StaleBatchRead('limit rules');
     }
     if (held.usdMarket === undefined) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
-    const funding = tenant.creditEnabled ? 'credit_receivable' : 'prefunding';
-    const decided = decidePayoutBatch(
-      {
-        tenantId: partition.tenantId,
-        now,
-        day,
-        funding,
-        creditLimitOf: (asset) => creditCeiling(tenant.creditLimit, tenant.creditLimits, asset),
-        floorMinor: railFloorMinor(parseRate(held.usdMarket)),
-        rules,
-        keys: held.keys,
-        quotes: held.quotes,
-        counters: held.counters,
-        pastMonth: held.pastMonth,
-        balances: held.balances,
-      },
-      candidates,
-    );
+    const state: PayoutBatchState = {
+      tenantId: partition.tenantId,
+      now,
+      day,
+      funding: tenant.creditEnabled ? 'credit_receivable' : 'prefunding',
+      creditLimitOf: (asset) => creditCeiling(tenant.creditLimit, tenant.creditLimits, asset),
+      floorMinor: railFloorMinor(parseRate(held.usdMarket)),
+      rules,
+      keys: held.keys,
+      quotes: held.quotes,
+      counters: held.counters,
+      pastMonth: held.pastMonth,
+      balances: held.balances,
+    };
+    return { state, candidates };
+  }
 
+  /** What the decisions write, register and answer (no I/O). */
+  private record(
+    partition: Partition,
+    jobs: readonly PayoutJob[],
+    candidates: readonly PayoutCandidate[],
+    decided: PayoutBatchDecision,
+    state: PayoutBatchState,
+  ): { write: PayoutBatchWrite; registrations: PayoutRegistrations; results: PayoutResult[] } {
+    const { now, day, funding } = state;
     const write: PayoutBatchWrite = {
       now,
       consumedQuotes: [],
@@ -410,7 +436,7 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
           write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
           write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata });
           write.entries.push({ id: randomUUID(), kind: decision.entry.kind, paymentId: c.paymentId, postings: decision.entry.postings });
-          return { kind: 'accepted', payment: insertedPayment(payment), committedAt: now };
+          return { kind: 'accepted', payment: insertedPayment(payment), batchStartedAt: now };
         }
         case 'fail': {
           const message =
@@ -443,15 +469,9 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
           return { kind: 'error', error: decision.sameRequest ? keyInProgress() : keyReused() };
       }
     });
-    await writePayoutBatch(tx, partition, write);
-    const planned = registrations.build();
-    const registered = await writePayoutRegistrations(tx, partition, planned);
-    for (const b of planned.beneficiaries) {
-      // Registered meanwhile by another request: its id is not the one the batch locked counters for.
-      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleBatchRead(`beneficiary ${identityKeyOf(b.details)}`);
-    }
-    return results;
+    return { write, registrations: registrations.build(), results };
   }
+
 
   /**
    * The id of each inline beneficiary: the registered one with its identity, or a new one (the same for
@@ -578,8 +598,6 @@ const keyInProgress = () =>
     'idempotency_request_in_progress',
     'A request with this Idempotency-Key is still being processed. Retry the same request in a moment: you will get its result once it finishes.',
   );
-
-export type RailOutcome = RailReport;
 
 /** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
 export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport> {

@@ -85,15 +85,24 @@ const SQL = `WITH quote AS (
   INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
   SELECT $1, $2, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, $3, $3
     FROM unnest($47::uuid[], $48::text[], $49::text[]) AS v(payment_id, event_type, payload)
+), answer_row AS (
+  -- One probe by the whole primary key per key, then the update by ctid. OFFSET 0 keeps the probe a
+  -- subquery run per key: flattened into a join, it was planned as a walk over the tenant's keys
+  -- (9.7 ms at 45,000 keys), and so was a plain join or \`key = ANY(…)\` (the key became a filter).
+  SELECT k.ctid AS row_id, v.status, v.body
+    FROM unnest($50::text[], $51::integer[], $52::text[]) AS v(key, status, body)
+    CROSS JOIN LATERAL (SELECT ctid FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = v.key OFFSET 0) k
 ), answer AS (
   UPDATE idempotency_keys k
-     SET status = 'completed', owner = NULL, locked_until = NULL,
-         response_status = ($51::integer[])[array_position($50::text[], k.key)],
-         response_body = ($52::text[])[array_position($50::text[], k.key)]
-   WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = ANY($50::text[]) AND k.status = 'in_progress'
+     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = a.status, response_body = a.body
+    FROM answer_row a
+   WHERE k.ctid = a.row_id AND k.status = 'in_progress'
   RETURNING 1
 ), released AS (
-  DELETE FROM idempotency_keys k WHERE k.tenant_id = $1 AND k.mode = $2 AND k.key = ANY($53::text[]) AND k.status = 'in_progress'
+  DELETE FROM idempotency_keys k
+   USING (SELECT r.ctid AS row_id FROM unnest($53::text[]) AS v(key)
+            CROSS JOIN LATERAL (SELECT ctid FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = v.key OFFSET 0) r) d
+   WHERE k.ctid = d.row_id AND k.status = 'in_progress'
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,

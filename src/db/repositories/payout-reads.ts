@@ -11,17 +11,19 @@ const BENEFICIARY = ['tenant_id', 'mode', 'id', 'full_name', 'national_id', 'ban
   'instrument', 'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at'] as const;
 const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response_body', 'locked_until', 'expires_at'] as const;
 
-// LATERAL: one primary-key lookup per payout and table, never a scan.
+// One primary-key probe per payout and table, never a scan: LATERAL subqueries, and correlated scalar
+// subqueries for the senders (a LATERAL join there was planned as a scan of every customer of every
+// tenant, materialised and filtered).
 const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us,
-       ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')}, c.sender AS customer_sender, g.default_sender
+       ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')},
+       (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.customer_id) AS customer_sender,
+       (SELECT default_sender FROM programs WHERE tenant_id = v.tenant_id AND mode = v.mode) AS default_sender
   FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[]) WITH ORDINALITY
     AS v (tenant_id, mode, quote_id, beneficiary_id, key, customer_id, n)
   LEFT JOIN LATERAL (SELECT * FROM quotes WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.quote_id) q ON true
   LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id) b ON true
-  LEFT JOIN LATERAL (SELECT * FROM idempotency_keys WHERE tenant_id = v.tenant_id AND mode = v.mode AND key = v.key) k ON true
-  LEFT JOIN LATERAL (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.customer_id) c ON true
-  LEFT JOIN LATERAL (SELECT default_sender FROM programs WHERE tenant_id = v.tenant_id AND mode = v.mode) g ON true`;
+  LEFT JOIN LATERAL (SELECT * FROM idempotency_keys WHERE tenant_id = v.tenant_id AND mode = v.mode AND key = v.key) k ON true`;
 
 export interface PayoutReferences {
   tenantId: string;

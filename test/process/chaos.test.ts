@@ -7,12 +7,10 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient } from '../support/chaos-client.ts';
-import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { failureReport, FAST_ENV, finishRun, openPool, paced, payoutMix, setupTenant } from '../support/process-scenario.ts';
-import { ServiceCluster, startKiller } from '../support/service-cluster.ts';
-import { TestReceiver } from '../support/webhooks.ts';
+import { ENGINE } from '../support/harness.ts';
+import { failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
+import { startKiller } from '../support/service-cluster.ts';
 
 // Overridable for a heavier run by hand, e.g. BDS_CHAOS_PAYOUTS=600 BDS_CHAOS_KILL_EVERY_MS=500 BDS_CHAOS_TIMEOUT_MS=400000
 // node --import tsx --test --test-timeout=600000 test/process/chaos.test.ts
@@ -35,20 +33,8 @@ const settleTimeout = (testStarted: number) => Math.max(10_000, Math.min(90_000,
 describe('chaos: SIGKILLed service processes under payout load', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): several processes share one database' : false }, () => {
   it('loses, doubles and unbalances nothing', { timeout: TIMEOUT_MS }, async (t) => {
     const testStarted = Date.now();
-    const database = await createTestDatabase();
-    const dbname = new URL(database.url!).pathname.slice(1);
-    const pool = openPool(database.url!);
-    const receiver = await TestReceiver.start();
-    const platformKey = generateApiKey('platform');
-    let cluster: ServiceCluster | undefined;
-    try {
-      cluster = await ServiceCluster.start([{ role: 'api' }, { role: 'api' }, { role: 'worker' }], {
-        DATABASE_URL: database.url!,
-        PLATFORM_API_KEY: platformKey,
-        DB_POOL_SIZE: '8',
-        ...FAST_ENV,
-        REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS),
-      });
+    const nodes = [{ role: 'api' as const }, { role: 'api' as const }, { role: 'worker' as const }];
+    await withServices(nodes, { DB_POOL_SIZE: '8', ...FAST_ENV, REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) }, async ({ dbname, pool, receiver, platformKey, cluster }) => {
       const customerIds = Array.from({ length: 4 }, () => randomUUID());
       const tenant = await setupTenant(cluster.baseUrl(0), platformKey, {
         funding: 1_000_000_000_000n,
@@ -95,11 +81,6 @@ describe('chaos: SIGKILLed service processes under payout load', { skip: ENGINE 
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster));
-    } finally {
-      await cluster?.stopAll();
-      await receiver.close();
-      await pool.end();
-      await database.drop();
-    }
+    });
   });
 });

@@ -6,12 +6,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient } from '../support/chaos-client.ts';
-import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { openPool, rows, setupTenant, waitFor } from '../support/process-scenario.ts';
-import { ServiceCluster } from '../support/service-cluster.ts';
-import { TestReceiver } from '../support/webhooks.ts';
+import { ENGINE } from '../support/harness.ts';
+import { call, rows, setupTenant, waitFor, withServices } from '../support/process-scenario.ts';
 
 const RAIL_TIMEOUT_MS = 5_000;
 /**
@@ -23,42 +20,20 @@ const REAPER_INTERVAL_MS = 2_000;
 /** How long the batch holds the key for the answer (services/payouts.ts: window + rail timeout + 5 s margin). */
 const KEY_HOLD_MS = REAPER_INTERVAL_MS + RAIL_TIMEOUT_MS + 5_000;
 
-async function post(base: string, apiKey: string, url: string, body: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(`${base}${url}`, {
-    method: 'POST',
-    headers: { 'x-api-key': apiKey, 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(20_000),
-  });
-  const text = await response.text();
-  let json: any;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, json, text, headers: response.headers };
-}
+const post = (base: string, apiKey: string, url: string, body: unknown, headers: Record<string, string> = {}) => call(base, apiKey, 'POST', url, body, headers);
 
 describe('a process killed after the payout committed, before it answered', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the process is killed and restarted on a shared database' : false }, () => {
   it('answers the retry with the committed payment, once, and resolves it once', { timeout: 110_000 }, async (t) => {
-    const database = await createTestDatabase();
-    const pool = openPool(database.url!);
-    const receiver = await TestReceiver.start();
-    const platformKey = generateApiKey('platform');
-    let cluster: ServiceCluster | undefined;
-    try {
-      cluster = await ServiceCluster.start([{ role: 'all' }], {
-        DATABASE_URL: database.url!,
-        PLATFORM_API_KEY: platformKey,
-        DB_POOL_SIZE: '6',
-        SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS),
-        SANDBOX_SETTLE_DELAY_MS: '500',
-        REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS),
-        DISPATCHER_INTERVAL_MS: '50',
-        WEBHOOK_BACKOFF_SCALE: '0.01',
-        QUOTE_TTL_SECONDS: '600',
-      });
+    const env = {
+      DB_POOL_SIZE: '6',
+      SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS),
+      SANDBOX_SETTLE_DELAY_MS: '500',
+      REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS),
+      DISPATCHER_INTERVAL_MS: '50',
+      WEBHOOK_BACKOFF_SCALE: '0.01',
+      QUOTE_TTL_SECONDS: '600',
+    };
+    await withServices([{ role: 'all' }], env, async ({ pool, receiver, platformKey, cluster }) => {
       const base = cluster.baseUrl(0);
       const context = () => `\n${cluster!.report(40)}`;
       const tenant = await setupTenant(base, platformKey, { funding: 1_000_000_000n, webhookUrl: receiver.url() });
@@ -156,11 +131,6 @@ describe('a process killed after the payout committed, before it answered', { sk
       const unbalanced = await rows(pool, `SELECT transaction_id FROM ledger_postings GROUP BY tenant_id, transaction_id, asset HAVING sum(amount) <> 0`);
       assert.deepEqual(unbalanced, []);
       assert.deepEqual(cluster.unexpectedExits(), [], context());
-    } finally {
-      await cluster?.stopAll();
-      await receiver.close();
-      await pool.end();
-      await database.drop();
-    }
+    });
   });
 });

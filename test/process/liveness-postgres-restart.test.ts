@@ -10,13 +10,10 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient } from '../support/chaos-client.ts';
 import { ENGINE } from '../support/harness.ts';
 import { PrivatePostgres, privatePostgresAvailable, type StopMode } from '../support/private-postgres.ts';
-import { failureReport, FAST_ENV, finishRun, openPool, paced, payoutMix, setupTenant } from '../support/process-scenario.ts';
-import { ServiceCluster } from '../support/service-cluster.ts';
-import { TestReceiver } from '../support/webhooks.ts';
+import { failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
 
 const PAYOUTS = 160;
 const CONCURRENCY = 16;
@@ -35,21 +32,13 @@ const skip =
 describe('liveness: PostgreSQL restarts in the middle of the load', { skip }, () => {
   it('no process exits, no 500, and everything resolves afterwards', { timeout: 110_000 }, async (t) => {
     const server = await PrivatePostgres.start();
-    const receiver = await TestReceiver.start();
-    const platformKey = generateApiKey('platform');
-    let cluster: ServiceCluster | undefined;
-    let pool: ReturnType<typeof openPool> | undefined;
-    try {
-      const dbname = 'bds_restart';
-      const url = await server.createDatabase(dbname);
-      pool = openPool(url);
-      cluster = await ServiceCluster.start([{ role: 'api' }, { role: 'api' }, { role: 'worker' }], {
-        DATABASE_URL: url,
-        PLATFORM_API_KEY: platformKey,
-        DB_POOL_SIZE: '8',
-        ...FAST_ENV,
-        REAPER_INTERVAL_MS: '1000',
-      });
+    const url = await server.createDatabase('bds_restart').catch(async (error) => {
+      await server.stop();
+      throw error;
+    });
+    const database = { url, drop: () => server.stop() };
+    const nodes = [{ role: 'api' as const }, { role: 'api' as const }, { role: 'worker' as const }];
+    await withServices(nodes, { DB_POOL_SIZE: '8', ...FAST_ENV, REAPER_INTERVAL_MS: '1000' }, async ({ dbname, pool, receiver, platformKey, cluster }) => {
       const customerIds = Array.from({ length: 3 }, () => randomUUID());
       const tenant = await setupTenant(cluster.baseUrl(0), platformKey, { funding: 1_000_000_000_000n, webhookUrl: receiver.url(), customerIds, limitRules: true });
       const specs = payoutMix(PAYOUTS, {
@@ -100,11 +89,6 @@ describe('liveness: PostgreSQL restarts in the middle of the load', { skip }, ()
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster, `--- private PostgreSQL log (tail) ---\n${server.logTail(40)}`));
-    } finally {
-      await cluster?.stopAll();
-      await receiver.close();
-      await pool?.end();
-      await server.stop();
-    }
+    }, database);
   });
 });

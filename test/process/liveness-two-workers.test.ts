@@ -6,31 +6,16 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient } from '../support/chaos-client.ts';
-import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { failureReport, FAST_ENV, finishRun, openPool, payoutMix, resolutionTimes, rows, setupTenant } from '../support/process-scenario.ts';
-import { ServiceCluster } from '../support/service-cluster.ts';
-import { TestReceiver } from '../support/webhooks.ts';
+import { ENGINE } from '../support/harness.ts';
+import { failureReport, FAST_ENV, finishRun, payoutMix, resolutionTimes, rows, setupTenant, withServices } from '../support/process-scenario.ts';
 
 const PAYOUTS = 120;
 const CONCURRENCY = 16;
 
 describe('liveness: two workers resolving reversals', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): several processes share one database' : false }, () => {
   it('every V99990007 payout ends reversed, once, and every notification is acknowledged', { timeout: 110_000 }, async (t) => {
-    const database = await createTestDatabase();
-    const dbname = new URL(database.url!).pathname.slice(1);
-    const pool = openPool(database.url!);
-    const receiver = await TestReceiver.start();
-    const platformKey = generateApiKey('platform');
-    let cluster: ServiceCluster | undefined;
-    try {
-      cluster = await ServiceCluster.start([{ role: 'api' }, { role: 'worker' }, { role: 'worker' }], {
-        DATABASE_URL: database.url!,
-        PLATFORM_API_KEY: platformKey,
-        DB_POOL_SIZE: '8',
-        ...FAST_ENV,
-      });
+    await withServices([{ role: 'api' }, { role: 'worker' }, { role: 'worker' }], { DB_POOL_SIZE: '8', ...FAST_ENV }, async ({ dbname, pool, receiver, platformKey, cluster }) => {
       const customerIds = [randomUUID(), randomUUID()];
       const tenant = await setupTenant(cluster.baseUrl(0), platformKey, { funding: 1_000_000_000_000n, webhookUrl: receiver.url(), customerIds, limitRules: true });
       const specs = payoutMix(PAYOUTS, { prefix: `rev-${randomUUID().slice(0, 8)}`, customerIds, outcomes: ['V99990007'] });
@@ -67,11 +52,6 @@ describe('liveness: two workers resolving reversals', { skip: ENGINE !== 'postgr
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster));
-    } finally {
-      await cluster?.stopAll();
-      await receiver.close();
-      await pool.end();
-      await database.drop();
-    }
+    });
   });
 });

@@ -8,22 +8,19 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient } from '../support/chaos-client.ts';
-import { createTestDatabase, ENGINE } from '../support/harness.ts';
+import { ENGINE } from '../support/harness.ts';
 import {
   answeredStatusesByTrigger,
   failureReport,
   finishRun,
-  openPool,
   payoutMix,
   resolutionTimes,
   rows,
   setupTenant,
   waitFor,
+  withServices,
 } from '../support/process-scenario.ts';
-import { ServiceCluster } from '../support/service-cluster.ts';
-import { TestReceiver } from '../support/webhooks.ts';
 
 const PAYOUTS = 200;
 const CONCURRENCY = 16;
@@ -32,19 +29,8 @@ const TERMINAL_WITHIN_MS = SETTLE_DELAY_MS + 5_000;
 
 describe('liveness: default delays, no faults', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): several processes share one database' : false }, () => {
   it(`every payout is terminal within ${TERMINAL_WITHIN_MS} ms of the end of the load`, { timeout: 110_000 }, async (t) => {
-    const database = await createTestDatabase();
-    const dbname = new URL(database.url!).pathname.slice(1);
-    const pool = openPool(database.url!);
-    const receiver = await TestReceiver.start();
-    const platformKey = generateApiKey('platform');
-    let cluster: ServiceCluster | undefined;
-    try {
-      // Only what the test needs is set: every delay and interval is the default.
-      cluster = await ServiceCluster.start([{ role: 'api' }, { role: 'api' }, { role: 'worker' }], {
-        DATABASE_URL: database.url!,
-        PLATFORM_API_KEY: platformKey,
-        DB_POOL_SIZE: '8',
-      });
+    // Only what the test needs is set: every delay and interval is the default.
+    await withServices([{ role: 'api' }, { role: 'api' }, { role: 'worker' }], { DB_POOL_SIZE: '8' }, async ({ dbname, pool, receiver, platformKey, cluster }) => {
       const customerIds = Array.from({ length: 3 }, () => randomUUID());
       const tenant = await setupTenant(cluster.baseUrl(0), platformKey, { funding: 1_000_000_000_000n, webhookUrl: receiver.url(), customerIds, limitRules: true });
       const specs = payoutMix(PAYOUTS, {
@@ -97,11 +83,6 @@ describe('liveness: default delays, no faults', { skip: ENGINE !== 'postgres' ? 
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster, `slowest payments: ${JSON.stringify(times.slowest)}`));
-    } finally {
-      await cluster?.stopAll();
-      await receiver.close();
-      await pool.end();
-      await database.drop();
-    }
+    });
   });
 });

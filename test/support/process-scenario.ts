@@ -6,9 +6,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient, type KeyRecord, type PayoutSpec } from './chaos-client.ts';
-import type { ServiceCluster } from './service-cluster.ts';
-import type { TestReceiver } from './webhooks.ts';
+import { createTestDatabase } from './harness.ts';
+import { ServiceCluster, type NodeSpec } from './service-cluster.ts';
+import { TestReceiver } from './webhooks.ts';
 
 export const TERMINAL = ['settled', 'failed', 'reversed'] as const;
 /** Deliver amounts below this fail before the rail (USD 1 at the seeded 925.00 Bs rate). */
@@ -79,12 +81,20 @@ export interface Tenant {
   webhookSecret?: string;
 }
 
-async function call(base: string, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: any; text: string }> {
+/** One API call to a running service, bounded; the body parsed when it is JSON. */
+export async function call(
+  base: string,
+  key: string,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: any; text: string; headers: Headers }> {
   const response = await fetch(`${base}${url}`, {
     method,
     headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(15_000),
+    signal: AbortSignal.timeout(20_000),
   });
   const text = await response.text();
   let json: any;
@@ -93,7 +103,45 @@ async function call(base: string, key: string, method: string, url: string, body
   } catch {
     json = undefined;
   }
-  return { status: response.status, json, text };
+  return { status: response.status, json, text, headers: response.headers };
+}
+
+export interface ServicesContext {
+  url: string;
+  dbname: string;
+  /** The test's own connections to the database, for its assertions. */
+  pool: pg.Pool;
+  receiver: TestReceiver;
+  platformKey: string;
+  cluster: ServiceCluster;
+}
+
+/**
+ * Service processes on a database of their own (a fresh one on the DATABASE_URL server, or the one
+ * given), a webhook receiver and the platform key; everything stopped, closed and dropped afterwards,
+ * whatever `work` did.
+ */
+export async function withServices(
+  nodes: NodeSpec[],
+  env: Record<string, string>,
+  work: (s: ServicesContext) => Promise<void>,
+  database?: { url: string; drop(): Promise<void> },
+): Promise<void> {
+  const db = database ?? (await createTestDatabase());
+  const url = db.url!;
+  const pool = openPool(url);
+  const receiver = await TestReceiver.start();
+  const platformKey = generateApiKey('platform');
+  let cluster: ServiceCluster | undefined;
+  try {
+    cluster = await ServiceCluster.start(nodes, { DATABASE_URL: url, PLATFORM_API_KEY: platformKey, ...env });
+    await work({ url, dbname: new URL(url).pathname.slice(1), pool, receiver, platformKey, cluster });
+  } finally {
+    await cluster?.stopAll();
+    await receiver.close();
+    await pool.end();
+    await db.drop();
+  }
 }
 
 async function expectStatus(what: string, result: Promise<{ status: number; json: any; text: string }>, status: number) {

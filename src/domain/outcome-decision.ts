@@ -130,7 +130,6 @@ export interface OutcomeBatchDecision {
   anomalies: string[];
 }
 
-const BS = 'BS';
 const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
 
 /** The accounts and counters a job may touch, from its payment's immutable fields: locked before deciding. */

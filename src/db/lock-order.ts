@@ -13,11 +13,16 @@
 // every payout batch and every outcome batch that moves money locks it), so per tenant and mode at
 // most one transaction is ever inside them; each still locks its rows there in sorted order.
 //
-// A writer may skip steps, never go back to an earlier one. A row that may not exist yet (a limit
-// counter, a ledger account) is created at its place in the order (INSERT … ON CONFLICT DO UPDATE
-// locks the row whether it was there or not), so a missing row is never a gap another writer can slip
-// through. Rows a transaction inserts that nobody else can know yet (a new payment, its transitions,
-// ledger entries, outbox events) are not locks anyone waits for.
+// A writer may skip steps, never go back to an earlier one. A row that may not exist yet is created at
+// its place in the order, so a missing row is never a gap another writer can slip through: a limit
+// counter by INSERT … ON CONFLICT DO UPDATE (locked whether it was there or not); a ledger account by
+// locking the existing ones (sorted) and then inserting the missing ones (sorted) — one that another
+// transaction created after this statement's snapshot makes the batch run again (StaleBatchRead).
+// Rows a transaction inserts that nobody else can know yet (a new payment, its transitions, ledger
+// entries, outbox events) are not locks anyone waits for.
+//
+// Limit rules are a separate domain: a rule write locks limit_rule_epoch, then the rules; batches
+// only read the epoch (no lock) and decide again when it moved.
 //
 // Statements outside a transaction lock one kind of row only, in sorted order, and wait for nothing
 // else while holding it: the rail's acceptance record (payments, FOR SHARE), the reaper's claim
@@ -41,8 +46,9 @@ import { isRetryableConflict, type Database, type Queryable, type TransactionOpt
 type Partition = { tenantId: string; mode: Mode };
 
 /**
- * A batch read something before its locks that turned out stale under them (an inline beneficiary
- * registered meanwhile by another request): the transaction rolls back and runs again, reading anew.
+ * A batch read something before or outside its locks that turned out stale under them (an inline
+ * beneficiary or a ledger account created meanwhile by another transaction, limit rules changed): the
+ * transaction rolls back and runs again, reading anew.
  */
 export class StaleBatchRead extends Error {
   constructor(what: string) {

@@ -10,8 +10,11 @@ import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
 
 /** Payments claimed per pass, at most. */
 export const REAPER_BATCH_MAX = 200;
-/** Questions to the rail in flight at once, per pass. */
-export const REAPER_RAIL_CONCURRENCY = 16;
+/**
+ * Questions to the rail in flight at once, per pass. With the committer's share (half the pool) this
+ * stays within a pool of 20 even when the rail's own state is in our database (the sandbox).
+ */
+export const REAPER_RAIL_CONCURRENCY = 8;
 /** A claim outlives the rail's timeout by this much: time to record what the rail said. */
 export const REAPER_LEASE_MARGIN_MS = 10_000;
 /** Rail notifications handled per pass, at most. */

@@ -88,20 +88,6 @@ export async function findBeneficiaryIdsByIdentity(
   return new Map(rows.map((r) => [identityKeyOf({ nationalId: r.national_id, bankCode: r.bank_code, instrument: r.instrument }), r.id]));
 }
 
-export async function findBeneficiaryByIdentity(
-  db: Queryable,
-  tenantId: string,
-  mode: Mode,
-  identity: { nationalId: string; bankCode: string; instrument: Instrument },
-): Promise<BeneficiaryRow | undefined> {
-  const { rows } = await db.query<BeneficiaryRow>(
-    `SELECT ${COLUMNS} FROM beneficiaries
-      WHERE tenant_id = $1 AND mode = $2 AND national_id = $3 AND bank_code = $4 AND instrument = $5`,
-    [tenantId, mode, identity.nationalId, identity.bankCode, identity.instrument],
-  );
-  return rows[0];
-}
-
 export async function findBeneficiary(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<BeneficiaryRow | undefined> {
   const { rows } = await db.query<BeneficiaryRow>(
     `SELECT ${COLUMNS} FROM beneficiaries WHERE tenant_id = $1 AND mode = $2 AND id = $3`,

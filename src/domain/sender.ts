@@ -165,7 +165,7 @@ export function validateSender(input: SenderInput, fieldPrefix = 'sender'): Send
   let nationalId = stringOf('nationalId', idFormat);
   if (nationalId !== undefined) {
     if (venezuelan && nationalityKnown) {
-      nationalId = nationalId.toUpperCase();
+      // Exactly as the rail expects it: a lower-case letter is refused, not silently corrected.
       if (!VENEZUELAN_ID.test(nationalId)) fail('nationalId', `nationalId must be ${idFormat}`);
     } else if (!FOREIGN_ID.test(nationalId)) {
       // With an invalid nationality the only safe check is the looser (foreign) shape, which every

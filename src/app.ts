@@ -7,9 +7,12 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import './http/context.ts';
-import { ApiError } from './http/errors.ts';
+import { ApiError, validationFailed } from './http/errors.ts';
+import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers } from './http/input-hygiene.ts';
+import type { TSchema } from '@sinclair/typebox';
 import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
+import { answerUnsupportedExpectation, clientErrorHandler, frameworkErrors } from './http/plugins/transport-errors.ts';
 import { registerIdempotency } from './http/plugins/idempotency.ts';
 import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
 import { registerOpenApi } from './http/plugins/openapi.ts';
@@ -185,9 +188,26 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
     },
     ajv: { customOptions: {} },
+    frameworkErrors,
+    clientErrorHandler,
+    // Our own answer while closing (onRequest below), in the envelope with Retry-After.
+    return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(validatorCompiler);
+  answerUnsupportedExpectation(app.server);
+
+  // During a graceful shutdown a request still arriving on a kept-alive connection is refused
+  // before any work, so the client retries it on another process.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
+  });
 
   const registry = deps.metrics ?? createMetricsRegistry();
   const services = createServices(deps, registry, app.log);
@@ -197,11 +217,24 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     const text = body as string;
     if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(text));
+      parsed = JSON.parse(text);
     } catch {
-      done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
     }
+    const unstorable = findUnstorableText(parsed, '');
+    if (unstorable) return done(validationFailed([{ ...unstorable, field: unstorable.field || 'body' }]), undefined);
+    done(null, parsed);
+  });
+  app.addHook('preValidation', async (request) => {
+    const schema = request.routeOptions.schema;
+    const errors = [
+      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
+      ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
+      ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
+    ];
+    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
   });
 
   app.addHook('onSend', async (request, reply) => {
@@ -209,6 +242,9 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   });
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) route.config = { ...(route.config ?? {}), public: true };
+    closeObjectSchemas(route.schema?.body);
+    closeObjectSchemas(route.schema?.querystring);
+    closeObjectSchemas(route.schema?.params);
   });
 
   registerErrorHandling(app);

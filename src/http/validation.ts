@@ -9,12 +9,15 @@ function makeAjv(coerceTypes: boolean): Ajv {
   const ajv = new Ajv({
     coerceTypes,
     useDefaults: true,
-    removeAdditional: true,
+    // Unknown fields are refused (400 naming them), never dropped: see input-hygiene.ts.
+    removeAdditional: false,
     allErrors: true,
     verbose: true,
     strict: false,
   });
   (addFormats as unknown as (ajv: Ajv) => void)(ajv);
+  // ajv-formats also accepts a `urn:uuid:` prefix, which PostgreSQL's uuid type does not.
+  ajv.addFormat('uuid', /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
   ajv.addKeyword({ keyword: 'x-error-message', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'example' });
   return ajv;
@@ -40,6 +43,7 @@ const TYPE_WORDS: Record<string, string> = {
 function fieldPath(error: ErrorObject, part: string): string {
   const segments = error.instancePath.split('/').filter(Boolean).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (error.keyword === 'required') segments.push(String((error.params as { missingProperty: string }).missingProperty));
+  if (error.keyword === 'additionalProperties') segments.push(String((error.params as { additionalProperty: string }).additionalProperty));
   const base = segments.join('.');
   if (part === 'body') return base || 'body';
   return base || part;
@@ -50,6 +54,8 @@ function messageFor(error: ErrorObject): string {
   switch (error.keyword) {
     case 'required':
       return 'is required';
+    case 'additionalProperties':
+      return unknownFieldMessage(error);
     case 'type': {
       const expected = String((error.params as { type: string }).type);
       if (typeof custom === 'string') return custom;
@@ -70,6 +76,31 @@ function messageFor(error: ErrorObject): string {
   }
   if (typeof custom === 'string') return custom;
   return error.message ?? 'is invalid';
+}
+
+/** Edit distance, for "did you mean" on unknown fields (names are short: at most 40 characters). */
+function editDistance(a: string, b: string): number {
+  if (a.length > 40 || b.length > 40) return Math.max(a.length, b.length);
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j += 1) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+function unknownFieldMessage(error: ErrorObject): string {
+  const name = String((error.params as { additionalProperty: string }).additionalProperty);
+  const known = Object.keys(((error.parentSchema as { properties?: object } | undefined)?.properties ?? {}) as object);
+  if (known.length === 0) return 'is not a known field; this object takes no fields';
+  const closest = known
+    .map((candidate) => ({ candidate, distance: editDistance(name.toLowerCase(), candidate.toLowerCase()) }))
+    .sort((x, y) => x.distance - y.distance)[0]!;
+  const hint = closest.distance <= 2 ? ` Did you mean \`${closest.candidate}\`?` : '';
+  return `is not a known field.${hint} Known fields: ${known.join(', ')}`;
 }
 
 /** Maps AJV errors to the `meta.errors` list of `validation_failed`, one entry per field. */

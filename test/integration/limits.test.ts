@@ -31,6 +31,20 @@ describe('configured limit rules', () => {
     return response.body;
   }
 
+  it('concurrent rules for one target: every request answers 201 and exactly one rule stays live', async () => {
+    const tenant = await fundedTenant(t);
+    const responses = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        admin.post('/v1/admin/limit-rules', { scope: 'tenant', tenantId: tenant.tenantId, method: 'pago_movil', per_tx_max: 1000 + i, daily_max: 100_000 }),
+      ),
+    );
+    for (const response of responses) assert.equal(response.status, 201, response.raw);
+    const live = (await admin.get(`/v1/admin/limit-rules?tenantId=${tenant.tenantId}`)).body.data.filter(
+      (r: { tenantId: string | null; method: string }) => r.tenantId === tenant.tenantId && r.method === 'pago_movil',
+    );
+    assert.equal(live.length, 1, JSON.stringify(live));
+  });
+
   it('admin API: create, list, delete; validation of scope fields', async () => {
     const tenant = await fundedTenant(t);
     const created = await rule({ scope: 'tenant', tenantId: tenant.tenantId, method: '*', per_tx_max: 500000, daily_max: 2000000, monthly_max: 9000000, daily_count_max: 4 });

@@ -1,0 +1,75 @@
+// Errors raised below our routes — by Node's HTTP parser (malformed request line or header, headers
+// over the size limit, a client too slow to send its request, an `Expect` we do not support) or by
+// Fastify's router (a malformed percent-encoding, a path parameter over the length limit) — are
+// answered in the same error envelope as every other error, with stable codes of their own.
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, envelope, type ErrorCode } from '../errors.ts';
+
+function newRequestId(): string {
+  return `req_${randomUUID().replace(/-/g, '')}`;
+}
+
+/** What Node's parser reported, as our code and a message an integrator can act on. */
+export function clientErrorOf(code: string | undefined): ApiError {
+  switch (code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new ApiError('request_timeout', 'The request was not received in time; send it again.');
+    case 'HPE_HEADER_OVERFLOW':
+      return new ApiError('headers_too_large', 'The request line and headers are larger than 16 KiB.');
+    default:
+      return new ApiError('malformed_request', 'The request is not valid HTTP/1.1 (malformed request line or header).');
+  }
+}
+
+function rawResponse(error: ApiError): string {
+  const requestId = newRequestId();
+  const body = JSON.stringify(envelope(error, requestId));
+  return (
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? 'Error'}\r\n` +
+    'content-type: application/json; charset=utf-8\r\n' +
+    `content-length: ${Buffer.byteLength(body)}\r\n` +
+    `x-request-id: ${requestId}\r\n` +
+    'connection: close\r\n\r\n' +
+    body
+  );
+}
+
+/** Fastify's `clientErrorHandler`: the socket carries no parsed request, so the answer is written raw. */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  if (socket.writable) socket.write(rawResponse(clientErrorOf(error.code)));
+  socket.destroy(error);
+}
+
+/** Fastify's `frameworkErrors`: router errors, before any route or hook of ours has run. */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const codes: Record<string, [ErrorCode, string]> = {
+    FST_ERR_BAD_URL: ['malformed_request', 'The URL is malformed (an invalid percent-encoding).'],
+    FST_ERR_MAX_PARAM_LENGTH: ['uri_too_long', 'A path parameter is longer than 100 characters.'],
+  };
+  const [code, message] = codes[error.code] ?? ['malformed_request', 'The request could not be routed.'];
+  void reply
+    .code(new ApiError(code, message).status)
+    .header('x-request-id', request.id)
+    .send(envelope(new ApiError(code, message), request.id));
+}
+
+/** An `Expect` other than 100-continue (which Node answers itself): 417 in the envelope. */
+export function answerUnsupportedExpectation(server: Server): void {
+  server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+    const requestId = newRequestId();
+    const body = JSON.stringify(
+      envelope(new ApiError('expectation_failed', 'Only `Expect: 100-continue` is supported; send the request without this Expect header.'), requestId),
+    );
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      'x-request-id': requestId,
+      connection: 'close',
+    });
+    response.end(body);
+  });
+}

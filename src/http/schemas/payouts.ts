@@ -44,7 +44,7 @@ export const PayoutResult = Component(
     amount: AmountString('Amount sent to the destination, minor units'),
     feeAmount: AmountString('Fee charged; "0" when failed'),
     totalDebited: Type.Optional(AmountString('amount + fee: what left the source balance; "0" when failed; absent when unknown')),
-    method: Nullable(Instrument),
+    method: StringEnum(INSTRUMENTS, { description: 'Instrument used; the requested one when the payout failed before any instrument was used' }),
     methodRequested: Instrument,
     methodChanged: Type.Boolean({ description: 'true if another instrument than requested was used' }),
     message: Nullable(Type.String()),

@@ -141,6 +141,9 @@ describe('payouts through the sandbox rail', () => {
     const strict = await payout(tenant.api, { beneficiary: withAccount, method: 'transferencia', methodPolicy: 'strict' });
     assert.equal(strict.body.status, 'failed');
     assert.equal(strict.body.reason, 'instrument_unsupported');
+    // Nothing was used: `method` is the instrument asked for, never null.
+    assert.equal(strict.body.method, 'transferencia');
+    assert.equal(strict.body.methodChanged, false);
     const payment = await tenant.api.get(`/v1/payments/${strict.body.id}`);
     assert.equal(payment.body.compensated, false);
     assert.deepEqual(payment.body.events.map((e: any) => [e.from_status, e.to_status, e.reason, e.actor]), [[null, 'failed', 'instrument_unsupported', 'api']]);

@@ -18,7 +18,6 @@ export const ERROR_CODES = {
   idempotency_key_missing: { status: 400, type: 'invalid_request_error' },
   resource_not_found: { status: 404, type: 'invalid_request_error' },
   route_not_found: { status: 404, type: 'invalid_request_error' },
-  method_not_allowed: { status: 405, type: 'invalid_request_error' },
   request_timeout: { status: 408, type: 'invalid_request_error' },
   idempotency_key_reused: { status: 409, type: 'invalid_request_error' },
   idempotency_request_in_progress: { status: 409, type: 'invalid_request_error' },

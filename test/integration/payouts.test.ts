@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, type FundedTenant } from '../support/payouts.ts';
+import { client, startTestApp, type TestApp } from '../support/harness.ts';
+import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
 
@@ -191,6 +191,20 @@ describe('payouts through the sandbox rail', () => {
   it('the floor is exactly 1 token at the current USD rate', async () => {
     const atFloor = await payout(tenant.api, { beneficiary: beneficiary('V20111228') }, 92500);
     assert.equal(atFloor.body.status, 'submitted', atFloor.raw);
+  });
+
+  it('a USD rate raised just before a payout moves the floor for that very payout', async () => {
+    const admin = client(t.app, t.platformKey);
+    const quoteId = await quote(tenant.api, 100_000);
+    try {
+      assert.equal((await admin.put('/v1/admin/rates/USD', { market: '1000.01' })).status, 200);
+      const below = await payout(tenant.api, { quoteId, beneficiary: beneficiary('V20111229') }, 100_000);
+      assert.equal(below.body.status, 'failed', below.raw);
+      assert.equal(below.body.reason, 'amount_below_rail_minimum');
+      assert.match(below.body.message, /100001/);
+    } finally {
+      await admin.put('/v1/admin/rates/USD', { market: '925.00' });
+    }
   });
 });
 

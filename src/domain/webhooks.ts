@@ -2,7 +2,8 @@
 // the exact body bytes, the signature header, the signing secret format and which destination
 // addresses a live-mode endpoint may never reach.
 import { randomBytes } from 'node:crypto';
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { signatureHeader } from '../webhooks/verify.ts';
 
 export const EVENT_TYPES = ['payment.settled', 'payment.failed', 'payment.reversed'] as const;
@@ -88,72 +89,27 @@ export function generateWebhookSecret(): string {
   return `whsec_${out}`;
 }
 
-// Destinations a live-mode endpoint may never reach: this host, private networks and cloud metadata
-// services (SSRF). Test mode may use loopback (local receivers, the built-in sink).
-const FORBIDDEN = new BlockList();
-for (const [network, prefix] of [
-  ['0.0.0.0', 8], // "this network", 0.0.0.0
-  ['10.0.0.0', 8], // private
-  ['100.64.0.0', 10], // carrier-grade NAT (also Alibaba's metadata 100.100.100.200)
-  ['127.0.0.0', 8], // loopback
-  ['169.254.0.0', 16], // link-local (AWS/GCP/Azure metadata 169.254.169.254)
-  ['172.16.0.0', 12], // private
-  ['192.0.0.0', 24], // IETF protocol assignments (incl. 192.0.0.192 Oracle metadata)
-  ['192.0.2.0', 24], // documentation
-  ['192.168.0.0', 16], // private
-  ['198.18.0.0', 15], // benchmarking
-  ['198.51.100.0', 24], // documentation
-  ['203.0.113.0', 24], // documentation
-  ['224.0.0.0', 4], // multicast
-  ['240.0.0.0', 4], // reserved, broadcast
-] as const) {
-  FORBIDDEN.addSubnet(network, prefix, 'ipv4');
-}
-for (const [network, prefix] of [
-  ['::', 128], // unspecified
-  ['::1', 128], // loopback
-  ['fc00::', 7], // unique local (incl. AWS fd00:ec2::254 metadata)
-  ['fe80::', 10], // link-local
-  ['fec0::', 10], // site-local (deprecated)
-  ['ff00::', 8], // multicast
-  ['2001:db8::', 32], // documentation
-  ['100::', 64], // discard
-] as const) {
-  FORBIDDEN.addSubnet(network, prefix, 'ipv6');
-}
+// Destinations a live-mode endpoint may never reach: this host, private networks, cloud metadata
+// services and every address that is not plain public unicast (SSRF). ipaddr.js names the special
+// ranges, including the IPv6 forms that carry an IPv4 address a router or the OS may unwrap (6to4,
+// Teredo, NAT64, SIIT), so anything it does not call `unicast` is refused rather than listed by hand.
+// Test mode may use loopback (local receivers, the built-in sink).
 
-/** The IPv4 address an IPv6 address carries (mapped ::ffff:a.b.c.d, NAT64 64:ff9b::/96, compatible ::a.b.c.d). */
-function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::|::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::|::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const high = parseInt(hex[1]!, 16);
-    const low = parseInt(hex[2]!, 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
-  // Fully written forms such as 0:0:0:0:0:ffff:7f00:1.
-  const full = /^0{1,4}:0{1,4}:0{1,4}:0{1,4}:0{1,4}:ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (full) {
-    const high = parseInt(full[1]!, 16);
-    const low = parseInt(full[2]!, 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
-  }
-  return undefined;
-}
+// ipaddr.js calls every IPv6 address it has no name for `unicast`, which would let through the
+// deprecated IPv4-compatible ::a.b.c.d (::7f00:1 is 127.0.0.1 behind an automatic tunnel) and
+// unallocated space; public IPv6 addresses are only ever allocated from 2000::/3.
+const GLOBAL_UNICAST_V6: [ipaddr.IPv6, number] = [ipaddr.IPv6.parse('2000::'), 3];
 
 /** true when a live-mode delivery may connect to this IP address (a literal, v4 or v6). */
 export function isPublicAddress(address: string): boolean {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const family = isIP(bare);
-  if (family === 4) return !FORBIDDEN.check(bare, 'ipv4');
-  if (family === 6) {
-    const v4 = embeddedIpv4(bare);
-    if (v4 !== undefined && isIP(v4) === 4 && FORBIDDEN.check(v4, 'ipv4')) return false;
-    return !FORBIDDEN.check(bare, 'ipv6');
-  }
-  return false;
+  // Only the canonical literal forms: ipaddr.js also parses 127.1, 0x7f.0.0.1 and 2130706433, which
+  // no resolver hands back and no URL keeps (WHATWG rewrites them to dotted decimal).
+  if (!ipaddr.IPv4.isValidFourPartDecimal(bare) && !ipaddr.IPv6.isValid(bare)) return false;
+  let parsed = ipaddr.parse(bare);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (parsed.kind() === 'ipv6' && !(parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) return false;
+  return parsed.range() === 'unicast';
 }
 
 // Names that are internal by definition, whatever a resolver says.

@@ -11,6 +11,7 @@ export type ErrorType =
 export const ERROR_CODES = {
   api_key_missing: { status: 401, type: 'authentication_error' },
   api_key_invalid: { status: 401, type: 'authentication_error' },
+  webhook_signature_invalid: { status: 401, type: 'authentication_error' },
   scope_missing: { status: 403, type: 'authentication_error' },
   validation_failed: { status: 400, type: 'invalid_request_error' },
   malformed_request: { status: 400, type: 'invalid_request_error' },

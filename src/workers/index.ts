@@ -79,12 +79,15 @@ export function bootstrapSteps(_config: Config): BootstrapStep[] {
       await postEntry(tx, { tenantId: sandbox.tenantId, mode: 'test' }, fundingEntry('BS', SANDBOX_PREFUNDING_MINOR));
     },
     async (tx, sandbox) => {
-      await setWebhookEndpoint(tx, { tenantId: sandbox.tenantId, mode: 'test', url: sandboxSinkUrl(sandbox.baseUrl, sandbox.tenantId), at: new Date() });
+      await setWebhookEndpoint(tx, { tenantId: sandbox.tenantId, mode: 'test', url: sandboxSinkUrl(sandbox.baseUrl), at: new Date() });
     },
   ];
 }
 
-/** The built-in sink's URL for a tenant's test-mode endpoint. */
-export function sandboxSinkUrl(baseUrl: string, tenantId: string): string {
-  return `${baseUrl}/v1/sandbox/webhooks/sink?tenant=${tenantId}&mode=test`;
+/**
+ * The built-in sink's URL, the same for every tenant: the sink tells programs apart by the delivered
+ * event and its signature, never by its URL.
+ */
+export function sandboxSinkUrl(baseUrl: string): string {
+  return `${baseUrl}/v1/sandbox/webhooks/sink`;
 }

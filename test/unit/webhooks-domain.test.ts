@@ -11,7 +11,7 @@ import {
   signingSecrets,
   WEBHOOK_ATTEMPTS_MAX,
 } from '../../src/domain/webhooks.ts';
-import { guardedLookup } from '../../src/webhooks/destination.ts';
+import { checkLiveHost, guardedLookup } from '../../src/webhooks/destination.ts';
 import { verifyWebhook } from '../../src/webhooks/verify.ts';
 
 describe('webhook delivery rules', () => {
@@ -67,12 +67,28 @@ describe('webhook delivery rules', () => {
 
   it('classifies addresses a live endpoint may not reach', () => {
     const forbidden = [
-      '127.0.0.1', '127.255.255.254', '0.0.0.0', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254', '100.64.0.1',
-      '100.127.255.255', '100.100.100.200', '192.0.0.192', '224.0.0.1', '255.255.255.255', '::', '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1',
-      'ff02::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '64:ff9b::a9fe:a9fe', '0:0:0:0:0:ffff:7f00:1', '[::1]', 'not-an-ip', '',
+      // IPv4 outside public unicast
+      '127.0.0.1', '127.255.255.254', '0.0.0.0', '0.1.2.3', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.0.1', '169.254.169.254',
+      '100.64.0.1', '100.127.255.255', '100.100.100.200', '192.0.0.192', '192.0.2.1', '198.18.0.1', '192.88.99.1', '224.0.0.1',
+      '240.0.0.1', '255.255.255.255',
+      // IPv6 outside public unicast
+      '::', '::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', 'fec0::1', 'ff02::1', '100::1', '2001:db8::1', '2001:2::1', '2001:20::1', '5f00::1',
+      // IPv4-mapped private addresses, in every spelling
+      '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '0:0:0:0:0:ffff:7f00:1',
+      // IPv6 forms that embed a private IPv4 address: 6to4, Teredo, NAT64 (well-known and local-use prefixes), SIIT, IPv4-compatible
+      '2002:7f00:1::', '2002:a9fe:a9fe::', '2002:808:808::', '2001::1', '2001:0:4136:e378:8000:63bf:3fff:fdd2', '64:ff9b::7f00:1',
+      '64:ff9b::169.254.169.254', '64:ff9b::808:808', '64:ff9b:1::a9fe:a9fe', '64:ff9b:1::1', '::ffff:0:7f00:1', '::ffff:0:8.8.8.8',
+      '::7f00:1', '::a9fe:a9fe',
+      // brackets and zone ids are stripped before classifying
+      '[::1]', '[fe80::1]', 'fe80::1%eth0', '[fe80::1%25eth0]', '[::ffff:127.0.0.1]',
+      // not a canonical literal
+      'not-an-ip', '', '127.1', '0x7f.0.0.1', '2130706433', '1.2.3', '::ffff:0x7f.1', '010.0.0.1',
     ];
     for (const address of forbidden) assert.equal(isPublicAddress(address), false, address);
-    const allowed = ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8'];
+    const allowed = [
+      '8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888',
+      '::ffff:8.8.8.8', '::ffff:808:808', '0:0:0:0:0:ffff:808:808', '[2606:4700:4700::1111]', '2606:4700:4700::1111%eth0', '[::ffff:8.8.8.8]',
+    ];
     for (const address of allowed) assert.equal(isPublicAddress(address), true, address);
   });
 
@@ -82,8 +98,14 @@ describe('webhook delivery rules', () => {
     for (const [url, mode] of [
       ['ftp://example.com', 'test'], ['example.com/x', 'test'], ['https://example.com/#a', 'test'], ['http://localhost/x', 'live'],
       ['http://printer.local/x', 'live'], ['http://db.internal/x', 'live'], ['http://[::1]:80/', 'live'], ['http://intranet/x', 'live'],
+      ['http://[2002:7f00:1::]/x', 'live'], ['http://[2002:a9fe:a9fe::]/x', 'live'], ['http://[2001::a9fe:a9fe]/x', 'live'],
+      ['http://[64:ff9b::a9fe:a9fe]/x', 'live'], ['http://[64:ff9b:1::7f00:1]/x', 'live'], ['http://[::ffff:0:7f00:1]/x', 'live'],
+      ['http://[::ffff:127.0.0.1]/x', 'live'], ['http://[::127.0.0.1]/x', 'live'], ['http://0x7f000001/x', 'live'], ['http://0/x', 'live'],
     ] as const) {
       assert.equal(checkEndpointUrl(url, mode).ok, false, `${mode} ${url}`);
+    }
+    for (const url of ['https://8.8.8.8/x', 'https://[2606:4700:4700::1111]/x', 'https://[::ffff:8.8.8.8]/x']) {
+      assert.equal(checkEndpointUrl(url, 'live').ok, true, url);
     }
   });
 
@@ -100,5 +122,21 @@ describe('webhook delivery rules', () => {
     const mixed = lookupWith([{ address: '93.184.216.34', family: 4 }, { address: '10.0.0.1', family: 4 }]);
     const refused = await call(mixed, false);
     assert.match(String(refused.error?.message), /not allowed in live mode/);
+    for (const address of ['2002:a9fe:a9fe::', '2001::1', '64:ff9b::7f00:1', '::ffff:0:7f00:1', '::ffff:169.254.169.254']) {
+      const embedded = lookupWith([{ address: '2606:4700:4700::1111', family: 6 }, { address, family: 6 }]);
+      assert.match(String((await call(embedded, true)).error?.message), /not allowed in live mode/, address);
+    }
+  });
+
+  it('the configuration-time check refuses literals and names that are or resolve to embedded private addresses', async () => {
+    const resolvingTo = (address: string, family: number) => (_host: string, callback: (error: null, found: Array<{ address: string; family: number }>) => void) =>
+      callback(null, [{ address, family }]);
+    assert.deepEqual(await checkLiveHost('[2606:4700:4700::1111]'), { ok: true });
+    assert.equal((await checkLiveHost('[2002:7f00:1::]')).ok, false);
+    assert.equal((await checkLiveHost('[64:ff9b::a9fe:a9fe]')).ok, false);
+    assert.equal((await checkLiveHost('hooks.example.com', resolvingTo('2002:a9fe:a9fe::', 6))).ok, false);
+    assert.equal((await checkLiveHost('hooks.example.com', resolvingTo('2001:0:4136:e378:8000:63bf:3fff:fdd2', 6))).ok, false);
+    assert.equal((await checkLiveHost('hooks.example.com', resolvingTo('::ffff:10.0.0.1', 6))).ok, false);
+    assert.deepEqual(await checkLiveHost('hooks.example.com', resolvingTo('8.8.8.8', 4)), { ok: true });
   });
 });

@@ -56,9 +56,35 @@ export async function findWebhookEndpoint(db: Queryable, tenantId: string, mode:
   return rows[0];
 }
 
+/** The signing secrets of the program a test-mode event belongs to, found by the event id alone. */
+export interface TestEventSigner {
+  tenant_id: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: Date | null;
+}
+
+/**
+ * The program of a test-mode event and its endpoint's secrets; undefined when there is no such
+ * test-mode event or its program has no endpoint. A live-mode event is never returned.
+ */
+export async function findTestEventSigner(db: Queryable, eventId: bigint): Promise<TestEventSigner | undefined> {
+  // `mode = 'test'` as a literal: it is what lets the planner use the partial index on test events.
+  const { rows } = await db.query<TestEventSigner>(
+    `SELECT e.tenant_id, w.secret, w.previous_secret, w.previous_secret_expires_at
+       FROM outbox_events e
+       JOIN webhook_endpoints w ON w.tenant_id = e.tenant_id AND w.mode = e.mode
+      WHERE e.id = $1 AND e.mode = 'test'
+      LIMIT 2`,
+    [eventId],
+  );
+  // Ids come from one sequence; should two programs ever share one, neither is trusted.
+  return rows.length === 1 ? rows[0] : undefined;
+}
+
 export interface SandboxReceiptRow {
   id: bigint;
-  event_id: bigint | null;
+  event_id: bigint;
   headers: Record<string, string | string[]>;
   raw_body: string;
   signature_verified: boolean;
@@ -68,21 +94,22 @@ export interface SandboxReceiptRow {
 /** The sink keeps this many receipts per program; older ones are dropped as new ones arrive. */
 export const SANDBOX_RECEIPTS_KEPT = 1000;
 
+/** Stores a verified test-mode delivery (the only kind the sink keeps) and trims the program's inbox. */
 export async function insertSandboxReceipt(
   tx: Queryable,
-  receipt: { tenantId: string; mode: Mode; eventId: bigint | null; headers: Record<string, unknown>; rawBody: string; signatureVerified: boolean; at: Date },
+  receipt: { tenantId: string; eventId: bigint; headers: Record<string, unknown>; rawBody: string; at: Date },
 ): Promise<SandboxReceiptRow> {
   const { rows } = await tx.query<SandboxReceiptRow>(
     `INSERT INTO sandbox_webhook_receipts (tenant_id, mode, event_id, headers, raw_body, signature_verified, received_at)
-     VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
+     VALUES ($1, 'test', $2, $3::jsonb, $4, true, $5)
      RETURNING id, event_id, headers, raw_body, signature_verified, received_at`,
-    [receipt.tenantId, receipt.mode, receipt.eventId, JSON.stringify(receipt.headers), receipt.rawBody, receipt.signatureVerified, receipt.at],
+    [receipt.tenantId, receipt.eventId, JSON.stringify(receipt.headers), receipt.rawBody, receipt.at],
   );
   await tx.query(
     `DELETE FROM sandbox_webhook_receipts
-      WHERE tenant_id = $1 AND mode = $2 AND id <= (
-        SELECT id FROM sandbox_webhook_receipts WHERE tenant_id = $1 AND mode = $2 ORDER BY id DESC OFFSET $3 LIMIT 1)`,
-    [receipt.tenantId, receipt.mode, SANDBOX_RECEIPTS_KEPT],
+      WHERE tenant_id = $1 AND mode = 'test' AND id <= (
+        SELECT id FROM sandbox_webhook_receipts WHERE tenant_id = $1 AND mode = 'test' ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+    [receipt.tenantId, SANDBOX_RECEIPTS_KEPT],
   );
   return rows[0]!;
 }

@@ -46,6 +46,24 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
+    transformObject: (document) => ('openapiObject' in document ? liftDeprecatedParameters(document.openapiObject) : document.swaggerObject),
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+}
+
+type OpenApiDocument = { paths?: Record<string, Record<string, { parameters?: Array<{ deprecated?: boolean; schema?: { deprecated?: boolean } }> }>> };
+
+/**
+ * The swagger plugin leaves `deprecated` of a query parameter inside its schema; tools show a
+ * parameter as deprecated only when the parameter object itself says so.
+ */
+function liftDeprecatedParameters<T extends object>(document: T): T {
+  for (const operations of Object.values((document as OpenApiDocument).paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.schema?.deprecated === true) parameter.deprecated = true;
+      }
+    }
+  }
+  return document;
 }

@@ -3,17 +3,18 @@ import { Type } from '@sinclair/typebox';
 import type { SandboxReceiptRow } from '../../db/repositories/webhooks.ts';
 import type { SandboxWebhookService } from '../../services/sandbox-webhooks.ts';
 import { partitionOf } from '../context.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { ApiError } from '../errors.ts';
+import { errorResponses, errorResponsesDescribed } from '../schemas/common.ts';
 import { FailingReceiverAnswer, SandboxDeliveryList, SandboxDeliveryQuery, SinkQuery, SinkReceipt } from '../schemas/events.ts';
 import type { App } from '../types.ts';
 
-// Documents the request body without constraining it: the sink must store whatever bytes arrive.
-const WebhookBody = Type.Unknown({ description: 'A webhook delivery body (the sink stores any bytes as received)' });
+// Documents the request body without constraining it: the sink reads the raw bytes and decides.
+const WebhookBody = Type.Unknown({ description: 'A webhook delivery body, exactly as our dispatcher sent it' });
 
 export function sandboxDeliveryView(row: SandboxReceiptRow) {
   return {
     id: row.id.toString(),
-    event_id: row.event_id === null ? null : row.event_id.toString(),
+    event_id: row.event_id.toString(),
     received_at: row.received_at.toISOString(),
     headers: row.headers,
     raw_body: row.raw_body,
@@ -30,12 +31,17 @@ function receivedHeaders(headers: Record<string, string | string[] | undefined>)
   return out;
 }
 
+const SINK_401 =
+  '`webhook_signature_invalid`: not a correctly signed delivery of a test-mode event (x-event-id missing or unknown, an event of a live program, a signature or x-timestamp that does not verify, or a body that is not that event\'s). Nothing was stored.';
+
 /**
- * The sandbox webhook receivers. `failing` and `sink` are called by our own
- * dispatcher, which has no API key: they are public, and the sink learns the program from its URL
- * (`?tenant=<id>&mode=test`, the URL the bootstrap configures). The sink reads the body as raw bytes
- * (its own content-type parser, in this plugin scope only) so it can verify the signature over
- * exactly what arrived, as an integrator's receiver must.
+ * The sandbox webhook receivers. `failing` and `sink` are called by our own dispatcher, which has no
+ * API key: they are public. So the sink believes nothing the caller says about the program: the
+ * event named by x-event-id gives the tenant and mode, and that program's endpoint secret must have
+ * signed the delivery. It answers every refusal alike, so that it tells a stranger nothing about
+ * which events or tenants exist. It reads the body as raw bytes (its own content-type parser, in
+ * this plugin scope only) to verify the signature over exactly what arrived, as an integrator's
+ * receiver must.
  */
 export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookService): Promise<void> {
   await app.register(async (plugin) => {
@@ -50,24 +56,31 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
         schema: {
           tags: ['Sandbox'],
           operationId: 'sandboxWebhookSink',
-          summary: 'Sandbox receiver that stores what it receives',
+          summary: 'Sandbox receiver that keeps the verified deliveries of test-mode events',
           description:
-            'Point a test-mode endpoint here (`?tenant=<tenant id>&mode=test`; the first-start sandbox tenant is configured so). Stores the headers and the raw body exactly as received and whether the signature verified against that program\'s secrets; answers 200. Read them with `GET /v1/sandbox/webhooks`. Needs no key (our dispatcher calls it).',
+            'Point a test-mode endpoint at exactly this URL, without a query string (the first-start sandbox tenant is configured so). ' +
+            'The sink identifies the program from the delivery itself: `x-event-id` names a test-mode event, which gives the tenant, and the delivery must be signed ' +
+            '(`x-signature`, `x-timestamp` within ±5 minutes) with that program\'s endpoint secret, the current one or, during a rotation, the previous one; the body must be that event\'s (its `id` equals `x-event-id`). ' +
+            'Such a delivery is stored, headers and raw body exactly as received, and answered 200; read them with `GET /v1/sandbox/webhooks`. ' +
+            'Anything else, including an event of a live program, is answered 401 `webhook_signature_invalid`, the same answer whether or not the event or tenant exists, and nothing is stored. ' +
+            'A query string is accepted and ignored (`tenant` and `mode` are deprecated leftovers of the former URL). Needs no key (our dispatcher calls it).',
           security: [],
           querystring: SinkQuery,
           body: WebhookBody,
-          response: { 200: SinkReceipt, ...errorResponses(400, 404, 413) },
+          response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 413) },
         },
       },
       async (request) => {
-        const raw = Buffer.isBuffer(request.body) ? request.body.toString('utf8') : '';
-        const receipt = await sandbox.receive({
-          tenantId: request.query.tenant,
-          mode: request.query.mode ?? 'test',
-          headers: receivedHeaders(request.headers),
-          rawBody: raw,
-        });
-        return { received: true, id: receipt.id.toString(), signature_verified: receipt.signature_verified };
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const outcome = await sandbox.receive({ headers: receivedHeaders(request.headers), rawBody: raw });
+        if (!outcome.stored) {
+          request.log.info({ refusal: outcome.refusal }, 'sandbox sink refused a delivery');
+          throw new ApiError(
+            'webhook_signature_invalid',
+            "Not a correctly signed delivery of a test-mode event: the sink stores only what our dispatcher sent, signed with the program's endpoint secret. Nothing was stored.",
+          );
+        }
+        return { received: true, id: outcome.receipt.id.toString(), signature_verified: outcome.receipt.signature_verified };
       },
     );
 
@@ -107,7 +120,7 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
         operationId: 'listSandboxWebhookDeliveries',
         summary: 'What the sandbox sink received',
         description:
-          'Deliveries received by `POST /v1/sandbox/webhooks/sink` for this tenant and mode, newest first: headers, raw body and whether the signature verified. The sink keeps the most recent 1,000 per program. Filter by `eventId`; page with `cursor`.',
+          'The deliveries `POST /v1/sandbox/webhooks/sink` stored for this tenant, newest first: headers and raw body exactly as received (`signature_verified` is always true: the sink keeps only verified deliveries of test-mode events, so a live key sees none). The sink keeps the most recent 1,000 per program. Filter by `eventId`; page with `cursor`.',
         querystring: SandboxDeliveryQuery,
         response: { 200: SandboxDeliveryList, ...errorResponses(400, 403) },
       },

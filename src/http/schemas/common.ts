@@ -85,10 +85,15 @@ export function componentSchemas(): TSchema[] {
 
 /** Error responses for a route's OpenAPI entry, every one with the envelope. */
 export function errorResponses(...statuses: number[]) {
-  const all = new Set([401, 429, 500, ...statuses]);
+  return errorResponsesDescribed({}, ...statuses);
+}
+
+/** The same, for a route whose errors mean something else than usual (`described` replaces the shared text). */
+export function errorResponsesDescribed(described: Record<number, string>, ...statuses: number[]) {
+  const all = new Set([401, 429, 500, ...statuses, ...Object.keys(described).map(Number)]);
   const out: Record<number, TSchema> = {};
   for (const status of [...all].sort()) {
-    out[status] = Type.Unsafe({ ...ErrorRef, description: ERROR_DESCRIPTIONS[status] ?? 'Error' });
+    out[status] = Type.Unsafe({ ...ErrorRef, description: described[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error' });
   }
   return out;
 }

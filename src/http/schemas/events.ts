@@ -137,16 +137,27 @@ export const RotatedSecret = Component(
 
 // Sandbox receivers.
 
+// Declared only so that endpoint URLs configured with the former `?tenant=…&mode=…` keep working:
+// the sink never reads them (the delivered event names the program). Untyped, so that no value,
+// not even a repeated parameter, can turn an ignored parameter into a 400.
+const IgnoredSinkParameter = (was: string) =>
+  Type.Optional(
+    Type.Unknown({
+      deprecated: true,
+      description: `Deprecated and ignored (formerly ${was}). The sink identifies the program from the delivery's x-event-id and signature, never from its URL.`,
+    }),
+  );
+
 export const SinkQuery = Type.Object({
-  tenant: Uuid('The tenant whose endpoint secrets verify the signature (the bootstrap endpoint URL carries it)'),
-  mode: Type.Optional(StringEnum(['test', 'live'] as const, { default: 'test', description: 'The program (default test)' })),
+  tenant: IgnoredSinkParameter('the tenant id'),
+  mode: IgnoredSinkParameter('the mode'),
 });
 
 export const SinkReceipt = Type.Object(
   {
     received: Type.Boolean(),
     id: Type.String({ description: 'Id of the stored receipt' }),
-    signature_verified: Type.Boolean({ description: 'Whether x-signature and x-timestamp verified against the endpoint secrets' }),
+    signature_verified: Type.Boolean({ description: 'Always true: the sink stores only deliveries whose signature verified' }),
   },
   { description: 'What the sink stored' },
 );
@@ -168,11 +179,13 @@ export const SandboxDelivery = Component(
   Type.Object(
     {
       id: Type.String({ description: 'Receipt id' }),
-      event_id: Nullable(Type.String({ description: 'The x-event-id header, when numeric' })),
+      event_id: Nullable(Type.String({ description: 'The event delivered (its x-event-id); never null for receipts the sink stores' })),
       received_at: DateTime(),
       headers: Type.Object({}, { additionalProperties: true, description: 'Request headers exactly as received (names lower-cased)' }),
       raw_body: Type.String({ description: 'The request body exactly as received' }),
-      signature_verified: Type.Boolean({ description: "Whether the signature verified against the program's endpoint secrets within ±5 minutes" }),
+      signature_verified: Type.Boolean({
+        description: "Always true: the sink stores only deliveries whose signature verified against the program's endpoint secrets within ±5 minutes",
+      }),
     },
     { description: 'A webhook delivery received by the sandbox sink' },
   ),

@@ -88,6 +88,12 @@ describe('transport and router errors', () => {
     assertEnvelope(assert, await api.get(`/v1/quotes/${'a'.repeat(101)}`), 414, 'uri_too_long');
   });
 
+  it("a refusal of the reference's static files (a forbidden or missing name) is 404 route_not_found, not a 500", async () => {
+    const api = client(t.app);
+    assertEnvelope(assert, await api.get(`/docs/static/${'a'.repeat(300)}`), 404, 'route_not_found');
+    assertEnvelope(assert, await api.get('/docs/static/no-such-file.js'), 404, 'route_not_found');
+  });
+
   it('a malformed request line is 400 malformed_request', async () => {
     assertRawEnvelope(await rawExchange(port, 'GARBAGE\r\n\r\n'), 400, 'malformed_request');
   });

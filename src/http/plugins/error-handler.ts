@@ -42,9 +42,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
         .send(envelope(new ApiError('service_unavailable', 'The database is not reachable right now; nothing was lost. Retry in a moment (with the same Idempotency-Key).'), request.id));
     }
     const status = (error as FastifyError).statusCode;
-    if (status === 400) {
+    if (status === 404 || status === 403) {
+      // A plugin's own refusal (the reference's static files: a missing or forbidden file name).
+      return reply.code(404).send(envelope(new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`), request.id));
+    }
+    if (status !== undefined && status >= 400 && status < 500) {
       // A client error the framework raised that we have no specific code for.
-      return reply.code(400).send(envelope(new ApiError('validation_failed', 'The request is malformed.'), request.id));
+      return reply.code(400).send(envelope(new ApiError('malformed_request', 'The request is malformed.'), request.id));
     }
     request.log.error({ err: error }, 'unexpected error');
     return reply

@@ -8,7 +8,7 @@ import type { Database } from './db/database.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import './http/context.ts';
 import { ApiError, validationFailed } from './http/errors.ts';
-import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers } from './http/input-hygiene.ts';
+import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, undeclaredInput } from './http/input-hygiene.ts';
 import type { TSchema } from '@sinclair/typebox';
 import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
@@ -234,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
       ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
       ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
     ];
+    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
     if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
   });
 

@@ -84,3 +84,19 @@ export function nonDecimalIntegers(schema: TSchema | undefined, values: unknown)
   }
   return errors;
 }
+
+/**
+ * A route that declares no query parameters or no body refuses them too (the validator only runs
+ * where a schema exists). An empty JSON object counts as no body: some clients always send one.
+ */
+export function undeclaredInput(schema: { querystring?: unknown; body?: unknown } | undefined, query: unknown, body: unknown): FieldError[] {
+  const errors: FieldError[] = [];
+  if (schema?.querystring === undefined && query !== null && typeof query === 'object') {
+    for (const name of Object.keys(query)) errors.push({ field: name, message: 'is not a known query parameter; this call takes none' });
+  }
+  const emptyObject = body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0;
+  if (schema?.body === undefined && body !== undefined && !emptyObject) {
+    errors.push({ field: 'body', message: 'this call takes no body; send none' });
+  }
+  return errors;
+}

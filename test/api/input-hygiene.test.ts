@@ -123,6 +123,17 @@ describe('input hygiene: HTTP answers', () => {
     assert.match(response.body.error.meta.errors[0].message, /Did you mean `limit`\?/);
   });
 
+  it('a call that declares no query parameters or no body refuses them; an empty JSON object is no body', async () => {
+    const query = await tenant.api.get('/v1/tenant/me?expand=all');
+    assertEnvelope(assert, query, 400, 'validation_failed');
+    assert.deepEqual(fields(query), ['expand']);
+    const body = await tenant.api.post('/v1/events/retry-dead', { all: true });
+    assertEnvelope(assert, body, 400, 'validation_failed');
+    assert.deepEqual(fields(body), ['body']);
+    assert.equal((await tenant.api.post('/v1/events/retry-dead', {})).status, 200);
+    assert.equal((await tenant.api.post('/v1/events/retry-dead')).status, 200);
+  });
+
   it('query integers in hex, exponent or padded form are 400; decimal ones work', async () => {
     for (const raw of ['0x10', '1e1', '%2016', '+5']) {
       const response = await tenant.api.get(`/v1/beneficiaries?limit=${raw}`);

@@ -529,7 +529,10 @@ function queryMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const kinds = [
     fc
       .tuple(fc.constantFrom('foo', 'LIMIT', 'limit_', 'tenant[]', 'a.b', '__proto__', 'constructor', ''), fc.string({ maxLength: 12 }))
-      .map(([name, value]) => mutation('unknown query parameter', 'any', (d) => ({ query: [...d.query, [name, value]] }))),
+      .map(([name, value]) =>
+        // Keyed routes refuse any query parameter they do not declare; public receivers take what comes.
+        mutation('unknown query parameter', op.documented && op.access !== 'public' ? 'refuse' : 'any', (d) => ({ query: [...d.query, [name, value]] })),
+      ),
   ];
   if (params.length === 0) return kinds;
   /** Sets one parameter of `among` to a generated value. */

@@ -142,7 +142,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     db,
     clock,
     authenticator,
-    tenants: new TenantService(db, authenticator),
+    tenants: new TenantService(db),
     rates,
     quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
     catalogue,

@@ -44,6 +44,7 @@ import { RateService, StoredRateSource, type RateSource } from './services/rates
 import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { Authenticator } from './services/authenticator.ts';
+import { AUTH_FAILURE_ADDRESSES_MAX, AuthFailureLimiter } from './services/auth-failures.ts';
 import { TenantService } from './services/tenants.ts';
 import { Committer } from './services/committer.ts';
 import { MoneyMetrics } from './services/money-metrics.ts';
@@ -79,6 +80,7 @@ export interface Services {
   db: Database;
   clock: Clock;
   authenticator: Authenticator;
+  authFailures: AuthFailureLimiter;
   tenants: TenantService;
   rates: RateService;
   quotes: QuoteService;
@@ -145,7 +147,11 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     db,
     clock,
     authenticator,
-    tenants: new TenantService(db, authenticator),
+    authFailures: new AuthFailureLimiter(
+      { limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX },
+      () => clock.now().getTime(),
+    ),
+    tenants: new TenantService(db),
     rates,
     quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
     catalogue,
@@ -249,7 +255,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   });
 
   registerErrorHandling(app);
-  registerAuth(app, services.authenticator);
+  registerAuth(app, services.authenticator, services.authFailures);
   registerIdempotency(app, deps.db, services.clock, deps.config);
   await registerOpenApi(app);
   if (deps.config.rateLimitRps > 0) {

@@ -20,6 +20,9 @@ export interface Config {
   role: Role;
   logLevel: LogLevel;
   rateLimitRps: number;
+  /** Failed authentications per client address per window before 429; 0 disables. */
+  authFailureLimit: number;
+  authFailureWindowS: number;
   quoteTtlSeconds: number;
   rateMaxAgeSeconds: number;
   sandboxSettleDelayMs: number;
@@ -123,6 +126,8 @@ export function loadConfig(env: Env = process.env): Config {
     role: oneOf<Role>(env, 'ROLE', 'all', ['all', 'api', 'worker']),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
+    authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 20, 0, 1000),
+    authFailureWindowS: integer(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
     quoteTtlSeconds: integer(env, 'QUOTE_TTL_SECONDS', 60, 1, 86_400),
     rateMaxAgeSeconds: integer(env, 'RATE_MAX_AGE_SECONDS', 86_400, 1, 31_536_000),
     sandboxSettleDelayMs: integer(env, 'SANDBOX_SETTLE_DELAY_MS', 3000, 0, 86_400_000),
@@ -158,6 +163,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['ROLE', 'all', 'all, api (HTTP only) or worker (background loops only)'],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
+  ['AUTH_FAILURE_LIMIT', '20', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it requests with a key from that address get 429 (0 = unlimited)'],
+  ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT, in seconds'],
   ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
   ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],

@@ -4,7 +4,6 @@ import { insertApiKey, listTenantKeys, revokeApiKey, type ApiKeyRow } from '../d
 import { findTenant, insertTenant, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
 import { ApiError, notFound } from '../http/errors.ts';
-import type { Authenticator } from './authenticator.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,
@@ -25,10 +24,7 @@ export interface IssuedKey {
 
 /** Admin use cases on tenants and their keys. */
 export class TenantService {
-  constructor(
-    private readonly db: Database,
-    private readonly authenticator: Authenticator,
-  ) {}
+  constructor(private readonly db: Database) {}
 
   async create(fields: Partial<TenantFields> & { name: string }): Promise<TenantRow> {
     return insertTenant(this.db, randomUUID(), { ...TENANT_DEFAULTS, ...definedOnly(fields) });
@@ -81,10 +77,13 @@ export class TenantService {
     return listTenantKeys(this.db, tenantId);
   }
 
+  /**
+   * Committed before the answer, and every authentication reads the database with a statement that
+   * starts after its request arrived: any request sent after this answer fails, on every process.
+   */
   async revokeKey(id: string): Promise<{ id: string; revoked: true }> {
     const revoked = await revokeApiKey(this.db, id);
     if (!revoked) throw notFound('API key');
-    this.authenticator.forget(revoked.key_hash);
     return { id: revoked.id, revoked: true };
   }
 }

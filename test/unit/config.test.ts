@@ -16,6 +16,8 @@ describe('configuration', () => {
     assert.equal(config.idempotencyTtlHours, 24);
     assert.equal(config.role, 'all');
     assert.equal(config.bootstrap, true);
+    assert.equal(config.authFailureLimit, 20);
+    assert.equal(config.authFailureWindowS, 60);
   });
 
   it('reads every knob', () => {
@@ -28,6 +30,8 @@ describe('configuration', () => {
       LOG_LEVEL: 'warn',
       RATE_LIMIT_RPS: '50',
       QUOTE_TTL_SECONDS: '5',
+      AUTH_FAILURE_LIMIT: '0',
+      AUTH_FAILURE_WINDOW_S: '300',
     });
     assert.equal(config.port, 8080);
     assert.equal(config.role, 'worker');
@@ -35,6 +39,8 @@ describe('configuration', () => {
     assert.equal(config.bootstrap, false);
     assert.equal(config.rateLimitRps, 50);
     assert.equal(config.quoteTtlSeconds, 5);
+    assert.equal(config.authFailureLimit, 0);
+    assert.equal(config.authFailureWindowS, 300);
   });
 
   const bad: Array<[string, string, RegExp]> = [
@@ -48,6 +54,9 @@ describe('configuration', () => {
     ['BOOTSTRAP', 'maybe', /BOOTSTRAP accepts on or off/],
     ['PLATFORM_API_KEY', 'short', /PLATFORM_API_KEY accepts bsk_platform_/],
     ['IDEMPOTENCY_TTL_HOURS', '1.5', /IDEMPOTENCY_TTL_HOURS accepts an integer/],
+    ['AUTH_FAILURE_LIMIT', '-1', /AUTH_FAILURE_LIMIT accepts an integer from 0 to 1000/],
+    ['AUTH_FAILURE_LIMIT', '5000', /AUTH_FAILURE_LIMIT/],
+    ['AUTH_FAILURE_WINDOW_S', '0', /AUTH_FAILURE_WINDOW_S accepts an integer from 1 to 86400/],
   ];
   for (const [name, value, message] of bad) {
     it(`rejects ${name}=${value} naming the variable`, () => {

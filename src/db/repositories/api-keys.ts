@@ -38,14 +38,18 @@ export async function insertApiKey(
   return rows[0]!;
 }
 
-export async function findActiveKeyByHash(db: Queryable, hash: string): Promise<ApiKeyIdentity | undefined> {
-  const { rows } = await db.query<ApiKeyIdentity>(
-    `SELECT k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform
+/**
+ * The active keys among `hashes`, by hash, in one statement: what the authenticator's coalesced
+ * lookups run. Unknown and revoked hashes are simply absent from the result.
+ */
+export async function findActiveKeysByHashes(db: Queryable, hashes: readonly string[]): Promise<Map<string, ApiKeyIdentity>> {
+  const { rows } = await db.query<ApiKeyIdentity & { key_hash: string }>(
+    `SELECT k.key_hash, k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-    [hash],
+      WHERE k.key_hash = ANY($1::text[]) AND k.revoked_at IS NULL`,
+    [hashes],
   );
-  return rows[0];
+  return new Map(rows.map(({ key_hash, ...identity }) => [key_hash, identity]));
 }
 
 export async function listTenantKeys(db: Queryable, tenantId: string): Promise<ApiKeyRow[]> {
@@ -56,10 +60,9 @@ export async function listTenantKeys(db: Queryable, tenantId: string): Promise<A
   return rows;
 }
 
-/** Returns the key's hash so the caller can drop it from the auth cache at once. */
-export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: string; key_hash: string } | undefined> {
-  const { rows } = await db.query<{ id: string; key_hash: string }>(
-    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, key_hash`,
+export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: string } | undefined> {
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id`,
     [id],
   );
   return rows[0];

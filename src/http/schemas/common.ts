@@ -61,7 +61,7 @@ const ERROR_DESCRIPTIONS: Record<number, string> = {
   413: '`payload_too_large`: body over 64 KiB',
   415: '`unsupported_media_type`: send `content-type: application/json`',
   422: 'Business rule: `quote_expired`, `limit_exceeded`, `insufficient_tenant_funds`',
-  429: '`rate_limited`: too many requests for this key; wait `Retry-After` seconds',
+  429: '`rate_limited`: too many requests for this key, or too many failed authentications (unknown, revoked or malformed key) from this address; wait `Retry-After` seconds',
   500: '`internal_error`: unexpected; quote the request_id',
   503: 'Retryable, with `Retry-After`: `rate_unavailable` (no fresh FX rate), `service_unavailable` (the database is not reachable right now) or `overloaded` (a bounded internal queue is full; nothing was done)',
 };

@@ -1,0 +1,164 @@
+// Failed authentications are limited per client address: past AUTH_FAILURE_LIMIT failures within
+// AUTH_FAILURE_WINDOW_S, requests with a key from that address answer 429 without a database lookup.
+// Addresses come from inject's remoteAddress; time from a ManualClock.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { ManualClock } from '../../src/domain/clock.ts';
+import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
+
+const LIMIT = 5;
+const WINDOW_S = 60;
+
+describe('failed authentications are limited per client address', () => {
+  let t: TestApp;
+  let clock: ManualClock;
+  let validKey: string;
+  let revokedKey: string;
+  let keyLookups = 0;
+  let authenticateCalls = 0;
+  let nextAddress = 1;
+  /** A fresh address per test, so tests never share a budget. */
+  let address: string;
+
+  before(async () => {
+    clock = new ManualClock('2026-11-23T12:00:00Z');
+    t = await startTestApp({ clock, env: { AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_S: String(WINDOW_S) } });
+    validKey = (await createTenant(t, { name: 'Valida' })).key;
+    const revoked = await createTenant(t, { name: 'Revocada' });
+    await client(t.app, t.platformKey).delete(`/v1/admin/api-keys/${revoked.keyId}`);
+    revokedKey = revoked.key;
+    // Spies: every key lookup statement, and every call into the authenticator.
+    const query = t.db.query.bind(t.db);
+    t.db.query = ((sql: string, params?: readonly unknown[]) => {
+      if (/\bFROM api_keys\b/.test(sql)) keyLookups += 1;
+      return query(sql, params);
+    }) as typeof t.db.query;
+    const authenticate = t.services.authenticator.authenticate.bind(t.services.authenticator);
+    t.services.authenticator.authenticate = (key: string) => {
+      authenticateCalls += 1;
+      return authenticate(key);
+    };
+  });
+  after(async () => {
+    await t.close();
+  });
+  beforeEach(() => {
+    address = `203.0.113.${nextAddress++}`;
+  });
+
+  async function call(from: string, key: string | undefined, url = '/v1/tenant/me'): Promise<InjectResult> {
+    const response = await t.app.inject({ method: 'GET', url, remoteAddress: from, headers: key === undefined ? {} : { 'x-api-key': key } });
+    let body: any;
+    try {
+      body = JSON.parse(response.body);
+    } catch {
+      body = response.body;
+    }
+    return { status: response.statusCode, body, headers: response.headers, raw: response.body };
+  }
+
+  const unknownKey = (i: number) => `bsk_test_${String(i).padStart(40, 'x')}`;
+
+  async function failLimit(from: string): Promise<void> {
+    for (let i = 0; i < LIMIT; i += 1) assertEnvelope(assert, await call(from, unknownKey(i)), 401, 'api_key_invalid');
+  }
+
+  it(`answers 429 rate_limited with Retry-After after ${LIMIT} failures, in the error envelope`, async () => {
+    await failLimit(address);
+    const limited = await call(address, unknownKey(99));
+    assertEnvelope(assert, limited, 429, 'rate_limited');
+    assert.equal(limited.body.error.type, 'rate_limit_error');
+    assert.equal(limited.headers['retry-after'], String(WINDOW_S));
+    assert.deepEqual(limited.body.error.meta, { failed_authentications_max: LIMIT, window_seconds: WINDOW_S });
+    // The address is refused whatever key it sends: it cannot be told which of its keys are good.
+    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
+    assertEnvelope(assert, await call(address, 'nope'), 429, 'rate_limited');
+    // No key: nothing to guess, nothing looked up, so neither counted nor limited.
+    assertEnvelope(assert, await call(address, undefined), 401, 'api_key_missing');
+    // Public routes are never limited.
+    assert.equal((await call(address, undefined, '/health/live')).status, 200);
+    assert.equal((await call(address, unknownKey(1), '/health/ready')).status, 200);
+    assert.equal((await call(address, unknownKey(1), '/v1/openapi.json')).status, 200);
+  });
+
+  it('leaves other addresses alone', async () => {
+    await failLimit(address);
+    assertEnvelope(assert, await call(address, unknownKey(99)), 429, 'rate_limited');
+    const other = `198.51.100.${nextAddress}`;
+    assertEnvelope(assert, await call(other, unknownKey(1)), 401, 'api_key_invalid');
+    const me = await call(`198.51.100.${nextAddress + 100}`, validKey);
+    assert.equal(me.status, 200, me.raw);
+    assert.equal(me.body.name, 'Valida');
+  });
+
+  it('counts unknown, revoked and malformed keys alike, and does not forget them on a success', async () => {
+    assertEnvelope(assert, await call(address, 'nope'), 401, 'api_key_invalid');
+    assertEnvelope(assert, await call(address, `bsk_test_${'a'.repeat(300)}`), 401, 'api_key_invalid');
+    assert.equal((await call(address, validKey)).status, 200);
+    assertEnvelope(assert, await call(address, revokedKey), 401, 'api_key_invalid');
+    assertEnvelope(assert, await call(address, revokedKey), 401, 'api_key_invalid');
+    assertEnvelope(assert, await call(address, unknownKey(1)), 401, 'api_key_invalid');
+    assertEnvelope(assert, await call(address, unknownKey(2)), 429, 'rate_limited');
+  });
+
+  it('makes no lookup once an address is limited', async () => {
+    const lookupsBefore = keyLookups;
+    const callsBefore = authenticateCalls;
+    await failLimit(address);
+    assert.equal(keyLookups - lookupsBefore, LIMIT, 'one lookup per failure until the limit');
+    assert.equal(authenticateCalls - callsBefore, LIMIT);
+    for (let i = 0; i < 20; i += 1) assertEnvelope(assert, await call(address, unknownKey(100 + i)), 429, 'rate_limited');
+    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
+    assert.equal(keyLookups - lookupsBefore, LIMIT, 'no lookup while limited');
+    assert.equal(authenticateCalls - callsBefore, LIMIT, 'the authenticator is not even asked');
+  });
+
+  it('frees a slot as the oldest failure leaves the window, and all of them after a full window', async () => {
+    for (let i = 0; i < 3; i += 1) assertEnvelope(assert, await call(address, unknownKey(i)), 401, 'api_key_invalid');
+    clock.advance(20_000);
+    for (let i = 0; i < 2; i += 1) assertEnvelope(assert, await call(address, unknownKey(i)), 401, 'api_key_invalid');
+    const limited = await call(address, unknownKey(9));
+    assertEnvelope(assert, limited, 429, 'rate_limited');
+    assert.equal(limited.headers['retry-after'], '40', 'until the first three leave the window');
+
+    clock.advance(39_000);
+    const stillLimited = await call(address, unknownKey(9));
+    assertEnvelope(assert, stillLimited, 429, 'rate_limited');
+    assert.equal(stillLimited.headers['retry-after'], '1');
+
+    clock.advance(1_000); // the first three are a full window old: three more attempts
+    for (let i = 0; i < 3; i += 1) assertEnvelope(assert, await call(address, unknownKey(i)), 401, 'api_key_invalid');
+    const again = await call(address, unknownKey(9));
+    assertEnvelope(assert, again, 429, 'rate_limited');
+    assert.equal(again.headers['retry-after'], '20', 'until the two of second 20 leave it');
+
+    clock.advance(WINDOW_S * 1000); // everything is old now
+    const me = await call(address, validKey);
+    assert.equal(me.status, 200, me.raw);
+    await failLimit(address);
+    assertEnvelope(assert, await call(address, unknownKey(9)), 429, 'rate_limited');
+  });
+
+  it('a valid key from a fresh address works while another address is limited', async () => {
+    await failLimit(address);
+    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
+    const fresh = await call('2001:db8::1', validKey);
+    assert.equal(fresh.status, 200, fresh.raw);
+    assert.equal(fresh.body.name, 'Valida');
+  });
+});
+
+describe('AUTH_FAILURE_LIMIT=0 disables the limit', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ env: { AUTH_FAILURE_LIMIT: '0' } });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('never answers 429 for failed authentications', async () => {
+    const api = client(t.app, 'bsk_test_' + 'q'.repeat(40));
+    for (let i = 0; i < 50; i += 1) assertEnvelope(assert, await api.get('/v1/tenant/me'), 401, 'api_key_invalid');
+  });
+});

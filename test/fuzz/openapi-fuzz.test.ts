@@ -980,7 +980,9 @@ async function changesLeftBy(t: TestApp, op: Operation, scene: Scene, idempotenc
 function fuzzedApp(served?: { requests: number }): Parameters<typeof startTestApp>[0] {
   return {
     // A short rail timeout: a generated beneficiary may well be the sandbox's "rail hangs" trigger.
-    env: { SANDBOX_RAIL_TIMEOUT_MS: '200' },
+    // The failed-authentication limit (tested on its own) would otherwise answer 429 to every keyed
+    // request after the first 20 bad keys, and the fuzzer would stop reaching the routes.
+    env: { SANDBOX_RAIL_TIMEOUT_MS: '200', AUTH_FAILURE_LIMIT: '0' },
     beforeReady: (app) => {
       if (served) {
         app.addHook('onResponse', async () => {

@@ -81,7 +81,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         tags: ['Admin'],
         operationId: 'adminDeleteLimitRule',
         summary: 'Delete a limit rule',
-        description: 'The rule stops applying from the next payout on this node, and within 1 s on the others.',
+        description: 'The rule stops applying from the next payout, on every process: a payout batch checks the version of the rules under its locks and reads them again when they changed.',
         params: IdParam,
         response: { 200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }), ...errorResponses(400, 403, 404) },
       },

@@ -1,7 +1,7 @@
 // Webhook delivery rules as pure functions: the retry schedule,
 // the exact body bytes, the signature header, the signing secret format and which destination
 // addresses a live-mode endpoint may never reach.
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { signatureHeader } from '../webhooks/verify.ts';
@@ -71,7 +71,19 @@ export function deliveryHeaders(input: {
     'x-event-type': input.eventType,
     'x-event-id': input.eventId,
     'x-delivery-attempt': String(input.attempt),
+    ...standardWebhookHeaders(input.eventId, Math.floor(input.timestampMs / 1000), input.body, input.secrets),
   };
+}
+
+/**
+ * The same delivery signed the Standard Webhooks way (standardwebhooks.com), so a receiver can use
+ * any of its libraries: `webhook-signature` holds `v1,<base64 HMAC-SHA256>` of `<id>.<seconds>.<body>`
+ * per secret (current first, space-separated), keyed by the base64 part of the `whsec_` secret.
+ */
+export function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
+  const signed = `${eventId}.${timestampS}.${body}`;
+  const signatures = secrets.map((secret) => `v1,${createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(signed, 'utf8').digest('base64')}`);
+  return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signatures.join(' ') };
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

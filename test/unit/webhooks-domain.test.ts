@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { describe, it } from 'node:test';
 import {
   afterFailure,
@@ -50,6 +51,22 @@ describe('webhook delivery rules', () => {
     assert.equal(headers['x-timestamp'], '1000');
     assert.equal(verifyWebhook({ secret, headers, rawBody: body, nowMs: 1000 }).ok, true);
     assert.throws(() => deliveryHeaders({ eventId: '7', eventType: 'x', attempt: 1, body, timestampMs: 1, secrets: [] }), /invariant/);
+  });
+
+  it('the Standard Webhooks headers verify with the reference library of that standard, for each secret of a rotation', () => {
+    const body = deliveryBody({ id: '42', eventType: 'payment.settled', attempt: 2, payloadText: '{"paymentId":"p-1"}' });
+    const current = generateWebhookSecret();
+    const previous = generateWebhookSecret();
+    const nowMs = Date.now();
+    const headers = deliveryHeaders({ eventId: '42', eventType: 'payment.settled', attempt: 2, body, timestampMs: nowMs, secrets: [current, previous] });
+    assert.equal(headers['webhook-id'], '42');
+    assert.equal(headers['webhook-timestamp'], String(Math.floor(nowMs / 1000)));
+    assert.match(headers['webhook-signature']!, /^v1,[A-Za-z0-9+/]+=* v1,[A-Za-z0-9+/]+=*$/);
+    for (const secret of [current, previous]) {
+      assert.deepEqual(new StandardWebhook(secret).verify(body, headers), JSON.parse(body));
+    }
+    assert.throws(() => new StandardWebhook(generateWebhookSecret()).verify(body, headers));
+    assert.throws(() => new StandardWebhook(current).verify(body.replace('p-1', 'p-2'), headers));
   });
 
   it('the previous secret signs only during its overlap window', () => {

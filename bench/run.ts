@@ -1,7 +1,7 @@
 // `npm run bench`: starts the service on PostgreSQL with production settings, drives it from a
 // separate load-generator process, measures the ceilings in the same run, prints a table and writes
 // bench/results.json. See bench/README.md for what each figure means.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult } from './load.ts';
+import { measureStartup, type StartupFigures } from './startup.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -53,9 +54,14 @@ async function freePort(): Promise<number> {
 /** BENCH_PROFILE_DIR=dir: the service processes write a V8 CPU profile there when they exit. */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 
+/** The service as `npm start` runs it (the bundle `npm run build` writes; built before the run). */
+const SERVICE = 'dist/main.js';
+
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
-  const profile = PROFILE_DIR && args[0] === 'src/main.ts' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const service = args[0] === SERVICE;
+  const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const runner = service ? ['--enable-source-maps'] : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;
 }
@@ -181,6 +187,8 @@ async function quiesce(db: pg.Client): Promise<void> {
 
 async function main(): Promise<void> {
   const startedAt = Date.now();
+  const built = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
+  if (built.status !== 0) throw new Error('npm run build failed');
   const dbName = `bds_bench_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: BASE_URL });
   await admin.connect();
@@ -205,7 +213,7 @@ async function main(): Promise<void> {
       BENCH_CEILING_ROUTE: 'on',
     };
     log(`database ${dbName}; starting the service (ROLE=api) on ${origin}`);
-    const service = startProcess(['src/main.ts'], { ...env, ROLE: 'api' });
+    const service = startProcess([SERVICE], { ...env, ROLE: 'api' });
     processes.push(service);
     await waitReady(`${origin}/health/ready`);
     await db.connect();
@@ -306,7 +314,7 @@ async function main(): Promise<void> {
     const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
     const firstSeeded = BigInt(before[0]!.max ?? '0');
     await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
-    const worker = startProcess(['src/main.ts'], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
+    const worker = startProcess([SERVICE], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
     processes.push(worker);
     // Timed from the first delivery to the last (the worker's start-up is not delivery time).
     const waitStarted = performance.now();
@@ -375,6 +383,11 @@ async function main(): Promise<void> {
       log(`soak: ${Math.round(soak.throughputPerS)}/s for ${SOAK_S} s after ${SOAK_WARMUP_MS / 1000} s of warm-up, errors ${soak.errors}; RSS MB every 10 s: ${rssSamples.join(' ')}; growth after warm-up ${(100 * (rssAfter - rssBefore) / rssBefore).toFixed(1)} %`);
     }
 
+    let startup: StartupFigures | undefined;
+    if (runs('startup')) {
+      startup = await measureStartup({ root: ROOT, databaseUrl: dbUrl.toString(), port: await freePort(), runs: QUICK ? 1 : 3, log });
+    }
+
     const { rows: version } = await db.query<{ v: string }>("SELECT current_setting('server_version') AS v");
     const results = {
       machine: {
@@ -393,9 +406,16 @@ async function main(): Promise<void> {
         seconds: Math.round((Date.now() - startedAt) / 1000),
       },
       scenarios,
+      ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
     printTable(results.scenarios);
+    if (startup) {
+      process.stdout.write(
+        `\nstartup (first answer): PostgreSQL restart ${startup.postgres_restart_ms} ms (target ≤ ${startup.targets.postgres_restart_ms}; npm start ${startup.postgres_restart_npm_start_ms} ms), ` +
+          `embedded first start ${startup.pglite_first_start_ms} ms (target ≤ ${startup.targets.pglite_first_start_ms}), embedded restart ${startup.pglite_restart_ms} ms\n`,
+      );
+    }
     process.stdout.write(`\nwritten bench/results.json (${results.machine.seconds} s)\n`);
   } finally {
     for (const child of processes) child.kill('SIGTERM');

@@ -13,6 +13,11 @@ function find(dir) {
   });
 }
 
+// Process tests start the service as `npm start` does, from the bundle: build it first (a no-op
+// when dist/ is current).
+const built = spawnSync(process.execPath, ['scripts/build.mjs'], { stdio: 'inherit' });
+if (built.status !== 0) process.exit(built.status ?? 1);
+
 const filters = process.argv.slice(2);
 const files = find('test').filter((file) => filters.length === 0 || filters.some((f) => file.includes(f))).sort();
 const engine = process.env.DATABASE_URL ? 'postgres' : 'pglite';

@@ -43,6 +43,7 @@ import { TreasuryService } from './services/treasury.ts';
 import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
 import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { lazyCompilers, type LazyCompilers } from './http/schema-compilers.ts';
 import { Authenticator } from './services/authenticator.ts';
 import { AUTH_FAILURE_ADDRESSES_MAX, AuthFailureLimiter } from './services/auth-failures.ts';
 import { TenantService } from './services/tenants.ts';
@@ -180,8 +181,10 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
   };
 }
 
-export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services }> {
+export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services; warmCompilers: LazyCompilers['warm'] }> {
+  const compilers = lazyCompilers(validatorCompiler);
   const app = Fastify({
+    schemaController: { compilersFactory: compilers.compilersFactory },
     logger: deps.logger ?? false,
     bodyLimit: BODY_LIMIT_BYTES,
     connectionTimeout: 30_000,
@@ -200,7 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
-  app.setValidatorCompiler(validatorCompiler);
+  app.setValidatorCompiler(compilers.validatorCompiler);
   answerUnsupportedExpectation(app.server);
 
   // During a graceful shutdown a request still arriving on a kept-alive connection is refused
@@ -293,5 +296,5 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await limitRoutes(app, services.limitService);
   if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 
-  return { app, services };
+  return { app, services, warmCompilers: compilers.warm };
 }

@@ -27,7 +27,7 @@ async function main(): Promise<void> {
     if (config.bootstrap) bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
   });
 
-  const { app, services } = await buildApp({ config, db, logger: loggerOptions(config.logLevel) });
+  const { app, services, warmCompilers } = await buildApp({ config, db, logger: loggerOptions(config.logLevel) });
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 
   if (config.role !== 'worker') {
@@ -40,11 +40,15 @@ async function main(): Promise<void> {
     'bolivar disbursement service started',
   );
   if (bootstrap) printBootstrap(bootstrap);
+  // Schemas compile on first use; what is left compiles now, between requests.
+  const warming = new AbortController();
+  void warmCompilers(warming.signal);
 
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    warming.abort();
     app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
     const force = setTimeout(() => {
       app.log.error('shutdown grace period over; exiting');

@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database } from './database.ts';
 import { PgliteDatabase } from './pglite.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 import { PostgresDatabase } from './postgres.ts';
 
 /** DATABASE_URL set → PostgreSQL through a pool; unset → embedded PGlite under DATA_DIR/pglite. */
@@ -15,5 +16,5 @@ export async function openDatabase(
       lockTimeoutMs: config.dbLockTimeoutMs,
     });
   }
-  return PgliteDatabase.open(path.resolve(config.dataDir, 'pglite'));
+  return PgliteDatabase.open(path.resolve(config.dataDir, 'pglite'), pgliteTemplate());
 }

@@ -1,5 +1,6 @@
 import { PGlite, types } from '@electric-sql/pglite';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import type { Database, Queryable, QueryResult, TransactionOptions } from './database.ts';
 
 const parsers = {
@@ -38,10 +39,14 @@ export class PgliteDatabase implements Database {
   readonly relaxed: Queryable = this;
   private constructor(private readonly db: PGlite) {}
 
-  /** `dataDir` undefined → in memory (tests). */
-  static async open(dataDir: string | undefined): Promise<PgliteDatabase> {
+  /**
+   * `dataDir` undefined → in memory (tests). `template`: the data directory a NEW database starts
+   * from (see pglite-template.ts); ignored when `dataDir` already holds a database.
+   */
+  static async open(dataDir: string | undefined, template?: Blob): Promise<PgliteDatabase> {
     if (dataDir) mkdirSync(dataDir, { recursive: true });
-    const db = await PGlite.create({ dataDir, parsers, serializers });
+    const isNew = dataDir === undefined || !existsSync(path.join(dataDir, 'PG_VERSION'));
+    const db = await PGlite.create({ dataDir, parsers, serializers, ...(isNew && template ? { loadDataDir: template } : {}) });
     // PGlite's default statement timeout is none; keep timestamps in UTC like the server engine.
     await db.exec(`SET TIME ZONE 'UTC'`);
     return new PgliteDatabase(db);
@@ -64,6 +69,11 @@ export class PgliteDatabase implements Database {
 
   async exec(sql: string): Promise<void> {
     await this.db.exec(sql);
+  }
+
+  /** The whole data directory as a gzipped tarball (what `template` takes). */
+  dumpDataDir(): Promise<Blob> {
+    return this.db.dumpDataDir('gzip') as Promise<Blob>;
   }
 
   async close(): Promise<void> {

@@ -18,10 +18,16 @@ export interface ServiceProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts the service as `npm start` does (node --import tsx src/main.ts) and waits until ready. */
+/**
+ * The service as `npm start` runs it: the bundle `npm run build` writes (scripts/test.mjs builds it
+ * before the suite runs, so it is the code under test).
+ */
+export const SERVICE_ARGS = ['--enable-source-maps', 'dist/main.js'];
+
+/** Starts the service as `npm start` does and waits until ready. */
 export async function startService(env: Record<string, string>, port: number, readyTimeoutMs = 30_000): Promise<ServiceProcess & { readyMs: number }> {
   const startedAt = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, SERVICE_ARGS, {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
   });
   let output = '';
@@ -55,7 +61,7 @@ export async function startService(env: Record<string, string>, port: number, re
 
 export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, SERVICE_ARGS, { env: { ...process.env, ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));

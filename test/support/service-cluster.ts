@@ -1,10 +1,10 @@
-// Several service processes (node --import tsx src/main.ts) on one database, each with its own
+// Several service processes (as `npm start` runs them: SERVICE_ARGS) on one database, each with its own
 // ROLE, PORT and environment, that a test can kill (any signal), restart and stop. Every process's
 // output (stdout and stderr, every generation) is kept for failure messages. Every wait is bounded.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from './process.ts';
+import { freePort, SERVICE_ARGS } from './process.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -251,7 +251,7 @@ export class ServiceCluster {
       PORT: String(node.port),
       HOST: '127.0.0.1',
     };
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], { cwd: REPO_ROOT, env });
+    const child = spawn(process.execPath, SERVICE_ARGS, { cwd: REPO_ROOT, env });
     node.child = child;
     liveChildren.add(child);
     const header = `=== ${node.label} generation ${node.generation} pid ${child.pid} started at +${((startedAt - this.t0) / 1000).toFixed(2)}s ===\n`;

@@ -107,7 +107,9 @@ export function dispatcherFor(
   clock: Clock,
   settings: Partial<DispatcherSettings> = {},
 ): WebhookDispatcher {
-  const timeoutMs = settings.timeoutMs ?? 1000;
+  // The production bound: a local receiver answers at once, but a loaded CI machine can stall one
+  // delivery past a second, and a retried event fails the tests that count attempts.
+  const timeoutMs = settings.timeoutMs ?? 5000;
   const full: DispatcherSettings = { timeoutMs, backoffScale: 1, concurrency: 16, ...settings };
   return new WebhookDispatcher(db, clock, new HttpWebhookTransport({ timeoutMs, connectionsPerOrigin: full.originConcurrency ?? 8 }), full);
 }

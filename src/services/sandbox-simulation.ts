@@ -19,10 +19,11 @@ export type SimulatedOutcomeName = (typeof SIMULATED_OUTCOMES)[number];
 
 /** Reasons a simulated failure may carry: the rail's own rejection reasons. */
 export const SIMULATED_FAILURE_REASONS: readonly RailFailureReason[] = RAIL_FAILURE_REASONS;
-/** Reasons a simulated return may carry: the sandbox's own return reason, or a rail rejection reason. */
-export const SIMULATED_REVERSAL_REASONS: readonly string[] = [SANDBOX_REVERSAL_REASON, ...RAIL_FAILURE_REASONS];
-/** Every reason the call accepts (which one fits which outcome is checked per outcome). */
-export const SIMULATION_REASONS = [SANDBOX_REVERSAL_REASON, ...RAIL_FAILURE_REASONS] as const;
+/**
+ * Reasons a simulated return may carry: the sandbox's own return reason, or a rail rejection reason.
+ * Every reason the call accepts is one of these (a failure accepts all but the first).
+ */
+export const SIMULATED_REVERSAL_REASONS = [SANDBOX_REVERSAL_REASON, ...RAIL_FAILURE_REASONS] as const;
 
 export const DEFAULT_SIMULATED_FAILURE_REASON: RailFailureReason = 'rail_rejected';
 /** A V99990007 return says this too, so a simulated return reads like the scheduled one. */
@@ -49,7 +50,7 @@ function reasonOf(request: SimulationRequest): string | undefined {
     if (reason !== undefined) throw refuse('is not accepted with outcome settle: a settlement has no reason');
     return undefined;
   }
-  const allowed = outcome === 'fail' ? (SIMULATED_FAILURE_REASONS as readonly string[]) : SIMULATED_REVERSAL_REASONS;
+  const allowed: readonly string[] = outcome === 'fail' ? SIMULATED_FAILURE_REASONS : SIMULATED_REVERSAL_REASONS;
   if (reason === undefined) return outcome === 'fail' ? DEFAULT_SIMULATED_FAILURE_REASON : DEFAULT_SIMULATED_REVERSAL_REASON;
   if (!allowed.includes(reason)) throw refuse(`with outcome ${outcome} must be one of: ${allowed.join(', ')}`);
   return reason;

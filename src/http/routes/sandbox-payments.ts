@@ -6,7 +6,6 @@ import {
   SIMULATED_OUTCOMES,
   SIMULATED_REVERSAL_REASONS,
   SIMULATED_SETTLEMENT_REASON,
-  SIMULATION_REASONS,
   type SandboxSimulationService,
 } from '../../services/sandbox-simulation.ts';
 import { partitionOf } from '../context.ts';
@@ -24,7 +23,7 @@ const SimulationBody = Type.Object({
     example: 'settle',
   }),
   reason: Type.Optional(
-    StringEnum(SIMULATION_REASONS, {
+    StringEnum(SIMULATED_REVERSAL_REASONS, {
       description:
         `Only with \`fail\` (one of ${list(SIMULATED_FAILURE_REASONS)}; default \`${DEFAULT_SIMULATED_FAILURE_REASON}\`) ` +
         `or \`reverse\` (one of ${list(SIMULATED_REVERSAL_REASONS)}; default \`${DEFAULT_SIMULATED_REVERSAL_REASON}\`). Refused with \`settle\`.`,

@@ -56,10 +56,10 @@ export interface AppliedOutcome {
 
 /**
  * Applies what the rail said about payments (or, in test mode, the outcome a sandbox simulation
- * forces): every transition, ledger entry, limit give-back, outcome
- * event and beneficiary history change, through the committer in batches per tenant, in the lock
- * order, so the payout path, the reaper and rail notifications never race or deadlock on a payment.
- * A payment another path already moved is left as it is (the decision sees the locked row).
+ * forces): every transition, ledger entry, limit give-back, outcome event and beneficiary history
+ * change, through the committer in batches per tenant, in the lock order, so the payout path, the
+ * reaper, rail notifications and simulations never race or deadlock on a payment. A payment another
+ * path already moved is left as it is (the decision sees the locked row).
  */
 export class PaymentOutcomes {
   private readonly lane: OutcomeLane;

@@ -53,8 +53,10 @@ import { resolutionScheduleOf } from './workers/reaper.ts';
 import { adminWebhookRoutes } from './http/routes/admin-webhooks.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
+import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { EventService } from './services/events.ts';
 import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
+import { SandboxSimulationService } from './services/sandbox-simulation.ts';
 import { WebhookEndpointService } from './services/webhook-endpoints.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -97,6 +99,7 @@ export interface Services {
   events: EventService;
   webhookEndpoints: WebhookEndpointService;
   sandboxWebhooks: SandboxWebhookService;
+  sandboxSimulation: SandboxSimulationService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -178,6 +181,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     events: new EventService(db, clock),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
+    sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
   };
 }
 
@@ -293,6 +297,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await eventRoutes(app, services.events);
   await adminWebhookRoutes(app, services.webhookEndpoints);
   await sandboxWebhookRoutes(app, services.sandboxWebhooks);
+  await sandboxPaymentRoutes(app, services.sandboxSimulation);
   await limitRoutes(app, services.limitService);
   if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 

@@ -8,6 +8,7 @@
 //   5. ledger_accounts   (tenant, mode, asset, kind)                payout batch, outcome batch, funding, daily close
 //   6. beneficiaries     (tenant, mode, …)                          outcome batch (history), payout batch (inline registration, history)
 //   7. customers         (tenant, mode, id)                         payout batch (a customer's stored sender)
+//   8. sandbox_rail_transfers (reference)                           outcome batch (a sandbox simulation rewrites the rail's record)
 //
 // Steps 6 and 7 are taken only by transactions that hold the tenant's BS in-flight account (step 5:
 // every payout batch and every outcome batch that moves money locks it), so per tenant and mode at
@@ -27,7 +28,9 @@
 // Statements outside a transaction lock one kind of row only, in sorted order, and wait for nothing
 // else while holding it: the rail's acceptance record (payments, FOR SHARE), the reaper's claim
 // (payments, SKIP LOCKED: never waits), beneficiary registration and a customer's stored sender (one
-// row each).
+// row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
+// acknowledged return). So step 8 can come last: besides an outcome batch, only those statements,
+// which hold nothing else, ever take its rows.
 //
 // Steps 1–5 of a batch are taken by ONE statement (one round trip); PostgreSQL runs the parts of a
 // UNION ALL in order, and each part locks its rows through ORDER BY … FOR UPDATE or an ordered

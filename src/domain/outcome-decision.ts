@@ -57,6 +57,12 @@ export interface OutcomeJob {
    * or on the per-payment backoff driven by `check_attempts` (the reaper), which ends in a bound.
    */
   recheck: { afterMs: number } | 'backoff';
+  /**
+   * Applied only to a payment in one of these states, else nothing at all. A rail's reports are
+   * applied to whatever state the payment reached (a return of a payment not yet seen settled settles
+   * it first); a sandbox simulation asks for exactly one move and must not get another.
+   */
+  onlyFrom?: readonly PaymentStatus[];
 }
 
 export interface ResolutionSchedule {
@@ -244,6 +250,7 @@ function decideOne(
 ): OutcomeDecision {
   const { now } = state;
   const report = job.report;
+  if (job.onlyFrom && !job.onlyFrom.includes(row.status)) return NOTHING;
   const unresolved = UNRESOLVED.includes(row.status);
   const transition = (from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord => {
     assertTransition(from, to);

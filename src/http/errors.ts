@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   idempotency_request_in_progress: { status: 409, type: 'invalid_request_error' },
   quote_already_consumed: { status: 409, type: 'invalid_request_error' },
   payment_already_resolved: { status: 409, type: 'invalid_request_error' },
+  payment_not_settled: { status: 409, type: 'invalid_request_error' },
   payload_too_large: { status: 413, type: 'invalid_request_error' },
   uri_too_long: { status: 414, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },

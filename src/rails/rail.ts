@@ -31,14 +31,17 @@ export interface RailTransfer {
 }
 
 /** The payout rejection reasons (`reason` of a failed payout) that a rail can return. */
-export type RailFailureReason =
-  | 'beneficiary_mismatch'
-  | 'invalid_destination_account'
-  | 'bank_unreachable'
-  | 'instrument_unsupported'
-  | 'rail_insufficient_balance'
-  | 'rail_rejected'
-  | 'amount_above_rail_limit';
+export const RAIL_FAILURE_REASONS = [
+  'beneficiary_mismatch',
+  'invalid_destination_account',
+  'bank_unreachable',
+  'instrument_unsupported',
+  'rail_insufficient_balance',
+  'rail_rejected',
+  'amount_above_rail_limit',
+] as const;
+
+export type RailFailureReason = (typeof RAIL_FAILURE_REASONS)[number];
 
 /** What the rail says about a transfer, at submission or when asked later. */
 export type RailStatus =

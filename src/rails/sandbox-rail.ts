@@ -9,15 +9,17 @@
 // the whole schedule of a transfer (settle time, outcome, reversal time) is fixed and stored when it is
 // received, and its status is computed from those timestamps against `clock.now()`.
 import { randomInt } from 'node:crypto';
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import {
   acknowledgeReversal,
   findSandboxTransfer,
   insertSandboxTransfer,
   listDueReversals,
+  recordSimulatedOutcome,
   type NewSandboxTransfer,
   type SandboxScenario,
   type SandboxTransferRow,
+  type SimulatedOutcome,
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
 import type {
@@ -236,6 +238,45 @@ export class SandboxRail implements RailAdapter {
         return settles(later, 'processing');
     }
   }
+}
+
+export type { SimulatedOutcome } from '../db/repositories/sandbox-rail.ts';
+
+/**
+ * The bank reference a simulated settlement of `reference` carries: the one the rail generated when it
+ * received the transfer (a settling one has it from then on), else a new one.
+ */
+export async function simulatedBankReference(db: Queryable, reference: string, mode: 'test' | 'live'): Promise<string> {
+  return (await findSandboxTransfer(db, reference, mode))?.bank_reference ?? newBankReference();
+}
+
+/**
+ * Makes the sandbox rail's own record of a transfer say `outcome` from `at` on, in the caller's
+ * transaction (the one that applies the same outcome to the payment), and cancels whatever its trigger
+ * had scheduled: from then on a lookup, a resubmission or a notification can only tell the simulated
+ * outcome, never a second, different one.
+ */
+export async function recordSimulation(
+  tx: Queryable,
+  transfer: Pick<RailTransfer, 'reference' | 'tenantId' | 'mode' | 'instrument' | 'amountMinor'> & { beneficiary: Pick<RailTransfer['beneficiary'], 'nationalId' | 'bankCode'> },
+  outcome: SimulatedOutcome,
+  at: Date,
+): Promise<void> {
+  await recordSimulatedOutcome(
+    tx,
+    {
+      reference: transfer.reference,
+      mode: transfer.mode,
+      tenant_id: transfer.tenantId.toLowerCase(),
+      instrument: transfer.instrument,
+      amount_minor: transfer.amountMinor,
+      national_id: transfer.beneficiary.nationalId,
+      bank_code: transfer.beneficiary.bankCode,
+      scenario: sandboxScenario(transfer.beneficiary.nationalId),
+    },
+    outcome,
+    at,
+  );
 }
 
 /** A reference names one transfer: reusing it for different money is a caller bug, not a resubmit. */

@@ -29,15 +29,25 @@ export interface OutcomeContext {
   /** Reason recorded on a settlement (rail_settled from the payout path, resolved_by_reaper). */
   settledReason: string;
   recheck: OutcomeJob['recheck'];
+  onlyFrom?: OutcomeJob['onlyFrom'];
+  /**
+   * Written in the outcome's own transaction, after it, and only when this outcome moved the payment:
+   * the sandbox rail's record of a simulated outcome, so that the rail can never report another one.
+   * Its rows come last in the lock order (db/lock-order.ts).
+   */
+  alongside?: (tx: Queryable, payment: PaymentRow) => Promise<void>;
 }
 
 interface OutcomeItem {
   payment: PaymentRow;
   job: OutcomeJob;
+  alongside?: OutcomeContext['alongside'];
 }
 
 export interface AppliedOutcome {
   payment: PaymentRow;
+  /** This outcome moved the payment to another state (false: it was already past it, or not in `onlyFrom`). */
+  moved: boolean;
   /** This outcome made the reaper stop asking the rail. */
   parkedNow: boolean;
   /** Batch-level anomalies (reported with the first job of the batch). */
@@ -45,10 +55,11 @@ export interface AppliedOutcome {
 }
 
 /**
- * Applies what the rail said about payments: every transition, ledger entry, limit give-back, outcome
- * event and beneficiary history change, through the committer in batches per tenant, in the lock
- * order, so the payout path, the reaper and rail notifications never race or deadlock on a payment.
- * A payment another path already moved is left as it is (the decision sees the locked row).
+ * Applies what the rail said about payments (or, in test mode, the outcome a sandbox simulation
+ * forces): every transition, ledger entry, limit give-back, outcome event and beneficiary history
+ * change, through the committer in batches per tenant, in the lock order, so the payout path, the
+ * reaper, rail notifications and simulations never race or deadlock on a payment. A payment another
+ * path already moved is left as it is (the decision sees the locked row).
  */
 export class PaymentOutcomes {
   private readonly lane: OutcomeLane;
@@ -77,8 +88,9 @@ export class PaymentOutcomes {
   }
 
   applyWithDetail(payment: PaymentRow, report: RailReport, context: OutcomeContext): Promise<AppliedOutcome> {
-    const job: OutcomeJob = { paymentId: payment.id, report, ...context };
-    return this.committer.submit(this.lane, { tenantId: payment.tenant_id, mode: payment.mode }, { payment, job });
+    const { alongside, ...rest } = context;
+    const job: OutcomeJob = { paymentId: payment.id, report, ...rest };
+    return this.committer.submit(this.lane, { tenantId: payment.tenant_id, mode: payment.mode }, { payment, job, alongside });
   }
 
   /**
@@ -151,7 +163,7 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     write.beneficiaries = [...history.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
     if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write);
 
-    return items.map((item, i) => {
+    const results = items.map((item, i): AppliedOutcome => {
       const final = finals.get(item.payment.id);
       const row: PaymentRow = {
         ...item.payment,
@@ -159,8 +171,14 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
         ...(final?.after ?? {}),
         updated_at: final?.touched ? now : item.payment.updated_at,
       };
-      return { payment: row, parkedNow: decided.decisions[i]!.parkedNow, anomalies: i === 0 ? decided.anomalies : [] };
+      const decision = decided.decisions[i]!;
+      return { payment: row, moved: decision.transitions.some((t) => t.from !== t.to), parkedNow: decision.parkedNow, anomalies: i === 0 ? decided.anomalies : [] };
     });
+    // In payment id order, as every kind of row is locked; only for outcomes that took effect.
+    const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
+    alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
+    for (const a of alongside) await a.write!(tx, a.result.payment);
+    return results;
   }
 
   afterCommit(_partition: Partition, items: readonly OutcomeItem[], results: readonly AppliedOutcome[]): void {

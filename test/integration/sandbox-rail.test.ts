@@ -6,7 +6,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import type { RailLookup, RailStatus, RailTransfer } from '../../src/rails/rail.ts';
-import { SandboxRail } from '../../src/rails/sandbox-rail.ts';
+import { recordSimulation, SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 
 const T0 = '2025-03-10T15:00:00.000Z';
@@ -277,6 +277,79 @@ describe(`sandbox rail on ${ENGINE}`, () => {
       received_at: new Date(T0),
       settle_at: new Date(at(SETTLE)),
     });
+  });
+});
+
+describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`, () => {
+  let database: TestDatabase;
+  const db = () => database.db;
+  before(async () => {
+    database = await createTestDatabase();
+    await migrate(database.db);
+  });
+  after(async () => {
+    await database.drop();
+  });
+
+  const record = (t: RailTransfer, outcome: Parameters<typeof recordSimulation>[2], at: Date) => db().transaction((tx) => recordSimulation(tx, t, outcome, at));
+
+  it('settled: a V99990007 transfer settles now and is never returned; a resubmission answers settled', async () => {
+    const { clock, rail } = setup(db);
+    const t = transfer('V99990007');
+    await rail.submit(t, never());
+    clock.advance(1_000);
+    await record(t, { status: 'settled', bankReference: '000000000042' }, clock.now());
+    const settled = { status: 'settled', bankReference: '000000000042', settledAt: new Date(at(1_000)) };
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), settled);
+    assert.deepEqual(await rail.submit(t, never()), settled);
+    clock.advance(SETTLE + REVERSE + 60_000);
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), settled);
+    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference), []);
+  });
+
+  it('failed: a default transfer fails now and never settles', async () => {
+    const { clock, rail } = setup(db);
+    const t = transfer('V12345678');
+    await rail.submit(t, never());
+    await record(t, { status: 'failed', reason: 'bank_unreachable' }, clock.now());
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'failed', reason: 'bank_unreachable' });
+    clock.advance(SETTLE + REVERSE);
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'failed', reason: 'bank_unreachable' });
+  });
+
+  it('reversed: the settlement is kept, the return happens now, already acknowledged', async () => {
+    const { clock, rail } = setup(db);
+    const t = transfer('V99990001');
+    const submitted = await rail.submit(t, never());
+    assert.equal(submitted.status, 'settled');
+    const bankReference = submitted.status === 'settled' ? submitted.bankReference : '';
+    clock.advance(5_000);
+    await record(t, { status: 'reversed', bankReference, reason: 'invalid_destination_account' }, clock.now());
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'reversed', bankReference, reason: 'invalid_destination_account' });
+    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference), []);
+    const { rows } = await db().query<{ settled_at: Date; reverse_at: Date }>('SELECT settled_at, reverse_at FROM sandbox_rail_transfers WHERE reference = $1', [t.reference]);
+    assert.deepEqual(rows[0], { settled_at: new Date(T0), reverse_at: new Date(at(5_000)) });
+  });
+
+  it('a transfer never received is recorded with the outcome; the late submission finds it and gets that outcome', async () => {
+    const { clock, rail } = setup(db);
+    const t = transfer('V99990006');
+    await record(t, { status: 'settled', bankReference: '000000000043' }, clock.now());
+    const settled = { status: 'settled', bankReference: '000000000043', settledAt: new Date(T0) };
+    assert.deepEqual(await rail.submit(t, never()), settled, 'not the V99990006 schedule');
+    clock.advance(SETTLE);
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), settled);
+    const { rows } = await db().query<{ submissions: number }>('SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1', [t.reference]);
+    assert.deepEqual(rows, [{ submissions: 2 }], 'one transfer: the recorded outcome counts as its first submission');
+  });
+
+  it('refuses to rewrite a transfer of another tenant or mode', async () => {
+    const { clock, rail } = setup(db);
+    const t = transfer('V12345678');
+    await rail.submit(t, never());
+    await assert.rejects(record({ ...t, mode: 'live' }, { status: 'failed', reason: 'rail_rejected' }, clock.now()), /another tenant or mode/);
+    await assert.rejects(record({ ...t, tenantId: randomUUID() }, { status: 'failed', reason: 'rail_rejected' }, clock.now()), /another tenant or mode/);
+    assert.equal((await rail.lookup(t.reference, 'test')).status, 'processing');
   });
 });
 

@@ -184,6 +184,35 @@ describe('decideOutcomeBatch (pure)', () => {
     );
   });
 
+  it('onlyFrom: a job applies only to a payment in one of its states, else decides nothing; a return never settles first', () => {
+    const STATUSES: PaymentStatus[] = ['submitted', 'unknown', 'settled', 'failed', 'reversed'];
+    const arbOnlyFrom = fc.option(fc.subarray(STATUSES, { minLength: 1 }), { nil: undefined });
+    fc.assert(
+      fc.property(arbScenario, fc.array(arbOnlyFrom, { minLength: 10, maxLength: 10 }), (s, onlyFroms) => {
+        const jobs = s.jobs.map((job, i) => ({ ...job, onlyFrom: onlyFroms[i] }));
+        const decided = decideOutcomeBatch(stateOf({ ...s, jobs }), jobs);
+        // Each job sees the row as the jobs before it left it.
+        const status = new Map(s.payments.map((p) => [p.id, p.status]));
+        decided.decisions.forEach((d, i) => {
+          const job = jobs[i]!;
+          const before = status.get(job.paymentId)!;
+          if (job.onlyFrom && !job.onlyFrom.includes(before)) {
+            assert.deepEqual([d.after, d.transitions, d.entries, d.events, d.giveBack], [undefined, [], [], [], false], `${before} is not in ${job.onlyFrom.join(',')}`);
+          }
+          if (job.onlyFrom && job.report.status === 'reversed' && !job.onlyFrom.some((x) => x === 'submitted' || x === 'unknown')) {
+            assert.ok(!d.events.some((e) => e.type === 'payment.settled'), 'a return limited to settled payments never settles one first');
+          }
+          if (d.after) status.set(job.paymentId, d.after.status);
+        });
+        // Every state allowed: the same decisions as without the precondition.
+        const open = s.jobs.map((job) => ({ ...job, onlyFrom: STATUSES }));
+        const same = (d: ReturnType<typeof decideOutcomeBatch>) => d.decisions.map((x) => [x.after?.status, x.transitions, x.events.map((e) => e.type), x.giveBack]);
+        assert.deepEqual(same(decideOutcomeBatch(stateOf(s), open)), same(decideOutcomeBatch(stateOf(s), s.jobs)));
+      }),
+      RUNS,
+    );
+  });
+
   it('is idempotent: the same reports applied again change nothing', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {

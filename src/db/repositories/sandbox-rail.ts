@@ -148,3 +148,64 @@ export async function acknowledgeReversal(db: Queryable, reference: string, at: 
   );
   return result.rowCount === 1;
 }
+
+/** The outcome a test simulated, as the sandbox rail records it. */
+export type SimulatedOutcome =
+  | { status: 'settled'; bankReference: string }
+  | { status: 'failed'; reason: RailFailureReason }
+  | { status: 'reversed'; bankReference: string; reason: string };
+
+/** The transfer as the rail would have received it: used only when it has no record of it. */
+export type SimulatedTransfer = Pick<NewSandboxTransfer, 'reference' | 'mode' | 'tenant_id' | 'instrument' | 'amount_minor' | 'national_id' | 'bank_code' | 'scenario'>;
+
+// Every time is clamped to received_at or later (the table's CHECKs): another process's clock may lag.
+const SETTLED_AT = 'GREATEST(s.received_at, $9)';
+const KEPT_SETTLEMENT = `COALESCE(s.settled_at, ${SETTLED_AT})`;
+
+const SIMULATED_UPDATES: Record<SimulatedOutcome['status'], string> = {
+  settled: `settle_at = ${SETTLED_AT}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${SETTLED_AT},
+            reverse_at = NULL, reversal_reason = NULL, reversal_acknowledged_at = NULL`,
+  failed: `settle_at = ${SETTLED_AT}, failure_reason = EXCLUDED.failure_reason, bank_reference = NULL, settled_at = NULL,
+           reverse_at = NULL, reversal_reason = NULL, reversal_acknowledged_at = NULL`,
+  // The settlement the rail recorded stays; the return happens now and is already acknowledged,
+  // since its effect commits in the same transaction: no notification is left to hand out.
+  reversed: `settle_at = ${KEPT_SETTLEMENT}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${KEPT_SETTLEMENT},
+             reverse_at = GREATEST(${KEPT_SETTLEMENT}, $9), reversal_reason = EXCLUDED.reversal_reason,
+             reversal_acknowledged_at = GREATEST(${KEPT_SETTLEMENT}, $9)`,
+};
+
+/**
+ * Replaces the whole schedule of a transfer with an outcome a test simulated, at `at`: whatever the
+ * trigger had fixed for later (a failure, a settlement, a return) is gone. A transfer the rail has no
+ * record of yet (the payout path has not called it) is recorded as received at `at` with that outcome,
+ * so that the call, when it comes, finds it and gets this outcome back (the record counts as its first
+ * submission). Runs in the caller's transaction.
+ */
+export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedTransfer, outcome: SimulatedOutcome, at: Date): Promise<void> {
+  const settled = outcome.status === 'failed' ? null : at;
+  const reversed = outcome.status === 'reversed' ? at : null;
+  const result = await tx.query(
+    `INSERT INTO sandbox_rail_transfers AS s (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code, scenario,
+       pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, reversal_acknowledged_at, submissions)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'processing', $9, $9, $10, $11, $12, $13, $14, $13, 1)
+     ON CONFLICT (reference) DO UPDATE SET ${SIMULATED_UPDATES[outcome.status]}
+     WHERE s.mode = $2 AND s.tenant_id = $3`,
+    [
+      transfer.reference,
+      transfer.mode,
+      transfer.tenant_id,
+      transfer.instrument,
+      String(transfer.amount_minor),
+      transfer.national_id,
+      transfer.bank_code,
+      transfer.scenario,
+      at,
+      outcome.status === 'failed' ? outcome.reason : null,
+      outcome.status === 'failed' ? null : outcome.bankReference,
+      settled,
+      reversed,
+      outcome.status === 'reversed' ? outcome.reason : null,
+    ],
+  );
+  if (result.rowCount !== 1) throw new Error(`invariant: sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
+}

@@ -32,7 +32,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Payments', description: 'What happened afterwards: payment state and statement' },
         { name: 'Treasury', description: 'Prefunding balance, credit and limit usage' },
         { name: 'Events', description: 'Outcome events and their webhook deliveries' },
-        { name: 'Sandbox', description: 'Test-mode webhook receivers' },
+        { name: 'Sandbox', description: 'Test-mode tools: webhook receivers, and outcomes of test payments on demand' },
         { name: 'Admin', description: 'Platform administration (platform key, scope platform:admin); outside the public contract' },
         { name: 'Operations', description: 'Health and metrics' },
       ],

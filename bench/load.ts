@@ -12,6 +12,8 @@ export interface LoadJob {
   requests: Array<{ method: 'GET' | 'POST'; path: string; headers?: Record<string, string>; body?: string }>;
   /** When set, the request list is reused round-robin (read-only scenarios). */
   cycle?: boolean;
+  /** Send every request of the list once and measure them all (no warm-up, no time window). */
+  drain?: boolean;
   expectStatus: number[];
   /** The two-call flow instead of `requests`: POST /v1/quotes then POST /v1/payouts with its id. */
   flow?: { apiKey: string; beneficiaryIds: string[]; sender: Record<string, string>; deliverAmount: number };
@@ -113,15 +115,24 @@ async function run(job: LoadJob): Promise<LoadResult> {
     }
   };
 
-  const loops = Array.from({ length: job.concurrency }, loop);
-  await new Promise((r) => setTimeout(r, job.warmupMs));
-  measuring = true;
-  const startedAt = performance.now();
-  await new Promise((r) => setTimeout(r, job.durationMs));
-  measuring = false;
-  const elapsedS = (performance.now() - startedAt) / 1000;
-  stop = true;
-  await Promise.all(loops);
+  let elapsedS: number;
+  if (job.drain) {
+    measuring = true;
+    const startedAt = performance.now();
+    await Promise.all(Array.from({ length: job.concurrency }, loop));
+    elapsedS = (performance.now() - startedAt) / 1000;
+    exhausted = false;
+  } else {
+    const loops = Array.from({ length: job.concurrency }, loop);
+    await new Promise((r) => setTimeout(r, job.warmupMs));
+    measuring = true;
+    const startedAt = performance.now();
+    await new Promise((r) => setTimeout(r, job.durationMs));
+    measuring = false;
+    elapsedS = (performance.now() - startedAt) / 1000;
+    stop = true;
+    await Promise.all(loops);
+  }
   await pool.close();
   const sorted = Float64Array.from(latencies).sort();
   const total = latencies.reduce((a, b) => a + b, 0);

@@ -13,6 +13,7 @@ import { generateApiKey } from '../src/domain/api-keys.ts';
 import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult } from './load.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
+import { runPayroll, type PayrollContext, type PayrollFigures } from './payroll.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -24,6 +25,7 @@ const WARMUP_MS = QUICK ? 1000 : 3000;
 const DURATION_MS = QUICK ? 4000 : 15_000;
 const SOAK_WARMUP_MS = 20_000;
 const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
+const PAYROLL_PAYOUTS = QUICK ? 2000 : 10_000;
 const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
 // Page latency is the figure that matters for the statement: moderate concurrency, not saturation.
 const STATEMENT_CONCURRENCY = 4;
@@ -350,6 +352,25 @@ async function main(): Promise<void> {
     });
     }
 
+    // The headline: a payroll settled and notified end to end, with every role running.
+    const payroll: Record<string, PayrollFigures> = {};
+    if (runs('payroll')) {
+      const context: PayrollContext = {
+        db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
+        freePort, waitReady, load, api, log, rssMb,
+        startService: (serviceEnv) => startProcess([SERVICE], serviceEnv),
+        stop: (child) => new Promise<void>((resolve) => {
+          if (child.exitCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGTERM');
+        }),
+        seedQuotes: (tenantId, count) => seedQuotes(db, tenantId, count),
+        seedBeneficiaries: (tenantId, count) => seedBeneficiaries(db, tenantId, count),
+        quiesce: () => quiesce(db),
+      };
+      for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(context, topology, PAYROLL_PAYOUTS);
+    }
+
     if (SOAK_S > 0) {
       const quotes = await seedQuotes(db, tenant.id, Math.ceil((SOAK_S + SOAK_WARMUP_MS / 1000) * 2500));
       await quiesce(db);
@@ -406,10 +427,18 @@ async function main(): Promise<void> {
         seconds: Math.round((Date.now() - startedAt) / 1000),
       },
       scenarios,
+      ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
     printTable(results.scenarios);
+    for (const p of Object.values(payroll)) {
+      process.stdout.write(
+        `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
+          `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio})`,
+      );
+    }
+    if (Object.keys(payroll).length > 0) process.stdout.write('\n');
     if (startup) {
       process.stdout.write(
         `\nstartup (first answer): PostgreSQL restart ${startup.postgres_restart_ms} ms (target ≤ ${startup.targets.postgres_restart_ms}; npm start ${startup.postgres_restart_npm_start_ms} ms), ` +

@@ -1,0 +1,134 @@
+// The payroll scenario: what an integrator paying a payroll measures. The service runs as users run
+// it — every role at once (ROLE=all), or an api process plus a worker — with the sandbox rail at its
+// default settle delay and a local receiver answering 200 as the tenant's webhook endpoint. One
+// tenant submits N payouts (pre-created quotes, one beneficiary, default outcome) at concurrency 64;
+// the clock runs from the first request to the last `payment.settled` webhook in the receiver.
+import type { ChildProcess } from 'node:child_process';
+import type pg from 'pg';
+import { request } from 'undici';
+import type { LoadJob, LoadResult } from './load.ts';
+
+/** Bound of the wait for every payout to settle and every webhook to arrive. */
+const RESOLVE_TIMEOUT_MS = 10 * 60_000;
+const POLL_MS = 100;
+const CONCURRENCY = 64;
+
+export interface PayrollContext {
+  db: pg.Client;
+  env: Record<string, string>;
+  platformKey: string;
+  receiverOrigin: string;
+  ceilingPerS: number;
+  sender: Record<string, string>;
+  freePort(): Promise<number>;
+  startService(env: Record<string, string>): ChildProcess;
+  waitReady(url: string): Promise<void>;
+  stop(child: ChildProcess): Promise<void>;
+  load(job: LoadJob): Promise<LoadResult>;
+  api(origin: string, key: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, headers?: Record<string, string>): Promise<any>;
+  seedQuotes(tenantId: string, count: number): Promise<string[]>;
+  seedBeneficiaries(tenantId: string, count: number): Promise<string[]>;
+  quiesce(): Promise<void>;
+  rssMb(pid: number): number;
+  log(line: string): void;
+}
+
+export interface PayrollFigures {
+  topology: 'all' | 'api+worker';
+  payouts: number;
+  submit_throughput_per_s: number;
+  submit_p50_ms: number;
+  submit_p99_ms: number;
+  errors: number;
+  statuses: Record<string, number>;
+  seconds_to_all_settled: number;
+  seconds_to_last_webhook: number;
+  end_to_end_per_s: number;
+  ceiling_throughput_per_s: number;
+  submit_ratio: number;
+  end_to_end_ratio: number;
+  rss_mb_after: Record<string, number>;
+}
+
+async function receiverState(origin: string): Promise<{ settled: number; last_settled_at_ms: number }> {
+  const response = await request(`${origin}/received`);
+  return (await response.body.json()) as { settled: number; last_settled_at_ms: number };
+}
+
+export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+worker', payouts: number): Promise<PayrollFigures> {
+  const port = await ctx.freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  // Nothing of the earlier scenarios may compete for this run's workers: park their open payments
+  // and set their undelivered events aside.
+  await ctx.db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
+  await ctx.db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
+  const processes: Array<{ role: string; child: ChildProcess }> = [];
+  const common = { ...ctx.env, PORT: String(port) };
+  if (topology === 'all') {
+    processes.push({ role: 'all', child: ctx.startService({ ...common, ROLE: 'all' }) });
+  } else {
+    processes.push({ role: 'api', child: ctx.startService({ ...common, ROLE: 'api' }) });
+    processes.push({ role: 'worker', child: ctx.startService({ ...common, ROLE: 'worker', PORT: String(await ctx.freePort()) }) });
+  }
+  try {
+    await ctx.waitReady(`${origin}/health/ready`);
+    const tenant = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/tenants', { name: `Bench Payroll ${topology}` });
+    const key: string = (await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' })).key;
+    await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': `payroll-${topology}` });
+    await ctx.api(origin, ctx.platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${ctx.receiverOrigin}/webhook` });
+    const [beneficiaryId] = await ctx.seedBeneficiaries(tenant.id, 1);
+    const quotes = await ctx.seedQuotes(tenant.id, payouts);
+    await ctx.quiesce();
+    await request(`${ctx.receiverOrigin}/reset`, { method: 'POST' }).then((r) => r.body.dump());
+
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const startedMs = Date.now();
+    const submitted = await ctx.load({
+      origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201],
+      requests: quotes.map((quoteId, i) => ({
+        method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `payroll-${topology}-${i}` },
+        body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId, sender: ctx.sender }),
+      })),
+    });
+    ctx.log(`payroll (${topology}): ${payouts} submitted at ${Math.round(submitted.throughputPerS)}/s, p99 ${submitted.p99Ms.toFixed(1)} ms, errors ${submitted.errors} ${JSON.stringify(submitted.statuses)}`);
+
+    let settledAtMs: number | undefined;
+    let lastWebhookAtMs: number | undefined;
+    while (Date.now() - startedMs < RESOLVE_TIMEOUT_MS && (settledAtMs === undefined || lastWebhookAtMs === undefined)) {
+      if (settledAtMs === undefined) {
+        const { rows } = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenant.id]);
+        if (Number(rows[0]!.n) >= payouts) settledAtMs = Date.now();
+      }
+      const received = await receiverState(ctx.receiverOrigin);
+      if (received.settled >= payouts) lastWebhookAtMs = received.last_settled_at_ms;
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+    if (settledAtMs === undefined || lastWebhookAtMs === undefined) {
+      throw new Error(`payroll (${topology}): not every payout settled and notified within ${RESOLVE_TIMEOUT_MS / 1000} s`);
+    }
+    const secondsToLastWebhook = (lastWebhookAtMs - startedMs) / 1000;
+    const figures: PayrollFigures = {
+      topology,
+      payouts,
+      submit_throughput_per_s: Math.round(submitted.throughputPerS),
+      submit_p50_ms: Number(submitted.p50Ms.toFixed(2)),
+      submit_p99_ms: Number(submitted.p99Ms.toFixed(2)),
+      errors: submitted.errors,
+      statuses: submitted.statuses,
+      seconds_to_all_settled: Number(((settledAtMs - startedMs) / 1000).toFixed(2)),
+      seconds_to_last_webhook: Number(secondsToLastWebhook.toFixed(2)),
+      end_to_end_per_s: Math.round(payouts / secondsToLastWebhook),
+      ceiling_throughput_per_s: Math.round(ctx.ceilingPerS),
+      submit_ratio: Number((submitted.throughputPerS / ctx.ceilingPerS).toFixed(2)),
+      end_to_end_ratio: Number((payouts / secondsToLastWebhook / ctx.ceilingPerS).toFixed(2)),
+      rss_mb_after: Object.fromEntries(processes.map((p) => [p.role, ctx.rssMb(p.child.pid!)])),
+    };
+    ctx.log(
+      `payroll (${topology}): all settled after ${figures.seconds_to_all_settled} s, last webhook after ${figures.seconds_to_last_webhook} s: ` +
+        `${figures.end_to_end_per_s}/s end to end (ratio ${figures.end_to_end_ratio}; submit ratio ${figures.submit_ratio})`,
+    );
+    return figures;
+  } finally {
+    for (const p of processes) await ctx.stop(p.child);
+  }
+}

@@ -497,8 +497,11 @@ class Registrations {
     if (job.inline) {
       const key = identityKeyOf(job.inline.details);
       const earlier = this.beneficiaries.get(key);
-      // The latest details sent win; a failure reason is kept once seen.
-      this.beneficiaries.set(key, { expectedId: beneficiaryId, details: job.inline.details, failureReason: failureReason ?? earlier?.failureReason ?? null });
+      // The latest details sent win, metadata the latest sent (as one registration after the other
+      // would leave it); a failure reason is kept once seen.
+      const metadata = job.inline.details.metadata ?? earlier?.details.metadata;
+      const details = metadata === undefined ? job.inline.details : { ...job.inline.details, metadata };
+      this.beneficiaries.set(key, { expectedId: beneficiaryId, details, failureReason: failureReason ?? earlier?.failureReason ?? null });
     } else if (failureReason) {
       this.failures.set(beneficiaryId, failureReason);
     }

@@ -2,6 +2,7 @@
  * Beneficiary rules, independent of HTTP and storage so that the
  * registration endpoint and the inline beneficiary of a payout apply exactly the same checks.
  */
+import type { Metadata } from './metadata.ts';
 import { ASSET_DECIMALS, type Asset } from './money.ts';
 
 export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
@@ -31,6 +32,7 @@ export interface BeneficiaryInput {
   phone?: string | null;
   asset?: string;
   country?: string;
+  metadata?: Metadata;
 }
 
 /** A beneficiary that passed every rule: normalised, defaults applied, instrument derived. */
@@ -43,6 +45,8 @@ export interface BeneficiaryDetails {
   asset: Asset;
   country: string;
   instrument: Instrument;
+  /** Replaces the stored metadata when given; absent, a registered beneficiary keeps its own. */
+  metadata?: Metadata;
 }
 
 /** Same shape as the HTTP layer's `meta.errors` items; declared here so the domain stays HTTP-free. */
@@ -121,6 +125,16 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
   if (errors.length > 0) return { ok: false, errors };
   return {
     ok: true,
-    beneficiary: { fullName, nationalId, bankCode, accountNumber, phone, asset: asset as Asset, country, instrument },
+    beneficiary: {
+      fullName,
+      nationalId,
+      bankCode,
+      accountNumber,
+      phone,
+      asset: asset as Asset,
+      country,
+      instrument,
+      ...(input.metadata === undefined ? {} : { metadata: input.metadata }),
+    },
   };
 }

@@ -13,6 +13,7 @@ import {
   type FundingAccount,
   type LedgerEntry,
 } from './ledger.ts';
+import type { Metadata } from './metadata.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
 import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
 import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './payout-decision.ts';
@@ -44,6 +45,8 @@ export interface OutcomePayment extends PaymentAfter {
   beneficiary_id: string | null;
   usage_day: string | null;
   check_attempts: number;
+  /** Carried into the outcome events' payloads. */
+  metadata: Metadata;
 }
 
 export interface OutcomeJob {

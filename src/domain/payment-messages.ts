@@ -1,5 +1,6 @@
 // What a payment says about itself: the readable `message` of each state and failure reason, and the
 // webhook payload of each outcome event.
+import type { Metadata } from './metadata.ts';
 
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
@@ -40,12 +41,17 @@ export interface PayloadSource {
   method: string | null;
   method_requested: string;
   status_reason: string | null;
+  metadata: Metadata;
 }
 
-/** Webhook payloads: settled {paymentId, asset, amount, bankReference, method}; failed adds reason; reversed both. */
+/**
+ * Webhook payloads: settled {paymentId, asset, amount, bankReference, method}; failed adds reason;
+ * reversed both. Each ends with the payout's metadata, so a receiver reconciles without a read.
+ */
 export function eventPayload(payment: PayloadSource, type: OutcomeEventType, reason?: string): Record<string, unknown> {
   const base = { paymentId: payment.id, asset: payment.payout_asset, amount: payment.payout_amount.toString() };
-  if (type === 'payment.settled') return { ...base, bankReference: payment.bank_reference, method: payment.method };
-  if (type === 'payment.failed') return { ...base, method: payment.method ?? payment.method_requested, reason: reason ?? payment.status_reason };
-  return { ...base, bankReference: payment.bank_reference, method: payment.method, reason: reason ?? payment.status_reason };
+  const { metadata } = payment;
+  if (type === 'payment.settled') return { ...base, bankReference: payment.bank_reference, method: payment.method, metadata };
+  if (type === 'payment.failed') return { ...base, method: payment.method ?? payment.method_requested, reason: reason ?? payment.status_reason, metadata };
+  return { ...base, bankReference: payment.bank_reference, method: payment.method, reason: reason ?? payment.status_reason, metadata };
 }

@@ -1,7 +1,8 @@
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv, type ErrorObject, type SchemaValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from './errors.ts';
+import { PROPERTY_NAMES_KEYWORD } from './schemas/metadata.ts';
 
 // Two validators: request bodies are strict JSON (an amount sent as "5000" is an error, not
 // coerced), while query strings and path parameters arrive as text and are coerced to their types.
@@ -20,8 +21,33 @@ function makeAjv(coerceTypes: boolean): Ajv {
   ajv.addFormat('uuid', /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
   ajv.addKeyword({ keyword: 'x-error-message', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'example' });
+  ajv.addKeyword({ keyword: PROPERTY_NAMES_KEYWORD, type: 'object', schemaType: 'object', errors: true, validate: checkPropertyNames });
   return ajv;
 }
+
+/** The keys of an object within `{minLength, maxLength}` characters (code points, as maxLength counts). */
+const checkPropertyNames: SchemaValidateFunction = (bounds: { minLength: number; maxLength: number }, data: Record<string, unknown>, _parent, cxt) => {
+  const at = cxt?.instancePath ?? '';
+  const errors: Partial<ErrorObject>[] = [];
+  for (const key of Object.keys(data)) {
+    const length = [...key].length;
+    if (length >= bounds.minLength && length <= bounds.maxLength) continue;
+    const rule = `keys must be ${bounds.minLength} to ${bounds.maxLength} characters`;
+    errors.push(
+      key === ''
+        ? // An empty key has no field name of its own: the object is named.
+          { keyword: PROPERTY_NAMES_KEYWORD, instancePath: at, params: { propertyName: key }, message: `${rule} (one key is empty)` }
+        : {
+            keyword: PROPERTY_NAMES_KEYWORD,
+            instancePath: `${at}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`,
+            params: { propertyName: key },
+            message: `${rule} (this one has ${length})`,
+          },
+    );
+  }
+  checkPropertyNames.errors = errors;
+  return errors.length === 0;
+};
 
 const bodyAjv = makeAjv(false);
 const textAjv = makeAjv(true);
@@ -61,6 +87,9 @@ function messageFor(error: ErrorObject): string {
       if (typeof custom === 'string') return custom;
       return `must be ${expected.split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
     }
+    case 'maxProperties':
+      if (typeof custom === 'string') return custom;
+      return `must have at most ${(error.params as { limit: number }).limit} keys`;
     case 'enum':
       return `must be one of: ${((error.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
     case 'minimum':

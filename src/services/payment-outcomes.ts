@@ -223,5 +223,6 @@ function outcomePaymentOf(p: PaymentRow): OutcomePayment {
     check_attempts: p.check_attempts,
     bank_reference: p.bank_reference,
     settled_at: p.settled_at,
+    metadata: p.metadata,
   };
 }

@@ -3,12 +3,11 @@ import type { FastifyBaseLogger } from 'fastify';
 import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import { pgErrorCode, type Database, type Queryable } from '../db/database.ts';
 import { lockPayoutBatch, sortedIds, StaleBatchRead } from '../db/lock-order.ts';
-import { findBeneficiaryIdsByIdentity, identityKeyOf, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
+import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../db/repositories/beneficiaries.ts';
 import { completeIdempotencyKey } from '../db/repositories/idempotency.ts';
 import { writePayoutBatch, writePayoutRegistrations, type PayoutBatchWrite, type PayoutRegistrations } from '../db/repositories/payout-batch.ts';
-import { readPayoutReferences, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
+import { readPayoutReferences, type PayoutBeneficiary, type PayoutQuote, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
 import { findPayment, insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../db/repositories/payments.ts';
-import type { QuoteRow } from '../db/repositories/quotes.ts';
 import { findRate } from '../db/repositories/rates.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
@@ -16,6 +15,7 @@ import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
 import { creditCeiling } from '../domain/credit.ts';
 import { answerForStoredKey, isStoredStatus, type StoredKey } from '../domain/idempotency.ts';
+import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
 import { parseRate, railFloorMinor } from '../domain/money.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
@@ -66,6 +66,7 @@ export interface PayoutRequest {
   beneficiary?: BeneficiaryInput;
   customerId?: string;
   sender?: SenderInput;
+  metadata?: Metadata;
 }
 
 type Partition = { tenantId: string; mode: Mode };
@@ -94,7 +95,7 @@ interface PayoutJob {
   /** A sender block given with a customerId: stored for the customer by the batch. */
   customerSender: { customerId: string; sender: Sender } | undefined;
   requestId: string;
-  quote: QuoteRow;
+  quote: PayoutQuote;
   beneficiary: BeneficiarySnapshot;
   sender: Sender | undefined;
   methodRequested: Instrument;
@@ -103,6 +104,8 @@ interface PayoutJob {
   methodUsed: Instrument | null;
   routeFailureMessage: string | null;
   rail: string | null;
+  /** The payout's own metadata ({} when none was sent); an inline beneficiary's travels in `inline`. */
+  metadata: Metadata;
 }
 
 type PayoutResult =
@@ -189,6 +192,7 @@ export class PayoutService {
       methodUsed,
       routeFailureMessage: routeFailure?.message ?? null,
       rail: rail?.name ?? null,
+      metadata: request.metadata ?? NO_METADATA,
     };
     const result = await this.committer.submit(this.lane, partition, job);
     switch (result.kind) {
@@ -497,8 +501,11 @@ class Registrations {
     if (job.inline) {
       const key = identityKeyOf(job.inline.details);
       const earlier = this.beneficiaries.get(key);
-      // The latest details sent win; a failure reason is kept once seen.
-      this.beneficiaries.set(key, { expectedId: beneficiaryId, details: job.inline.details, failureReason: failureReason ?? earlier?.failureReason ?? null });
+      // The latest details sent win, metadata the latest sent (as one registration after the other
+      // would leave it); a failure reason is kept once seen.
+      const metadata = job.inline.details.metadata ?? earlier?.details.metadata;
+      const details = metadata === undefined ? job.inline.details : { ...job.inline.details, metadata };
+      this.beneficiaries.set(key, { expectedId: beneficiaryId, details, failureReason: failureReason ?? earlier?.failureReason ?? null });
     } else if (failureReason) {
       this.failures.set(beneficiaryId, failureReason);
     }
@@ -558,6 +565,7 @@ function newPayment(
     usage_day: state.usageDay,
     funding_account: state.funding,
     created_at: now,
+    metadata: job.metadata,
   };
 }
 
@@ -635,7 +643,7 @@ export function transferOf(payment: PaymentRow, sender: Sender | Record<string, 
   };
 }
 
-function snapshotOf(b: BeneficiaryRow): BeneficiarySnapshot {
+function snapshotOf(b: PayoutBeneficiary): BeneficiarySnapshot {
   return { fullName: b.full_name, nationalId: b.national_id, bankCode: b.bank_code, accountNumber: b.account_number, phone: b.phone, instrument: b.instrument };
 }
 

@@ -3,6 +3,7 @@ import type { Database } from '../db/database.ts';
 import { findQuote, insertQuote, type QuoteRow } from '../db/repositories/quotes.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { Clock } from '../domain/clock.ts';
+import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
 import { MoneyError, computeQuote, type Quote } from '../domain/money.ts';
 import { planQuote, type QuoteRequestInput } from '../domain/quote-request.ts';
 import type { Mode } from '../domain/api-keys.ts';
@@ -30,7 +31,7 @@ export class QuoteService {
     private readonly ttlSeconds: number,
   ) {}
 
-  async create(partition: Partition, request: QuoteRequestInput & { customerId?: string }): Promise<QuoteRow> {
+  async create(partition: Partition, request: QuoteRequestInput & { customerId?: string; metadata?: Metadata }): Promise<QuoteRow> {
     const plan = planQuote(request);
     if (!plan.ok) throw validationFailed(plan.errors);
     const tenant = await findTenant(this.db, partition.tenantId);
@@ -77,6 +78,7 @@ export class QuoteService {
       spread_bps: quote.rate?.spread_bps ?? null,
       expires_at: new Date(now.getTime() + this.ttlSeconds * 1000),
       created_at: now,
+      metadata: request.metadata ?? NO_METADATA,
     });
   }
 

@@ -17,7 +17,7 @@ const PAGO_MOVIL_ONLY = [...PAGO_MOVIL_CODES].find((code) => !TRANSFERENCIA_CODE
 
 const BENEFICIARY_KEYS = [
   'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'phone', 'asset', 'country',
-  'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at',
+  'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at', 'metadata',
 ];
 
 // Each test registers its own identities, so no test sees another's idempotent match.
@@ -79,6 +79,7 @@ describe('beneficiaries', () => {
         payout_count: 0,
         last_success_at: null,
         last_failure_reason: null,
+        metadata: {},
         created: true,
       });
       assert.equal(new Date(created_at).toISOString(), created_at);

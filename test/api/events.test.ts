@@ -141,7 +141,8 @@ describe('events API', () => {
     const sent = receiver.requests.find((r) => r.headers['x-event-id'] === id)!;
     assert.deepEqual(response.body.payload, sent.body.payload);
     assert.equal(JSON.stringify(response.body.payload), JSON.stringify(sent.body.payload), 'same keys in the same order');
-    assert.deepEqual(Object.keys(response.body.payload).sort(), ['amount', 'asset', 'method', 'paymentId', 'reason']);
+    assert.deepEqual(Object.keys(response.body.payload).sort(), ['amount', 'asset', 'metadata', 'method', 'paymentId', 'reason']);
+    assert.deepEqual(response.body.payload.metadata, {}, 'a payout sent without metadata');
     assert.equal(response.body.deliveries.length, 12);
     assert.deepEqual(response.body.deliveries.map((d: any) => d.attempt), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     for (const delivery of response.body.deliveries) {

@@ -25,7 +25,8 @@ describe('quotes and rates', () => {
     it('delivers exactly deliver.amount and charges deliver + fee', async () => {
       const quote = await api.post('/v1/quotes', { deliver: { asset: 'BS', amount: 5000000 } });
       assert.equal(quote.status, 201, quote.raw);
-      assert.deepEqual(Object.keys(quote.body).sort(), ['created_at', 'deliver', 'expires_at', 'fee', 'fixed', 'id', 'rate', 'spend', 'status']);
+      assert.deepEqual(Object.keys(quote.body).sort(), ['created_at', 'deliver', 'expires_at', 'fee', 'fixed', 'id', 'metadata', 'rate', 'spend', 'status']);
+      assert.deepEqual(quote.body.metadata, {}, 'no metadata reads back as {}');
       assert.equal(quote.body.fixed, 'deliver');
       assert.deepEqual(quote.body.deliver, { asset: 'BS', amount: '5000000' });
       assert.deepEqual(quote.body.fee, { asset: 'BS', amount: '50000' });

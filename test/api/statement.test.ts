@@ -14,13 +14,14 @@ const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '6000
 
 const ROW_KEYS = [
   'id', 'customer_id', 'beneficiary_id', 'status', 'status_reason', 'source_asset', 'source_amount', 'payout_asset',
-  'payout_amount', 'fee_amount', 'method', 'bank_reference', 'settled_at', 'created_at',
+  'payout_amount', 'fee_amount', 'method', 'bank_reference', 'settled_at', 'created_at', 'metadata',
 ];
 const CUSTOMER_1 = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b301';
 const CUSTOMER_2 = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b302';
 const UNKNOWN = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
-type Row = Record<string, string | null>;
+/** Text fields, and `metadata` (an object of strings). */
+type Row = Record<string, any>;
 
 /** Every row of a filtered statement, read page by page; also checks each page's own invariants. */
 async function readAll(api: Client, query: string, limit: number): Promise<Row[]> {
@@ -100,14 +101,14 @@ function parseCsv(text: string): string[][] {
   return records;
 }
 
-/** The export parsed back into statement rows ('' is null), after checking its header. */
+/** The export parsed back into statement rows ('' is null, `metadata` is JSON text), after checking its header. */
 function exportedRows(response: InjectResult): Row[] {
   assert.equal(response.status, 200, response.raw);
   const [header, ...lines] = parseCsv(response.raw);
   assert.deepEqual(header, ROW_KEYS);
   return lines.map((line) => {
     assert.equal(line.length, ROW_KEYS.length);
-    return Object.fromEntries(ROW_KEYS.map((k, i) => [k, line[i] === '' ? null : line[i]!]));
+    return Object.fromEntries(ROW_KEYS.map((k, i) => [k, k === 'metadata' ? JSON.parse(line[i]!) : line[i] === '' ? null : line[i]!]));
   });
 }
 
@@ -493,6 +494,21 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       const [row] = exportedRows(response);
       assert.equal(row!.status_reason, reason);
       assert.equal(row!.fee_amount, '0');
+    });
+
+    it('writes metadata as its JSON text, quoted as RFC 4180 requires; {} for a payout without', async () => {
+      const tenant = await fundedTenant(t);
+      const metadata = { order_id: 'A-1', note: 'said "hola", then,\r\nleft', 'llave, rara': '=SUM(A1)', emoji: 'ñ 🇻🇪' };
+      const withMetadata = await pay(tenant.api, 'V99990004', { metadata });
+      const without = await pay(tenant.api, 'V99990005');
+      const response = await tenant.api.get('/v1/payments/export');
+      const lines = response.raw.split('\r\n');
+      assert.equal(lines.length, 4, 'JSON escapes line breaks: one line per payment');
+      assert.ok(lines.some((line) => line.endsWith(',{}')), response.raw);
+      const rows = exportedRows(response);
+      assert.deepEqual(rows.find((r) => r.id === withMetadata.id)!.metadata, metadata);
+      assert.deepEqual(rows.find((r) => r.id === without.id)!.metadata, {});
+      assert.deepEqual(rows, await readAll(tenant.api, '', 10));
     });
 
     it('is a static route: /v1/payments/{id} still answers for ids and validates them', async () => {

@@ -257,9 +257,23 @@ function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unkno
 }
 
 function validObject(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {
+  if (isObject(s.additionalProperties)) return validMap(s, world);
   const model = Object.fromEntries(Object.entries<Schema>(s.properties ?? {}).map(([name, sub]) => [name, validValue(sub, name, world)]));
   const record = fc.record(model, { requiredKeys: s.required ?? [], noNullPrototype: true } as never) as fc.Arbitrary<Record<string, unknown>>;
   return s.minProperties ? record.filter((o) => Object.keys(o).length >= s.minProperties) : record;
+}
+
+const MAP_KEY_CHARS = [...'abcdefghijklmnopqrstuvwxyz0123456789_-'];
+
+/** A free-form map (metadata): a few keys within the bounds of `x-property-names`, values of its value schema. */
+function validMap(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {
+  const names = s['x-property-names'] ?? {};
+  const key = fc.string({ unit: fc.constantFrom(...MAP_KEY_CHARS), minLength: names.minLength ?? 1, maxLength: names.maxLength ?? 40 });
+  const entries = fc.uniqueArray(fc.tuple(key, validValue(s.additionalProperties, '', world)), {
+    maxLength: Math.min(s.maxProperties ?? 3, 3),
+    selector: ([name]) => name,
+  });
+  return entries.map((pairs) => Object.fromEntries(pairs));
 }
 
 function validArray(s: Schema, hint: string, world: World): fc.Arbitrary<unknown[]> {
@@ -672,7 +686,8 @@ function bodyMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const schema = op.body!;
   const slots = slotsOf(schema);
   const ofType = (type: string) => slots.filter((s) => s.schema.type === type);
-  const objects = ofType('object');
+  // Only closed objects have unknown fields: any key is a field of a free-form map (metadata).
+  const objects = ofType('object').filter((s) => s.schema.additionalProperties === false);
   // A body the schema leaves free (the sandbox receivers) may be anything: only its size is bounded.
   const constrained = schema.type === 'object';
   const refuse: Expectation = constrained ? 'refuse' : 'any';
@@ -712,8 +727,28 @@ function bodyMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   }
   const nestedObjects = objects.filter((s) => s.path.length > 0);
   if (nestedObjects.length > 0) kinds.push(atSlot('array instead of an object', nestedObjects, (current) => [current ?? {}]));
-  kinds.push(...stringMutations(ofType('string')), ...integerMutations(ofType('integer')));
+  kinds.push(...stringMutations(ofType('string')), ...integerMutations(ofType('integer')), ...mapMutations(slots));
   return kinds;
+}
+
+/** A free-form map (metadata) past one of its bounds: key count, key length, value type or length. */
+function mapMutations(slots: Slot[]): fc.Arbitrary<Mutation>[] {
+  const maps = slots.filter((s) => s.schema.type === 'object' && isObject(s.schema.additionalProperties));
+  if (maps.length === 0) return [];
+  return [
+    fc.nat().chain((pick) =>
+      atSlot('free-form map past its bounds', maps, (current, slot) => {
+        const s = slot.schema;
+        const names = s['x-property-names'] ?? {};
+        const broken: Array<Record<string, unknown>> = [{ k: { nested: 'x' } }, { k: ['x'] }, { k: 1 }, { k: null }];
+        if (s.maxProperties !== undefined) broken.push(Object.fromEntries(Array.from({ length: s.maxProperties + 1 }, (_, i) => [`k${i}`, 'v'])));
+        if (names.maxLength !== undefined) broken.push({ ['k'.repeat(names.maxLength + 1)]: 'v' });
+        if (names.minLength !== undefined && names.minLength > 0) broken.push({ '': 'v' });
+        if (s.additionalProperties.maxLength !== undefined) broken.push({ k: 'v'.repeat(s.additionalProperties.maxLength + 1) });
+        return { ...(isObject(current) ? current : {}), ...broken[pick % broken.length] };
+      }),
+    ),
+  ];
 }
 
 /** An object slot the body has (the root at least). */

@@ -27,9 +27,10 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(response.status, 201, response.raw);
     const body = response.body;
     assert.deepEqual(Object.keys(body).sort(), [
-      'amount', 'asset', 'bankReference', 'beneficiary', 'beneficiaryId', 'feeAmount', 'id', 'message', 'method',
+      'amount', 'asset', 'bankReference', 'beneficiary', 'beneficiaryId', 'feeAmount', 'id', 'message', 'metadata', 'method',
       'methodChanged', 'methodRequested', 'reason', 'status', 'totalDebited',
     ]);
+    assert.deepEqual(body.metadata, {}, 'a payout without metadata reads back {}');
     assert.equal(body.status, 'submitted');
     assert.equal(body.bankReference, null);
     assert.equal(body.asset, 'BS');

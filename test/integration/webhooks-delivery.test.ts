@@ -86,7 +86,7 @@ describe('webhook delivery to a real receiver', () => {
     const expected = `{"id":"${eventId}","eventType":"payment.settled","attempt":1,"payload":${stored.payload_text}}`;
     assert.equal(request!.rawBody.toString('utf8'), expected, 'the body is built from the stored payload text, byte for byte');
     assert.deepEqual(Object.keys(request!.body), ['id', 'eventType', 'attempt', 'payload']);
-    assert.deepEqual(Object.keys(request!.body.payload).sort(), ['amount', 'asset', 'bankReference', 'method', 'paymentId']);
+    assert.deepEqual(Object.keys(request!.body.payload).sort(), ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId']);
     assert.equal(request!.body.payload.paymentId, paymentId);
 
     const verified = verifyWebhook({ secret: secret!, headers: h, rawBody: request!.rawBody, nowMs: clock.now().getTime() });

@@ -17,7 +17,7 @@ interface Case {
   events: Array<[string, Record<string, unknown>]>;
 }
 
-const CASES: Case[] = [
+const SCENARIOS: Case[] = [
   { name: 'V99990001 settles at once', body: { beneficiary: beneficiary('V99990001') }, answer: 'settled', events: [['payment.settled', {}]] },
   { name: 'V99990002 unknown → settled', body: { beneficiary: beneficiary('V99990002') }, answer: 'unknown', events: [['payment.settled', {}]] },
   { name: 'V99990003 unknown → failed', body: { beneficiary: beneficiary('V99990003') }, answer: 'unknown', events: [['payment.failed', { reason: 'rail_rejected' }]] },
@@ -47,10 +47,16 @@ const CASES: Case[] = [
   { name: 'below the rail floor → failed before the rail', body: { beneficiary: beneficiary('V20111223') }, amount: 92499, answer: 'failed', events: [['payment.failed', { reason: 'amount_below_rail_minimum' }]] },
 ];
 
+// Every payout but the default one carries metadata of its own, which each of its events must carry
+// whichever path resolved it (at once, the payout path after the rail, the reaper); without, `{}`.
+const CASES: Case[] = SCENARIOS.map((c, i) =>
+  c.name.startsWith('default') ? c : { ...c, body: { ...c.body, metadata: { order_id: `order-${i}`, scenario: c.name } } },
+);
+
 const PAYLOAD_KEYS: Record<string, string[]> = {
-  'payment.settled': ['amount', 'asset', 'bankReference', 'method', 'paymentId'],
-  'payment.failed': ['amount', 'asset', 'method', 'paymentId', 'reason'],
-  'payment.reversed': ['amount', 'asset', 'bankReference', 'method', 'paymentId', 'reason'],
+  'payment.settled': ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId'],
+  'payment.failed': ['amount', 'asset', 'metadata', 'method', 'paymentId', 'reason'],
+  'payment.reversed': ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId', 'reason'],
 };
 
 describe('exactly one outcome event per payout, for every sandbox trigger', () => {
@@ -109,6 +115,10 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
         assert.deepEqual(Object.keys(payload).sort(), PAYLOAD_KEYS[type], `${c.name}: ${type} payload`);
         assert.equal(payload.paymentId, paymentId);
         for (const [key, value] of Object.entries(fields)) assert.equal(payload[key], value, `${c.name}: ${type}.${key}`);
+        assert.deepEqual(payload.metadata, c.body.metadata ?? {}, `${c.name}: ${type}.metadata is the payout's, as sent`);
+        const read = await tenant.api.get(`/v1/events/${event.id}`);
+        assert.equal(read.status, 200, read.raw);
+        assert.equal(JSON.stringify(read.body.payload), event.payload_text, `${c.name}: GET /v1/events/{id} is the payload sent`);
       }
       const received = receiver.requests.filter((r) => r.body.payload.paymentId === paymentId);
       assert.deepEqual(received.map((r) => r.body.eventType), c.events.map(([type]) => type), `${c.name}: deliveries received`);

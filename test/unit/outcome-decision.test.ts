@@ -56,6 +56,7 @@ const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
         check_attempts: r.attempts,
         bank_reference: settledLike ? '123456789012' : null,
         settled_at: settledLike ? new Date(NOW.getTime() - 60_000) : null,
+        metadata: (i % 2 === 0 ? { order_id: `order-${i}` } : {}) as Record<string, string>,
       };
     });
 
@@ -135,7 +136,9 @@ describe('decideOutcomeBatch (pure)', () => {
         const state = stateOf(s);
         const decided = decideOutcomeBatch(state, s.jobs);
         for (const p of s.payments) {
-          const events = decided.decisions.flatMap((d, i) => (s.jobs[i]!.paymentId === p.id ? d.events.map((e) => e.type) : []));
+          const decidedEvents = decided.decisions.flatMap((d, i) => (s.jobs[i]!.paymentId === p.id ? d.events : []));
+          for (const e of decidedEvents) assert.deepEqual(e.payload.metadata, p.metadata, `${e.type} carries the payout's metadata`);
+          const events = decidedEvents.map((e) => e.type);
           const outcomes = events.filter((e) => e === 'payment.settled' || e === 'payment.failed');
           const unresolved = p.status === 'submitted' || p.status === 'unknown';
           assert.ok(outcomes.length <= (unresolved ? 1 : 0), `${p.status} payment got ${events.join(',')}`);

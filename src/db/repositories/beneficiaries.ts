@@ -1,6 +1,7 @@
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/api-keys.ts';
 import type { BeneficiaryDetails, BeneficiaryStatus, Instrument } from '../../domain/beneficiary.ts';
+import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 
@@ -21,18 +22,20 @@ export interface BeneficiaryRow {
   last_success_at: Date | null;
   last_failure_reason: string | null;
   created_at: Date;
+  metadata: Metadata;
   /** created_at in exact microseconds since the epoch: the keyset position (a Date keeps only ms). */
   created_at_us: bigint;
 }
 
 // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
 const COLUMNS = `tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country,
-  instrument, status, payout_count, last_success_at, last_failure_reason, created_at,
+  instrument, status, payout_count, last_success_at, last_failure_reason, created_at, metadata,
   (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us`;
 
 /**
  * Registers a beneficiary by its identity (tenant, mode, national id, bank, instrument): inserted when
- * new, otherwise its name, phone and account number become the ones given (same id, same history).
+ * new, otherwise its name, phone and account number become the ones given (same id, same history),
+ * and so does its metadata when some is given.
  * One atomic statement: of N simultaneous registrations of one identity exactly one inserts. Returns
  * undefined only when the identity was created by a transaction that committed while this statement
  * ran and nothing had to change (the statement's snapshot cannot see it): ask again.
@@ -46,11 +49,13 @@ export async function upsertBeneficiary(
 ): Promise<{ beneficiary: BeneficiaryRow; created: boolean } | undefined> {
   const { rows } = await db.query<BeneficiaryRow & { created: boolean }>(
     `WITH up AS (
-       INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, metadata)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12::jsonb, '{}'::jsonb))
        ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
-          SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone
-        WHERE (b.full_name, b.account_number, b.phone) IS DISTINCT FROM (EXCLUDED.full_name, EXCLUDED.account_number, EXCLUDED.phone)
+          SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone,
+              metadata = coalesce($12::jsonb, b.metadata)
+        WHERE (b.full_name, b.account_number, b.phone, b.metadata)
+              IS DISTINCT FROM (EXCLUDED.full_name, EXCLUDED.account_number, EXCLUDED.phone, coalesce($12::jsonb, b.metadata))
        RETURNING ${COLUMNS}, (xmax = 0) AS created
      )
      SELECT * FROM up
@@ -59,7 +64,7 @@ export async function upsertBeneficiary(
       WHERE tenant_id = $1 AND mode = $2 AND national_id = $5 AND bank_code = $6 AND instrument = $11 AND NOT EXISTS (SELECT 1 FROM up)`,
     [
       tenantId, mode, id, details.fullName, details.nationalId, details.bankCode, details.accountNumber, details.phone,
-      details.asset, details.country, details.instrument,
+      details.asset, details.country, details.instrument, details.metadata === undefined ? null : JSON.stringify(details.metadata),
     ],
   );
   const row = rows[0];

@@ -1,4 +1,5 @@
 import type { Mode } from '../../domain/api-keys.ts';
+import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import { assertTransition, type PaymentStatus, type TransitionActor } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
@@ -46,6 +47,8 @@ export interface PaymentRow {
   settled_at: Date | null;
   created_at: Date;
   updated_at: Date;
+  /** The payout's metadata as sent ({} when none was). */
+  metadata: Metadata;
 }
 
 export interface TransitionRow {
@@ -60,7 +63,7 @@ export interface TransitionRow {
 export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
   bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, usage_day::text AS usage_day, funding_account,
-  resolution_parked_at, settled_at, created_at, updated_at`;
+  resolution_parked_at, settled_at, created_at, updated_at, metadata`;
 
 export type NewPayment = Omit<
   PaymentRow,

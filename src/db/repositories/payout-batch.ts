@@ -45,16 +45,16 @@ const SQL = `WITH quote AS (
 ), pay AS (
   INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
     source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
-    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at)
+    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at, metadata)
   SELECT $1, $2, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
          v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
-         v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, $3, $3
+         v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, $3, $3, v.metadata
     FROM unnest($6::uuid[], $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::text[], $12::text[], $13::text[],
                 $14::bigint[], $15::text[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::boolean[],
-                $21::jsonb[], $22::jsonb[], $23::text[], $24::timestamptz[], $25::date[], $26::text[])
+                $21::jsonb[], $22::jsonb[], $23::text[], $24::timestamptz[], $25::date[], $26::text[], $54::jsonb[])
       AS v(id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset, source_amount,
            payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, beneficiary, sender,
-           rail, next_check_at, usage_day, funding_account)
+           rail, next_check_at, usage_day, funding_account, metadata)
   RETURNING 1
 ), history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
@@ -168,6 +168,7 @@ export async function writePayoutBatch(tx: Queryable, partition: Partition, batc
     batch.keyAnswers.map((a) => a.status),
     batch.keyAnswers.map((a) => a.body),
     batch.keyReleases,
+    col((p) => JSON.stringify(p.metadata)),
   ]);
   const written = rows[0]!;
   const expect = (what: string, got: number, wanted: number) => {
@@ -191,15 +192,19 @@ export interface PayoutRegistrations {
   customers: Array<{ customerId: string; sender: Sender }>;
 }
 
+// Metadata not sent is NULL in $17 and keeps what is stored. EXCLUDED.metadata cannot say so (the
+// column is NOT NULL, checked before the conflict), so the update finds the item by the id it proposed.
 const REGISTRATIONS_SQL = `WITH registered AS (
-  INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason)
-  SELECT $1, $2, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure
-    FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[])
-      WITH ORDINALITY AS v(id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, failure, n)
+  INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason, metadata)
+  SELECT $1, $2, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure,
+         coalesce(v.metadata, '{}'::jsonb)
+    FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $17::jsonb[])
+      WITH ORDINALITY AS v(id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, failure, metadata, n)
    ORDER BY v.n
   ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
      SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone,
-         last_failure_reason = coalesce(EXCLUDED.last_failure_reason, b.last_failure_reason)
+         last_failure_reason = coalesce(EXCLUDED.last_failure_reason, b.last_failure_reason),
+         metadata = coalesce(($17::jsonb[])[array_position($3::uuid[], EXCLUDED.id)], b.metadata)
   RETURNING b.id, b.national_id, b.bank_code, b.instrument
 ), failure_lock AS (
   SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) ORDER BY b.id FOR UPDATE
@@ -215,9 +220,10 @@ SELECT id::text, national_id, bank_code, instrument FROM registered`;
 
 /**
  * The last step of the lock order (beneficiaries, then customers), taken while the batch holds the
- * tenant's in-flight account: inline beneficiaries registered as sent (details updated), failure
- * history, customers' stored senders. Returns the id each inline beneficiary has, by identity key: a
- * caller that expected another one read a stale identity and must run the batch again.
+ * tenant's in-flight account: inline beneficiaries registered as sent (details updated, and metadata
+ * when sent), failure history, customers' stored senders. Returns the id each inline beneficiary has,
+ * by identity key: a caller that expected another one read a stale identity and must run the batch
+ * again.
  */
 export async function writePayoutRegistrations(tx: Queryable, partition: Partition, r: PayoutRegistrations): Promise<Map<string, string>> {
   if (r.beneficiaries.length === 0 && r.failures.length === 0 && r.customers.length === 0) return new Map();
@@ -239,6 +245,7 @@ export async function writePayoutRegistrations(tx: Queryable, partition: Partiti
     r.failures.map((f) => f.reason),
     r.customers.map((c) => c.customerId),
     r.customers.map((c) => JSON.stringify(c.sender)),
+    b.map((x) => (x.details.metadata === undefined ? null : JSON.stringify(x.details.metadata))),
   ]);
   return new Map(rows.map((row) => [identityKeyOf({ nationalId: row.national_id, bankCode: row.bank_code, instrument: row.instrument }), row.id]));
 }

@@ -34,12 +34,16 @@ export interface PayoutReferences {
   customerId: string | undefined;
 }
 
+// A payout never reads the metadata of its quote or beneficiary (it carries its own): not fetched.
+export type PayoutQuote = Omit<QuoteRow, 'metadata'>;
+export type PayoutBeneficiary = Omit<BeneficiaryRow, 'metadata'>;
+
 export interface PayoutReads {
   /** What the Idempotency-Key already holds, if anything. */
   key?: StoredKey;
-  quote?: QuoteRow;
+  quote?: PayoutQuote;
   /** The registered beneficiary the payout names (by id). */
-  beneficiary?: BeneficiaryRow;
+  beneficiary?: PayoutBeneficiary;
   /** Step 2 of sender resolution: the customer's stored sender. */
   customerSender?: Sender;
   /** Step 3: the program's default sender. */
@@ -77,8 +81,8 @@ export async function readPayoutReferences(db: Queryable, items: readonly Payout
       : undefined;
     return {
       key,
-      quote: row.q_id ? (pick('q_', QUOTE) as unknown as QuoteRow) : undefined,
-      beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as BeneficiaryRow) : undefined,
+      quote: row.q_id ? (pick('q_', QUOTE) as unknown as PayoutQuote) : undefined,
+      beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as PayoutBeneficiary) : undefined,
       customerSender: (row.customer_sender as Sender | null) ?? undefined,
       defaultSender: (row.default_sender as Sender | null) ?? undefined,
     };

@@ -1,5 +1,6 @@
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/api-keys.ts';
+import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 
 export interface QuoteRow {
@@ -20,22 +21,23 @@ export interface QuoteRow {
   created_at: Date;
   consumed_at: Date | null;
   payment_id: string | null;
+  metadata: Metadata;
 }
 
 const COLUMNS = `tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
-  fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, consumed_at, payment_id`;
+  fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, consumed_at, payment_id, metadata`;
 
 export type NewQuote = Omit<QuoteRow, 'consumed_at' | 'payment_id'>;
 
 export async function insertQuote(db: Queryable, quote: NewQuote): Promise<QuoteRow> {
   const { rows } = await db.query<QuoteRow>(
     `INSERT INTO quotes (tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
-       fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING ${COLUMNS}`,
+       fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, metadata)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
     [
       quote.tenant_id, quote.mode, quote.id, quote.customer_id, quote.fixed, quote.spend_asset, quote.spend_amount,
       quote.deliver_asset, quote.deliver_amount, quote.fee_amount, quote.rate_value, quote.rate_market,
-      quote.spread_bps, quote.expires_at, quote.created_at,
+      quote.spread_bps, quote.expires_at, quote.created_at, JSON.stringify(quote.metadata),
     ],
   );
   return rows[0]!;

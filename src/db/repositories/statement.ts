@@ -24,6 +24,7 @@ export type StatementColumns = Pick<
   | 'bank_reference'
   | 'settled_at'
   | 'created_at'
+  | 'metadata'
 >;
 
 /** A statement row as read, with its keyset position. */
@@ -51,7 +52,7 @@ export interface StatementPageRequest {
 
 // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
 const COLUMNS = `id, customer_id, beneficiary_id, status, status_reason, source_asset, source_amount, payout_asset,
-  payout_amount, fee_amount, method, bank_reference, settled_at, created_at,
+  payout_amount, fee_amount, method, bank_reference, settled_at, created_at, metadata,
   (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us`;
 
 /** The settlement day bucket; must be written exactly as in the indexes of migration 007. */

@@ -22,6 +22,7 @@ export function beneficiaryView(row: BeneficiaryRow) {
     last_success_at: row.last_success_at ? row.last_success_at.toISOString() : null,
     last_failure_reason: row.last_failure_reason,
     created_at: row.created_at.toISOString(),
+    metadata: row.metadata,
   };
 }
 
@@ -36,7 +37,7 @@ export async function beneficiaryRoutes(app: App, beneficiaries: BeneficiaryServ
         summary: 'Register a beneficiary',
         description: `Registers who receives the bolivares. The instrument follows from the data: \`transferencia\` when \`accountNumber\` is given, else \`pago_movil\`; \`bankCode\` must be in that instrument's catalogue (\`GET /v1/payouts/banks?method=…\`).
 
-Idempotent per (\`nationalId\`, \`bankCode\`, instrument): the first call answers 201 with \`created: true\`; sending the same identity again answers 200 with \`created: false\` and the existing beneficiary, unchanged even if other fields differ.
+Idempotent per (\`nationalId\`, \`bankCode\`, instrument): the first call answers 201 with \`created: true\`; sending the same identity again answers 200 with \`created: false\` and the existing beneficiary (same id and payout history), which takes the \`fullName\`, \`phone\` and \`accountNumber\` sent. \`metadata\` sent with it replaces the stored metadata; a registration without \`metadata\` leaves it as it is. The inline \`beneficiary\` of a payout follows the same rules.
 
 Every field is validated before anything is stored; all violations come together as 400 \`validation_failed\` with \`meta.errors\`. A beneficiary without \`phone\` (or, for \`transferencia\`, without \`accountNumber\`) is accepted, but a payout to it fails with \`beneficiary_missing_phone\` (or \`beneficiary_missing_account\`).`,
         body: RegisterBeneficiaryBody,

@@ -25,6 +25,7 @@ export function statementRowView(p: StatementColumns) {
     bank_reference: p.bank_reference,
     settled_at: p.settled_at ? p.settled_at.toISOString() : null,
     created_at: p.created_at.toISOString(),
+    metadata: p.metadata,
   };
 }
 

@@ -33,6 +33,7 @@ export function payoutView(p: PaymentRow) {
       bankCode: p.beneficiary.bankCode,
       instrument: p.beneficiary.instrument,
     },
+    metadata: p.metadata,
   };
 }
 

@@ -17,6 +17,7 @@ export function quoteView(row: QuoteRow, now: Date) {
     status: quoteStatus(row, now),
     expires_at: row.expires_at.toISOString(),
     created_at: row.created_at.toISOString(),
+    metadata: row.metadata,
   };
 }
 

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Database } from '../../db/database.ts';
 import type { StatementPayment } from '../../db/repositories/statement.ts';
+import type { Metadata } from '../../domain/metadata.ts';
 import { StatementService, statementFilter } from '../../services/statement.ts';
 import { partitionOf } from '../context.ts';
 import { errorResponses } from '../schemas/common.ts';
@@ -14,15 +15,17 @@ const EXPORT_BUFFER_BYTES = 64 * 1024;
 
 const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\` and \`customerId\` match exactly. Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
 
-// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled.
-// Every value is ours (ids, enums, amounts, timestamps, the rail's reference and reason codes), so
-// none is rewritten; null is the empty field.
-function csvField(value: string | null): string {
+// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled; null is
+// the empty field. Every value is ours (ids, enums, amounts, timestamps, the rail's reference and
+// reason codes) except `metadata`, which goes as its JSON text: JSON escapes line breaks, and the
+// text starts with `{`, so no spreadsheet reads the caller's strings as a formula. None is rewritten.
+function csvField(value: string | Metadata | null): string {
   if (value === null) return '';
-  return /[",\r\n]/.test(value) ? `"${value.replace(/"/g, '""')}"` : value;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }
 
-function csvLine(values: readonly (string | null)[]): string {
+function csvLine(values: readonly (string | Metadata | null)[]): string {
   return `${values.map(csvField).join(',')}\r\n`;
 }
 

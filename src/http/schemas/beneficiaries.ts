@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { BENEFICIARY_STATUSES } from '../../domain/beneficiary.ts';
 import { ASSETS, Asset, Component, DateTime, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import { Metadata, MetadataInput } from './metadata.ts';
 
 // The body schema checks JSON types (and the asset enumeration) only; formats and the bank
 // catalogue are checked by `validateBeneficiary`, which reports every violation in one 400 and
@@ -32,6 +33,11 @@ export const RegisterBeneficiaryBody = Type.Object({
   ),
   asset: Type.Optional(StringEnum(ASSETS, { description: 'Asset delivered to this beneficiary (default BS)' })),
   country: Type.Optional(Type.String({ description: 'ISO 3166-1 alpha-2 country code (default VE)', example: 'VE' })),
+  metadata: Type.Optional(
+    MetadataInput(
+      'Sending an identity that is already registered (same `nationalId`, `bankCode` and instrument) with `metadata` replaces its stored metadata (`{}` clears it); without `metadata` the stored metadata stays as it is.',
+    ),
+  ),
 });
 
 const BeneficiaryFields = {
@@ -48,6 +54,7 @@ const BeneficiaryFields = {
   last_success_at: Nullable(DateTime()),
   last_failure_reason: Nullable(Type.String()),
   created_at: DateTime(),
+  metadata: Metadata,
 };
 
 export const Beneficiary = Component('Beneficiary', Type.Object(BeneficiaryFields, { description: 'A registered beneficiary' }));

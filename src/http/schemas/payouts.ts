@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
+import { Metadata, MetadataInput } from './metadata.ts';
 
 export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
 export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
@@ -32,6 +33,11 @@ export const CreatePayoutBody = Type.Object({
   beneficiary: Type.Optional(Type.Unsafe({ ...RegisterBeneficiaryBody, description: 'Inline beneficiary, same rules as POST /v1/beneficiaries; registered or reused' })),
   customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user')),
   sender: Type.Optional(SenderBlock),
+  metadata: Type.Optional(
+    MetadataInput(
+      "The payout's: returned in its answer (replays included), by `GET /v1/payments/{id}` and the statement, and in the `payload` of its webhook events. Part of the request under the `Idempotency-Key`: the same key with other metadata is 409 `idempotency_key_reused`. The inline `beneficiary` takes its own `metadata`.",
+    ),
+  ),
 });
 
 export const PayoutResult = Component(
@@ -56,6 +62,7 @@ export const PayoutResult = Component(
       bankCode: Type.String(),
       instrument: Instrument,
     }),
+    metadata: Metadata,
   }),
 );
 
@@ -83,6 +90,7 @@ export const StatementRowFields = {
   bank_reference: Nullable(Type.String({ description: 'The only send identifier published' })),
   settled_at: Nullable(DateTime('When money actually left; the date `from`/`to` filter on')),
   created_at: DateTime(),
+  metadata: Metadata,
 };
 
 export const Payment = Component(

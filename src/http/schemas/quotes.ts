@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { AmountInteger, AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { Metadata, MetadataInput } from './metadata.ts';
 
 const Side = (what: string) =>
   Type.Object(
@@ -14,6 +15,7 @@ export const CreateQuoteBody = Type.Object({
   deliver: Type.Optional(Side('What the beneficiary receives. Fix `deliver.amount` (BS) for an exact delivered amount')),
   spend: Type.Optional(Side('What you pay, fee included. Fix `spend.amount` together with `deliver.asset` to convert')),
   customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits')),
+  metadata: Type.Optional(MetadataInput('Returned on every read of the quote; a payout does not inherit it (send the payout its own).')),
 });
 
 const Money = Type.Object({ asset: Asset, amount: AmountString() });
@@ -41,6 +43,7 @@ export const Quote = Component(
     }),
     expires_at: DateTime('The quote is guaranteed until then'),
     created_at: DateTime(),
+    metadata: Metadata,
   }),
 );
 

@@ -49,14 +49,15 @@ export const STATEMENT_CSV_COLUMNS = Object.keys(StatementRowFields) as (keyof t
 
 export const StatementCsv = {
   description:
-    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null.',
+    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null; `metadata` is the JSON text of the object (`{}` when none was sent), quoted as RFC 4180 quotes any field.',
   content: {
     'text/csv': {
       schema: {
         type: 'string',
         example:
-          'id,customer_id,beneficiary_id,status,status_reason,source_asset,source_amount,payout_asset,payout_amount,fee_amount,method,bank_reference,settled_at,created_at\r\n' +
-          '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f,,9b2c4d6e-1a3b-4c5d-8e7f-0a1b2c3d4e5f,settled,,BS,1010000,BS,1000000,10000,pago_movil,123456789012,2026-03-01T14:02:11.412Z,2026-03-01T14:00:05.118Z\r\n',
+          'id,customer_id,beneficiary_id,status,status_reason,source_asset,source_amount,payout_asset,payout_amount,fee_amount,method,bank_reference,settled_at,created_at,metadata\r\n' +
+          '7a2b9c1d-3e4f-4a5b-9c6d-7e8f9a0b1c2d,,9b2c4d6e-1a3b-4c5d-8e7f-0a1b2c3d4e5f,submitted,,BS,505000,BS,500000,5000,pago_movil,,,2026-03-01T14:05:40.027Z,{}\r\n' +
+          '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f,,9b2c4d6e-1a3b-4c5d-8e7f-0a1b2c3d4e5f,settled,,BS,1010000,BS,1000000,10000,pago_movil,123456789012,2026-03-01T14:02:11.412Z,2026-03-01T14:00:05.118Z,"{""order_id"":""6735""}"\r\n',
       },
     },
   },

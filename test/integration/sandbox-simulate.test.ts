@@ -25,9 +25,9 @@ const DELIVER = 1_000_000n;
 const FEE = 10_000n;
 
 const PAYLOAD_KEYS: Record<string, string[]> = {
-  'payment.settled': ['amount', 'asset', 'bankReference', 'method', 'paymentId'],
-  'payment.failed': ['amount', 'asset', 'method', 'paymentId', 'reason'],
-  'payment.reversed': ['amount', 'asset', 'bankReference', 'method', 'paymentId', 'reason'],
+  'payment.settled': ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId'],
+  'payment.failed': ['amount', 'asset', 'metadata', 'method', 'paymentId', 'reason'],
+  'payment.reversed': ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId', 'reason'],
 };
 
 let nationalIds = 0;
@@ -121,7 +121,7 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       assert.equal(pos.prefundingBalance, String(FUNDING - DELIVER - FEE));
       assert.equal(pos.platformRevenueFromTenant, String(FEE));
       assert.deepEqual(await outboxOf(t, tenantId, id), [
-        { type: 'payment.settled', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), bankReference: p.bank_reference, method: 'pago_movil' } },
+        { type: 'payment.settled', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), bankReference: p.bank_reference, method: 'pago_movil', metadata: {} } },
       ]);
       assert.deepEqual(await delivered(id), ['payment.settled']);
       assert.deepEqual(await railSays(id), { status: 'settled', bankReference: p.bank_reference, settledAt: clock.now() }, 'the rail says the same');
@@ -148,7 +148,7 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const usage = await api.get('/v1/limits/usage');
       assert.equal(usage.body.usage.day_amount, '0', 'the limit usage is given back');
       assert.deepEqual(await outboxOf(t, tenantId, id), [
-        { type: 'payment.failed', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), method: 'pago_movil', reason: expected } },
+        { type: 'payment.failed', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), method: 'pago_movil', reason: expected, metadata: {} } },
       ]);
       assert.deepEqual(await delivered(id), ['payment.failed']);
       assert.deepEqual(await railSays(id), { status: 'failed', reason: expected });
@@ -181,6 +181,7 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       bankReference: settled.bank_reference,
       method: 'pago_movil',
       reason: 'returned_by_bank',
+      metadata: {},
     });
     assert.deepEqual(await delivered(id), ['payment.settled', 'payment.reversed']);
     assert.deepEqual(await railSays(id), { status: 'reversed', bankReference: settled.bank_reference, reason: 'returned_by_bank' });

@@ -55,7 +55,13 @@ async function receiverState(origin: string): Promise<{ settled: number; last_se
   return (await response.body.json()) as { settled: number; last_settled_at_ms: number };
 }
 
-export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+worker', payouts: number): Promise<PayrollFigures> {
+interface Running {
+  origin: string;
+  processes: Array<{ role: string; child: ChildProcess }>;
+}
+
+/** Starts the service as users run it: one ROLE=all process, or an api process and a worker. */
+async function startTopology(ctx: PayrollContext, topology: 'all' | 'api+worker'): Promise<Running> {
   const port = await ctx.freePort();
   const origin = `http://127.0.0.1:${port}`;
   // Nothing of the earlier scenarios may compete for this run's workers: park their open payments
@@ -72,31 +78,45 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
   }
   try {
     await ctx.waitReady(`${origin}/health/ready`);
-    const tenant = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/tenants', { name: `Bench Payroll ${topology}` });
-    const key: string = (await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' })).key;
-    await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': `payroll-${topology}` });
-    await ctx.api(origin, ctx.platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${ctx.receiverOrigin}/webhook` });
-    const [beneficiaryId] = await ctx.seedBeneficiaries(tenant.id, 1);
-    const quotes = await ctx.seedQuotes(tenant.id, payouts);
+  } catch (error) {
+    for (const p of processes) await ctx.stop(p.child);
+    throw error;
+  }
+  return { origin, processes };
+}
+
+/** A funded tenant whose endpoint is the local receiver, one beneficiary, and `count` open quotes. */
+async function payrollTenant(ctx: PayrollContext, origin: string, name: string, count: number) {
+  const tenant = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/tenants', { name });
+  const key: string = (await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' })).key;
+  await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': `funding-${name}` });
+  await ctx.api(origin, ctx.platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${ctx.receiverOrigin}/webhook` });
+  const [beneficiaryId] = await ctx.seedBeneficiaries(tenant.id, 1);
+  const quotes = await ctx.seedQuotes(tenant.id, count);
+  const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+  const requests = quotes.map((quoteId, i) => ({
+    method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `${name}-${i}` },
+    body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId, sender: ctx.sender }),
+  }));
+  return { tenantId: tenant.id as string, requests };
+}
+
+export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+worker', payouts: number): Promise<PayrollFigures> {
+  const { origin, processes } = await startTopology(ctx, topology);
+  try {
+    const { tenantId, requests } = await payrollTenant(ctx, origin, `bench-payroll-${topology}`, payouts);
     await ctx.quiesce();
     await request(`${ctx.receiverOrigin}/reset`, { method: 'POST' }).then((r) => r.body.dump());
 
-    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
     const startedMs = Date.now();
-    const submitted = await ctx.load({
-      origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201],
-      requests: quotes.map((quoteId, i) => ({
-        method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `payroll-${topology}-${i}` },
-        body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId, sender: ctx.sender }),
-      })),
-    });
+    const submitted = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], requests });
     ctx.log(`payroll (${topology}): ${payouts} submitted at ${Math.round(submitted.throughputPerS)}/s, p99 ${submitted.p99Ms.toFixed(1)} ms, errors ${submitted.errors} ${JSON.stringify(submitted.statuses)}`);
 
     let settledAtMs: number | undefined;
     let lastWebhookAtMs: number | undefined;
     while (Date.now() - startedMs < RESOLVE_TIMEOUT_MS && (settledAtMs === undefined || lastWebhookAtMs === undefined)) {
       if (settledAtMs === undefined) {
-        const { rows } = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenant.id]);
+        const { rows } = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenantId]);
         if (Number(rows[0]!.n) >= payouts) settledAtMs = Date.now();
       }
       const received = await receiverState(ctx.receiverOrigin);
@@ -126,6 +146,74 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
     ctx.log(
       `payroll (${topology}): all settled after ${figures.seconds_to_all_settled} s, last webhook after ${figures.seconds_to_last_webhook} s: ` +
         `${figures.end_to_end_per_s}/s end to end (ratio ${figures.end_to_end_ratio}; submit ratio ${figures.submit_ratio})`,
+    );
+    return figures;
+  } finally {
+    for (const p of processes) await ctx.stop(p.child);
+  }
+}
+
+export interface SoakFigures {
+  topology: 'api+worker';
+  seconds: number;
+  warmup_seconds: number;
+  throughput_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  ceiling_throughput_per_s: number;
+  ratio: number;
+  /** Per process: RSS every 10 s from the start of the warm-up, and growth from its end to the end. */
+  rss: Record<string, { mb_samples: number[]; mb_before: number; mb_after: number; growth: number; growth_second_half: number }>;
+}
+
+const RSS_SAMPLE_MS = 10_000;
+
+/**
+ * Memory over a long run, in the payroll setup: an api process and a worker settling and notifying
+ * what the api accepts, payouts at concurrency 64 for `seconds` after a warm-up.
+ */
+export async function runSoak(ctx: PayrollContext, seconds: number, warmupMs: number, payoutsPerS: number): Promise<SoakFigures> {
+  const { origin, processes } = await startTopology(ctx, 'api+worker');
+  try {
+    const { requests } = await payrollTenant(ctx, origin, 'bench-soak', Math.ceil((seconds + warmupMs / 1000) * payoutsPerS));
+    await ctx.quiesce();
+    const samples = new Map(processes.map((p) => [p.role, [ctx.rssMb(p.child.pid!)]]));
+    const sampler = setInterval(() => {
+      for (const p of processes) samples.get(p.role)!.push(ctx.rssMb(p.child.pid!));
+    }, RSS_SAMPLE_MS);
+    const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs, durationMs: seconds * 1000, expectStatus: [201], requests });
+    clearInterval(sampler);
+    const rss: SoakFigures['rss'] = {};
+    for (const p of processes) {
+      const series = samples.get(p.role)!;
+      series.push(ctx.rssMb(p.child.pid!));
+      const before = series[Math.min(series.length - 1, Math.round(warmupMs / RSS_SAMPLE_MS))]!;
+      const after = series.at(-1)!;
+      const half = series[Math.floor((Math.round(warmupMs / RSS_SAMPLE_MS) + series.length - 1) / 2)]!;
+      rss[p.role] = {
+        mb_samples: series,
+        mb_before: before,
+        mb_after: after,
+        growth: Number(((after - before) / before).toFixed(3)),
+        growth_second_half: Number(((after - half) / half).toFixed(3)),
+      };
+    }
+    const figures: SoakFigures = {
+      topology: 'api+worker',
+      seconds,
+      warmup_seconds: warmupMs / 1000,
+      throughput_per_s: Math.round(result.throughputPerS),
+      p50_ms: Number(result.p50Ms.toFixed(2)),
+      p99_ms: Number(result.p99Ms.toFixed(2)),
+      errors: result.errors,
+      ceiling_throughput_per_s: Math.round(ctx.ceilingPerS),
+      ratio: Number((result.throughputPerS / ctx.ceilingPerS).toFixed(2)),
+      rss,
+    };
+    ctx.log(
+      `soak (api+worker): ${figures.throughput_per_s}/s for ${seconds} s, errors ${figures.errors}; ` +
+        Object.entries(rss).map(([role, r]) => `${role} RSS ${r.mb_samples.join(' ')} MB, growth ${(100 * r.growth).toFixed(1)} %`).join('; '),
     );
     return figures;
   } finally {

@@ -13,7 +13,7 @@ import { generateApiKey } from '../src/domain/api-keys.ts';
 import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult } from './load.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
-import { runPayroll, type PayrollContext, type PayrollFigures } from './payroll.ts';
+import { runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -24,6 +24,8 @@ const runs = (name: string) => !ONLY || ONLY.includes(name);
 const WARMUP_MS = QUICK ? 1000 : 3000;
 const DURATION_MS = QUICK ? 4000 : 15_000;
 const SOAK_WARMUP_MS = 20_000;
+/** Quotes seeded per second of soak: more than the service can use, so the list never runs out. */
+const SOAK_PAYOUTS_PER_S = 2500;
 const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
 const PAYROLL_PAYOUTS = QUICK ? 2000 : 10_000;
 const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
@@ -344,8 +346,7 @@ async function main(): Promise<void> {
       events: WEBHOOK_EVENTS,
     };
     log(`webhooks: ${Math.round(deliveries)} deliveries/s (${published}/${WEBHOOK_EVENTS} in ${webhookSeconds.toFixed(1)} s)`);
-    // The soak below measures what payout_c64 measures (the API process alone), not payouts competing
-    // with a worker that settles them: stop the worker.
+    // The payroll and soak runs start workers of their own: this one would compete with them.
     await new Promise((resolve) => {
       worker.once('exit', resolve);
       worker.kill('SIGTERM');
@@ -353,56 +354,26 @@ async function main(): Promise<void> {
     }
 
     // The headline: a payroll settled and notified end to end, with every role running.
+    const payrollContext: PayrollContext = {
+      db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
+      freePort, waitReady, load, api, log, rssMb,
+      startService: (serviceEnv) => startProcess([SERVICE], serviceEnv),
+      stop: (child) => new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+      seedQuotes: (tenantId, count) => seedQuotes(db, tenantId, count),
+      seedBeneficiaries: (tenantId, count) => seedBeneficiaries(db, tenantId, count),
+      quiesce: () => quiesce(db),
+    };
     const payroll: Record<string, PayrollFigures> = {};
     if (runs('payroll')) {
-      const context: PayrollContext = {
-        db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
-        freePort, waitReady, load, api, log, rssMb,
-        startService: (serviceEnv) => startProcess([SERVICE], serviceEnv),
-        stop: (child) => new Promise<void>((resolve) => {
-          if (child.exitCode !== null) return resolve();
-          child.once('exit', () => resolve());
-          child.kill('SIGTERM');
-        }),
-        seedQuotes: (tenantId, count) => seedQuotes(db, tenantId, count),
-        seedBeneficiaries: (tenantId, count) => seedBeneficiaries(db, tenantId, count),
-        quiesce: () => quiesce(db),
-      };
-      for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(context, topology, PAYROLL_PAYOUTS);
+      for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
     }
 
-    if (SOAK_S > 0) {
-      const quotes = await seedQuotes(db, tenant.id, Math.ceil((SOAK_S + SOAK_WARMUP_MS / 1000) * 2500));
-      await quiesce(db);
-      // RSS every 10 s from the start of the warm-up. The baseline is the sample at the end of the
-      // warm-up: the heap grows to its working size in the first seconds of load, which is not a leak.
-      const rssStart = rssMb(service.pid!);
-      const rssSamples: number[] = [rssStart];
-      const sampler = setInterval(() => rssSamples.push(rssMb(service.pid!)), 10_000);
-      const soak = await load({
-        origin, concurrency: 64, warmupMs: SOAK_WARMUP_MS, durationMs: SOAK_S * 1000, expectStatus: [201],
-        requests: quotes.map((quoteId, i) => ({
-          method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `bench-soak-${i}` },
-          body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: beneficiaryIds[i % beneficiaryIds.length], sender: SENDER }),
-        })),
-      });
-      clearInterval(sampler);
-      const rssAfter = rssMb(service.pid!);
-      rssSamples.push(rssAfter);
-      const rssBefore = rssSamples[SOAK_WARMUP_MS / 10_000]!;
-      const half = rssSamples[Math.floor((SOAK_WARMUP_MS / 10_000 + rssSamples.length - 1) / 2)]!;
-      scenarios.payout_soak = scenario(soak, ceilingB[64]!.throughputPerS, {
-        seconds: SOAK_S,
-        warmup_seconds: SOAK_WARMUP_MS / 1000,
-        rss_mb_at_start: rssStart,
-        rss_mb_before: rssBefore,
-        rss_mb_after: rssAfter,
-        rss_growth: Number(((rssAfter - rssBefore) / rssBefore).toFixed(3)),
-        rss_growth_second_half: Number(((rssAfter - half) / half).toFixed(3)),
-        rss_mb_samples: rssSamples,
-      });
-      log(`soak: ${Math.round(soak.throughputPerS)}/s for ${SOAK_S} s after ${SOAK_WARMUP_MS / 1000} s of warm-up, errors ${soak.errors}; RSS MB every 10 s: ${rssSamples.join(' ')}; growth after warm-up ${(100 * (rssAfter - rssBefore) / rssBefore).toFixed(1)} %`);
-    }
+    // Memory over a long run, in the payroll setup (an api process and a worker).
+    const soak = SOAK_S > 0 ? await runSoak(payrollContext, SOAK_S, SOAK_WARMUP_MS, SOAK_PAYOUTS_PER_S) : undefined;
 
     let startup: StartupFigures | undefined;
     if (runs('startup')) {
@@ -428,6 +399,7 @@ async function main(): Promise<void> {
       },
       scenarios,
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
+      ...(soak ? { soak } : {}),
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
@@ -439,6 +411,12 @@ async function main(): Promise<void> {
       );
     }
     if (Object.keys(payroll).length > 0) process.stdout.write('\n');
+    if (soak) {
+      process.stdout.write(
+        `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +
+          Object.entries(soak.rss).map(([role, r]) => `${role} ${(100 * r.growth).toFixed(1)} % (${r.mb_before} → ${r.mb_after} MB)`).join(', ') + '\n',
+      );
+    }
     if (startup) {
       process.stdout.write(
         `\nstartup (first answer): PostgreSQL restart ${startup.postgres_restart_ms} ms (target ≤ ${startup.targets.postgres_restart_ms}; npm start ${startup.postgres_restart_npm_start_ms} ms), ` +

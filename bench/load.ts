@@ -19,6 +19,16 @@ export interface LoadJob {
   flow?: { apiKey: string; beneficiaryIds: string[]; sender: Record<string, string>; deliverAmount: number };
 }
 
+/** The figures every measured scenario reports (results.json), each against its ceiling. */
+export interface ScenarioFigures {
+  throughput_per_s: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  ceiling_throughput_per_s: number;
+  ratio: number;
+}
+
 export interface LoadResult {
   requests: number;
   errors: number;

@@ -6,7 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import { request } from 'undici';
-import type { LoadJob, LoadResult } from './load.ts';
+import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 
 /** Bound of the wait for every payout to settle and every webhook to arrive. */
 const RESOLVE_TIMEOUT_MS = 10 * 60_000;
@@ -153,16 +153,10 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
   }
 }
 
-export interface SoakFigures {
+export interface SoakFigures extends ScenarioFigures {
   topology: 'api+worker';
   seconds: number;
   warmup_seconds: number;
-  throughput_per_s: number;
-  p50_ms: number;
-  p99_ms: number;
-  errors: number;
-  ceiling_throughput_per_s: number;
-  ratio: number;
   /** Per process: RSS every 10 s from the start of the warm-up, and growth from its end to the end. */
   rss: Record<string, { mb_samples: number[]; mb_before: number; mb_after: number; growth: number; growth_second_half: number }>;
 }

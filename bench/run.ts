@@ -11,7 +11,7 @@ import pg from 'pg';
 import { request } from 'undici';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
-import type { LoadJob, LoadResult } from './load.ts';
+import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
 import { runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
 
@@ -33,13 +33,7 @@ const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
 const STATEMENT_CONCURRENCY = 4;
 const SENDER = { nationalId: 'V12345678', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
 
-interface Scenario {
-  throughput_per_s: number;
-  p50_ms: number;
-  p99_ms: number;
-  errors: number;
-  ceiling_throughput_per_s: number;
-  ratio: number;
+interface Scenario extends ScenarioFigures {
   [extra: string]: unknown;
 }
 

@@ -16,7 +16,7 @@ describe('configuration', () => {
     assert.equal(config.idempotencyTtlHours, 24);
     assert.equal(config.role, 'all');
     assert.equal(config.bootstrap, true);
-    assert.equal(config.authFailureLimit, 20);
+    assert.equal(config.authFailureLimit, 300);
     assert.equal(config.authFailureWindowS, 60);
   });
 
@@ -54,8 +54,8 @@ describe('configuration', () => {
     ['BOOTSTRAP', 'maybe', /BOOTSTRAP accepts on or off/],
     ['PLATFORM_API_KEY', 'short', /PLATFORM_API_KEY accepts bsk_platform_/],
     ['IDEMPOTENCY_TTL_HOURS', '1.5', /IDEMPOTENCY_TTL_HOURS accepts an integer/],
-    ['AUTH_FAILURE_LIMIT', '-1', /AUTH_FAILURE_LIMIT accepts an integer from 0 to 1000/],
-    ['AUTH_FAILURE_LIMIT', '5000', /AUTH_FAILURE_LIMIT/],
+    ['AUTH_FAILURE_LIMIT', '-1', /AUTH_FAILURE_LIMIT accepts an integer from 0 to 100000/],
+    ['AUTH_FAILURE_LIMIT', '200000', /AUTH_FAILURE_LIMIT/],
     ['AUTH_FAILURE_WINDOW_S', '0', /AUTH_FAILURE_WINDOW_S accepts an integer from 1 to 86400/],
   ];
   for (const [name, value, message] of bad) {

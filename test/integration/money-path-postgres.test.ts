@@ -4,47 +4,32 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
-import { assertEnvelope, client, createTestDatabase, ENGINE, startTestApp, type Client, type TestApp, type TestDatabase } from '../support/harness.ts';
+import { assertEnvelope, client, ENGINE, startInstances, type Client, type Instances, type TestApp, type TestDatabase } from '../support/harness.ts';
 import { assertLedgerBalanced, beneficiary, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '1000', SANDBOX_REVERSE_DELAY_MS: '1000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '500' };
 const INSTANCES = 3;
 
 describe('the money path on PostgreSQL, from several instances at once', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the embedded engine has one connection, so no race' : false }, () => {
+  let instances: Instances;
+  let apps: TestApp[];
   let database: TestDatabase;
   let clock: ManualClock;
-  const extraPools: PostgresDatabase[] = [];
-  const apps: TestApp[] = [];
   let admin: Client;
 
   before(async () => {
-    database = await createTestDatabase();
     clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
-    apps.push(await startTestApp({ database, clock, env: ENV }));
-    for (let i = 1; i < INSTANCES; i += 1) {
-      const pool = new PostgresDatabase(database.url!, 20);
-      extraPools.push(pool);
-      apps.push(await startTestApp({ database: { db: pool, drop: async () => undefined }, clock, env: ENV }));
-    }
+    instances = await startInstances(INSTANCES, { clock, env: ENV });
+    ({ apps, database } = instances);
     // The last instance started synchronised the platform key.
     admin = client(apps[INSTANCES - 1]!.app, apps[INSTANCES - 1]!.platformKey);
   });
 
   after(async () => {
-    for (const app of apps) await app.app.close();
-    for (const pool of extraPools) await pool.close();
-    await database.db.close();
-    // Every connection is gone, so PostgreSQL has flushed its statistics for this database.
-    const check = new pg.Client({ connectionString: database.url });
-    await check.connect();
-    const { rows } = await check.query(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
-    await check.end();
-    await database.drop();
     // Counted over the whole file: every test above ran its races on this database.
-    assert.equal(rows[0].n, 0, 'no deadlock was ever detected on this database');
+    assert.equal(await instances.close(), 0, 'no deadlock was ever detected on this database');
   });
 
   /** A tenant, and a client for it on each instance. */

@@ -2,19 +2,17 @@
 // sandbox rail's record rewritten with it, and never a second, different outcome afterwards.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import pg from 'pg';
-import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import {
   assertEnvelope,
   client,
   createTenant,
-  createTestDatabase,
   ENGINE,
+  startInstances,
   startTestApp,
   type Client,
+  type Instances,
   type TestApp,
-  type TestDatabase,
 } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, reaperOf, type FundedTenant } from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
@@ -398,28 +396,17 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
 });
 
 describe('sandbox simulation from several instances on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the embedded engine has one connection, so two instances cannot race' : false }, () => {
-  let database: TestDatabase;
+  let instances: Instances;
+  let apps: TestApp[];
   let clock: ManualClock;
-  const apps: TestApp[] = [];
-  let extra: PostgresDatabase;
 
   before(async () => {
-    database = await createTestDatabase();
     clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
-    apps.push(await startTestApp({ database, clock, env: ENV }));
-    extra = new PostgresDatabase(database.url!, 20);
-    apps.push(await startTestApp({ database: { db: extra, drop: async () => undefined }, clock, env: ENV }));
+    instances = await startInstances(2, { clock, env: ENV });
+    apps = instances.apps;
   });
   after(async () => {
-    for (const app of apps) await app.app.close();
-    await extra.close();
-    await database.db.close();
-    const check = new pg.Client({ connectionString: database.url });
-    await check.connect();
-    const { rows } = await check.query(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
-    await check.end();
-    await database.drop();
-    assert.equal(rows[0].n, 0, 'no deadlock was ever detected on this database');
+    assert.equal(await instances.close(), 0, 'no deadlock was ever detected on this database');
   });
 
   it('two instances simulate the same payments at once: per payment one 200, one 409, one event, the ledger balanced', async () => {

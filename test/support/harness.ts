@@ -157,3 +157,42 @@ export function assertEnvelope(
   assert.equal(typeof response.body.error.type, 'string');
   assert.equal(response.body.error.request_id, response.headers['x-request-id']);
 }
+
+export interface Instances {
+  database: TestDatabase;
+  /** Every instance, each with its own pool on the same database (as several processes would). */
+  apps: TestApp[];
+  /**
+   * Closes every instance and drops the database; answers how many deadlocks PostgreSQL detected on
+   * it (read once every connection is gone, so its statistics are flushed).
+   */
+  close(): Promise<number>;
+}
+
+/** `count` app instances on one fresh PostgreSQL database (DATABASE_URL must be set). */
+export async function startInstances(count: number, options: Omit<Parameters<typeof startTestApp>[0] & object, 'database'> = {}): Promise<Instances> {
+  const database = await createTestDatabase();
+  if (!database.url) throw new Error('startInstances needs a PostgreSQL server (DATABASE_URL)');
+  const pools: PostgresDatabase[] = [];
+  const apps = [await startTestApp({ ...options, database })];
+  for (let i = 1; i < count; i += 1) {
+    const pool = new PostgresDatabase(database.url, 20);
+    pools.push(pool);
+    apps.push(await startTestApp({ ...options, database: { db: pool, drop: async () => undefined } }));
+  }
+  return {
+    database,
+    apps,
+    async close() {
+      for (const app of apps) await app.app.close();
+      for (const pool of pools) await pool.close();
+      await database.db.close();
+      const check = new pg.Client({ connectionString: database.url });
+      await check.connect();
+      const { rows } = await check.query<{ n: number }>(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
+      await check.end();
+      await database.drop();
+      return rows[0]!.n;
+    },
+  };
+}

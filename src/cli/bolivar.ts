@@ -231,6 +231,9 @@ const COMMANDS: Command[] = [
   },
 ];
 
+/** The commands' names, as typed after `bolivar` (docs/admin.md lists each; a test checks it). */
+export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);
+
 function usageLine(command: Command): string {
   const parts = Object.entries(command.flags).map(([name, flag]) => {
     const text = flag.type === 'boolean' ? `--${name}` : `--${name} ${flag.value ?? 'VALUE'}`;

@@ -1,31 +1,293 @@
 // The operator CLI: the admin API from a terminal. It talks HTTP to a running
 // service (BOLIVAR_URL, default http://localhost:$PORT) with PLATFORM_API_KEY, or the platform key
 // the first start wrote to $DATA_DIR/bootstrap.json; `migrate` and `config` need no service.
+//
+// Every command has its own `--help`. Failures are one line on stderr, never a stack trace: a usage
+// mistake exits 2, anything else (the service unreachable, an error answer, no platform key) exits 1.
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { CONFIG_DOC, ConfigError, loadConfig } from '../config.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
 
-const USAGE = `bolivar <command> [options]
+/** How long one call to the service may take before the CLI gives up. */
+const CALL_TIMEOUT_MS = 30_000;
 
-  tenants create --name NAME [--credit] [--credit-limit N] [--fee-bps N] [--fee-fixed N] [--spread-bps N]
-  tenants get --tenant ID
-  keys issue --tenant ID --mode test|live [--scopes a,b]
-  keys revoke --key-id ID
-  fund --tenant ID --mode test|live --amount MINOR [--asset BS]
-  close --tenant ID --mode test|live
-  rates set --asset USD|USDC|VESC --market DECIMAL
-  webhook set --tenant ID --mode test|live --url URL
-  webhook rotate --tenant ID --mode test|live
-  limits add --scope platform|tenant|customer|beneficiary [--tenant ID] [--subject ID] --method M --per-tx N --daily N [--monthly N] [--daily-count N]
-  limits list [--tenant ID]
-  migrate                 apply pending migrations (DATABASE_URL or the embedded database)
-  config                  list the environment variables the service reads
+const ENVIRONMENT = `Environment:
+  BOLIVAR_URL        base URL of the running service (default http://localhost:$PORT; PORT defaults to 3000)
+  PLATFORM_API_KEY   the platform key (default: platformApiKey in $DATA_DIR/bootstrap.json; DATA_DIR defaults to ./data)`;
 
-Environment: BOLIVAR_URL (default http://localhost:$PORT), PLATFORM_API_KEY (else data/bootstrap.json).`;
+interface Flag {
+  type: 'string' | 'boolean';
+  /** Placeholder shown in the usage line, for a string flag. */
+  value?: string;
+  required?: boolean;
+  description: string;
+}
+
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  name: string;
+  summary: string;
+  /** Extra lines of help after the summary. */
+  details?: string;
+  flags: Record<string, Flag>;
+  run(values: Values): Promise<unknown>;
+}
+
+/** A mistake in how the CLI was called: exit 2, with a pointer to the help. */
+class UsageError extends Error {}
+
+/** Anything else that stops a command (the service, the key, the database): exit 1. */
+class CliError extends Error {}
+
+const TENANT: Flag = { type: 'string', value: 'ID', required: true, description: 'the tenant id' };
+const MODE: Flag = { type: 'string', value: 'test|live', required: true, description: 'the mode (program) it applies to' };
+
+const COMMANDS: Command[] = [
+  {
+    name: 'tenants create',
+    summary: 'Create a customer tenant (POST /v1/admin/tenants)',
+    details: 'Defaults: prefunded, fee 100 bps + 0, spread 50 bps, no credit ceiling.',
+    flags: {
+      name: { type: 'string', value: 'NAME', required: true, description: 'display name, 1 to 200 characters' },
+      credit: { type: 'boolean', description: 'a credit tenant (daily close) instead of a prefunded one' },
+      'credit-limit': { type: 'string', value: 'MINOR', description: 'BS credit ceiling in minor units (none when omitted)' },
+      'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000 (default 100)' },
+      'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units (default 0)' },
+      'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999 (default 50)' },
+    },
+    run: (v) =>
+      call('POST', '/v1/admin/tenants', {
+        name: v.name,
+        ...(v.credit ? { creditEnabled: true } : {}),
+        creditLimit: int(v['credit-limit'], 'credit-limit'),
+        feeBps: int(v['fee-bps'], 'fee-bps'),
+        feeFixed: int(v['fee-fixed'], 'fee-fixed'),
+        spreadBps: int(v['spread-bps'], 'spread-bps'),
+      }),
+  },
+  {
+    name: 'tenants list',
+    summary: 'List customer tenants, newest first (GET /v1/admin/tenants)',
+    details: 'Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one, or use --all.',
+    flags: {
+      limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25; 100 with --all)' },
+      cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
+      all: { type: 'boolean', description: 'read every page and print all tenants as one list' },
+    },
+    run: async (v) => {
+      const limit = int(v.limit, 'limit');
+      const query = (cursor: string | undefined, size: number | undefined) => {
+        const params = new URLSearchParams();
+        if (size !== undefined) params.set('limit', String(size));
+        if (cursor !== undefined) params.set('cursor', cursor);
+        const text = params.toString();
+        return `/v1/admin/tenants${text ? `?${text}` : ''}`;
+      };
+      if (!v.all) return call('GET', query(v.cursor as string | undefined, limit));
+      const data: unknown[] = [];
+      let cursor = v.cursor as string | undefined;
+      do {
+        const page = (await call('GET', query(cursor, limit ?? 100))) as { data: unknown[]; next_cursor: string | null };
+        data.push(...page.data);
+        cursor = page.next_cursor ?? undefined;
+      } while (cursor !== undefined);
+      return { data, has_more: false, next_cursor: null };
+    },
+  },
+  {
+    name: 'tenants get',
+    summary: "Read one tenant's settings (GET /v1/admin/tenants/{id})",
+    flags: { tenant: TENANT },
+    run: (v) => call('GET', `/v1/admin/tenants/${segment(v.tenant)}`),
+  },
+  {
+    name: 'keys issue',
+    summary: 'Issue an API key for a tenant (POST /v1/admin/tenants/{id}/api-keys)',
+    details: 'The key is printed once; only its prefix and last 4 characters are kept readable.',
+    flags: {
+      tenant: TENANT,
+      mode: { ...MODE, description: 'test (sandbox rail) or live' },
+      scopes: { type: 'string', value: 'a,b', description: 'comma-separated scopes (default: all eight customer scopes)' },
+    },
+    run: (v) =>
+      call('POST', `/v1/admin/tenants/${segment(v.tenant)}/api-keys`, {
+        mode: v.mode,
+        ...(v.scopes ? { scopes: (v.scopes as string).split(',').map((s) => s.trim()) } : {}),
+      }),
+  },
+  {
+    name: 'keys revoke',
+    summary: 'Revoke an API key (DELETE /v1/admin/api-keys/{id})',
+    details: 'The key fails with api_key_invalid from the next request, on every process.',
+    flags: { 'key-id': { type: 'string', value: 'ID', required: true, description: 'the id of the key (not the key itself)' } },
+    run: (v) => call('DELETE', `/v1/admin/api-keys/${segment(v['key-id'])}`),
+  },
+  {
+    name: 'fund',
+    summary: "Credit a tenant's prefunding balance (POST /v1/admin/tenants/{id}/fundings)",
+    details:
+      'Prints the treasury position of that asset afterwards. Each run sends a new Idempotency-Key, so two runs are two\n' +
+      'fundings; to retry one safely (an answer lost on the way), give the same --idempotency-key both times.',
+    flags: {
+      tenant: TENANT,
+      mode: MODE,
+      amount: { type: 'string', value: 'MINOR', required: true, description: 'integer minor units (5000000 = 50,000.00 Bs)' },
+      asset: { type: 'string', value: 'ASSET', description: 'BS (default), USD, USDC or VESC' },
+      'idempotency-key': { type: 'string', value: 'KEY', description: 'the Idempotency-Key to send (default: a new one per run)' },
+    },
+    run: (v) =>
+      call(
+        'POST',
+        `/v1/admin/tenants/${segment(v.tenant)}/fundings`,
+        { mode: v.mode, asset: v.asset ?? 'BS', amount: int(v.amount, 'amount') },
+        { 'idempotency-key': (v['idempotency-key'] as string | undefined) ?? `cli-${randomUUID()}` },
+      ),
+  },
+  {
+    name: 'close',
+    summary: 'Run the daily close of a tenant now, every asset (POST /v1/admin/tenants/{id}/close)',
+    flags: { tenant: TENANT, mode: MODE },
+    run: (v) => call('POST', `/v1/admin/tenants/${segment(v.tenant)}/close`, { mode: v.mode }),
+  },
+  {
+    name: 'rates set',
+    summary: 'Set the market rate of an asset, in BS per unit (PUT /v1/admin/rates/{asset})',
+    flags: {
+      asset: { type: 'string', value: 'USD|USDC|VESC', required: true, description: 'the asset priced in BS' },
+      market: { type: 'string', value: 'DECIMAL', required: true, description: 'BS per 1 unit, e.g. 930.50 (at most 8 decimals)' },
+    },
+    run: (v) => call('PUT', `/v1/admin/rates/${segment(v.asset)}`, { market: v.market }),
+  },
+  {
+    name: 'webhook set',
+    summary: "Set a program's webhook endpoint (PUT /v1/admin/tenants/{id}/webhook-endpoint)",
+    details: 'The first call creates the signing secret and prints it; later calls change the URL and keep the secret.',
+    flags: { tenant: TENANT, mode: MODE, url: { type: 'string', value: 'URL', required: true, description: 'http:// or https:// URL (live mode: public hosts only)' } },
+    run: (v) => call('PUT', `/v1/admin/tenants/${segment(v.tenant)}/webhook-endpoint`, { mode: v.mode, url: v.url }),
+  },
+  {
+    name: 'webhook rotate',
+    summary: "Rotate a program's webhook signing secret (POST /v1/admin/tenants/{id}/webhook-endpoint/rotate-secret)",
+    details: 'The old secret keeps signing, as the second signature, until previousSecretExpiresAt.',
+    flags: { tenant: TENANT, mode: MODE },
+    run: (v) => call('POST', `/v1/admin/tenants/${segment(v.tenant)}/webhook-endpoint/rotate-secret`, { mode: v.mode }),
+  },
+  {
+    name: 'limits add',
+    summary: 'Create a limit rule (POST /v1/admin/limit-rules)',
+    details: 'A rule for the same scope, tenant, subject and method replaces the previous one. Amounts are delivered BS, minor units.',
+    flags: {
+      scope: { type: 'string', value: 'platform|tenant|customer|beneficiary', required: true, description: 'whom the rule applies to' },
+      tenant: { type: 'string', value: 'ID', description: 'the tenant id (every scope but platform)' },
+      subject: { type: 'string', value: 'ID', description: 'the customerId or beneficiary id (customer and beneficiary scopes)' },
+      method: { type: 'string', value: "pago_movil|transferencia|'*'", required: true, description: 'the instrument, or * for any' },
+      'per-tx': { type: 'string', value: 'MINOR', required: true, description: 'largest single payout' },
+      daily: { type: 'string', value: 'MINOR', required: true, description: 'delivered per Caracas day' },
+      monthly: { type: 'string', value: 'MINOR', description: 'delivered per Caracas month (none when omitted)' },
+      'daily-count': { type: 'string', value: 'N', description: 'payouts per Caracas day (none when omitted)' },
+    },
+    run: (v) =>
+      call('POST', '/v1/admin/limit-rules', {
+        scope: v.scope,
+        tenantId: v.tenant,
+        subjectId: v.subject,
+        method: v.method,
+        per_tx_max: int(v['per-tx'], 'per-tx'),
+        daily_max: int(v.daily, 'daily'),
+        monthly_max: int(v.monthly, 'monthly'),
+        daily_count_max: int(v['daily-count'], 'daily-count'),
+      }),
+  },
+  {
+    name: 'limits list',
+    summary: 'List the live limit rules, oldest first (GET /v1/admin/limit-rules)',
+    flags: { tenant: { type: 'string', value: 'ID', description: "only the rules that can apply to this tenant (its own and the platform's)" } },
+    run: (v) => call('GET', `/v1/admin/limit-rules${v.tenant ? `?tenantId=${encodeURIComponent(v.tenant as string)}` : ''}`),
+  },
+  {
+    name: 'migrate',
+    summary: 'Apply pending migrations (DATABASE_URL, or the embedded database in DATA_DIR); needs no running service',
+    flags: {},
+    run: async () => {
+      const db = await openDatabase(loadConfig());
+      try {
+        return await migrate(db);
+      } finally {
+        await db.close();
+      }
+    },
+  },
+  {
+    name: 'config',
+    summary: 'List the environment variables the service reads, with their defaults; needs no running service',
+    flags: {},
+    run: async () => Object.fromEntries(CONFIG_DOC.map(([name, fallback, meaning]) => [name, `${meaning} (default ${fallback})`])),
+  },
+];
+
+/** The commands' names, as typed after `bolivar` (docs/admin.md lists each; a test checks it). */
+export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);
+
+function usageLine(command: Command): string {
+  const parts = Object.entries(command.flags).map(([name, flag]) => {
+    const text = flag.type === 'boolean' ? `--${name}` : `--${name} ${flag.value ?? 'VALUE'}`;
+    return flag.required ? text : `[${text}]`;
+  });
+  return ['bolivar', command.name, ...parts].join(' ');
+}
+
+function commandHelp(command: Command): string {
+  const rows: Array<[string, string]> = Object.entries(command.flags).map(([name, flag]) => [
+    flag.type === 'boolean' ? `--${name}` : `--${name} ${flag.value ?? 'VALUE'}`,
+    `${flag.description}${flag.required ? ' (required)' : ''}`,
+  ]);
+  rows.push(['--help', 'show this help']);
+  const width = Math.max(...rows.map(([left]) => left.length));
+  return [
+    `Usage: ${usageLine(command)}`,
+    '',
+    command.summary + '.',
+    ...(command.details ? [command.details] : []),
+    '',
+    'Flags:',
+    ...rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`),
+    '',
+    ENVIRONMENT,
+  ].join('\n');
+}
+
+function overview(commands: readonly Command[] = COMMANDS, heading = 'Usage: bolivar <command> [flags]'): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  return [
+    heading,
+    '',
+    'Commands:',
+    ...commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    '',
+    'Run "bolivar <command> --help" for the flags of a command.',
+    '',
+    ENVIRONMENT,
+  ].join('\n');
+}
+
+const wantsHelp = (args: readonly string[]) => args.includes('--help') || args.includes('-h');
+
+/** The URL path segment of an id given on the command line (kept whole, never a path of its own). */
+function segment(value: string | boolean | undefined): string {
+  return encodeURIComponent(String(value));
+}
+
+function int(value: string | boolean | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^\d+$/.test(value)) throw new UsageError(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
 
 function platformKey(): string {
   if (process.env.PLATFORM_API_KEY) return process.env.PLATFORM_API_KEY;
@@ -36,114 +298,168 @@ function platformKey(): string {
   } catch {
     // fall through
   }
-  throw new Error(`no platform key: set PLATFORM_API_KEY (or start the service once to create ${file})`);
+  throw new CliError(`no platform key: set PLATFORM_API_KEY, or start the service once to create ${file}`);
+}
+
+function serviceBase(): { base: string; source: string } {
+  const given = process.env.BOLIVAR_URL;
+  const raw = given || `http://localhost:${process.env.PORT || 3000}`;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`BOLIVAR_URL=${JSON.stringify(raw)} is not a URL; give the service's base URL, such as http://localhost:3000`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new UsageError(`BOLIVAR_URL=${JSON.stringify(raw)} is not an http:// or https:// URL; give the service's base URL, such as http://localhost:3000`);
+  }
+  return { base: raw.replace(/\/+$/, ''), source: given ? 'BOLIVAR_URL' : 'the default; BOLIVAR_URL is not set' };
+}
+
+const NETWORK_REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host name lookup failed',
+  ECONNRESET: 'connection reset',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/** The system error code behind a failed fetch (undici puts it on `cause`, or on each error of an AggregateError). */
+function networkCode(error: unknown): string | undefined {
+  const cause = (error as { cause?: { code?: unknown; errors?: Array<{ code?: unknown }> } })?.cause;
+  const code = cause?.code ?? cause?.errors?.find((e) => typeof e?.code === 'string')?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** One line for an error answer: status, code, message and request id, from the error envelope when there is one. */
+function errorAnswer(status: number, text: string, url: string): string {
+  try {
+    const { error } = JSON.parse(text) as { error?: { code?: string; message?: string; request_id?: string } };
+    if (error?.code) return `${status} ${error.code}: ${error.message ?? ''}${error.request_id ? ` (request_id ${error.request_id})` : ''}`;
+  } catch {
+    // not the envelope: shown as text below
+  }
+  const body = text.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return `HTTP ${status} from ${url}${body ? `: ${body}` : ''} (is BOLIVAR_URL the Bolivar service?)`;
 }
 
 async function call(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
-  const base = (process.env.BOLIVAR_URL ?? `http://localhost:${process.env.PORT ?? 3000}`).replace(/\/$/, '');
-  const response = await fetch(`${base}${route}`, {
-    method,
-    headers: { 'x-api-key': platformKey(), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  const parsed = text ? JSON.parse(text) : {};
-  if (!response.ok) throw new Error(`${response.status} ${JSON.stringify(parsed)}`);
-  return parsed;
-}
-
-const int = (value: string | undefined, name: string): number | undefined => {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value)) throw new Error(`--${name} must be an integer`);
-  return Number(value);
-};
-
-function need(value: string | undefined, name: string): string {
-  if (!value) throw new Error(`--${name} is required\n\n${USAGE}`);
-  return value;
-}
-
-async function main(argv: string[]): Promise<unknown> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      name: { type: 'string' }, tenant: { type: 'string' }, mode: { type: 'string' }, scopes: { type: 'string' },
-      'key-id': { type: 'string' }, amount: { type: 'string' }, asset: { type: 'string' }, market: { type: 'string' },
-      url: { type: 'string' }, credit: { type: 'boolean' }, 'credit-limit': { type: 'string' }, 'fee-bps': { type: 'string' },
-      'fee-fixed': { type: 'string' }, 'spread-bps': { type: 'string' }, scope: { type: 'string' }, subject: { type: 'string' },
-      method: { type: 'string' }, 'per-tx': { type: 'string' }, daily: { type: 'string' }, monthly: { type: 'string' },
-      'daily-count': { type: 'string' }, help: { type: 'boolean' },
-    },
-  });
-  const command = positionals.join(' ');
-  switch (command) {
-    case 'tenants create':
-      return call('POST', '/v1/admin/tenants', {
-        name: need(values.name, 'name'),
-        ...(values.credit ? { creditEnabled: true } : {}),
-        creditLimit: int(values['credit-limit'], 'credit-limit'),
-        feeBps: int(values['fee-bps'], 'fee-bps'),
-        feeFixed: int(values['fee-fixed'], 'fee-fixed'),
-        spreadBps: int(values['spread-bps'], 'spread-bps'),
-      });
-    case 'tenants get':
-      return call('GET', `/v1/admin/tenants/${need(values.tenant, 'tenant')}`);
-    case 'keys issue':
-      return call('POST', `/v1/admin/tenants/${need(values.tenant, 'tenant')}/api-keys`, {
-        mode: need(values.mode, 'mode'),
-        ...(values.scopes ? { scopes: values.scopes.split(',') } : {}),
-      });
-    case 'keys revoke':
-      return call('DELETE', `/v1/admin/api-keys/${need(values['key-id'], 'key-id')}`);
-    case 'fund':
-      return call(
-        'POST',
-        `/v1/admin/tenants/${need(values.tenant, 'tenant')}/fundings`,
-        { mode: need(values.mode, 'mode'), asset: values.asset ?? 'BS', amount: int(need(values.amount, 'amount'), 'amount') },
-        { 'idempotency-key': `cli-${randomUUID()}` },
-      );
-    case 'close':
-      return call('POST', `/v1/admin/tenants/${need(values.tenant, 'tenant')}/close`, { mode: need(values.mode, 'mode') });
-    case 'rates set':
-      return call('PUT', `/v1/admin/rates/${need(values.asset, 'asset')}`, { market: need(values.market, 'market') });
-    case 'webhook set':
-      return call('PUT', `/v1/admin/tenants/${need(values.tenant, 'tenant')}/webhook-endpoint`, { mode: need(values.mode, 'mode'), url: need(values.url, 'url') });
-    case 'webhook rotate':
-      return call('POST', `/v1/admin/tenants/${need(values.tenant, 'tenant')}/webhook-endpoint/rotate-secret`, { mode: need(values.mode, 'mode') });
-    case 'limits add':
-      return call('POST', '/v1/admin/limit-rules', {
-        scope: need(values.scope, 'scope'),
-        tenantId: values.tenant,
-        subjectId: values.subject,
-        method: need(values.method, 'method'),
-        per_tx_max: int(need(values['per-tx'], 'per-tx'), 'per-tx'),
-        daily_max: int(need(values.daily, 'daily'), 'daily'),
-        monthly_max: int(values.monthly, 'monthly'),
-        daily_count_max: int(values['daily-count'], 'daily-count'),
-      });
-    case 'limits list':
-      return call('GET', `/v1/admin/limit-rules${values.tenant ? `?tenantId=${values.tenant}` : ''}`);
-    case 'migrate': {
-      const db = await openDatabase(loadConfig());
-      try {
-        return await migrate(db);
-      } finally {
-        await db.close();
-      }
+  const { base, source } = serviceBase();
+  const key = platformKey();
+  const url = `${base}${route}`;
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method,
+      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+    });
+  } catch (error) {
+    if ((error as Error)?.name === 'TimeoutError') {
+      throw new CliError(`no answer from the service at ${base} (${source}) within ${CALL_TIMEOUT_MS / 1000} s`);
     }
-    case 'config':
-      return Object.fromEntries(CONFIG_DOC.map(([name, fallback, meaning]) => [name, `${meaning} (default ${fallback})`]));
-    default:
-      process.stdout.write(`${USAGE}\n`);
-      return values.help || command === '' ? undefined : Promise.reject(new Error(`unknown command: ${command}`));
+    const code = networkCode(error);
+    const why = code ? `${NETWORK_REASONS[code] ?? code}` : ((error as Error)?.message ?? String(error));
+    throw new CliError(
+      `cannot reach the service at ${base} (${source}): ${why}. Start it (npm start), or set BOLIVAR_URL to its base URL, e.g. BOLIVAR_URL=http://localhost:3000`,
+    );
+  }
+  const text = await response.text();
+  if (!response.ok) throw new CliError(errorAnswer(response.status, text, url));
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new CliError(`the answer from ${url} is not JSON (is BOLIVAR_URL the Bolivar service?)`);
   }
 }
 
-try {
-  const result = await main(process.argv.slice(2));
-  if (result !== undefined) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-} catch (error) {
-  process.stderr.write(`${error instanceof ConfigError ? error.message : `bolivar: ${(error as Error).message}`}\n`);
-  process.exit(1);
+/** Finds the command named by the leading words of argv: its own flags follow it. */
+function resolve(argv: readonly string[]): { command?: Command; rest: string[]; words: string[] } {
+  const words: string[] = [];
+  for (const arg of argv) {
+    if (arg.startsWith('-')) break;
+    words.push(arg);
+  }
+  for (const count of [2, 1]) {
+    const name = words.slice(0, count).join(' ');
+    const command = words.length >= count ? COMMANDS.find((c) => c.name === name) : undefined;
+    if (command) return { command, rest: argv.slice(count), words };
+  }
+  return { rest: [...argv], words };
+}
+
+function parseFlags(command: Command, rest: string[]): Values {
+  const hint = `see "bolivar ${command.name} --help"`;
+  let values: Values;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: Object.fromEntries(Object.entries(command.flags).map(([name, flag]) => [name, { type: flag.type }])),
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (error) {
+    const message = ((error as Error).message ?? String(error)).split('\n')[0]!.replace(/\. This command does not take positional arguments$/, '');
+    throw new UsageError(`${command.name}: ${message}; ${hint}`);
+  }
+  const missing = Object.entries(command.flags)
+    .filter(([name, flag]) => flag.required && (values[name] === undefined || values[name] === ''))
+    .map(([name]) => `--${name}`);
+  if (missing.length > 0) throw new UsageError(`${command.name}: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required; ${hint}`);
+  return values;
+}
+
+/** Runs the CLI; returns the exit code. Output goes to `out`, the one-line failure to `err`. */
+export async function runCli(argv: readonly string[], out: (text: string) => void, err: (text: string) => void): Promise<number> {
+  try {
+    const { command, rest, words } = resolve(argv);
+    if (!command) {
+      if (words.length === 0) {
+        // `bolivar`, `bolivar --help`: the overview.
+        if (argv.length > 0 && !wantsHelp(argv)) throw new UsageError(`give a command before ${argv[0]}; see "bolivar --help"`);
+        out(`${overview()}\n`);
+        return 0;
+      }
+      const group = COMMANDS.filter((c) => c.name.startsWith(`${words[0]} `));
+      if (group.length > 0 && words.length === 1) {
+        if (wantsHelp(argv)) {
+          out(`${overview(group, `Usage: bolivar ${words[0]} <${group.map((c) => c.name.split(' ')[1]).join('|')}> [flags]`)}\n`);
+          return 0;
+        }
+        throw new UsageError(`"${words[0]}" needs a subcommand: ${group.map((c) => c.name).join(', ')}; see "bolivar ${words[0]} --help"`);
+      }
+      throw new UsageError(`unknown command "${words.join(' ')}"; see "bolivar --help" for the list`);
+    }
+    if (wantsHelp(rest)) {
+      out(`${commandHelp(command)}\n`);
+      return 0;
+    }
+    const result = await command.run(parseFlags(command, rest));
+    if (result !== undefined) out(`${JSON.stringify(result, null, 2)}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      err(`bolivar: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      err(`bolivar: ${error.message}\n`);
+      return 1;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    err(`bolivar: ${message.replace(/\s*\n\s*/g, ' ')}\n`);
+    return 1;
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  process.exitCode = await runCli(
+    process.argv.slice(2),
+    (text) => process.stdout.write(text),
+    (text) => process.stderr.write(text),
+  );
 }

@@ -1,4 +1,5 @@
 import type { StoredCreditLimits } from '../../domain/credit.ts';
+import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 
 export interface TenantRow {
@@ -44,6 +45,34 @@ export async function insertTenant(db: Queryable, id: string, fields: TenantFiel
 export async function findTenant(db: Queryable, id: string): Promise<TenantRow | undefined> {
   const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
   return rows[0];
+}
+
+/** A listed tenant: its row and its exact creation time, the keyset position (a Date keeps only ms). */
+export type ListedTenantRow = TenantRow & { created_at_us: bigint };
+
+/**
+ * One page of customer tenants (never the platform tenant), newest first, strictly after `after` in
+ * (created_at DESC, id DESC) order. Reads `limit + 1` rows so the caller knows whether another page
+ * exists without a count. The tenants table is small (one row per customer): no index is needed for
+ * the sort.
+ */
+export async function listCustomerTenants(db: Queryable, page: { limit: number; after?: PagePosition }): Promise<ListedTenantRow[]> {
+  const params: unknown[] = [page.limit + 1];
+  let after = '';
+  if (page.after) {
+    params.push(microsToTimestamp(page.after.createdAtUs), page.after.id);
+    after = 'AND (created_at, id) < ($2::timestamptz, $3::uuid)';
+  }
+  // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
+  const { rows } = await db.query<ListedTenantRow>(
+    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us
+       FROM tenants
+      WHERE NOT is_platform ${after}
+      ORDER BY created_at DESC, id DESC
+      LIMIT $1`,
+    params,
+  );
+  return rows;
 }
 
 export async function updateTenant(db: Queryable, id: string, patch: Partial<TenantFields>): Promise<TenantRow | undefined> {

@@ -10,7 +10,12 @@ disburse (\`POST /v1/payouts\`). The rail is asynchronous: the usual payout answ
 outcome arrives by signed webhook.
 
 Amounts are integers in minor units (BS has 2 decimals): requests carry JSON integers, responses strings.
-Errors share one envelope \`{error: {type, code, message, request_id, meta?}}\`; branch on \`error.code\`.`;
+Errors share one envelope \`{error: {type, code, message, request_id, meta?}}\`; branch on \`error.code\`.
+
+Guides, in the service's repository: \`README.md\` (running it, a five-minute walk-through), \`docs/sandbox.md\`
+(test mode and every test national id), \`docs/webhooks.md\` (payloads, signatures, retries),
+\`docs/limits.md\` (caps, limit rules, usage), \`docs/treasury.md\` (ledger, credit, daily close),
+\`docs/admin.md\` (admin API and CLI), \`docs/errors.md\` (every error code).`;
 
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   for (const schema of componentSchemas()) app.addSchema(schema);

@@ -14,6 +14,8 @@ import {
   IssuedApiKey,
   RevokedApiKey,
   Tenant,
+  TenantList,
+  TenantListQuery,
   UpdateTenantBody,
 } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -91,6 +93,26 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         spreadBps: body.spreadBps,
       });
       return reply.code(201).send(tenantView(tenant));
+    },
+  );
+
+  app.get(
+    '/v1/admin/tenants',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminListTenants',
+        summary: 'List tenants',
+        description:
+          'Customer tenants (never the platform tenant), newest first (`createdAt`, then `id`, descending), each as `GET /v1/admin/tenants/{id}` returns it. Pass `next_cursor` as `cursor` for the next page; the cursor is opaque and stable while tenants are being created, so no tenant is skipped or repeated.',
+        querystring: TenantListQuery,
+        response: { 200: TenantList, ...errorResponses(400, 403) },
+      },
+    },
+    async (request) => {
+      const page = await tenants.list({ limit: request.query.limit ?? 25, cursor: request.query.cursor });
+      return { data: page.rows.map(tenantView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AmountString, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { AmountString, Component, DateTime, ModeSchema, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 import { CUSTOMER_SCOPES } from '../../domain/api-keys.ts';
 
 export const TenantContext = Component('TenantContext', Type.Object(
@@ -64,6 +64,20 @@ export const Tenant = Component('Tenant', Type.Object(
     updatedAt: DateTime(),
   },
 ));
+
+export const TenantList = Component(
+  'TenantList',
+  Type.Object(
+    {
+      data: Type.Array(Tenant),
+      has_more: Type.Boolean(),
+      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+    },
+    { description: 'One page of customer tenants, newest first' },
+  ),
+);
+
+export const TenantListQuery = Type.Object(PageQuery);
 
 export const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
   minItems: 1,

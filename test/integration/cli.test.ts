@@ -1,0 +1,197 @@
+// The operator CLI (`npx bolivar …`), spawned as an operator runs it (bin/bolivar.mjs) against a
+// listening test server, and against a port where nothing listens.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { client, startTestApp, type TestApp } from '../support/harness.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const BIN = path.join(ROOT, 'bin/bolivar.mjs');
+const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs the CLI asynchronously (the test server answers from this same process). The environment is
+ * only what is given, plus PATH: no key or URL leaks in from the shell that runs the tests.
+ */
+function bolivar(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** One line on stderr, prefixed `bolivar:`, and no stack trace. */
+function assertOneLine(run: Run, pattern: RegExp): void {
+  assert.match(run.stderr, /^bolivar: [^\n]+\n$/, `one line on stderr, got ${JSON.stringify(run.stderr)}`);
+  assert.match(run.stderr, pattern);
+  assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+}
+
+/** A port nothing listens on: bound by the OS, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('bolivar CLI', () => {
+  let t: TestApp;
+  let env: Record<string, string>;
+  // An empty working folder, so that no data/bootstrap.json of the repository is read.
+  const cwd = mkdtempSync(path.join(tmpdir(), 'bolivar-cli-'));
+
+  before(async () => {
+    t = await startTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = t.app.server.address() as { port: number };
+    env = { BOLIVAR_URL: `http://127.0.0.1:${port}`, PLATFORM_API_KEY: t.platformKey };
+  });
+  after(async () => {
+    await t.close();
+    rmSync(cwd, { recursive: true, force: true });
+  });
+
+  describe('help', () => {
+    it('--help lists every command, tenants list included, and exits 0', async () => {
+      const run = await bolivar(['--help'], {}, cwd);
+      assert.equal(run.code, 0, run.stderr);
+      for (const name of ['tenants create', 'tenants list', 'tenants get', 'keys issue', 'keys revoke', 'fund', 'close', 'rates set', 'webhook set', 'webhook rotate', 'limits add', 'limits list', 'migrate', 'config']) {
+        assert.match(run.stdout, new RegExp(`^  ${name} `, 'm'), name);
+      }
+      assert.match(run.stdout, /BOLIVAR_URL/);
+      assert.equal(run.stderr, '');
+    });
+
+    it('a command\'s --help prints its usage and flags, needs no service and no key', async () => {
+      const run = await bolivar(['fund', '--help'], { BOLIVAR_URL: `http://127.0.0.1:${await closedPort()}` }, cwd);
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stdout, /^Usage: bolivar fund --tenant ID --mode test\|live --amount MINOR \[--asset ASSET\] \[--idempotency-key KEY\]$/m);
+      for (const flag of ['--tenant', '--mode', '--amount', '--asset', '--idempotency-key', '--help']) assert.match(run.stdout, new RegExp(`^  ${flag}\\b`, 'm'), flag);
+      assert.doesNotMatch(run.stdout, /--per-tx/, 'only the flags of fund');
+      assert.equal(run.stderr, '');
+
+      const list = await bolivar(['tenants', 'list', '-h'], {}, cwd);
+      assert.equal(list.code, 0);
+      assert.match(list.stdout, /^Usage: bolivar tenants list \[--limit N\] \[--cursor CURSOR\] \[--all\]$/m);
+
+      const group = await bolivar(['tenants', '--help'], {}, cwd);
+      assert.equal(group.code, 0);
+      assert.match(group.stdout, /tenants create/);
+      assert.match(group.stdout, /tenants list/);
+      assert.doesNotMatch(group.stdout, /limits add/);
+    });
+
+    it('usage mistakes are one line naming the fix, exit 2, and send nothing', async () => {
+      const cases: Array<[string[], RegExp]> = [
+        [['fund', '--tenant', UNKNOWN_UUID], /fund: --mode, --amount are required; see "bolivar fund --help"/],
+        [['fund', '--tenant', UNKNOWN_UUID, '--mode', 'test', '--amount', '5', '--amout', '6'], /Unknown option '--amout'.*bolivar fund --help/],
+        [['fund', '--tenant', UNKNOWN_UUID, '--mode', 'test', '--amount', '1.5'], /--amount must be a non-negative integer/],
+        [['tenants'], /"tenants" needs a subcommand: tenants create, tenants list, tenants get/],
+        [['tenant', 'list'], /unknown command "tenant list"; see "bolivar --help"/],
+      ];
+      for (const [args, pattern] of cases) {
+        const run = await bolivar(args, env, cwd);
+        assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+        assertOneLine(run, pattern);
+        assert.equal(run.stdout, '');
+      }
+      assert.deepEqual((await client(t.app, t.platformKey).get('/v1/admin/tenants')).body.data, [], 'nothing was created');
+    });
+  });
+
+  describe('against the service', () => {
+    it('tenants create, list and get; fund; the answers are the API answers as JSON', async () => {
+      const created: string[] = [];
+      for (const name of ['Uno', 'Dos', 'Tres']) {
+        const run = await bolivar(['tenants', 'create', '--name', name, '--fee-bps', '80'], env, cwd);
+        assert.equal(run.code, 0, run.stderr);
+        const tenant = JSON.parse(run.stdout);
+        assert.equal(tenant.name, name);
+        assert.equal(tenant.feeBps, 80);
+        created.push(tenant.id);
+      }
+
+      const page = await bolivar(['tenants', 'list', '--limit', '2'], env, cwd);
+      assert.equal(page.code, 0, page.stderr);
+      const first = JSON.parse(page.stdout);
+      assert.deepEqual(first.data.map((row: { id: string }) => row.id), [created[2], created[1]]);
+      assert.equal(first.has_more, true);
+      const next = JSON.parse((await bolivar(['tenants', 'list', '--limit', '2', '--cursor', first.next_cursor], env, cwd)).stdout);
+      assert.deepEqual(next.data.map((row: { id: string }) => row.id), [created[0]]);
+      assert.equal(next.next_cursor, null);
+
+      const all = JSON.parse((await bolivar(['tenants', 'list', '--all', '--limit', '1'], env, cwd)).stdout);
+      assert.deepEqual(all, { data: (await client(t.app, t.platformKey).get('/v1/admin/tenants')).body.data, has_more: false, next_cursor: null });
+
+      const got = await bolivar(['tenants', 'get', '--tenant', created[0]!], env, cwd);
+      assert.deepEqual(JSON.parse(got.stdout), (await client(t.app, t.platformKey).get(`/v1/admin/tenants/${created[0]}`)).body);
+
+      const funded = await bolivar(['fund', '--tenant', created[0]!, '--mode', 'test', '--amount', '500000000', '--idempotency-key', 'cli-test-1'], env, cwd);
+      assert.equal(funded.code, 0, funded.stderr);
+      assert.equal(JSON.parse(funded.stdout).prefundingBalance, '500000000');
+      // The same key again is a replay, not a second funding.
+      const again = await bolivar(['fund', '--tenant', created[0]!, '--mode', 'test', '--amount', '500000000', '--idempotency-key', 'cli-test-1'], env, cwd);
+      assert.equal(JSON.parse(again.stdout).prefundingBalance, '500000000');
+    });
+
+    it('an error answer is one line with its status, code, message and request id; exit 1', async () => {
+      const run = await bolivar(['tenants', 'get', '--tenant', UNKNOWN_UUID], env, cwd);
+      assert.equal(run.code, 1);
+      assertOneLine(run, /^bolivar: 404 resource_not_found: No such tenant\. \(request_id req_[0-9a-f]{32}\)\n$/);
+      assert.equal(run.stdout, '');
+
+      const invalid = await bolivar(['tenants', 'list', '--cursor', 'garbage'], env, cwd);
+      assert.equal(invalid.code, 1);
+      assertOneLine(invalid, /^bolivar: 400 validation_failed: cursor: must be the next_cursor/);
+
+      const wrongKey = await bolivar(['tenants', 'list'], { ...env, PLATFORM_API_KEY: `bsk_platform_${'x'.repeat(40)}` }, cwd);
+      assert.equal(wrongKey.code, 1);
+      assertOneLine(wrongKey, /^bolivar: 401 api_key_invalid: /);
+    });
+
+    it('without a platform key it says where the key comes from', async () => {
+      const run = await bolivar(['tenants', 'list'], { BOLIVAR_URL: env.BOLIVAR_URL! }, cwd);
+      assert.equal(run.code, 1);
+      assertOneLine(run, /no platform key: set PLATFORM_API_KEY, or start the service once to create .*bootstrap\.json/);
+    });
+  });
+
+  describe('when the service cannot be reached', () => {
+    it('says which URL was tried and how to set it, in one line; exit 1', async () => {
+      const port = await closedPort();
+      const url = `http://127.0.0.1:${port}`;
+      const run = await bolivar(['tenants', 'list'], { BOLIVAR_URL: url, PLATFORM_API_KEY: t.platformKey }, cwd);
+      assert.equal(run.code, 1);
+      assertOneLine(run, new RegExp(`^bolivar: cannot reach the service at ${url.replace(/\./g, '\\.')} \\(BOLIVAR_URL\\): connection refused\\. .*set BOLIVAR_URL`));
+      assert.equal(run.stdout, '');
+    });
+
+    it('without BOLIVAR_URL it names the default it tried (http://localhost:$PORT)', async () => {
+      const port = await closedPort();
+      const run = await bolivar(['fund', '--tenant', UNKNOWN_UUID, '--mode', 'test', '--amount', '1'], { PORT: String(port), PLATFORM_API_KEY: t.platformKey }, cwd);
+      assert.equal(run.code, 1);
+      assertOneLine(run, new RegExp(`cannot reach the service at http://localhost:${port} \\(the default; BOLIVAR_URL is not set\\): connection refused`));
+    });
+
+    it('a BOLIVAR_URL that is not a URL is a usage mistake', async () => {
+      const run = await bolivar(['tenants', 'list'], { BOLIVAR_URL: 'localhost:3000', PLATFORM_API_KEY: t.platformKey }, cwd);
+      assert.equal(run.code, 2);
+      assertOneLine(run, /BOLIVAR_URL="localhost:3000" is not an http:\/\/ or https:\/\/ URL/);
+    });
+  });
+});

@@ -110,7 +110,7 @@ const TreasuryPositionFields = {
     prefundingBalance: AmountString(
       'Available to disburse. Under daily close normally 0 (not an alarm); when positive, it is money owed to the tenant (a payout that failed or was returned after a close), netted by the next close',
     ),
-    platformRevenueFromTenant: AmountString('Fees charged to the tenant, net of reversals (a reversal keeps its fee)'),
+    platformRevenueFromTenant: AmountString('Fees charged to the tenant for payouts that did not fail (a failed payout charges no fee; a reversed one keeps its fee)'),
     creditEnabled: Type.Boolean({ description: 'true = daily close, no balance blocking; false = prefunded' }),
     creditDrawn: AmountString('Owed now, settled at the daily close; 0 when prefunded'),
     creditLimit: Nullable(AmountString("This asset's agreed ceiling (BS: the tenant's creditLimit; others: creditLimits); null if none")),

@@ -1,6 +1,7 @@
 import { buildApp, loggerOptions } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
+import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/open.ts';
 import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
 import { bootstrapSteps, startWorkers } from './workers/index.ts';
@@ -20,7 +21,11 @@ function readConfig(): Config {
 async function main(): Promise<void> {
   const startedAtMs = performance.now();
   const config = readConfig();
-  const db = await openDatabase(config);
+  let staleLock: { previous: LockHolder; lockPath: string } | undefined;
+  const db = await openDatabase(config, {
+    purpose: `npm start, ROLE=${config.role}`,
+    onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
+  });
   let bootstrap: BootstrapResult | undefined;
   await migrate(db, async () => {
     await syncPlatformKey(db, config.platformApiKey);
@@ -28,6 +33,12 @@ async function main(): Promise<void> {
   });
 
   const { app, services, warmCompilers } = await buildApp({ config, db, logger: loggerOptions(config.logLevel) });
+  if (staleLock) {
+    app.log.warn(
+      { lockFile: staleLock.lockPath, previousPid: staleLock.previous.pid, previousStartedAt: staleLock.previous.startedAt },
+      `took over the DATA_DIR lock of ${describeHolder(staleLock.previous)}, which is no longer running`,
+    );
+  }
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 
   if (config.role !== 'worker') {

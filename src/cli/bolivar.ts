@@ -125,7 +125,7 @@ async function main(argv: string[]): Promise<unknown> {
     case 'limits list':
       return call('GET', `/v1/admin/limit-rules${values.tenant ? `?tenantId=${values.tenant}` : ''}`);
     case 'migrate': {
-      const db = await openDatabase(loadConfig());
+      const db = await openDatabase(loadConfig(), { purpose: 'bolivar migrate' });
       try {
         return await migrate(db);
       } finally {

@@ -76,7 +76,14 @@ export interface AppDeps {
   liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
+  /**
+   * What the HTTP server answers: `api` (default) every route; `operations` only the health checks
+   * and the metrics, for a ROLE=worker process, which has no API but must still be probed and scraped.
+   */
+  surface?: HttpSurface;
 }
+
+export type HttpSurface = 'api' | 'operations';
 
 /** The services every route may use, built once per app. */
 export interface Services {
@@ -266,6 +273,11 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   });
 
   registerErrorHandling(app);
+  if (deps.surface === 'operations') {
+    registerMetrics(app, registry);
+    await operationsRoutes(app, deps.db, registry, { document: false });
+    return { app, services, warmCompilers: compilers.warm };
+  }
   registerAuth(app, services.authenticator, services.authFailures);
   registerIdempotency(app, deps.db, services.clock, deps.config);
   await registerOpenApi(app);

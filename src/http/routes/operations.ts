@@ -7,7 +7,8 @@ import type { App } from '../types.ts';
 
 const READY_TIMEOUT_MS = 2000;
 
-export async function operationsRoutes(app: App, db: Database, registry: Registry): Promise<void> {
+/** `document: false` leaves out GET /v1/openapi.json (a worker process serves no API to describe). */
+export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean } = {}): Promise<void> {
   const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
 
   app.get(
@@ -72,6 +73,7 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
     },
   );
 
+  if (options.document === false) return;
   app.get(
     '/v1/openapi.json',
     {

@@ -34,6 +34,7 @@ import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import type { RailAdapter } from './rails/rail.ts';
 import { SandboxRail } from './rails/sandbox-rail.ts';
+import { observedRail } from './rails/observed-rail.ts';
 import { PaymentOutcomes } from './services/payment-outcomes.ts';
 import { LimitService } from './services/limits.ts';
 import { limitRoutes } from './http/routes/limits.ts';
@@ -75,7 +76,14 @@ export interface AppDeps {
   liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
+  /**
+   * What the HTTP server answers: `api` (default) every route; `operations` only the health checks
+   * and the metrics, for a ROLE=worker process, which has no API but must still be probed and scraped.
+   */
+  surface?: HttpSurface;
 }
+
+export type HttpSurface = 'api' | 'operations';
 
 /** The services every route may use, built once per app. */
 export interface Services {
@@ -135,14 +143,16 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
   const authenticator = new Authenticator(db);
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
+  const metrics = new MoneyMetrics(registry, db, clock);
+  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
   const rails: RailsByMode = {
-    test: deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs }),
-    live: deps.liveRail,
+    test: observedRail(testRail, metrics),
+    live: deps.liveRail && observedRail(deps.liveRail, metrics),
   };
   const limitService = new LimitService(db, clock);
-  const metrics = new MoneyMetrics(registry, db);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
-  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log);
+  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
+  metrics.watchCommitter(() => committer.depth);
   const outcomes = new PaymentOutcomes(db, clock, committer, resolutionScheduleOf(config), metrics, log);
   const beneficiaries = new BeneficiaryService(db, catalogue);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
@@ -177,6 +187,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
       { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs },
       payoutAnswers,
       log,
+      metrics,
     ),
     events: new EventService(db, clock),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
@@ -262,6 +273,11 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   });
 
   registerErrorHandling(app);
+  if (deps.surface === 'operations') {
+    registerMetrics(app, registry);
+    await operationsRoutes(app, deps.db, registry, { document: false });
+    return { app, services, warmCompilers: compilers.warm };
+  }
   registerAuth(app, services.authenticator, services.authFailures);
   registerIdempotency(app, deps.db, services.clock, deps.config);
   await registerOpenApi(app);

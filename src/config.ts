@@ -149,7 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
 
 /** The documented table, used by the README and by `bolivar config`. */
 export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
-  ['PORT', '3000', 'HTTP port'],
+  ['PORT', '3000', 'HTTP port (every role listens: a worker answers only /health/* and /metrics on it)'],
   ['HOST', '0.0.0.0', 'Interface to bind'],
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
   ['DATA_DIR', './data', 'Embedded database files and bootstrap.json'],
@@ -160,7 +160,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
-  ['ROLE', 'all', 'all, api (HTTP only) or worker (background loops only)'],
+  ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
   ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it requests with a key from that address get 429 (0 = unlimited)'],

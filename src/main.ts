@@ -1,6 +1,7 @@
 import { buildApp, loggerOptions } from './app.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { migrate } from './db/migrate.ts';
+import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/open.ts';
 import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
 import { bootstrapSteps, startWorkers } from './workers/index.ts';
@@ -20,23 +21,42 @@ function readConfig(): Config {
 async function main(): Promise<void> {
   const startedAtMs = performance.now();
   const config = readConfig();
-  const db = await openDatabase(config);
+  let staleLock: { previous: LockHolder; lockPath: string } | undefined;
+  const db = await openDatabase(config, {
+    purpose: `npm start, ROLE=${config.role}`,
+    onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
+  });
   let bootstrap: BootstrapResult | undefined;
   await migrate(db, async () => {
     await syncPlatformKey(db, config.platformApiKey);
     if (config.bootstrap) bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
   });
 
-  const { app, services, warmCompilers } = await buildApp({ config, db, logger: loggerOptions(config.logLevel) });
+  // A worker serves no API, but it is probed and scraped like any process: its port answers the
+  // health checks and /metrics only.
+  const surface = config.role === 'worker' ? 'operations' : 'api';
+  const { app, services, warmCompilers } = await buildApp({ config, db, logger: loggerOptions(config.logLevel), surface });
+  if (staleLock) {
+    app.log.warn(
+      { lockFile: staleLock.lockPath, previousPid: staleLock.previous.pid, previousStartedAt: staleLock.previous.startedAt },
+      `took over the DATA_DIR lock of ${describeHolder(staleLock.previous)}, which is no longer running`,
+    );
+  }
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 
-  if (config.role !== 'worker') {
-    await app.listen({ port: config.port, host: config.host });
-  } else {
-    await app.ready();
-  }
+  await app.listen({ port: config.port, host: config.host });
+  const bound = app.server.address();
+  const address = typeof bound === 'object' && bound ? `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` : String(bound);
   app.log.info(
-    { role: config.role, engine: db.engine, port: config.port, startup_ms: Math.round(performance.now() - startedAtMs) },
+    {
+      role: config.role,
+      engine: db.engine,
+      // What this process really answers on (PORT=0 picks a free port: this is the one it got).
+      listening: address,
+      http: surface === 'api' ? 'API, /health/live, /health/ready, /metrics' : '/health/live, /health/ready, /metrics (no API)',
+      workers: workers?.names ?? [],
+      startup_ms: Math.round(performance.now() - startedAtMs),
+    },
     'bolivar disbursement service started',
   );
   if (bootstrap) printBootstrap(bootstrap);

@@ -215,7 +215,7 @@ const COMMANDS: Command[] = [
     summary: 'Apply pending migrations (DATABASE_URL, or the embedded database in DATA_DIR); needs no running service',
     flags: {},
     run: async () => {
-      const db = await openDatabase(loadConfig());
+      const db = await openDatabase(loadConfig(), { purpose: 'bolivar migrate' });
       try {
         return await migrate(db);
       } finally {

@@ -27,6 +27,17 @@ export interface TransactionOptions {
   seqScans?: boolean;
 }
 
+/** One connection pool's occupancy, for the metrics (PostgreSQL only: PGlite has no pool). */
+export interface PoolStats {
+  pool: 'main' | 'relaxed';
+  max: number;
+  /** Connections open (checked out or idle). */
+  total: number;
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
+}
+
 export interface Database extends Queryable {
   readonly engine: Engine;
   /** Runs `work` in one transaction (READ COMMITTED); commits on return, rolls back on throw. */
@@ -39,6 +50,8 @@ export interface Database extends Queryable {
   readonly relaxed: Queryable;
   /** Runs `work` on one dedicated connection (needed for session-level advisory locks). */
   withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T>;
+  /** The pools' occupancy now, without I/O; absent on an engine without a pool. */
+  poolStats?(): PoolStats[];
   close(): Promise<void>;
 }
 

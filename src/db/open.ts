@@ -1,13 +1,26 @@
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database } from './database.ts';
+import { lockDataDir, type LockHolder } from './data-dir-lock.ts';
 import { PgliteDatabase } from './pglite.ts';
 import { pgliteTemplate } from './pglite-template.ts';
 import { PostgresDatabase } from './postgres.ts';
 
-/** DATABASE_URL set → PostgreSQL through a pool; unset → embedded PGlite under DATA_DIR/pglite. */
+export interface OpenOptions {
+  /** What this process is, written into DATA_DIR's lock for another process's refusal message. */
+  purpose?: string;
+  /** The embedded engine found the lock of a process that is gone and took it over. */
+  onStaleLock?: (previous: LockHolder, lockPath: string) => void;
+}
+
+/**
+ * DATABASE_URL set → PostgreSQL through a pool; unset → embedded PGlite under DATA_DIR/pglite, after
+ * taking DATA_DIR's lock (one process at a time; DataDirLockedError names the holder). The lock is
+ * released when the database is closed, or when the process exits.
+ */
 export async function openDatabase(
   config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize' | 'dbConnectionMaxLifetimeS' | 'dbStatementTimeoutMs' | 'dbLockTimeoutMs'>,
+  options: OpenOptions = {},
 ): Promise<Database> {
   if (config.databaseUrl) {
     return new PostgresDatabase(config.databaseUrl, config.dbPoolSize, {
@@ -16,5 +29,14 @@ export async function openDatabase(
       lockTimeoutMs: config.dbLockTimeoutMs,
     });
   }
-  return PgliteDatabase.open(path.resolve(config.dataDir, 'pglite'), pgliteTemplate());
+  const lock = await lockDataDir(config.dataDir, options.purpose ?? path.basename(process.argv[1] ?? 'node'));
+  if (lock.tookOver) options.onStaleLock?.(lock.tookOver, lock.path);
+  try {
+    const db = await PgliteDatabase.open(path.resolve(config.dataDir, 'pglite'), pgliteTemplate());
+    db.afterClose(() => lock.release());
+    return db;
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
 }

@@ -37,7 +37,13 @@ export class PgliteDatabase implements Database {
   readonly engine = 'pglite' as const;
   /** One in-process engine: the same handle (its durability is PGlite's own). */
   readonly relaxed: Queryable = this;
+  private readonly closeHooks: Array<() => void> = [];
   private constructor(private readonly db: PGlite) {}
+
+  /** Runs `hook` once the engine has closed its files (openDatabase releases DATA_DIR's lock so). */
+  afterClose(hook: () => void): void {
+    this.closeHooks.push(hook);
+  }
 
   /**
    * `dataDir` undefined → in memory (tests). `template`: the data directory a NEW database starts
@@ -78,5 +84,6 @@ export class PgliteDatabase implements Database {
 
   async close(): Promise<void> {
     if (!this.db.closed) await this.db.close();
+    for (const hook of this.closeHooks.splice(0)) hook();
   }
 }

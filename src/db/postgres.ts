@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database, Queryable, QueryResult, TransactionOptions } from './database.ts';
+import type { Database, PoolStats, Queryable, QueryResult, TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -183,6 +183,19 @@ export class PostgresDatabase implements Database {
       checkedOut.done();
       client.release(checkedOut.broken());
     }
+  }
+
+  poolStats(): PoolStats[] {
+    // pg-pool queues a request for one tick even when a connection is idle; only with none idle is
+    // a queued request really waiting for one.
+    const of = (pool: PoolStats['pool'], p: pg.Pool): PoolStats => ({
+      pool,
+      max: p.options.max ?? 0,
+      total: p.totalCount,
+      idle: p.idleCount,
+      waiting: p.idleCount > 0 ? 0 : p.waitingCount,
+    });
+    return [of('main', this.pool), of('relaxed', this.relaxedPool)];
   }
 
   private closed = false;

@@ -20,6 +20,11 @@ export interface BatchLane<Job, Result> {
   afterCommit?(partition: Partition, jobs: readonly Job[], results: readonly Result[]): void;
 }
 
+/** Told of every batch transaction (the metrics). Must not throw. */
+export interface BatchObserver {
+  batch(lane: string, jobs: number, seconds: number, committed: boolean): void;
+}
+
 export interface CommitterSettings {
   /** Batch transactions in flight at once, across tenants: the committer's share of the pool. */
   transactionsMax: number;
@@ -59,6 +64,7 @@ export class Committer {
     private readonly db: Database,
     private readonly settings: CommitterSettings,
     private readonly log?: FastifyBaseLogger,
+    private readonly observer?: BatchObserver,
   ) {
     if (!(settings.transactionsMax >= 1) || !(settings.pendingMax >= 1)) throw new Error('invariant: committer bounds must be positive');
   }
@@ -118,10 +124,13 @@ export class Committer {
   private async runBatch(partition: Partition, lane: BatchLane<unknown, unknown>, batch: readonly Item[]): Promise<void> {
     const jobs = batch.map((item) => item.job);
     let results: unknown[];
+    const startedAt = performance.now();
     try {
       results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), KEYED);
       if (results.length !== batch.length) throw new Error(`invariant: a ${lane.name} batch of ${batch.length} gave ${results.length} results`);
+      this.observer?.batch(lane.name, batch.length, (performance.now() - startedAt) / 1000, true);
     } catch (error) {
+      this.observer?.batch(lane.name, batch.length, (performance.now() - startedAt) / 1000, false);
       if (batch.length > 1 && !isTransientDatabaseError(error)) {
         // Isolate whichever job broke the batch: the others must not fail with it.
         this.log?.warn({ lane: lane.name, jobs: batch.length, message: (error as Error)?.message }, 'batch failed; committing its jobs one by one');

@@ -50,6 +50,8 @@ export interface AppliedOutcome {
   moved: boolean;
   /** This outcome made the reaper stop asking the rail. */
   parkedNow: boolean;
+  /** The status changes it committed (an outcome may make two: settled, then reversed). */
+  changes: Array<{ to: string; reason: string | null }>;
   /** Batch-level anomalies (reported with the first job of the batch). */
   anomalies: string[];
 }
@@ -172,7 +174,8 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
         updated_at: final?.touched ? now : item.payment.updated_at,
       };
       const decision = decided.decisions[i]!;
-      return { payment: row, moved: decision.transitions.some((t) => t.from !== t.to), parkedNow: decision.parkedNow, anomalies: i === 0 ? decided.anomalies : [] };
+      const changes = decision.transitions.filter((t) => t.from !== t.to).map((t) => ({ to: t.to, reason: t.reason }));
+      return { payment: row, moved: changes.length > 0, parkedNow: decision.parkedNow, changes, anomalies: i === 0 ? decided.anomalies : [] };
     });
     // In payment id order, as every kind of row is locked; only for outcomes that took effect.
     const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
@@ -181,7 +184,21 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     return results;
   }
 
-  afterCommit(_partition: Partition, items: readonly OutcomeItem[], results: readonly AppliedOutcome[]): void {
+  /**
+   * One info line per committed batch with every status change in it (payment id, new status,
+   * reason, who reported it): cheap under load, complete for an operator following one payment.
+   */
+  afterCommit(partition: Partition, items: readonly OutcomeItem[], results: readonly AppliedOutcome[]): void {
+    const outcomes: Array<{ paymentId: string; status: string; reason: string | null; actor: string }> = [];
+    results.forEach((result, i) => {
+      for (const change of result.changes) {
+        this.metrics?.payoutStatus(change.to, change.reason);
+        outcomes.push({ paymentId: result.payment.id, status: change.to, reason: change.reason, actor: items[i]!.job.actor });
+      }
+    });
+    if (outcomes.length > 0) {
+      this.log?.info({ tenantId: partition.tenantId, mode: partition.mode, outcomes }, `payment outcomes applied: ${outcomes.length}`);
+    }
     results.forEach((result, i) => {
       for (const anomaly of result.anomalies) {
         this.metrics?.counterAnomalies.inc();

@@ -35,6 +35,7 @@ import type { BankCatalogue } from '../rails/catalogue.ts';
 import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
 import type { BatchLane, Committer } from './committer.ts';
 import type { LimitRuleSource } from './limits.ts';
+import type { MoneyMetrics } from './money-metrics.ts';
 import type { PaymentOutcomes } from './payment-outcomes.ts';
 import type { WriterAnswer } from './writer-answer.ts';
 
@@ -108,13 +109,19 @@ interface PayoutJob {
   metadata: Metadata;
 }
 
+/** What a batch decided for one payout, for the log and the metrics once it has committed. */
+type PayoutTally =
+  | { status: 'submitted'; paymentId: string }
+  | { status: 'failed'; paymentId: string; reason: string }
+  | { status: 'refused'; code: string };
+
 type PayoutResult =
   /** Committed and charged: it goes to the rail now. */
   | { kind: 'accepted'; payment: PaymentRow; batchStartedAt: Date }
   /** Its answer is final and stored under the key (a failure before the rail, a refusal). */
-  | { kind: 'answered'; answer: WriterAnswer }
+  | { kind: 'answered'; answer: WriterAnswer; tally?: PayoutTally }
   /** An error that is not stored (the key stays free, or belongs to another request). */
-  | { kind: 'error'; error: ApiError }
+  | { kind: 'error'; error: ApiError; tally?: PayoutTally }
   /** The key already names another request's outcome. */
   | { kind: 'key_taken'; stored: StoredKey };
 
@@ -143,8 +150,9 @@ export class PayoutService {
     private readonly settings: PayoutSettings,
     private readonly answers: PayoutAnswers,
     private readonly log?: FastifyBaseLogger,
+    metrics?: MoneyMetrics,
   ) {
-    this.lane = new PayoutLane(clock, rules, settings, answers);
+    this.lane = new PayoutLane(clock, rules, settings, answers, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
 
@@ -334,7 +342,40 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     private readonly rules: LimitRuleSource,
     private readonly settings: PayoutSettings,
     private readonly answers: PayoutAnswers,
+    private readonly log?: FastifyBaseLogger,
+    private readonly metrics?: MoneyMetrics,
   ) {}
+
+  /**
+   * One info line per committed batch, not per payout: at load a batch carries up to PAYOUT_BATCH_MAX
+   * payouts, so the log costs one write per transaction, and every id is still in it. Written after
+   * the commit, so it never tells of a payout that was rolled back. Ids and reasons only.
+   */
+  afterCommit(partition: Partition, _jobs: readonly PayoutJob[], results: readonly PayoutResult[]): void {
+    const accepted: string[] = [];
+    const failed: Array<{ paymentId: string; reason: string }> = [];
+    const refused: Record<string, number> = {};
+    for (const result of results) {
+      const tally = result.kind === 'accepted' ? ({ status: 'submitted', paymentId: result.payment.id } as const) : result.kind === 'key_taken' ? undefined : result.tally;
+      if (!tally) continue;
+      if (tally.status === 'submitted') {
+        accepted.push(tally.paymentId);
+        this.metrics?.payoutStatus('submitted', 'ledger_committed');
+      } else if (tally.status === 'failed') {
+        failed.push({ paymentId: tally.paymentId, reason: tally.reason });
+        this.metrics?.payoutStatus('failed', tally.reason);
+      } else {
+        refused[tally.code] = (refused[tally.code] ?? 0) + 1;
+        this.metrics?.payoutStatus('refused', tally.code);
+      }
+    }
+    const refusals = Object.values(refused).reduce((sum, n) => sum + n, 0);
+    if (accepted.length + failed.length + refusals === 0) return;
+    this.log?.info(
+      { tenantId: partition.tenantId, mode: partition.mode, accepted, failed, refused },
+      `payouts committed: ${accepted.length} accepted, ${failed.length} failed before the rail, ${refusals} refused`,
+    );
+  }
 
   async run(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
     const now = this.clock.now();
@@ -455,17 +496,18 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
           write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata });
           write.events.push({ paymentId: c.paymentId, type: 'payment.failed', payload: eventPayload(row, 'payment.failed', decision.reason) });
           write.keyAnswers.push({ key: c.key, status: 201, body });
-          return { kind: 'answered', answer: { status: 201, body, replayed: false } };
+          return { kind: 'answered', answer: { status: 201, body, replayed: false }, tally: { status: 'failed', paymentId: c.paymentId, reason: decision.reason } };
         }
         case 'refuse': {
           const error = refusalError(decision.refusal);
+          const tally = { status: 'refused', code: error.code } as const;
           if (!isStoredStatus(error.status)) {
             write.keyReleases.push(c.key);
-            return { kind: 'error', error };
+            return { kind: 'error', error, tally };
           }
           const body = this.answers.error(error, job.requestId);
           write.keyAnswers.push({ key: c.key, status: error.status, body });
-          return { kind: 'answered', answer: { status: error.status, body, replayed: false } };
+          return { kind: 'answered', answer: { status: error.status, body, replayed: false }, tally };
         }
         case 'key_taken':
           return { kind: 'key_taken', stored: decision.stored };

@@ -19,6 +19,8 @@ export interface WebhookResponse {
   ok: boolean;
   error: string | null;
   durationMs: number;
+  /** WEBHOOK_TIMEOUT_MS passed before the exchange ended (a status may have arrived, its body not). */
+  timedOut?: boolean;
 }
 
 export interface WebhookTransport {
@@ -108,7 +110,7 @@ export class HttpWebhookTransport implements WebhookTransport {
     } catch (error) {
       if (controller.signal.aborted) {
         const what = statusCode === null ? 'no response' : `HTTP ${statusCode} but the body did not finish`;
-        return { statusCode, ok: false, error: `timed out after ${this.settings.timeoutMs} ms (${what})`, durationMs: elapsed() };
+        return { statusCode, ok: false, error: `timed out after ${this.settings.timeoutMs} ms (${what})`, durationMs: elapsed(), timedOut: true };
       }
       return { statusCode, ok: false, error: errorText(error), durationMs: elapsed() };
     } finally {

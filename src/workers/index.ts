@@ -13,6 +13,8 @@ import { HttpWebhookTransport } from '../webhooks/sender.ts';
 import { originShareOf, WebhookDispatcher } from './webhook-dispatcher.ts';
 
 export interface RunningWorkers {
+  /** The loops running, by name (for the startup log). */
+  readonly names: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -29,17 +31,20 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     services.outcomes,
     { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs },
     log,
+    services.metrics,
   );
   const close = new DailyCloseWorker(services.treasury, log);
   const dispatcher = webhookDispatcherOf(services, log);
   const purge = new IdempotencyPurge(services.db, services.clock);
+  const metrics = services.metrics;
   const loops: RunningLoop[] = [
-    startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log }),
-    startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log }),
-    startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log }),
-    startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log }),
+    startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log, metrics }),
+    startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log, metrics }),
+    startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log, metrics }),
+    startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log, metrics }),
   ];
   return {
+    names: loops.map((loop) => loop.name),
     async stop() {
       await Promise.all(loops.map((loop) => loop.stop()));
       await dispatcher.close();
@@ -48,7 +53,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
 }
 
 /** The webhook dispatcher of this process, configured by the WEBHOOK_* knobs. */
-export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | 'clock'>, log?: FastifyBaseLogger): WebhookDispatcher {
+export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | 'clock'> & Partial<Pick<Services, 'metrics'>>, log?: FastifyBaseLogger): WebhookDispatcher {
   const { config } = services;
   const originConcurrency = originShareOf(config.webhookConcurrency);
   return new WebhookDispatcher(
@@ -63,6 +68,7 @@ export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | '
       pollIntervalMs: config.dispatcherIntervalMs,
     },
     log,
+    services.metrics,
   );
 }
 

@@ -5,6 +5,7 @@ import { claimUnresolvedPayments, findPaymentById, type PaymentRow } from '../db
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
 import type { RailAdapter, RailNotification } from '../rails/rail.ts';
+import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
 import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
 
@@ -60,6 +61,7 @@ export class Reaper {
     private readonly outcomes: PaymentOutcomes,
     private readonly settings: ReaperSettings,
     private readonly log?: FastifyBaseLogger,
+    private readonly metrics?: MoneyMetrics,
   ) {
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
   }
@@ -73,6 +75,7 @@ export class Reaper {
     await forEachBounded(claimed, REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment);
       if (report) applied.push(this.apply(payment, report));
+      else this.metrics?.resolution('error');
     });
     await Promise.all(applied);
     const notified = await this.processNotifications();
@@ -101,8 +104,10 @@ export class Reaper {
 
   private async apply(payment: PaymentRow, report: RailReport): Promise<void> {
     try {
-      await this.outcomes.apply(payment, report, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+      const applied = await this.outcomes.applyWithDetail(payment, report, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+      this.metrics?.resolution(resolutionOf(applied.payment.status, applied.moved));
     } catch (error) {
+      this.metrics?.resolution('error');
       this.failed(payment, 'record what the rail said about', error);
     }
   }
@@ -156,6 +161,12 @@ export class Reaper {
     }
     return false;
   }
+}
+
+function resolutionOf(status: PaymentRow['status'], moved: boolean): ResolutionOutcome {
+  if (status === 'submitted' || status === 'unknown') return 'unresolved';
+  if (!moved) return 'already_resolved';
+  return status === 'settled' || status === 'failed' || status === 'reversed' ? status : 'already_resolved';
 }
 
 /** Runs `work` over `items` with at most `concurrency` at once; `work` must not throw. */

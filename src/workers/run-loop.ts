@@ -7,6 +7,8 @@ export interface LoopOptions {
   runOnce: () => Promise<boolean>;
   log: FastifyBaseLogger;
   errorBackoffMaxMs?: number;
+  /** Counts every pass by result (bolivar_worker_passes_total). */
+  metrics?: { workerPass(worker: string, ok: boolean): void };
 }
 
 /**
@@ -16,6 +18,7 @@ export interface LoopOptions {
 export const LOOP_ERROR_BACKOFF_MAX_MS = 5_000;
 
 export interface RunningLoop {
+  readonly name: string;
   stop(): Promise<void>;
 }
 
@@ -43,8 +46,10 @@ export function startLoop(options: LoopOptions): RunningLoop {
       try {
         full = await options.runOnce();
         failures = 0;
+        options.metrics?.workerPass(options.name, true);
       } catch (error) {
         failures += 1;
+        options.metrics?.workerPass(options.name, false);
         // Only the code and message: a driver error's detail may quote parameters.
         options.log.error({ worker: options.name, code: (error as { code?: string })?.code, message: (error as Error)?.message }, 'worker pass failed');
       }
@@ -55,6 +60,7 @@ export function startLoop(options: LoopOptions): RunningLoop {
   })();
 
   return {
+    name: options.name,
     async stop() {
       stopped = true;
       wake?.();

@@ -4,6 +4,7 @@ import type { Database } from '../db/database.ts';
 import { claimDueEvents, recordAttempts, type AttemptRecord, type ClaimedEventRow } from '../db/repositories/events.ts';
 import type { Clock } from '../domain/clock.ts';
 import { afterFailure, deliveryBody, deliveryHeaders, signingSecrets } from '../domain/webhooks.ts';
+import type { MoneyMetrics } from '../services/money-metrics.ts';
 import type { WebhookResponse, WebhookTransport } from '../webhooks/sender.ts';
 
 /** Events claimed per pass, at most (and never more than the free delivery slots). */
@@ -87,6 +88,7 @@ export class WebhookDispatcher {
     private readonly transport: WebhookTransport,
     private readonly settings: DispatcherSettings,
     private readonly log?: FastifyBaseLogger,
+    private readonly metrics?: MoneyMetrics,
   ) {
     if (!(settings.concurrency >= 1)) throw new Error('invariant: dispatcher concurrency must be at least 1');
     this.originMax = Math.max(1, Math.min(settings.concurrency, settings.originConcurrency ?? originShareOf(settings.concurrency)));
@@ -214,7 +216,12 @@ export class WebhookDispatcher {
     });
     const eventId = event.id.toString();
     if (!recorded) this.log?.warn({ eventId, attempt }, 'webhook attempt not recorded: the lease had passed to another dispatcher');
-    else if (next.status === 'dead') this.log?.warn({ eventId, tenantId: event.tenant_id, attempt, error: response.error }, 'webhook event dead: attempts exhausted');
+    else if (next.status === 'dead') {
+      this.log?.warn(
+        { eventId, eventType: event.event_type, paymentId: event.aggregate_id, tenantId: event.tenant_id, mode: event.mode, attempt, statusCode: response.statusCode, error: response.error },
+        'webhook event dead: attempts exhausted (POST /v1/events/retry-dead sends it again)',
+      );
+    }
     else this.log?.debug({ eventId, attempt, ok: response.ok, statusCode: response.statusCode, durationMs: response.durationMs }, 'webhook attempt');
     return recorded;
   }
@@ -256,7 +263,9 @@ export class WebhookDispatcher {
 
   private async deliver(event: ClaimedEvent): Promise<void> {
     try {
-      await this.record(event, await this.send(event));
+      const response = await this.send(event);
+      this.metrics?.delivery(response, event.url !== null && event.secret !== null);
+      await this.record(event, response);
     } catch (error) {
       // Not recorded: the lease expires and the attempt is made again, by this or another process.
       this.log?.error({ err: error, eventId: event.id.toString() }, 'webhook delivery could not be recorded');

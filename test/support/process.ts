@@ -59,12 +59,26 @@ export async function startService(env: Record<string, string>, port: number, re
   throw new Error(`service not ready within ${readyTimeoutMs} ms:\n${output}`);
 }
 
-export function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+/** The migration command as `npm run migrate` runs it. */
+export const MIGRATE_ARGS = ['--enable-source-maps', 'dist/migrate.js'];
+
+/** Bound of a process that is expected to exit by itself (a refused start, a migration). */
+const RUN_TO_EXIT_TIMEOUT_MS = 60_000;
+
+/** Runs the service (or `args`) until it exits by itself; SIGKILLed past `timeoutMs` (code null). */
+export function runToExit(env: Record<string, string>, args: string[] = SERVICE_ARGS, timeoutMs = RUN_TO_EXIT_TIMEOUT_MS): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, SERVICE_ARGS, { env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, args, { env: { ...process.env, ...env } });
     let output = '';
     child.stdout.on('data', (chunk) => (output += chunk));
     child.stderr.on('data', (chunk) => (output += chunk));
-    child.on('exit', (code) => resolve({ code, output }));
+    const timer = setTimeout(() => {
+      output += `\n[test] still running after ${timeoutMs} ms: SIGKILL\n`;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
+    });
   });
 }

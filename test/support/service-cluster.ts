@@ -33,7 +33,7 @@ export interface ClusterOptions {
   stopTimeoutMs?: number;
 }
 
-/** The JSON log line (pino, stdout) that says a process is up; the only sign of life of a worker. */
+/** The JSON log line (pino, stdout) that says a process is up and listening. */
 export const STARTED_LINE = 'bolivar disbursement service started';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -106,7 +106,7 @@ export class ServiceCluster {
 
   /**
    * Starts one process per spec (all at once) and waits until each is ready: GET /health/ready
-   * answers 200 (api, all) or the startup log line is printed (worker, which listens on no port).
+   * answers 200 (every role: a worker serves the health checks and /metrics on its port).
    * `commonEnv` must hold DATABASE_URL; ROLE, PORT and HOST are set per process.
    */
   static async start(specs: NodeSpec[], commonEnv: Record<string, string>, options: ClusterOptions = {}): Promise<ServiceCluster> {
@@ -130,17 +130,17 @@ export class ServiceCluster {
     return this.node(i).spec.role;
   }
 
-  /** http://127.0.0.1:<port> of a process (a worker has none that answers). */
+  /** http://127.0.0.1:<port> of a process (a worker's answers the health checks and /metrics only). */
   baseUrl(i: number): string {
     return `http://127.0.0.1:${this.node(i).port}`;
   }
 
-  /** Indexes of the processes that serve HTTP (role api or all). */
+  /** Indexes of the processes that serve the API (role api or all). */
   httpNodes(): number[] {
     return this.nodes.filter((n) => n.spec.role !== 'worker').map((n) => n.index);
   }
 
-  /** Base URLs of every HTTP process, up or not (a client retries on another one). */
+  /** Base URLs of every API process, up or not (a client retries on another one). */
   httpBaseUrls(): string[] {
     return this.httpNodes().map((i) => this.baseUrl(i));
   }
@@ -243,7 +243,7 @@ export class ServiceCluster {
       ...(process.env as Record<string, string>),
       BOOTSTRAP: 'off',
       RATE_LIMIT_RPS: '0',
-      // The worker's only sign of life is an info line; the API's request lines are noise.
+      // A worker's info lines are its domain events (outcomes, deliveries); the API's request lines are noise.
       LOG_LEVEL: node.spec.role === 'worker' ? 'info' : 'warn',
       ...this.commonEnv,
       ...node.spec.env,
@@ -295,7 +295,6 @@ export class ServiceCluster {
   }
 
   private async isReady(node: ServiceNode): Promise<boolean> {
-    if (node.spec.role === 'worker') return node.current.includes(STARTED_LINE);
     try {
       const response = await fetch(`http://127.0.0.1:${node.port}/health/ready`, { signal: AbortSignal.timeout(3000) });
       await response.arrayBuffer();

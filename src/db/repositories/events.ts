@@ -106,6 +106,8 @@ export interface ClaimedEventRow {
   mode: Mode;
   id: bigint;
   event_type: EventType;
+  /** The payment the event tells of. */
+  aggregate_id: string;
   payload_text: string;
   attempts: number;
   url: string | null;
@@ -177,7 +179,7 @@ export async function claimDueEvents(
      UPDATE outbox_events e SET locked_until = $2, lease_token = $3
        FROM due
       WHERE e.tenant_id = due.tenant_id AND e.id = due.id
-      RETURNING e.tenant_id, e.mode, e.id, e.event_type, e.payload_text, e.attempts,
+      RETURNING e.tenant_id, e.mode, e.id, e.event_type, e.aggregate_id, e.payload_text, e.attempts,
                 due.url, due.origin, due.secret, due.previous_secret, due.previous_secret_expires_at`,
     [
       claim.now,

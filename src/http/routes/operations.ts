@@ -7,7 +7,8 @@ import type { App } from '../types.ts';
 
 const READY_TIMEOUT_MS = 2000;
 
-export async function operationsRoutes(app: App, db: Database, registry: Registry): Promise<void> {
+/** `document: false` leaves out GET /v1/openapi.json (a worker process serves no API to describe). */
+export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean } = {}): Promise<void> {
   const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
 
   app.get(
@@ -60,7 +61,11 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         tags: ['Operations'],
         operationId: 'metrics',
         summary: 'Prometheus metrics',
-        description: 'Request counts (`http_requests_total`) and latency histograms (`http_request_duration_seconds`) per route template, plus process metrics.',
+        description:
+          'Prometheus text format. Request counts (`http_requests_total`) and latency (`http_request_duration_seconds`) per route template; ' +
+          'the business metrics (`bolivar_*`: payouts by status and reason, group-commit batches, rail calls, reaper resolutions and lag, ' +
+          'outbox backlog, webhook deliveries, idempotent replays, database pool, worker loop passes); process metrics. ' +
+          'Every process serves it, a `ROLE=worker` one included. Labels never carry an id.',
         security: [],
         produces: ['text/plain'],
         response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
@@ -72,6 +77,7 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
     },
   );
 
+  if (options.document === false) return;
   app.get(
     '/v1/openapi.json',
     {

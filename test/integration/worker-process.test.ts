@@ -1,0 +1,101 @@
+// A ROLE=worker process serves no API, but answers the health checks and /metrics on its PORT, like
+// every role, and its startup line says what it listens on.
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { createTestDatabase, ENGINE } from '../support/harness.ts';
+import { valueOf } from '../support/metrics.ts';
+import { freePort, startService } from '../support/process.ts';
+import { STARTED_LINE } from '../support/service-cluster.ts';
+
+/** Bound of the wait for the worker loops' first passes to show in /metrics. */
+const FIRST_PASSES_WAIT_MS = 15_000;
+const POLL_MS = 100;
+
+describe(`ROLE=worker as a process on ${ENGINE}`, () => {
+  it('answers /health/live, /health/ready and /metrics (with its loops) on its PORT, and nothing of the API', async () => {
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const port = await freePort();
+    const env = {
+      ROLE: 'worker',
+      LOG_LEVEL: 'info',
+      BOOTSTRAP: 'off',
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-worker-')),
+      DATABASE_URL: database?.url ?? '',
+      REAPER_INTERVAL_MS: '100',
+    };
+    const worker = await startService(env, port);
+    try {
+      const live = await fetch(`${worker.baseUrl}/health/live`);
+      assert.equal(live.status, 200);
+      assert.deepEqual(await live.json(), { status: 'ok' });
+      const ready = await fetch(`${worker.baseUrl}/health/ready`);
+      assert.equal(ready.status, 200);
+      assert.deepEqual(await ready.json(), { status: 'ok', database: ENGINE });
+
+      // Its own metrics: the loops' passes, the backlog, the process.
+      let metrics = '';
+      const deadline = Date.now() + FIRST_PASSES_WAIT_MS;
+      while (Date.now() < deadline) {
+        const response = await fetch(`${worker.baseUrl}/metrics`);
+        assert.equal(response.status, 200);
+        assert.match(String(response.headers.get('content-type')), /^text\/plain/);
+        metrics = await response.text();
+        const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge'].map((w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0);
+        if (passes.every((n) => n >= 1)) break;
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+      for (const w of ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge']) {
+        assert.ok((valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0) >= 1, `${w} passes show:\n${metrics}`);
+      }
+      assert.equal(valueOf(metrics, 'bolivar_outbox_events', { status: 'pending' }), 0);
+      assert.equal(valueOf(metrics, 'bolivar_reaper_lag_seconds'), 0);
+      assert.ok(valueOf(metrics, 'process_cpu_user_seconds_total')! > 0);
+      assert.ok(valueOf(metrics, 'http_requests_total', { route: '/health/ready', status_code: '200' })! >= 1);
+
+      // No API: not a route, not the document, not the docs.
+      for (const url of ['/v1/tenant/me', '/v1/payouts', '/v1/openapi.json', '/docs']) {
+        const response = await fetch(`${worker.baseUrl}${url}`);
+        assert.equal(response.status, 404, url);
+        await response.arrayBuffer();
+      }
+
+      const started = worker
+        .output()
+        .split('\n')
+        .filter((line) => line.includes(STARTED_LINE))
+        .map((line) => JSON.parse(line));
+      assert.equal(started.length, 1, worker.output());
+      assert.equal(started[0].role, 'worker');
+      assert.equal(started[0].listening, `http://127.0.0.1:${port}`);
+      assert.match(started[0].http, /no API/);
+      assert.deepEqual([...started[0].workers].sort(), ['daily-close', 'idempotency-purge', 'reaper', 'webhook-dispatcher']);
+    } finally {
+      assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
+      await database?.drop();
+    }
+  });
+
+  it('ROLE=api says it serves the API and runs no loop', async () => {
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const port = await freePort();
+    const api = await startService(
+      { ROLE: 'api', LOG_LEVEL: 'info', BOOTSTRAP: 'off', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-api-')), DATABASE_URL: database?.url ?? '' },
+      port,
+    );
+    try {
+      const started = JSON.parse(api.output().split('\n').find((line) => line.includes(STARTED_LINE))!);
+      assert.equal(started.role, 'api');
+      assert.equal(started.listening, `http://127.0.0.1:${port}`);
+      assert.match(started.http, /^API, /);
+      assert.deepEqual(started.workers, []);
+      const metrics = await (await fetch(`${api.baseUrl}/metrics`)).text();
+      assert.equal(valueOf(metrics, 'bolivar_worker_passes_total'), undefined, 'no loop runs here');
+    } finally {
+      assert.equal(await api.stop('SIGTERM'), 0, api.output());
+      await database?.drop();
+    }
+  });
+});

@@ -54,8 +54,20 @@ const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  // Node lower-cases header names; the document keeps their usual spelling (Idempotency-Key).
+  return ajv.compile((httpPart === 'headers' ? lowerCaseHeaderNames(schema) : schema) as object) as ReturnType<FastifySchemaCompiler<unknown>>;
 };
+
+function lowerCaseHeaderNames(schema: unknown): unknown {
+  const object = schema as { properties?: Record<string, unknown>; required?: string[] };
+  if (object === null || typeof object !== 'object' || object.properties === undefined) return schema;
+  return {
+    ...object,
+    properties: Object.fromEntries(Object.entries(object.properties).map(([name, value]) => [name.toLowerCase(), value])),
+    ...(object.required ? { required: object.required.map((name) => name.toLowerCase()) } : {}),
+  };
+}
+
 
 const TYPE_WORDS: Record<string, string> = {
   integer: 'an integer',

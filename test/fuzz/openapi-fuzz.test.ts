@@ -54,7 +54,7 @@ const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 interface Parameter {
   name: string;
-  in: 'path' | 'query';
+  in: 'path' | 'query' | 'header';
   required: boolean;
   schema: Schema;
 }
@@ -67,6 +67,8 @@ interface Operation {
   params: Parameter[];
   body?: Schema;
   access: 'public' | 'customer' | 'platform';
+  /** The operation declares the Idempotency-Key header: a malformed one is refused. */
+  takesIdempotencyKey: boolean;
   requiresIdempotencyKey: boolean;
   /** The status of an operation whose only documented answer is a 5xx (a receiver that fails on purpose). */
   deliberateStatus?: number;
@@ -98,16 +100,19 @@ function documentedOperations(): Operation[] {
     for (const method of pathMethods) {
       const op = item[method.toLowerCase()];
       const statuses = Object.keys(op.responses ?? {}).map(Number);
-      const description: string = op.description ?? '';
+      const params: Parameter[] = (op.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: p.required === true, schema: resolve(p.schema) }));
+      const idempotencyKey = params.find((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
       operations.push({
         id: `${method} ${path}`,
         method,
         path,
-        params: (op.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: p.required === true, schema: resolve(p.schema) })),
+        params,
         body: op.requestBody ? resolve(op.requestBody.content['application/json'].schema) : undefined,
         access: op.security?.length === 0 ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
-        requiresIdempotencyKey: /Requires an `Idempotency-Key`|`Idempotency-Key` \(required\)/.test(description),
-        deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 500) ? statuses[0] : undefined,
+        takesIdempotencyKey: idempotencyKey !== undefined,
+        requiresIdempotencyKey: idempotencyKey?.required === true,
+        // A receiver that fails on purpose: no success answer, only its 5xx (and the errors every route has).
+        deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 400) ? statuses.find((s) => s >= 500) : undefined,
         pathMethods,
         documented: true,
       });
@@ -115,7 +120,17 @@ function documentedOperations(): Operation[] {
   }
   for (const path of HIDDEN_PUBLIC_PATHS) {
     const params = path.includes('{file}') ? [STATIC_FILE] : [];
-    operations.push({ id: `GET ${path}`, method: 'GET', path, params, access: 'public', requiresIdempotencyKey: false, pathMethods: ['GET'], documented: false });
+    operations.push({
+      id: `GET ${path}`,
+      method: 'GET',
+      path,
+      params,
+      access: 'public',
+      takesIdempotencyKey: false,
+      requiresIdempotencyKey: false,
+      pathMethods: ['GET'],
+      documented: false,
+    });
   }
   return operations;
 }
@@ -448,6 +463,7 @@ function headerMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const withKey = (key: (d: Draft) => string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'x-api-key', key(d)) });
   const withIdempotencyKey = (value: string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'idempotency-key', value) });
   const idempotency: Expectation = op.requiresIdempotencyKey ? 'refuse' : 'any';
+  const badIdempotency: Expectation = op.takesIdempotencyKey ? 'refuse' : 'any';
   return [
     fc.constant(mutation('no API key', unauthenticated, withKey(() => undefined))),
     unknownKeys.map((key) => mutation('unknown API key', unauthenticated, withKey(() => key))),
@@ -455,7 +471,7 @@ function headerMutations(op: Operation): fc.Arbitrary<Mutation>[] {
     oddKeys.map((key) => mutation('API key with odd characters', unauthenticated, withKey(() => key))),
     fc.constant(mutation('live-mode key', op.access === 'platform' ? 403 : 'any', withKey((d) => d.keys.live))),
     fc.constant(mutation('no Idempotency-Key', idempotency, withIdempotencyKey(undefined))),
-    badIdempotencyKeys.map((key) => mutation('malformed Idempotency-Key', idempotency, withIdempotencyKey(key))),
+    badIdempotencyKeys.map((key) => mutation('malformed Idempotency-Key', badIdempotency, withIdempotencyKey(key))),
   ];
 }
 

@@ -118,6 +118,20 @@ describe('OpenAPI document', () => {
     }
   });
 
+  it('request bodies are as strict as the server: closed objects, the quote modes, the sender rule', () => {
+    const payout = byId('createPayout').requestBody.content['application/json'].schema;
+    assert.equal(payout.additionalProperties, false);
+    assert.equal(payout.properties.beneficiary.additionalProperties, false);
+    assert.equal(payout.properties.sender.additionalProperties, false);
+    assert.deepEqual(payout.properties.sender.required, ['nationalId', 'firstName', 'lastName', 'phone', 'email']);
+    assert.deepEqual(payout.properties.sender['x-validated-in-code'], ['required']);
+    const quote = byId('createQuote').requestBody.content['application/json'].schema;
+    assert.equal(quote.additionalProperties, false);
+    assert.deepEqual(quote.oneOf.map((mode: any) => [mode.title, mode.required]), [['DeliverFixedQuote', ['deliver']], ['SpendFixedQuote', ['spend', 'deliver']]]);
+    assert.deepEqual(quote.oneOf[0].properties.spend.properties, { asset: { type: 'string', enum: ['BS'], description: 'Bolivares: the only asset delivered' } });
+    assert.equal(quote.oneOf[0].properties.spend.additionalProperties, false, 'deliver mode: no spend.amount');
+  });
+
   it('matches the committed openapi.json (generated, never hand-edited)', () => {
     const committed = JSON.parse(readFileSync('openapi.json', 'utf8'));
     assert.deepEqual(committed, doc);

@@ -252,6 +252,8 @@ function validValue(schema: Schema, hint: string, world: World): fc.Arbitrary<un
 function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unknown> {
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
   const alternatives = s.oneOf ?? s.anyOf;
+  // An object with fields of its own and `oneOf` modes that constrain some of them (the quote body).
+  if (Array.isArray(alternatives) && s.type === 'object') return fc.oneof(...alternatives.map((mode: Schema) => validObject(withMode(s, resolve(mode)), world)));
   if (Array.isArray(alternatives)) return fc.oneof(...alternatives.map((sub: Schema) => validValue(sub, hint, world)));
   switch (s.type) {
     case 'object':
@@ -269,6 +271,23 @@ function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unkno
     default:
       return anyJson; // `{}`: the sandbox receivers take any body
   }
+}
+
+/** An object schema narrowed by one of its `oneOf` branches: the branch's required fields and its narrower fields. */
+function withMode(base: Schema, mode: Schema): Schema {
+  const { oneOf: _oneOf, anyOf: _anyOf, ...rest } = base;
+  const merged: Schema = { ...rest, required: [...new Set([...(base.required ?? []), ...(mode.required ?? [])])] };
+  if (base.properties || mode.properties) {
+    // A branch that closes the object allows only its own fields (spend without an amount).
+    const closed = mode.additionalProperties === false;
+    merged.properties = closed ? {} : { ...(base.properties ?? {}) };
+    for (const [name, narrower] of Object.entries<Schema>(mode.properties ?? {})) {
+      const wider = resolve(base.properties?.[name] ?? {});
+      merged.properties[name] = wider.type === 'object' && narrower.type === 'object' ? withMode(wider, narrower) : { ...wider, ...narrower };
+    }
+    if (closed) merged.additionalProperties = false;
+  }
+  return merged;
 }
 
 function validObject(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {

@@ -7,6 +7,16 @@ export function Nullable<T extends TSchema>(schema: T) {
   return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
 }
 
+/**
+ * Marks keywords of a request schema node that the service's own rules check, because they explain
+ * a violation better than a schema can: `x-validated-in-code: ["oneOf"]` on the quote body (the quote
+ * rules), `["required"]` on the sender block (the sender rules, which report every field at once
+ * with its format). The document and generated types state the rule; the request validator drops
+ * only the errors of those keywords (and of the `oneOf` branches they judged), so the answer to a
+ * violation is the one those rules give, right after validation. Any other error fails as usual.
+ */
+export const VALIDATED_IN_CODE = 'x-validated-in-code';
+
 /** The keyword @fastify/swagger takes a response's description from (and leaves out of its schema). */
 export const RESPONSE_DESCRIPTION = 'x-response-description';
 

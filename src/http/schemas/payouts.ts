@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
+import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
@@ -7,18 +8,32 @@ export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
 export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
 const Instrument = StringEnum(INSTRUMENTS);
 
-// Field types only: the formats (nationality, id per nationality, phone forms) are checked by
-// validateSender so that every violation is reported at once with the expected format.
+const NAME_RULE = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters (surrounding spaces do not count)`;
+
+/**
+ * The originator. Every field but `nationality` is required and each has a format; the sender rules
+ * check both (domain/sender.ts, `x-validated-in-code`) so that every violation is reported at once
+ * with the expected format and an example. The schema itself checks the JSON types.
+ */
 export const SenderBlock = Type.Object(
   {
-    nationalId: Type.Optional(Type.String({ description: 'Venezuelan: V, E or J + up to 9 digits. Foreign: 5 to 20 letters and digits', example: 'V12345678' })),
-    nationality: Type.Optional(Type.String({ description: 'ISO 3166-1 alpha-3; absent = VEN', example: 'VEN' })),
-    firstName: Type.Optional(Type.String({ description: 'At least 2 characters', example: 'Ana' })),
-    lastName: Type.Optional(Type.String({ description: 'At least 2 characters', example: 'Rojas' })),
-    phone: Type.Optional(Type.String({ description: 'Venezuelan mobile (0412, 0414, 0416, 0424, 0426): 04XXXXXXXXX, +58 4XXXXXXXXX or 4XXXXXXXXX', example: '04141234567' })),
-    email: Type.Optional(Type.String({ description: 'Email address', example: 'ana@example.com' })),
+    nationalId: Type.String({
+      description:
+        'For a Venezuelan sender (nationality absent or VEN): V, E or J followed by 4 to 9 digits, upper case. For a foreign sender: 5 to 20 letters and digits as issued by the country of nationality',
+      example: 'V12345678',
+    }),
+    nationality: Type.Optional(
+      Type.String({ description: 'ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
+    ),
+    firstName: Type.String({ description: NAME_RULE, example: 'María' }),
+    lastName: Type.String({ description: NAME_RULE, example: 'Pérez' }),
+    phone: Type.String({
+      description: `Venezuelan mobile (${VENEZUELAN_MOBILE_PREFIXES.join(', ')}) as 04XXXXXXXXX, +584XXXXXXXXX or 4XXXXXXXXX; spaces, dashes and parentheses are ignored. Stored as 04XXXXXXXXX`,
+      example: '04141234567',
+    }),
+    email: Type.String({ description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`, example: 'maria.perez@example.com' }),
   },
-  { description: 'The originator. If sent, every field but nationality is required' },
+  { description: 'The originator: every field but `nationality` is required', [VALIDATED_IN_CODE]: ['required'] },
 );
 
 export const CreatePayoutBody = Type.Object({

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { EVENT_TYPES } from '../../src/domain/webhooks.ts';
 import { ERROR_CODES } from '../../src/http/errors.ts';
+import { PAYMENT_STATUSES } from '../../src/http/schemas/payouts.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 
 type Operation = { operationId?: string; security?: unknown[]; parameters?: any[]; requestBody?: any; responses: Record<string, any>; callbacks?: any };
@@ -130,6 +132,18 @@ describe('OpenAPI document', () => {
     assert.deepEqual(quote.oneOf.map((mode: any) => [mode.title, mode.required]), [['DeliverFixedQuote', ['deliver']], ['SpendFixedQuote', ['spend', 'deliver']]]);
     assert.deepEqual(quote.oneOf[0].properties.spend.properties, { asset: { type: 'string', enum: ['BS'], description: 'Bolivares: the only asset delivered' } });
     assert.equal(quote.oneOf[0].properties.spend.additionalProperties, false, 'deliver mode: no spend.amount');
+  });
+
+  it('enumerates statuses, transitions, actors, reasons and event types', () => {
+    const transition = schema('Payment').properties.events.items.properties;
+    assert.deepEqual(transition.to_status.enum, [...PAYMENT_STATUSES]);
+    assert.deepEqual(transition.from_status.enum, [...PAYMENT_STATUSES]);
+    assert.equal(transition.from_status.nullable, true);
+    assert.deepEqual(transition.actor.enum, ['api', 'provider_event', 'reaper', 'system']);
+    assert.match(transition.reason.description, /open set/i);
+    assert.ok(schema('PayoutResult').properties.reason.enum.includes('beneficiary_mismatch'));
+    assert.deepEqual(schema('EventRecord').properties.event_type.enum, [...EVENT_TYPES]);
+    assert.deepEqual(schema('EventRecord').properties.status.enum, ['pending', 'published', 'dead']);
   });
 
   it('matches the committed openapi.json (generated, never hand-edited)', () => {

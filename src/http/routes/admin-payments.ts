@@ -3,7 +3,8 @@ import type { Database } from '../../db/database.ts';
 import { findPaymentById, requeueResolution } from '../../db/repositories/payments.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { ApiError, notFound } from '../errors.ts';
-import { Answer, DateTime, errorResponses, Nullable, Uuid } from '../schemas/common.ts';
+import { Answer, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import { PAYMENT_STATUSES } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -11,8 +12,8 @@ import { ADMIN } from './admin-tenants.ts';
 const Requeued = Type.Object({
   id: Uuid(),
   tenantId: Uuid(),
-  mode: Type.String(),
-  status: Type.String({ description: '`submitted` or `unknown`: still unresolved' }),
+  mode: ModeSchema,
+  status: StringEnum(PAYMENT_STATUSES, { description: '`submitted` or `unknown`: still unresolved' }),
   nextCheckAt: Nullable(DateTime()),
   checkAttempts: Type.Integer(),
 });

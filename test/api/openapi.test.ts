@@ -146,6 +146,29 @@ describe('OpenAPI document', () => {
     assert.deepEqual(schema('EventRecord').properties.status.enum, ['pending', 'published', 'dead']);
   });
 
+  it('describes the webhooks: named event bodies and the callbacks of POST /v1/payouts with the signature headers', () => {
+    const callbacks = byId('createPayout').callbacks;
+    assert.deepEqual(Object.keys(callbacks), ['paymentSettled', 'paymentFailed', 'paymentReversed']);
+    const expected: Array<[string, string]> = [
+      ['paymentSettled', 'PaymentSettledEvent'],
+      ['paymentFailed', 'PaymentFailedEvent'],
+      ['paymentReversed', 'PaymentReversedEvent'],
+    ];
+    for (const [name, component] of expected) {
+      const [delivery] = Object.values<any>(callbacks[name]);
+      assert.equal(delivery.post.requestBody.content['application/json'].schema.$ref, `#/components/schemas/${component}`);
+      const headers = delivery.post.parameters.filter((p: any) => p.in === 'header' && p.required).map((p: any) => p.name);
+      for (const signed of ['x-signature', 'x-timestamp', 'x-event-id', 'x-event-type', 'webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+        assert.ok(headers.includes(signed), `${name} ${signed}`);
+      }
+      assert.ok(delivery.post.responses['2XX']);
+      const body = schema(component);
+      assert.deepEqual(body.required, ['id', 'eventType', 'attempt', 'payload']);
+      assert.ok(schema(body.properties.payload.$ref.replace('#/components/schemas/', '')).properties.metadata);
+    }
+    assert.deepEqual(schema('WebhookEvent').discriminator.propertyName, 'eventType');
+  });
+
   it('matches the committed openapi.json (generated, never hand-edited)', () => {
     const committed = JSON.parse(readFileSync('openapi.json', 'utf8'));
     assert.deepEqual(committed, doc);

@@ -1,11 +1,14 @@
-// The OpenAPI document states rules that code checks (x-validated-in-code): each is shown here to be
-// the same rule as the code's, so a generated client that compiles sends what the server accepts.
+// The OpenAPI document states rules that code checks (x-validated-in-code) and messages the code
+// builds: each is shown here to be the same rule as the code's, so a generated client that compiles
+// sends what the server accepts, and what the document says a webhook carries is what is sent.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
+import { eventPayload, PAYOUT_FAILURE_REASONS, type OutcomeEventType } from '../../src/domain/payment-messages.ts';
 import { planQuote } from '../../src/domain/quote-request.ts';
 import { validateSender } from '../../src/domain/sender.ts';
+import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { closeObjectSchemas } from '../../src/http/input-hygiene.ts';
 import { readIdempotencyKey } from '../../src/http/plugins/idempotency.ts';
@@ -13,6 +16,7 @@ import { ASSETS, componentSchemas } from '../../src/http/schemas/common.ts';
 import { IdempotencyKeyHeaders } from '../../src/http/schemas/headers.ts';
 import { SenderBlock } from '../../src/http/schemas/payouts.ts';
 import { CreateQuoteBody } from '../../src/http/schemas/quotes.ts';
+import { WEBHOOK_DELIVERY_HEADERS } from '../../src/http/schemas/webhooks.ts';
 import { validatorCompiler } from '../../src/http/validation.ts';
 
 /** A validator that applies every keyword of the document, as a strict client-side validator would. */
@@ -120,5 +124,45 @@ describe('the Idempotency-Key header of the document', () => {
     // Required on the schema is the auth hook's 400 idempotency_key_missing, which runs earlier.
     assert.equal(schema({}), false);
     assert.equal(serviceValidator(IdempotencyKeyHeaders(false), 'headers')({}), true);
+  });
+});
+
+describe('webhook deliveries of the document', () => {
+  const payment = {
+    id: '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f',
+    payout_asset: 'BS',
+    payout_amount: 5_000_000n,
+    bank_reference: 'SBX-000123',
+    method: 'pago_movil',
+    method_requested: 'pago_movil',
+    status_reason: null,
+    metadata: { order_id: '6735' },
+  };
+  const components: Record<OutcomeEventType, string> = {
+    'payment.settled': 'PaymentSettledEvent',
+    'payment.failed': 'PaymentFailedEvent',
+    'payment.reversed': 'PaymentReversedEvent',
+  };
+
+  it('each body, as the dispatcher builds it, is its named component, and the union tells them apart', () => {
+    const union = documentValidator({ $ref: 'WebhookEvent' });
+    for (const [type, name] of Object.entries(components) as Array<[OutcomeEventType, string]>) {
+      const reasons = type === 'payment.failed' ? PAYOUT_FAILURE_REASONS : type === 'payment.reversed' ? ['returned_by_bank', 'a live rail’s own words'] : [undefined];
+      for (const reason of reasons) {
+        for (const source of [payment, { ...payment, metadata: {} }, { ...payment, method: null }]) {
+          if (source.method === null && type !== 'payment.failed') continue; // only a failure can come before an instrument was used
+          const body = JSON.parse(deliveryBody({ id: 42n, eventType: type, attempt: 3, payloadText: JSON.stringify(eventPayload(source, type, reason)) }));
+          const validate = documentValidator({ $ref: name });
+          assert.ok(validate(body), `${type} ${reason}: ${JSON.stringify(validate.errors)}`);
+          assert.ok(union(body), `${type} as WebhookEvent`);
+          for (const other of Object.values(components).filter((n) => n !== name)) assert.equal(documentValidator({ $ref: other })(body), false, `${type} is not ${other}`);
+        }
+      }
+    }
+  });
+
+  it('the callbacks list every header a delivery carries', () => {
+    const headers = deliveryHeaders({ eventId: '42', eventType: 'payment.settled', attempt: 1, body: '{}', timestampMs: 1_700_000_000_000, secrets: ['whsec_a', 'whsec_b'] });
+    assert.deepEqual(Object.keys(WEBHOOK_DELIVERY_HEADERS).sort(), Object.keys(headers).sort());
   });
 });

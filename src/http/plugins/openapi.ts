@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { componentSchemas } from '../schemas/common.ts';
+import { WEBHOOK_DELIVERY_HEADERS } from '../schemas/webhooks.ts';
 
 export const API_DESCRIPTION = `Deliver Venezuelan bolivares (BS) to a beneficiary's bank account by Pago Móvil or bank transfer.
 
@@ -48,7 +49,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transformObject: (document) =>
       'openapiObject' in document
-        ? shareErrorResponses(shareResponseHeaders(liftDeprecatedParameters(document.openapiObject)))
+        ? shareErrorResponses(shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))))
         : document.swaggerObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
@@ -144,6 +145,27 @@ function shareErrorResponses<T extends object>(document: T): T {
     doc.components.responses ??= {};
     doc.components.responses[name] = JSON.parse(key) as Response;
     for (const { responses, status } of places) (responses as Record<string, unknown>)[status] = { $ref: `#/components/responses/${name}` };
+  }
+  return document;
+}
+
+type CallbackDocument = { paths?: Record<string, Record<string, { callbacks?: Record<string, Record<string, Record<string, { parameters?: unknown[] }>>> }>> };
+
+/**
+ * Every callback is a webhook delivery, with the delivery headers (the swagger plugin passes only a
+ * callback's body and responses through).
+ */
+function describeDeliveryHeaders<T extends object>(document: T): T {
+  for (const operations of Object.values((document as CallbackDocument).paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const expressions of Object.values(operation.callbacks ?? {})) {
+        for (const methods of Object.values(expressions)) {
+          for (const callback of Object.values(methods)) {
+            callback.parameters = Object.entries(WEBHOOK_DELIVERY_HEADERS).map(([name, header]) => ({ name, in: 'header', required: true, ...header }));
+          }
+        }
+      }
+    }
   }
   return document;
 }

@@ -6,6 +6,7 @@ import { envelope } from '../errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBody, PayoutResult } from '../schemas/payouts.ts';
+import { PayoutCallbacks } from '../schemas/webhooks.ts';
 import type { App } from '../types.ts';
 
 /** The payout result: the answer of POST /v1/payouts. */
@@ -75,6 +76,7 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
 422 \`quote_expired\`, 422 \`limit_exceeded\` (instrument cap or configured limit; \`meta\` names rule, cap and scope),
 422 \`insufficient_tenant_funds\`.`,
         body: CreatePayoutBody,
+        callbacks: PayoutCallbacks,
         response: {
           201: Answer(
             'The payout: usually `submitted` (the outcome arrives by webhook), or `failed` with a `reason` when it could not be sent (nothing charged). A retry with the same `Idempotency-Key` gets the payment as it stands',

@@ -72,7 +72,8 @@ export function completeRouteContract(route: Pick<RouteOptions, 'method' | 'conf
     const code = Number(status);
     const headers: Record<string, unknown> = { ...REQUEST_ID_HEADER };
     // Documented whatever this process's RATE_LIMIT_RPS: the document is the same for every deployment.
-    if (keyed) Object.assign(headers, RATE_LIMIT_HEADERS);
+    // A 401 or 403 is answered by the auth hook, before the per-key limit counts the request.
+    if (keyed && code !== 401 && code !== 403) Object.assign(headers, RATE_LIMIT_HEADERS);
     if (code === 429 || code === 503) Object.assign(headers, RETRY_AFTER_HEADER);
     if (config.idempotency && isStoredStatus(code)) Object.assign(headers, REPLAYED_HEADER);
     const entry = response[status]!;

@@ -45,6 +45,7 @@ import { RateService, StoredRateSource, type RateSource } from './services/rates
 import type { App } from './http/types.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { lazyCompilers, type LazyCompilers } from './http/schema-compilers.ts';
+import { completeRouteContract } from './http/route-contract.ts';
 import { Authenticator } from './services/authenticator.ts';
 import { AUTH_FAILURE_ADDRESSES_MAX, AuthFailureLimiter } from './services/auth-failures.ts';
 import { TenantService } from './services/tenants.ts';
@@ -270,6 +271,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     closeObjectSchemas(route.schema?.body);
     closeObjectSchemas(route.schema?.querystring);
     closeObjectSchemas(route.schema?.params);
+    completeRouteContract(route);
   });
 
   registerErrorHandling(app);

@@ -11,7 +11,8 @@ export const STATUS_MESSAGES = {
   reversed: 'The bank returned this settled disbursement; the delivered amount is back in your balance (the fee is kept).',
 } as const;
 
-export const FAILURE_MESSAGES: Record<string, string> = {
+/** Every reason a payout fails for (`reason` of a failed payout and of `payment.failed`), with its message. */
+export const FAILURE_MESSAGES = {
   beneficiary_missing_phone: 'The beneficiary has no phone number; both instruments need one. Register it and retry with a new quote.',
   beneficiary_missing_account: 'The beneficiary has no account number, which transferencia needs. Register one, or use pago_movil, with a new quote.',
   beneficiary_mismatch: 'The bank says the name or national id does not match the holder of the account or phone.',
@@ -24,10 +25,13 @@ export const FAILURE_MESSAGES: Record<string, string> = {
   rail_insufficient_balance: 'The rail had insufficient balance to send.',
   amount_above_rail_limit: 'The amount is above the rail limit.',
   no_route: 'No rail can deliver this payout.',
-};
+} as const satisfies Record<string, string>;
+
+export type PayoutFailureReason = keyof typeof FAILURE_MESSAGES;
+export const PAYOUT_FAILURE_REASONS = Object.keys(FAILURE_MESSAGES) as PayoutFailureReason[];
 
 export function failureMessage(reason: string): string {
-  return FAILURE_MESSAGES[reason] ?? 'The disbursement was not executed; nothing was charged.';
+  return (FAILURE_MESSAGES as Record<string, string>)[reason] ?? 'The disbursement was not executed; nothing was charged.';
 }
 
 export type OutcomeEventType = 'payment.settled' | 'payment.failed' | 'payment.reversed';

@@ -42,6 +42,42 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
+/** Every code, in the order of the table: the enum of `error.code` in the OpenAPI document. */
+export const ERROR_CODE_LIST = Object.keys(ERROR_CODES) as ErrorCode[];
+
+/** One line per code for the reference (the OpenAPI document lists, per answer, the codes it can carry). */
+export const ERROR_CODE_SUMMARIES: Record<ErrorCode, string> = {
+  api_key_missing: 'no `x-api-key` header',
+  api_key_invalid: 'the API key is unknown or revoked',
+  webhook_signature_invalid: 'not a correctly signed delivery of a test-mode event',
+  scope_missing: 'the key lacks the scope of the call; `meta.required` lists the scopes that would do',
+  validation_failed: 'an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`',
+  malformed_request: 'not valid HTTP, or a URL with an invalid percent-encoding',
+  invalid_json: 'the body is not JSON',
+  idempotency_key_missing: 'no `Idempotency-Key` header on a call that requires one',
+  resource_not_found: 'no such object for this tenant and mode',
+  route_not_found: 'no such route (method and path)',
+  request_timeout: 'the request was not received within 30 s',
+  idempotency_key_reused: 'the `Idempotency-Key` was used with a different request (route, path or body)',
+  idempotency_request_in_progress: 'the first request with this `Idempotency-Key` is still running; retry it with the same key',
+  quote_already_consumed: 'another payout already used the quote; ask for a new quote',
+  payment_already_resolved: 'the payment is already final (`meta.status`); nothing changed',
+  payment_not_settled: 'only a settled payment can be reversed (`meta.status`); nothing changed',
+  payload_too_large: 'the body is over 64 KiB',
+  uri_too_long: 'a path parameter is longer than 100 characters',
+  unsupported_media_type: 'a body sent with a `content-type` other than `application/json`',
+  expectation_failed: 'an `Expect` header other than `100-continue`',
+  quote_expired: "the quote's `expires_at` has passed; ask for a new quote",
+  limit_exceeded: 'an instrument cap or a configured limit rule; `meta` names the rule, the cap and the scope',
+  insufficient_tenant_funds: 'the prefunding balance or the credit line does not cover the quote (`meta`: asset, required, available)',
+  rate_limited: 'too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds',
+  headers_too_large: 'the request line and headers are over 16 KiB',
+  rate_unavailable: 'no fresh FX rate; retry after `Retry-After` seconds',
+  service_unavailable: 'the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)',
+  overloaded: 'a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds',
+  internal_error: 'unexpected; quote the `request_id` (no `meta`)',
+};
+
 export interface FieldError {
   field: string;
   message: string;
@@ -82,7 +118,7 @@ export function notFound(what: string): ApiError {
 export interface ErrorEnvelope {
   error: {
     type: ErrorType;
-    code: string;
+    code: ErrorCode;
     message: string;
     request_id: string;
     meta?: Record<string, unknown>;

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type SchemaValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
 import type { FieldError } from './errors.ts';
+import { VALIDATED_IN_CODE } from './schemas/common.ts';
 import { PROPERTY_NAMES_KEYWORD } from './schemas/metadata.ts';
 
 // Two validators: request bodies are strict JSON (an amount sent as "5000" is an error, not
@@ -21,6 +22,7 @@ function makeAjv(coerceTypes: boolean): Ajv {
   ajv.addFormat('uuid', /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/);
   ajv.addKeyword({ keyword: 'x-error-message', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'example' });
+  ajv.addKeyword({ keyword: VALIDATED_IN_CODE, schemaType: 'array' });
   ajv.addKeyword({ keyword: PROPERTY_NAMES_KEYWORD, type: 'object', schemaType: 'object', errors: true, validate: checkPropertyNames });
   return ajv;
 }
@@ -54,8 +56,44 @@ const textAjv = makeAjv(true);
 
 export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, httpPart }) => {
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
-  return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+  // Node lower-cases header names; the document keeps their usual spelling (Idempotency-Key).
+  const compiled = ajv.compile((httpPart === 'headers' ? lowerCaseHeaderNames(schema) : schema) as object);
+  return (JSON.stringify(schema).includes(VALIDATED_IN_CODE) ? leavingToCode(compiled) : compiled) as ReturnType<FastifySchemaCompiler<unknown>>;
 };
+
+function lowerCaseHeaderNames(schema: unknown): unknown {
+  const object = schema as { properties?: Record<string, unknown>; required?: string[] };
+  if (object === null || typeof object !== 'object' || object.properties === undefined) return schema;
+  return {
+    ...object,
+    properties: Object.fromEntries(Object.entries(object.properties).map(([name, value]) => [name.toLowerCase(), value])),
+    ...(object.required ? { required: object.required.map((name) => name.toLowerCase()) } : {}),
+  };
+}
+
+
+type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
+
+/** A validator that leaves the keywords a schema marks `x-validated-in-code` to the service (see common.ts). */
+function leavingToCode(validate: Validate): Validate {
+  const leftToCode = (error: ErrorObject): boolean => {
+    const keywords = (error.parentSchema as Record<string, unknown> | undefined)?.[VALIDATED_IN_CODE];
+    return Array.isArray(keywords) && keywords.includes(error.keyword);
+  };
+  const wrapped: Validate = (data: unknown) => {
+    if (validate(data)) {
+      wrapped.errors = null;
+      return true;
+    }
+    const errors = validate.errors ?? [];
+    const dropped = errors.filter(leftToCode);
+    const branches = dropped.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => `${e.schemaPath}/`);
+    const kept = errors.filter((e) => !dropped.includes(e) && !branches.some((prefix) => e.schemaPath.startsWith(prefix)));
+    wrapped.errors = kept.length > 0 ? kept : null;
+    return kept.length === 0;
+  };
+  return wrapped;
+}
 
 const TYPE_WORDS: Record<string, string> = {
   integer: 'an integer',

@@ -629,7 +629,9 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     assert.equal(exp.responses['200'].content['text/csv'].schema.type, 'string');
     for (const op of [list, exp]) {
       for (const status of ['400', '401', '403', '429', '500']) {
-        assert.equal(op.responses[status].content['application/json'].schema.$ref, '#/components/schemas/ErrorEnvelope', status);
+        const ref: string | undefined = op.responses[status].$ref;
+        const response = ref ? doc.components.responses[ref.replace('#/components/responses/', '')] : op.responses[status];
+        assert.equal(response.content['application/json'].schema.allOf[0].$ref, '#/components/schemas/ErrorEnvelope', status);
       }
     }
   });

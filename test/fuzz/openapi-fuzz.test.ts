@@ -54,7 +54,7 @@ const METHODS: readonly Method[] = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 interface Parameter {
   name: string;
-  in: 'path' | 'query';
+  in: 'path' | 'query' | 'header';
   required: boolean;
   schema: Schema;
 }
@@ -67,6 +67,8 @@ interface Operation {
   params: Parameter[];
   body?: Schema;
   access: 'public' | 'customer' | 'platform';
+  /** The operation declares the Idempotency-Key header: a malformed one is refused. */
+  takesIdempotencyKey: boolean;
   requiresIdempotencyKey: boolean;
   /** The status of an operation whose only documented answer is a 5xx (a receiver that fails on purpose). */
   deliberateStatus?: number;
@@ -98,16 +100,19 @@ function documentedOperations(): Operation[] {
     for (const method of pathMethods) {
       const op = item[method.toLowerCase()];
       const statuses = Object.keys(op.responses ?? {}).map(Number);
-      const description: string = op.description ?? '';
+      const params: Parameter[] = (op.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: p.required === true, schema: resolve(p.schema) }));
+      const idempotencyKey = params.find((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
       operations.push({
         id: `${method} ${path}`,
         method,
         path,
-        params: (op.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: p.required === true, schema: resolve(p.schema) })),
+        params,
         body: op.requestBody ? resolve(op.requestBody.content['application/json'].schema) : undefined,
         access: op.security?.length === 0 ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
-        requiresIdempotencyKey: /Requires an `Idempotency-Key`|`Idempotency-Key` \(required\)/.test(description),
-        deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 500) ? statuses[0] : undefined,
+        takesIdempotencyKey: idempotencyKey !== undefined,
+        requiresIdempotencyKey: idempotencyKey?.required === true,
+        // A receiver that fails on purpose: no success answer, only its 5xx (and the errors every route has).
+        deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 400) ? statuses.find((s) => s >= 500) : undefined,
         pathMethods,
         documented: true,
       });
@@ -115,7 +120,17 @@ function documentedOperations(): Operation[] {
   }
   for (const path of HIDDEN_PUBLIC_PATHS) {
     const params = path.includes('{file}') ? [STATIC_FILE] : [];
-    operations.push({ id: `GET ${path}`, method: 'GET', path, params, access: 'public', requiresIdempotencyKey: false, pathMethods: ['GET'], documented: false });
+    operations.push({
+      id: `GET ${path}`,
+      method: 'GET',
+      path,
+      params,
+      access: 'public',
+      takesIdempotencyKey: false,
+      requiresIdempotencyKey: false,
+      pathMethods: ['GET'],
+      documented: false,
+    });
   }
   return operations;
 }
@@ -237,6 +252,8 @@ function validValue(schema: Schema, hint: string, world: World): fc.Arbitrary<un
 function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unknown> {
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
   const alternatives = s.oneOf ?? s.anyOf;
+  // An object with fields of its own and `oneOf` modes that constrain some of them (the quote body).
+  if (Array.isArray(alternatives) && s.type === 'object') return fc.oneof(...alternatives.map((mode: Schema) => validObject(withMode(s, resolve(mode)), world)));
   if (Array.isArray(alternatives)) return fc.oneof(...alternatives.map((sub: Schema) => validValue(sub, hint, world)));
   switch (s.type) {
     case 'object':
@@ -254,6 +271,23 @@ function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unkno
     default:
       return anyJson; // `{}`: the sandbox receivers take any body
   }
+}
+
+/** An object schema narrowed by one of its `oneOf` branches: the branch's required fields and its narrower fields. */
+function withMode(base: Schema, mode: Schema): Schema {
+  const { oneOf: _oneOf, anyOf: _anyOf, ...rest } = base;
+  const merged: Schema = { ...rest, required: [...new Set([...(base.required ?? []), ...(mode.required ?? [])])] };
+  if (base.properties || mode.properties) {
+    // A branch that closes the object allows only its own fields (spend without an amount).
+    const closed = mode.additionalProperties === false;
+    merged.properties = closed ? {} : { ...(base.properties ?? {}) };
+    for (const [name, narrower] of Object.entries<Schema>(mode.properties ?? {})) {
+      const wider = resolve(base.properties?.[name] ?? {});
+      merged.properties[name] = wider.type === 'object' && narrower.type === 'object' ? withMode(wider, narrower) : { ...wider, ...narrower };
+    }
+    if (closed) merged.additionalProperties = false;
+  }
+  return merged;
 }
 
 function validObject(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {
@@ -448,6 +482,7 @@ function headerMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const withKey = (key: (d: Draft) => string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'x-api-key', key(d)) });
   const withIdempotencyKey = (value: string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'idempotency-key', value) });
   const idempotency: Expectation = op.requiresIdempotencyKey ? 'refuse' : 'any';
+  const badIdempotency: Expectation = op.takesIdempotencyKey ? 'refuse' : 'any';
   return [
     fc.constant(mutation('no API key', unauthenticated, withKey(() => undefined))),
     unknownKeys.map((key) => mutation('unknown API key', unauthenticated, withKey(() => key))),
@@ -455,7 +490,7 @@ function headerMutations(op: Operation): fc.Arbitrary<Mutation>[] {
     oddKeys.map((key) => mutation('API key with odd characters', unauthenticated, withKey(() => key))),
     fc.constant(mutation('live-mode key', op.access === 'platform' ? 403 : 'any', withKey((d) => d.keys.live))),
     fc.constant(mutation('no Idempotency-Key', idempotency, withIdempotencyKey(undefined))),
-    badIdempotencyKeys.map((key) => mutation('malformed Idempotency-Key', idempotency, withIdempotencyKey(key))),
+    badIdempotencyKeys.map((key) => mutation('malformed Idempotency-Key', badIdempotency, withIdempotencyKey(key))),
   ];
 }
 

@@ -34,7 +34,10 @@ export const IDEMPOTENCY_LEASE_MS = 2 * 60_000;
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 
-const KEY_PATTERN = /^[\x20-\x7e]+$/;
+/** The header's form: 1 to 255 printable ASCII characters (the OpenAPI document states the same). */
+export const IDEMPOTENCY_KEY_PATTERN = '^[\\x20-\\x7e]+$';
+export const IDEMPOTENCY_KEY_FORMAT_MESSAGE = `must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters (a UUID is a good choice)`;
+const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 
 /** JSON with object keys sorted recursively (UTF-16 code unit order); `undefined` → ''. */
 export function canonicalJson(value: unknown): string {
@@ -71,7 +74,7 @@ export function readIdempotencyKey(request: FastifyRequest): string | undefined 
   const value = Array.isArray(header) ? header.join(', ') : header;
   if (value.length < 1 || value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !KEY_PATTERN.test(value)) {
     throw validationFailed(
-      [{ field: 'Idempotency-Key', message: `must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters (a UUID is a good choice)` }],
+      [{ field: 'Idempotency-Key', message: IDEMPOTENCY_KEY_FORMAT_MESSAGE }],
     );
   }
   return value;

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { componentSchemas } from '../schemas/common.ts';
+import { WEBHOOK_DELIVERY_HEADERS } from '../schemas/webhooks.ts';
 
 export const API_DESCRIPTION = `Deliver Venezuelan bolivares (BS) to a beneficiary's bank account by Pago Móvil or bank transfer.
 
@@ -51,7 +52,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
-    transformObject: (document) => ('openapiObject' in document ? liftDeprecatedParameters(document.openapiObject) : document.swaggerObject),
+    transformObject: (document) =>
+      'openapiObject' in document
+        ? shareErrorResponses(shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))))
+        : document.swaggerObject,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
 }
@@ -67,6 +71,104 @@ function liftDeprecatedParameters<T extends object>(document: T): T {
     for (const operation of Object.values(operations)) {
       for (const parameter of operation.parameters ?? []) {
         if (parameter.schema?.deprecated === true) parameter.deprecated = true;
+      }
+    }
+  }
+  return document;
+}
+
+type Header = Record<string, unknown>;
+type Response = { headers?: Record<string, Header>; content?: Record<string, { schema?: { allOf?: Array<{ properties?: any }> } }> };
+type Responses = Record<string, Response>;
+type HeaderDocument = {
+  paths?: Record<string, Record<string, { responses?: Responses; callbacks?: unknown }>>;
+  components?: { headers?: Record<string, Header>; responses?: Record<string, Response> };
+};
+
+/**
+ * Response headers are the same on most answers (x-request-id on all of them): each one defined
+ * once under `components.headers` and referenced, instead of repeated in every response.
+ */
+function shareResponseHeaders<T extends object>(document: T): T {
+  const doc = document as HeaderDocument;
+  const responses = Object.values(doc.paths ?? {}).flatMap((operations) => Object.values(operations).flatMap((operation) => Object.values(operation.responses ?? {})));
+  const definitions = new Map<string, Set<string>>();
+  for (const response of responses) {
+    for (const [name, header] of Object.entries(response.headers ?? {})) {
+      definitions.set(name, (definitions.get(name) ?? new Set()).add(JSON.stringify(header)));
+    }
+  }
+  const shared = [...definitions].filter(([, forms]) => forms.size === 1).map(([name]) => name);
+  if (shared.length === 0) return document;
+  doc.components ??= {};
+  doc.components.headers ??= {};
+  for (const response of responses) {
+    for (const name of shared) {
+      const header = response.headers?.[name];
+      if (header === undefined) continue;
+      doc.components.headers[name] = header;
+      response.headers![name] = { $ref: `#/components/headers/${name}` };
+    }
+  }
+  return document;
+}
+
+/** The codes an error answer narrows `error.code` to (schemas/common.ts `errorAnswer`), if it is one. */
+function errorCodesOf(response: Response): string[] | undefined {
+  const codes = response.content?.['application/json']?.schema?.allOf?.[1]?.properties?.error?.properties?.code?.enum;
+  return Array.isArray(codes) ? codes : undefined;
+}
+
+const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, _sep: string, letter: string) => letter.toUpperCase());
+
+/**
+ * Most operations give the same error answers (the 401, the 429, the 5xx): an answer given alike by
+ * several operations is defined once under `components.responses`, named after its codes.
+ */
+function shareErrorResponses<T extends object>(document: T): T {
+  const doc = document as HeaderDocument;
+  const uses = new Map<string, Array<{ responses: Responses; status: string; codes: string[] }>>();
+  for (const operations of Object.values(doc.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const [status, response] of Object.entries(operation.responses ?? {})) {
+        const codes = errorCodesOf(response);
+        if (codes === undefined) continue;
+        const key = JSON.stringify(response);
+        uses.set(key, [...(uses.get(key) ?? []), { responses: operation.responses!, status, codes }]);
+      }
+    }
+  }
+  const names = new Set<string>();
+  // The most used form of an answer gets the plain name (the keyed routes' one, with rate-limit headers).
+  for (const [key, places] of [...uses].sort(([, a], [, b]) => b.length - a.length)) {
+    if (places.length < 2) continue;
+    const base = places[0]!.codes.map(pascal).join('Or');
+    let name = base;
+    for (let n = 2; names.has(name); n += 1) name = `${base}${n}`;
+    names.add(name);
+    doc.components ??= {};
+    doc.components.responses ??= {};
+    doc.components.responses[name] = JSON.parse(key) as Response;
+    for (const { responses, status } of places) (responses as Record<string, unknown>)[status] = { $ref: `#/components/responses/${name}` };
+  }
+  return document;
+}
+
+type CallbackDocument = { paths?: Record<string, Record<string, { callbacks?: Record<string, Record<string, Record<string, { parameters?: unknown[] }>>> }>> };
+
+/**
+ * Every callback is a webhook delivery, with the delivery headers (the swagger plugin passes only a
+ * callback's body and responses through).
+ */
+function describeDeliveryHeaders<T extends object>(document: T): T {
+  for (const operations of Object.values((document as CallbackDocument).paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const expressions of Object.values(operation.callbacks ?? {})) {
+        for (const methods of Object.values(expressions)) {
+          for (const callback of Object.values(methods)) {
+            callback.parameters = Object.entries(WEBHOOK_DELIVERY_HEADERS).map(([name, header]) => ({ name, in: 'header', required: true, ...header }));
+          }
+        }
       }
     }
   }

@@ -3,7 +3,8 @@ import type { Database } from '../../db/database.ts';
 import { findPaymentById, requeueResolution } from '../../db/repositories/payments.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { ApiError, notFound } from '../errors.ts';
-import { DateTime, errorResponses, Nullable, Uuid } from '../schemas/common.ts';
+import { Answer, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import { PAYMENT_STATUSES } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -11,8 +12,8 @@ import { ADMIN } from './admin-tenants.ts';
 const Requeued = Type.Object({
   id: Uuid(),
   tenantId: Uuid(),
-  mode: Type.String(),
-  status: Type.String({ description: '`submitted` or `unknown`: still unresolved' }),
+  mode: ModeSchema,
+  status: StringEnum(PAYMENT_STATUSES, { description: '`submitted` or `unknown`: still unresolved' }),
   nextCheckAt: Nullable(DateTime()),
   checkAttempts: Type.Integer(),
 });
@@ -32,7 +33,7 @@ REAPER_CHECK_ATTEMPTS_MAX questions, leaving it unresolved (never invented), log
 \`bolivar_reaper_parked_payments_total\` / \`bolivar_payments_parked_unresolved\`. This puts it back on the schedule now,
 with a fresh backoff. 409 \`payment_already_resolved\` when it is settled, failed or reversed.`,
         params: IdParam,
-        response: { 200: Requeued, ...errorResponses(400, 403, 404, 409) },
+        response: { 200: Answer('The payment, back on the resolution schedule', Requeued), ...errorResponses('resource_not_found', 'payment_already_resolved') },
       },
     },
     async (request) => {

@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import type { StoredRate as StoredRateRow } from '../../db/repositories/rates.ts';
 import type { RateService } from '../../services/rates.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { RateAssetParam, SetRateBody, StoredRate } from '../schemas/quotes.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -20,7 +20,7 @@ export async function adminRateRoutes(app: App, rates: RateService): Promise<voi
         description: 'The default rate source. A rate older than RATE_MAX_AGE_SECONDS (24 h) is stale and quotes that convert answer 503 `rate_unavailable`.',
         params: RateAssetParam,
         body: SetRateBody,
-        response: { 200: StoredRate, ...errorResponses(400, 403) },
+        response: { 200: Answer('The rate, stored', StoredRate), ...errorResponses() },
       },
     },
     async (request) => rateView(await rates.set(request.params.asset, request.body.market)),
@@ -35,7 +35,7 @@ export async function adminRateRoutes(app: App, rates: RateService): Promise<voi
         operationId: 'adminListRates',
         summary: 'List the stored market rates',
         description: 'Every stored rate with the time it was set.',
-        response: { 200: Type.Object({ data: Type.Array(StoredRate) }), ...errorResponses(403) },
+        response: { 200: Answer('Every stored rate', Type.Object({ data: Type.Array(StoredRate) })), ...errorResponses() },
       },
     },
     async () => ({ data: (await rates.list()).map(rateView) }),

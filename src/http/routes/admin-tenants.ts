@@ -5,7 +5,7 @@ import type { TenantService } from '../../services/tenants.ts';
 import { creditCeiling } from '../../domain/credit.ts';
 import { validationFailed } from '../errors.ts';
 import { Type } from '@sinclair/typebox';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import {
   ApiKeySummary,
   CreateApiKeyBody,
@@ -79,7 +79,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         summary: 'Create a tenant',
         description: 'Creates a customer tenant. Defaults: prefunded (`creditEnabled: false`), `feeBps` 100, `feeFixed` 0, `spreadBps` 50.',
         body: CreateTenantBody,
-        response: { 201: Tenant, ...errorResponses(400, 403) },
+        response: { 201: Answer('The tenant, created', Tenant), ...errorResponses() },
       },
     },
     async (request, reply) => {
@@ -126,7 +126,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         summary: 'Read a tenant',
         description: 'Settings of one tenant.',
         params: IdParam,
-        response: { 200: Tenant, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The tenant', Tenant), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => tenantView(await tenants.get(request.params.id)),
@@ -143,7 +143,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         description: 'Changes only the fields sent. New quotes use the new fee schedule and spread; existing quotes keep theirs.',
         params: IdParam,
         body: UpdateTenantBody,
-        response: { 200: Tenant, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The tenant, updated', Tenant), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {
@@ -171,7 +171,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         description: 'The `key` is returned once; only its prefix and last 4 characters are kept readable.',
         params: IdParam,
         body: CreateApiKeyBody,
-        response: { 201: IssuedApiKey, ...errorResponses(400, 403, 404) },
+        response: { 201: Answer('The API key; `key` is shown only in this answer', IssuedApiKey), ...errorResponses('resource_not_found') },
       },
     },
     async (request, reply) => {
@@ -190,7 +190,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         summary: "List a tenant's API keys (prefix and last 4 only)",
         description: 'Every key of the tenant, revoked ones included; the key strings themselves are never shown again.',
         params: IdParam,
-        response: { 200: Type.Object({ data: Type.Array(ApiKeySummary) }), ...errorResponses(400, 403, 404) },
+        response: { 200: Answer("The tenant's API keys (never the keys themselves)", Type.Object({ data: Type.Array(ApiKeySummary) })), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => ({ data: (await tenants.listKeys(request.params.id)).map(keySummary) }),
@@ -206,7 +206,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         summary: 'Revoke an API key',
         description: 'The key fails with `api_key_invalid` from the next request.',
         params: IdParam,
-        response: { 200: RevokedApiKey, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The API key, revoked', RevokedApiKey), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => tenants.revokeKey(request.params.id),

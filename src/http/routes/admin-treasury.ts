@@ -5,7 +5,7 @@ import { validateSender } from '../../domain/sender.ts';
 import type { TreasuryService } from '../../services/treasury.ts';
 import { notFound, validationFailed } from '../errors.ts';
 import { Type } from '@sinclair/typebox';
-import { errorResponses, Uuid } from '../schemas/common.ts';
+import { Answer, errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -37,7 +37,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
           'One balanced ledger entry (treasury cash against the tenant prefunding account), committed in the same transaction as the `Idempotency-Key` (required): a retried funding is credited once and answered the same, whatever happened in between.',
         params: IdParam,
         body: FundingBody,
-        response: { 201: TreasuryPosition, ...errorResponses(400, 403, 404, 409) },
+        response: { 201: Answer("The tenant's position in that asset, funded", TreasuryPosition), ...errorResponses('resource_not_found') },
       },
     },
     async (request, reply) => {
@@ -63,7 +63,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
           'The daily close now, every asset: a credit tenant settles what it drew (`creditDrawn`), net of what it is owed (refunds of payouts that failed or were returned after the previous close, shown in `prefundingBalance`). A prefunded tenant only settles a leftover draw; its prefunding is never netted. The scheduled close does the same after Caracas midnight. `closedAmount` is the BS draw settled; `closed` lists every asset.',
         params: IdParam,
         body: ModeBody,
-        response: { 200: ClosedPosition, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The position after the close, and what it settled', ClosedPosition), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => treasury.close(request.params.id, request.body.mode),
@@ -80,7 +80,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         description: 'Step 3 of sender resolution: used by payouts that carry no sender block and whose customer has no stored sender.',
         params: IdParam,
         body: SenderBody,
-        response: { 200: StoredSender, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The default sender, stored (normalised)', StoredSender), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {
@@ -102,7 +102,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         description: 'Step 2 of sender resolution: payouts with this `customerId` and no sender block use it.',
         params: Type.Object({ id: Uuid(), customerId: Uuid() }),
         body: SenderBody,
-        response: { 200: StoredSender, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer("The customer's sender, stored (normalised)", StoredSender), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {

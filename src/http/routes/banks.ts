@@ -15,7 +15,7 @@ export async function bankRoutes(app: App, catalogue: BankCatalogue): Promise<vo
         description:
           "The rail's bank catalogue for `method`: 31 banks for `pago_movil`, 24 for `transferencia`; some banks accept only one instrument, and a code may carry a different name in each list. A beneficiary's `bankCode` must be in the list of its instrument. The answer is cached; when the rail's catalogue does not answer, a local copy is served, so this call does not fail for that reason.",
         querystring: BankMethodQuery,
-        response: { 200: BankList, ...errorResponses(400, 403) },
+        response: { 200: BankList, ...errorResponses() },
       },
     },
     async (request) => ({ method: request.query.method, data: await catalogue.list(request.query.method) }),

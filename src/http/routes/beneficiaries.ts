@@ -2,7 +2,7 @@ import type { BeneficiaryRow } from '../../db/repositories/beneficiaries.ts';
 import type { BeneficiaryService } from '../../services/beneficiaries.ts';
 import { partitionOf } from '../context.ts';
 import { BeneficiaryList, BeneficiaryListQuery, Beneficiary, RegisterBeneficiaryBody, RegisteredBeneficiary } from '../schemas/beneficiaries.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
@@ -41,7 +41,11 @@ Idempotent per (\`nationalId\`, \`bankCode\`, instrument): the first call answer
 
 Every field is validated before anything is stored; all violations come together as 400 \`validation_failed\` with \`meta.errors\`. A beneficiary without \`phone\` (or, for \`transferencia\`, without \`accountNumber\`) is accepted, but a payout to it fails with \`beneficiary_missing_phone\` (or \`beneficiary_missing_account\`).`,
         body: RegisterBeneficiaryBody,
-        response: { 200: RegisteredBeneficiary, 201: RegisteredBeneficiary, ...errorResponses(400, 403) },
+        response: {
+          200: Answer('Already registered: the existing beneficiary (`created: false`), with the `fullName`, `phone`, `accountNumber` and `metadata` sent', RegisteredBeneficiary),
+          201: Answer('Registered now (`created: true`)', RegisteredBeneficiary),
+          ...errorResponses(),
+        },
       },
     },
     async (request, reply) => {
@@ -61,7 +65,7 @@ Every field is validated before anything is stored; all violations come together
         description:
           'Newest first (`created_at`, then `id`, descending). Pass `next_cursor` as `cursor` for the next page; the cursor is opaque and stable while beneficiaries are being added, so no row is skipped or repeated.',
         querystring: BeneficiaryListQuery,
-        response: { 200: BeneficiaryList, ...errorResponses(400, 403) },
+        response: { 200: BeneficiaryList, ...errorResponses() },
       },
     },
     async (request) => {
@@ -81,7 +85,7 @@ Every field is validated before anything is stored; all violations come together
         description:
           '`payout_count`, `last_success_at` and `last_failure_reason` are the recipient history: use them to judge whether a new payment is routine.',
         params: IdParam,
-        response: { 200: Beneficiary, ...errorResponses(400, 403, 404) },
+        response: { 200: Beneficiary, ...errorResponses('resource_not_found') },
       },
     },
     async (request) => beneficiaryView(await beneficiaries.get(partitionOf(request.auth), request.params.id)),

@@ -44,7 +44,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         description:
           'Newest first (id descending), without payloads. Filter by `status` (`dead` is the failed queue) and `eventType`. `cursor` is the numeric id of an event: pass the previous page\'s `next_cursor` to read the events older than it.',
         querystring: EventListQuery,
-        response: { 200: EventList, ...errorResponses(400, 403) },
+        response: { 200: EventList, ...errorResponses() },
       },
     },
     async (request) => {
@@ -69,7 +69,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         description:
           '`payload` is the `payload` object exactly as sent in the webhook body; `deliveries` lists every attempt with the receiver\'s status code (null when no answer came in time). A non-numeric id is 400 `validation_failed`.',
         params: EventIdParam,
-        response: { 200: EventDetail, ...errorResponses(400, 403, 404) },
+        response: { 200: EventDetail, ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {
@@ -87,7 +87,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         operationId: 'retryDeadEvents',
         summary: 'Requeue the whole failed queue',
         description: `Every \`dead\` event of this tenant and mode goes back to \`pending\`, due now. No body. Works in batches of 1,000, up to 100,000 events per call: if \`requeued\` is 100000, call again. ${RETRY_NOTE}`,
-        response: { 200: RetriedDeadEvents, ...errorResponses(403) },
+        response: { 200: RetriedDeadEvents, ...errorResponses() },
       },
     },
     async (request) => ({ requeued: await events.retryDead(partitionOf(request.auth)) }),
@@ -103,7 +103,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         summary: 'Requeue one event',
         description: `Puts the event back in the delivery queue, due now: works on \`dead\`, \`pending\` and \`published\` events. No body. \`requeued\` is false when the event was already pending and due. ${RETRY_NOTE}`,
         params: EventIdParam,
-        response: { 200: RetriedEvent, ...errorResponses(400, 403, 404) },
+        response: { 200: RetriedEvent, ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {

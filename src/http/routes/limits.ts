@@ -2,7 +2,7 @@ import type { StoredLimitRule } from '../../db/repositories/limit-rules.ts';
 import type { LimitService } from '../../services/limits.ts';
 import { partitionOf } from '../context.ts';
 import { Type } from '@sinclair/typebox';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreateLimitRuleBody, LimitRuleList, LimitRuleView, LimitUsage, LimitUsageQuery, ListLimitRulesQuery } from '../schemas/limits.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -38,7 +38,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         summary: 'Create a limit rule',
         description: 'A rule for the same scope, tenant, subject and method replaces the previous one. Limits measure the delivered amount; days and months are Caracas calendar days and months.',
         body: CreateLimitRuleBody,
-        response: { 201: LimitRuleView, ...errorResponses(400, 403, 404) },
+        response: { 201: Answer('The rule, in force now', LimitRuleView), ...errorResponses('resource_not_found') },
       },
     },
     async (request, reply) => {
@@ -67,7 +67,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         summary: 'List limit rules',
         description: 'Every live rule, oldest first; `tenantId` narrows to the rules that can apply to that tenant.',
         querystring: ListLimitRulesQuery,
-        response: { 200: LimitRuleList, ...errorResponses(400, 403) },
+        response: { 200: Answer('Every rule in force', LimitRuleList), ...errorResponses() },
       },
     },
     async (request) => ({ data: (await limits.listRules(request.query.tenantId)).map(ruleView) }),
@@ -83,7 +83,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         summary: 'Delete a limit rule',
         description: 'The rule stops applying from the next payout, on every process: a payout batch checks the version of the rules under its locks and reads them again when they changed.',
         params: IdParam,
-        response: { 200: Type.Object({ id: Type.String(), deleted: Type.Boolean() }), ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The rule, deleted', Type.Object({ id: Type.String(), deleted: Type.Boolean() })), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {
@@ -104,7 +104,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
 when limits differ per instrument). Payments that failed or were reversed do not count. With \`customerId\`, the figures
 and rule of that user of yours; otherwise the tenant's. The rule shown is the winning one for \`*\`, else \`pago_movil\`, else \`transferencia\`.`,
         querystring: LimitUsageQuery,
-        response: { 200: LimitUsage, ...errorResponses(400, 403) },
+        response: { 200: Answer('Usage today and this month, and the rule that applies', LimitUsage), ...errorResponses() },
       },
     },
     async (request) => {

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import type { Database } from '../../db/database.ts';
 import { ApiError, envelope } from '../errors.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorAnswer } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
 const READY_TIMEOUT_MS = 2000;
@@ -21,7 +21,7 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         summary: 'The process is up',
         description: 'Liveness probe: answers 200 while the process runs. Needs no key.',
         security: [],
-        response: { 200: Health },
+        response: { 200: Answer('The process is up', Health) },
       },
     },
     async () => ({ status: 'ok' }),
@@ -37,7 +37,10 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         summary: 'The database is reachable',
         description: 'Readiness probe: 200 when the database answers within 2 s, else 503 `service_unavailable`. Needs no key.',
         security: [],
-        response: { 200: Health, 503: errorResponses(503)[503]! },
+        response: {
+          200: Answer('The database answered', Health),
+          503: errorAnswer(['service_unavailable'], '`service_unavailable`: the database did not answer within 2 s, or this process is shutting down'),
+        },
       },
     },
     async (request, reply) => {
@@ -67,7 +70,6 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
           'outbox backlog, webhook deliveries, idempotent replays, database pool, worker loop passes); process metrics. ' +
           'Every process serves it, a `ROLE=worker` one included. Labels never carry an id.',
         security: [],
-        produces: ['text/plain'],
         response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
       },
     },

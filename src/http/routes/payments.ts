@@ -3,7 +3,7 @@ import { findPayment, listTransitions, type PaymentRow, type TransitionRow } fro
 import type { StatementColumns } from '../../db/repositories/statement.ts';
 import { partitionOf } from '../context.ts';
 import { notFound } from '../errors.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { Payment } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -58,7 +58,7 @@ export async function paymentRoutes(app: App, db: Database): Promise<void> {
         summary: 'Read a payment and its transition history',
         description: 'The full state of a payment: read it before closing an operation in your books, as the webhook advises.',
         params: IdParam,
-        response: { 200: Payment, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The payment and its transition history', Payment), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => {

@@ -4,8 +4,9 @@ import type { WriterAnswer } from '../../services/writer-answer.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
 import { envelope } from '../errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBody, PayoutResult } from '../schemas/payouts.ts';
+import { PayoutCallbacks } from '../schemas/webhooks.ts';
 import type { App } from '../types.ts';
 
 /** The payout result: the answer of POST /v1/payouts. */
@@ -75,7 +76,14 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
 422 \`quote_expired\`, 422 \`limit_exceeded\` (instrument cap or configured limit; \`meta\` names rule, cap and scope),
 422 \`insufficient_tenant_funds\`.`,
         body: CreatePayoutBody,
-        response: { 201: PayoutResult, ...errorResponses(400, 403, 404, 409, 422, 503) },
+        callbacks: PayoutCallbacks,
+        response: {
+          201: Answer(
+            'The payout: usually `submitted` (the outcome arrives by webhook), or `failed` with a `reason` when it could not be sent (nothing charged). A retry with the same `Idempotency-Key` gets the payment as it stands',
+            PayoutResult,
+          ),
+          ...errorResponses('resource_not_found', 'quote_already_consumed', 'quote_expired', 'limit_exceeded', 'insufficient_tenant_funds', 'rate_unavailable'),
+        },
       },
     },
     async (request, reply) => {

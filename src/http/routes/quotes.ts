@@ -1,7 +1,7 @@
 import type { QuoteRow } from '../../db/repositories/quotes.ts';
 import { quoteStatus, type QuoteService } from '../../services/quotes.ts';
 import { partitionOf } from '../context.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import { CreateQuoteBody, Quote } from '../schemas/quotes.ts';
 import type { App } from '../types.ts';
@@ -41,7 +41,7 @@ Rules (each violation is 400 \`validation_failed\` saying what to send instead):
 
 A conversion needs a fresh rate; without one the answer is 503 \`rate_unavailable\`.`,
         body: CreateQuoteBody,
-        response: { 201: Quote, ...errorResponses(400, 403, 503) },
+        response: { 201: Answer('The quote, open until `expires_at`', Quote), ...errorResponses('rate_unavailable') },
       },
     },
     async (request, reply) => {
@@ -60,7 +60,7 @@ A conversion needs a fresh rate; without one the answer is 503 \`rate_unavailabl
         summary: 'Read a quote and its current status',
         description: 'Same shape as at creation, with `status` now: check that a quote is still `open` before retrying, or audit the margin (`rate.market` against `rate.value`).',
         params: IdParam,
-        response: { 200: Quote, ...errorResponses(400, 403, 404) },
+        response: { 200: Answer('The quote and its status now', Quote), ...errorResponses('resource_not_found') },
       },
     },
     async (request) => quoteView(await quotes.get(partitionOf(request.auth), request.params.id), quotes.now()),

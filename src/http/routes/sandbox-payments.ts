@@ -9,7 +9,7 @@ import {
   type SandboxSimulationService,
 } from '../../services/sandbox-simulation.ts';
 import { partitionOf } from '../context.ts';
-import { errorResponsesDescribed, StringEnum } from '../schemas/common.ts';
+import { Answer, errorResponsesDescribed, StringEnum } from '../schemas/common.ts';
 import { Payment } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -66,7 +66,10 @@ export async function sandboxPaymentRoutes(app: App, simulation: SandboxSimulati
         description: DESCRIPTION,
         params: IdParam,
         body: SimulationBody,
-        response: { 200: Payment, ...errorResponsesDescribed({ 409: CONFLICT }, 400, 403, 404, 503) },
+        response: {
+          200: Answer('The payment with the outcome applied, as `GET /v1/payments/{id}` answers it', Payment),
+          ...errorResponsesDescribed({ 409: CONFLICT }, 'resource_not_found', 'payment_already_resolved', 'payment_not_settled'),
+        },
       },
     },
     async (request) => {

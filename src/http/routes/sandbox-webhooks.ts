@@ -67,7 +67,7 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
           security: [],
           querystring: SinkQuery,
           body: WebhookBody,
-          response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 413) },
+          response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large') },
         },
       },
       async (request) => {
@@ -122,7 +122,7 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
         description:
           'The deliveries `POST /v1/sandbox/webhooks/sink` stored for this tenant, newest first: headers and raw body exactly as received (`signature_verified` is always true: the sink keeps only verified deliveries of test-mode events, so a live key sees none). The sink keeps the most recent 1,000 per program. Filter by `eventId`; page with `cursor`.',
         querystring: SandboxDeliveryQuery,
-        response: { 200: SandboxDeliveryList, ...errorResponses(400, 403) },
+        response: { 200: SandboxDeliveryList, ...errorResponses() },
       },
     },
     async (request) => {

@@ -65,7 +65,7 @@ export async function statementRoutes(app: App, db: Database): Promise<void> {
 
 ${FILTERS_DESCRIPTION}`,
         querystring: StatementQuery,
-        response: { 200: StatementPage, ...errorResponses(400, 403) },
+        response: { 200: StatementPage, ...errorResponses() },
       },
     },
     async (request) => {
@@ -86,7 +86,7 @@ ${FILTERS_DESCRIPTION}`,
 
 ${FILTERS_DESCRIPTION}`,
         querystring: StatementExportQuery,
-        response: { 200: StatementCsv, ...errorResponses(400, 403) },
+        response: { 200: StatementCsv, ...errorResponses() },
       },
     },
     async (request, reply) => {

@@ -1,4 +1,4 @@
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { TenantContext } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
@@ -12,7 +12,7 @@ export async function tenantRoutes(app: App): Promise<void> {
         operationId: 'getTenantMe',
         summary: 'Who this API key belongs to',
         description: 'The first call to make when integrating: confirms the mode (test or live) and the scopes of the key. Needs no scope.',
-        response: { 200: TenantContext, ...errorResponses() },
+        response: { 200: Answer('The tenant, mode and scopes of this key', TenantContext), ...errorResponses() },
       },
     },
     async (request) => {

@@ -1,6 +1,6 @@
 import type { TreasuryService } from '../../services/treasury.ts';
 import { partitionOf } from '../context.ts';
-import { errorResponses } from '../schemas/common.ts';
+import { Answer, errorResponses } from '../schemas/common.ts';
 import { AssetQuery, TreasuryPosition } from '../schemas/payouts.ts';
 import type { App } from '../types.ts';
 
@@ -15,7 +15,7 @@ export async function treasuryRoutes(app: App, treasury: TreasuryService): Promi
         summary: 'Prefunding balance, credit and fees, read from the ledger',
         description: 'Prefunded tenants disburse from `prefundingBalance`; credit tenants (daily close) draw on credit up to `creditLimit`, settled at Caracas midnight.',
         querystring: AssetQuery,
-        response: { 200: TreasuryPosition, ...errorResponses(400, 403) },
+        response: { 200: Answer('Your position in that asset', TreasuryPosition), ...errorResponses() },
       },
     },
     async (request) => treasury.position(partitionOf(request.auth), request.query.asset ?? 'BS'),

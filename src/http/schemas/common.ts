@@ -1,10 +1,24 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../errors.ts';
 
 // OpenAPI 3.0.3 has no `type: null`; nullable fields use `nullable: true`, which AJV and
 // fast-json-stringify both understand. Static type stays `T | null`.
 export function Nullable<T extends TSchema>(schema: T) {
   return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
 }
+
+/**
+ * Marks keywords of a request schema node that the service's own rules check, because they explain
+ * a violation better than a schema can: `x-validated-in-code: ["oneOf"]` on the quote body (the quote
+ * rules), `["required"]` on the sender block (the sender rules, which report every field at once
+ * with its format). The document and generated types state the rule; the request validator drops
+ * only the errors of those keywords (and of the `oneOf` branches they judged), so the answer to a
+ * violation is the one those rules give, right after validation. Any other error fails as usual.
+ */
+export const VALIDATED_IN_CODE = 'x-validated-in-code';
+
+/** The keyword @fastify/swagger takes a response's description from (and leaves out of its schema). */
+export const RESPONSE_DESCRIPTION = 'x-response-description';
 
 /** A string-literal enum rendered as `{type: string, enum: [...]}` (OpenAPI-friendly, no anyOf). */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
@@ -37,11 +51,16 @@ export const Asset = StringEnum(ASSETS, { description: 'Asset code' });
 export const MODES = ['test', 'live'] as const;
 export const ModeSchema = StringEnum(MODES);
 
+/** Answers that can come on any request, before an operation is chosen: not listed per operation. */
+export const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];
+
 export const ErrorEnvelope = Type.Object(
   {
     error: Type.Object({
       type: StringEnum(['invalid_request_error', 'authentication_error', 'rate_limit_error', 'provider_error', 'api_error'] as const),
-      code: Type.String({ description: 'Stable code; branch on it, never on the message' }),
+      code: StringEnum(ERROR_CODE_LIST, {
+        description: 'Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry',
+      }),
       message: Type.String({ description: 'Readable explanation; not stable' }),
       request_id: Type.String({ description: 'Quote it when contacting support; equals the x-request-id header' }),
       meta: Type.Optional(
@@ -49,30 +68,18 @@ export const ErrorEnvelope = Type.Object(
       ),
     }),
   },
-  { $id: 'ErrorEnvelope', title: 'ErrorEnvelope', description: 'Every error has this shape' },
+  {
+    $id: 'ErrorEnvelope',
+    title: 'ErrorEnvelope',
+    description: `Every error has this shape. Besides the answers each operation lists, any request can get one of these before an operation is chosen: ${TRANSPORT_ERROR_CODES.map((code) => `${ERROR_CODES[code].status} \`${code}\` (${ERROR_CODE_SUMMARIES[code]})`).join('; ')}.`,
+  },
 );
-
-const ERROR_DESCRIPTIONS: Record<number, string> = {
-  400: 'Invalid request: `validation_failed` (meta.errors lists each field), `invalid_json`, `idempotency_key_missing`',
-  401: 'Missing (`api_key_missing`) or unknown/revoked (`api_key_invalid`) API key',
-  403: '`scope_missing`: the key lacks the scope; meta.required lists the accepted scopes',
-  404: '`resource_not_found`: no such object for this tenant and mode',
-  409: 'Conflict: `idempotency_key_reused`, `idempotency_request_in_progress` or `quote_already_consumed`',
-  413: '`payload_too_large`: body over 64 KiB',
-  415: '`unsupported_media_type`: send `content-type: application/json`',
-  422: 'Business rule: `quote_expired`, `limit_exceeded`, `insufficient_tenant_funds`',
-  429: '`rate_limited`: too many requests for this key, or too many failed authentications (unknown, revoked or malformed key) from this address; wait `Retry-After` seconds',
-  500: '`internal_error`: unexpected; quote the request_id',
-  503: 'Retryable, with `Retry-After`: `rate_unavailable` (no fresh FX rate), `service_unavailable` (the database is not reachable right now) or `overloaded` (a bounded internal queue is full; nothing was done)',
-};
-
-const ErrorRef = Type.Unsafe<Static<typeof ErrorEnvelope>>(Type.Ref('ErrorEnvelope'));
 
 const COMPONENTS = new Map<string, TSchema>([['ErrorEnvelope', ErrorEnvelope]]);
 
 /**
- * A named response schema: listed once under `components.schemas` of the OpenAPI document and
- * referenced from every route that returns it (the serializer resolves the reference too).
+ * A named schema: listed once under `components.schemas` of the OpenAPI document and referenced
+ * from every route that uses it (the serializer resolves the reference too).
  */
 export function Component<T extends TSchema>(name: string, schema: T) {
   COMPONENTS.set(name, { ...schema, $id: name, title: name });
@@ -83,19 +90,90 @@ export function componentSchemas(): TSchema[] {
   return [...COMPONENTS.values()];
 }
 
-/** Error responses for a route's OpenAPI entry, every one with the envelope. */
-export function errorResponses(...statuses: number[]) {
-  return errorResponsesDescribed({}, ...statuses);
+const STATUS_LEADS: Record<number, string> = {
+  400: 'Invalid request',
+  401: 'Not authenticated',
+  403: 'Not allowed',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Body too large',
+  415: 'Unsupported media type',
+  422: 'Business rule',
+  429: 'Too many requests',
+  500: 'Unexpected error',
+  503: 'Retryable, with `Retry-After`',
+};
+
+/** The codes of each error answer built here (its schema object → its codes), for completing a route's list. */
+const ERROR_ANSWERS = new WeakMap<object, { codes: ErrorCode[]; description?: string }>();
+
+/**
+ * One error answer: the envelope with `error.code` narrowed to `codes` (all of one HTTP status), and
+ * a description listing them. `description` replaces the listed text where a route means something
+ * else than usual.
+ */
+export function errorAnswer(codes: readonly ErrorCode[], description?: string) {
+  const ordered = ERROR_CODE_LIST.filter((code) => codes.includes(code));
+  const statuses = new Set(ordered.map((code) => ERROR_CODES[code].status));
+  if (ordered.length === 0 || statuses.size !== 1) throw new Error(`invariant: an error answer has codes of exactly one status (${codes.join(', ')})`);
+  const status = [...statuses][0]!;
+  const listed =
+    ordered.length === 1
+      ? `\`${ordered[0]}\`: ${ERROR_CODE_SUMMARIES[ordered[0]!]}`
+      : `${STATUS_LEADS[status] ?? 'Error'}:\n${ordered.map((code) => `- \`${code}\`: ${ERROR_CODE_SUMMARIES[code]}`).join('\n')}`;
+  const schema = Type.Unsafe<Static<typeof ErrorEnvelope>>({
+    [RESPONSE_DESCRIPTION]: description ?? listed,
+    allOf: [
+      Type.Ref('ErrorEnvelope'),
+      { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string', enum: ordered } } } } },
+    ],
+  });
+  ERROR_ANSWERS.set(schema, { codes: ordered, description });
+  return schema;
 }
 
-/** The same, for a route whose errors mean something else than usual (`described` replaces the shared text). */
-export function errorResponsesDescribed(described: Record<number, string>, ...statuses: number[]) {
-  const all = new Set([401, 429, 500, ...statuses, ...Object.keys(described).map(Number)]);
-  const out: Record<number, TSchema> = {};
-  for (const status of [...all].sort()) {
-    out[status] = Type.Unsafe({ ...ErrorRef, description: described[status] ?? ERROR_DESCRIPTIONS[status] ?? 'Error' });
+/** The codes of an error answer built by `errorAnswer`; undefined for any other response schema. */
+export function errorAnswerCodes(schema: unknown): { codes: ErrorCode[]; description?: string } | undefined {
+  return schema !== null && typeof schema === 'object' ? ERROR_ANSWERS.get(schema) : undefined;
+}
+
+/**
+ * What a bare status stands for in `errorResponses`: the usual code of that status, or all of its
+ * codes. Prefer naming the codes.
+ */
+const CODES_OF_STATUS: Record<number, ErrorCode[]> = { 400: ['validation_failed'], 403: ['scope_missing'], 404: ['resource_not_found'] };
+
+function codesOf(items: ReadonlyArray<ErrorCode | number>): ErrorCode[] {
+  return items.flatMap((item) =>
+    typeof item === 'string' ? [item] : (CODES_OF_STATUS[item] ?? ERROR_CODE_LIST.filter((code) => ERROR_CODES[code].status === item)),
+  );
+}
+
+/**
+ * The error answers of a route: the codes it can return besides those every route of its kind
+ * returns (authentication, scope, validation, idempotency, body parsing, 5xx), which
+ * `completeRouteContract` adds from the route's config. A bare status stands for its usual codes.
+ */
+export function errorResponses(...items: Array<ErrorCode | number>) {
+  return errorResponsesDescribed({}, ...items);
+}
+
+/** The same, for a route whose errors mean something else than usual (`described` replaces the listed text of a status listed). */
+export function errorResponsesDescribed(described: Record<number, string>, ...items: Array<ErrorCode | number>) {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codesOf(items)) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
+  const out: Record<number, TSchema> = {};
+  for (const status of [...byStatus.keys()].sort()) out[status] = errorAnswer(byStatus.get(status)!, described[status]);
   return out;
+}
+
+/** A success answer with what it means (a response without a description shows as "Default Response"). */
+export function Answer<T extends TSchema>(description: string, schema: T) {
+  // The plugin reads a reference's description beside the `$ref` (and resolves the rest away).
+  return Type.Unsafe<Static<T>>({ ...schema, [typeof schema.$ref === 'string' ? 'description' : RESPONSE_DESCRIPTION]: description });
 }
 
 export const PageQuery = {

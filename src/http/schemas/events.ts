@@ -50,7 +50,13 @@ export const EventDetail = Component(
   Type.Object(
     {
       ...EventFields,
-      payload: Type.Object({}, { additionalProperties: true, description: 'The `payload` object exactly as sent in the webhook body' }),
+      payload: Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description: 'The `payload` object exactly as sent in the webhook body: a `PaymentSettledPayload`, `PaymentFailedPayload` or `PaymentReversedPayload` after `event_type`',
+        },
+      ),
       deliveries: Type.Array(Delivery, { description: 'Attempts in order (the most recent 100)' }),
     },
     { description: 'An event with its payload and its delivery attempts' },

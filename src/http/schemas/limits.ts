@@ -1,16 +1,21 @@
 import { Type } from '@sinclair/typebox';
-import { AmountString, Component, DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 const Cap = (description: string) =>
   Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description, 'x-error-message': 'must be a positive integer (minor units, or a count)' });
 
+const LIMIT_SCOPES = ['platform', 'tenant', 'customer', 'beneficiary'] as const;
+const LIMIT_METHODS = ['pago_movil', 'transferencia', '*'] as const;
+const Scope = StringEnum(LIMIT_SCOPES, { description: 'Who the rule is about' });
+const RuleMethod = StringEnum(LIMIT_METHODS, { description: 'Instrument, or * for any' });
+
 export const CreateLimitRuleBody = Type.Object({
-  scope: StringEnum(['platform', 'tenant', 'customer', 'beneficiary'] as const, {
+  scope: StringEnum(LIMIT_SCOPES, {
     description: 'Precedence: beneficiary, then customer, then tenant, then platform; the most specific rule replaces the others',
   }),
   tenantId: Type.Optional(Uuid('Required unless scope is platform')),
   subjectId: Type.Optional(Uuid('The customerId or beneficiary id, for those scopes')),
-  method: StringEnum(['pago_movil', 'transferencia', '*'] as const, { description: 'Instrument, or * for any; a concrete instrument beats * within a scope' }),
+  method: StringEnum(LIMIT_METHODS, { description: 'Instrument, or * for any; a concrete instrument beats * within a scope' }),
   per_tx_max: Cap('Largest single payout, BS minor units (delivered amount)'),
   daily_max: Cap('Delivered amount per Caracas day, BS minor units'),
   monthly_max: Type.Optional(Nullable(Cap('Delivered amount per Caracas month, BS minor units'))),
@@ -21,10 +26,10 @@ export const LimitRuleView = Component(
   'LimitRule',
   Type.Object({
     id: Uuid(),
-    scope: Type.String(),
+    scope: Scope,
     tenantId: Nullable(Uuid()),
     subjectId: Nullable(Uuid()),
-    method: Type.String(),
+    method: RuleMethod,
     per_tx_max: AmountString(),
     daily_max: AmountString(),
     monthly_max: Nullable(AmountString()),
@@ -45,7 +50,7 @@ export const LimitUsageQuery = Type.Object({
 export const LimitUsage = Component(
   'LimitUsage',
   Type.Object({
-    asset: Type.String(),
+    asset: Asset,
     usage: Type.Object({
       day_amount: AmountString('Delivered today (Caracas day), minor units'),
       day_count: AmountString('Payouts today'),
@@ -54,8 +59,8 @@ export const LimitUsage = Component(
     limit: Nullable(
       Type.Object(
         {
-          scope: Type.String(),
-          method: Type.String({ description: 'Instrument or *' }),
+          scope: Scope,
+          method: RuleMethod,
           per_tx_max: AmountString(),
           daily_max: AmountString(),
           monthly_max: Nullable(AmountString()),

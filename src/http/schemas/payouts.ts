@@ -1,5 +1,8 @@
 import { Type } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { PAYOUT_FAILURE_REASONS } from '../../domain/payment-messages.ts';
+import type { TransitionActor } from '../../domain/payment-state.ts';
+import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
+import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
@@ -7,18 +10,32 @@ export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
 export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
 const Instrument = StringEnum(INSTRUMENTS);
 
-// Field types only: the formats (nationality, id per nationality, phone forms) are checked by
-// validateSender so that every violation is reported at once with the expected format.
+const NAME_RULE = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters (surrounding spaces do not count)`;
+
+/**
+ * The originator. Every field but `nationality` is required and each has a format; the sender rules
+ * check both (domain/sender.ts, `x-validated-in-code`) so that every violation is reported at once
+ * with the expected format and an example. The schema itself checks the JSON types.
+ */
 export const SenderBlock = Type.Object(
   {
-    nationalId: Type.Optional(Type.String({ description: 'Venezuelan: V, E or J + up to 9 digits. Foreign: 5 to 20 letters and digits', example: 'V12345678' })),
-    nationality: Type.Optional(Type.String({ description: 'ISO 3166-1 alpha-3; absent = VEN', example: 'VEN' })),
-    firstName: Type.Optional(Type.String({ description: 'At least 2 characters', example: 'Ana' })),
-    lastName: Type.Optional(Type.String({ description: 'At least 2 characters', example: 'Rojas' })),
-    phone: Type.Optional(Type.String({ description: 'Venezuelan mobile (0412, 0414, 0416, 0424, 0426): 04XXXXXXXXX, +58 4XXXXXXXXX or 4XXXXXXXXX', example: '04141234567' })),
-    email: Type.Optional(Type.String({ description: 'Email address', example: 'ana@example.com' })),
+    nationalId: Type.String({
+      description:
+        'For a Venezuelan sender (nationality absent or VEN): V, E or J followed by 4 to 9 digits, upper case. For a foreign sender: 5 to 20 letters and digits as issued by the country of nationality',
+      example: 'V12345678',
+    }),
+    nationality: Type.Optional(
+      Type.String({ description: 'ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
+    ),
+    firstName: Type.String({ description: NAME_RULE, example: 'María' }),
+    lastName: Type.String({ description: NAME_RULE, example: 'Pérez' }),
+    phone: Type.String({
+      description: `Venezuelan mobile (${VENEZUELAN_MOBILE_PREFIXES.join(', ')}) as 04XXXXXXXXX, +584XXXXXXXXX or 4XXXXXXXXX; spaces, dashes and parentheses are ignored. Stored as 04XXXXXXXXX`,
+      example: '04141234567',
+    }),
+    email: Type.String({ description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`, example: 'maria.perez@example.com' }),
   },
-  { description: 'The originator. If sent, every field but nationality is required' },
+  { description: 'The originator: every field but `nationality` is required', [VALIDATED_IN_CODE]: ['required'] },
 );
 
 export const CreatePayoutBody = Type.Object({
@@ -54,7 +71,7 @@ export const PayoutResult = Component(
     methodRequested: Instrument,
     methodChanged: Type.Boolean({ description: 'true if another instrument than requested was used' }),
     message: Nullable(Type.String()),
-    reason: Nullable(Type.String({ description: 'Only with status failed' })),
+    reason: Nullable(StringEnum(PAYOUT_FAILURE_REASONS, { description: 'Why it failed; only with status `failed`, else null' })),
     beneficiaryId: Uuid(),
     beneficiary: Type.Object({
       fullName: Type.String(),
@@ -66,11 +83,31 @@ export const PayoutResult = Component(
   }),
 );
 
+const PaymentStatus = (description: string) => StringEnum(PAYMENT_STATUSES, { description });
+
+export const TRANSITION_ACTORS = ['api', 'provider_event', 'reaper', 'system'] as const satisfies readonly TransitionActor[];
+
+const KNOWN_TRANSITION_REASONS = [
+  '`ledger_committed` (accepted and charged)',
+  '`rail_accepted_async` (the rail took it and settles later)',
+  '`rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled)',
+  '`rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown)',
+  'a failure reason (to failed, as `reason` of the payout answer)',
+  "the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox)",
+];
+
 export const Transition = Type.Object({
-  from_status: Nullable(Type.String()),
-  to_status: Type.String(),
-  reason: Nullable(Type.String()),
-  actor: StringEnum(['api', 'provider_event', 'reaper', 'system'] as const),
+  from_status: Nullable(PaymentStatus('The status before; null on the first transition (a payment created `submitted` or `failed`)')),
+  to_status: PaymentStatus('The status after'),
+  reason: Nullable(
+    Type.String({
+      description: `Why the payment moved. An open set: ${KNOWN_TRANSITION_REASONS.join('; ')}. A live rail may report reversal reasons of its own`,
+      example: 'ledger_committed',
+    }),
+  ),
+  actor: StringEnum(TRANSITION_ACTORS, {
+    description: '`api`: the payout call; `provider_event`: a notification from the rail; `reaper`: the worker that asks the rail about unresolved payments; `system`: the service itself (a sandbox simulation)',
+  }),
   metadata: Type.Object({}, { additionalProperties: true, description: 'For disbursements: methodRequested, methodUsed' }),
   created_at: DateTime(),
 });
@@ -80,7 +117,12 @@ export const StatementRowFields = {
   customer_id: Nullable(Uuid()),
   beneficiary_id: Nullable(Uuid()),
   status: StringEnum(PAYMENT_STATUSES),
-  status_reason: Nullable(Type.String({ description: "On failed, the rail's reason" })),
+  status_reason: Nullable(
+    Type.String({
+      description:
+        "Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled; null on `submitted`. An open set, as the transitions' `reason`",
+    }),
+  ),
   source_asset: Asset,
   source_amount: AmountString(),
   payout_asset: Asset,
@@ -105,8 +147,8 @@ export const Payment = Component(
 );
 
 const TreasuryPositionFields = {
-    tenantId: Type.String(),
-    asset: Type.String(),
+    tenantId: Uuid(),
+    asset: Type.String({ description: 'Asset code' }),
     prefundingBalance: AmountString(
       'Available to disburse. Under daily close normally 0 (not an alarm); when positive, it is money owed to the tenant (a payout that failed or was returned after a close), netted by the next close',
     ),
@@ -140,7 +182,7 @@ export const ClosedPosition = Component(
     closedAmount: AmountString('BS credit drawn settled by this close'),
     closed: Type.Array(
       Type.Object({
-        asset: Type.String(),
+        asset: Type.String({ description: 'Asset code' }),
         drawn: AmountString('Credit drawn settled'),
         owed: AmountString('What the tenant was owed (refunds after the previous close), netted'),
       }),

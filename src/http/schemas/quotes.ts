@@ -1,5 +1,5 @@
-import { Type } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid } from './common.ts';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { AmountInteger, AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
 const Side = (what: string) =>
@@ -11,11 +11,49 @@ const Side = (what: string) =>
     { description: `{asset, amount}: ${what}` },
   );
 
-export const CreateQuoteBody = Type.Object({
+const QuoteFields = Type.Object({
   deliver: Type.Optional(Side('What the beneficiary receives. Fix `deliver.amount` (BS) for an exact delivered amount')),
   spend: Type.Optional(Side('What you pay, fee included. Fix `spend.amount` together with `deliver.asset` to convert')),
   customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits')),
   metadata: Type.Optional(MetadataInput('Returned on every read of the quote; a payout does not inherit it (send the payout its own).')),
+});
+
+const OnlyBs = StringEnum(['BS'] as const, { description: 'Bolivares: the only asset delivered' });
+
+const DeliverFixed = Type.Object(
+  {
+    deliver: Type.Object({ asset: OnlyBs, amount: AmountInteger('What the beneficiary receives exactly, BS minor units') }),
+    spend: Type.Optional(Type.Object({ asset: OnlyBs }, { description: 'What you pay in: BS (no amount; the fee is added on top)' })),
+  },
+  { title: 'DeliverFixedQuote', description: 'Deliver mode (recommended): `deliver: {asset: "BS", amount}`; `spend`, if sent, is `{asset: "BS"}`' },
+);
+
+const SpendFixed = Type.Object(
+  {
+    spend: Type.Object({
+      asset: StringEnum(['USD', 'USDC', 'VESC'] as const, { description: 'What you pay in: any asset but BS' }),
+      amount: AmountInteger('What you pay, fee included, minor units of `spend.asset`'),
+    }),
+    deliver: Type.Object({ asset: OnlyBs }, { description: 'What it converts to: BS (no amount)' }),
+  },
+  { title: 'SpendFixedQuote', description: 'Spend mode: `spend: {asset, amount}` in another asset than BS, with `deliver: {asset: "BS"}`' },
+);
+
+/** A branch of the body's `oneOf`: the modes constrain `deliver` and `spend`; the other fields are the body's own. */
+const mode = <T extends TSchema>(schema: T) => {
+  const { type: _object, ...branch } = schema as T & { type?: string };
+  return branch;
+};
+
+/**
+ * The quote request: the fields, and exactly one of the two modes (`oneOf`), which the quote rules
+ * check (domain/quote-request.ts) so that a violation is answered rule by rule, saying what to send
+ * instead. Generated clients get the union: `{}` or a deliver amount paid in USD does not compile.
+ */
+export const CreateQuoteBody = Type.Unsafe<Static<typeof QuoteFields> & (Static<typeof DeliverFixed> | Static<typeof SpendFixed>)>({
+  ...QuoteFields,
+  oneOf: [mode(DeliverFixed), mode(SpendFixed)],
+  [VALIDATED_IN_CODE]: ['oneOf'],
 });
 
 const Money = Type.Object({ asset: Asset, amount: AmountString() });

@@ -8,6 +8,8 @@
  * timestamp literal; a millisecond round-trip would skip or repeat rows created in the same ms.
  */
 
+import { validationFailed } from '../http/errors.ts';
+
 export interface PagePosition {
   createdAtUs: bigint;
   id: string;
@@ -41,4 +43,20 @@ export function microsToTimestamp(createdAtUs: bigint): string {
   const ms = createdAtUs / 1000n;
   const micros = createdAtUs % 1000n;
   return new Date(Number(ms)).toISOString().replace('Z', `${micros.toString().padStart(3, '0')}Z`);
+}
+
+/** The position after which a page starts: none without a cursor, a 400 naming `cursor` for a foreign one. */
+export function positionAfter(cursor: string | undefined): PagePosition | undefined {
+  if (cursor === undefined) return undefined;
+  const position = decodeCursor(cursor);
+  if (!position) throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
+  return position;
+}
+
+/** A page out of the `limit + 1` rows a list read: its rows, whether more follow, and the next cursor. */
+export function pageOf<Row extends { created_at_us: bigint; id: string }>(rows: Row[], limit: number): { rows: Row[]; hasMore: boolean; nextCursor: string | null } {
+  const hasMore = rows.length > limit;
+  const pageRows = hasMore ? rows.slice(0, limit) : rows;
+  const last = pageRows[pageRows.length - 1];
+  return { rows: pageRows, hasMore, nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null };
 }

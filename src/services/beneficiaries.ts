@@ -3,7 +3,7 @@ import type { Database } from '../db/database.ts';
 import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
-import { decodeCursor, encodeCursor } from '../domain/page-cursor.ts';
+import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
 
@@ -63,21 +63,7 @@ export class BeneficiaryService {
   }
 
   async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<BeneficiaryPage> {
-    let after;
-    if (page.cursor !== undefined) {
-      after = decodeCursor(page.cursor);
-      if (!after) {
-        throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
-      }
-    }
-    const rows = await listBeneficiaries(this.db, partition.tenantId, partition.mode, { limit: page.limit, after });
-    const hasMore = rows.length > page.limit;
-    const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
-    const last = pageRows[pageRows.length - 1];
-    return {
-      rows: pageRows,
-      hasMore,
-      nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null,
-    };
+    const after = positionAfter(page.cursor);
+    return pageOf(await listBeneficiaries(this.db, partition.tenantId, partition.mode, { limit: page.limit, after }), page.limit);
   }
 }

@@ -3,8 +3,8 @@ import type { Database } from '../db/database.ts';
 import { insertApiKey, listTenantKeys, revokeApiKey, type ApiKeyRow } from '../db/repositories/api-keys.ts';
 import { findTenant, insertTenant, listCustomerTenants, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
-import { decodeCursor, encodeCursor } from '../domain/page-cursor.ts';
-import { ApiError, notFound, validationFailed } from '../http/errors.ts';
+import { pageOf, positionAfter } from '../domain/page-cursor.ts';
+import { ApiError, notFound } from '../http/errors.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,
@@ -45,22 +45,8 @@ export class TenantService {
 
   /** Customer tenants, newest first, by opaque keyset cursor (stable while tenants are being created). */
   async list(page: { limit: number; cursor?: string }): Promise<TenantPage> {
-    let after;
-    if (page.cursor !== undefined) {
-      after = decodeCursor(page.cursor);
-      if (!after) {
-        throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
-      }
-    }
-    const rows = await listCustomerTenants(this.db, { limit: page.limit, after });
-    const hasMore = rows.length > page.limit;
-    const pageRows = hasMore ? rows.slice(0, page.limit) : rows;
-    const last = pageRows[pageRows.length - 1];
-    return {
-      rows: pageRows,
-      hasMore,
-      nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null,
-    };
+    const after = positionAfter(page.cursor);
+    return pageOf(await listCustomerTenants(this.db, { limit: page.limit, after }), page.limit);
   }
 
   async update(id: string, patch: Partial<TenantFields>): Promise<TenantRow> {

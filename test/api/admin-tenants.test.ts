@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 
 const TENANT_KEYS = ['id', 'name', 'creditEnabled', 'creditLimit', 'creditLimits', 'feeBps', 'feeFixed', 'spreadBps', 'createdAt', 'updatedAt'];
 
@@ -27,24 +27,7 @@ describe('GET /v1/admin/tenants', () => {
   };
 
   /** Every page from the first, `between` run after each page read. */
-  async function walk(limit: number, between?: () => Promise<void>): Promise<{ ids: string[]; pages: number }> {
-    const ids: string[] = [];
-    let cursor: string | null = null;
-    let pages = 0;
-    do {
-      const response: InjectResult = await admin.get(`/v1/admin/tenants?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-      assert.equal(response.status, 200, response.raw);
-      assert.deepEqual(Object.keys(response.body), ['data', 'has_more', 'next_cursor']);
-      assert.ok(response.body.data.length <= limit);
-      for (const item of response.body.data) assert.deepEqual(Object.keys(item), TENANT_KEYS);
-      ids.push(...response.body.data.map((row: { id: string }) => row.id));
-      assert.equal(response.body.has_more, response.body.next_cursor !== null);
-      cursor = response.body.next_cursor;
-      pages += 1;
-      if (between) await between();
-    } while (cursor);
-    return { ids, pages };
-  }
+  const walk = (limit: number, between?: () => Promise<void>) => walkPages(admin, '/v1/admin/tenants', limit, TENANT_KEYS, between);
 
   before(async () => {
     t = await startTestApp();

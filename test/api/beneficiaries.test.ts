@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Bank, BankCatalogueProvider } from '../../src/rails/catalogue.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
@@ -373,24 +373,7 @@ describe('beneficiaries', () => {
   });
 
   describe('listing', () => {
-    async function walk(api: Client, limit: number, between?: () => Promise<void>): Promise<{ ids: string[]; pages: number }> {
-      const ids: string[] = [];
-      let cursor: string | null = null;
-      let pages = 0;
-      do {
-        const response: InjectResult = await api.get(`/v1/beneficiaries?limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
-        assert.equal(response.status, 200, response.raw);
-        assert.deepEqual(Object.keys(response.body), ['data', 'has_more', 'next_cursor']);
-        assert.ok(response.body.data.length <= limit);
-        for (const item of response.body.data) assert.deepEqual(Object.keys(item), BENEFICIARY_KEYS);
-        ids.push(...response.body.data.map((b: { id: string }) => b.id));
-        assert.equal(response.body.has_more, response.body.next_cursor !== null);
-        cursor = response.body.next_cursor;
-        pages += 1;
-        if (between) await between();
-      } while (cursor);
-      return { ids, pages };
-    }
+    const walk = (api: Client, limit: number, between?: () => Promise<void>) => walkPages(api, '/v1/beneficiaries', limit, BENEFICIARY_KEYS, between);
 
     it('pages newest first with limit, default 25, has_more and next_cursor', async () => {
       const tenant = await createTenant(t);

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { buildApp, type AppDeps, type Services } from '../../src/app.ts';
@@ -195,4 +196,34 @@ export async function startInstances(count: number, options: Omit<Parameters<typ
       return rows[0]!.n;
     },
   };
+}
+
+/**
+ * Walks a cursor-paginated list to its end (`path` without limit/cursor), checking the page shape
+ * and each item's keys on every page; `between` runs after each page (to insert meanwhile).
+ */
+export async function walkPages(
+  api: Client,
+  path: string,
+  limit: number,
+  itemKeys: string[],
+  between?: () => Promise<void>,
+): Promise<{ ids: string[]; pages: number }> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  const joiner = path.includes('?') ? '&' : '?';
+  do {
+    const response: InjectResult = await api.get(`${path}${joiner}limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`);
+    assert.equal(response.status, 200, response.raw);
+    assert.deepEqual(Object.keys(response.body), ['data', 'has_more', 'next_cursor']);
+    assert.ok(response.body.data.length <= limit);
+    for (const item of response.body.data) assert.deepEqual(Object.keys(item), itemKeys);
+    ids.push(...response.body.data.map((row: { id: string }) => row.id));
+    assert.equal(response.body.has_more, response.body.next_cursor !== null);
+    cursor = response.body.next_cursor;
+    pages += 1;
+    if (between) await between();
+  } while (cursor);
+  return { ids, pages };
 }

@@ -33,11 +33,28 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
       },
     );
   };
+  const lookupMany = rail.lookupMany?.bind(rail);
   return {
     name: rail.name,
     instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
     submit: (transfer, signal) => timed('submit', () => rail.submit(transfer, signal), signal),
     lookup: (reference, mode) => timed('lookup', () => rail.lookup(reference, mode)),
+    // Each answer of a bulk lookup counts as one lookup, timed by the call that brought it.
+    ...(lookupMany && {
+      lookupMany: async (references: readonly string[], mode: 'test' | 'live') => {
+        const startedAt = performance.now();
+        try {
+          const answers = await lookupMany(references, mode);
+          const seconds = (performance.now() - startedAt) / 1000;
+          for (const answer of answers) observer.railCall(rail.name, 'lookup', answer.status, seconds);
+          return answers;
+        } catch (error) {
+          const seconds = (performance.now() - startedAt) / 1000;
+          for (let i = 0; i < references.length; i += 1) observer.railCall(rail.name, 'lookup', 'error', seconds);
+          throw error;
+        }
+      },
+    }),
     pendingNotifications: (limit) => rail.pendingNotifications(limit),
     acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
   };

@@ -74,6 +74,12 @@ export interface RailAdapter {
   submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus>;
   /** Status of a transfer by our reference; `not_found` if the rail never received it. */
   lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup>;
+  /**
+   * Optional: the status of many transfers in one call, one answer per reference in the same order.
+   * A rail with a bulk status query implements it; the reaper then asks once per pass instead of once
+   * per payment.
+   */
+  lookupMany?(references: readonly string[], mode: 'test' | 'live'): Promise<RailLookup[]>;
   /** Unacknowledged rail-side events, oldest first, at most `limit`. */
   pendingNotifications(limit: number): Promise<RailNotification[]>;
   acknowledgeNotification(id: string): Promise<void>;

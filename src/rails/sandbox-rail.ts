@@ -13,6 +13,7 @@ import type { Database, Queryable } from '../db/database.ts';
 import {
   acknowledgeReversal,
   findSandboxTransfer,
+  findSandboxTransfers,
   insertSandboxTransfer,
   listDueReversals,
   recordSimulatedOutcome,
@@ -157,6 +158,15 @@ export class SandboxRail implements RailAdapter {
     const row = await findSandboxTransfer(this.db, reference, mode);
     if (row === undefined) return { status: 'not_found' };
     return sandboxStatusAt(row, this.clock.now());
+  }
+
+  async lookupMany(references: readonly string[], mode: 'test' | 'live'): Promise<RailLookup[]> {
+    const rows = await findSandboxTransfers(this.db, references.filter((reference) => UUID.test(reference)), mode);
+    const now = this.clock.now();
+    return references.map((reference) => {
+      const row = rows.get(reference);
+      return row === undefined ? { status: 'not_found' } : sandboxStatusAt(row, now);
+    });
   }
 
   async pendingNotifications(limit: number): Promise<RailNotification[]> {

@@ -4,7 +4,7 @@ import { pgErrorCode, type Database } from '../db/database.ts';
 import { claimUnresolvedPayments, findPaymentById, type PaymentRow } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
-import type { RailAdapter, RailNotification } from '../rails/rail.ts';
+import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
 import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
@@ -72,8 +72,9 @@ export class Reaper {
     const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
+    const known = await this.lookUpInBulk(claimed);
     await forEachBounded(claimed, REAPER_RAIL_CONCURRENCY, async (payment) => {
-      const report = await this.ask(payment);
+      const report = await this.ask(payment, known.get(payment));
       if (report) applied.push(this.apply(payment, report));
       else this.metrics?.resolution('error');
     });
@@ -86,12 +87,37 @@ export class Reaper {
     return payment.mode === 'test' ? this.rails.test : this.rails.live;
   }
 
-  /** What the rail says about a payment; undefined when it could not be asked (asked again later). */
-  private async ask(payment: PaymentRow): Promise<RailReport | undefined> {
+  /**
+   * The statuses a rail can give in one call (RailAdapter.lookupMany), for every claimed payment of
+   * that rail: one question per pass instead of one per payment. A payment missing from the answer
+   * (no bulk lookup, or the call failed) is asked on its own by `ask`.
+   */
+  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<Map<PaymentRow, RailLookup>> {
+    const known = new Map<PaymentRow, RailLookup>();
+    for (const mode of ['test', 'live'] as const) {
+      const rail = this.railFor({ mode });
+      const payments = claimed.filter((payment) => payment.mode === mode);
+      if (!rail?.lookupMany || payments.length === 0) continue;
+      try {
+        const answers = await rail.lookupMany(payments.map((payment) => payment.id), mode);
+        if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
+        payments.forEach((payment, i) => known.set(payment, answers[i]!));
+      } catch (error) {
+        this.log?.warn({ mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+      }
+    }
+    return known;
+  }
+
+  /**
+   * What the rail says about a payment (`known`: what a bulk lookup already said); undefined when it
+   * could not be asked (asked again later).
+   */
+  private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | undefined> {
     const rail = this.railFor(payment);
     if (!rail) return undefined;
     try {
-      const lookup = await rail.lookup(payment.id, payment.mode);
+      const lookup = known ?? (await rail.lookup(payment.id, payment.mode));
       if (lookup.status !== 'not_found') return lookup;
       // Committed but never sent (the payout path died first): send it now, by the same reference.
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);

@@ -86,6 +86,26 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     assert.equal(assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE)), bankReference, 'generated once, stored');
   });
 
+  it('lookupMany answers each reference in order, as lookup would, in one call', async () => {
+    const { clock, rail } = setup(db);
+    const settling = transfer('V12345678');
+    const failing = transfer('V99990006');
+    await rail.submit(settling, never());
+    await rail.submit(failing, never());
+    const unknown = randomUUID();
+    const references = [failing.reference, unknown, settling.reference, 'not-a-uuid', settling.reference];
+    clock.advance(SETTLE);
+    const answers = await rail.lookupMany(references, 'test');
+    assert.equal(answers.length, references.length);
+    for (const [i, reference] of references.entries()) assert.deepEqual(answers[i], await rail.lookup(reference, 'test'), reference);
+    assert.deepEqual(answers[0], { status: 'failed', reason: 'invalid_destination_account' });
+    assert.deepEqual(answers[1], { status: 'not_found' });
+    assertSettled(answers[2]!, at(SETTLE));
+    assert.deepEqual(answers[3], { status: 'not_found' });
+    assert.deepEqual(await rail.lookupMany([settling.reference], 'live'), [{ status: 'not_found' }], 'a test transfer is not found in live mode');
+    assert.deepEqual(await rail.lookupMany([], 'test'), []);
+  });
+
   it('V99990001 settles at once with a bank reference', async () => {
     const { clock, rail } = setup(db);
     const t = transfer('V99990001');

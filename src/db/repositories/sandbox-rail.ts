@@ -103,6 +103,16 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
   });
 }
 
+/** Transfers of one mode by reference (one statement), keyed by reference; unknown ones are absent. */
+export async function findSandboxTransfers(db: Queryable, references: readonly string[], mode: 'test' | 'live'): Promise<Map<string, SandboxTransferRow>> {
+  if (references.length === 0) return new Map();
+  const { rows } = await db.query<SandboxTransferRow>(
+    `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = ANY($1::uuid[]) AND mode = $2`,
+    [references, mode],
+  );
+  return new Map(rows.map((row) => [row.reference, row]));
+}
+
 /** A transfer by reference; `mode` undefined matches either mode (idempotency check on resubmit). */
 export async function findSandboxTransfer(
   db: Queryable,

@@ -44,8 +44,9 @@ export interface Database extends Queryable {
   transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * For statements whose loss in a database crash is recovered by design (an idempotency slot, the
-   * sandbox rail's copy of a transfer, an acknowledgement the reaper re-asks for): committed without
-   * waiting for the WAL flush. The next synchronous commit flushes them too. Never for money.
+   * sandbox rail's copy of a transfer, a rail acceptance record, the webhook dispatcher's claims and
+   * attempt results): committed without waiting for the WAL flush. The next synchronous commit
+   * flushes them too. Never for money.
    */
   readonly relaxed: Queryable;
   /** Runs `work` on one dedicated connection (needed for session-level advisory locks). */

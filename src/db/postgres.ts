@@ -122,7 +122,7 @@ export class PostgresDatabase implements Database {
     this.pool.on('error', () => undefined);
     this.relaxedPool = new pg.Pool({
       connectionString,
-      max: Math.max(2, Math.ceil(poolSize / 4)),
+      max: Math.max(2, Math.ceil(poolSize / 3)),
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
       maxLifetimeSeconds,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Database } from '../db/database.ts';
+import { relaxedOf, type Database } from '../db/database.ts';
 import { claimDueEvents, recordAttempts, type AttemptRecord, type ClaimedEventRow } from '../db/repositories/events.ts';
 import type { Clock } from '../domain/clock.ts';
 import { afterFailure, deliveryBody, deliveryHeaders, signingSecrets } from '../domain/webhooks.ts';
@@ -156,11 +156,9 @@ export class WebhookDispatcher {
     const leaseToken = randomUUID();
     const leaseUntil = new Date(now.getTime() + this.settings.timeoutMs + (this.settings.leaseMarginMs ?? DISPATCH_LEASE_MARGIN_MS));
     const inFlight = [...this.perOrigin].map(([origin, count]) => ({ origin, count }));
-    const rows = await this.db.transaction(async (tx) => {
-      // The dispatcher's own bookkeeping may skip the WAL flush wait (see ASYNC_COMMIT_NOTE).
-      await tx.query('SET LOCAL synchronous_commit TO OFF');
-      return claimDueEvents(tx, { now, leaseUntil, leaseToken, limit, originMax: this.originMax, inFlight, scanMax: limit * CLAIM_SCAN_FACTOR });
-    });
+    // One statement on the relaxed handle: atomic on its own, and the dispatcher's own bookkeeping
+    // may skip the WAL flush wait (see ASYNC_COMMIT_NOTE) — one round trip instead of four.
+    const rows = await claimDueEvents(relaxedOf(this.db), { now, leaseUntil, leaseToken, limit, originMax: this.originMax, inFlight, scanMax: limit * CLAIM_SCAN_FACTOR });
     const taken = new Map<string, number>();
     for (const row of rows) if (row.origin !== null) taken.set(row.origin, (taken.get(row.origin) ?? 0) + 1);
     for (const [origin, count] of taken) {
@@ -234,10 +232,8 @@ export class WebhookDispatcher {
       while (this.unrecorded.length > 0) {
         const batch = this.unrecorded.splice(0, RECORD_BATCH_MAX);
         try {
-          const recorded = await this.db.transaction(async (tx) => {
-            await tx.query('SET LOCAL synchronous_commit TO OFF');
-            return recordAttempts(tx, batch.map((b) => b.record));
-          });
+          // One statement on the relaxed handle (see the claim).
+          const recorded = await recordAttempts(relaxedOf(this.db), batch.map((b) => b.record));
           for (const b of batch) b.resolve(recorded.has(`${b.record.tenantId}:${b.record.eventId}`));
         } catch (error) {
           for (const b of batch) b.reject(error);

@@ -281,8 +281,9 @@ export class PayoutService {
     const body = this.answers.payment(row);
     const scope = { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key };
     await Promise.all([
-      // Relaxed: if this write is lost, a retry answers with the payment as it stands instead.
-      completeIdempotencyKey(this.db, scope, payment.id, { status: 201, body }).catch((error) => this.logLost('the stored answer of the key', error)),
+      // Relaxed durability (no WAL flush wait): the key already names the payment (the batch wrote
+      // it), so if a crash loses this answer, a retry answers with the payment as it stands instead.
+      completeIdempotencyKey(this.db, scope, payment.id, { status: 201, body }, 'relaxed').catch((error) => this.logLost('the stored answer of the key', error)),
       accepted ? this.outcomes.recordAcceptance(payment, 'api').catch((error) => this.logLost('the rail acceptance record', error)) : undefined,
     ]);
     return { status: 201, body, replayed: false };

@@ -72,7 +72,10 @@ interface Completion {
 
 // Concurrent requests claim and complete their keys together: one multi-row statement per batch
 // (see Coalescer). Keyed by database handle, so each pool gets its own.
-const coalescers = new WeakMap<Queryable, { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }>();
+const coalescers = new WeakMap<
+  Queryable,
+  { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean>; relaxedCompletions: Coalescer<Completion, boolean> }
+>();
 
 function coalescersFor(db: Queryable) {
   let entry = coalescers.get(db);
@@ -81,6 +84,7 @@ function coalescersFor(db: Queryable) {
       // A claim lost in a database crash only frees the key again: no answer was given under it yet.
       claims: new Coalescer((items) => insertClaims(relaxedOf(db), items), COALESCER_BOUNDS),
       completions: new Coalescer((items) => completeMany(db, items), COALESCER_BOUNDS),
+      relaxedCompletions: new Coalescer((items) => completeMany(relaxedOf(db), items), COALESCER_BOUNDS),
     };
     coalescers.set(db, entry);
   }
@@ -203,14 +207,18 @@ export async function claimIdempotencyKey(
 /**
  * Stores the response of the request holding `owner`. False when it no longer holds the key (its
  * lease expired and another request took the key over): that response is then not the one kept.
+ * `relaxed` only where a lost answer is recovered by design: a payout's key already names its
+ * committed payment, so it answers with that payment instead.
  */
 export async function completeIdempotencyKey(
   db: Queryable,
   scope: IdempotencyScope,
   owner: string,
   response: { status: number; body: string },
+  durability: 'durable' | 'relaxed' = 'durable',
 ): Promise<boolean> {
-  return coalescersFor(db).completions.submit({ scope, owner, status: response.status, body: response.body });
+  const { completions, relaxedCompletions } = coalescersFor(db);
+  return (durability === 'relaxed' ? relaxedCompletions : completions).submit({ scope, owner, status: response.status, body: response.body });
 }
 
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */

@@ -19,7 +19,11 @@ describe('the operator console routes', () => {
     writeFileSync(path.join(built, 'assets', 'app-ABC.js'), 'console.log(1)');
     writeFileSync(path.join(built, 'assets', 'app-ABC.txt'), 'not served');
     // The app registers the real build (if any) at /console; this instance serves the fixture.
-    t = await startTestApp({ beforeReady: (app) => app.register(async (scope) => consoleRoutes(scope as typeof app, built), { prefix: '/fixture' }) });
+    t = await startTestApp({
+      beforeReady: async (app) => {
+        await app.register(async (scope) => consoleRoutes(scope as typeof app, built), { prefix: '/fixture' });
+      },
+    });
   });
   after(async () => t.close());
 
@@ -54,7 +58,11 @@ describe('the operator console routes', () => {
 
   it('a missing build is a 404 that says how to build it', async () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'bds-console-empty-'));
-    const bare = await startTestApp({ beforeReady: (app) => app.register(async (scope) => consoleRoutes(scope as typeof app, path.join(empty, 'none')), { prefix: '/bare' }) });
+    const bare = await startTestApp({
+      beforeReady: async (app) => {
+        await app.register(async (scope) => consoleRoutes(scope as typeof app, path.join(empty, 'none')), { prefix: '/bare' });
+      },
+    });
     try {
       const answer = await client(bare.app).get('/bare/console');
       assertEnvelope(assert, answer, 404, 'resource_not_found');

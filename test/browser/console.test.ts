@@ -1,7 +1,7 @@
 // The operator console in a real browser (the system's Chromium) against the real service, started
 // as `npm start` starts it on a fresh database with its first-start sandbox tenant: sign in, find a
 // payout made through the API, read its timeline, export the statement, retry a dead event and see it
-// requeued and delivered; the strict CSP is served and obeyed (no violation), and the key never
+// requeued and delivered, make a test payout from the sandbox screen; the strict CSP is served and obeyed (no violation), and the key never
 // appears in a URL.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -159,6 +159,19 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       assert.equal(redelivered.attempts, 13);
       await page.getByRole('button', { name: 'published', exact: true }).click();
       await page.getByRole('link', { name: dead.id, exact: true }).waitFor({ timeout: WAIT_MS });
+
+      // The sandbox: the sink's verified deliveries, and a test payout followed until it resolves
+      // (V99990006 is accepted, then fails at the rail; the reaper finds out).
+      await page.getByRole('link', { name: 'Sandbox' }).click();
+      await page.getByRole('heading', { name: 'Sandbox', level: 1 }).waitFor();
+      await page.getByRole('table', { name: 'Sink deliveries' }).getByText('verified').first().waitFor();
+      await page.getByLabel('Test national id').selectOption('V99990006');
+      await page.getByLabel('Delivered amount (Bs)').fill('1,500.00');
+      await page.getByRole('button', { name: 'Quote, register and pay out' }).click();
+      await page.getByText('Resolved.').waitFor({ timeout: WAIT_MS });
+      const outcome = await page.locator('.card').innerText();
+      assert.match(outcome, /failed\s+invalid_destination_account/);
+      assert.match(outcome, /1,500\.00 Bs/);
 
       // The platform key gets the admin screens and is told what it cannot read.
       await page.getByRole('button', { name: 'Sign out' }).click();

@@ -4,6 +4,9 @@
 // entry point (dependencies stay in node_modules), plus the files the code reads at run time, copied
 // where the bundled code looks for them (next to the bundle, as next to their module in src/).
 //
+// The operator console (console/, a Preact single-page app) is bundled for the browser into
+// dist/console: its script and stylesheet named by their content hash, and the page that loads them.
+//
 // Skipped when dist/ is newer than every source file, so a restart costs a directory walk, not a
 // build. `--force` builds anyway.
 import { build } from 'esbuild';
@@ -32,8 +35,54 @@ function newestMtimeMs(dir) {
 
 function upToDate() {
   if (!existsSync(STAMP)) return false;
-  const inputs = Math.max(newestMtimeMs(path.join(ROOT, 'src')), statSync(path.join(ROOT, 'package-lock.json')).mtimeMs, statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  const inputs = Math.max(newestMtimeMs(path.join(ROOT, 'src')), newestMtimeMs(path.join(ROOT, 'console')), statSync(path.join(ROOT, 'package-lock.json')).mtimeMs, statSync(fileURLToPath(import.meta.url)).mtimeMs);
   return statSync(STAMP).mtimeMs >= inputs;
+}
+
+/** The console's page: it loads only the hashed files below, from this origin (the CSP allows no more). */
+function consolePage(script, stylesheet) {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Bolivar operator console</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/console/${stylesheet}">
+<script type="module" src="/console/${script}"></script>
+</head>
+<body>
+<div id="app"><noscript>The operator console needs JavaScript.</noscript></div>
+</body>
+</html>
+`;
+}
+
+async function buildConsole() {
+  const out = path.join(OUT, 'console');
+  const result = await build({
+    absWorkingDir: ROOT,
+    entryPoints: { app: 'console/main.tsx' },
+    outdir: path.join(out, 'assets'),
+    entryNames: '[name]-[hash]',
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'es2022',
+    jsx: 'automatic',
+    jsxImportSource: 'preact',
+    minify: true,
+    sourcemap: 'linked',
+    metafile: true,
+    legalComments: 'linked',
+    logLevel: 'warning',
+  });
+  const outputs = Object.keys(result.metafile.outputs).map((file) => path.relative(out, path.resolve(ROOT, file)).split(path.sep).join('/'));
+  const script = outputs.find((file) => file.endsWith('.js'));
+  const stylesheet = outputs.find((file) => file.endsWith('.css'));
+  if (!script || !stylesheet) throw new Error(`console build wrote no script or stylesheet: ${outputs.join(', ')}`);
+  writeFileSync(path.join(out, 'index.html'), consolePage(script, stylesheet));
 }
 
 if (!process.argv.includes('--force') && upToDate()) process.exit(0);
@@ -53,6 +102,7 @@ await build({
   sourcemap: 'linked',
   logLevel: 'warning',
 });
+await buildConsole();
 for (const [from, to] of ASSETS) cpSync(path.join(ROOT, from), path.join(OUT, to), { recursive: true });
 // The embedded engine's template: initdb and every migration, once, here rather than at a first start.
 const { writePgliteTemplate } = await import(pathToFileURL(path.join(OUT, 'pglite-template.js')).href);

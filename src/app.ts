@@ -18,6 +18,7 @@ import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.t
 import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
 import { operationsRoutes } from './http/routes/operations.ts';
+import { consoleRoutes } from './http/routes/console.ts';
 import { tenantRoutes } from './http/routes/tenant.ts';
 import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
@@ -300,6 +301,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   registerMetrics(app, registry);
 
   await operationsRoutes(app, deps.db, registry);
+  await consoleRoutes(app);
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);

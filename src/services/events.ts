@@ -35,8 +35,8 @@ export class EventService {
     private readonly clock: Clock,
   ) {}
 
-  async list(partition: Partition, query: { status?: EventStatus; eventType?: EventType; limit: number; cursor?: bigint }): Promise<EventPage> {
-    const rows = await listEvents(this.db, { ...partition, status: query.status, eventType: query.eventType, beforeId: query.cursor, limit: query.limit + 1 });
+  async list(partition: Partition, query: { status?: EventStatus; eventType?: EventType; paymentId?: string; limit: number; cursor?: bigint }): Promise<EventPage> {
+    const rows = await listEvents(this.db, { ...partition, status: query.status, eventType: query.eventType, paymentId: query.paymentId, beforeId: query.cursor, limit: query.limit + 1 });
     const hasMore = rows.length > query.limit;
     const page = rows.slice(0, query.limit);
     return { rows: page, hasMore, nextCursor: hasMore ? page.at(-1)!.id.toString() : null };

@@ -80,8 +80,8 @@ interface Operation {
 
 const DOC = JSON.parse(readFileSync('openapi.json', 'utf8'));
 
-/** Public routes the document hides (Swagger UI and the document itself); fuzzed all the same. */
-const HIDDEN_PUBLIC_PATHS = ['/v1/openapi.json', '/docs', '/docs/json', '/docs/yaml', '/docs/static/{file}'];
+/** Public routes the document hides (Swagger UI, the document itself, the operator console); fuzzed all the same. */
+const HIDDEN_PUBLIC_PATHS = ['/v1/openapi.json', '/docs', '/docs/json', '/docs/yaml', '/docs/static/{file}', '/console', '/console/{file}'];
 const STATIC_FILE: Parameter = { name: 'file', in: 'path', required: true, schema: { type: 'string', minLength: 1, example: 'swagger-ui.css' } };
 
 function resolve(schema: Schema): Schema {
@@ -464,7 +464,7 @@ function mutations(op: Operation): fc.Arbitrary<Mutation> {
     ...queryMutations(op),
     ...(op.body ? bodyMutations(op) : unexpectedBodyMutations()),
   );
-  // A hidden route (Swagger UI) may well serve `/docs/static/..`: only the general rules apply.
+  // A hidden route (Swagger UI, the console) may well serve `/docs/static/..`: only the general rules apply.
   return op.documented ? kinds : kinds.map((m) => ({ ...m, expect: 'any' as const, apply: (d: Draft) => ({ ...m.apply(d), expect: 'any' as const }) }));
 }
 

@@ -32,20 +32,30 @@ export interface DeliveryRow {
 const EVENT_COLUMNS = `tenant_id, mode, id, event_type, aggregate_type, aggregate_id, status, attempts, last_error,
   next_attempt_at, published_at, dead_at, created_at`;
 
-/** Newest first (id descending); `beforeId` is the previous page's last id. */
+/**
+ * Newest first (id descending); `beforeId` is the previous page's last id. With `paymentId`, the
+ * payment's events are found through the two unique indexes that hold them (its outcome, its
+ * reversal): a payment has at most two, so the filters apply to those rows, not to a scan.
+ */
 export async function listEvents(
   db: Queryable,
-  query: { tenantId: string; mode: Mode; status?: EventStatus; eventType?: EventType; beforeId?: bigint; limit: number },
+  query: { tenantId: string; mode: Mode; status?: EventStatus; eventType?: EventType; paymentId?: string; beforeId?: bigint; limit: number },
 ): Promise<EventRow[]> {
+  const source =
+    query.paymentId === undefined
+      ? 'outbox_events'
+      : `(SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $7 AND event_type IN ('payment.settled', 'payment.failed')
+          UNION ALL
+          SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $7 AND event_type = 'payment.reversed') AS payment_events`;
   const { rows } = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM outbox_events
+    `SELECT ${EVENT_COLUMNS} FROM ${source}
       WHERE tenant_id = $1 AND mode = $2
         AND ($3::text IS NULL OR status = $3)
         AND ($4::text IS NULL OR event_type = $4)
         AND ($5::bigint IS NULL OR id < $5)
       ORDER BY id DESC
       LIMIT $6`,
-    [query.tenantId, query.mode, query.status ?? null, query.eventType ?? null, query.beforeId ?? null, query.limit],
+    [query.tenantId, query.mode, query.status ?? null, query.eventType ?? null, query.beforeId ?? null, query.limit, ...(query.paymentId === undefined ? [] : [query.paymentId])],
   );
   return rows;
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Mode } from '../../domain/api-keys.ts';
-import { assertBalanced, type AccountKind, type LedgerEntry } from '../../domain/ledger.ts';
+import { assertBalanced, type AccountKind, type LedgerEntry, type LedgerEntryKind } from '../../domain/ledger.ts';
+import type { Asset } from '../../domain/money.ts';
 import type { Queryable } from '../database.ts';
 
 /** A posting would overdraw a checked account: the caller maps it to `insufficient_tenant_funds`. */
@@ -119,6 +120,34 @@ export async function ledgerTotals(db: Queryable): Promise<Array<{ asset: string
     `SELECT p.asset, p.total, coalesce(a.total, 0)::bigint AS accounts_total
        FROM (SELECT asset, sum(amount)::bigint AS total FROM ledger_postings GROUP BY asset) p
        LEFT JOIN (SELECT asset, sum(balance)::bigint AS total FROM ledger_accounts GROUP BY asset) a ON a.asset = p.asset`,
+  );
+  return rows;
+}
+
+export interface PaymentLedgerRow {
+  transaction_id: string;
+  kind: LedgerEntryKind;
+  created_at: Date;
+  asset: Asset;
+  account_kind: AccountKind;
+  amount: bigint;
+}
+
+/**
+ * The ledger entries that name one payment, postings included: in the order they happened (a
+ * payout's entry and its compensation can share a commit, so ties go by the entry's place in a
+ * payment's life), postings by asset and account. Found through ledger_transactions_once.
+ */
+export async function paymentLedgerRows(db: Queryable, partition: { tenantId: string; mode: Mode }, paymentId: string): Promise<PaymentLedgerRow[]> {
+  const { rows } = await db.query<PaymentLedgerRow>(
+    `SELECT t.id AS transaction_id, t.kind, t.created_at, p.asset, p.account_kind, p.amount
+       FROM ledger_transactions t
+       JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
+      WHERE t.tenant_id = $1 AND t.mode = $2 AND t.payment_id = $3
+      ORDER BY t.created_at,
+               CASE t.kind WHEN 'payout' THEN 0 WHEN 'payout_settlement' THEN 1 WHEN 'payout_failure' THEN 2 ELSE 3 END,
+               t.id, p.asset, p.account_kind`,
+    [partition.tenantId, partition.mode, paymentId],
   );
   return rows;
 }

@@ -42,18 +42,18 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         operationId: 'listEvents',
         summary: 'List outcome events',
         description:
-          'Newest first (id descending), without payloads. Filter by `status` (`dead` is the failed queue) and `eventType`. `cursor` is the numeric id of an event: pass the previous page\'s `next_cursor` to read the events older than it.',
+          'Newest first (id descending), without payloads. Filter by `status` (`dead` is the failed queue), `eventType` and `paymentId` (a payment\'s outcome and reversal events; an id of no payment of yours lists none). `cursor` is the numeric id of an event: pass the previous page\'s `next_cursor` to read the events older than it.',
         querystring: EventListQuery,
         response: { 200: EventList, ...errorResponses() },
       },
     },
     async (request) => {
-      const { status, eventType, limit, cursor } = request.query;
+      const { status, eventType, paymentId, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : BigInt(cursor);
       if (before !== undefined && before > INT8_MAX) {
         throw validationFailed([{ field: 'cursor', message: 'must be the numeric id of an event (the next_cursor of the previous page of /v1/events)' }]);
       }
-      const page = await events.list(partitionOf(request.auth), { status, eventType, limit: limit ?? 25, cursor: before });
+      const page = await events.list(partitionOf(request.auth), { status, eventType, paymentId, limit: limit ?? 25, cursor: before });
       return { data: page.rows.map(eventView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );

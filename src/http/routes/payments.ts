@@ -1,10 +1,12 @@
+import type { Static } from '@sinclair/typebox';
 import type { Database } from '../../db/database.ts';
+import { paymentLedgerRows, type PaymentLedgerRow } from '../../db/repositories/ledger.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../../db/repositories/payments.ts';
 import type { StatementColumns } from '../../db/repositories/statement.ts';
 import { partitionOf } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
-import { Payment } from '../schemas/payouts.ts';
+import { LedgerEntryView, Payment, PaymentLedger } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
@@ -47,6 +49,20 @@ export function paymentView(p: PaymentRow, transitions: TransitionRow[]) {
   };
 }
 
+/** Rows of postings, one entry per ledger transaction (the rows come grouped, in order). */
+export function ledgerEntriesView(rows: PaymentLedgerRow[]) {
+  const entries: Array<Static<typeof LedgerEntryView>> = [];
+  for (const row of rows) {
+    let entry = entries.at(-1);
+    if (entry?.id !== row.transaction_id) {
+      entry = { id: row.transaction_id, kind: row.kind, created_at: row.created_at.toISOString(), postings: [] };
+      entries.push(entry);
+    }
+    entry.postings.push({ asset: row.asset, account: row.account_kind, amount: row.amount.toString() });
+  }
+  return entries;
+}
+
 export async function paymentRoutes(app: App, db: Database): Promise<void> {
   app.get(
     '/v1/payments/:id',
@@ -66,6 +82,27 @@ export async function paymentRoutes(app: App, db: Database): Promise<void> {
       const payment = await findPayment(db, tenantId, mode, request.params.id);
       if (!payment) throw notFound('payment');
       return paymentView(payment, await listTransitions(db, tenantId, payment.id));
+    },
+  );
+  app.get(
+    '/v1/payments/:id/ledger',
+    {
+      config: { scopes: ['payments:read'] },
+      schema: {
+        tags: ['Payments'],
+        operationId: 'getPaymentLedger',
+        summary: "Read a payment's ledger entries",
+        description:
+          'Every double-entry ledger transaction written for this payment, oldest first, with its postings (signed minor units, debit positive): the charge when it was accepted, then the settlement, the charge given back on a failure, or the reversal. A payment that failed before anything was charged has none. Daily closes and fundings belong to no payment and are not listed.',
+        params: IdParam,
+        response: { 200: Answer("The payment's ledger entries", PaymentLedger), ...errorResponses('resource_not_found') },
+      },
+    },
+    async (request) => {
+      const partition = partitionOf(request.auth);
+      const payment = await findPayment(db, partition.tenantId, partition.mode, request.params.id);
+      if (!payment) throw notFound('payment');
+      return { data: ledgerEntriesView(await paymentLedgerRows(db, partition, payment.id)) };
     },
   );
 }

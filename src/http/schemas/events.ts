@@ -78,6 +78,7 @@ export const EventList = Component(
 export const EventListQuery = Type.Object({
   status: Type.Optional(EventStatus),
   eventType: Type.Optional(EventType),
+  paymentId: Type.Optional(Uuid('Only the events of this payment (its outcome, and its reversal if any)')),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' })),
   cursor: Type.Optional(
     Type.String({

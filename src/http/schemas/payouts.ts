@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { PAYOUT_FAILURE_REASONS } from '../../domain/payment-messages.ts';
 import type { TransitionActor } from '../../domain/payment-state.ts';
+import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
 import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
@@ -144,6 +145,37 @@ export const Payment = Component(
     updated_at: DateTime(),
     events: Type.Array(Transition, { description: 'Transition history, oldest first' }),
   }),
+);
+
+export const LEDGER_ENTRY_KINDS = ['funding', 'payout', 'payout_settlement', 'payout_failure', 'payout_reversal', 'daily_close'] as const satisfies readonly LedgerEntryKind[];
+export const LEDGER_ACCOUNTS = ['prefunding', 'credit_receivable', 'in_flight', 'revenue', 'treasury', 'fx'] as const satisfies readonly AccountKind[];
+
+export const LedgerEntryView = Component(
+  'LedgerEntry',
+  Type.Object(
+    {
+      id: Uuid('Ledger transaction id'),
+      kind: StringEnum(LEDGER_ENTRY_KINDS, {
+        description:
+          '`payout`: the charge when the payout was accepted; `payout_settlement`: the rail paid (in flight cleared); `payout_failure`: the charge given back; `payout_reversal`: a settled payout returned by the bank',
+      }),
+      created_at: DateTime(),
+      postings: Type.Array(
+        Type.Object({
+          asset: Asset,
+          account: StringEnum(LEDGER_ACCOUNTS, { description: 'The account of the program the posting moves' }),
+          amount: Type.String({ pattern: '^-?[0-9]+$', description: 'Signed minor units: a debit is positive, a credit negative; the postings of an entry sum to zero per asset', example: '-5000000' }),
+        }),
+        { description: 'By asset, then account' },
+      ),
+    },
+    { description: 'One balanced ledger entry' },
+  ),
+);
+
+export const PaymentLedger = Component(
+  'PaymentLedger',
+  Type.Object({ data: Type.Array(LedgerEntryView, { description: "The payment's entries in the order they were written" }) }, { description: "A payment's ledger entries" }),
 );
 
 const TreasuryPositionFields = {

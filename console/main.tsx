@@ -1,0 +1,196 @@
+// The operator console: sign in with an API key, then the screens that key may use.
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { Api, ApiFailure, hasScope, storedKey, storeKey, type TenantMe } from './api.ts';
+import './console.css';
+import { match, navigate, usePath } from './router.ts';
+import { LimitRulesScreen, TenantScreen, TenantsScreen } from './screens/admin.tsx';
+import { BeneficiariesScreen, BeneficiaryScreen } from './screens/beneficiaries.tsx';
+import { EventScreen, EventsScreen } from './screens/events.tsx';
+import { PaymentScreen } from './screens/payment.tsx';
+import { PaymentsScreen } from './screens/payments.tsx';
+import { SandboxScreen } from './screens/sandbox.tsx';
+import { TreasuryScreen } from './screens/treasury.tsx';
+import { ErrorNote, Link } from './ui.tsx';
+
+interface Session {
+  api: Api;
+  me: TenantMe;
+}
+
+interface Screen {
+  path: string;
+  label: string;
+  /** Shown in the navigation when the key may use it. */
+  available: (me: TenantMe) => boolean;
+}
+
+const CUSTOMER_SCREENS: Screen[] = [
+  { path: '/payments', label: 'Payments', available: (me) => hasScope(me, 'payments:read') },
+  { path: '/events', label: 'Events', available: (me) => hasScope(me, 'events:read') },
+  { path: '/treasury', label: 'Treasury and limits', available: (me) => hasScope(me, 'treasury:read') || hasScope(me, 'payments:read') },
+  { path: '/beneficiaries', label: 'Beneficiaries', available: (me) => hasScope(me, 'beneficiaries:read') },
+  { path: '/sandbox', label: 'Sandbox', available: (me) => me.mode === 'test' },
+];
+
+const PLATFORM_SCREENS: Screen[] = [
+  { path: '/tenants', label: 'Tenants', available: () => true },
+  { path: '/limits', label: 'Limits and rates', available: () => true },
+];
+
+async function signIn(key: string): Promise<Session> {
+  const api = new Api(key);
+  return { api, me: await api.get<TenantMe>('/v1/tenant/me') };
+}
+
+function SignIn({ onSession, note }: { onSession: (session: Session, key: string) => void; note?: string }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+  return (
+    <main class="signin">
+      <h1>Bolivar operator console</h1>
+      {note ? <p class="notice">{note}</p> : null}
+      <form
+        onSubmit={async (event) => {
+          event.preventDefault();
+          setBusy(true);
+          setError(undefined);
+          try {
+            const trimmed = key.trim();
+            onSession(await signIn(trimmed), trimmed);
+          } catch (failure) {
+            setError(failure);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <label for="api-key">API key</label>
+        <input
+          id="api-key"
+          name="api-key"
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          required
+          value={key}
+          onInput={(e) => setKey(e.currentTarget.value)}
+          autoFocus
+        />
+        <p class="muted">
+          A tenant key (bsk_test_…, bsk_live_…) shows that program; the platform key (bsk_platform_…) the admin screens. The key stays in this tab
+          (sessionStorage) and is sent only in the x-api-key header to this service.
+        </p>
+        <button type="submit" class="primary" disabled={busy || key.trim() === ''}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      <ErrorNote error={error} />
+    </main>
+  );
+}
+
+function Screens({ session, path }: { session: Session; path: string }) {
+  const { api, me } = session;
+  if (me.isPlatform) {
+    if (match('/tenants', path)) return <TenantsScreen api={api} />;
+    const tenant = match('/tenants/:id', path);
+    if (tenant) return <TenantScreen api={api} id={tenant.id!} />;
+    if (match('/limits', path)) return <LimitRulesScreen api={api} />;
+  } else {
+    if (match('/payments', path)) return <PaymentsScreen api={api} />;
+    const payment = match('/payments/:id', path);
+    if (payment) return <PaymentScreen api={api} me={me} id={payment.id!} />;
+    if (match('/events', path)) return <EventsScreen api={api} me={me} />;
+    const event = match('/events/:id', path);
+    if (event) return <EventScreen api={api} me={me} id={event.id!} />;
+    if (match('/treasury', path)) return <TreasuryScreen api={api} me={me} />;
+    if (match('/beneficiaries', path)) return <BeneficiariesScreen api={api} />;
+    const beneficiary = match('/beneficiaries/:id', path);
+    if (beneficiary) return <BeneficiaryScreen api={api} me={me} id={beneficiary.id!} />;
+    if (match('/sandbox', path) && me.mode === 'test') return <SandboxScreen api={api} me={me} />;
+  }
+  return (
+    <section>
+      <h1>Not a screen of this console</h1>
+      <p>Pick a screen in the navigation.</p>
+    </section>
+  );
+}
+
+function Console() {
+  const path = usePath();
+  const [session, setSession] = useState<Session | undefined>(undefined);
+  const [restoring, setRestoring] = useState(() => storedKey() !== null);
+  const [note, setNote] = useState<string | undefined>(undefined);
+
+  useEffect(() => {
+    const key = storedKey();
+    if (key === null) return;
+    signIn(key)
+      .then(setSession, (failure: unknown) => {
+        storeKey(null);
+        if (failure instanceof ApiFailure && failure.status === 401) setNote('The saved key was refused (revoked or unknown): sign in again.');
+      })
+      .finally(() => setRestoring(false));
+  }, []);
+
+  const screens = session ? (session.me.isPlatform ? PLATFORM_SCREENS : CUSTOMER_SCREENS).filter((s) => s.available(session.me)) : [];
+  useEffect(() => {
+    if (session && (path === '/' || path === '') && screens[0]) navigate(screens[0].path, { replace: true });
+  }, [session, path]);
+
+  if (restoring) return <p role="status">Signing in…</p>;
+  if (!session) {
+    return (
+      <SignIn
+        note={note}
+        onSession={(next, key) => {
+          storeKey(key);
+          setNote(undefined);
+          setSession(next);
+        }}
+      />
+    );
+  }
+  const { me } = session;
+  return (
+    <>
+      <a class="skip" href="#screen">
+        Skip to the screen
+      </a>
+      <header class="top">
+        <span class="brand">Bolivar console</span>
+        <span>
+          {me.name} · <span class={`mode mode-${me.isPlatform ? 'platform' : me.mode}`}>{me.isPlatform ? 'platform' : me.mode}</span>
+        </span>
+        <span class="muted scopes" title="Scopes of this key">
+          {me.scopes.join(', ')}
+        </span>
+        <button
+          type="button"
+          onClick={() => {
+            storeKey(null);
+            setSession(undefined);
+            navigate('/', { replace: true });
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+      <nav class="screens" aria-label="Screens">
+        {screens.map((screen) => (
+          <Link key={screen.path} to={screen.path} current={path === screen.path || path.startsWith(`${screen.path}/`)}>
+            {screen.label}
+          </Link>
+        ))}
+      </nav>
+      <main id="screen">
+        <Screens key={path} session={session} path={path} />
+      </main>
+    </>
+  );
+}
+
+render(<Console />, document.getElementById('app')!);

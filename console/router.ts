@@ -1,0 +1,46 @@
+// Screens are paths under /console (the server answers the page for any of them), moved between
+// with the History API. Nothing secret is ever put in a path or a query.
+import { useEffect, useState } from 'preact/hooks';
+
+export const BASE = '/console';
+
+const listeners = new Set<() => void>();
+
+/** The path after /console: "/payments/…", or "/" for the console itself. */
+export function currentPath(): string {
+  const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : '/';
+  return path === '' ? '/' : path;
+}
+
+export function navigate(to: string, options: { replace?: boolean } = {}): void {
+  if (options.replace) history.replaceState(null, '', BASE + to);
+  else history.pushState(null, '', BASE + to);
+  for (const listener of listeners) listener();
+}
+
+addEventListener('popstate', () => {
+  for (const listener of listeners) listener();
+});
+
+export function usePath(): string {
+  const [path, setPath] = useState(currentPath);
+  useEffect(() => {
+    const update = () => setPath(currentPath());
+    listeners.add(update);
+    return () => void listeners.delete(update);
+  }, []);
+  return path;
+}
+
+/** "/payments/abc" against "/payments/:id" → { id: "abc" }, or undefined. */
+export function match(pattern: string, path: string): Record<string, string> | undefined {
+  const want = pattern.split('/');
+  const got = path.replace(/\/$/, '').split('/');
+  if (want.length !== got.length) return undefined;
+  const params: Record<string, string> = {};
+  for (let i = 0; i < want.length; i += 1) {
+    if (want[i]!.startsWith(':')) params[want[i]!.slice(1)] = decodeURIComponent(got[i]!);
+    else if (want[i] !== got[i]) return undefined;
+  }
+  return params;
+}

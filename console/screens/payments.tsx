@@ -1,0 +1,195 @@
+// The statement: GET /v1/payments with its filters and cursor, and its CSV export.
+import { useState } from 'preact/hooks';
+import type { Api, Page, Query } from '../api.ts';
+import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
+
+export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
+
+export interface StatementRow {
+  id: string;
+  customer_id: string | null;
+  beneficiary_id: string | null;
+  status: string;
+  status_reason: string | null;
+  source_asset: string;
+  source_amount: string;
+  payout_asset: string;
+  payout_amount: string;
+  fee_amount: string;
+  method: string | null;
+  bank_reference: string | null;
+  settled_at: string | null;
+  created_at: string;
+  metadata: Record<string, unknown>;
+}
+
+interface Filters {
+  from: string;
+  to: string;
+  status: string;
+  beneficiaryId: string;
+  customerId: string;
+}
+
+const NO_FILTERS: Filters = { from: '', to: '', status: '', beneficiaryId: '', customerId: '' };
+
+export function PaymentTable({ rows, showBeneficiary = true }: { rows: StatementRow[]; showBeneficiary?: boolean }) {
+  if (rows.length === 0) return <p class="muted">No payments.</p>;
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Created</th>
+          <th scope="col">Payment</th>
+          <th scope="col">Status</th>
+          <th scope="col" class="num">
+            Delivered
+          </th>
+          <th scope="col" class="num">
+            Fee
+          </th>
+          <th scope="col">Method</th>
+          {showBeneficiary ? <th scope="col">Beneficiary</th> : null}
+          <th scope="col">Settled</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={row.id}>
+            <td>
+              <Time iso={row.created_at} />
+            </td>
+            <td>
+              <Link to={`/payments/${row.id}`} class="mono">
+                {row.id}
+              </Link>
+            </td>
+            <td>
+              <span class={`status status-${row.status}`}>{row.status}</span>
+              {row.status_reason ? <div class="muted">{row.status_reason}</div> : null}
+            </td>
+            <td class="num">
+              <Amount minor={row.payout_amount} asset={row.payout_asset} />
+            </td>
+            <td class="num">
+              <Amount minor={row.fee_amount} asset={row.payout_asset} />
+            </td>
+            <td>{row.method ?? '—'}</td>
+            {showBeneficiary ? (
+              <td>
+                {row.beneficiary_id ? (
+                  <Link to={`/beneficiaries/${row.beneficiary_id}`} class="mono">
+                    {row.beneficiary_id.slice(0, 8)}…
+                  </Link>
+                ) : (
+                  '—'
+                )}
+              </td>
+            ) : null}
+            <td>
+              <Time iso={row.settled_at} />
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export function PaymentsScreen({ api }: { api: Api }) {
+  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
+  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [exportError, setExportError] = useState<unknown>(undefined);
+  const [exporting, setExporting] = useState(false);
+  const paging = useCursor([filters]);
+  const query: Query = { ...filters, limit: '25', cursor: paging.cursor };
+  const page = useLoad(() => api.get<Page<StatementRow>>('/v1/payments', query), [filters, paging.cursor]);
+  const field = (name: keyof Filters) => ({
+    id: `filter-${name}`,
+    name,
+    value: draft[name],
+    onInput: (event: Event) => setDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value }),
+  });
+
+  return (
+    <section>
+      <ScreenTitle>Payments</ScreenTitle>
+      <form
+        class="filters"
+        aria-label="Statement filters"
+        onSubmit={(event) => {
+          event.preventDefault();
+          setFilters({ ...draft });
+        }}
+      >
+        <div>
+          <label for="filter-from">Settled from (Caracas day)</label>
+          <input type="date" {...field('from')} />
+        </div>
+        <div>
+          <label for="filter-to">Settled to (Caracas day)</label>
+          <input type="date" {...field('to')} />
+        </div>
+        <div>
+          <label for="filter-status">Status</label>
+          <select {...field('status')}>
+            <option value="">any</option>
+            {PAYMENT_STATUSES.map((status) => (
+              <option key={status} value={status}>
+                {status}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label for="filter-beneficiaryId">Beneficiary id</label>
+          <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('beneficiaryId')} />
+        </div>
+        <div>
+          <label for="filter-customerId">Customer id</label>
+          <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('customerId')} />
+        </div>
+        <div class="actions">
+          <button type="submit" class="primary">
+            Apply filters
+          </button>
+          <button
+            type="button"
+            onClick={() => {
+              setDraft(NO_FILTERS);
+              setFilters(NO_FILTERS);
+            }}
+          >
+            Clear
+          </button>
+          <button
+            type="button"
+            disabled={exporting}
+            onClick={async () => {
+              setExportError(undefined);
+              setExporting(true);
+              try {
+                await api.download('/v1/payments/export', { ...filters }, 'payments.csv');
+              } catch (error) {
+                setExportError(error);
+              } finally {
+                setExporting(false);
+              }
+            }}
+          >
+            {exporting ? 'Exporting…' : 'Export CSV'}
+          </button>
+        </div>
+      </form>
+      <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>
+      <ErrorNote error={exportError} />
+      <Loading loaded={page} />
+      {page.data ? (
+        <>
+          <PaymentTable rows={page.data.data} />
+          <Pager paging={paging} nextCursor={page.data.next_cursor} label="Statement" />
+        </>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,201 @@
+// The operator console in a real browser (the system's Chromium) against the real service, started
+// as `npm start` starts it on a fresh database with its first-start sandbox tenant: sign in, find a
+// payout made through the API, read its timeline, export the statement, retry a dead event and see it
+// requeued and delivered, make a test payout from the sandbox screen; the strict CSP is served and obeyed (no violation), and the key never
+// appears in a URL.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { chromium, type Page } from 'playwright-core';
+import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
+import { createTestDatabase, ENGINE } from '../support/harness.ts';
+import { freePort, startService } from '../support/process.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+/** Bound of every wait on the service (settlement, dead queue, delivery) and on the page. */
+const WAIT_MS = 30_000;
+
+const SENDER = { nationalId: 'V11222333', firstName: 'Ana', lastName: 'Rojas', phone: '04121234567', email: 'ana@example.com' };
+
+async function call(baseUrl: string, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
+  const response = await fetch(baseUrl + url, {
+    method,
+    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, text, json: text ? JSON.parse(text) : undefined };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install the Debian package chromium to run the browser test` }, () => {
+  it('signs in, shows a payout\'s timeline, exports the statement, and retries a dead event', { timeout: 120_000 }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-console-'));
+    const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const port = await freePort();
+    const service = await startService(
+      { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', WEBHOOK_BACKOFF_SCALE: '0', DISPATCHER_INTERVAL_MS: '50' },
+      port,
+    );
+    const base = service.baseUrl;
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 800 },
+      acceptDownloads: true,
+    });
+    try {
+      const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+      const key: string = saved.apiKey;
+      const admin: string = saved.platformApiKey;
+      const api = (method: string, url: string, body?: unknown, headers?: Record<string, string>) => call(base, key, method, url, body, headers);
+      const payout = async (nationalId: string, reference: string) => {
+        const quote = await api('POST', '/v1/quotes', { deliver: { asset: 'BS', amount: 1_234_567 } });
+        assert.equal(quote.status, 201, quote.text);
+        const made = await api(
+          'POST',
+          '/v1/payouts',
+          { quoteId: quote.json.id, method: 'pago_movil', sender: SENDER, beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04141234567' } },
+          { 'idempotency-key': reference },
+        );
+        assert.equal(made.status, 201, made.text);
+        return made.json.id as string;
+      };
+      const eventOf = (paymentId: string, status: string) =>
+        until(`an event of ${paymentId} ${status}`, async () => {
+          const list = await api('GET', `/v1/events?paymentId=${paymentId}`);
+          return list.json.data.find((e: { status: string }) => e.status === status) as { id: string; attempts: number } | undefined;
+        });
+
+      // A payout delivered to the sink, then one whose event dies at the failing receiver.
+      const delivered = await payout('V99990001', 'console-test-1');
+      const published = await eventOf(delivered, 'published');
+      const endpoint = (url: string) => call(base, admin, 'PUT', `/v1/admin/tenants/${saved.tenantId}/webhook-endpoint`, { mode: 'test', url });
+      assert.equal((await endpoint(`${base}/v1/sandbox/webhooks/failing`)).status, 200);
+      const failing = await payout('V99990001', 'console-test-2');
+      const dead = await eventOf(failing, 'dead');
+      assert.equal(dead.attempts, 12);
+      assert.equal((await endpoint(`${base}/v1/sandbox/webhooks/sink`)).status, 200);
+
+      const page = context.pages()[0] ?? (await context.newPage());
+      const problems: string[] = [];
+      const urls: string[] = [];
+      page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
+      page.on('pageerror', (error) => problems.push(String(error)));
+      page.on('request', (request) => urls.push(request.url()));
+      page.on('framenavigated', (frame) => urls.push(frame.url()));
+
+      const answer = await page.goto(`${base}/console`);
+      assert.equal(answer?.status(), 200);
+      const headers = answer!.headers();
+      assert.equal(headers['content-security-policy'], CONSOLE_CSP);
+      assert.equal(headers['x-content-type-options'], 'nosniff');
+      assert.equal(headers['referrer-policy'], 'no-referrer');
+
+      // Sign in with the sandbox tenant's key.
+      await page.getByLabel('API key').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Payments', level: 1 }).waitFor({ timeout: WAIT_MS });
+      assert.equal(new URL(page.url()).pathname, '/console/payments');
+
+      // The statement lists the payout made through the API; its page shows the timeline.
+      await page.getByRole('link', { name: delivered }).click();
+      await page.getByRole('heading', { name: 'Payment', level: 1 }).waitFor();
+      assert.equal(new URL(page.url()).pathname, `/console/payments/${delivered}`);
+      const transitions = page.getByRole('table', { name: 'Transitions' });
+      await transitions.getByText('ledger_committed').waitFor();
+      assert.match(await transitions.innerText(), /api/);
+      await page.getByRole('table', { name: 'Ledger entry payout', exact: true }).waitFor();
+      await page.getByRole('table', { name: 'Ledger entry payout_settlement' }).waitFor();
+      // 12,345.67 Bs delivered and the 1 % fee (123.46 Bs, rounded up): 12,469.13 Bs charged to prefunding.
+      assert.match(await page.getByRole('table', { name: 'Ledger entry payout', exact: true }).innerText(), /prefunding BS\s+12,469\.13 Bs/);
+      await page.getByRole('link', { name: `Event ${published.id}` }).waitFor();
+      assert.match(await page.getByRole('table', { name: 'Delivery attempts' }).innerText(), /HTTP 200\s+delivered/);
+      await page.getByText('Latest payments to this beneficiary').waitFor();
+
+      // The CSV export arrives as a download made with the key in a header, not in a URL.
+      await page.getByRole('link', { name: 'Payments', exact: true }).click();
+      await page.getByRole('heading', { name: 'Payments', level: 1 }).waitFor();
+      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export CSV' }).click()]);
+      assert.equal(download.suggestedFilename(), 'payments-all-all.csv');
+      const csv = readFileSync(await download.path(), 'utf8');
+      assert.match(csv, /^id,customer_id,beneficiary_id,status/);
+      assert.ok(csv.includes(delivered) && csv.includes(failing), csv);
+
+      // The dead event, retried from the events screen after a confirmation.
+      await page.getByRole('link', { name: 'Events' }).click();
+      await page.getByRole('heading', { name: 'Events', level: 1 }).waitFor();
+      assert.equal(await page.getByRole('button', { name: 'dead', exact: true }).getAttribute('aria-pressed'), 'true');
+      await page.getByRole('button', { name: `Retry event ${dead.id}` }).click();
+      const dialog = page.getByRole('dialog', { name: `Retry event ${dead.id}?` });
+      await dialog.waitFor();
+      await dialog.getByRole('button', { name: 'Retry now' }).click();
+      await page.getByRole('status').getByText(`Event ${dead.id} requeued: now pending`).waitFor({ timeout: WAIT_MS });
+      // Requeued, the event reaches the sink again: published, one attempt more.
+      const redelivered = await eventOf(failing, 'published');
+      assert.equal(redelivered.attempts, 13);
+      await page.getByRole('button', { name: 'published', exact: true }).click();
+      await page.getByRole('link', { name: dead.id, exact: true }).waitFor({ timeout: WAIT_MS });
+
+      // The sandbox: the sink's verified deliveries, and a test payout followed until it resolves
+      // (V99990006 is accepted, then fails at the rail; the reaper finds out).
+      await page.getByRole('link', { name: 'Sandbox' }).click();
+      await page.getByRole('heading', { name: 'Sandbox', level: 1 }).waitFor();
+      await page.getByRole('table', { name: 'Sink deliveries' }).getByText('verified').first().waitFor();
+      await page.getByLabel('Test national id').selectOption('V99990006');
+      await page.getByLabel('Delivered amount (Bs)').fill('1,500.00');
+      await page.getByRole('button', { name: 'Quote, register and pay out' }).click();
+      await page.getByText('Resolved.').waitFor({ timeout: WAIT_MS });
+      const outcome = await page.locator('.card').innerText();
+      assert.match(outcome, /failed\s+invalid_destination_account/);
+      assert.match(outcome, /1,500\.00 Bs/);
+
+      // The platform key gets the admin screens and is told what it cannot read.
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByLabel('API key').fill(admin);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Tenants', level: 1 }).waitFor({ timeout: WAIT_MS });
+      await page.getByText("It cannot read a tenant's payments").waitFor();
+      await page.getByRole('link', { name: 'Sandbox' }).click();
+      await page.getByRole('heading', { name: 'Sandbox', level: 1 }).waitFor();
+
+      assert.deepEqual(problems, [], 'no script error and no CSP violation');
+      assert.ok(urls.length > 0);
+      for (const url of urls) {
+        assert.ok(!url.includes(key) && !url.includes(admin), `a key in the URL ${url}`);
+      }
+      const logLines = service.output().split('\n').filter((line) => line.startsWith('{'));
+      assert.doesNotMatch(logLines.join('\n'), new RegExp(`${key}|${admin}`), 'no key in the JSON log (the first start prints the keys once, as text)');
+    } finally {
+      await context.close();
+      const code = await service.stop('SIGTERM');
+      await database?.drop();
+      rmSync(profile, { recursive: true, force: true });
+      rmSync(dataDir, { recursive: true, force: true });
+      assert.equal(code, 0, service.output());
+    }
+  });
+});

@@ -7,8 +7,12 @@
 // The operator console (console/, a Preact single-page app) is bundled for the browser into
 // dist/console: its script and stylesheet named by their content hash, and the page that loads them.
 //
+// It also compiles the SDK (sdk/src, TypeScript) to sdk/dist (ESM .js and .d.ts) with tsc, so that
+// `@bolivar/sdk`, linked into node_modules by the npm workspace, imports in plain node.
+//
 // Skipped when dist/ is newer than every source file, so a restart costs a directory walk, not a
 // build. `--force` builds anyway.
+import { spawnSync } from 'node:child_process';
 import { build } from 'esbuild';
 import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -17,6 +21,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = path.join(ROOT, 'dist');
 const STAMP = path.join(OUT, '.built');
+const SDK = path.join(ROOT, 'sdk');
+const SDK_OUT = path.join(SDK, 'dist');
+// A development dependency: an install without them (--omit=dev) builds the service, not the SDK.
+const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
 const ENTRY_POINTS = { main: 'src/main.ts', migrate: 'src/cli/migrate.ts', 'pglite-template': 'src/db/pglite-template.ts' };
 /** Read at run time relative to the module that reads them (see src/db/migrate.ts, src/rails/catalogue.ts). */
 const ASSETS = [
@@ -35,8 +43,27 @@ function newestMtimeMs(dir) {
 
 function upToDate() {
   if (!existsSync(STAMP)) return false;
-  const inputs = Math.max(newestMtimeMs(path.join(ROOT, 'src')), newestMtimeMs(path.join(ROOT, 'console')), statSync(path.join(ROOT, 'package-lock.json')).mtimeMs, statSync(fileURLToPath(import.meta.url)).mtimeMs);
+  if (existsSync(TSC) && !existsSync(path.join(SDK_OUT, 'index.js'))) return false;
+  const inputs = Math.max(
+    newestMtimeMs(path.join(ROOT, 'src')),
+    newestMtimeMs(path.join(SDK, 'src')),
+    newestMtimeMs(path.join(ROOT, 'console')),
+    statSync(path.join(SDK, 'tsconfig.json')).mtimeMs,
+    statSync(path.join(SDK, 'package.json')).mtimeMs,
+    statSync(path.join(ROOT, 'package-lock.json')).mtimeMs,
+    statSync(fileURLToPath(import.meta.url)).mtimeMs,
+  );
   return statSync(STAMP).mtimeMs >= inputs;
+}
+
+function buildSdk() {
+  rmSync(SDK_OUT, { recursive: true, force: true });
+  if (!existsSync(TSC)) {
+    process.stderr.write('typescript is not installed: sdk/dist not built\n');
+    return;
+  }
+  const tsc = spawnSync(process.execPath, [TSC, '-p', path.join(SDK, 'tsconfig.json')], { cwd: ROOT, stdio: 'inherit' });
+  if (tsc.status !== 0) throw new Error(`tsc -p sdk/tsconfig.json failed (exit ${tsc.status})`);
 }
 
 /** The console's page: it loads only the hashed files below, from this origin (the CSP allows no more). */
@@ -103,6 +130,7 @@ await build({
   logLevel: 'warning',
 });
 await buildConsole();
+buildSdk();
 for (const [from, to] of ASSETS) cpSync(path.join(ROOT, from), path.join(OUT, to), { recursive: true });
 // The embedded engine's template: initdb and every migration, once, here rather than at a first start.
 const { writePgliteTemplate } = await import(pathToFileURL(path.join(OUT, 'pglite-template.js')).href);

@@ -3,7 +3,8 @@ import { findTestEventSigner, insertSandboxReceipt, listSandboxReceipts, type Sa
 import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { signingSecrets } from '../domain/webhooks.ts';
-import { verifyWebhook } from '../webhooks/verify.ts';
+// The receiver-side check is the SDK's, the one integrators run: the sink verifies as they do.
+import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 
 /** Why the sink refused a delivery: for the log only, never for the caller (all look the same to it). */
 export type SinkRefusal =

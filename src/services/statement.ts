@@ -15,6 +15,9 @@ export interface StatementQuery {
   status?: PaymentStatus;
   beneficiaryId?: string;
   customerId?: string;
+  /** With `metadata_value`: one key of the payout's metadata, matched exactly. */
+  metadata_key?: string;
+  metadata_value?: string;
 }
 
 export interface StatementPage {
@@ -49,11 +52,18 @@ export function statementFilter(query: StatementQuery): StatementFilter {
   if (errors.length === 0 && query.from !== undefined && query.to !== undefined && query.from > query.to) {
     errors.push({ field: 'from', message: `must be on or before \`to\` (${query.to})` });
   }
+  if (query.metadata_key !== undefined && query.metadata_value === undefined) {
+    errors.push({ field: 'metadata_value', message: 'is required with `metadata_key`: the value to match' });
+  }
+  if (query.metadata_value !== undefined && query.metadata_key === undefined) {
+    errors.push({ field: 'metadata_key', message: 'is required with `metadata_value`: the key to match' });
+  }
   if (errors.length > 0) throw validationFailed(errors);
   return {
     status: query.status,
     beneficiaryId: query.beneficiaryId,
     customerId: query.customerId,
+    metadata: query.metadata_key === undefined || query.metadata_value === undefined ? undefined : { key: query.metadata_key, value: query.metadata_value },
     settledFrom: query.from === undefined ? undefined : startOfBusinessDate(query.from),
     settledBefore: query.to === undefined ? undefined : startOfBusinessDate(nextDate(query.to)),
   };

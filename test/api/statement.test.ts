@@ -291,6 +291,41 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       assert.deepEqual(ids(expected(all, { beneficiaryId: beneficiaryOfSettled, from: '2026-03-10', to: '2026-03-10' })), [p.firstMillisecond!.id]);
       assert.deepEqual(ids(expected(all, { status: 'reversed', from: '2026-03-10', to: '2026-03-10' })), [p.reversed!.id]);
     });
+
+    it('metadata_key with metadata_value: exactly that string under exactly that key, paged, combined, and in the export', async () => {
+      const tenant = await fundedTenant(t);
+      const made = {
+        first: await pay(tenant.api, 'V99990001', { metadata: { order_id: 'A-1', channel: 'web' } }),
+        failed: await pay(tenant.api, 'V99990004', { metadata: { order_id: 'A-1' } }),
+        second: await pay(tenant.api, 'V99990001', { metadata: { order_id: 'A-1' } }),
+        otherCase: await pay(tenant.api, 'V99990001', { metadata: { order_id: 'a-1' } }),
+        prefix: await pay(tenant.api, 'V99990001', { metadata: { order_id: 'A-10' } }),
+        otherKey: await pay(tenant.api, 'V99990001', { metadata: { invoice: 'A-1' } }),
+        quoted: await pay(tenant.api, 'V99990001', { metadata: { note: 'dijo "sí", luego\\ ñ' } }),
+        without: await pay(tenant.api, 'V99990001'),
+      };
+      const tenantRows = await readAll(tenant.api, '', 100);
+      const want = (ofIds: string[]) => tenantRows.filter((r) => ofIds.includes(r.id)).map((r) => r.id);
+      const cases: Array<[Record<string, string>, string[]]> = [
+        [{ metadata_key: 'order_id', metadata_value: 'A-1' }, [made.first.id, made.failed.id, made.second.id]],
+        [{ metadata_key: 'order_id', metadata_value: 'A-1', status: 'settled' }, [made.first.id, made.second.id]],
+        [{ metadata_key: 'order_id', metadata_value: 'A-1', from: '2026-03-01' }, [made.first.id, made.second.id]],
+        [{ metadata_key: 'channel', metadata_value: 'web' }, [made.first.id]],
+        [{ metadata_key: 'invoice', metadata_value: 'A-1' }, [made.otherKey.id]],
+        [{ metadata_key: 'note', metadata_value: 'dijo "sí", luego\\ ñ' }, [made.quoted.id]],
+        [{ metadata_key: 'order_id', metadata_value: 'A' }, []],
+        [{ metadata_key: 'order_id', metadata_value: '' }, []],
+        [{ metadata_key: 'missing', metadata_value: 'A-1' }, []],
+      ];
+      for (const [f, expectedIds] of cases) {
+        for (const limit of [1, 2, 100]) {
+          assert.deepEqual(ids(await readAll(tenant.api, queryString(f), limit)), want(expectedIds), `${queryString(f)} limit ${limit}`);
+        }
+        const exported = exportedRows(await tenant.api.get(`/v1/payments/export?${queryString(f)}`));
+        assert.deepEqual(ids(exported), want(expectedIds), `export ${queryString(f)}`);
+      }
+      assert.deepEqual(ids(await readAll(main.api, 'metadata_key=order_id&metadata_value=A-1', 100)), [], 'another tenant sees none of them');
+    });
   });
 
   describe('pagination', () => {
@@ -537,6 +572,11 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       ['beneficiaryId=abc', ['beneficiaryId']],
       ['customerId=123', ['customerId']],
       ['from=2026-02-30&status=paid&customerId=x', ['customerId', 'from', 'status']],
+      ['metadata_key=order_id', ['metadata_value']],
+      ['metadata_value=A-1', ['metadata_key']],
+      ['metadata_key=&metadata_value=A-1', ['metadata_key']],
+      [`metadata_key=${'k'.repeat(41)}&metadata_value=A-1`, ['metadata_key']],
+      [`metadata_key=order_id&metadata_value=${'v'.repeat(501)}`, ['metadata_value']],
     ];
     const pageOnly: Array<[string, string[]]> = [
       ['limit=0', ['limit']],
@@ -622,9 +662,12 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     assert.deepEqual(exp.tags, ['Payments']);
     assert.deepEqual(
       list.parameters.map((q: { name: string }) => q.name).sort(),
-      ['beneficiaryId', 'cursor', 'customerId', 'from', 'limit', 'status', 'to'],
+      ['beneficiaryId', 'cursor', 'customerId', 'from', 'limit', 'metadata_key', 'metadata_value', 'status', 'to'],
     );
-    assert.deepEqual(exp.parameters.map((q: { name: string }) => q.name).sort(), ['beneficiaryId', 'customerId', 'from', 'status', 'to']);
+    assert.deepEqual(
+      exp.parameters.map((q: { name: string }) => q.name).sort(),
+      ['beneficiaryId', 'customerId', 'from', 'metadata_key', 'metadata_value', 'status', 'to'],
+    );
     assert.equal(list.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/StatementPage');
     assert.equal(exp.responses['200'].content['text/csv'].schema.type, 'string');
     for (const op of [list, exp]) {

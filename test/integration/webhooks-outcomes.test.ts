@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { ChaosClient, type KeyRecord, type PayoutSpec } from './chaos-client.ts';
 import { createTestDatabase } from './harness.ts';

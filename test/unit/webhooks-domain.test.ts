@@ -13,7 +13,7 @@ import {
   WEBHOOK_ATTEMPTS_MAX,
 } from '../../src/domain/webhooks.ts';
 import { checkLiveHost, guardedLookup } from '../../src/webhooks/destination.ts';
-import { verifyWebhook } from '../../src/webhooks/verify.ts';
+import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 
 describe('webhook delivery rules', () => {
   it('the retry schedule, scaled, then dead after the 12th attempt', () => {

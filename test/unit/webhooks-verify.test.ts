@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
+// The verifier is the SDK's (its one home); the signatures are made by the service's signing code, so
+// every case below is the service signing and the SDK verifying.
+import { computeSignature as sdkComputeSignature, DEFAULT_TOLERANCE_MS, signatureHeader as sdkSignatureHeader, verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { verifyWebhook as fromPackage } from '../../src/index.ts';
-import { computeSignature, DEFAULT_TOLERANCE_MS, signatureHeader, verifyWebhook } from '../../src/webhooks/verify.ts';
+import { computeSignature, signatureHeader } from '../../src/webhooks/signature.ts';
 
 const SECRET = 'whsec_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcd';
 const OTHER = 'whsec_zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONM';
@@ -29,6 +32,11 @@ describe('verifyWebhook', () => {
     assert.equal(computeSignature(SECRET, NOW, BODY), expected);
     assert.equal(computeSignature(SECRET, String(NOW), Buffer.from(BODY)), expected, 'bytes and strings agree (UTF-8)');
     assert.equal(signatureHeader([SECRET, OTHER], NOW, BODY), `sha256=${expected},sha256=${computeSignature(OTHER, NOW, BODY)}`);
+  });
+
+  it("the SDK's signing helpers (for a receiver's own tests) sign as the service does", () => {
+    assert.equal(sdkComputeSignature(SECRET, NOW, Buffer.from(BODY)), computeSignature(SECRET, NOW, BODY));
+    assert.equal(sdkSignatureHeader([SECRET, OTHER], String(NOW), BODY), signatureHeader([SECRET, OTHER], NOW, BODY));
   });
 
   it('accepts a valid delivery (string or bytes body) and reports the timestamp and event id', () => {

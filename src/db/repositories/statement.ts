@@ -37,6 +37,8 @@ export interface StatementFilter {
   status?: PaymentStatus;
   beneficiaryId?: string;
   customerId?: string;
+  /** Only payments whose metadata holds this key with exactly this string value. */
+  metadata?: { key: string; value: string };
   /** Settled at or after this instant (the start of the `from` day in Caracas). */
   settledFrom?: Date;
   /** Settled before this instant (the start of the day after `to` in Caracas). */
@@ -74,6 +76,8 @@ class Params {
  * Two plans, each served by an index of migration 007:
  * - no settlement range, or a range with `beneficiaryId`/`customerId` (both selective): one ordered
  *   index scan, on the index whose leading equality columns match the filter;
+ * - a metadata pair (an order or invoice id: selective): the GIN index of migration 017 finds the
+ *   matching payments, sorted afterwards; with a range too, the range is checked on those rows;
  * - a settlement range (`from`/`to`) otherwise: a merge of per-settlement-day buckets
  *   (`listBySettlementDays`), because settled_at and created_at are correlated and a single ordered
  *   scan filtering on settled_at would skip every payment newer than the range first.
@@ -86,7 +90,7 @@ export async function listStatement(
   page: StatementPageRequest,
 ): Promise<StatementPayment[]> {
   const ranged = filter.settledFrom !== undefined || filter.settledBefore !== undefined;
-  if (ranged && filter.beneficiaryId === undefined && filter.customerId === undefined) {
+  if (ranged && filter.beneficiaryId === undefined && filter.customerId === undefined && filter.metadata === undefined) {
     return listBySettlementDays(db, tenantId, mode, filter, page);
   }
   return listByCreation(db, tenantId, mode, filter, page);
@@ -98,6 +102,11 @@ function conditions(params: Params, tenantId: string, mode: Mode, filter: Statem
   if (filter.status !== undefined) where.push(`status = ${params.add(filter.status)}`);
   if (filter.beneficiaryId !== undefined) where.push(`beneficiary_id = ${params.add(filter.beneficiaryId)}::uuid`);
   if (filter.customerId !== undefined) where.push(`customer_id = ${params.add(filter.customerId)}::uuid`);
+  // Containment of a one-pair object is what jsonb_path_ops indexes; the value is a JSON string, so
+  // only a string equal to it matches.
+  if (filter.metadata !== undefined) {
+    where.push(`metadata @> jsonb_build_object(${params.add(filter.metadata.key)}::text, ${params.add(filter.metadata.value)}::text)`);
+  }
   if (filter.settledFrom !== undefined || filter.settledBefore !== undefined) where.push('settled_at IS NOT NULL');
   if (filter.settledFrom !== undefined) where.push(`settled_at >= ${params.add(filter.settledFrom)}::timestamptz`);
   if (filter.settledBefore !== undefined) where.push(`settled_at < ${params.add(filter.settledBefore)}::timestamptz`);

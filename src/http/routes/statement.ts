@@ -13,7 +13,7 @@ const DEFAULT_PAGE_ROWS = 25;
 /** Bytes the export stream buffers ahead of a slow client before it stops reading batches. */
 const EXPORT_BUFFER_BYTES = 64 * 1024;
 
-const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\` and \`customerId\` match exactly. Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
+const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\` and \`customerId\` match exactly; \`metadata_key\` with \`metadata_value\` (both or neither) keeps the payments whose \`metadata\` has that key with exactly that value (such as your order id). Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
 
 // RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled; null is
 // the empty field. Every value is ours (ids, enums, amounts, timestamps, the rail's reference and

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { METADATA_KEY_LENGTH_MAX, METADATA_VALUE_LENGTH_MAX } from '../../domain/metadata.ts';
 import { Component, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 import { PAYMENT_STATUSES, StatementRowFields } from './payouts.ts';
 
@@ -21,6 +22,21 @@ const StatementFilters = {
   status: Type.Optional(StringEnum(PAYMENT_STATUSES, { description: 'Only payments in this status' })),
   beneficiaryId: Type.Optional(Uuid('Only payments to this beneficiary')),
   customerId: Type.Optional(Uuid('Only payments of this user of yours (the `customerId` of the payout)')),
+  metadata_key: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: METADATA_KEY_LENGTH_MAX,
+      description: 'With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither',
+      example: 'order_id',
+    }),
+  ),
+  metadata_value: Type.Optional(
+    Type.String({
+      maxLength: METADATA_VALUE_LENGTH_MAX,
+      description: 'With `metadata_key`: the exact string value (case-sensitive, no pattern)',
+      example: '6735',
+    }),
+  ),
 };
 
 export const StatementQuery = Type.Object({ ...StatementFilters, ...PageQuery });

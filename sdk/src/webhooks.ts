@@ -1,15 +1,13 @@
-// Webhook signature verification for integrators.
-//
-// Dependency-free on purpose (node:crypto only): copy this file into a receiver, or import it as
-// `bolivar-disbursement-service/webhooks`. Every delivery carries
+// Verifying the webhooks the service sends. Every delivery carries
 //
 //   x-timestamp: <milliseconds since the epoch>
 //   x-signature: sha256=<hex HMAC-SHA256(secret, "<x-timestamp>.<raw body>")>[,sha256=<…>]
 //
 // During a secret rotation the header holds two signatures (new secret first); any match is enough.
 // Verify over the RAW bytes of the body as received, never over a re-serialized object.
-
+// node:crypto only, so `@bolivar/sdk/webhooks` can be imported by a receiver that needs nothing else.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { PaymentFailedEvent, PaymentReversedEvent, PaymentSettledEvent } from './generated/index.js';
 
 /** ± 5 minutes: the receiver's anti-replay window. */
 export const DEFAULT_TOLERANCE_MS = 5 * 60 * 1000;
@@ -46,6 +44,11 @@ export type VerifyWebhookResult =
   | { ok: true; timestampMs: number; eventId: string | undefined }
   | { ok: false; reason: VerifyFailure };
 
+/** The body of a delivery, by `eventType`: `switch (event.eventType)` narrows `payload`. */
+export type WebhookEvent = PaymentSettledEvent | PaymentFailedEvent | PaymentReversedEvent;
+export type WebhookEventType = WebhookEvent['eventType'];
+export type { PaymentFailedEvent, PaymentReversedEvent, PaymentSettledEvent };
+
 function header(headers: WebhookHeaders, name: string): string | undefined {
   if (typeof (headers as { get?: unknown }).get === 'function') {
     return (headers as { get(name: string): string | null }).get(name) ?? undefined;
@@ -69,10 +72,7 @@ export function computeSignature(secret: string, timestamp: string | number, raw
   return createHmac('sha256', secret).update(`${timestamp}.`, 'utf8').update(bytesOf(rawBody)).digest('hex');
 }
 
-/**
- * The `x-signature` value for these secrets, in order (the current secret first): sending side, and
- * handy for a receiver's own tests.
- */
+/** The `x-signature` value for these secrets, in order: for a receiver's own tests of its endpoint. */
 export function signatureHeader(secrets: string | readonly string[], timestamp: string | number, rawBody: string | Uint8Array): string {
   const list = typeof secrets === 'string' ? [secrets] : secrets;
   return list.map((secret) => `${SIGNATURE_SCHEME}=${computeSignature(secret, timestamp, rawBody)}`).join(',');
@@ -114,4 +114,41 @@ export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResul
   }
   if (!matched) return { ok: false, reason: 'signature_mismatch' };
   return { ok: true, timestampMs, eventId: header(options.headers, 'x-event-id') };
+}
+
+/** Thrown by `constructEvent`: `reason` says why (answer 401 and log it). */
+export class WebhookVerificationError extends Error {
+  override readonly name = 'WebhookVerificationError';
+  constructor(readonly reason: VerifyFailure | 'invalid_body') {
+    super(`webhook delivery refused: ${reason}`);
+  }
+}
+
+/**
+ * The verified, parsed event of a delivery, or a `WebhookVerificationError`. The body is parsed only
+ * once its signature and timestamp check out. An event type newer than this SDK is returned as
+ * received: keep a `default` branch in a `switch` on `eventType` (and answer 2xx).
+ */
+export function constructEvent(
+  rawBody: string | Uint8Array,
+  headers: WebhookHeaders,
+  secret: string | readonly string[],
+  options: { toleranceMs?: number; nowMs?: number } = {},
+): WebhookEvent {
+  const check = verifyWebhook({ secret, headers, rawBody, ...options });
+  if (!check.ok) throw new WebhookVerificationError(check.reason);
+  let event: unknown;
+  try {
+    event = JSON.parse(typeof rawBody === 'string' ? rawBody : bytesOf(rawBody).toString('utf8'));
+  } catch {
+    throw new WebhookVerificationError('invalid_body');
+  }
+  const fields = event as { id?: unknown; eventType?: unknown; payload?: unknown } | null;
+  if (
+    typeof fields !== 'object' || fields === null || typeof fields.id !== 'string' || typeof fields.eventType !== 'string' ||
+    typeof fields.payload !== 'object' || fields.payload === null
+  ) {
+    throw new WebhookVerificationError('invalid_body');
+  }
+  return event as WebhookEvent;
 }

@@ -258,6 +258,52 @@ export type Payment = {
 };
 
 /**
+ * LedgerEntry
+ *
+ * One balanced ledger entry
+ */
+export type LedgerEntry = {
+    /**
+     * Ledger transaction id
+     */
+    id: string;
+    /**
+     * `payout`: the charge when the payout was accepted; `payout_settlement`: the rail paid (in flight cleared); `payout_failure`: the charge given back; `payout_reversal`: a settled payout returned by the bank
+     */
+    kind: 'funding' | 'payout' | 'payout_settlement' | 'payout_failure' | 'payout_reversal' | 'daily_close';
+    created_at: string;
+    /**
+     * By asset, then account
+     */
+    postings: Array<{
+        /**
+         * Asset code
+         */
+        asset: 'BS' | 'USD' | 'USDC' | 'VESC';
+        /**
+         * The account of the program the posting moves
+         */
+        account: 'prefunding' | 'credit_receivable' | 'in_flight' | 'revenue' | 'treasury' | 'fx';
+        /**
+         * Signed minor units: a debit is positive, a credit negative; the postings of an entry sum to zero per asset
+         */
+        amount: string;
+    }>;
+};
+
+/**
+ * PaymentLedger
+ *
+ * A payment's ledger entries
+ */
+export type PaymentLedger = {
+    /**
+     * The payment's entries in the order they were written
+     */
+    data: Array<LedgerEntry>;
+};
+
+/**
  * TreasuryPosition
  */
 export type TreasuryPosition = {
@@ -3378,6 +3424,89 @@ export type GetPaymentResponses = {
 
 export type GetPaymentResponse = GetPaymentResponses[keyof GetPaymentResponses];
 
+export type GetPaymentLedgerData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/payments/{id}/ledger';
+};
+
+export type GetPaymentLedgerErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type GetPaymentLedgerError = GetPaymentLedgerErrors[keyof GetPaymentLedgerErrors];
+
+export type GetPaymentLedgerResponses = {
+    /**
+     * The payment's ledger entries
+     */
+    200: PaymentLedger;
+};
+
+export type GetPaymentLedgerResponse = GetPaymentLedgerResponses[keyof GetPaymentLedgerResponses];
+
 export type ListPaymentsData = {
     body?: never;
     path?: never;
@@ -4173,6 +4302,10 @@ export type ListEventsData = {
          * Event type
          */
         eventType?: 'payment.settled' | 'payment.failed' | 'payment.reversed';
+        /**
+         * Only the events of this payment (its outcome, and its reversal if any)
+         */
+        paymentId?: string;
         /**
          * Page size, 1 to 100
          */

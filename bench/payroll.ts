@@ -57,7 +57,22 @@ async function receiverState(origin: string): Promise<{ settled: number; last_se
 
 interface Running {
   origin: string;
-  processes: Array<{ role: string; child: ChildProcess }>;
+  processes: Array<{ role: string; child: ChildProcess; origin: string }>;
+}
+
+/**
+ * BENCH_METRICS_DIR=dir: after a payroll run, each process's /metrics (batch sizes and durations per
+ * lane, rail calls, deliveries, worker passes) is written there, to see where the time went.
+ */
+async function dumpMetrics(topology: string, processes: Running['processes']): Promise<void> {
+  const dir = process.env.BENCH_METRICS_DIR;
+  if (!dir) return;
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  mkdirSync(dir, { recursive: true });
+  for (const p of processes) {
+    const response = await request(`${p.origin}/metrics`);
+    writeFileSync(`${dir}/payroll-${topology.replace('+', '-')}-${p.role}.prom`, await response.body.text());
+  }
 }
 
 /** Starts the service as users run it: one ROLE=all process, or an api process and a worker. */
@@ -68,13 +83,14 @@ async function startTopology(ctx: PayrollContext, topology: 'all' | 'api+worker'
   // and set their undelivered events aside.
   await ctx.db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
   await ctx.db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
-  const processes: Array<{ role: string; child: ChildProcess }> = [];
+  const processes: Running['processes'] = [];
   const common = { ...ctx.env, PORT: String(port) };
   if (topology === 'all') {
-    processes.push({ role: 'all', child: ctx.startService({ ...common, ROLE: 'all' }) });
+    processes.push({ role: 'all', child: ctx.startService({ ...common, ROLE: 'all' }), origin });
   } else {
-    processes.push({ role: 'api', child: ctx.startService({ ...common, ROLE: 'api' }) });
-    processes.push({ role: 'worker', child: ctx.startService({ ...common, ROLE: 'worker', PORT: String(await ctx.freePort()) }) });
+    processes.push({ role: 'api', child: ctx.startService({ ...common, ROLE: 'api' }), origin });
+    const workerPort = await ctx.freePort();
+    processes.push({ role: 'worker', child: ctx.startService({ ...common, ROLE: 'worker', PORT: String(workerPort) }), origin: `http://127.0.0.1:${workerPort}` });
   }
   try {
     await ctx.waitReady(`${origin}/health/ready`);
@@ -126,6 +142,7 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
     if (settledAtMs === undefined || lastWebhookAtMs === undefined) {
       throw new Error(`payroll (${topology}): not every payout settled and notified within ${RESOLVE_TIMEOUT_MS / 1000} s`);
     }
+    await dumpMetrics(topology, processes);
     const secondsToLastWebhook = (lastWebhookAtMs - startedMs) / 1000;
     const figures: PayrollFigures = {
       topology,

@@ -5,14 +5,18 @@
 //   2. quotes            (tenant, mode, id)                         payout batch
 //   3. payments          (tenant, id)                               outcome batch (payout path, reaper, notifications)
 //   4. limit_usage       (tenant, mode, kind, subject, method, day) payout batch, outcome batch (give-back)
-//   5. ledger_accounts   (tenant, mode, asset, kind)                payout batch, outcome batch, funding, daily close
+//   5. ledger_accounts   (tenant, mode, asset, kind, slot)          payout batch, outcome batch, funding, daily close
 //   6. beneficiaries     (tenant, mode, …)                          outcome batch (history), payout batch (inline registration, history)
 //   7. customers         (tenant, mode, id)                         payout batch (a customer's stored sender)
 //   8. sandbox_rail_transfers (reference)                           outcome batch (a sandbox simulation rewrites the rail's record)
 //
-// Steps 6 and 7 are taken only by transactions that hold the tenant's BS in-flight account (step 5:
-// every payout batch and every outcome batch that moves money locks it), so per tenant and mode at
-// most one transaction is ever inside them; each still locks its rows there in sorted order.
+// A tenant's in-flight account has two rows (IN_FLIGHT_SLOT): payout batches lock slot 0, outcome
+// batches slot 1. So a payout batch and an outcome batch of one tenant run side by side, meeting only
+// on rows both really change (a rejection's refund to the prefunding account), which they lock in this
+// order like everyone else. Steps 6 and 7 may therefore have a payout batch and an outcome batch in
+// them at once: each locks its rows there in sorted order, and after step 6 they part ways (customers
+// are a payout batch's, the sandbox rail's transfers an outcome batch's), so they never wait in a
+// cycle.
 //
 // A writer may skip steps, never go back to an earlier one. A row that may not exist yet is created at
 // its place in the order, so a missing row is never a gap another writer can slip through: a limit
@@ -122,6 +126,19 @@ function part(name: string, columns: Partial<Record<keyof typeof NULLS, string>>
   return `SELECT '${name}'::text AS part, ${list} FROM ${from}`;
 }
 
+/**
+ * The row of a tenant's in-flight account each writer keeps (migration 018): payout batches credit
+ * slot 0, outcome batches debit slot 1, so a tenant's payouts and settlements never queue on one hot
+ * row; the account's balance is the sum of both. Every other account has one row, slot 0.
+ */
+export const IN_FLIGHT_SLOT = { payout: 0, outcome: 1 } as const;
+export type InFlightSlot = (typeof IN_FLIGHT_SLOT)[keyof typeof IN_FLIGHT_SLOT];
+
+/** SQL: the slot of the account named by the `kind` expression, for a writer keeping `inFlightSlot`. */
+export function slotOf(kind: string, inFlightSlot: InFlightSlot): string {
+  return inFlightSlot === 0 ? '0' : `(CASE WHEN ${kind} = 'in_flight' THEN ${inFlightSlot} ELSE 0 END)`;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Shared parts
 
@@ -167,19 +184,21 @@ const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', 
  * hot balance rows. An account another transaction created after this statement's snapshot is neither
  * locked nor created here: `readAccounts` reports it missing and the batch runs again (StaleBatchRead).
  * Two writers creating the same accounts insert them in the same order, so one waits for the other.
+ * `inFlightSlot` is the row of the in-flight account this writer keeps (IN_FLIGHT_SLOT); every other
+ * account has one row, slot 0.
  */
-const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string }) => `
+const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string; inFlightSlot: InFlightSlot }) => `
   SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
     JOIN unnest(${p.assets}::text[], ${p.kinds}::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
-   WHERE a.tenant_id = ${p.tenant} AND a.mode = ${p.mode}
+   WHERE a.tenant_id = ${p.tenant} AND a.mode = ${p.mode} AND a.slot = ${slotOf('v.kind', p.inFlightSlot)}
    ORDER BY a.asset, a.kind
      FOR UPDATE OF a
 ), account_created AS (
-  INSERT INTO ledger_accounts AS a (tenant_id, mode, asset, kind, balance)
-  SELECT ${p.tenant}, ${p.mode}, v.asset, v.kind, 0
+  INSERT INTO ledger_accounts AS a (tenant_id, mode, asset, kind, slot, balance)
+  SELECT ${p.tenant}, ${p.mode}, v.asset, v.kind, ${slotOf('v.kind', p.inFlightSlot)}, 0
     FROM unnest(${p.assets}::text[], ${p.kinds}::text[]) WITH ORDINALITY AS v(asset, kind, n)
    ORDER BY v.n
-  ON CONFLICT (tenant_id, mode, asset, kind) DO NOTHING
+  ON CONFLICT (tenant_id, mode, asset, kind, slot) DO NOTHING
   RETURNING a.asset, a.kind, a.balance`;
 
 const ACCOUNT_PART = `${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account')}
@@ -261,7 +280,7 @@ quote AS (
    ORDER BY q.id
      FOR UPDATE
 ), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13' })}),
-account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15' })}),
+account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout })}),
 month AS (
   -- Per subject, a range of its own rows (LATERAL keeps it on the primary key, never the tenant's rows).
   SELECT s.kind AS subject_kind, s.subject_id, m.method, m.amount
@@ -407,7 +426,7 @@ export async function lockIdempotencyKey(
   return row.d === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
 }
 
-const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4' })}) ${ACCOUNT_PART}`;
+const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4', inFlightSlot: IN_FLIGHT_SLOT.payout })}) ${ACCOUNT_PART}`;
 
 /** Step 5 alone (funding, daily close): balances by account key, created at zero when missing. */
 export async function lockAccounts(tx: Queryable, partition: Partition, accounts: readonly AccountRef[]): Promise<Map<string, bigint>> {
@@ -451,7 +470,7 @@ const OUTCOME_LOCK_SQL = `WITH pay AS (
    ORDER BY p.id
      FOR UPDATE
 ), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6' })}
-), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9' })})
+), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome })})
 ${part(
   'payment',
   {

@@ -5,6 +5,7 @@ import type { Mode } from '../domain/api-keys.ts';
 import { overloaded } from '../http/errors.ts';
 
 type Partition = { tenantId: string; mode: Mode };
+type Queue = { partition: Partition; lane: BatchLane<unknown, unknown>; items: Item[]; draining: boolean };
 
 /** One kind of batch the committer runs: payouts, or outcomes. */
 export interface BatchLane<Job, Result> {
@@ -33,7 +34,6 @@ export interface CommitterSettings {
 }
 
 interface Item {
-  lane: BatchLane<unknown, unknown>;
   job: unknown;
   resolve(result: unknown): void;
   reject(error: unknown): void;
@@ -43,11 +43,13 @@ interface Item {
 const KEYED = { seqScans: false } as const;
 
 /**
- * Group commit for every money writer. Jobs of one tenant and mode queue together; while a batch of
- * theirs is committing, the next ones wait and then commit together in one transaction — one lock of
- * the tenant's hot rows per batch instead of per job. A lone job commits at once (a batch of one).
- * Batches of one tenant run one at a time in this process, so its payouts and its outcomes never wait
- * for each other here; across processes the lock order (db/lock-order.ts) keeps them deadlock-free.
+ * Group commit for every money writer. Jobs of one tenant, mode and lane queue together; while a
+ * batch of theirs is committing, the next ones wait and then commit together in one transaction — one
+ * lock of the tenant's hot rows per batch instead of per job. A lone job commits at once (a batch of
+ * one). Batches of one tenant and lane run one at a time in this process; a payout batch and an
+ * outcome batch of the same tenant run side by side, because they hold different hot rows (each lane
+ * has its own row of the in-flight account, db/lock-order.ts) and take their locks in the one lock
+ * order, which keeps them, and every other process's batches, deadlock-free.
  *
  * Bounded: at most `pendingMax` jobs wait (then 503 `overloaded`, nothing done), at most
  * `transactionsMax` batches hold a connection at once, at most `lane.batchMax` jobs per batch. A batch
@@ -55,7 +57,9 @@ const KEYED = { seqScans: false } as const;
  * again job by job, so one bad job never fails the others.
  */
 export class Committer {
-  private readonly queues = new Map<string, { partition: Partition; items: Item[]; draining: boolean }>();
+  private readonly queues = new Map<string, Queue>();
+  /** Each lane's number in queue keys (lanes are few and live as long as the committer). */
+  private readonly laneIds = new Map<BatchLane<unknown, unknown>, number>();
   private pending = 0;
   private inFlight = 0;
   private readonly slotWaiters: Array<() => void> = [];
@@ -76,31 +80,30 @@ export class Committer {
 
   submit<Job, Result>(lane: BatchLane<Job, Result>, partition: Partition, job: Job): Promise<Result> {
     if (this.pending >= this.settings.pendingMax) return Promise.reject(overloaded('write queue full'));
-    const key = `${partition.tenantId}/${partition.mode}`;
+    const anyLane = lane as BatchLane<unknown, unknown>;
+    let laneId = this.laneIds.get(anyLane);
+    if (laneId === undefined) this.laneIds.set(anyLane, (laneId = this.laneIds.size));
+    const key = `${partition.tenantId}/${partition.mode}/${laneId}`;
     let queue = this.queues.get(key);
     if (!queue) {
-      queue = { partition, items: [], draining: false };
+      queue = { partition, lane: anyLane, items: [], draining: false };
       this.queues.set(key, queue);
     }
     this.pending += 1;
     const result = new Promise<Result>((resolve, reject) =>
-      queue.items.push({ lane: lane as BatchLane<unknown, unknown>, job, resolve: resolve as (r: unknown) => void, reject }),
+      queue.items.push({ job, resolve: resolve as (r: unknown) => void, reject }),
     );
     if (!queue.draining) void this.drain(key, queue);
     return result;
   }
 
-  private async drain(key: string, queue: { partition: Partition; items: Item[]; draining: boolean }): Promise<void> {
+  private async drain(key: string, queue: Queue): Promise<void> {
     queue.draining = true;
     try {
       while (queue.items.length > 0) {
-        // The oldest job's lane goes first; the batch takes that lane's jobs in arrival order.
-        const lane = queue.items[0]!.lane;
-        const batch: Item[] = [];
-        const rest: Item[] = [];
-        for (const item of queue.items) (item.lane === lane && batch.length < lane.batchMax ? batch : rest).push(item);
-        queue.items = rest;
-        await this.withSlot(() => this.runBatch(queue.partition, lane, batch));
+        // The batch takes the lane's jobs in arrival order.
+        const batch = queue.items.splice(0, queue.lane.batchMax);
+        await this.withSlot(() => this.runBatch(queue.partition, queue.lane, batch));
       }
     } finally {
       queue.draining = false;

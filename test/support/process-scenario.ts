@@ -475,7 +475,7 @@ export async function invariantViolations(input: InvariantInput): Promise<string
   const drift = await rows(
     pool,
     `SELECT a.tenant_id, a.mode, a.asset, a.kind, a.balance::text, coalesce(s.total, 0)::text AS postings
-       FROM ledger_accounts a
+       FROM (SELECT tenant_id, mode, asset, kind, sum(balance) AS balance FROM ledger_accounts GROUP BY tenant_id, mode, asset, kind) a
        LEFT JOIN (SELECT lp.tenant_id, lp.mode, lp.asset, lp.account_kind, sum(lp.amount) AS total FROM ledger_postings lp
                    GROUP BY lp.tenant_id, lp.mode, lp.asset, lp.account_kind) s
          ON s.tenant_id = a.tenant_id AND s.mode = a.mode AND s.asset = a.asset AND s.account_kind = a.kind

@@ -109,17 +109,36 @@ describe('Committer', () => {
 
   it('a lost database connection fails the batch as a whole (retryable), without running it job by job', async () => {
     const lost = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
-    const l = lane({ fail: () => lost });
-    const committer = new Committer(fakeDatabase(), { transactionsMax: 1, pendingMax: 100 });
     let release!: () => void;
-    const blocker = lane({ gate: new Promise<void>((resolve) => (release = resolve)) });
-    const first = committer.submit(blocker, A, 0);
+    // Job 0 holds the lane's queue open; the batch after it loses its connection.
+    const l = lane({ gate: new Promise<void>((resolve) => (release = resolve)), fail: (jobs) => (jobs.includes(0) ? undefined : lost) });
+    const committer = new Committer(fakeDatabase(), { transactionsMax: 1, pendingMax: 100 });
+    const first = committer.submit(l, A, 0);
     await new Promise((resolve) => setImmediate(resolve));
     const jobs = [1, 2, 3].map((n) => committer.submit(l, A, n));
     release();
-    await first;
+    assert.equal(await first, 0);
     for (const r of await Promise.allSettled(jobs)) assert.equal(r.status, 'rejected');
-    assert.deepEqual(l.batches, [[1, 2, 3]]);
+    assert.deepEqual(l.batches, [[0], [1, 2, 3]]);
+  });
+
+  it("runs one tenant's batches of two lanes side by side, and each lane's batches one at a time", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const payouts = lane({ gate });
+    const outcomes = lane({ gate });
+    const committer = new Committer(fakeDatabase(), { transactionsMax: 4, pendingMax: 100 });
+    const results = [committer.submit(payouts, A, 1), committer.submit(outcomes, A, 2)];
+    await new Promise((resolve) => setImmediate(resolve));
+    results.push(committer.submit(payouts, A, 3), committer.submit(outcomes, A, 4));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(payouts.maxOpen() + outcomes.maxOpen(), 2, 'one batch of each lane at once');
+    release();
+    assert.deepEqual(await Promise.all(results), [2, 4, 6, 8]);
+    assert.deepEqual(payouts.batches, [[1], [3]]);
+    assert.deepEqual(outcomes.batches, [[2], [4]]);
+    assert.equal(payouts.maxOpen(), 1);
+    assert.equal(outcomes.maxOpen(), 1);
   });
 
   it('holds at most transactionsMax batches at once across tenants', async () => {

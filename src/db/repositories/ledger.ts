@@ -68,7 +68,7 @@ async function applyToBalance(
     // A debit of prefunding spends the tenant's money: only if it stays covered.
     const { rowCount } = await tx.query(
       `UPDATE ledger_accounts SET balance = balance + $5
-        WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 AND balance + $5 <= 0`,
+        WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 AND slot = 0 AND balance + $5 <= 0`,
       [...key, amount],
     );
     if (rowCount !== 1) throw new InsufficientFundsError(account, asset, amount);
@@ -79,7 +79,7 @@ async function applyToBalance(
     const { rowCount } = await tx.query(
       `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance)
        SELECT $1, $2, $3, $4, $5 WHERE $6::bigint IS NULL OR $5 <= $6::bigint
-       ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance
+       ON CONFLICT (tenant_id, mode, asset, kind, slot) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance
         WHERE $6::bigint IS NULL OR ledger_accounts.balance + EXCLUDED.balance <= $6::bigint`,
       [...key, amount, limit],
     );
@@ -89,13 +89,13 @@ async function applyToBalance(
   // UPDATE first: an INSERT … ON CONFLICT would check the CHECK constraints against the proposed
   // row (the bare delta) before finding the conflict, refusing a legal credit to a receivable.
   const updated = await tx.query(
-    `UPDATE ledger_accounts SET balance = balance + $5 WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4`,
+    `UPDATE ledger_accounts SET balance = balance + $5 WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 AND slot = 0`,
     [...key, amount],
   );
   if (updated.rowCount === 1) return;
   await tx.query(
     `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (tenant_id, mode, asset, kind) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance`,
+     ON CONFLICT (tenant_id, mode, asset, kind, slot) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance`,
     [...key, amount],
   );
 }
@@ -106,7 +106,7 @@ export async function accountBalances(
   asset: string,
 ): Promise<Record<AccountKind, bigint>> {
   const { rows } = await db.query<{ kind: AccountKind; balance: bigint }>(
-    `SELECT kind, balance FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND asset = $3`,
+    `SELECT kind, sum(balance)::bigint AS balance FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND asset = $3 GROUP BY kind`,
     [partition.tenantId, partition.mode, asset],
   );
   const balances: Record<AccountKind, bigint> = { prefunding: 0n, credit_receivable: 0n, in_flight: 0n, revenue: 0n, treasury: 0n, fx: 0n };

@@ -7,6 +7,7 @@ import type { PaymentAfter } from '../../domain/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
+import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 
 type Partition = { tenantId: string; mode: Mode };
 
@@ -58,7 +59,7 @@ const SQL = `WITH v AS (
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta
     FROM unnest($28::text[], $29::text[], $30::bigint[]) AS v(asset, kind, delta)
-   WHERE a.tenant_id = $1 AND a.mode = $20 AND a.asset = v.asset AND a.kind = v.kind
+   WHERE a.tenant_id = $1 AND a.mode = $20 AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.outcome)}
   RETURNING 1
 ), usage AS (
   -- The proposed row is never inserted (the counter was locked, so it exists): the conflict path

@@ -9,6 +9,7 @@ import type { Sender } from '../../domain/sender.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { Posting } from '../../domain/ledger.ts';
 import type { Queryable } from '../database.ts';
+import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 import { identityKeyOf } from './beneficiaries.ts';
 import type { NewPayment } from './payments.ts';
 
@@ -79,7 +80,7 @@ const SQL = `WITH quote AS (
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta
     FROM unnest($44::text[], $45::text[], $46::bigint[]) AS v(asset, kind, delta)
-   WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind
+   WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
   RETURNING 1
 ), outbox AS (
   INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
@@ -194,23 +195,26 @@ export interface PayoutRegistrations {
 
 // Metadata not sent is NULL in $17 and keeps what is stored. EXCLUDED.metadata cannot say so (the
 // column is NOT NULL, checked before the conflict), so the update finds the item by the id it proposed.
-const REGISTRATIONS_SQL = `WITH registered AS (
+const REGISTRATIONS_SQL = `WITH beneficiary_lock AS (
+  -- Every existing beneficiary this statement changes, locked first and sorted by id (as an outcome
+  -- batch locks them): the registrations' upsert and the failure history then wait for nothing more.
+  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($18::uuid[]) ORDER BY b.id FOR UPDATE
+), registered AS (
   INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason, metadata)
   SELECT $1, $2, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure,
          coalesce(v.metadata, '{}'::jsonb)
     FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $17::jsonb[])
       WITH ORDINALITY AS v(id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, failure, metadata, n)
+   WHERE (SELECT count(*) FROM beneficiary_lock) >= 0
    ORDER BY v.n
   ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
      SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone,
          last_failure_reason = coalesce(EXCLUDED.last_failure_reason, b.last_failure_reason),
          metadata = coalesce(($17::jsonb[])[array_position($3::uuid[], EXCLUDED.id)], b.metadata)
   RETURNING b.id, b.national_id, b.bank_code, b.instrument
-), failure_lock AS (
-  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) ORDER BY b.id FOR UPDATE
 ), failure AS (
   UPDATE beneficiaries b SET last_failure_reason = ($14::text[])[array_position($13::uuid[], b.id)]
-   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id IN (SELECT id FROM failure_lock)
+   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) AND b.id IN (SELECT id FROM beneficiary_lock)
 ), customer AS (
   INSERT INTO customers AS c (tenant_id, mode, id, sender)
   SELECT $1, $2, v.id, v.sender FROM unnest($15::uuid[], $16::jsonb[]) WITH ORDINALITY AS v(id, sender, n) ORDER BY v.n
@@ -219,8 +223,7 @@ const REGISTRATIONS_SQL = `WITH registered AS (
 SELECT id::text, national_id, bank_code, instrument FROM registered`;
 
 /**
- * The last step of the lock order (beneficiaries, then customers), taken while the batch holds the
- * tenant's in-flight account: inline beneficiaries registered as sent (details updated, and metadata
+ * Steps 6 and 7 of the lock order (beneficiaries sorted by id, then customers): inline beneficiaries registered as sent (details updated, and metadata
  * when sent), failure history, customers' stored senders. Returns the id each inline beneficiary has,
  * by identity key: a caller that expected another one read a stale identity and must run the batch
  * again.
@@ -246,6 +249,7 @@ export async function writePayoutRegistrations(tx: Queryable, partition: Partiti
     r.customers.map((c) => c.customerId),
     r.customers.map((c) => JSON.stringify(c.sender)),
     b.map((x) => (x.details.metadata === undefined ? null : JSON.stringify(x.details.metadata))),
+    [...new Set([...b.map((x) => x.expectedId), ...r.failures.map((f) => f.beneficiaryId)])].sort(),
   ]);
   return new Map(rows.map((row) => [identityKeyOf({ nationalId: row.national_id, bankCode: row.bank_code, instrument: row.instrument }), row.id]));
 }

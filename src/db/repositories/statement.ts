@@ -103,8 +103,10 @@ function conditions(params: Params, tenantId: string, mode: Mode, filter: Statem
   if (filter.beneficiaryId !== undefined) where.push(`beneficiary_id = ${params.add(filter.beneficiaryId)}::uuid`);
   if (filter.customerId !== undefined) where.push(`customer_id = ${params.add(filter.customerId)}::uuid`);
   // Containment of a one-pair object is what jsonb_path_ops indexes; the value is a JSON string, so
-  // only a string equal to it matches.
+  // only a string equal to it matches. `<> '{}'` is the index's own condition (migration 019): only
+  // payments with metadata are in it, and a payment without any never matches a key anyway.
   if (filter.metadata !== undefined) {
+    where.push(`metadata <> '{}'::jsonb`);
     where.push(`metadata @> jsonb_build_object(${params.add(filter.metadata.key)}::text, ${params.add(filter.metadata.value)}::text)`);
   }
   if (filter.settledFrom !== undefined || filter.settledBefore !== undefined) where.push('settled_at IS NOT NULL');

@@ -155,7 +155,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
   metrics.watchCommitter(() => committer.depth);
-  const outcomes = new PaymentOutcomes(db, clock, committer, resolutionScheduleOf(config), metrics, log);
+  const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
   const beneficiaries = new BeneficiaryService(db, catalogue);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
   return {

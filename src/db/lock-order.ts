@@ -30,7 +30,8 @@
 // only read the epoch (no lock) and decide again when it moved.
 //
 // Statements outside a transaction lock one kind of row only, in sorted order, and wait for nothing
-// else while holding it: the rail's acceptance record (payments, FOR SHARE), the reaper's claim
+// else while holding it: the payout's answer after the rail call (its own idempotency key, and its
+// payment FOR SHARE for the acceptance record: nobody holding a payment waits for a key), the reaper's claim
 // (payments, SKIP LOCKED: never waits), beneficiary registration and a customer's stored sender (one
 // row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
 // acknowledged return). So step 8 can come last: besides an outcome batch, only those statements,

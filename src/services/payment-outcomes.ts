@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
-import type { Database, Queryable } from '../db/database.ts';
+import type { Queryable } from '../db/database.ts';
 import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
 import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
-import { recordRailAcceptances, type PaymentRow } from '../db/repositories/payments.ts';
+import type { PaymentRow } from '../db/repositories/payments.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import {
@@ -65,11 +64,8 @@ export interface AppliedOutcome {
  */
 export class PaymentOutcomes {
   private readonly lane: OutcomeLane;
-  /** Concurrent "accepted, settling" answers of the rail are recorded together. */
-  private readonly acceptances: Coalescer<Parameters<typeof recordRailAcceptances>[1][number], boolean>;
 
   constructor(
-    db: Database,
     private readonly clock: Clock,
     private readonly committer: Committer,
     schedule: ResolutionSchedule,
@@ -77,11 +73,6 @@ export class PaymentOutcomes {
     log?: FastifyBaseLogger,
   ) {
     this.lane = new OutcomeLane(clock, schedule, metrics, log);
-    this.acceptances = new Coalescer(
-      // Relaxed durability: a crash can lose this history row only; the reaper records it when it asks.
-      (items) => recordRailAcceptances(db.relaxed, items, this.clock.now()),
-      COALESCER_BOUNDS,
-    );
   }
 
   /** Applies one report; resolves with the payment as it stands afterwards. */
@@ -93,19 +84,6 @@ export class PaymentOutcomes {
     const { alongside, ...rest } = context;
     const job: OutcomeJob = { paymentId: payment.id, report, ...rest };
     return this.committer.submit(this.lane, { tenantId: payment.tenant_id, mode: payment.mode }, { payment, job, alongside });
-  }
-
-  /**
-   * The usual answer of the rail on the payout path ("accepted, settling"): one history row, nothing
-   * else (the first check is already scheduled). Recorded once, whichever path hears it first.
-   */
-  async recordAcceptance(payment: PaymentRow, actor: TransitionActor): Promise<void> {
-    await this.acceptances.submit({
-      tenantId: payment.tenant_id,
-      id: payment.id,
-      actor,
-      metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
-    });
   }
 }
 

@@ -4,7 +4,7 @@ import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import { pgErrorCode, type Database, type Queryable } from '../db/database.ts';
 import { lockPayoutBatch, sortedIds, StaleBatchRead } from '../db/lock-order.ts';
 import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../db/repositories/beneficiaries.ts';
-import { completeIdempotencyKey } from '../db/repositories/idempotency.ts';
+import { recordPayoutAnswer } from '../db/repositories/payout-answers.ts';
 import { writePayoutBatch, writePayoutRegistrations, type PayoutBatchWrite, type PayoutRegistrations } from '../db/repositories/payout-batch.ts';
 import { readPayoutReferences, type PayoutBeneficiary, type PayoutQuote, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
 import { findPayment, insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../db/repositories/payments.ts';
@@ -279,13 +279,16 @@ export class PayoutService {
       }
     }
     const body = this.answers.payment(row);
-    const scope = { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key };
-    await Promise.all([
-      // Relaxed durability (no WAL flush wait): the key already names the payment (the batch wrote
-      // it), so if a crash loses this answer, a retry answers with the payment as it stands instead.
-      completeIdempotencyKey(this.db, scope, payment.id, { status: 201, body }, 'relaxed').catch((error) => this.logLost('the stored answer of the key', error)),
-      accepted ? this.outcomes.recordAcceptance(payment, 'api').catch((error) => this.logLost('the rail acceptance record', error)) : undefined,
-    ]);
+    // The key's answer and the rail's acceptance in one statement, with relaxed durability: the key
+    // already names the payment (the batch wrote it), so if a crash loses this answer a retry answers
+    // with the payment as it stands, and the reaper records the acceptance when it asks the rail.
+    await recordPayoutAnswer(this.db, {
+      scope: { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key },
+      paymentId: payment.id,
+      status: 201,
+      body,
+      acceptance: accepted ? { actor: 'api', metadata: { methodRequested: payment.method_requested, methodUsed: payment.method }, at: this.clock.now() } : undefined,
+    }).catch((error) => this.logLost('the stored answer of the key and the rail acceptance', error));
     return { status: 201, body, replayed: false };
   }
 

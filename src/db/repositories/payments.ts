@@ -127,33 +127,3 @@ export async function findPaymentById(db: Queryable, id: string): Promise<Paymen
   return rows[0];
 }
 
-/**
- * The rail accepted these submitted payments and settles them asynchronously: the self-transition
- * submitted → submitted (rail_accepted_async) goes into the history, once per payment (unique index),
- * and only while the payment is still submitted (read under a share lock, so a concurrent outcome
- * cannot slip in between). The payment row itself is not rewritten. Returns, per item, whether this
- * call recorded it.
- */
-export async function recordRailAcceptances(
-  db: Queryable,
-  items: ReadonlyArray<{ tenantId: string; id: string; actor: TransitionActor; metadata: Record<string, unknown> }>,
-  at: Date,
-): Promise<boolean[]> {
-  assertTransition('submitted', 'submitted');
-  // Share-locks the payments in id order, as every writer locks payments (db/lock-order.ts).
-  const sorted = [...items].sort((a, b) => (a.tenantId + a.id < b.tenantId + b.id ? -1 : 1));
-  const { rows } = await db.query<{ payment_id: string }>(
-    // The LATERAL lookup pins each row to a primary-key probe: a plain join let the planner walk a
-    // tenant's open payments through the statement or reaper index (5 ms a batch at 8,000 payments).
-    `INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-     SELECT v.tenant_id, v.id, 'submitted', 'submitted', 'rail_accepted_async', v.actor, v.metadata, $5
-       FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[]) AS v(tenant_id, id, actor, metadata)
-       CROSS JOIN LATERAL (SELECT p.status FROM payments p WHERE p.tenant_id = v.tenant_id AND p.id = v.id FOR SHARE) p
-      WHERE p.status = 'submitted'
-     ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
-     RETURNING payment_id`,
-    [sorted.map((i) => i.tenantId), sorted.map((i) => i.id), sorted.map((i) => i.actor), sorted.map((i) => JSON.stringify(i.metadata)), at],
-  );
-  const recorded = new Set(rows.map((r) => r.payment_id));
-  return items.map((item) => recorded.has(item.id));
-}

@@ -1,0 +1,87 @@
+// What the payout path records once the rail has answered: the response stored under the payout's
+// Idempotency-Key and, when the rail accepted the payout ("processing"), the history row of that
+// acceptance. Both in ONE statement per group of concurrent payouts (see Coalescer), on the relaxed
+// pool: the key already names the committed payment (a retry whose stored answer a database crash lost
+// answers with the payment as it stands), and a lost acceptance row is written by the reaper when it
+// asks the rail. Only the payout path writes here.
+import type { TransitionActor } from '../../domain/payment-state.ts';
+import { assertTransition } from '../../domain/payment-state.ts';
+import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
+import { relaxedOf, type Queryable } from '../database.ts';
+import type { IdempotencyScope } from './idempotency.ts';
+
+export interface PayoutAnswer {
+  scope: IdempotencyScope;
+  /** The payment the key names (the owner the payout batch claimed the key with). */
+  paymentId: string;
+  status: number;
+  body: string;
+  /** The rail accepted the payout: recorded once, whichever path hears it first. */
+  acceptance?: { actor: TransitionActor; metadata: Record<string, unknown>; at: Date };
+}
+
+export interface PayoutAnswerRecorded {
+  /** False when the key no longer waits for this answer (taken over after its lease, or completed). */
+  answerStored: boolean;
+  /** False when the acceptance was already recorded, or the payment has moved on. */
+  acceptanceRecorded: boolean;
+}
+
+// Keys are joined on their whole primary key (a generic plan otherwise walked a tenant's keys).
+// Payments are share-locked in id order through a primary-key probe each, as every writer locks
+// them (db/lock-order.ts); nobody holding a payment ever waits for a key, so the two parts of this
+// statement never wait in a cycle with anyone.
+const SQL = `WITH answer AS (
+  UPDATE idempotency_keys k
+     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
+    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
+      AS v(tenant_id, mode, key, owner, response_status, response_body)
+   WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
+  RETURNING v.owner
+), accepted AS (
+  INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
+  SELECT v.tenant_id, v.id, 'submitted', 'submitted', 'rail_accepted_async', v.actor, v.metadata, v.at
+    FROM unnest($7::uuid[], $8::uuid[], $9::text[], $10::jsonb[], $11::timestamptz[]) WITH ORDINALITY AS v(tenant_id, id, actor, metadata, at, n)
+    CROSS JOIN LATERAL (SELECT p.status FROM payments p WHERE p.tenant_id = v.tenant_id AND p.id = v.id FOR SHARE) p
+   WHERE p.status = 'submitted'
+   ORDER BY v.n
+  ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
+  RETURNING payment_id
+)
+SELECT 'answer'::text AS part, owner::text AS id FROM answer
+UNION ALL SELECT 'accepted'::text, payment_id::text FROM accepted`;
+
+async function recordMany(db: Queryable, items: readonly PayoutAnswer[]): Promise<PayoutAnswerRecorded[]> {
+  assertTransition('submitted', 'submitted');
+  const acceptances = items
+    .filter((i) => i.acceptance)
+    .sort((a, b) => (a.scope.tenantId + a.paymentId < b.scope.tenantId + b.paymentId ? -1 : 1));
+  const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(SQL, [
+    items.map((i) => i.scope.tenantId),
+    items.map((i) => i.scope.mode),
+    items.map((i) => i.scope.key),
+    items.map((i) => i.paymentId),
+    items.map((i) => i.status),
+    items.map((i) => i.body),
+    acceptances.map((i) => i.scope.tenantId),
+    acceptances.map((i) => i.paymentId),
+    acceptances.map((i) => i.acceptance!.actor),
+    acceptances.map((i) => JSON.stringify(i.acceptance!.metadata)),
+    acceptances.map((i) => i.acceptance!.at),
+  ]);
+  const answered = new Set(rows.filter((r) => r.part === 'answer').map((r) => r.id));
+  const accepted = new Set(rows.filter((r) => r.part === 'accepted').map((r) => r.id));
+  return items.map((i) => ({ answerStored: answered.has(i.paymentId), acceptanceRecorded: accepted.has(i.paymentId) }));
+}
+
+const recorders = new WeakMap<Queryable, Coalescer<PayoutAnswer, PayoutAnswerRecorded>>();
+
+/** Records one payout's answer (and acceptance); concurrent ones share one statement. */
+export function recordPayoutAnswer(db: Queryable, answer: PayoutAnswer): Promise<PayoutAnswerRecorded> {
+  let recorder = recorders.get(db);
+  if (!recorder) {
+    recorder = new Coalescer((items) => recordMany(relaxedOf(db), items), COALESCER_BOUNDS);
+    recorders.set(db, recorder);
+  }
+  return recorder.submit(answer);
+}

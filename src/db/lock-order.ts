@@ -140,15 +140,26 @@ export function slotOf(kind: string, inFlightSlot: InFlightSlot): string {
   return inFlightSlot === 0 ? '0' : `(CASE WHEN ${kind} = 'in_flight' THEN ${inFlightSlot} ELSE 0 END)`;
 }
 
+/**
+ * SQL, true only inside a batch transaction (TransactionOptions.seqScans false: its BEGIN also sets
+ * enable_seqscan off for the transaction). On PostgreSQL a batch's BEGIN is pipelined with its first
+ * statement, the lock statement, so that statement is on the wire before BEGIN's answer; in the
+ * (practically impossible) case that BEGIN failed on a live connection, the lock statement would run
+ * on its own, committed at once. Every row it would insert is guarded by this, so it then writes
+ * nothing; its caller sees BEGIN's error and the batch runs again.
+ */
+const IN_BATCH_TRANSACTION = "current_setting('enable_seqscan') = 'off'";
+
 // ---------------------------------------------------------------------------------------------------
 // Shared parts
 
 /** Step 1: claim or lock each key (sorted); a key past its TTL is taken over. Keys must be distinct. */
-const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires: string; keys: string; fingerprints: string; owners: string; paymentIds: string; leases: string }) => `
+const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires: string; keys: string; fingerprints: string; owners: string; paymentIds: string; leases: string; guard?: string }) => `
   INSERT INTO idempotency_keys AS k (tenant_id, mode, key, fingerprint, status, owner, payment_id, locked_until, created_at, expires_at)
   SELECT ${p.tenant}, ${p.mode}, v.key, v.fingerprint, 'in_progress', v.owner, v.payment_id, v.locked_until, ${p.now}, ${p.expires}
     FROM unnest(${p.keys}::text[], ${p.fingerprints}::text[], ${p.owners}::uuid[], ${p.paymentIds}::uuid[], ${p.leases}::timestamptz[])
       AS v(key, fingerprint, owner, payment_id, locked_until)
+   WHERE ${p.guard ?? 'true'}
    ORDER BY v.key
   ON CONFLICT (tenant_id, mode, key) DO UPDATE SET
     fingerprint   = CASE WHEN k.expires_at <= ${p.now} THEN EXCLUDED.fingerprint ELSE k.fingerprint END,
@@ -169,10 +180,11 @@ const IDEMPOTENCY_PART = part(
 );
 
 /** Step 4: the day's counters, created at zero when missing, locked in the order given. */
-const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: string; subjects: string; methods: string }) => `
+const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: string; subjects: string; methods: string; guard: string }) => `
   INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
   SELECT ${p.tenant}, ${p.mode}, v.kind, v.subject_id, v.method, v.day, 0, 0
     FROM unnest(${p.days}::date[], ${p.kinds}::text[], ${p.subjects}::uuid[], ${p.methods}::text[]) WITH ORDINALITY AS v(day, kind, subject_id, method, n)
+   WHERE ${p.guard}
    ORDER BY v.n
   ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date) DO UPDATE SET amount = u.amount
   RETURNING u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count`;
@@ -188,7 +200,7 @@ const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', 
  * `inFlightSlot` is the row of the in-flight account this writer keeps (IN_FLIGHT_SLOT); every other
  * account has one row, slot 0.
  */
-const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string; inFlightSlot: InFlightSlot }) => `
+const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string; inFlightSlot: InFlightSlot; guard?: string }) => `
   SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
     JOIN unnest(${p.assets}::text[], ${p.kinds}::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
    WHERE a.tenant_id = ${p.tenant} AND a.mode = ${p.mode} AND a.slot = ${slotOf('v.kind', p.inFlightSlot)}
@@ -198,6 +210,7 @@ const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: s
   INSERT INTO ledger_accounts AS a (tenant_id, mode, asset, kind, slot, balance)
   SELECT ${p.tenant}, ${p.mode}, v.asset, v.kind, ${slotOf('v.kind', p.inFlightSlot)}, 0
     FROM unnest(${p.assets}::text[], ${p.kinds}::text[]) WITH ORDINALITY AS v(asset, kind, n)
+   WHERE ${p.guard ?? 'true'}
    ORDER BY v.n
   ON CONFLICT (tenant_id, mode, asset, kind, slot) DO NOTHING
   RETURNING a.asset, a.kind, a.balance`;
@@ -274,14 +287,15 @@ const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
   owners: '$7',
   paymentIds: '$7',
   leases: '$8',
+  guard: IN_BATCH_TRANSACTION,
 })}),
 quote AS (
   SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
    WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($9::uuid[])
    ORDER BY q.id
      FOR UPDATE
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13' })}),
-account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout })}),
+), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13', guard: IN_BATCH_TRANSACTION })}),
+account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION })}),
 month AS (
   -- Per subject, a range of its own rows (LATERAL keeps it on the primary key, never the tenant's rows).
   SELECT s.kind AS subject_kind, s.subject_id, m.method, m.amount
@@ -470,8 +484,8 @@ const OUTCOME_LOCK_SQL = `WITH pay AS (
    WHERE p.tenant_id = $1 AND p.id = ANY($2::uuid[])
    ORDER BY p.id
      FOR UPDATE
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6' })}
-), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome })})
+), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6', guard: IN_BATCH_TRANSACTION })}
+), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION })})
 ${part(
   'payment',
   {

@@ -1,0 +1,56 @@
+// A batch's BEGIN is pipelined with its lock statement on PostgreSQL. Were BEGIN ever to fail on a
+// live connection, the lock statement would run committed on its own: it must then write nothing.
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { lockPayoutBatch, type PayoutBatchLocks } from '../../src/db/lock-order.ts';
+import { startTestApp, type TestApp } from '../support/harness.ts';
+import { fundedTenant } from '../support/payouts.ts';
+
+describe('the batch lock statement outside its transaction', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  function locks(key: string): PayoutBatchLocks {
+    const now = new Date();
+    return {
+      now,
+      expiresAt: new Date(now.getTime() + 86_400_000),
+      keys: [{ key, fingerprint: 'f'.repeat(64), paymentId: randomUUID(), lockedUntil: new Date(now.getTime() + 60_000) }],
+      quoteIds: [],
+      day: '2026-11-26',
+      counters: [{ kind: 'tenant', subjectId: randomUUID(), method: 'pago_movil' }],
+      accounts: [{ asset: 'BS', kind: 'revenue' }],
+      monthly: [],
+      monthStart: '2026-11-01',
+    };
+  }
+
+  async function rows(tenantId: string): Promise<{ keys: number; counters: number; accounts: number }> {
+    const count = async (sql: string) => Number((await t.db.query<{ n: string }>(sql, [tenantId])).rows[0]!.n);
+    return {
+      keys: await count('SELECT count(*)::text AS n FROM idempotency_keys WHERE tenant_id = $1'),
+      counters: await count('SELECT count(*)::text AS n FROM limit_usage WHERE tenant_id = $1'),
+      accounts: await count("SELECT count(*)::text AS n FROM ledger_accounts WHERE tenant_id = $1 AND kind = 'revenue'"),
+    };
+  }
+
+  it('claims no key, creates no counter and no account; inside a batch transaction it does', async () => {
+    const { tenantId } = await fundedTenant(t);
+    const partition = { tenantId, mode: 'test' as const };
+    const before = await rows(tenantId);
+
+    const held = await lockPayoutBatch(t.db, partition, locks('outside')).catch((error: unknown) => error);
+    assert.deepEqual(await rows(tenantId), before, 'nothing written outside the transaction');
+    // Its accounts are missing, so the caller would run the batch again (after BEGIN's own error).
+    assert.ok(held instanceof Error && /stale read in a batch/.test(held.message), String(held));
+
+    await t.db.transaction((tx) => lockPayoutBatch(tx, partition, locks('inside')), { seqScans: false });
+    assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+  });
+});

@@ -13,6 +13,26 @@ export interface Queryable {
   exec(sql: string): Promise<void>;
 }
 
+/** The handle a transaction's work gets. */
+export interface TransactionHandle extends Queryable {
+  /**
+   * The transaction's last statement: the transaction commits with it. On PostgreSQL its COMMIT is
+   * sent with it (pipelined: one round trip fewer); either the statement and the commit both
+   * succeed, or it throws and nothing is committed. Nothing may run in the transaction after it, and
+   * `work` must return without throwing once it has resolved. A statement that checks what it wrote
+   * must do so in SQL (`bds_invariant`, migration 020), since nothing can roll back after it.
+   */
+  queryAndCommit<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>>;
+}
+
+/**
+ * A statement whose text begins with this is never a named prepared statement on PostgreSQL: the
+ * server plans it with its parameters at every call (a custom plan) instead of settling on a generic
+ * plan. For the few statements whose best plan depends on a parameter's value and on how the table
+ * has grown since the connection first ran them (see claimDueEvents).
+ */
+export const PLANNED_PER_CALL = '/* planned per call */';
+
 export type Engine = 'pglite' | 'postgres';
 
 export interface TransactionOptions {
@@ -41,7 +61,7 @@ export interface PoolStats {
 export interface Database extends Queryable {
   readonly engine: Engine;
   /** Runs `work` in one transaction (READ COMMITTED); commits on return, rolls back on throw. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * For statements whose loss in a database crash is recovered by design (an idempotency slot, the
    * sandbox rail's copy of a transfer, a rail acceptance record, the webhook dispatcher's claims and

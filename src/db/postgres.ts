@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Database, PoolStats, Queryable, QueryResult, TransactionOptions } from './database.ts';
+import { PLANNED_PER_CALL, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -20,6 +20,7 @@ const STATEMENT_NAMES_MAX = 2000;
 const statementNames = new Map<string, string>();
 
 function statementName(sql: string): string | undefined {
+  if (sql.startsWith(PLANNED_PER_CALL)) return undefined;
   let name = statementNames.get(sql);
   if (name === undefined && statementNames.size < STATEMENT_NAMES_MAX) {
     name = `bds_${statementNames.size}`;
@@ -77,6 +78,44 @@ class PgQueryable implements Queryable {
   }
   async exec(sql: string): Promise<void> {
     await this.client.query(sql);
+  }
+}
+
+/** A transaction's statements; its last one may carry the COMMIT (queryAndCommit). */
+class PgTransaction extends PgQueryable implements TransactionHandle {
+  /** COMMIT went out with the last statement and succeeded. */
+  committed = false;
+
+  constructor(
+    private readonly connection: pg.PoolClient,
+    begin?: Promise<unknown>,
+  ) {
+    super(connection, begin);
+  }
+
+  override async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
+    return super.query<Row>(sql, params);
+  }
+
+  async queryAndCommit<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
+    const result = this.query<Row>(sql, params);
+    // Pipelined behind the statement: if the statement fails, the transaction is aborted and the
+    // server answers this COMMIT with ROLLBACK, so nothing of it is committed.
+    const commit = this.connection.query('COMMIT');
+    commit.catch(() => undefined);
+    let rows: QueryResult<Row>;
+    try {
+      rows = await result;
+    } catch (error) {
+      await commit.catch(() => undefined);
+      throw error;
+    }
+    const ended = await commit;
+    if (ended.command !== 'COMMIT') throw new Error(`invariant: the transaction ended with ${ended.command}, not COMMIT`);
+    this.committed = true;
+    return rows;
   }
 }
 
@@ -172,7 +211,7 @@ export class PostgresDatabase implements Database {
     await this.pool.query(sql);
   }
 
-  async transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  async transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     const client = await this.pool.connect();
     const checkedOut = checkOut(client);
     let broken = false;
@@ -182,17 +221,23 @@ export class PostgresDatabase implements Database {
       // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
       // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
       // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
+      let tx: PgTransaction;
       let result: T;
       if (options.seqScans === false) {
         const begin = client.query('BEGIN; SET LOCAL enable_seqscan = off');
         begin.catch(() => undefined);
-        result = await work(new PgQueryable(client, begin));
+        tx = new PgTransaction(client, begin);
+        result = await work(tx).catch((error: unknown) => {
+          if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
+          throw error;
+        });
         await begin;
       } else {
         await client.query('BEGIN');
-        result = await work(new PgQueryable(client));
+        tx = new PgTransaction(client);
+        result = await work(tx);
       }
-      await client.query('COMMIT');
+      if (!tx.committed) await client.query('COMMIT');
       return result;
     } catch (error) {
       try {

@@ -2,7 +2,7 @@
 // (claims due events across tenants under a lease, then records each attempt).
 import type { Mode } from '../../domain/api-keys.ts';
 import type { EventStatus, EventType } from '../../domain/webhooks.ts';
-import type { Queryable } from '../database.ts';
+import { PLANNED_PER_CALL, type Queryable } from '../database.ts';
 
 export interface EventRow {
   tenant_id: string;
@@ -151,8 +151,12 @@ export async function claimDueEvents(
     scanMax: number;
   },
 ): Promise<ClaimedEventRow[]> {
+  // Planned per call: a generic plan made while the outbox was small read every pending event (a
+  // sequential or whole-index scan, then a sort) instead of the first due ones in index order, for
+  // as long as the connection lived: 35 ms a claim with 10,000 events due, 230 deliveries a second.
   const { rows } = await tx.query<ClaimedEventRow>(
-    `WITH in_flight AS (
+    `${PLANNED_PER_CALL}
+     WITH in_flight AS (
        SELECT origin, n FROM unnest($5::text[], $6::int[]) AS f(origin, n)
      ),
      candidates AS (

@@ -11,6 +11,8 @@ import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 /** Bound of the wait for every payout to settle and every webhook to arrive. */
 const RESOLVE_TIMEOUT_MS = 10 * 60_000;
 const POLL_MS = 100;
+/** How often the wait for settlement and webhooks logs where it stands. */
+const PROGRESS_MS = 2000;
 const CONCURRENCY = 64;
 
 export interface PayrollContext {
@@ -130,13 +132,20 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
 
     let settledAtMs: number | undefined;
     let lastWebhookAtMs: number | undefined;
+    let settled = 0;
+    let progressAtMs = Date.now();
     while (Date.now() - startedMs < RESOLVE_TIMEOUT_MS && (settledAtMs === undefined || lastWebhookAtMs === undefined)) {
       if (settledAtMs === undefined) {
         const { rows } = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenantId]);
-        if (Number(rows[0]!.n) >= payouts) settledAtMs = Date.now();
+        settled = Number(rows[0]!.n);
+        if (settled >= payouts) settledAtMs = Date.now();
       }
       const received = await receiverState(ctx.receiverOrigin);
       if (received.settled >= payouts) lastWebhookAtMs = received.last_settled_at_ms;
+      if (Date.now() - progressAtMs >= PROGRESS_MS) {
+        progressAtMs = Date.now();
+        ctx.log(`payroll (${topology}): ${((progressAtMs - startedMs) / 1000).toFixed(0)} s: ${settled} settled, ${received.settled} webhooks received`);
+      }
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
     if (settledAtMs === undefined || lastWebhookAtMs === undefined) {

@@ -49,7 +49,7 @@ import type { KeyLock, QuoteLock } from '../domain/payout-decision.ts';
 import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../domain/payout-decision.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import type { PaymentStatus } from '../domain/payment-state.ts';
-import { isRetryableConflict, type Database, type Queryable, type TransactionOptions } from './database.ts';
+import { isRetryableConflict, type Database, type Queryable, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 type Partition = { tenantId: string; mode: Mode };
 
@@ -75,7 +75,7 @@ const RETRY_JITTER_MS = 20;
  * it read something stale, StaleBatchRead), runs it again (at most TRANSACTION_ATTEMPTS_MAX times, after a random pause). `work` must be safe to run
  * again: everything it did was rolled back.
  */
-export async function inTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T> {
+export async function inTransaction<T>(db: Database, work: (tx: TransactionHandle) => Promise<T>, options?: TransactionOptions): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await db.transaction(work, options);

@@ -1,7 +1,7 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Database, Queryable, QueryResult, TransactionOptions } from './database.ts';
+import type { Database, Queryable, QueryResult, TransactionHandle, TransactionOptions } from './database.ts';
 
 const parsers = {
   [types.INT8]: (value: string) => BigInt(value),
@@ -16,8 +16,8 @@ type Tx = {
   exec(sql: string): Promise<unknown>;
 };
 
-function wrap(target: Tx): Queryable {
-  return {
+function wrap(target: Tx): TransactionHandle {
+  const handle: TransactionHandle = {
     async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
       const result = await target.query<Row>(sql, params as unknown[] | undefined);
       // affectedRows is 0 for a SELECT; the row count is then the rows returned, as in node-postgres.
@@ -26,7 +26,10 @@ function wrap(target: Tx): Queryable {
     async exec(sql: string): Promise<void> {
       await target.exec(sql);
     },
+    // One in-process engine: no round trip to save; the transaction commits when its work returns.
+    queryAndCommit: (sql, params) => handle.query(sql, params),
   };
+  return handle;
 }
 
 /**
@@ -62,7 +65,7 @@ export class PgliteDatabase implements Database {
     return wrap(this.db as unknown as Tx).query<Row>(sql, params);
   }
 
-  transaction<T>(work: (tx: Queryable) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+  transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
       if (options.seqScans === false) await tx.exec('SET LOCAL enable_seqscan = off');
       return work(wrap(tx as unknown as Tx));

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { isTransientDatabaseError, type Database, type Queryable } from '../db/database.ts';
+import { isTransientDatabaseError, type Database, type TransactionHandle } from '../db/database.ts';
 import { inTransaction } from '../db/lock-order.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { overloaded } from '../http/errors.ts';
@@ -16,7 +16,7 @@ export interface BatchLane<Job, Result> {
    * Runs one batch in `tx` (locks, decides, writes): one result per job, in order. Throws only when
    * the transaction must not commit; the committer then retries or isolates.
    */
-  run(tx: Queryable, partition: Partition, jobs: readonly Job[]): Promise<Result[]>;
+  run(tx: TransactionHandle, partition: Partition, jobs: readonly Job[]): Promise<Result[]>;
   /** Once the batch has committed: what may only happen after (logs, metrics). Must not throw. */
   afterCommit?(partition: Partition, jobs: readonly Job[], results: readonly Result[]): void;
 }

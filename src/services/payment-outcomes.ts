@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Queryable } from '../db/database.ts';
+import type { Queryable, TransactionHandle } from '../db/database.ts';
 import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
 import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
 import type { PaymentRow } from '../db/repositories/payments.ts';
@@ -98,7 +98,7 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     private readonly log?: FastifyBaseLogger,
   ) {}
 
-  async run(tx: Queryable, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
+  async run(tx: TransactionHandle, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
     const now = this.clock.now();
     const plan = outcomeLockPlan(items.map((item) => ({ job: item.job, payment: outcomePaymentOf(item.payment) })));
     const held = await lockOutcomeBatch(tx, partition, {
@@ -141,8 +141,6 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     });
     write.payments = [...finals.entries()].map(([id, f]) => ({ id, after: f.after, touched: f.touched }));
     write.beneficiaries = [...history.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write);
-
     const results = items.map((item, i): AppliedOutcome => {
       const final = finals.get(item.payment.id);
       const row: PaymentRow = {
@@ -158,6 +156,8 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     // In payment id order, as every kind of row is locked; only for outcomes that took effect.
     const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
     alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
+    // Usually the write is the batch's last statement: it then goes out with the COMMIT.
+    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write, { last: alongside.length === 0 });
     for (const a of alongside) await a.write!(tx, a.result.payment);
     return results;
   }

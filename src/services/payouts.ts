@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
-import { pgErrorCode, type Database, type Queryable } from '../db/database.ts';
+import { pgErrorCode, type Database, type Queryable, type TransactionHandle } from '../db/database.ts';
 import { lockPayoutBatch, sortedIds, StaleBatchRead } from '../db/lock-order.ts';
 import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../db/repositories/beneficiaries.ts';
 import { recordPayoutAnswer } from '../db/repositories/payout-answers.ts';
@@ -381,12 +381,15 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     );
   }
 
-  async run(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
+  async run(tx: TransactionHandle, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
     const now = this.clock.now();
     const { state, candidates } = await this.lock(tx, partition, jobs, now);
     const decided = decidePayoutBatch(state, candidates);
     const { write, registrations, results } = this.record(partition, jobs, candidates, decided, state);
-    await writePayoutBatch(tx, partition, write);
+    const registers = registrations.beneficiaries.length + registrations.failures.length + registrations.customers.length > 0;
+    // Usually the write is the batch's last statement: it then goes out with the COMMIT.
+    await writePayoutBatch(tx, partition, write, { last: !registers });
+    if (!registers) return results;
     const registered = await writePayoutRegistrations(tx, partition, registrations);
     for (const b of registrations.beneficiaries) {
       // Registered meanwhile by another request: its id is not the one the batch locked counters for.

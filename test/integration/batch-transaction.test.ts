@@ -1,13 +1,15 @@
-// A batch's BEGIN is pipelined with its lock statement on PostgreSQL. Were BEGIN ever to fail on a
-// live connection, the lock statement would run committed on its own: it must then write nothing.
+// On PostgreSQL a batch's BEGIN is pipelined with its lock statement, and its write with its COMMIT.
+// Were BEGIN ever to fail on a live connection, the lock statement would run committed on its own: it
+// must then write nothing. A write whose own checks fail must leave nothing committed.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { lockPayoutBatch, type PayoutBatchLocks } from '../../src/db/lock-order.ts';
+import { writePayoutBatch, type PayoutBatchWrite } from '../../src/db/repositories/payout-batch.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { fundedTenant } from '../support/payouts.ts';
 
-describe('the batch lock statement outside its transaction', () => {
+describe('a batch transaction, whose first and last statements are pipelined', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp();
@@ -52,5 +54,36 @@ describe('the batch lock statement outside its transaction', () => {
 
     await t.db.transaction((tx) => lockPayoutBatch(tx, partition, locks('inside')), { seqScans: false });
     assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+  });
+
+  it('a write that goes out with the COMMIT and fails its own checks commits nothing', async () => {
+    const { tenantId } = await fundedTenant(t);
+    const partition = { tenantId, mode: 'test' as const };
+    const write = (kind: 'prefunding' | 'fx', paymentId: string): PayoutBatchWrite => ({
+      now: new Date(),
+      consumedQuotes: [],
+      payments: [],
+      transitions: [],
+      entries: [],
+      usage: { day: '2026-11-26', rows: [] },
+      // A zero change of one account: the tenant has a prefunding account, and no fx account.
+      accountDeltas: [{ account: { asset: 'BS', kind }, delta: 0n }],
+      events: [{ paymentId, type: 'payment.failed', payload: { test: true } }],
+      keyAnswers: [],
+      keyReleases: [],
+    });
+    const events = async (paymentId: string) =>
+      Number((await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2', [tenantId, paymentId])).rows[0]!.n);
+
+    const failing = randomUUID();
+    await assert.rejects(
+      t.db.transaction((tx) => writePayoutBatch(tx, partition, write('fx', failing), { last: true }), { seqScans: false }),
+      /invariant: the payout batch wrote 0 quote consumptions, 0 payments, 0 limit counters, 0 account balances/,
+    );
+    assert.equal(await events(failing), 0, 'the event written before the failed check was rolled back');
+
+    const passing = randomUUID();
+    await t.db.transaction((tx) => writePayoutBatch(tx, partition, write('prefunding', passing), { last: true }), { seqScans: false });
+    assert.equal(await events(passing), 1, 'committed with its last statement');
   });
 });

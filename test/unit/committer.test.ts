@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Database, Queryable } from '../../src/db/database.ts';
+import type { Database, Queryable, TransactionHandle } from '../../src/db/database.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { Committer, type BatchLane } from '../../src/services/committer.ts';
 
 /** A database whose transactions only run their work: the committer's logic, without SQL. */
 function fakeDatabase(): Database & { transactions: number } {
-  const tx: Queryable = { query: async () => ({ rows: [], rowCount: 0 }), exec: async () => undefined };
+  const tx: TransactionHandle = { query: async () => ({ rows: [], rowCount: 0 }), exec: async () => undefined, queryAndCommit: async () => ({ rows: [], rowCount: 0 }) };
   const db = {
     engine: 'postgres' as const,
     transactions: 0,
     relaxed: tx,
     query: tx.query,
     exec: tx.exec,
-    async transaction<T>(work: (t: Queryable) => Promise<T>): Promise<T> {
+    async transaction<T>(work: (t: TransactionHandle) => Promise<T>): Promise<T> {
       db.transactions += 1;
       return work(tx);
     },

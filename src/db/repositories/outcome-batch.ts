@@ -6,7 +6,7 @@ import type { Posting } from '../../domain/ledger.ts';
 import type { PaymentAfter } from '../../domain/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
-import type { Queryable } from '../database.ts';
+import type { TransactionHandle } from '../database.ts';
 import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 
 type Partition = { tenantId: string; mode: Mode };
@@ -85,14 +85,24 @@ const SQL = `WITH v AS (
          last_failure_reason = coalesce(($43::text[])[array_position($40::uuid[], b.id)], b.last_failure_reason)
    WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id IN (SELECT id FROM beneficiary_lock)
 )
-SELECT (SELECT count(*) FROM pay)::int AS payments, (SELECT count(*) FROM account)::int AS accounts,
-       (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM outbox)::int AS events`;
+-- Every locked row it meant to change was changed, checked here: this statement may go out with the
+-- COMMIT, so a failed check must abort the transaction itself.
+SELECT bds_invariant(
+         s.payments = $44 AND s.accounts = $45 AND s.counters = $46 AND s.events = $47,
+         format('the outcome batch wrote %s payments, %s account balances, %s limit counters, %s outcome events; expected %s, %s, %s, %s',
+                s.payments, s.accounts, s.counters, s.events, $44, $45, $46, $47)) AS checked
+  FROM (SELECT (SELECT count(*) FROM pay)::int AS payments, (SELECT count(*) FROM account)::int AS accounts,
+               (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM outbox)::int AS events) s`;
 
-/** Writes a decided outcome batch; asserts every locked row it meant to change was changed. */
-export async function writeOutcomeBatch(tx: Queryable, partition: Partition, batch: OutcomeBatchWrite): Promise<void> {
+/**
+ * Writes a decided outcome batch; asserts (in SQL) every locked row it meant to change was changed.
+ * `last`: nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
+ */
+export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partition, batch: OutcomeBatchWrite, options: { last: boolean }): Promise<void> {
   const pays = batch.payments;
   const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
-  const { rows } = await tx.query<{ payments: number; accounts: number; counters: number; events: number }>(SQL, [
+  const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
+  await run<{ checked: boolean }>(SQL, [
     partition.tenantId,
     batch.now,
     pays.map((p) => p.id),
@@ -136,13 +146,9 @@ export async function writeOutcomeBatch(tx: Queryable, partition: Partition, bat
     batch.beneficiaries.map((b) => b.successes),
     batch.beneficiaries.map((b) => b.lastSuccessAt),
     batch.beneficiaries.map((b) => b.lastFailureReason),
+    pays.length,
+    batch.accountDeltas.length,
+    batch.giveBacks.length,
+    batch.events.length,
   ]);
-  const written = rows[0]!;
-  const expect = (what: string, got: number, wanted: number) => {
-    if (got !== wanted) throw new Error(`invariant: the outcome batch wrote ${got} ${what}, expected ${wanted}`);
-  };
-  expect('payments', written.payments, pays.length);
-  expect('account balances', written.accounts, batch.accountDeltas.length);
-  expect('limit counters', written.counters, batch.giveBacks.length);
-  expect('outcome events', written.events, batch.events.length);
 }

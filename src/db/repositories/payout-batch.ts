@@ -8,7 +8,7 @@ import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
 import type { Sender } from '../../domain/sender.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { Posting } from '../../domain/ledger.ts';
-import type { Queryable } from '../database.ts';
+import type { Queryable, TransactionHandle } from '../database.ts';
 import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 import { identityKeyOf } from './beneficiaries.ts';
 import type { NewPayment } from './payments.ts';
@@ -106,16 +106,26 @@ const SQL = `WITH quote AS (
    WHERE k.ctid = d.row_id AND k.status = 'in_progress'
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,
-       (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
-       (SELECT count(*) FROM answer)::int AS answers, (SELECT count(*) FROM released)::int AS released`;
+-- Every locked row it meant to change was changed, checked here: this statement may go out with the
+-- COMMIT, so a failed check must abort the transaction itself.
+SELECT bds_invariant(
+         s.quotes = $55 AND s.payments = $56 AND s.counters = $57 AND s.accounts = $58 AND s.answers = $59 AND s.released = $60,
+         format('the payout batch wrote %s quote consumptions, %s payments, %s limit counters, %s account balances, %s key answers, %s key releases; expected %s, %s, %s, %s, %s, %s',
+                s.quotes, s.payments, s.counters, s.accounts, s.answers, s.released, $55, $56, $57, $58, $59, $60)) AS checked
+  FROM (SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,
+               (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
+               (SELECT count(*) FROM answer)::int AS answers, (SELECT count(*) FROM released)::int AS released) s`;
 
-/** Writes a decided batch; asserts every locked row it meant to change was changed. */
-export async function writePayoutBatch(tx: Queryable, partition: Partition, batch: PayoutBatchWrite): Promise<void> {
+/**
+ * Writes a decided batch; asserts (in SQL) every locked row it meant to change was changed. `last`:
+ * nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
+ */
+export async function writePayoutBatch(tx: TransactionHandle, partition: Partition, batch: PayoutBatchWrite, options: { last: boolean }): Promise<void> {
   const { payments } = batch;
   const col = <T>(pick: (p: NewPayment) => T) => payments.map(pick);
   const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
-  const { rows } = await tx.query<{ quotes: number; payments: number; counters: number; accounts: number; answers: number; released: number }>(SQL, [
+  const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
+  await run<{ checked: boolean }>(SQL, [
     partition.tenantId,
     partition.mode,
     batch.now,
@@ -170,17 +180,13 @@ export async function writePayoutBatch(tx: Queryable, partition: Partition, batc
     batch.keyAnswers.map((a) => a.body),
     batch.keyReleases,
     col((p) => JSON.stringify(p.metadata)),
+    batch.consumedQuotes.length,
+    payments.length,
+    batch.usage.rows.length,
+    batch.accountDeltas.length,
+    batch.keyAnswers.length,
+    batch.keyReleases.length,
   ]);
-  const written = rows[0]!;
-  const expect = (what: string, got: number, wanted: number) => {
-    if (got !== wanted) throw new Error(`invariant: the payout batch wrote ${got} ${what}, expected ${wanted}`);
-  };
-  expect('quote consumptions', written.quotes, batch.consumedQuotes.length);
-  expect('payments', written.payments, payments.length);
-  expect('limit counters', written.counters, batch.usage.rows.length);
-  expect('account balances', written.accounts, batch.accountDeltas.length);
-  expect('key answers', written.answers, batch.keyAnswers.length);
-  expect('key releases', written.released, batch.keyReleases.length);
 }
 
 /** What a batch registers for the payouts it accepted or failed (never for a refused one). */

@@ -7,7 +7,8 @@ import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harnes
 describe(`database layer on ${ENGINE}`, () => {
   let database: TestDatabase;
   before(async () => {
-    database = await createTestDatabase();
+    // No schema yet: this file applies the migrations itself.
+    database = await createTestDatabase({ empty: true });
   });
   after(async () => {
     await database.drop();

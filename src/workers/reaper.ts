@@ -50,6 +50,10 @@ export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | '
  *
  * It also applies the rail's own notifications (a settled payout returned by the bank), and
  * acknowledges one only once its effect is committed.
+ *
+ * Every question to the rail is bounded by the rail timeout (`bounded`): a rail that stops answering
+ * ends the pass's questions instead of holding the pass, and the payments it did not answer for are
+ * asked again when their leases expire.
  */
 export class Reaper {
   private readonly leaseMs: number;
@@ -72,8 +76,8 @@ export class Reaper {
     const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
-    const known = await this.lookUpInBulk(claimed);
-    await forEachBounded(claimed, REAPER_RAIL_CONCURRENCY, async (payment) => {
+    const { known, unanswered } = await this.lookUpInBulk(claimed);
+    await forEachBounded(claimed.filter((payment) => !unanswered.has(payment.mode)), REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment, known.get(payment));
       if (report) applied.push(this.apply(payment, report));
       else this.metrics?.resolution('error');
@@ -92,21 +96,29 @@ export class Reaper {
    * that rail: one question per pass instead of one per payment. A payment missing from the answer
    * (no bulk lookup, or the call failed) is asked on its own by `ask`.
    */
-  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<Map<PaymentRow, RailLookup>> {
+  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<{ known: Map<PaymentRow, RailLookup>; unanswered: Set<'test' | 'live'> }> {
     const known = new Map<PaymentRow, RailLookup>();
+    const unanswered = new Set<'test' | 'live'>();
     for (const mode of ['test', 'live'] as const) {
       const rail = this.railFor({ mode });
       const payments = claimed.filter((payment) => payment.mode === mode);
       if (!rail?.lookupMany || payments.length === 0) continue;
       try {
-        const answers = await rail.lookupMany(payments.map((payment) => payment.id), mode);
+        const answers = await bounded(rail.lookupMany(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
         if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
         payments.forEach((payment, i) => known.set(payment, answers[i]!));
       } catch (error) {
-        this.log?.warn({ mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+        if (error instanceof RailQuestionTimeout) {
+          // A rail that does not answer one question will not answer 200: this pass leaves them,
+          // and each is asked again when its lease expires.
+          unanswered.add(mode);
+          this.log?.warn({ mode, payments: payments.length, message: error.message }, 'reaper: the rail did not answer the bulk lookup; asking again later');
+        } else {
+          this.log?.warn({ mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+        }
       }
     }
-    return known;
+    return { known, unanswered };
   }
 
   /**
@@ -117,7 +129,7 @@ export class Reaper {
     const rail = this.railFor(payment);
     if (!rail) return undefined;
     try {
-      const lookup = known ?? (await rail.lookup(payment.id, payment.mode));
+      const lookup = known ?? (await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup'));
       if (lookup.status !== 'not_found') return lookup;
       // Committed but never sent (the payout path died first): send it now, by the same reference.
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
@@ -149,10 +161,12 @@ export class Reaper {
     let handled = 0;
     for (const rail of [this.rails.test, this.rails.live]) {
       if (!rail) continue;
-      const notifications = await rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX);
+      const notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.settings.railTimeoutMs, 'the pending notifications');
       await forEachBounded(notifications, REAPER_RAIL_CONCURRENCY, async (notification) => {
         try {
-          if (await this.applyNotification(rail, notification)) await rail.acknowledgeNotification(notification.id);
+          if (await this.applyNotification(rail, notification)) {
+            await bounded(rail.acknowledgeNotification(notification.id), this.settings.railTimeoutMs, 'an acknowledgement');
+          }
         } catch (error) {
           // Not acknowledged: the rail hands it out again on a later pass.
           this.log?.warn({ notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
@@ -173,7 +187,7 @@ export class Reaper {
       this.log?.error({ notification: notification.id }, 'reaper: the rail returned a payment we have no record of; acknowledged without effect');
       return true;
     }
-    const lookup = await rail.lookup(payment.id, payment.mode);
+    const lookup = await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup');
     const report: RailReport =
       lookup.status === 'reversed'
         ? lookup
@@ -207,3 +221,25 @@ async function forEachBounded<T>(items: readonly T[], concurrency: number, work:
   });
   await Promise.all(runners);
 }
+
+/** Thrown when the rail does not answer a question within the rail timeout. */
+export class RailQuestionTimeout extends Error {
+  constructor(what: string, ms: number) {
+    super(`the rail did not answer ${what} within ${ms} ms`);
+    this.name = 'RailQuestionTimeout';
+  }
+}
+
+/**
+ * `question`, bounded by `ms`: a rail that never answers fails the question instead of holding the
+ * reaper's pass (and every payment after it) forever. The late answer, if any, is ignored.
+ */
+function bounded<T>(question: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new RailQuestionTimeout(what, ms)), ms);
+  });
+  question.catch(() => undefined);
+  return Promise.race([question, timeout]).finally(() => clearTimeout(timer));
+}
+

@@ -74,7 +74,7 @@ interface Completion {
 // (see Coalescer). Keyed by database handle, so each pool gets its own.
 const coalescers = new WeakMap<
   Queryable,
-  { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean>; relaxedCompletions: Coalescer<Completion, boolean> }
+  { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }
 >();
 
 function coalescersFor(db: Queryable) {
@@ -84,7 +84,6 @@ function coalescersFor(db: Queryable) {
       // A claim lost in a database crash only frees the key again: no answer was given under it yet.
       claims: new Coalescer((items) => insertClaims(relaxedOf(db), items), COALESCER_BOUNDS),
       completions: new Coalescer((items) => completeMany(db, items), COALESCER_BOUNDS),
-      relaxedCompletions: new Coalescer((items) => completeMany(relaxedOf(db), items), COALESCER_BOUNDS),
     };
     coalescers.set(db, entry);
   }
@@ -115,17 +114,24 @@ async function insertClaims(db: Queryable, items: readonly ClaimInsert[]): Promi
   return items.map((i) => won.has(i.owner));
 }
 
+/**
+ * Stores the answers of keys still held by their owners: $1..$6 are arrays of tenant id, mode, key,
+ * owner, response status and body; returns the owner of each key it completed. Shared with the
+ * payout path's answer statement (payout-answers.ts), which runs it as a CTE.
+ */
+export const KEY_COMPLETIONS_SQL = `UPDATE idempotency_keys k
+    SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
+   FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
+     AS v(tenant_id, mode, key, owner, response_status, response_body)
+  -- Joined on the primary key only. An added \`tenant_id = ANY(…) AND key = ANY(…)\` let the generic
+  -- plan walk every key of the tenant through the primary key (mode is its middle column): 9.8 ms
+  -- a batch at 16,000 keys and growing, against 0.5 ms.
+  WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
+  RETURNING v.owner`;
+
 async function completeMany(db: Queryable, items: readonly Completion[]): Promise<boolean[]> {
   const { rows } = await db.query<{ owner: string }>(
-    `UPDATE idempotency_keys k
-        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
-       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
-         AS v(tenant_id, mode, key, owner, response_status, response_body)
-      -- Joined on the primary key only. An added \`tenant_id = ANY(…) AND key = ANY(…)\` let the generic
-      -- plan walk every key of the tenant through the primary key (mode is its middle column): 9.8 ms
-      -- a batch at 16,000 keys and growing, against 0.5 ms.
-      WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
-      RETURNING v.owner`,
+    KEY_COMPLETIONS_SQL,
     [
       items.map((i) => i.scope.tenantId),
       items.map((i) => i.scope.mode),
@@ -207,18 +213,15 @@ export async function claimIdempotencyKey(
 /**
  * Stores the response of the request holding `owner`. False when it no longer holds the key (its
  * lease expired and another request took the key over): that response is then not the one kept.
- * `relaxed` only where a lost answer is recovered by design: a payout's key already names its
- * committed payment, so it answers with that payment instead.
+ * (A payout's answer is stored by the payout path's own statement, payout-answers.ts.)
  */
 export async function completeIdempotencyKey(
   db: Queryable,
   scope: IdempotencyScope,
   owner: string,
   response: { status: number; body: string },
-  durability: 'durable' | 'relaxed' = 'durable',
 ): Promise<boolean> {
-  const { completions, relaxedCompletions } = coalescersFor(db);
-  return (durability === 'relaxed' ? relaxedCompletions : completions).submit({ scope, owner, status: response.status, body: response.body });
+  return coalescersFor(db).completions.submit({ scope, owner, status: response.status, body: response.body });
 }
 
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */

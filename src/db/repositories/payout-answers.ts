@@ -8,7 +8,7 @@ import type { TransitionActor } from '../../domain/payment-state.ts';
 import { assertTransition } from '../../domain/payment-state.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import { relaxedOf, type Queryable } from '../database.ts';
-import type { IdempotencyScope } from './idempotency.ts';
+import { KEY_COMPLETIONS_SQL, type IdempotencyScope } from './idempotency.ts';
 
 export interface PayoutAnswer {
   scope: IdempotencyScope;
@@ -27,17 +27,12 @@ export interface PayoutAnswerRecorded {
   acceptanceRecorded: boolean;
 }
 
-// Keys are joined on their whole primary key (a generic plan otherwise walked a tenant's keys).
+// Keys are completed as every key is (KEY_COMPLETIONS_SQL).
 // Payments are share-locked in id order through a primary-key probe each, as every writer locks
 // them (db/lock-order.ts); nobody holding a payment ever waits for a key, so the two parts of this
 // statement never wait in a cycle with anyone.
 const SQL = `WITH answer AS (
-  UPDATE idempotency_keys k
-     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
-    FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
-      AS v(tenant_id, mode, key, owner, response_status, response_body)
-   WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
-  RETURNING v.owner
+  ${KEY_COMPLETIONS_SQL}
 ), accepted AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
   SELECT v.tenant_id, v.id, 'submitted', 'submitted', 'rail_accepted_async', v.actor, v.metadata, v.at

@@ -53,16 +53,35 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 }
 
 class PgQueryable implements Queryable {
-  /**
-   * `begin`: the transaction's BEGIN, sent but not yet answered (pipelined with the first statement):
-   * the first statement's answer is returned only once BEGIN's has been seen to succeed.
-   */
-  constructor(
-    private readonly client: pg.PoolClient,
-    private begin?: Promise<unknown>,
-  ) {}
+  constructor(protected readonly client: pg.PoolClient) {}
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const pending = this.client.query(queryConfig(sql, params));
+    const result = await this.client.query(queryConfig(sql, params));
+    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+  }
+  async exec(sql: string): Promise<void> {
+    await this.client.query(sql);
+  }
+}
+
+/**
+ * A transaction's statements. `begin`: its BEGIN, sent but not yet answered (pipelined with the first
+ * statement), whose answer the first statement waits for. The last statement may carry the COMMIT
+ * (queryAndCommit).
+ */
+class PgTransaction extends PgQueryable implements TransactionHandle {
+  /** COMMIT went out with the last statement and succeeded. */
+  committed = false;
+
+  constructor(
+    client: pg.PoolClient,
+    private begin?: Promise<unknown>,
+  ) {
+    super(client);
+  }
+
+  override async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
+    const pending = super.query<Row>(sql, params);
     const begin = this.begin;
     if (begin) {
       this.begin = undefined;
@@ -73,37 +92,14 @@ class PgQueryable implements Queryable {
         throw error;
       }
     }
-    const result = await pending;
-    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
-  }
-  async exec(sql: string): Promise<void> {
-    await this.client.query(sql);
-  }
-}
-
-/** A transaction's statements; its last one may carry the COMMIT (queryAndCommit). */
-class PgTransaction extends PgQueryable implements TransactionHandle {
-  /** COMMIT went out with the last statement and succeeded. */
-  committed = false;
-
-  constructor(
-    private readonly connection: pg.PoolClient,
-    begin?: Promise<unknown>,
-  ) {
-    super(connection, begin);
-  }
-
-  override async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
-    return super.query<Row>(sql, params);
+    return pending;
   }
 
   async queryAndCommit<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
     const result = this.query<Row>(sql, params);
     // Pipelined behind the statement: if the statement fails, the transaction is aborted and the
     // server answers this COMMIT with ROLLBACK, so nothing of it is committed.
-    const commit = this.connection.query('COMMIT');
+    const commit = this.client.query('COMMIT');
     commit.catch(() => undefined);
     let rows: QueryResult<Row>;
     try {
@@ -221,22 +217,16 @@ export class PostgresDatabase implements Database {
       // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
       // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
       // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
-      let tx: PgTransaction;
-      let result: T;
-      if (options.seqScans === false) {
-        const begin = client.query('BEGIN; SET LOCAL enable_seqscan = off');
-        begin.catch(() => undefined);
-        tx = new PgTransaction(client, begin);
-        result = await work(tx).catch((error: unknown) => {
-          if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
-          throw error;
-        });
-        await begin;
-      } else {
-        await client.query('BEGIN');
-        tx = new PgTransaction(client);
-        result = await work(tx);
-      }
+      const pipelined = options.seqScans === false;
+      const begin = client.query(pipelined ? 'BEGIN; SET LOCAL enable_seqscan = off' : 'BEGIN');
+      begin.catch(() => undefined);
+      if (!pipelined) await begin;
+      const tx = new PgTransaction(client, pipelined ? begin : undefined);
+      const result = await work(tx).catch((error: unknown) => {
+        if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
+        throw error;
+      });
+      await begin;
       if (!tx.committed) await client.query('COMMIT');
       return result;
     } catch (error) {

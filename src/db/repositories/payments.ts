@@ -1,7 +1,7 @@
 import type { Mode } from '../../domain/api-keys.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
-import { assertTransition, type PaymentStatus, type TransitionActor } from '../../domain/payment-state.ts';
+import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 
 export interface BeneficiarySnapshot {

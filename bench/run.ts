@@ -27,6 +27,7 @@ const SOAK_WARMUP_MS = 20_000;
 /** Quotes seeded per second of soak: more than the service can use, so the list never runs out. */
 const SOAK_PAYOUTS_PER_S = 2500;
 const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
+const HISTORY_ROWS = QUICK ? 20_000 : 100_000;
 const PAYROLL_PAYOUTS = QUICK ? 2000 : 10_000;
 const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
 // Page latency is the figure that matters for the statement: moderate concurrency, not saturation.
@@ -138,6 +139,26 @@ async function seedBeneficiaries(db: pg.Client, tenantId: string, count: number)
   return rows.map((r) => r.id);
 }
 
+/**
+ * Another tenant's history, as a server that has run for a while holds: HISTORY_ROWS payments and the
+ * completed Idempotency-Keys that created them (answers of a real payment's size). Seeded before
+ * anything is measured, so the planner's statistics (ANALYZE in quiesce) describe tables that are not
+ * empty. Measured against empty tables, every plan made at the start of a run (and kept by the
+ * connection for its lifetime) is one for a table of a few rows: scans that stay while the run fills
+ * the table.
+ */
+async function seedHistory(db: pg.Client, tenantId: string, beneficiaryIds: string[]): Promise<void> {
+  await seedPayments(db, tenantId, beneficiaryIds, HISTORY_ROWS);
+  await db.query(
+    `INSERT INTO idempotency_keys (tenant_id, mode, key, fingerprint, status, response_status, response_body, created_at, expires_at, payment_id)
+     SELECT p.tenant_id, p.mode, 'history-' || p.id, encode(sha256(p.id::text::bytea), 'hex'), 'completed', 201,
+            json_build_object('id', p.id, 'status', p.status, 'beneficiary', p.beneficiary, 'padding', repeat('x', 600))::text,
+            now() - interval '1 hour', now() + interval '23 hours', p.id
+       FROM payments p WHERE p.tenant_id = $1`,
+    [tenantId],
+  );
+}
+
 /** 1,000,000 statement rows for one tenant over ~90 days, in chunks (settled, failed, submitted). */
 async function seedPayments(db: pg.Client, tenantId: string, beneficiaryIds: string[], count: number): Promise<void> {
   const chunk = 100_000;
@@ -222,6 +243,8 @@ async function main(): Promise<void> {
     const key: string = issued.key;
     await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': 'bench-funding' });
     const beneficiaryIds = await seedBeneficiaries(db, tenant.id, 1000);
+    const historyTenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench History' });
+    await seedHistory(db, historyTenant.id, await seedBeneficiaries(db, historyTenant.id, 200));
     const headers = { 'x-api-key': key, 'content-type': 'application/json' };
     const scenarios: Record<string, Scenario> = {};
 

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { PLANNED_PER_CALL, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { KEYED_STATEMENT, PLANNED_PER_CALL, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -50,6 +50,55 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
     broken: () => failed,
     done: () => client.removeListener('error', onError),
   };
+}
+
+/** BEGIN of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT): one message. */
+const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
+
+/**
+ * A KEYED_STATEMENT run on its own: BEGIN_KEYED, the statement and COMMIT leave together (the pool
+ * pipelines) and come back in one round trip. If the statement fails, the server answers the COMMIT
+ * with ROLLBACK; the statement's error is what the caller sees.
+ */
+async function keyedStatement(pool: pg.Pool, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  const client = await pool.connect();
+  const checkedOut = checkOut(client);
+  let broken = false;
+  try {
+    const begin = client.query(BEGIN_KEYED);
+    const statement = client.query(config);
+    const commit = client.query('COMMIT');
+    begin.catch(() => undefined);
+    statement.catch(() => undefined);
+    commit.catch(() => undefined);
+    await begin;
+    let result: pg.QueryResult;
+    try {
+      result = await statement;
+    } catch (error) {
+      await commit.catch(() => undefined);
+      throw error;
+    }
+    const ended = await commit;
+    if (ended.command !== 'COMMIT') throw new Error(`invariant: a keyed statement's transaction ended with ${ended.command}, not COMMIT`);
+    return result;
+  } catch (error) {
+    // Normally the transaction is over (committed, or rolled back by the failed COMMIT); this only
+    // matters when BEGIN failed in a way that left one open. A failure here means the connection is gone.
+    await client.query('ROLLBACK').catch(() => {
+      broken = true;
+    });
+    throw error;
+  } finally {
+    checkedOut.done();
+    client.release(broken || checkedOut.broken());
+  }
+}
+
+/** A query on a pool: a keyed statement in its own keyed transaction, any other as it is. */
+function poolQuery(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<pg.QueryResult> {
+  const config = queryConfig(sql, params);
+  return params !== undefined && sql.startsWith(KEYED_STATEMENT) ? keyedStatement(pool, config) : pool.query(config);
 }
 
 class PgQueryable implements Queryable {
@@ -165,7 +214,8 @@ export class PostgresDatabase implements Database {
     this.pool = new pg.Pool({
       connectionString,
       // Queries issued together on one client go out together (pg's pipeline mode). The service
-      // issues one query at a time per client, except a batch's BEGIN (see `transaction`).
+      // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
+      // keyed statement's transaction (keyedStatement).
       pipeline: true,
       max: poolSize,
       idleTimeoutMillis: 30_000,
@@ -178,6 +228,7 @@ export class PostgresDatabase implements Database {
     this.pool.on('error', () => undefined);
     this.relaxedPool = new pg.Pool({
       connectionString,
+      pipeline: true,
       max: Math.max(2, Math.ceil(poolSize / 3)),
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
@@ -189,7 +240,7 @@ export class PostgresDatabase implements Database {
     const relaxedPool = this.relaxedPool;
     this.relaxed = {
       async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-        const result = await relaxedPool.query(queryConfig(sql, params));
+        const result = await poolQuery(relaxedPool, sql, params);
         return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
       },
       async exec(sql: string): Promise<void> {
@@ -199,7 +250,7 @@ export class PostgresDatabase implements Database {
   }
 
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const result = await this.pool.query(queryConfig(sql, params));
+    const result = await poolQuery(this.pool, sql, params);
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
 
@@ -218,7 +269,7 @@ export class PostgresDatabase implements Database {
       // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
       // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
       const pipelined = options.seqScans === false;
-      const begin = client.query(pipelined ? 'BEGIN; SET LOCAL enable_seqscan = off' : 'BEGIN');
+      const begin = client.query(pipelined ? BEGIN_KEYED : 'BEGIN');
       begin.catch(() => undefined);
       if (!pipelined) await begin;
       const tx = new PgTransaction(client, pipelined ? begin : undefined);

@@ -57,31 +57,18 @@ const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache
 
 /**
  * A KEYED_STATEMENT run on its own: BEGIN_KEYED, the statement and COMMIT leave together (the pool
- * pipelines) and come back in one round trip. If the statement fails, the server answers the COMMIT
- * with ROLLBACK; the statement's error is what the caller sees.
+ * pipelines) and come back in one round trip, as a batch transaction's BEGIN and write do
+ * (PgTransaction). If the statement fails, the server answers the COMMIT with ROLLBACK; the
+ * statement's error is what the caller sees.
  */
-async function keyedStatement(pool: pg.Pool, config: pg.QueryConfig): Promise<pg.QueryResult> {
+async function keyedStatement<Row>(pool: pg.Pool, sql: string, params: readonly unknown[]): Promise<QueryResult<Row>> {
   const client = await pool.connect();
   const checkedOut = checkOut(client);
   let broken = false;
   try {
     const begin = client.query(BEGIN_KEYED);
-    const statement = client.query(config);
-    const commit = client.query('COMMIT');
     begin.catch(() => undefined);
-    statement.catch(() => undefined);
-    commit.catch(() => undefined);
-    await begin;
-    let result: pg.QueryResult;
-    try {
-      result = await statement;
-    } catch (error) {
-      await commit.catch(() => undefined);
-      throw error;
-    }
-    const ended = await commit;
-    if (ended.command !== 'COMMIT') throw new Error(`invariant: a keyed statement's transaction ended with ${ended.command}, not COMMIT`);
-    return result;
+    return await new PgTransaction(client, begin).queryAndCommit<Row>(sql, params);
   } catch (error) {
     // Normally the transaction is over (committed, or rolled back by the failed COMMIT); this only
     // matters when BEGIN failed in a way that left one open. A failure here means the connection is gone.
@@ -96,9 +83,10 @@ async function keyedStatement(pool: pg.Pool, config: pg.QueryConfig): Promise<pg
 }
 
 /** A query on a pool: a keyed statement in its own keyed transaction, any other as it is. */
-function poolQuery(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<pg.QueryResult> {
-  const config = queryConfig(sql, params);
-  return params !== undefined && sql.startsWith(KEYED_STATEMENT) ? keyedStatement(pool, config) : pool.query(config);
+async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
+  if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) return keyedStatement<Row>(pool, sql, params);
+  const result = await pool.query(queryConfig(sql, params));
+  return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
 }
 
 class PgQueryable implements Queryable {
@@ -240,8 +228,7 @@ export class PostgresDatabase implements Database {
     const relaxedPool = this.relaxedPool;
     this.relaxed = {
       async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-        const result = await poolQuery(relaxedPool, sql, params);
-        return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+        return poolQuery<Row>(relaxedPool, sql, params);
       },
       async exec(sql: string): Promise<void> {
         await relaxedPool.query(sql);
@@ -250,8 +237,7 @@ export class PostgresDatabase implements Database {
   }
 
   async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const result = await poolQuery(this.pool, sql, params);
-    return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
+    return poolQuery<Row>(this.pool, sql, params);
   }
 
   async exec(sql: string): Promise<void> {

@@ -56,35 +56,17 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
 
 /**
- * A KEYED_STATEMENT run on its own: BEGIN_KEYED, the statement and COMMIT leave together (the pool
- * pipelines) and come back in one round trip, as a batch transaction's BEGIN and write do
- * (PgTransaction). If the statement fails, the server answers the COMMIT with ROLLBACK; the
- * statement's error is what the caller sees.
+ * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
+ * statement and COMMIT leave together (the pool pipelines) and come back in one round trip, as a batch
+ * transaction's BEGIN and write do. If the statement fails, the server answers the COMMIT with
+ * ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the statement would run
+ * on its own, as keyed statements did before: each is one statement, atomic by itself.) Any other
+ * statement runs as it is.
  */
-async function keyedStatement<Row>(pool: pg.Pool, sql: string, params: readonly unknown[]): Promise<QueryResult<Row>> {
-  const client = await pool.connect();
-  const checkedOut = checkOut(client);
-  let broken = false;
-  try {
-    const begin = client.query(BEGIN_KEYED);
-    begin.catch(() => undefined);
-    return await new PgTransaction(client, begin).queryAndCommit<Row>(sql, params);
-  } catch (error) {
-    // Normally the transaction is over (committed, or rolled back by the failed COMMIT); this only
-    // matters when BEGIN failed in a way that left one open. A failure here means the connection is gone.
-    await client.query('ROLLBACK').catch(() => {
-      broken = true;
-    });
-    throw error;
-  } finally {
-    checkedOut.done();
-    client.release(broken || checkedOut.broken());
-  }
-}
-
-/** A query on a pool: a keyed statement in its own keyed transaction, any other as it is. */
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
-  if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) return keyedStatement<Row>(pool, sql, params);
+  if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false });
+  }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
 }
@@ -152,6 +134,42 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   }
 }
 
+/** One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on either pool). */
+async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions): Promise<T> {
+  const client = await pool.connect();
+  const checkedOut = checkOut(client);
+  let broken = false;
+  try {
+    // Without parameters this is one simple-protocol message: both statements, one round trip.
+    // A batch transaction (seqScans false: the committer's) does not wait for its answer: the pool
+    // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
+    // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
+    // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
+    const pipelined = options.seqScans === false;
+    const begin = client.query(pipelined ? BEGIN_KEYED : 'BEGIN');
+    begin.catch(() => undefined);
+    if (!pipelined) await begin;
+    const tx = new PgTransaction(client, pipelined ? begin : undefined);
+    const result = await work(tx).catch((error: unknown) => {
+      if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
+      throw error;
+    });
+    await begin;
+    if (!tx.committed) await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    try {
+      await client.query('ROLLBACK');
+    } catch {
+      broken = true;
+    }
+    throw error;
+  } finally {
+    checkedOut.done();
+    client.release(broken || checkedOut.broken());
+  }
+}
+
 /**
  * No JIT compilation: every statement of the service is a short keyed one, and JIT costs hundreds of
  * milliseconds per execution when a plan's estimated cost crosses jit_above_cost — which any plan of a
@@ -203,7 +221,7 @@ export class PostgresDatabase implements Database {
       connectionString,
       // Queries issued together on one client go out together (pg's pipeline mode). The service
       // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
-      // keyed statement's transaction (keyedStatement).
+      // keyed statement's transaction (poolQuery).
       pipeline: true,
       max: poolSize,
       idleTimeoutMillis: 30_000,
@@ -244,39 +262,8 @@ export class PostgresDatabase implements Database {
     await this.pool.query(sql);
   }
 
-  async transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    const client = await this.pool.connect();
-    const checkedOut = checkOut(client);
-    let broken = false;
-    try {
-      // Without parameters this is one simple-protocol message: both statements, one round trip.
-      // A batch transaction (seqScans false: the committer's) does not wait for its answer: the pool
-      // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
-      // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
-      // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
-      const pipelined = options.seqScans === false;
-      const begin = client.query(pipelined ? BEGIN_KEYED : 'BEGIN');
-      begin.catch(() => undefined);
-      if (!pipelined) await begin;
-      const tx = new PgTransaction(client, pipelined ? begin : undefined);
-      const result = await work(tx).catch((error: unknown) => {
-        if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
-        throw error;
-      });
-      await begin;
-      if (!tx.committed) await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      try {
-        await client.query('ROLLBACK');
-      } catch {
-        broken = true;
-      }
-      throw error;
-    } finally {
-      checkedOut.done();
-      client.release(broken || checkedOut.broken());
-    }
+  transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
+    return transactionOn(this.pool, work, options);
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {

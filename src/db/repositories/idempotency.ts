@@ -63,7 +63,7 @@ interface ClaimInsert {
   expiresAt: Date;
 }
 
-interface Completion {
+export interface KeyCompletion {
   scope: IdempotencyScope;
   owner: string;
   status: number;
@@ -74,7 +74,7 @@ interface Completion {
 // (see Coalescer). Keyed by database handle, so each pool gets its own.
 const coalescers = new WeakMap<
   Queryable,
-  { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<Completion, boolean> }
+  { claims: Coalescer<ClaimInsert, boolean>; completions: Coalescer<KeyCompletion, boolean> }
 >();
 
 function coalescersFor(db: Queryable) {
@@ -129,18 +129,20 @@ export const KEY_COMPLETIONS_SQL = `UPDATE idempotency_keys k
   WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
   RETURNING v.owner`;
 
-async function completeMany(db: Queryable, items: readonly Completion[]): Promise<boolean[]> {
-  const { rows } = await db.query<{ owner: string }>(
-    KEY_COMPLETIONS_SQL,
-    [
-      items.map((i) => i.scope.tenantId),
-      items.map((i) => i.scope.mode),
-      items.map((i) => i.scope.key),
-      items.map((i) => i.owner),
-      items.map((i) => i.status),
-      items.map((i) => i.body),
-    ],
-  );
+/** $1..$6 of KEY_COMPLETIONS_SQL for these completions. */
+export function keyCompletionParams(items: readonly KeyCompletion[]): unknown[][] {
+  return [
+    items.map((i) => i.scope.tenantId),
+    items.map((i) => i.scope.mode),
+    items.map((i) => i.scope.key),
+    items.map((i) => i.owner),
+    items.map((i) => i.status),
+    items.map((i) => i.body),
+  ];
+}
+
+async function completeMany(db: Queryable, items: readonly KeyCompletion[]): Promise<boolean[]> {
+  const { rows } = await db.query<{ owner: string }>(KEY_COMPLETIONS_SQL, keyCompletionParams(items));
   const done = new Set(rows.map((r) => r.owner));
   return items.map((i) => done.has(i.owner));
 }

@@ -8,7 +8,7 @@ import type { TransitionActor } from '../../domain/payment-state.ts';
 import { assertTransition } from '../../domain/payment-state.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import { KEYED_STATEMENT, relaxedOf, type Queryable } from '../database.ts';
-import { KEY_COMPLETIONS_SQL, type IdempotencyScope } from './idempotency.ts';
+import { KEY_COMPLETIONS_SQL, keyCompletionParams, type IdempotencyScope } from './idempotency.ts';
 
 export interface PayoutAnswer {
   scope: IdempotencyScope;
@@ -52,12 +52,7 @@ async function recordMany(db: Queryable, items: readonly PayoutAnswer[]): Promis
     .filter((i) => i.acceptance)
     .sort((a, b) => (a.scope.tenantId + a.paymentId < b.scope.tenantId + b.paymentId ? -1 : 1));
   const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(SQL, [
-    items.map((i) => i.scope.tenantId),
-    items.map((i) => i.scope.mode),
-    items.map((i) => i.scope.key),
-    items.map((i) => i.paymentId),
-    items.map((i) => i.status),
-    items.map((i) => i.body),
+    ...keyCompletionParams(items.map((i) => ({ scope: i.scope, owner: i.paymentId, status: i.status, body: i.body }))),
     acceptances.map((i) => i.scope.tenantId),
     acceptances.map((i) => i.paymentId),
     acceptances.map((i) => i.acceptance!.actor),

@@ -26,12 +26,20 @@ export interface TransactionHandle extends Queryable {
 }
 
 /**
- * A statement whose text begins with this is never a named prepared statement on PostgreSQL: the
- * server plans it with its parameters at every call (a custom plan) instead of settling on a generic
- * plan. For the few statements whose best plan depends on a parameter's value and on how the table
- * has grown since the connection first ran them (see claimDueEvents).
+ * A statement whose text begins with this claims the first due rows of a queue: it walks the queue's
+ * index in order and locks each row it picks through the primary key (claimDueEvents). Run on its own
+ * (not in a transaction), PostgreSQL runs it as a KEYED_STATEMENT with sorts disabled as well
+ * (SET LOCAL enable_sort = off), in the same round trip: the one plan left without a sort is the walk
+ * of the queue's index.
+ *
+ * Why: a queue is nearly empty when its statistics are made and thousands deep during a payroll. From
+ * those statistics, reading every due row and sorting them looked as cheap as reading the first ones in
+ * index order, even when planned at each call with the call's own parameters: with 2,600 webhook events
+ * due, a claim read all 2,600 to pick the first 100 (about 2,900 buffers and 3–4 ms a claim, plus
+ * 0.5 ms of planning) instead of its look-ahead of 400 (600 buffers, 1.7 ms). On PGlite the marker is
+ * only a comment.
  */
-export const PLANNED_PER_CALL = '/* planned per call */';
+export const QUEUE_CLAIM = '/* queue claim */';
 
 /**
  * A statement whose text begins with this finds every row it reads or writes by key, for many items at

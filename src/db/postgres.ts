@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { KEYED_STATEMENT, PLANNED_PER_CALL, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { KEYED_STATEMENT, QUEUE_CLAIM, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -20,7 +20,6 @@ const STATEMENT_NAMES_MAX = 2000;
 const statementNames = new Map<string, string>();
 
 function statementName(sql: string): string | undefined {
-  if (sql.startsWith(PLANNED_PER_CALL)) return undefined;
   let name = statementNames.get(sql);
   if (name === undefined && statementNames.size < STATEMENT_NAMES_MAX) {
     name = `bds_${statementNames.size}`;
@@ -54,18 +53,23 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 
 /** BEGIN of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT): one message. */
 const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
+/** BEGIN of a QUEUE_CLAIM's transaction: a keyed one that never sorts what its index already orders. */
+const BEGIN_QUEUE_CLAIM = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
 
 /**
  * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
  * statement and COMMIT leave together (the pool pipelines) and come back in one round trip, as a batch
  * transaction's BEGIN and write do. If the statement fails, the server answers the COMMIT with
  * ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the statement would run
- * on its own, as keyed statements did before: each is one statement, atomic by itself.) Any other
- * statement runs as it is.
+ * on its own, as keyed statements did before: each is one statement, atomic by itself.) A QUEUE_CLAIM
+ * runs the same way, its BEGIN also disabling sorts. Any other statement runs as it is.
  */
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
   if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) {
     return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false });
+  }
+  if (params !== undefined && sql.startsWith(QUEUE_CLAIM)) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, BEGIN_QUEUE_CLAIM);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
@@ -135,7 +139,12 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
 }
 
 /** One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on either pool). */
-async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions): Promise<T> {
+async function transactionOn<T>(
+  pool: pg.Pool,
+  work: (tx: TransactionHandle) => Promise<T>,
+  options: TransactionOptions,
+  keyedBegin = BEGIN_KEYED,
+): Promise<T> {
   const client = await pool.connect();
   const checkedOut = checkOut(client);
   let broken = false;
@@ -146,7 +155,7 @@ async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => 
     // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
     // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
     const pipelined = options.seqScans === false;
-    const begin = client.query(pipelined ? BEGIN_KEYED : 'BEGIN');
+    const begin = client.query(pipelined ? keyedBegin : 'BEGIN');
     begin.catch(() => undefined);
     if (!pipelined) await begin;
     const tx = new PgTransaction(client, pipelined ? begin : undefined);

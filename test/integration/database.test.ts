@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { migrate, loadMigrations } from '../../src/db/migrate.ts';
-import { KEYED_STATEMENT } from '../../src/db/database.ts';
+import { KEYED_STATEMENT, QUEUE_CLAIM } from '../../src/db/database.ts';
+import { CLAIM_DUE_EVENTS_SQL, claimDueEvents, claimDueEventsParams, type DueEventsClaim } from '../../src/db/repositories/events.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 
@@ -137,9 +139,125 @@ describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'need
     });
   }
 
+  for (const pool of ['main', 'relaxed'] as const) {
+    it(`on the ${pool} pool: a queue claim also never sorts, for that statement only`, async () => {
+      const q = pool === 'main' ? db : db.relaxed;
+      const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('plan_cache_mode') AS plans, current_setting('enable_sort') AS sort, $1::int AS probe`;
+      const claim = await q.query(`${QUEUE_CLAIM} ${sql}`, [1]);
+      assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', plans: 'force_generic_plan', sort: 'off', probe: 1 });
+      const plain = await q.query(sql, [2]);
+      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', sort: 'on', probe: 2 });
+    });
+  }
+
   it('a keyed transaction runs generic plans too', async () => {
     const { rows } = await db.transaction((tx) => tx.query<{ plans: string }>(`SELECT current_setting('plan_cache_mode') AS plans`), { seqScans: false });
     assert.equal(rows[0]!.plans, 'force_generic_plan');
+  });
+});
+
+describe('the webhook claim on PostgreSQL, planned while the queue looked empty', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
+  const OUTBOX = 3000;
+  const DUE = 2500;
+  const LOOK_AHEAD = 400;
+  const LIMIT = 100;
+  let database: TestDatabase;
+  let db: PostgresDatabase;
+  const tenant = '00000000-0000-4000-8000-00000000c1a1';
+  before(async () => {
+    database = await createTestDatabase();
+    await migrate(database.db);
+    // One connection per pool: the claim's plan, cached on the relaxed pool's connection, is the one explained.
+    db = new PostgresDatabase(database.url!, 1);
+    await db.query(`INSERT INTO tenants (id, name) VALUES ($1, 'claim probe')`, [tenant]);
+    await db.query(
+      `INSERT INTO webhook_endpoints (tenant_id, mode, url, origin, secret, created_at, updated_at)
+       VALUES ($1, 'test', 'http://127.0.0.1:9/hooks', 'http://127.0.0.1:9', 'whsec_' || repeat('p', 32), now(), now())`,
+      [tenant],
+    );
+    await db.query('ANALYZE outbox_events');
+  });
+  after(async () => {
+    await db.close();
+    await database.drop();
+  });
+
+  const claim = (): DueEventsClaim => ({
+    now: new Date(),
+    leaseUntil: new Date(Date.now() + 60_000),
+    leaseToken: randomUUID(),
+    limit: LIMIT,
+    originMax: LIMIT,
+    inFlight: [],
+    scanMax: LOOK_AHEAD,
+  });
+
+  /** The rows of outbox_events each scan of the claim's cached plan read, running it once (EXPLAIN ANALYZE EXECUTE). */
+  async function scansOfCachedClaim(): Promise<Array<{ index: string; read: number }>> {
+    const named = await db.relaxed.query<{ name: string }>('SELECT name FROM pg_prepared_statements WHERE statement = $1', [CLAIM_DUE_EVENTS_SQL]);
+    assert.equal(named.rows.length, 1, 'the claim is a prepared statement of this connection');
+    // EXECUTE takes its arguments as literals (a parameter of the message would not reach them).
+    const literal = (value: unknown): string =>
+      value instanceof Date ? `'${value.toISOString()}'` : Array.isArray(value) ? `'{${value.map((v) => JSON.stringify(String(v))).join(',')}}'` : `'${String(value)}'`;
+    const { rows } = await db.relaxed.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>(
+      `${QUEUE_CLAIM} EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${named.rows[0]!.name}(${claimDueEventsParams(claim()).map(literal).join(', ')})`,
+      [],
+    );
+    const scans: Array<{ index: string; read: number }> = [];
+    const walk = (node: Record<string, unknown>): void => {
+      if (node['Relation Name'] === 'outbox_events' && /Scan/.test(String(node['Node Type']))) {
+        scans.push({ index: String(node['Index Name'] ?? node['Node Type']), read: (Number(node['Actual Rows']) + Number(node['Rows Removed by Filter'] ?? 0)) * Number(node['Actual Loops']) });
+      }
+      for (const child of (node['Plans'] as Array<Record<string, unknown>> | undefined) ?? []) walk(child);
+    };
+    walk(rows[0]!['QUERY PLAN'][0]!.Plan);
+    return scans;
+  }
+
+  function assertReadsItsLookAheadOnly(scans: Array<{ index: string; read: number }>): void {
+    const read = scans.reduce((sum, scan) => sum + scan.read, 0);
+    // The look-ahead in index order, then one key probe per pick to lock it and one to lease it.
+    assert.ok(read <= LOOK_AHEAD + 2 * LIMIT + 20, `rows of outbox_events read: ${read} (${JSON.stringify(scans)})`);
+    assert.equal(scans[0]?.index, 'outbox_due', JSON.stringify(scans));
+  }
+
+  it('a plan made on an empty outbox walks the queue in order once it is thousands deep', async () => {
+    assert.deepEqual(await claimDueEvents(db.relaxed, claim()), []);
+    await db.query(
+      `INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, status, attempts, next_attempt_at)
+       SELECT $1, 'test', 'payment.settled', 'payment', gen_random_uuid(), '{}', '{}', 'pending', 0, now() - interval '1 second'
+         FROM generate_series(1, $2::int)`,
+      [tenant, DUE],
+    );
+    assertReadsItsLookAheadOnly(await scansOfCachedClaim());
+  });
+
+  it('a plan made from statistics that know of no pending event does too', async () => {
+    await db.query(`UPDATE outbox_events SET status = 'published', published_at = now(), attempts = 1`);
+    await db.query(
+      `INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, status, attempts, published_at, next_attempt_at)
+       SELECT $1, 'test', 'payment.settled', 'payment', gen_random_uuid(), '{}', '{}', 'published', 1, now(), now() - interval '1 hour'
+         FROM generate_series(1, $2::int)`,
+      [tenant, OUTBOX - DUE],
+    );
+    // ANALYZE also makes the connection plan the claim again, from these statistics.
+    await db.query('ANALYZE outbox_events');
+    await db.query(
+      `UPDATE outbox_events SET status = 'pending', published_at = NULL, attempts = 0, locked_until = NULL, lease_token = NULL, next_attempt_at = now() - interval '1 second'
+        WHERE id IN (SELECT id FROM outbox_events ORDER BY id LIMIT $1)`,
+      [DUE],
+    );
+    assertReadsItsLookAheadOnly(await scansOfCachedClaim());
+  });
+
+  it('claims the first due events, in order, and skips them at the next claim', async () => {
+    const first = await claimDueEvents(db.relaxed, claim());
+    const second = await claimDueEvents(db.relaxed, claim());
+    assert.equal(first.length, LIMIT);
+    assert.equal(second.length, LIMIT);
+    const ids = [...first, ...second].map((row) => row.id);
+    assert.deepEqual(ids, [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)), 'in the order of the queue');
+    assert.equal(new Set(ids).size, 2 * LIMIT, 'never the same event twice');
   });
 });
 

@@ -26,11 +26,11 @@ export interface TransactionHandle extends Queryable {
 }
 
 /**
- * A statement whose text begins with this claims the first due rows of a queue: it walks the queue's
- * index in order and locks each row it picks through the primary key (claimDueEvents). Run on its own
- * (not in a transaction), PostgreSQL runs it as a KEYED_STATEMENT with sorts disabled as well
- * (SET LOCAL enable_sort = off), in the same round trip: the one plan left without a sort is the walk
- * of the queue's index.
+ * A statement whose text begins with this reads the head of a queue: its first due rows, in the order
+ * of the queue's index (a claim, which then locks each row it picks through the primary key, as
+ * claimDueEvents does; or when the next row falls due). Run on its own (not in a transaction),
+ * PostgreSQL runs it as a KEYED_STATEMENT with sorts disabled as well (SET LOCAL enable_sort = off), in
+ * the same round trip: the one plan left without a sort is the walk of the queue's index.
  *
  * Why: a queue is nearly empty when its statistics are made and thousands deep during a payroll. From
  * those statistics, reading every due row and sorting them looked as cheap as reading the first ones in
@@ -39,7 +39,7 @@ export interface TransactionHandle extends Queryable {
  * 0.5 ms of planning) instead of its look-ahead of 400 (600 buffers, 1.7 ms). On PGlite the marker is
  * only a comment.
  */
-export const QUEUE_CLAIM = '/* queue claim */';
+export const QUEUE_HEAD = '/* queue head */';
 
 /**
  * A statement whose text begins with this finds every row it reads or writes by key, for many items at

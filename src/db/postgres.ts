@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { KEYED_STATEMENT, QUEUE_CLAIM, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { KEYED_STATEMENT, QUEUE_HEAD, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -53,23 +53,23 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 
 /** BEGIN of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT): one message. */
 const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
-/** BEGIN of a QUEUE_CLAIM's transaction: a keyed one that never sorts what its index already orders. */
-const BEGIN_QUEUE_CLAIM = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
+/** BEGIN of a QUEUE_HEAD statement's transaction: a keyed one that never sorts what its index already orders. */
+const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
 
 /**
  * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
  * statement and COMMIT leave together (the pool pipelines) and come back in one round trip, as a batch
  * transaction's BEGIN and write do. If the statement fails, the server answers the COMMIT with
  * ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the statement would run
- * on its own, as keyed statements did before: each is one statement, atomic by itself.) A QUEUE_CLAIM
+ * on its own, as keyed statements did before: each is one statement, atomic by itself.) A QUEUE_HEAD
  * runs the same way, its BEGIN also disabling sorts. Any other statement runs as it is.
  */
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
   if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) {
     return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false });
   }
-  if (params !== undefined && sql.startsWith(QUEUE_CLAIM)) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, BEGIN_QUEUE_CLAIM);
+  if (params !== undefined && sql.startsWith(QUEUE_HEAD)) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, BEGIN_QUEUE_HEAD);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };

@@ -1,13 +1,14 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
-import { claimUnresolvedPayments, findPaymentById, type PaymentRow } from '../db/repositories/payments.ts';
+import { claimUnresolvedPayments, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
 import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
+import type { PassOutcome } from './run-loop.ts';
 
 /** Payments claimed per pass, at most. */
 export const REAPER_BATCH_MAX = 200;
@@ -18,6 +19,12 @@ export const REAPER_BATCH_MAX = 200;
 export const REAPER_RAIL_CONCURRENCY = 8;
 /** A claim outlives the rail's timeout by this much: time to record what the rail said. */
 export const REAPER_LEASE_MARGIN_MS = 10_000;
+/**
+ * The shortest pause after a pass that did not fill its batch, when the next payment falls due sooner
+ * than the loop's interval: payments falling due meanwhile are asked about together, and the reaper
+ * makes at most ten such passes a second.
+ */
+export const REAPER_PAUSE_MIN_MS = 100;
 /** Rail notifications handled per pass, at most. */
 export const NOTIFICATIONS_BATCH_MAX = 100;
 /** The longest a rail's "ask me again in" hint is honoured. */
@@ -70,8 +77,12 @@ export class Reaper {
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
   }
 
-  /** One bounded pass; true when it filled a batch (more work is probably waiting). */
-  async runOnce(): Promise<boolean> {
+  /**
+   * One bounded pass: true when it filled a batch (more work is probably waiting); otherwise how long
+   * until the next payment falls due (at least REAPER_PAUSE_MIN_MS; the loop sleeps its interval at
+   * most), or false when none will.
+   */
+  async runOnce(): Promise<PassOutcome> {
     const now = this.clock.now();
     const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
@@ -84,7 +95,11 @@ export class Reaper {
     });
     await Promise.all(applied);
     const notified = await this.processNotifications();
-    return claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX;
+    if (claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX) return true;
+    // Without this, a payment falling due just after a pass waits the whole interval: a payroll's
+    // last payouts settled about a second after their first question was due.
+    const next = await nextResolutionDue(this.db);
+    return next === undefined ? false : Math.max(REAPER_PAUSE_MIN_MS, next.getTime() - this.clock.now().getTime());
   }
 
   private railFor(payment: { mode: 'test' | 'live' }): RailAdapter | undefined {

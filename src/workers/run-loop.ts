@@ -1,10 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
 
+/**
+ * What a pass says about the next one: true, go again at once (it filled its batch: more work is
+ * probably waiting); false, sleep the loop's interval; a number, sleep that many milliseconds, at most
+ * the interval (the pass knows when its next work falls due).
+ */
+export type PassOutcome = boolean | number;
+
 export interface LoopOptions {
   name: string;
   intervalMs: number;
-  /** One bounded pass; returns true when it filled its batch (more work is probably waiting). */
-  runOnce: () => Promise<boolean>;
+  /** One bounded pass. */
+  runOnce: () => Promise<PassOutcome>;
   log: FastifyBaseLogger;
   errorBackoffMaxMs?: number;
   /** Counts every pass by result (bolivar_worker_passes_total). */
@@ -23,8 +30,9 @@ export interface RunningLoop {
 }
 
 /**
- * A worker loop: run a bounded pass, go again at once while passes come back full, sleep when idle,
- * back off (doubling, capped) after an error. `stop` lets the current pass finish.
+ * A worker loop: run a bounded pass, go again at once while passes come back full, sleep when idle
+ * (the interval, or until the pass's next work is due if sooner), back off (doubling, capped) after an
+ * error. `stop` lets the current pass finish.
  */
 export function startLoop(options: LoopOptions): RunningLoop {
   const backoffMaxMs = options.errorBackoffMaxMs ?? LOOP_ERROR_BACKOFF_MAX_MS;
@@ -42,9 +50,9 @@ export function startLoop(options: LoopOptions): RunningLoop {
 
   const done = (async () => {
     while (!stopped) {
-      let full = false;
+      let outcome: PassOutcome = false;
       try {
-        full = await options.runOnce();
+        outcome = await options.runOnce();
         failures = 0;
         options.metrics?.workerPass(options.name, true);
       } catch (error) {
@@ -55,7 +63,8 @@ export function startLoop(options: LoopOptions): RunningLoop {
       }
       if (stopped) break;
       if (failures > 0) await sleep(Math.min(options.intervalMs * 2 ** Math.min(failures, 20), backoffMaxMs));
-      else if (!full) await sleep(options.intervalMs);
+      else if (outcome === false) await sleep(options.intervalMs);
+      else if (outcome !== true) await sleep(Math.min(Math.max(outcome, 0), options.intervalMs));
     }
   })();
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { migrate, loadMigrations } from '../../src/db/migrate.ts';
-import { KEYED_STATEMENT, QUEUE_CLAIM } from '../../src/db/database.ts';
+import { KEYED_STATEMENT, QUEUE_HEAD } from '../../src/db/database.ts';
 import { CLAIM_DUE_EVENTS_SQL, claimDueEvents, claimDueEventsParams, type DueEventsClaim } from '../../src/db/repositories/events.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
@@ -143,7 +143,7 @@ describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'need
     it(`on the ${pool} pool: a queue claim also never sorts, for that statement only`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
       const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('plan_cache_mode') AS plans, current_setting('enable_sort') AS sort, $1::int AS probe`;
-      const claim = await q.query(`${QUEUE_CLAIM} ${sql}`, [1]);
+      const claim = await q.query(`${QUEUE_HEAD} ${sql}`, [1]);
       assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', plans: 'force_generic_plan', sort: 'off', probe: 1 });
       const plain = await q.query(sql, [2]);
       assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', sort: 'on', probe: 2 });
@@ -200,7 +200,7 @@ describe('the webhook claim on PostgreSQL, planned while the queue looked empty'
     const literal = (value: unknown): string =>
       value instanceof Date ? `'${value.toISOString()}'` : Array.isArray(value) ? `'{${value.map((v) => JSON.stringify(String(v))).join(',')}}'` : `'${String(value)}'`;
     const { rows } = await db.relaxed.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>(
-      `${QUEUE_CLAIM} EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${named.rows[0]!.name}(${claimDueEventsParams(claim()).map(literal).join(', ')})`,
+      `${QUEUE_HEAD} EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${named.rows[0]!.name}(${claimDueEventsParams(claim()).map(literal).join(', ')})`,
       [],
     );
     const scans: Array<{ index: string; read: number }> = [];

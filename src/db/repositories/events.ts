@@ -2,7 +2,7 @@
 // (claims due events across tenants under a lease, then records each attempt).
 import type { Mode } from '../../domain/api-keys.ts';
 import type { EventStatus, EventType } from '../../domain/webhooks.ts';
-import { QUEUE_CLAIM, type Queryable } from '../database.ts';
+import { QUEUE_HEAD, type Queryable } from '../database.ts';
 
 export interface EventRow {
   tenant_id: string;
@@ -137,10 +137,10 @@ export interface DueEventsClaim {
   scanMax: number;
 }
 
-// The dispatcher's claim (claimDueEvents), a QUEUE_CLAIM: due events are read in outbox_due's order,
+// The dispatcher's claim (claimDueEvents), a QUEUE_HEAD statement: due events are read in outbox_due's order,
 // never all read and then sorted (a generic plan made while the outbox was small once read every
 // pending event: 35 ms a claim with 10,000 due, 230 deliveries a second).
-export const CLAIM_DUE_EVENTS_SQL = `${QUEUE_CLAIM}
+export const CLAIM_DUE_EVENTS_SQL = `${QUEUE_HEAD}
    WITH in_flight AS (
      SELECT origin, n FROM unnest($5::text[], $6::int[]) AS f(origin, n)
    ),

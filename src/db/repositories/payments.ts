@@ -2,7 +2,7 @@ import type { Mode } from '../../domain/api-keys.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
-import type { Queryable } from '../database.ts';
+import { QUEUE_HEAD, type Queryable } from '../database.ts';
 
 export interface BeneficiarySnapshot {
   fullName: string;
@@ -106,6 +106,19 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
     [now, leaseUntil, limit],
   );
   return rows;
+}
+
+/**
+ * When the reaper's next question falls due: the earliest `next_check_at` of an unresolved payment, the
+ * first entry of payments_unresolved (a claimed payment's is its lease's end). Undefined: none is due
+ * ever (nothing unresolved, or only payments the reaper stopped asking about).
+ */
+export async function nextResolutionDue(db: Queryable): Promise<Date | undefined> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `${QUEUE_HEAD} SELECT min(next_check_at) AS at FROM payments WHERE status IN ('submitted', 'unknown')`,
+    [],
+  );
+  return rows[0]?.at ?? undefined;
 }
 
 /**

@@ -290,10 +290,16 @@ const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
   guard: IN_BATCH_TRANSACTION,
 })}),
 quote AS (
-  SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
-   WHERE q.tenant_id = $1 AND q.mode = $2 AND q.id = ANY($9::uuid[])
-   ORDER BY q.id
-     FOR UPDATE
+  -- One primary-key probe per quote, in the array's order, which is id order (assertSorted): a generic
+  -- plan made while the table was nearly empty walked the tenant's every quote instead (\`id = ANY\`
+  -- left as a filter), at a cost that grows with the tenant's quotes.
+  SELECT q.id, q.consumed_at, q.expires_at
+    FROM unnest($9::uuid[]) AS v(id)
+    CROSS JOIN LATERAL (
+      SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
+       WHERE q.tenant_id = $1 AND q.id = v.id AND q.mode = $2
+      OFFSET 0
+         FOR UPDATE) q
 ), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13', guard: IN_BATCH_TRANSACTION })}),
 account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION })}),
 month AS (
@@ -478,12 +484,17 @@ export interface OutcomeBatchLocks {
 }
 
 const OUTCOME_LOCK_SQL = `WITH pay AS (
+  -- One primary-key probe per payment, in id order (the array is sorted), as for the payout batch's quotes.
   SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
          p.resolution_parked_at, p.compensated, p.check_attempts
-    FROM payments p
-   WHERE p.tenant_id = $1 AND p.id = ANY($2::uuid[])
-   ORDER BY p.id
-     FOR UPDATE
+    FROM unnest($2::uuid[]) AS v(id)
+    CROSS JOIN LATERAL (
+      SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
+             p.resolution_parked_at, p.compensated, p.check_attempts
+        FROM payments p
+       WHERE p.tenant_id = $1 AND p.id = v.id
+      OFFSET 0
+         FOR UPDATE) p
 ), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6', guard: IN_BATCH_TRANSACTION })}
 ), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION })})
 ${part(

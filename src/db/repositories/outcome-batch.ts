@@ -28,7 +28,8 @@ export interface OutcomeBatchWrite {
 // Existing rows are reached by primary key (one probe per row, or ON CONFLICT), never by an UPDATE …
 // FROM unnest(…) join or \`id = ANY(…)\`, which a generic plan made while the table was nearly empty
 // may run over every row of the tenant. The payments were locked by this transaction's lock statement,
-// so the row version each probe finds is the one updated (by its ctid).
+// so the row version each probe finds is the one updated, found by its ctid alone (see the quotes'
+// update in payout-batch.ts).
 const SQL = `WITH v AS (
   SELECT * FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[], $9::boolean[], $10::bigint[],
                        $11::timestamptz[], $12::timestamptz[], $13::boolean[]) WITH ORDINALITY
@@ -38,9 +39,11 @@ const SQL = `WITH v AS (
       status = v.status, status_reason = v.status_reason, message = v.message, bank_reference = v.bank_reference,
       settled_at = v.settled_at, compensated = v.compensated, fee_amount = v.fee_amount, next_check_at = v.next_check_at,
       resolution_parked_at = v.parked_at, updated_at = CASE WHEN v.touched THEN $2 ELSE p.updated_at END
-    FROM (SELECT l.row_version, v.* FROM v
-            CROSS JOIN LATERAL (SELECT p.ctid AS row_version FROM payments p WHERE p.tenant_id = $1 AND p.id = v.id OFFSET 0) l) v
-   WHERE p.ctid = v.row_version AND p.tenant_id = $1 AND p.id = v.id
+    FROM v
+   WHERE p.ctid = ANY(ARRAY(
+           SELECT l.ctid FROM v
+             CROSS JOIN LATERAL (SELECT p.ctid FROM payments p WHERE p.tenant_id = $1 AND p.id = v.id OFFSET 0) l))
+     AND v.n = array_position($3::uuid[], p.id)
   RETURNING 1
 ), history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)

@@ -39,13 +39,14 @@ export interface PayoutBatchWrite {
 // INSERT … ON CONFLICT for multi-column keys. An UPDATE … FROM unnest(…) join, or `id = ANY(…)`, may
 // instead walk every row of the tenant in a generic plan made while the table was nearly empty, at a
 // cost that grows with the table. The quotes were locked by this transaction's lock statement, so the
-// row version each probe finds is the one updated (by its ctid).
+// row version each probe finds is the one updated, found by its ctid: nothing but the tid scan fits,
+// whatever the statistics (a key column beside it lets a plan walk the tenant's rows again).
 const SQL = `WITH quote AS (
-  UPDATE quotes q SET consumed_at = $3, payment_id = v.payment_id
-    FROM (SELECT p.row_version, v.payment_id
-            FROM unnest($4::uuid[], $5::uuid[]) AS v(id, payment_id)
-            CROSS JOIN LATERAL (SELECT q.ctid AS row_version FROM quotes q WHERE q.tenant_id = $1 AND q.id = v.id OFFSET 0) p) v
-   WHERE q.ctid = v.row_version AND q.tenant_id = $1 AND q.mode = $2 AND q.consumed_at IS NULL
+  UPDATE quotes q SET consumed_at = $3, payment_id = ($5::uuid[])[array_position($4::uuid[], q.id)]
+   WHERE q.ctid = ANY(ARRAY(
+           SELECT p.ctid FROM unnest($4::uuid[]) AS v(id)
+             CROSS JOIN LATERAL (SELECT q.ctid FROM quotes q WHERE q.tenant_id = $1 AND q.id = v.id OFFSET 0) p))
+     AND q.mode = $2 AND q.consumed_at IS NULL
   RETURNING 1
 ), pay AS (
   INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,

@@ -83,13 +83,18 @@ const SQL = `WITH v AS (
    ORDER BY v.n
   RETURNING 1
 ), beneficiary_lock AS (
-  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id = ANY($40::uuid[]) ORDER BY b.id FOR UPDATE
+  -- One primary-key probe per beneficiary, in the order of the array, which is sorted by id.
+  SELECT b.row_version FROM unnest($40::uuid[]) AS v(id)
+    CROSS JOIN LATERAL (
+      SELECT b.ctid AS row_version FROM beneficiaries b WHERE b.tenant_id = $1 AND b.id = v.id AND b.mode = $20
+      OFFSET 0
+         FOR UPDATE) b
 ), beneficiary AS (
   UPDATE beneficiaries b
      SET payout_count = b.payout_count + ($41::integer[])[array_position($40::uuid[], b.id)],
          last_success_at = coalesce(($42::timestamptz[])[array_position($40::uuid[], b.id)], b.last_success_at),
          last_failure_reason = coalesce(($43::text[])[array_position($40::uuid[], b.id)], b.last_failure_reason)
-   WHERE b.tenant_id = $1 AND b.mode = $20 AND b.id IN (SELECT id FROM beneficiary_lock)
+   WHERE b.ctid = ANY(ARRAY(SELECT row_version FROM beneficiary_lock))
 )
 -- Every locked row it meant to change was changed, checked here: this statement may go out with the
 -- COMMIT, so a failed check must abort the transaction itself.
@@ -106,6 +111,8 @@ SELECT bds_invariant(
  */
 export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partition, batch: OutcomeBatchWrite, options: { last: boolean }): Promise<void> {
   const pays = batch.payments;
+  // Locked in id order, one probe each (beneficiary_lock): the array itself is that order.
+  const beneficiaries = [...batch.beneficiaries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
   const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
   await run<{ checked: boolean }>(SQL, [
@@ -148,10 +155,10 @@ export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partit
     batch.events.map((e) => e.paymentId),
     batch.events.map((e) => e.type),
     batch.events.map((e) => JSON.stringify(e.payload)),
-    batch.beneficiaries.map((b) => b.id),
-    batch.beneficiaries.map((b) => b.successes),
-    batch.beneficiaries.map((b) => b.lastSuccessAt),
-    batch.beneficiaries.map((b) => b.lastFailureReason),
+    beneficiaries.map((b) => b.id),
+    beneficiaries.map((b) => b.successes),
+    beneficiaries.map((b) => b.lastSuccessAt),
+    beneficiaries.map((b) => b.lastFailureReason),
     pays.length,
     batch.accountDeltas.length,
     batch.giveBacks.length,

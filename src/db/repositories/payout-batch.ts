@@ -209,7 +209,12 @@ export interface PayoutRegistrations {
 const REGISTRATIONS_SQL = `WITH beneficiary_lock AS (
   -- Every existing beneficiary this statement changes, locked first and sorted by id (as an outcome
   -- batch locks them): the registrations' upsert and the failure history then wait for nothing more.
-  SELECT b.id FROM beneficiaries b WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($18::uuid[]) ORDER BY b.id FOR UPDATE
+  -- One primary-key probe per beneficiary, in the order of the array, which is sorted by id.
+  SELECT b.id, b.row_version FROM unnest($18::uuid[]) AS v(id)
+    CROSS JOIN LATERAL (
+      SELECT b.id, b.ctid AS row_version FROM beneficiaries b WHERE b.tenant_id = $1 AND b.id = v.id AND b.mode = $2
+      OFFSET 0
+         FOR UPDATE) b
 ), registered AS (
   INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason, metadata)
   SELECT $1, $2, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure,
@@ -225,7 +230,7 @@ const REGISTRATIONS_SQL = `WITH beneficiary_lock AS (
   RETURNING b.id, b.national_id, b.bank_code, b.instrument
 ), failure AS (
   UPDATE beneficiaries b SET last_failure_reason = ($14::text[])[array_position($13::uuid[], b.id)]
-   WHERE b.tenant_id = $1 AND b.mode = $2 AND b.id = ANY($13::uuid[]) AND b.id IN (SELECT id FROM beneficiary_lock)
+   WHERE b.ctid = ANY(ARRAY(SELECT row_version FROM beneficiary_lock WHERE id = ANY($13::uuid[])))
 ), customer AS (
   INSERT INTO customers AS c (tenant_id, mode, id, sender)
   SELECT $1, $2, v.id, v.sender FROM unnest($15::uuid[], $16::jsonb[]) WITH ORDINALITY AS v(id, sender, n) ORDER BY v.n

@@ -236,7 +236,7 @@ function readAccounts(rows: readonly LockRow[], requested: readonly AccountRef[]
   return balances;
 }
 
-function assertSorted<T>(items: readonly T[], keyOf: (item: T) => string, what: string): void {
+export function assertSorted<T>(items: readonly T[], keyOf: (item: T) => string, what: string): void {
   for (let i = 1; i < items.length; i += 1) {
     if (!(keyOf(items[i - 1]!) < keyOf(items[i]!))) throw new Error(`invariant: ${what} must be distinct and sorted before they are locked`);
   }

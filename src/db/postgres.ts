@@ -65,11 +65,9 @@ const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
  * runs the same way, its BEGIN also disabling sorts. Any other statement runs as it is.
  */
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
-  if (params !== undefined && sql.startsWith(KEYED_STATEMENT)) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false });
-  }
-  if (params !== undefined && sql.startsWith(QUEUE_HEAD)) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, BEGIN_QUEUE_HEAD);
+  const keyedBegin = sql.startsWith(KEYED_STATEMENT) ? BEGIN_KEYED : sql.startsWith(QUEUE_HEAD) ? BEGIN_QUEUE_HEAD : undefined;
+  if (params !== undefined && keyedBegin !== undefined) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, keyedBegin);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };

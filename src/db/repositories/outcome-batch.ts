@@ -7,7 +7,7 @@ import type { PaymentAfter } from '../../domain/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { TransactionHandle } from '../database.ts';
-import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import { assertSorted, IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 
 type Partition = { tenantId: string; mode: Mode };
 
@@ -111,8 +111,9 @@ SELECT bds_invariant(
  */
 export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partition, batch: OutcomeBatchWrite, options: { last: boolean }): Promise<void> {
   const pays = batch.payments;
-  // Locked in id order, one probe each (beneficiary_lock): the array itself is that order.
-  const beneficiaries = [...batch.beneficiaries].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // Locked one probe each in the array's order (beneficiary_lock): the caller sorted them by id.
+  const beneficiaries = batch.beneficiaries;
+  assertSorted(beneficiaries, (b) => b.id, 'beneficiaries');
   const postings = batch.entries.flatMap((e) => e.postings.map((p) => ({ transactionId: e.id, ...p })));
   const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
   await run<{ checked: boolean }>(SQL, [

@@ -36,6 +36,7 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
     name: rail.name,
+    ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
     instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
     submit: (transfer, signal) => timed('submit', () => rail.submit(transfer, signal), signal),
     lookup: (reference, mode) => timed('lookup', () => rail.lookup(reference, mode)),

@@ -66,6 +66,12 @@ export interface RailNotification {
 export interface RailAdapter {
   readonly name: string;
   /**
+   * Optional: how long after a submit this rail usually has the transfer's outcome. The reaper's first
+   * question about a payout then comes soon after it instead of a whole reaper interval later, but
+   * never before the payout path's own send has ended.
+   */
+  readonly resolvesWithinMs?: number;
+  /**
    * Can this beneficiary receive through `instrument` right now? No money moves. `requested` is the
    * instrument the caller asked for (a sandbox trigger makes exactly that one unavailable).
    */

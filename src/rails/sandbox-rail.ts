@@ -110,6 +110,8 @@ function hang(ms: number, signal: AbortSignal): Promise<void> {
 
 export class SandboxRail implements RailAdapter {
   readonly name = 'sandbox';
+  /** A default-outcome transfer settles this long after its receipt. */
+  readonly resolvesWithinMs: number;
   private readonly settleDelayMs: number;
   private readonly reverseDelayMs: number;
   private readonly hangMs: number;
@@ -120,6 +122,7 @@ export class SandboxRail implements RailAdapter {
     options: SandboxRailOptions,
   ) {
     this.settleDelayMs = nonNegativeInteger(options.settleDelayMs, 'settleDelayMs');
+    this.resolvesWithinMs = this.settleDelayMs;
     this.reverseDelayMs = nonNegativeInteger(options.reverseDelayMs, 'reverseDelayMs');
     this.hangMs = nonNegativeInteger(options.hangMs ?? DEFAULT_SANDBOX_HANG_MS, 'hangMs');
   }

@@ -59,6 +59,26 @@ function sendWindowMs(settings: PayoutSettings): number {
   return Math.max(settings.reaperIntervalMs, SEND_WINDOW_MIN_MS);
 }
 
+/**
+ * The reaper's first question after the rail's usual resolution time comes this much later: the rail
+ * counts from its receipt of the transfer, a little after our commit. Asked too early, the rail answers
+ * "processing" and the next question waits a whole reaper interval.
+ */
+export const FIRST_LOOK_MARGIN_MS = 250;
+
+/**
+ * How long after its batch began the reaper first asks the rail about an accepted payout. Never before
+ * the payout path's send has ended (its window and the rail's timeout): until then a transfer the rail
+ * has not heard of may still be on its way, and the reaper would send it again. After that, as soon as
+ * the rail usually has the outcome (`resolvesWithinMs`), and at the latest one reaper interval later.
+ */
+export function firstLookMs(settings: PayoutSettings, resolvesWithinMs?: number): number {
+  const sendEnded = sendWindowMs(settings) + settings.railTimeoutMs;
+  const latest = sendEnded + settings.reaperIntervalMs;
+  if (resolvesWithinMs === undefined) return latest;
+  return Math.max(sendEnded, Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latest));
+}
+
 export interface PayoutRequest {
   quoteId: string;
   method: Instrument;
@@ -152,7 +172,8 @@ export class PayoutService {
     private readonly log?: FastifyBaseLogger,
     metrics?: MoneyMetrics,
   ) {
-    this.lane = new PayoutLane(clock, rules, settings, answers, log, metrics);
+    const firstLook = { test: firstLookMs(settings, rails.test.resolvesWithinMs), live: firstLookMs(settings, rails.live?.resolvesWithinMs) };
+    this.lane = new PayoutLane(clock, rules, settings, firstLook, answers, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
 
@@ -345,6 +366,8 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     private readonly clock: Clock,
     private readonly rules: LimitRuleSource,
     private readonly settings: PayoutSettings,
+    /** Per mode, how long after the batch the reaper first asks about an accepted payout (firstLookMs). */
+    private readonly firstLook: Readonly<Record<Mode, number>>,
     private readonly answers: PayoutAnswers,
     private readonly log?: FastifyBaseLogger,
     private readonly metrics?: MoneyMetrics,
@@ -480,9 +503,9 @@ class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
             message: STATUS_MESSAGES.submitted,
             funding,
             usageDay: day,
-            // A crash between this commit and the rail call is found here by the reaper, after the
-            // window in which the payout path may still send and that send's timeout.
-            nextCheckAt: new Date(now.getTime() + sendWindowMs(this.settings) + this.settings.railTimeoutMs + this.settings.reaperIntervalMs),
+            // The reaper asks once the rail usually has the outcome; a crash between this commit and the
+            // rail call is found then too, never before the payout path's own send has ended.
+            nextCheckAt: new Date(now.getTime() + this.firstLook[partition.mode]),
           });
           write.payments.push(payment);
           write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nextResolutionDue } from '../../src/db/repositories/payments.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { firstLookMs } from '../../src/services/payouts.ts';
 import { REAPER_PAUSE_MIN_MS } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, reaperOf } from '../support/payouts.ts';
@@ -25,8 +26,14 @@ describe('when the reaper looks again', () => {
     const { api } = await fundedTenant(t);
     const made = await payout(api, { beneficiary: beneficiary('V12345678') });
     assert.equal(made.body.status, 'submitted', made.raw);
-    const { rows } = await t.db.query<{ next_check_at: Date }>('SELECT next_check_at FROM payments WHERE id = $1', [made.body.id]);
+    const { rows } = await t.db.query<{ next_check_at: Date; created_at: Date }>('SELECT next_check_at, created_at FROM payments WHERE id = $1', [made.body.id]);
     const dueAt = rows[0]!.next_check_at;
+    const { sandboxRailTimeoutMs: railTimeoutMs, reaperIntervalMs, sandboxSettleDelayMs } = t.config;
+    assert.equal(
+      dueAt.getTime() - rows[0]!.created_at.getTime(),
+      firstLookMs({ railTimeoutMs, reaperIntervalMs, idempotencyTtlMs: 0 }, sandboxSettleDelayMs),
+      'first asked once the sandbox usually has the outcome',
+    );
     assert.deepEqual(await nextResolutionDue(t.db), dueAt);
 
     const reaper = reaperOf(t);

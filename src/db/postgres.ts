@@ -34,6 +34,22 @@ function queryConfig(sql: string, params: readonly unknown[] | undefined): pg.Qu
 }
 
 /**
+ * Runs `issue`, whose queries leave in one socket write: pg writes each query on its own (a syscall,
+ * and on loopback the whole delivery to the server, per write), so a BEGIN, a statement and a COMMIT
+ * issued together were three writes and three wake-ups of the server. Writes nest (pg corks each
+ * extended-protocol query itself); the last uncork sends them all.
+ */
+function together<T>(client: pg.PoolClient, issue: () => T): T {
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  stream?.cork?.();
+  try {
+    return issue();
+  } finally {
+    stream?.uncork?.();
+  }
+}
+
+/**
  * A checked-out client has no error listener of the pool's: a connection dropped between two queries
  * of a transaction (a server restart, a network cut) would be an unhandled 'error' event and kill the
  * process. The query in flight fails on its own; this listener only keeps the event handled, and the
@@ -117,10 +133,9 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   }
 
   async queryAndCommit<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    const result = this.query<Row>(sql, params);
     // Pipelined behind the statement: if the statement fails, the transaction is aborted and the
     // server answers this COMMIT with ROLLBACK, so nothing of it is committed.
-    const commit = this.client.query('COMMIT');
+    const [result, commit] = together(this.client, () => [this.query<Row>(sql, params), this.client.query('COMMIT')] as const);
     commit.catch(() => undefined);
     let rows: QueryResult<Row>;
     try {
@@ -153,16 +168,29 @@ async function transactionOn<T>(
     // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
     // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
     const pipelined = options.seqScans === false;
-    const begin = client.query(pipelined ? keyedBegin : 'BEGIN');
-    begin.catch(() => undefined);
-    if (!pipelined) await begin;
-    const tx = new PgTransaction(client, pipelined ? begin : undefined);
-    const result = await work(tx).catch((error: unknown) => {
-      if (tx.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
+    let tx: PgTransaction | undefined;
+    let begin: Promise<unknown>;
+    let working: Promise<T> | undefined;
+    if (pipelined) {
+      // BEGIN and what the work issues before its first await leave in one write.
+      [begin, working] = together(client, () => {
+        const sent = client.query(keyedBegin);
+        sent.catch(() => undefined);
+        tx = new PgTransaction(client, sent);
+        return [sent, work(tx)] as const;
+      });
+    } else {
+      begin = client.query('BEGIN');
+      await begin;
+      tx = new PgTransaction(client);
+      working = work(tx);
+    }
+    const result = await working.catch((error: unknown) => {
+      if (tx!.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
       throw error;
     });
     await begin;
-    if (!tx.committed) await client.query('COMMIT');
+    if (!tx!.committed) await client.query('COMMIT');
     return result;
   } catch (error) {
     try {

@@ -88,7 +88,10 @@ export class Reaper {
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
     const { known, unanswered } = await this.lookUpInBulk(claimed);
-    await forEachBounded(claimed.filter((payment) => !unanswered.has(payment.mode)), REAPER_RAIL_CONCURRENCY, async (payment) => {
+    const asked = claimed.filter((payment) => !unanswered.has(payment.mode));
+    // The payments a silent bulk lookup left are questions that led nowhere, as a failed single one.
+    for (let i = asked.length; i < claimed.length; i += 1) this.metrics?.resolution('error');
+    await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment, known.get(payment));
       if (report) applied.push(this.apply(payment, report));
       else this.metrics?.resolution('error');

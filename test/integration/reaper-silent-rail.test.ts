@@ -2,7 +2,9 @@
 // rail timeout, and what was not answered is asked again when its lease expires.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { Registry } from 'prom-client';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { MoneyMetrics } from '../../src/services/money-metrics.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import { RailQuestionTimeout, Reaper } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
@@ -36,8 +38,12 @@ describe('the reaper and a rail that never answers', () => {
     };
   }
 
+  const registry = new Registry();
+  let metrics: MoneyMetrics;
   const reaperWith = (rail: RailAdapter) =>
-    new Reaper(t.db, clock, { test: rail }, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS });
+    new Reaper(t.db, clock, { test: rail }, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS }, undefined, (metrics ??= new MoneyMetrics(registry, t.db, clock)));
+  const resolutions = async (outcome: string) =>
+    (await registry.getSingleMetric('bolivar_reaper_resolutions_total')!.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
 
   it('lookups that never answer: the pass ends within the rail timeout, and the payment is asked again later', async () => {
     const { api } = await fundedTenant(t);
@@ -51,11 +57,13 @@ describe('the reaper and a rail that never answers', () => {
     const tookMs = performance.now() - started;
     assert.ok(tookMs < RAIL_TIMEOUT_MS * 10, `the pass took ${Math.round(tookMs)} ms`);
     assert.equal((await api.get(`/v1/payments/${made.body.id}`)).body.status, 'submitted', 'nothing invented');
+    assert.equal(await resolutions('error'), 1, 'the unanswered question is counted');
 
     // Once its lease has expired, a rail that answers settles it.
     clock.advance(RAIL_TIMEOUT_MS + 60_000);
     await reaperWith(railSilentOn({})).runOnce();
     assert.equal((await api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled');
+    assert.equal(await resolutions('settled'), 1);
   });
 
   it('a notification question that never answers fails the pass within the rail timeout', async () => {

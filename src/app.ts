@@ -209,6 +209,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     keepAliveTimeout: 75_000,
     pluginTimeout: 30_000,
     requestIdHeader: false,
+    // Behind a proxy every client would share the proxy's address (and its auth-failure budget).
+    trustProxy: deps.config.trustProxy,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;

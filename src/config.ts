@@ -2,6 +2,8 @@
 // message that names the variable and what it accepts, so an operator never runs a half-configured
 // service.
 
+import { isIP } from 'node:net';
+
 export type Role = 'all' | 'api' | 'worker';
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -23,6 +25,12 @@ export interface Config {
   /** Failed authentications per client address per window before 429; 0 disables. */
   authFailureLimit: number;
   authFailureWindowS: number;
+  /**
+   * Which peers' X-Forwarded-For is believed for the client address (the auth-failure limiter's key,
+   * logs): false (none), or the proxies' addresses, CIDR ranges or range names. A hop count is not
+   * offered: it would believe a header any direct client can write.
+   */
+  trustProxy: false | string[];
   quoteTtlSeconds: number;
   rateMaxAgeSeconds: number;
   sandboxSettleDelayMs: number;
@@ -104,6 +112,23 @@ function redactUrl(raw: string): string {
   return raw.replace(/\/\/([^:@/]+):([^@/]+)@/, '//$1:***@');
 }
 
+const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+const TRUST_PROXY_ACCEPTS = 'off, or a comma-separated list of the proxies\' addresses or CIDR ranges (loopback, linklocal and uniquelocal name the usual ranges)';
+
+function trustProxy(env: Env, name: string): false | string[] {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '' || raw.trim().toLowerCase() === 'off') return false;
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const validPrefix = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (PROXY_NAMES.includes(entry)) continue;
+    if (family === 0 || !validPrefix || extra !== undefined) throw new ConfigError(name, TRUST_PROXY_ACCEPTS, raw);
+  }
+  return entries;
+}
+
 export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -128,6 +153,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 300, 0, 100_000),
     authFailureWindowS: integer(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
+    trustProxy: trustProxy(env, 'TRUST_PROXY'),
     quoteTtlSeconds: integer(env, 'QUOTE_TTL_SECONDS', 60, 1, 86_400),
     rateMaxAgeSeconds: integer(env, 'RATE_MAX_AGE_SECONDS', 86_400, 1, 31_536_000),
     sandboxSettleDelayMs: integer(env, 'SANDBOX_SETTLE_DELAY_MS', 3000, 0, 86_400_000),
@@ -165,6 +191,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
   ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it requests with a key from that address get 429 (0 = unlimited)'],
   ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT, in seconds'],
+  ['TRUST_PROXY', 'off', 'Behind a load balancer or reverse proxy: its addresses or CIDR ranges, comma-separated (loopback, linklocal, uniquelocal name the usual ranges). A request from one of them has its client address (AUTH_FAILURE_LIMIT\'s key, logs) taken from X-Forwarded-For; off: always the connection\'s peer'],
   ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
   ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],

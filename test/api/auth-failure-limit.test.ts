@@ -162,3 +162,32 @@ describe('AUTH_FAILURE_LIMIT=0 disables the limit', () => {
     for (let i = 0; i < 50; i += 1) assertEnvelope(assert, await api.get('/v1/tenant/me'), 401, 'api_key_invalid');
   });
 });
+
+describe('behind a proxy (TRUST_PROXY)', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ env: { AUTH_FAILURE_LIMIT: String(LIMIT), TRUST_PROXY: '10.0.0.0/8' } });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  const guess = (from: string, forwardedFor?: string) =>
+    t.app.inject({
+      method: 'GET',
+      url: '/v1/tenant/me',
+      remoteAddress: from,
+      headers: { 'x-api-key': `bsk_test_${'x'.repeat(40)}`, ...(forwardedFor && { 'x-forwarded-for': forwardedFor }) },
+    });
+
+  it('through a trusted proxy, each client behind it has its own budget', async () => {
+    for (let i = 0; i < LIMIT; i += 1) assert.equal((await guess('10.1.2.3', '198.51.100.1')).statusCode, 401);
+    assert.equal((await guess('10.1.2.3', '198.51.100.1')).statusCode, 429, 'the guessing client is limited');
+    assert.equal((await guess('10.1.2.3', '198.51.100.2')).statusCode, 401, 'another client through the same proxy is not');
+  });
+
+  it('a peer that is not a trusted proxy is its own address, whatever X-Forwarded-For it sends', async () => {
+    for (let i = 0; i < LIMIT; i += 1) assert.equal((await guess('203.0.113.50', `198.51.100.${10 + i}`)).statusCode, 401);
+    assert.equal((await guess('203.0.113.50', '198.51.100.99')).statusCode, 429, 'a forged header buys no new budget');
+  });
+});

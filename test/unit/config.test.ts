@@ -32,6 +32,7 @@ describe('configuration', () => {
       QUOTE_TTL_SECONDS: '5',
       AUTH_FAILURE_LIMIT: '0',
       AUTH_FAILURE_WINDOW_S: '300',
+      TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8',
     });
     assert.equal(config.port, 8080);
     assert.equal(config.role, 'worker');
@@ -41,6 +42,9 @@ describe('configuration', () => {
     assert.equal(config.quoteTtlSeconds, 5);
     assert.equal(config.authFailureLimit, 0);
     assert.equal(config.authFailureWindowS, 300);
+    assert.deepEqual(config.trustProxy, ['10.0.0.0/8', '192.168.1.7', 'loopback', 'fd00::/8']);
+    assert.equal(loadConfig({}).trustProxy, false, 'off by default: the connection peer is the client');
+    assert.equal(loadConfig({ TRUST_PROXY: 'off' }).trustProxy, false);
   });
 
   const bad: Array<[string, string, RegExp]> = [
@@ -57,6 +61,11 @@ describe('configuration', () => {
     ['AUTH_FAILURE_LIMIT', '-1', /AUTH_FAILURE_LIMIT accepts an integer from 0 to 100000/],
     ['AUTH_FAILURE_LIMIT', '200000', /AUTH_FAILURE_LIMIT/],
     ['AUTH_FAILURE_WINDOW_S', '0', /AUTH_FAILURE_WINDOW_S accepts an integer from 1 to 86400/],
+    ['TRUST_PROXY', '1', /TRUST_PROXY accepts off, or a comma-separated list/],
+    ['TRUST_PROXY', 'on', /TRUST_PROXY/],
+    ['TRUST_PROXY', '10.0.0.0/33', /TRUST_PROXY/],
+    ['TRUST_PROXY', '10.0.0.1,,10.0.0.2', /TRUST_PROXY/],
+    ['TRUST_PROXY', 'proxy.internal', /TRUST_PROXY/],
   ];
   for (const [name, value, message] of bad) {
     it(`rejects ${name}=${value} naming the variable`, () => {

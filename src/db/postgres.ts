@@ -170,7 +170,7 @@ async function transactionOn<T>(
     const pipelined = options.seqScans === false;
     let tx: PgTransaction | undefined;
     let begin: Promise<unknown>;
-    let working: Promise<T> | undefined;
+    let working: Promise<T>;
     if (pipelined) {
       // BEGIN and what the work issues before its first await leave in one write.
       [begin, working] = together(client, () => {

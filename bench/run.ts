@@ -12,6 +12,7 @@ import { request } from 'undici';
 import { generateApiKey } from '../src/domain/api-keys.ts';
 import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
+import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
 import { runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
 
@@ -54,12 +55,12 @@ async function freePort(): Promise<number> {
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 
 /** The service as `npm start` runs it (the bundle `npm run build` writes; built before the run). */
-const SERVICE = 'dist/main.js';
+const SERVICE = SERVICE_ENTRY;
 
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
   const service = args[0] === SERVICE;
   const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const runner = service ? ['--enable-source-maps'] : ['--import', 'tsx'];
+  const runner = service ? startFlags(ROOT) : ['--import', 'tsx'];
   const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;

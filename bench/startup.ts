@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
+import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 
 /** Bound of one start: beyond it the start counts as failed. */
 const START_TIMEOUT_MS = 60_000;
@@ -52,7 +53,7 @@ async function timeToReady(root: string, command: string[], env: Record<string, 
 }
 
 export async function measureStartup(options: { root: string; databaseUrl: string; port: number; runs: number; log: (line: string) => void }): Promise<StartupFigures> {
-  const node = [process.execPath, '--enable-source-maps', 'dist/main.js'];
+  const node = [process.execPath, ...startFlags(options.root), SERVICE_ENTRY];
   const npmStart = ['npm', 'start', '--silent'];
   const common = { LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0' };
   const onPostgres = { ...common, DATABASE_URL: options.databaseUrl, BOOTSTRAP: 'off' };

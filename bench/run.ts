@@ -54,13 +54,13 @@ async function freePort(): Promise<number> {
 /** BENCH_PROFILE_DIR=dir: the service processes write a V8 CPU profile there when they exit. */
 const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 
-/** The service as `npm start` runs it (the bundle `npm run build` writes; built before the run). */
-const SERVICE = SERVICE_ENTRY;
+/** The node flags `npm start` runs the service with (its bundle, SERVICE_ENTRY, is built before the run). */
+const SERVICE_FLAGS = startFlags(ROOT);
 
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
-  const service = args[0] === SERVICE;
+  const service = args[0] === SERVICE_ENTRY;
   const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const runner = service ? startFlags(ROOT) : ['--import', 'tsx'];
+  const runner = service ? SERVICE_FLAGS : ['--import', 'tsx'];
   const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;
@@ -233,7 +233,7 @@ async function main(): Promise<void> {
       BENCH_CEILING_ROUTE: 'on',
     };
     log(`database ${dbName}; starting the service (ROLE=api) on ${origin}`);
-    const service = startProcess([SERVICE], { ...env, ROLE: 'api' });
+    const service = startProcess([SERVICE_ENTRY], { ...env, ROLE: 'api' });
     processes.push(service);
     await waitReady(`${origin}/health/ready`);
     await db.connect();
@@ -336,7 +336,7 @@ async function main(): Promise<void> {
     const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
     const firstSeeded = BigInt(before[0]!.max ?? '0');
     await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
-    const worker = startProcess([SERVICE], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
+    const worker = startProcess([SERVICE_ENTRY], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
     processes.push(worker);
     // Timed from the first delivery to the last (the worker's start-up is not delivery time).
     const waitStarted = performance.now();
@@ -375,7 +375,7 @@ async function main(): Promise<void> {
     const payrollContext: PayrollContext = {
       db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
       freePort, waitReady, load, api, log, rssMb,
-      startService: (serviceEnv) => startProcess([SERVICE], serviceEnv),
+      startService: (serviceEnv) => startProcess([SERVICE_ENTRY], serviceEnv),
       stop: (child) => new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
         child.once('exit', () => resolve());

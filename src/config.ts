@@ -120,10 +120,10 @@ function trustProxy(env: Env, name: string): false | string[] {
   if (raw === undefined || raw.trim() === '' || raw.trim().toLowerCase() === 'off') return false;
   const entries = raw.split(',').map((entry) => entry.trim());
   for (const entry of entries) {
+    if (PROXY_NAMES.includes(entry)) continue;
     const [address, prefix, extra] = entry.split('/');
     const family = isIP(address ?? '');
     const validPrefix = prefix === undefined || (/^\d+$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
-    if (PROXY_NAMES.includes(entry)) continue;
     if (family === 0 || !validPrefix || extra !== undefined) throw new ConfigError(name, TRUST_PROXY_ACCEPTS, raw);
   }
   return entries;

@@ -257,8 +257,8 @@ export class MoneyMetrics {
     this.batchSeconds.observe({ lane, result: committed ? 'committed' : 'failed' }, seconds);
   }
 
-  resolution(outcome: ResolutionOutcome): void {
-    this.resolutions.inc({ outcome });
+  resolution(outcome: ResolutionOutcome, questions = 1): void {
+    this.resolutions.inc({ outcome }, questions);
   }
 
   railCall(rail: string, operation: 'submit' | 'lookup', outcome: string, seconds: number): void {

@@ -90,7 +90,7 @@ export class Reaper {
     const { known, unanswered } = await this.lookUpInBulk(claimed);
     const asked = claimed.filter((payment) => !unanswered.has(payment.mode));
     // The payments a silent bulk lookup left are questions that led nowhere, as a failed single one.
-    for (let i = asked.length; i < claimed.length; i += 1) this.metrics?.resolution('error');
+    if (asked.length < claimed.length) this.metrics?.resolution('error', claimed.length - asked.length);
     await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment, known.get(payment));
       if (report) applied.push(this.apply(payment, report));

@@ -14,7 +14,7 @@ import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
-import { runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
+import { describeCpu, runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -425,7 +425,8 @@ async function main(): Promise<void> {
     for (const p of Object.values(payroll)) {
       process.stdout.write(
         `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
-          `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio})`,
+          `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
+          `CPU per payout: ${describeCpu(p)}`,
       );
     }
     if (Object.keys(payroll).length > 0) process.stdout.write('\n');

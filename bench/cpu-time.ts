@@ -40,10 +40,21 @@ export function processCpuSeconds(pid: number): number | undefined {
   return f ? (Number(f[UTIME]) + Number(f[STIME])) / clockTicks() : undefined;
 }
 
+/** Whether the process is a PostgreSQL one (a remote server's pid may name any process here). */
+function isPostgres(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres');
+  } catch {
+    return false;
+  }
+}
+
 /** The PostgreSQL server's process (the parent of a backend), when the server runs on this machine. */
 export function postmasterOf(backendPid: number): number | undefined {
+  if (!isPostgres(backendPid)) return undefined;
   const f = statFields(backendPid);
-  return f ? Number(f[PPID]) : undefined;
+  const parent = f ? Number(f[PPID]) : undefined;
+  return parent !== undefined && isPostgres(parent) ? parent : undefined;
 }
 
 /**

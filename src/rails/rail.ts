@@ -58,6 +58,12 @@ export type RailLookup = RailStatus | { status: 'not_found' };
 export interface RailNotification {
   id: string;
   reference: string;
+  /**
+   * The tenant and mode the transfer was sent with (RailTransfer), when the rail gives them back: the
+   * payment is then found by its primary key instead of by its id alone, which reads the whole table.
+   */
+  tenantId?: string;
+  mode?: 'test' | 'live';
   kind: 'reversed';
   reason: string;
   occurredAt: Date;

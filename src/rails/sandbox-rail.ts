@@ -179,6 +179,8 @@ export class SandboxRail implements RailAdapter {
     return rows.map((row) => ({
       id: NOTIFICATION_PREFIX + row.reference,
       reference: row.reference,
+      tenantId: row.tenant_id,
+      mode: row.mode,
       kind: 'reversed' as const,
       reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
       occurredAt: row.reverse_at!,

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
-import { claimUnresolvedPayments, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
+import { claimUnresolvedPayments, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
@@ -200,7 +200,10 @@ export class Reaper {
    * True once its effect is committed — or once there is nothing it could ever apply to.
    */
   private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<boolean> {
-    const payment = await findPaymentById(this.db, notification.reference);
+    // By the primary key when the rail says whose transfer it was; by the id alone otherwise, or when
+    // that names nothing (a rail's echo is not trusted to be right: a return is never dropped for it).
+    const keyed = notification.tenantId && notification.mode ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference) : undefined;
+    const payment = keyed ?? (await findPaymentById(this.db, notification.reference));
     if (!payment) {
       this.log?.error({ notification: notification.id }, 'reaper: the rail returned a payment we have no record of; acknowledged without effect');
       return true;

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import type { RailAdapter } from '../../src/rails/rail.ts';
+import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
+import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, SENDER } from '../support/payouts.ts';
 
@@ -294,4 +295,51 @@ describe('a crash between the batch commit and the answer', () => {
     assert.equal((await retry()).body.status, 'settled', 'the payment as it stands now');
     await assertLedgerBalanced(t);
   });
+});
+
+describe('a return whose notification names the wrong tenant, or none', () => {
+  let t: TestApp;
+  let clock: ManualClock;
+  before(async () => {
+    clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
+    t = await startTestApp({ clock, env: ENV });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  /** A reaper whose rail rewrites what its return notifications say about the transfer's owner. */
+  function reaperSeeing(rewrite: (n: RailNotification) => RailNotification): Reaper {
+    const real = t.services.rails.test;
+    const rail: RailAdapter = {
+      ...real,
+      name: real.name,
+      instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r),
+      submit: (transfer, signal) => real.submit(transfer, signal),
+      lookup: (ref, m) => real.lookup(ref, m),
+      lookupMany: (refs, m) => real.lookupMany!(refs, m),
+      pendingNotifications: async (n) => (await real.pendingNotifications(n)).map(rewrite),
+      acknowledgeNotification: (id) => real.acknowledgeNotification(id),
+    };
+    return new Reaper(t.db, t.services.clock, { test: rail }, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs });
+  }
+
+  for (const [what, rewrite] of [
+    ['another tenant', (n: RailNotification) => ({ ...n, tenantId: '00000000-0000-4000-8000-000000000000' })],
+    ['no tenant', (n: RailNotification) => ({ ...n, tenantId: undefined, mode: undefined })],
+  ] as const) {
+    it(`a notification naming ${what} still reverses the payment (found by its id), once`, async () => {
+      const tenant = await fundedTenant(t);
+      const made = await payout(tenant.api, { beneficiary: beneficiary('V99990007') });
+      await advanceAndReap(t, clock, 4000);
+      assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled');
+      clock.advance(11_000);
+      const reaper = reaperSeeing(rewrite);
+      for (let i = 0; i < 3; i += 1) await reaper.runOnce();
+      assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'reversed');
+      assert.deepEqual(await events(t, made.body.id), ['payment.settled', 'payment.reversed']);
+      assert.deepEqual((await t.services.rails.test.pendingNotifications(1_000)).filter((n) => n.reference === made.body.id), [], 'acknowledged');
+      await assertLedgerBalanced(t);
+    });
+  }
 });

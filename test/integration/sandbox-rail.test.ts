@@ -171,6 +171,7 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'reversed', bankReference, reason: 'returned_by_bank' });
     const mine = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference);
     assert.equal(mine.length, 1);
+    assert.deepEqual([mine[0]!.tenantId, mine[0]!.mode], [t.tenantId, 'test'], 'the return names whose transfer it was, as it was sent');
     await rail.acknowledgeNotification(mine[0]!.id);
     assert.deepEqual(
       await rail.lookup(t.reference, 'test'),

@@ -298,18 +298,8 @@ describe('a crash between the batch commit and the answer', () => {
 });
 
 describe('a return whose notification names the wrong tenant, or none', () => {
-  let t: TestApp;
-  let clock: ManualClock;
-  before(async () => {
-    clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
-    t = await startTestApp({ clock, env: ENV });
-  });
-  after(async () => {
-    await t.close();
-  });
-
   /** A reaper whose rail rewrites what its return notifications say about the transfer's owner. */
-  function reaperSeeing(rewrite: (n: RailNotification) => RailNotification): Reaper {
+  function reaperSeeing(t: TestApp, rewrite: (n: RailNotification) => RailNotification): Reaper {
     const real = t.services.rails.test;
     const rail: RailAdapter = {
       ...real,
@@ -324,22 +314,28 @@ describe('a return whose notification names the wrong tenant, or none', () => {
     return new Reaper(t.db, t.services.clock, { test: rail }, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs });
   }
 
-  for (const [what, rewrite] of [
-    ['another tenant', (n: RailNotification) => ({ ...n, tenantId: '00000000-0000-4000-8000-000000000000' })],
-    ['no tenant', (n: RailNotification) => ({ ...n, tenantId: undefined, mode: undefined })],
-  ] as const) {
-    it(`a notification naming ${what} still reverses the payment (found by its id), once`, async () => {
-      const tenant = await fundedTenant(t);
-      const made = await payout(tenant.api, { beneficiary: beneficiary('V99990007') });
-      await advanceAndReap(t, clock, 4000);
-      assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled');
-      clock.advance(11_000);
-      const reaper = reaperSeeing(rewrite);
-      for (let i = 0; i < 3; i += 1) await reaper.runOnce();
-      assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'reversed');
-      assert.deepEqual(await events(t, made.body.id), ['payment.settled', 'payment.reversed']);
-      assert.deepEqual((await t.services.rails.test.pendingNotifications(1_000)).filter((n) => n.reference === made.body.id), [], 'acknowledged');
+  it('still reverses the payment, found by its id, once, whether the notification names another tenant or none', async () => {
+    const clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
+    const t = await startTestApp({ clock, env: ENV });
+    try {
+      for (const [what, rewrite] of [
+        ['another tenant', (n: RailNotification) => ({ ...n, tenantId: '00000000-0000-4000-8000-000000000000' })],
+        ['no tenant', (n: RailNotification) => ({ ...n, tenantId: undefined, mode: undefined })],
+      ] as const) {
+        const tenant = await fundedTenant(t);
+        const made = await payout(tenant.api, { beneficiary: beneficiary('V99990007') });
+        await advanceAndReap(t, clock, 4000);
+        assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled', what);
+        clock.advance(11_000);
+        const reaper = reaperSeeing(t, rewrite);
+        for (let i = 0; i < 3; i += 1) await reaper.runOnce();
+        assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'reversed', what);
+        assert.deepEqual(await events(t, made.body.id), ['payment.settled', 'payment.reversed'], what);
+        assert.deepEqual((await t.services.rails.test.pendingNotifications(1_000)).filter((n) => n.reference === made.body.id), [], `${what}: acknowledged`);
+      }
       await assertLedgerBalanced(t);
-    });
-  }
+    } finally {
+      await t.close();
+    }
+  });
 });

@@ -6,9 +6,8 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
-import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, SENDER } from '../support/payouts.ts';
+import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
 
@@ -260,7 +259,7 @@ describe('a crash between the batch commit and the answer', () => {
       config: t.config,
       db: t.db,
       clock,
-      testRail: { ...real, name: real.name, instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r), submit: () => new Promise(() => undefined), lookup: (ref, m) => real.lookup(ref, m), pendingNotifications: (n) => real.pendingNotifications(n), acknowledgeNotification: (id) => real.acknowledgeNotification(id) },
+      testRail: railLike(real, { submit: () => new Promise(() => undefined) }),
     });
     await dying.ready();
     const tenant = await fundedTenant(t);
@@ -298,36 +297,22 @@ describe('a crash between the batch commit and the answer', () => {
 });
 
 describe('a return whose notification names the wrong tenant, or none', () => {
-  /** A reaper whose rail rewrites what its return notifications say about the transfer's owner. */
-  function reaperSeeing(t: TestApp, rewrite: (n: RailNotification) => RailNotification): Reaper {
-    const real = t.services.rails.test;
-    const rail: RailAdapter = {
-      ...real,
-      name: real.name,
-      instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r),
-      submit: (transfer, signal) => real.submit(transfer, signal),
-      lookup: (ref, m) => real.lookup(ref, m),
-      lookupMany: (refs, m) => real.lookupMany!(refs, m),
-      pendingNotifications: async (n) => (await real.pendingNotifications(n)).map(rewrite),
-      acknowledgeNotification: (id) => real.acknowledgeNotification(id),
-    };
-    return new Reaper(t.db, t.services.clock, { test: rail }, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs });
-  }
-
   it('still reverses the payment, found by its id, once, whether the notification names another tenant or none', async () => {
     const clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
     const t = await startTestApp({ clock, env: ENV });
     try {
-      for (const [what, rewrite] of [
+      const cases: ReadonlyArray<readonly [string, (n: RailNotification) => RailNotification]> = [
         ['another tenant', (n: RailNotification) => ({ ...n, tenantId: '00000000-0000-4000-8000-000000000000' })],
         ['no tenant', (n: RailNotification) => ({ ...n, tenantId: undefined, mode: undefined })],
-      ] as const) {
+      ];
+      for (const [what, rewrite] of cases) {
         const tenant = await fundedTenant(t);
         const made = await payout(tenant.api, { beneficiary: beneficiary('V99990007') });
         await advanceAndReap(t, clock, 4000);
         assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled', what);
         clock.advance(11_000);
-        const reaper = reaperSeeing(t, rewrite);
+        const real = t.services.rails.test;
+        const reaper = reaperOf(t, { test: railLike(real, { pendingNotifications: async (n) => (await real.pendingNotifications(n)).map(rewrite) }) });
         for (let i = 0; i < 3; i += 1) await reaper.runOnce();
         assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'reversed', what);
         assert.deepEqual(await events(t, made.body.id), ['payment.settled', 'payment.reversed'], what);

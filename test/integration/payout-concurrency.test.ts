@@ -3,7 +3,6 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import type { RailAdapter } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   SENDER,
@@ -15,6 +14,7 @@ import {
   payout,
   position,
   quote,
+  railLike,
 } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_RAIL_TIMEOUT_MS: '300', SANDBOX_SETTLE_DELAY_MS: '3000' };
@@ -98,14 +98,7 @@ describe('payouts under concurrency', () => {
   it('a crash between the ledger commit and the rail call is resolved by the reaper (submit by reference)', async () => {
     // A rail whose submit never arrives: the process "dies" after the ledger commit.
     const real = t.services.rails.test;
-    const crashing: RailAdapter = {
-      name: real.name,
-      instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r),
-      submit: () => new Promise(() => undefined),
-      lookup: (ref, mode) => real.lookup(ref, mode),
-      pendingNotifications: (n) => real.pendingNotifications(n),
-      acknowledgeNotification: (id) => real.acknowledgeNotification(id),
-    };
+    const crashing = railLike(real, { submit: () => new Promise(() => undefined) });
     // A second process on the same database whose rail call never returns.
     const { app: crashedApp } = await buildApp({ config: t.config, db: t.db, clock, testRail: crashing });
     await crashedApp.ready();

@@ -8,7 +8,7 @@ import { MoneyMetrics } from '../../src/services/money-metrics.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import { RailQuestionTimeout, Reaper } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout } from '../support/payouts.ts';
+import { beneficiary, fundedTenant, payout, railLike } from '../support/payouts.ts';
 
 const RAIL_TIMEOUT_MS = 200;
 const never = <T>() => new Promise<T>(() => undefined);
@@ -27,15 +27,12 @@ describe('the reaper and a rail that never answers', () => {
   /** The sandbox rail, except for the questions `silent` names, which never get an answer. */
   function railSilentOn(silent: { lookups?: boolean; notifications?: boolean }): RailAdapter {
     const sandbox = t.services.rails.test;
-    return {
+    return railLike(sandbox, {
       name: 'silent',
-      instrumentAvailable: (b, i, r) => sandbox.instrumentAvailable(b, i, r),
-      submit: (transfer, signal) => sandbox.submit(transfer, signal),
       lookup: (reference, mode) => (silent.lookups ? never() : sandbox.lookup(reference, mode)),
       lookupMany: (references, mode) => (silent.lookups ? never() : sandbox.lookupMany!(references, mode)),
       pendingNotifications: (limit) => (silent.notifications ? never() : sandbox.pendingNotifications(limit)),
-      acknowledgeNotification: (id) => sandbox.acknowledgeNotification(id),
-    };
+    });
   }
 
   const registry = new Registry();

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
 import type { ManualClock } from '../../src/domain/clock.ts';
+import type { RailAdapter } from '../../src/rails/rail.ts';
+import type { RailsByMode } from '../../src/services/payouts.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { client, createTenant, type Client, type TestApp } from './harness.ts';
 
@@ -55,11 +57,30 @@ export async function payout(api: Client, body: Record<string, unknown>, deliver
   return api.post('/v1/payouts', { method: 'pago_movil', sender: SENDER, ...body, quoteId }, { 'idempotency-key': key });
 }
 
-export function reaperOf(t: TestApp): Reaper {
-  return new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, {
+export function reaperOf(t: TestApp, rails: RailsByMode = t.services.rails): Reaper {
+  return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, {
     intervalMs: t.config.reaperIntervalMs,
     railTimeoutMs: t.config.sandboxRailTimeoutMs,
   });
+}
+
+/**
+ * A rail that behaves as `real` except where `overrides` says otherwise (a rail that never answers a
+ * submit, one that rewrites its notifications…). The sandbox rail is a class: its methods are bound
+ * here, a spread would not copy them.
+ */
+export function railLike(real: RailAdapter, overrides: Partial<RailAdapter>): RailAdapter {
+  return {
+    name: real.name,
+    resolvesWithinMs: real.resolvesWithinMs,
+    instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r),
+    submit: (transfer, signal) => real.submit(transfer, signal),
+    lookup: (reference, mode) => real.lookup(reference, mode),
+    ...(real.lookupMany ? { lookupMany: (references: readonly string[], mode: 'test' | 'live') => real.lookupMany!(references, mode) } : {}),
+    pendingNotifications: (limit) => real.pendingNotifications(limit),
+    acknowledgeNotification: (id) => real.acknowledgeNotification(id),
+    ...overrides,
+  };
 }
 
 /** Moves the clock and lets the reaper run until it has nothing left that is due. */

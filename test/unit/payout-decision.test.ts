@@ -293,26 +293,29 @@ describe('decidePayoutBatch (pure)', () => {
           new Map([...decided.usage].map(([k, u]) => [k, { amount: u.amount, count: u.count }])),
           expected,
         );
-        // Every accepted payout's rule still holds on the final counters (unless the subject was
-        // already past that cap before the batch, e.g. a rule tightened today).
-        const final = new Map(state.counters);
-        for (const [k, u] of decided.usage) {
-          const before = final.get(k) ?? { amount: 0n, count: 0n };
-          final.set(k, { amount: before.amount + u.amount, count: before.count + u.count });
-        }
+        // Every accepted payout's rule holds on the counters as they stood once it was counted: what
+        // was there before the batch plus what the batch accepted up to and including it (unless the
+        // subject was already past that cap, e.g. a rule tightened today). Not on the final counters:
+        // a later payout under another rule may count on the same subject, because the most specific
+        // rule replaces the others (caps are not intersected), as it would one request at a time.
         const measured = (counters: ReadonlyMap<string, { amount: bigint; count: bigint }>, keys: string[]) => ({
           day: keys.reduce((acc, k) => acc + (counters.get(k)?.amount ?? 0n), 0n),
           count: keys.reduce((acc, k) => acc + (counters.get(k)?.count ?? 0n), 0n),
           month: keys.reduce((acc, k) => acc + (counters.get(k)?.amount ?? 0n) + (state.pastMonth.get(k) ?? 0n), 0n),
         });
+        const running = new Map(state.counters);
         for (const a of accepted) {
           const target = { tenantId: TENANT, customerId: a.customerId, beneficiaryId: a.beneficiaryId };
           const rule = winningRule(s.rules, target, a.method);
+          const counted = rule && countedSubject(rule, target);
+          const keys = rule && counted ? (rule.method === '*' ? INSTRUMENTS : [a.method]).map((m) => counterKeyOf({ kind: counted.kind, subjectId: counted.id, method: m })) : [];
+          const before = measured(running, keys);
+          for (const t of trackedCounters(TENANT, a)) {
+            const c = running.get(counterKeyOf(t)) ?? { amount: 0n, count: 0n };
+            running.set(counterKeyOf(t), { amount: c.amount + a.deliverAmount, count: c.count + 1n });
+          }
           if (!rule) continue;
-          const counted = countedSubject(rule, target);
-          const keys = (rule.method === '*' ? INSTRUMENTS : [a.method]).map((m) => counterKeyOf({ kind: counted.kind, subjectId: counted.id, method: m }));
-          const after = measured(final, keys);
-          const before = measured(state.counters, keys);
+          const after = measured(running, keys);
           assert.ok(after.day <= rule.dailyMax || before.day > rule.dailyMax, `daily ${after.day} within ${rule.dailyMax}`);
           if (rule.dailyCountMax !== null) assert.ok(after.count <= rule.dailyCountMax || before.count >= rule.dailyCountMax, `count ${after.count} within ${rule.dailyCountMax}`);
           if (rule.monthlyMax !== null) assert.ok(after.month <= rule.monthlyMax || before.month > rule.monthlyMax, `month ${after.month} within ${rule.monthlyMax}`);

@@ -134,6 +134,6 @@ buildSdk();
 for (const [from, to] of ASSETS) cpSync(path.join(ROOT, from), path.join(OUT, to), { recursive: true });
 // The embedded engine's template: initdb and every migration, once, here rather than at a first start.
 const { writePgliteTemplate } = await import(pathToFileURL(path.join(OUT, 'pglite-template.js')).href);
-await writePgliteTemplate(path.join(OUT, 'pglite-template.tar.gz'));
+await writePgliteTemplate(path.join(OUT, 'pglite-template.tar.gz'), path.join(OUT, 'pglite-template'));
 writeFileSync(STAMP, `${new Date().toISOString()}\n`);
 process.stderr.write(`built dist/ in ${Math.round(performance.now() - startedMs)} ms\n`);

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Database } from './database.ts';
 import { lockDataDir, type LockHolder } from './data-dir-lock.ts';
 import { PgliteDatabase } from './pglite.ts';
-import { pgliteTemplate } from './pglite-template.ts';
+import { pgliteTemplate, seedFromTemplate } from './pglite-template.ts';
 import { PostgresDatabase } from './postgres.ts';
 
 export interface OpenOptions {
@@ -32,7 +32,10 @@ export async function openDatabase(
   const lock = await lockDataDir(config.dataDir, options.purpose ?? path.basename(process.argv[1] ?? 'node'));
   if (lock.tookOver) options.onStaleLock?.(lock.tookOver, lock.path);
   try {
-    const db = await PgliteDatabase.open(path.resolve(config.dataDir, 'pglite'), pgliteTemplate());
+    const dir = path.resolve(config.dataDir, 'pglite');
+    // A first start copies the built template natively; the tarball is PGlite's slower way in.
+    seedFromTemplate(dir);
+    const db = await PgliteDatabase.open(dir, () => pgliteTemplate());
     db.afterClose(() => lock.release());
     return db;
   } catch (error) {

@@ -3,6 +3,8 @@
 //  1. Whatever arrives, well-formed or carrying one malformation, the answer is never a 5xx, every 4xx
 //     is exactly the error envelope with a code of ERROR_CODES (its status, its type, the request id of
 //     the `x-request-id` header), and a request malformed by construction is refused.
+//     Every answer of a documented operation (below 5xx) has a status the operation documents, and its
+//     JSON body is valid against the documented schema, read as a strict client-side validator reads it.
 //  2. A malformed POST /v1/payouts changes nothing: the quote stays open, the balance is untouched, no
 //     payment exists and the Idempotency-Key is still free for the valid request.
 //
@@ -12,6 +14,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { BODY_LIMIT_BYTES } from '../../src/app.ts';
 import { ERROR_CODES } from '../../src/http/errors.ts';
@@ -76,6 +80,8 @@ interface Operation {
   pathMethods: Method[];
   /** False for the hidden public routes: no schema says what they must refuse. */
   documented: boolean;
+  /** The document's answers by status (`$ref`s to components.responses resolved). */
+  responses: Record<string, Schema>;
 }
 
 const DOC = JSON.parse(readFileSync('openapi.json', 'utf8'));
@@ -115,6 +121,12 @@ function documentedOperations(): Operation[] {
         deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 400) ? statuses.find((s) => s >= 500) : undefined,
         pathMethods,
         documented: true,
+        responses: Object.fromEntries(
+          Object.entries<Schema>(op.responses ?? {}).map(([status, r]) => [
+            status,
+            typeof r.$ref === 'string' ? DOC.components.responses[r.$ref.replace('#/components/responses/', '')] : r,
+          ]),
+        ),
       });
     }
   }
@@ -130,6 +142,7 @@ function documentedOperations(): Operation[] {
       requiresIdempotencyKey: false,
       pathMethods: ['GET'],
       documented: false,
+      responses: {},
     });
   }
   return operations;
@@ -908,6 +921,49 @@ function codeOf(observed: Observed): string {
   }
 }
 
+/**
+ * The document's components, for its `#/components/schemas/…` references, read by a validator that
+ * applies every keyword (formats included, `nullable` as OpenAPI 3.0.3 defines it).
+ */
+const documentAjv = new Ajv({ strict: false, allErrors: false });
+// ajv-formats is CommonJS: its default export is the function (typed as the module).
+(addFormats as unknown as (ajv: Ajv) => void)(documentAjv);
+documentAjv.addSchema({ components: DOC.components }, 'document');
+const answerValidators = new Map<Schema, ValidateFunction>();
+/**
+ * Codes the HTTP layer answers before any route is matched (a URL it cannot decode or route, a path
+ * parameter over its length): such a request never reached the operation, so the operation's
+ * document does not speak for it. Its envelope is still checked (envelopeDefects).
+ */
+const ANSWERED_BEFORE_ROUTING = new Set(['malformed_request', 'uri_too_long', 'route_not_found']);
+
+/** How an answer departs from what its operation documents: an undocumented status, or a body outside its schema. */
+function documentDefects(d: Draft, observed: Observed): string[] {
+  if (!d.operation.documented || d.method !== d.operation.method || observed.status >= 500) return [];
+  if (ANSWERED_BEFORE_ROUTING.has(codeOf(observed))) return [];
+  const documented = d.operation.responses[String(observed.status)] ?? d.operation.responses.default;
+  if (!documented) return [`undocumented status · ${d.operation.id} · ${observed.status}`];
+  const schema = documented.content?.['application/json']?.schema as Schema | undefined;
+  if (!schema) return [];
+  let body: unknown;
+  try {
+    body = JSON.parse(observed.raw);
+  } catch {
+    return [`documented as JSON, answered otherwise · ${d.operation.id} · ${observed.status}`];
+  }
+  let validate = answerValidators.get(schema);
+  if (!validate) {
+    // References point into the document: resolved against it, as a client generated from it would.
+    const rebased = JSON.parse(JSON.stringify(schema).replaceAll('"#/components/', '"document#/components/'));
+    const compiled = documentAjv.compile(rebased);
+    answerValidators.set(schema, compiled);
+    validate = compiled;
+  }
+  if (validate(body)) return [];
+  const error = validate.errors?.[0];
+  return [`answer outside its documented schema · ${d.operation.id} · ${observed.status} · ${error?.instancePath || '/'} ${error?.message ?? ''}`];
+}
+
 /** The failure classes one answer belongs to (none when it is fine). */
 function judge(d: Draft, observed: Observed): string[] {
   const { status } = observed;
@@ -920,6 +976,7 @@ function judge(d: Draft, observed: Observed): string[] {
   }
   if (d.expect === 'refuse' && status < 400) classes.push(`malformed request accepted · ${d.kind} · ${seen}`);
   if (typeof d.expect === 'number' && status !== d.expect && status < 500) classes.push(`expected ${d.expect} · ${d.kind} · got ${seen}`);
+  classes.push(...documentDefects(d, observed));
   return classes;
 }
 

@@ -167,7 +167,7 @@ export type PayoutResult = {
     /**
      * Why it failed; only with status `failed`, else null
      */
-    reason: 'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'beneficiary_mismatch' | 'amount_below_rail_minimum' | 'sender_required' | 'instrument_unsupported' | 'invalid_destination_account' | 'bank_unreachable' | 'rail_rejected' | 'rail_insufficient_balance' | 'amount_above_rail_limit' | 'no_route';
+    reason: 'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'beneficiary_mismatch' | 'amount_below_rail_minimum' | 'sender_required' | 'instrument_unsupported' | 'invalid_destination_account' | 'bank_unreachable' | 'rail_rejected' | 'rail_insufficient_balance' | 'amount_above_rail_limit' | 'no_route' | null;
     beneficiaryId: string;
     beneficiary: {
         fullName: string;
@@ -210,7 +210,7 @@ export type Payment = {
      * 0 on failed
      */
     fee_amount: string;
-    method: 'pago_movil' | 'transferencia';
+    method: 'pago_movil' | 'transferencia' | null;
     /**
      * The only send identifier published
      */
@@ -234,7 +234,7 @@ export type Payment = {
         /**
          * The status before; null on the first transition (a payment created `submitted` or `failed`)
          */
-        from_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
+        from_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed' | null;
         /**
          * The status after
          */
@@ -829,7 +829,7 @@ export type StatementRow = {
      * 0 on failed
      */
     fee_amount: string;
-    method: 'pago_movil' | 'transferencia';
+    method: 'pago_movil' | 'transferencia' | null;
     /**
      * The only send identifier published
      */
@@ -4979,6 +4979,14 @@ export type SandboxWebhookFailingErrors = {
     400: ErrorEnvelope & {
         error?: {
             code?: 'validation_failed';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
         };
     };
     /**

@@ -93,10 +93,10 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
           operationId: 'sandboxWebhookFailing',
           summary: 'Sandbox receiver that always answers 500',
           description:
-            'Point a test-mode endpoint here to watch the retry schedule, the `dead` queue and `POST /v1/events/retry-dead` at work. Always 500, whatever is sent. Needs no key.',
+            'Point a test-mode endpoint here to watch the retry schedule, the `dead` queue and `POST /v1/events/retry-dead` at work. Always 500, whatever is sent, except a body over 64 KiB, which is refused with 413 `payload_too_large` before it is read (no delivery is that large). Needs no key.',
           security: [],
           body: WebhookBody,
-          response: { 500: FailingReceiverAnswer },
+          response: { 500: FailingReceiverAnswer, ...errorResponses('payload_too_large') },
         },
       },
       async (request, reply) =>

@@ -2,9 +2,12 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../errors.ts';
 
 // OpenAPI 3.0.3 has no `type: null`; nullable fields use `nullable: true`, which AJV and
-// fast-json-stringify both understand. Static type stays `T | null`.
+// fast-json-stringify both understand. Static type stays `T | null`. An enum lists null among its
+// values too: under OpenAPI 3.0.3's reading of `nullable`, it does not widen `enum`, so a validator
+// would otherwise refuse the null the field may hold.
 export function Nullable<T extends TSchema>(schema: T) {
-  return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true });
+  const values = (schema as { enum?: unknown[] }).enum;
+  return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true, ...(values ? { enum: [...values, null] } : {}) });
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { Database } from './database.ts';
 import { lockDataDir, type LockHolder } from './data-dir-lock.ts';
 import { PgliteDatabase } from './pglite.ts';
-import { pgliteTemplate, seedFromTemplate } from './pglite-template.ts';
+import { seedFromTemplate } from './pglite-template.ts';
 import { PostgresDatabase } from './postgres.ts';
 
 export interface OpenOptions {
@@ -33,9 +33,10 @@ export async function openDatabase(
   if (lock.tookOver) options.onStaleLock?.(lock.tookOver, lock.path);
   try {
     const dir = path.resolve(config.dataDir, 'pglite');
-    // A first start copies the built template natively; the tarball is PGlite's slower way in.
+    // A first start copies the built template (npm run build writes it beside the bundle); without
+    // one (running from src/), PGlite runs initdb.
     seedFromTemplate(dir);
-    const db = await PgliteDatabase.open(dir, () => pgliteTemplate());
+    const db = await PgliteDatabase.open(dir);
     db.afterClose(() => lock.release());
     return db;
   } catch (error) {

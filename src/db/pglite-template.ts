@@ -6,7 +6,7 @@
 //   about a second and a half slower on a 2-core machine;
 // - a gzipped tarball of the same directory, for in-memory databases (tests), which only PGlite's
 //   loadDataDir can fill.
-// Without a template (running from src/), a new data directory is initialised as usual. Either way
+// Without the directory (running from src/), a new data directory is initialised as usual. Either way
 // `migrate` then runs and finds the schema current (or applies what is newer than the template).
 import { cpSync, existsSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -18,7 +18,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const PGLITE_TEMPLATE_FILE = path.join(HERE, 'pglite-template.tar.gz');
 export const PGLITE_TEMPLATE_DIR = path.join(HERE, 'pglite-template');
 
-/** The template's bytes when one was built, else undefined. */
+/** The template's tarball, when one was built (in-memory test databases load it), else undefined. */
 export function pgliteTemplate(file = PGLITE_TEMPLATE_FILE): Blob | undefined {
   return existsSync(file) ? new Blob([readFileSync(file)]) : undefined;
 }

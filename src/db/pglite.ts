@@ -50,14 +50,12 @@ export class PgliteDatabase implements Database {
 
   /**
    * `dataDir` undefined → in memory (tests). `template`: the data directory a NEW database starts
-   * from (see pglite-template.ts), or a function giving it; neither read nor used when `dataDir`
-   * already holds a database.
+   * from (see pglite-template.ts); ignored when `dataDir` already holds a database.
    */
-  static async open(dataDir: string | undefined, template?: Blob | (() => Blob | undefined)): Promise<PgliteDatabase> {
+  static async open(dataDir: string | undefined, template?: Blob): Promise<PgliteDatabase> {
     if (dataDir) mkdirSync(dataDir, { recursive: true });
     const isNew = dataDir === undefined || !existsSync(path.join(dataDir, 'PG_VERSION'));
-    const loadDataDir = isNew ? (typeof template === 'function' ? template() : template) : undefined;
-    const db = await PGlite.create({ dataDir, parsers, serializers, ...(loadDataDir ? { loadDataDir } : {}) });
+    const db = await PGlite.create({ dataDir, parsers, serializers, ...(isNew && template ? { loadDataDir: template } : {}) });
     // PGlite's default statement timeout is none; keep timestamps in UTC like the server engine.
     await db.exec(`SET TIME ZONE 'UTC'`);
     return new PgliteDatabase(db);

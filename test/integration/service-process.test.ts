@@ -7,6 +7,9 @@ import { describe, it } from 'node:test';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, runToExit, startService } from '../support/process.ts';
 
+/** How long the service may take to close its port once npm, its parent, has exited. */
+const ORPHAN_EXIT_BOUND_MS = 10_000;
+
 describe(`the service as a process (npm start) on ${ENGINE}`, () => {
   it('starts on an empty database, prints a working key and curl, and stops cleanly on SIGTERM', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-start-'));
@@ -47,6 +50,34 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       assert.doesNotMatch(again.output(), /First start/);
     } finally {
       await again.stop();
+      await database?.drop();
+    }
+  });
+
+  it('stops when its supervisor sends SIGTERM to npm itself, leaving no orphan serving the port', async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-npm-start-'));
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const port = await freePort();
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' }, port, 30_000, 'npm start');
+    try {
+      assert.equal((await fetch(`${service.baseUrl}/health/live`)).status, 200);
+      const code = await service.stop('SIGTERM');
+      assert.equal(code, 0, service.output());
+      // npm has exited; the service it started must be gone too, not still answering on the port.
+      const deadline = Date.now() + ORPHAN_EXIT_BOUND_MS;
+      let answering = true;
+      while (answering && Date.now() < deadline) {
+        answering = await fetch(`${service.baseUrl}/health/live`).then(() => true, () => false);
+        if (answering) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      assert.equal(answering, false, `something still answers on port ${port} ${ORPHAN_EXIT_BOUND_MS} ms after npm exited`);
+    } finally {
+      // Whatever npm left behind, so a failure here cannot keep the test run waiting.
+      try {
+        process.kill(-service.child.pid!, 'SIGKILL');
+      } catch {
+        // the group is already gone
+      }
       await database?.drop();
     }
   });

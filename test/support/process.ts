@@ -24,12 +24,19 @@ export interface ServiceProcess {
  */
 export const SERVICE_ARGS = ['--enable-source-maps', 'dist/main.js'];
 
+/**
+ * How the service is launched: its node command directly (what `npm start` ends in), or through npm
+ * itself, whose signal handling is part of what a user's process supervisor sees. `--ignore-scripts`
+ * skips only the prestart build, which the suite has already done. Through npm, the child leads its own
+ * process group so a test can clean up everything npm started (`killGroup`).
+ */
+export type Launcher = 'node' | 'npm start';
+
 /** Starts the service as `npm start` does and waits until ready. */
-export async function startService(env: Record<string, string>, port: number, readyTimeoutMs = 30_000): Promise<ServiceProcess & { readyMs: number }> {
+export async function startService(env: Record<string, string>, port: number, readyTimeoutMs = 30_000, launcher: Launcher = 'node'): Promise<ServiceProcess & { readyMs: number }> {
   const startedAt = Date.now();
-  const child = spawn(process.execPath, SERVICE_ARGS, {
-    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' },
-  });
+  const childEnv = { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' };
+  const child = launcher === 'node' ? spawn(process.execPath, SERVICE_ARGS, { env: childEnv }) : spawn('npm', ['start', '--silent', '--ignore-scripts'], { env: childEnv, detached: true });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));

@@ -183,7 +183,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
   ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
-  ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant'],
+  ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant (created by the first api or all process, never a worker)'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
   ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],

@@ -29,7 +29,9 @@ async function main(): Promise<void> {
   let bootstrap: BootstrapResult | undefined;
   await migrate(db, async () => {
     await syncPlatformKey(db, config.platformApiKey);
-    if (config.bootstrap) bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
+    // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
+    // this process's own port, where a worker answers no API route.
+    if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
   });
 
   // A worker serves no API, but it is probed and scraped like any process: its port answers the

@@ -1,10 +1,12 @@
 // A ROLE=worker process serves no API, but answers the health checks and /metrics on its PORT, like
 // every role, and its startup line says what it listens on.
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { loadConfig } from '../../src/config.ts';
+import { openDatabase } from '../../src/db/open.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { valueOf } from '../support/metrics.ts';
 import { freePort, startService } from '../support/process.ts';
@@ -95,6 +97,37 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       assert.equal(valueOf(metrics, 'bolivar_worker_passes_total'), undefined, 'no loop runs here');
     } finally {
       assert.equal(await api.stop('SIGTERM'), 0, api.output());
+      await database?.drop();
+    }
+  });
+
+  it('a worker started first on an empty database leaves the sandbox tenant to the first API process, which points it at its own port', async () => {
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-worker-first-'));
+    const common = { LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' };
+    try {
+      const worker = await startService({ ...common, ROLE: 'worker' }, await freePort());
+      assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
+      assert.doesNotMatch(worker.output(), /First start/);
+      assert.equal(existsSync(path.join(dataDir, 'bootstrap.json')), false, 'the worker wrote no bootstrap.json');
+
+      const port = await freePort();
+      const api = await startService({ ...common, ROLE: 'api' }, port);
+      try {
+        assert.match(api.output(), /First start/);
+        const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+        assert.match(saved.curl, new RegExp(`http://localhost:${port}/v1/tenant/me`));
+      } finally {
+        assert.equal(await api.stop('SIGTERM'), 0, api.output());
+      }
+      const db = await openDatabase({ ...loadConfig({}), databaseUrl: database?.url, dataDir });
+      try {
+        const { rows } = await db.query<{ url: string }>('SELECT url FROM webhook_endpoints WHERE tenant_id = $1', [JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).tenantId]);
+        assert.deepEqual(rows, [{ url: `http://localhost:${port}/v1/sandbox/webhooks/sink` }], 'the sandbox endpoint points at the API process, not the worker');
+      } finally {
+        await db.close();
+      }
+    } finally {
       await database?.drop();
     }
   });

@@ -51,8 +51,8 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, readonly accepts: string, readonly got: string) {
-    super(`Invalid configuration: ${variable}=${JSON.stringify(got)}; ${variable} accepts ${accepts}.`);
+  constructor(readonly variable: string, readonly accepts: string, readonly got: string, detail?: string) {
+    super(`Invalid configuration: ${variable}=${JSON.stringify(got)}; ${variable} accepts ${accepts}.${detail ? ` ${detail}` : ''}`);
     this.name = 'ConfigError';
   }
 }
@@ -129,6 +129,17 @@ function trustProxy(env: Env, name: string): false | string[] {
   return entries;
 }
 
+/** One DNS name (RFC 1123 labels, at most 253 characters) or an IPv4/IPv6 address. */
+const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+
+function host(env: Env, name: string, fallback: string): string {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = raw.trim();
+  if (isIP(value) === 0 && !HOST_NAME.test(value)) throw new ConfigError(name, 'an IP address to listen on (0.0.0.0 for all, 127.0.0.1 for this machine only, :: for all IPv6) or a host name of this machine', raw);
+  return value;
+}
+
 export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -138,7 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
-    host: env.HOST || '0.0.0.0',
+    host: host(env, 'HOST', '0.0.0.0'),
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     dataDir: env.DATA_DIR || './data',
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 20, 1, 500),
@@ -176,9 +187,9 @@ export function loadConfig(env: Env = process.env): Config {
 /** The documented table, used by the README and by `bolivar config`. */
 export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['PORT', '3000', 'HTTP port (every role listens: a worker answers only /health/* and /metrics on it)'],
-  ['HOST', '0.0.0.0', 'Interface to bind'],
+  ['HOST', '0.0.0.0', 'Interface to bind: an IP address (:: for all IPv6) or a host name of this machine'],
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
-  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json'],
+  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing'],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],

@@ -46,7 +46,16 @@ async function main(): Promise<void> {
   }
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // A name that does not resolve, or an address this machine does not have, is a HOST mistake.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EADDRNOTAVAIL') {
+      throw new ConfigError('HOST', 'an address of this machine, or a name resolving to one', config.host, `Listening failed: ${(error as Error).message}.`);
+    }
+    throw error;
+  }
   const bound = app.server.address();
   const address = typeof bound === 'object' && bound ? `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` : String(bound);
   app.log.info(
@@ -93,5 +102,5 @@ async function main(): Promise<void> {
 
 main().catch((error) => {
   process.stderr.write(`Failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(error instanceof ConfigError ? 78 : 1); // EX_CONFIG
 });

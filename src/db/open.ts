@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database } from './database.ts';
+import { ensureDataDir } from './data-dir.ts';
 import { lockDataDir, type LockHolder } from './data-dir-lock.ts';
 import { PgliteDatabase } from './pglite.ts';
 import { seedFromTemplate } from './pglite-template.ts';
@@ -29,6 +30,7 @@ export async function openDatabase(
       lockTimeoutMs: config.dbLockTimeoutMs,
     });
   }
+  ensureDataDir(config.dataDir);
   const lock = await lockDataDir(config.dataDir, options.purpose ?? path.basename(process.argv[1] ?? 'node'));
   if (lock.tookOver) options.onStaleLock?.(lock.tookOver, lock.path);
   try {

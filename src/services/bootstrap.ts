@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
+import { ensureDataDir } from '../db/data-dir.ts';
 import { findKeyByHash, insertApiKey, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
 import { insertTenant } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
@@ -74,6 +75,8 @@ export async function bootstrapIfEmpty(
     if (done.rowCount > 0) return undefined;
     const customers = await tx.query('SELECT 1 FROM tenants WHERE NOT is_platform LIMIT 1');
     if (customers.rowCount > 0) return undefined;
+    // Where the keys will be saved, checked before anything commits: keys shown once must not be lost.
+    ensureDataDir(config.dataDir);
 
     const tenant = await insertTenant(tx, randomUUID(), { ...TENANT_DEFAULTS, name: 'Sandbox' });
     const apiKey = generateApiKey('test');
@@ -105,7 +108,6 @@ export async function bootstrapIfEmpty(
 
   const curl = `curl -s ${baseUrl}/v1/tenant/me -H 'x-api-key: ${result.apiKey}'`;
   const file = path.resolve(config.dataDir, 'bootstrap.json');
-  mkdirSync(path.dirname(file), { recursive: true });
   const content = {
     tenantId: result.tenantId,
     mode: 'test',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -9,6 +9,8 @@ import { freePort, runToExit, startService } from '../support/process.ts';
 
 /** How long the service may take to close its port once npm, its parent, has exited. */
 const ORPHAN_EXIT_BOUND_MS = 10_000;
+/** How long a start refused for its configuration may take: a refusal, never a hang. */
+const REFUSAL_BOUND_MS = 20_000;
 
 describe(`the service as a process (npm start) on ${ENGINE}`, () => {
   it('starts on an empty database, prints a working key and curl, and stops cleanly on SIGTERM', async () => {
@@ -84,7 +86,26 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
 
   it('refuses to start on a bad configuration value, naming the variable', async () => {
     const result = await runToExit({ PORT: 'abc' });
-    assert.notEqual(result.code, 0);
+    assert.equal(result.code, 78);
     assert.match(result.output, /PORT accepts an integer/);
+  });
+
+  it('refuses a HOST it cannot listen on and a DATA_DIR it cannot use, naming the variable, without hanging', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'bds-not-a-dir-')), 'file');
+    writeFileSync(file, 'not a directory');
+    const embedded = { DATABASE_URL: '', PORT: '0' };
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ HOST: 'not_a_host' }, /Invalid configuration: HOST="not_a_host"; HOST accepts an IP address/],
+      [{ HOST: 'nowhere.invalid' }, /Invalid configuration: HOST="nowhere.invalid".*Listening failed: getaddrinfo/],
+      [{ DATA_DIR: file }, /Invalid configuration: DATA_DIR=".*"; .*exists and is not a directory/],
+      [{ DATA_DIR: path.join(file, 'below') }, /Invalid configuration: DATA_DIR=.*exists and is not a directory/],
+      // procfs answers mkdir with ENOENT, on which Node's recursive mkdir loops for ever.
+      [{ DATA_DIR: '/proc/bds-no-such-dir' }, /Invalid configuration: DATA_DIR="\/proc\/bds-no-such-dir".*Creating \/proc\/bds-no-such-dir failed: ENOENT/],
+    ];
+    for (const [env, message] of cases) {
+      const result = await runToExit({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-cfg-')), ...embedded, ...env }, undefined, REFUSAL_BOUND_MS);
+      assert.equal(result.code, 78, `${JSON.stringify(env)}: ${result.output}`);
+      assert.match(result.output, message);
+    }
   });
 });

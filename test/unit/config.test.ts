@@ -82,4 +82,14 @@ describe('configuration', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }), (error: Error) => !error.message.includes('hunter2'));
     assert.throws(() => loadConfig({ PLATFORM_API_KEY: 'bsk_platform_secret' }), (error: Error) => !error.message.includes('secret'));
   });
+
+  it('HOST takes an IP address or a DNS name, and refuses anything else naming the variable', () => {
+    for (const host of ['0.0.0.0', '127.0.0.1', '::', '::1', 'localhost', 'api-1.internal', 'svc.example.com.']) {
+      assert.equal(loadConfig({ HOST: host }).host, host);
+    }
+    assert.equal(loadConfig({}).host, '0.0.0.0');
+    for (const host of ['not_a_host', 'http://localhost', 'localhost:3000', '-bad.example', 'a..b', '[::1]', `${'a'.repeat(64)}.com`]) {
+      assert.throws(() => loadConfig({ HOST: host }), (error: unknown) => error instanceof ConfigError && error.variable === 'HOST', host);
+    }
+  });
 });

@@ -83,7 +83,8 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
   if (fullName === '') fail('fullName', "fullName is required: the holder's name exactly as the destination bank holds it");
   else if ([...fullName].length > FULL_NAME_LENGTH_MAX) fail('fullName', `fullName must be at most ${FULL_NAME_LENGTH_MAX} characters`);
 
-  const nationalId = (text(input.nationalId) ?? '').toUpperCase();
+  // Exactly as the rail expects it: a lower-case letter is refused, not silently corrected.
+  const nationalId = text(input.nationalId) ?? '';
   if (!NATIONAL_ID.test(nationalId)) {
     fail('nationalId', 'nationalId must be V, E, J, G or P followed by 6 to 9 digits, e.g. V12345678');
   }

@@ -3,6 +3,7 @@
  * so the payout body, a customer's stored sender and the program's default sender all go through the
  * same rules. The values arrive straight from JSON, so every type is checked here rather than trusted.
  */
+import { ISO_3166_ALPHA3 } from './iso-countries.ts';
 import type { FieldError } from '../http/errors.ts';
 
 /** What a caller sends; anything may be missing or of the wrong JSON type. */
@@ -143,13 +144,13 @@ export function validateSender(input: SenderInput, fieldPrefix = 'sender'): Send
   let nationalityKnown = true;
   if (!isAbsent(input.nationality)) {
     const raw = typeof input.nationality === 'string' ? input.nationality.trim().toUpperCase() : '';
-    if (NATIONALITY.test(raw)) {
+    if (NATIONALITY.test(raw) && ISO_3166_ALPHA3.has(raw)) {
       nationality = raw;
     } else {
       nationalityKnown = false;
       fail(
         'nationality',
-        `nationality must be an ISO 3166-1 alpha-3 country code (3 letters), e.g. VEN or COL; leave it out for a Venezuelan sender`,
+        `nationality must be an ISO 3166-1 alpha-3 country code, e.g. VEN or COL; leave it out for a Venezuelan sender`,
       );
     }
   }

@@ -188,6 +188,7 @@ export class PayoutService {
     }
     if (!reads.quote) throw notFound('quote');
     if (request.beneficiaryId && !reads.beneficiary) throw notFound('beneficiary');
+    const customerId = customerOf(request.customerId, reads.quote.customer_id);
     const sender = blockSender ?? reads.customerSender ?? reads.defaultSender;
     await this.ensureUsdRate();
 
@@ -207,11 +208,11 @@ export class PayoutService {
         method: methodUsed ?? request.method,
         routeFailure: routeFailure?.reason ?? null,
         senderMissing: !sender,
-        customerId: request.customerId ?? null,
+        customerId: customerId ?? null,
         beneficiaryId: reads.beneficiary?.id ?? '',
       },
       inline: inline ? { details: inline, newId: randomUUID() } : undefined,
-      customerSender: request.customerId && blockSender ? { customerId: request.customerId, sender: blockSender } : undefined,
+      customerSender: customerId && blockSender ? { customerId, sender: blockSender } : undefined,
       requestId: context.requestId,
       quote,
       beneficiary: target,
@@ -334,6 +335,18 @@ export class PayoutService {
     }
     this.usdRateSeen = true;
   }
+}
+
+/**
+ * The caller's user a payout is for: the one its quote was made for, unless the payout names one
+ * itself. Naming another user than the quote's is refused: limits and the stored sender would
+ * belong to one user while the quote's price was asked for another.
+ */
+function customerOf(requested: string | undefined, quoted: string | null): string | undefined {
+  if (requested !== undefined && quoted !== null && requested.toLowerCase() !== quoted.toLowerCase()) {
+    throw validationFailed([{ field: 'customerId', message: `the quote was made for customerId ${quoted}: send that customerId, or leave it out to use the quote's` }]);
+  }
+  return requested ?? quoted ?? undefined;
 }
 
 function validate(request: PayoutRequest, bankCodes: Record<Instrument, ReadonlySet<string>>): { inline?: BeneficiaryDetails; blockSender?: Sender } {

@@ -84,6 +84,47 @@ describe('POST /v1/payouts: request rules, sender resolution, scopes and isolati
     assertEnvelope(assert, await admin.put(`/v1/admin/tenants/${fresh.tenantId}/default-sender`, { mode: 'test', sender: { ...SENDER, phone: '0212' } }), 400, 'validation_failed');
   });
 
+  it("a payout without customerId is for its quote's customer: payment, stored sender and customer rule", async () => {
+    const fresh = await fundedTenant(t);
+    const customerId = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b3e1';
+    const quoteFor = async (customer: string | undefined, amount = 1_000_000) => {
+      const response = await fresh.api.post('/v1/quotes', { deliver: { asset: 'BS', amount }, ...(customer ? { customerId: customer } : {}) });
+      assert.equal(response.status, 201, response.raw);
+      return response.body.id as string;
+    };
+    // The sender block is stored for the quote's customer, and the payment carries that customer.
+    const first = await payout(fresh.api, { quoteId: await quoteFor(customerId), beneficiary: beneficiary('V50000030') });
+    assert.equal(first.status, 201, first.raw);
+    const payment = await fresh.api.get(`/v1/payments/${first.body.id}`);
+    assert.equal(payment.body.customer_id, customerId);
+    const listed = await fresh.api.get(`/v1/payments?customerId=${customerId}`);
+    assert.deepEqual(listed.body.data.map((row: { id: string }) => row.id), [first.body.id]);
+    const reused = await payout(fresh.api, { quoteId: await quoteFor(customerId), beneficiary: beneficiary('V50000031'), sender: undefined });
+    assert.equal(reused.body.status, 'submitted', `the customer's stored sender: ${reused.raw}`);
+
+    // The customer's rule governs it, not the tenant's.
+    const rule = async (scope: string, subject: Record<string, unknown>, perTx: number) =>
+      assert.equal((await admin.post('/v1/admin/limit-rules', { scope, tenantId: fresh.tenantId, ...subject, method: '*', per_tx_max: perTx, daily_max: 100_000_000 })).status, 201);
+    await rule('tenant', {}, 3_000_000);
+    await rule('customer', { subjectId: customerId }, 5_000_000);
+    const underCustomerRule = await payout(fresh.api, { quoteId: await quoteFor(customerId, 4_000_000), beneficiary: beneficiary('V50000032') });
+    assert.equal(underCustomerRule.status, 201, underCustomerRule.raw);
+    const tenantRule = await payout(fresh.api, { quoteId: await quoteFor(undefined, 4_000_000), beneficiary: beneficiary('V50000033') });
+    assertEnvelope(assert, tenantRule, 422, 'limit_exceeded');
+    const usage = await fresh.api.get(`/v1/limits/usage?customerId=${customerId}`);
+    assert.equal(usage.body.usage.day_amount, '6000000', usage.raw);
+
+    // The payout may repeat the quote's customer, not name another one; that refusal consumes nothing.
+    const quoted = await quoteFor(customerId);
+    const same = await payout(fresh.api, { quoteId: quoted, beneficiary: beneficiary('V50000034'), customerId: customerId.toUpperCase() });
+    assert.equal(same.status, 201, same.raw);
+    const otherQuote = await quoteFor(customerId);
+    const other = await payout(fresh.api, { quoteId: otherQuote, beneficiary: beneficiary('V50000035'), customerId: '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b3e2' });
+    assertEnvelope(assert, other, 400, 'validation_failed');
+    assert.equal(other.body.error.meta.errors[0].field, 'customerId');
+    assert.equal((await fresh.api.get(`/v1/quotes/${otherQuote}`)).body.status, 'open');
+  });
+
   it('404 for an unknown quote or beneficiary; registered beneficiaries by id', async () => {
     assertEnvelope(assert, await payout(tenant.api, { quoteId: UNKNOWN, beneficiary: beneficiary() }), 404, 'resource_not_found');
     assertEnvelope(assert, await payout(tenant.api, { beneficiaryId: UNKNOWN }), 404, 'resource_not_found');

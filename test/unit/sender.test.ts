@@ -1,3 +1,4 @@
+import { ISO_3166_ALPHA3 } from '../../src/domain/iso-countries.ts';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -160,6 +161,15 @@ describe('validateSender: nationality and nationalId', () => {
       const [error] = rejected({ ...VALID, nationality }, ['sender.nationality']);
       assert.match(error!.message, /ISO 3166-1 alpha-3/);
     }
+  });
+
+  it('rejects three letters that are no assigned ISO 3166-1 alpha-3 code, and accepts every assigned one', () => {
+    for (const nationality of ['XYZ', 'QQQ', 'ZZZ', 'xyz', 'UK', 'EUR']) {
+      const [error] = rejected({ ...VALID, nationality, nationalId: 'AB12345' }, ['sender.nationality']);
+      assert.match(error!.message, /ISO 3166-1 alpha-3/);
+    }
+    assert.equal(ISO_3166_ALPHA3.size, 249);
+    for (const code of ISO_3166_ALPHA3) assert.equal(accepted({ ...VALID, nationality: code, nationalId: code === 'VEN' ? 'V12345678' : 'AB12345' }).nationality, code);
   });
 
   it('with an invalid nationality still checks the id against the looser foreign shape', () => {

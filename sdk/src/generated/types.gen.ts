@@ -2529,7 +2529,7 @@ export type CreateQuoteData = {
             amount?: number;
         };
         /**
-         * Your own user, for traceability and per-user limits
+         * Your own user, for traceability and per-user limits: a payout on this quote is for this user (it may repeat it, not name another)
          */
         customerId?: string;
         /**
@@ -2817,7 +2817,7 @@ export type RegisterBeneficiaryData = {
          */
         fullName: string;
         /**
-         * V, E, J, G or P followed by 6 to 9 digits (case and surrounding spaces are normalised)
+         * V, E, J, G or P (upper case) followed by 6 to 9 digits
          */
         nationalId: string;
         /**
@@ -3144,7 +3144,7 @@ export type CreatePayoutData = {
              */
             fullName: string;
             /**
-             * V, E, J, G or P followed by 6 to 9 digits (case and surrounding spaces are normalised)
+             * V, E, J, G or P (upper case) followed by 6 to 9 digits
              */
             nationalId: string;
             /**
@@ -3175,7 +3175,7 @@ export type CreatePayoutData = {
             };
         };
         /**
-         * Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user
+         * Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user. Absent: the quote's customerId, if it was made with one; another user than the quote's is refused (400)
          */
         customerId?: string;
         /**
@@ -3187,7 +3187,7 @@ export type CreatePayoutData = {
              */
             nationalId: string;
             /**
-             * ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies
+             * an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies
              */
             nationality?: string;
             /**
@@ -4037,7 +4037,7 @@ export type AdminSetDefaultSenderData = {
              */
             nationalId: string;
             /**
-             * ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies
+             * an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies
              */
             nationality?: string;
             /**
@@ -4169,7 +4169,7 @@ export type AdminSetCustomerSenderData = {
              */
             nationalId: string;
             /**
-             * ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies
+             * an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies
              */
             nationality?: string;
             /**

@@ -13,11 +13,11 @@ const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response
 
 // One primary-key probe per payout and table, never a scan: LATERAL subqueries, and correlated scalar
 // subqueries for the senders (a LATERAL join there was planned as a scan of every customer of every
-// tenant, materialised and filtered).
+// tenant, materialised and filtered). A payout without a customerId is for its quote's customer.
 const SQL = `${KEYED_STATEMENT} SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us,
        ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')},
-       (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.customer_id) AS customer_sender,
+       (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = coalesce(v.customer_id, q.customer_id)) AS customer_sender,
        (SELECT default_sender FROM programs WHERE tenant_id = v.tenant_id AND mode = v.mode) AS default_sender
   FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[]) WITH ORDINALITY
     AS v (tenant_id, mode, quote_id, beneficiary_id, key, customer_id, n)

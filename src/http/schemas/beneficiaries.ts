@@ -13,7 +13,7 @@ export const RegisterBeneficiaryBody = Type.Object({
     example: 'María Pérez',
   }),
   nationalId: Type.String({
-    description: 'V, E, J, G or P followed by 6 to 9 digits (case and surrounding spaces are normalised)',
+    description: 'V, E, J, G or P (upper case) followed by 6 to 9 digits',
     example: 'V12345678',
   }),
   bankCode: Type.String({

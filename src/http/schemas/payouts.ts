@@ -26,7 +26,7 @@ export const SenderBlock = Type.Object(
       example: 'V12345678',
     }),
     nationality: Type.Optional(
-      Type.String({ description: 'ISO 3166-1 alpha-3 country code (3 letters, any case); absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
+      Type.String({ description: 'an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
     ),
     firstName: Type.String({ description: NAME_RULE, example: 'María' }),
     lastName: Type.String({ description: NAME_RULE, example: 'Pérez' }),
@@ -49,7 +49,7 @@ export const CreatePayoutBody = Type.Object({
   ),
   beneficiaryId: Type.Optional(Uuid('A registered beneficiary (or send `beneficiary` inline)')),
   beneficiary: Type.Optional(Type.Unsafe({ ...RegisterBeneficiaryBody, description: 'Inline beneficiary, same rules as POST /v1/beneficiaries; registered or reused' })),
-  customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user')),
+  customerId: Type.Optional(Uuid("Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user. Absent: the quote's customerId, if it was made with one; another user than the quote's is refused (400)")),
   sender: Type.Optional(SenderBlock),
   metadata: Type.Optional(
     MetadataInput(

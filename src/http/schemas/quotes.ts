@@ -14,7 +14,7 @@ const Side = (what: string) =>
 const QuoteFields = Type.Object({
   deliver: Type.Optional(Side('What the beneficiary receives. Fix `deliver.amount` (BS) for an exact delivered amount')),
   spend: Type.Optional(Side('What you pay, fee included. Fix `spend.amount` together with `deliver.asset` to convert')),
-  customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits')),
+  customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits: a payout on this quote is for this user (it may repeat it, not name another)')),
   metadata: Type.Optional(MetadataInput('Returned on every read of the quote; a payout does not inherit it (send the payout its own).')),
 });
 

@@ -80,6 +80,19 @@ export function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus 
   return { status: 'settled', bankReference: row.bank_reference, settledAt: row.settled_at };
 }
 
+/** The outcomes the bank gives while the rail holds the transfer: part of the answer to the send. */
+const DECIDED_AT_RECEIPT: ReadonlySet<SandboxScenario> = new Set(['settle_at_once', 'beneficiary_mismatch', 'bank_unreachable']);
+
+/**
+ * The rail's answer to a new transfer. Every other outcome comes from the bank later, so the answer
+ * to the send is the transfer's pending status even when the settle delay is 0: the payout answers
+ * `submitted` (or `unknown`) and the reaper resolves it, as with any delay, only sooner.
+ */
+function receiptStatus(row: SandboxTransferRow, now: Date): RailStatus {
+  if (DECIDED_AT_RECEIPT.has(row.scenario)) return sandboxStatusAt(row, now);
+  return { status: row.pending_status, retryAfterMs: Math.max(0, row.settle_at.getTime() - now.getTime()) };
+}
+
 function newBankReference(): string {
   return String(randomInt(0, 1_000_000_000_000)).padStart(12, '0');
 }
@@ -153,7 +166,7 @@ export class SandboxRail implements RailAdapter {
       // Received and recorded, but the answer never comes: the caller's timeout ends this call.
       await hang(this.hangMs, signal);
     }
-    return sandboxStatusAt(row, this.clock.now());
+    return receiptStatus(row, this.clock.now());
   }
 
   async lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup> {

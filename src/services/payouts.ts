@@ -51,12 +51,21 @@ const SEND_WINDOW_MIN_MS = 1_000;
 
 /**
  * How long after its batch began the payout path may still ask the rail to send; later (a slow batch,
- * a stalled process) it leaves the send to the reaper, whose first look at the payment comes only after
- * this window plus the rail's timeout. Both are measured from the batch's start, so a payment is never
- * sent by both.
+ * a stalled process) it leaves the send to the reaper, which sends a payment the rail has not heard of
+ * only after this window plus the rail's timeout (`sendEndsMs`). Both are measured from the batch's
+ * start, so a payment is never sent by both.
  */
-function sendWindowMs(settings: PayoutSettings): number {
+function sendWindowMs(settings: Pick<PayoutSettings, 'reaperIntervalMs'>): number {
   return Math.max(settings.reaperIntervalMs, SEND_WINDOW_MIN_MS);
+}
+
+/**
+ * How long after its batch began (the payment's `created_at`) the payout path's own send may still be
+ * running: until then a transfer the rail has not heard of may be on its way, and only the payout path
+ * may send it.
+ */
+export function sendEndsMs(settings: Pick<PayoutSettings, 'reaperIntervalMs' | 'railTimeoutMs'>): number {
+  return sendWindowMs(settings) + settings.railTimeoutMs;
 }
 
 /**
@@ -67,16 +76,25 @@ function sendWindowMs(settings: PayoutSettings): number {
 export const FIRST_LOOK_MARGIN_MS = 250;
 
 /**
- * How long after its batch began the reaper first asks the rail about an accepted payout. Never before
- * the payout path's send has ended (its window and the rail's timeout): until then a transfer the rail
- * has not heard of may still be on its way, and the reaper would send it again. After that, as soon as
- * the rail usually has the outcome (`resolvesWithinMs`), and at the latest one reaper interval later.
+ * How long after its batch began the reaper first asks the rail about an accepted payout: as soon as
+ * the rail usually has the outcome (`resolvesWithinMs`), so that a short sandbox settle delay is a
+ * short wait, and at the latest one reaper interval after the payout path's send has ended. A look
+ * that comes while the send may still be running only asks: it never sends (see Reaper.ask).
  */
 export function firstLookMs(settings: PayoutSettings, resolvesWithinMs?: number): number {
-  const sendEnded = sendWindowMs(settings) + settings.railTimeoutMs;
-  const latest = sendEnded + settings.reaperIntervalMs;
+  const latest = sendEndsMs(settings) + settings.reaperIntervalMs;
   if (resolvesWithinMs === undefined) return latest;
-  return Math.max(sendEnded, Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latest));
+  return Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latest);
+}
+
+/**
+ * When the reaper next asks about a payout the rail answered without an outcome (`unknown`): one
+ * reaper interval later, or sooner when the rail usually has the outcome by then. The rail has the
+ * transfer, so an early question is only a question.
+ */
+export function unknownRecheckMs(settings: Pick<PayoutSettings, 'reaperIntervalMs'>, resolvesWithinMs?: number): number {
+  if (resolvesWithinMs === undefined) return settings.reaperIntervalMs;
+  return Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, settings.reaperIntervalMs);
 }
 
 export interface PayoutRequest {
@@ -157,6 +175,8 @@ type PayoutResult =
 export class PayoutService {
   private readonly lane: PayoutLane;
   private readonly reads: Coalescer<PayoutReferences, PayoutReads>;
+  /** Per mode, when the reaper next asks about a payout the rail answered without an outcome. */
+  private readonly unknownRecheck: Readonly<Record<Mode, number>>;
   private usdRateSeen = false;
 
   constructor(
@@ -173,6 +193,7 @@ export class PayoutService {
     metrics?: MoneyMetrics,
   ) {
     const firstLook = { test: firstLookMs(settings, rails.test.resolvesWithinMs), live: firstLookMs(settings, rails.live?.resolvesWithinMs) };
+    this.unknownRecheck = { test: unknownRecheckMs(settings, rails.test.resolvesWithinMs), live: unknownRecheckMs(settings, rails.live?.resolvesWithinMs) };
     this.lane = new PayoutLane(clock, rules, settings, firstLook, answers, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
@@ -296,7 +317,7 @@ export class PayoutService {
         row = await this.outcomes.apply(payment, outcome, {
           actor: 'api',
           settledReason: 'rail_settled',
-          recheck: { afterMs: this.settings.reaperIntervalMs },
+          recheck: { afterMs: this.unknownRecheck[payment.mode] },
         });
       }
     }

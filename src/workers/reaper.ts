@@ -1,13 +1,13 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
-import { claimUnresolvedPayments, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
+import { claimUnresolvedPayments, deferResolution, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
-import { callRail, transferOf, type RailsByMode } from '../services/payouts.ts';
+import { callRail, sendEndsMs, transferOf, type RailsByMode } from '../services/payouts.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /** Payments claimed per pass, at most. */
@@ -64,6 +64,8 @@ export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | '
  */
 export class Reaper {
   private readonly leaseMs: number;
+  /** From a payment's batch start, how long its payout path may still be sending it. */
+  private readonly sendEndsMs: number;
 
   constructor(
     private readonly db: Database,
@@ -75,6 +77,7 @@ export class Reaper {
     private readonly metrics?: MoneyMetrics,
   ) {
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
+    this.sendEndsMs = sendEndsMs({ reaperIntervalMs: settings.intervalMs, railTimeoutMs: settings.railTimeoutMs });
   }
 
   /**
@@ -93,8 +96,9 @@ export class Reaper {
     if (asked.length < claimed.length) this.metrics?.resolution('error', claimed.length - asked.length);
     await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment, known.get(payment));
-      if (report) applied.push(this.apply(payment, report));
-      else this.metrics?.resolution('error');
+      if (report === undefined) this.metrics?.resolution('error');
+      else if ('deferUntil' in report) applied.push(this.defer(payment, report.deferUntil));
+      else applied.push(this.apply(payment, report));
     });
     await Promise.all(applied);
     const notified = await this.processNotifications();
@@ -141,20 +145,32 @@ export class Reaper {
 
   /**
    * What the rail says about a payment (`known`: what a bulk lookup already said); undefined when it
-   * could not be asked (asked again later).
+   * could not be asked (asked again later); `deferUntil` when the rail has not heard of a payment the
+   * payout path may still be sending (the first look can come before the send has ended: a short
+   * sandbox settle delay): only the payout path may send it until then.
    */
-  private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | undefined> {
+  private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | { deferUntil: Date } | undefined> {
     const rail = this.railFor(payment);
     if (!rail) return undefined;
     try {
       const lookup = known ?? (await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup'));
       if (lookup.status !== 'not_found') return lookup;
+      const sendEnds = payment.created_at.getTime() + this.sendEndsMs;
+      if (payment.status === 'submitted' && this.clock.now().getTime() < sendEnds) return { deferUntil: new Date(sendEnds) };
       // Committed but never sent (the payout path died first): send it now, by the same reference.
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
       return await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
     } catch (error) {
       this.failed(payment, 'ask the rail about', error);
       return undefined;
+    }
+  }
+
+  private async defer(payment: PaymentRow, until: Date): Promise<void> {
+    try {
+      await deferResolution(this.db, payment, until);
+    } catch (error) {
+      this.failed(payment, 'defer the question about', error);
     }
   }
 

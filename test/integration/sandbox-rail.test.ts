@@ -301,6 +301,41 @@ describe(`sandbox rail on ${ENGINE}`, () => {
   });
 });
 
+describe(`sandbox rail with a settle delay of 0, on ${ENGINE}`, () => {
+  let database: TestDatabase;
+  before(async () => {
+    database = await createTestDatabase();
+    await migrate(database.db);
+  });
+  after(async () => {
+    await database.drop();
+  });
+
+  it('answers the send as with any delay (pending unless decided at receipt); a lookup then reads the outcome', async () => {
+    const clock = new ManualClock(T0);
+    const rail = new SandboxRail(database.db, clock, { settleDelayMs: 0, reverseDelayMs: REVERSE });
+    const cases: Array<[string, RailStatus['status'], RailLookup['status']]> = [
+      ['V12345678', 'processing', 'settled'],
+      ['V99990001', 'settled', 'settled'],
+      ['V99990002', 'unconfirmed', 'settled'],
+      ['V99990003', 'unconfirmed', 'failed'],
+      ['V99990004', 'failed', 'failed'],
+      ['V99990005', 'failed', 'failed'],
+      ['V99990006', 'processing', 'failed'],
+      ['V99990007', 'processing', 'settled'],
+    ];
+    for (const [nationalId, answered, after] of cases) {
+      const t = transfer(nationalId);
+      const sent = await rail.submit(t, never());
+      assert.equal(sent.status, answered, `${nationalId} answered ${JSON.stringify(sent)}`);
+      if (sent.status === 'processing' || sent.status === 'unconfirmed') assert.equal(sent.retryAfterMs, 0);
+      assert.equal((await rail.lookup(t.reference, 'test')).status, after, nationalId);
+      // A resubmission answers with the transfer as it stands.
+      assert.equal((await rail.submit(t, never())).status, after, `${nationalId} resubmitted`);
+    }
+  });
+});
+
 describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`, () => {
   let database: TestDatabase;
   const db = () => database.db;

@@ -1,9 +1,9 @@
 // When the reaper first asks the rail about an accepted payout: soon after the rail usually has the
-// outcome, but never while the payout path's own send may still be running.
+// outcome; a look before the payout path's own send has ended only asks (test/integration/reaper-schedule).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { FIRST_LOOK_MARGIN_MS, firstLookMs } from '../../src/services/payouts.ts';
+import { FIRST_LOOK_MARGIN_MS, firstLookMs, sendEndsMs, unknownRecheckMs } from '../../src/services/payouts.ts';
 
 const DEFAULTS = { railTimeoutMs: 2_000, reaperIntervalMs: 1_000, idempotencyTtlMs: 86_400_000 };
 
@@ -13,7 +13,7 @@ describe('the first look at an accepted payout', () => {
     assert.equal(firstLookMs(DEFAULTS), 4_000, 'a rail without a hint');
   });
 
-  it('never before the send window and the rail timeout have passed, never later than one interval after', () => {
+  it('soon after the rail usually resolves, even before the send has ended; never later than one interval after it', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 60_000 }),
@@ -22,14 +22,26 @@ describe('the first look at an accepted payout', () => {
         (railTimeoutMs, reaperIntervalMs, hint) => {
           const settings = { ...DEFAULTS, railTimeoutMs, reaperIntervalMs };
           const sendEnded = Math.max(reaperIntervalMs, 1_000) + railTimeoutMs;
+          assert.equal(sendEndsMs(settings), sendEnded);
           const look = firstLookMs(settings, hint);
-          assert.ok(look >= sendEnded, `${look} before the send ended at ${sendEnded}`);
           assert.ok(look <= sendEnded + reaperIntervalMs);
-          if (hint !== undefined && hint + FIRST_LOOK_MARGIN_MS >= sendEnded && hint + FIRST_LOOK_MARGIN_MS <= sendEnded + reaperIntervalMs) {
-            assert.equal(look, hint + FIRST_LOOK_MARGIN_MS);
-          }
+          if (hint === undefined) assert.equal(look, sendEnded + reaperIntervalMs);
+          else assert.equal(look, Math.min(hint + FIRST_LOOK_MARGIN_MS, sendEnded + reaperIntervalMs));
         },
       ),
     );
+  });
+
+  it('a short sandbox settle delay is a short wait: 20 ms settles at the first look 270 ms after the payout', () => {
+    assert.equal(firstLookMs(DEFAULTS, 20), 270);
+    assert.equal(firstLookMs(DEFAULTS, 0), FIRST_LOOK_MARGIN_MS);
+  });
+});
+
+describe('the next look at a payout the rail answered without an outcome (unknown)', () => {
+  it('one reaper interval later, or sooner when the rail usually resolves sooner', () => {
+    assert.equal(unknownRecheckMs(DEFAULTS, 3_000), 1_000);
+    assert.equal(unknownRecheckMs(DEFAULTS), 1_000);
+    assert.equal(unknownRecheckMs(DEFAULTS, 20), 270);
   });
 });

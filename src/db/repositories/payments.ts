@@ -109,6 +109,19 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
 }
 
 /**
+ * Gives back a claimed payment the reaper may not act on yet: its payout path may still be sending it
+ * (see Reaper.ask). Its next question comes at `at`, and the claim's question is not counted against
+ * it. Only a payment still `submitted`: one the payout path has resolved meanwhile keeps its schedule.
+ */
+export async function deferResolution(db: Queryable, payment: Pick<PaymentRow, 'tenant_id' | 'id'>, at: Date): Promise<void> {
+  await db.query(
+    `UPDATE payments SET next_check_at = $3, check_attempts = greatest(check_attempts - 1, 0)
+      WHERE tenant_id = $1 AND id = $2 AND status = 'submitted'`,
+    [payment.tenant_id, payment.id, at],
+  );
+}
+
+/**
  * When the reaper's next question falls due: the earliest `next_check_at` of an unresolved payment, the
  * first entry of payments_unresolved (a claimed payment's is its lease's end). Undefined: none is due
  * ever (nothing unresolved, or only payments the reaper stopped asking about).

@@ -4,7 +4,7 @@ import type { Database } from './database.ts';
 import { ensureDataDir } from './data-dir.ts';
 import { lockDataDir, type LockHolder } from './data-dir-lock.ts';
 import { PgliteDatabase } from './pglite.ts';
-import { seedFromTemplate } from './pglite-template.ts';
+import { finishSeeding, seedFromTemplate } from './pglite-template.ts';
 import { PostgresDatabase } from './postgres.ts';
 
 export interface OpenOptions {
@@ -40,6 +40,12 @@ export async function openDatabase(
     seedFromTemplate(dir);
     const db = await PgliteDatabase.open(dir);
     db.afterClose(() => lock.release());
+    try {
+      await finishSeeding(db, dir);
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
     return db;
   } catch (error) {
     lock.release();

@@ -11,7 +11,9 @@
 import { cpSync, existsSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Queryable } from './database.ts';
 import { migrate } from './migrate.ts';
+import { redateSeededRates } from './repositories/rates.ts';
 import { PgliteDatabase } from './pglite.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -35,9 +37,27 @@ export function seedFromTemplate(dataDir: string, template = PGLITE_TEMPLATE_DIR
   const copy = `${dataDir}.seeding`;
   rmSync(copy, { recursive: true, force: true });
   cpSync(template, copy, { recursive: true });
+  // Written before the rename, removed once the copy is this database's own (finishSeeding): a
+  // process killed in between leaves it, and the next start finishes the job.
+  writeFileSync(seededMarker(dataDir), '');
   // rename(2) replaces an empty directory.
   renameSync(copy, dataDir);
   return true;
+}
+
+const seededMarker = (dataDir: string) => `${dataDir}.from-template`;
+
+/**
+ * What a copy of the template still needs once open, as if its migrations had run now: the default FX
+ * rates the migrations seed are dated when the template was built, and a rate is stale after
+ * RATE_MAX_AGE_SECONDS, so a first start a day after `npm ci` would refuse every conversion quote.
+ * They are dated now, once, before anything reads them.
+ */
+export async function finishSeeding(db: Queryable, dataDir: string): Promise<void> {
+  const marker = seededMarker(dataDir);
+  if (!existsSync(marker)) return;
+  await redateSeededRates(db);
+  rmSync(marker, { force: true });
 }
 
 /**

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import { PgliteDatabase } from '../../src/db/pglite.ts';
-import { seedFromTemplate } from '../../src/db/pglite-template.ts';
+import { finishSeeding, seedFromTemplate } from '../../src/db/pglite-template.ts';
 import { ENGINE } from '../support/harness.ts';
 
 // The template directory `npm run build` writes beside the bundle (`npm test` builds first).
@@ -53,6 +53,31 @@ describe('a first embedded start from the built template', { skip }, () => {
     assert.equal(existsSync(leftover), false);
     assert.equal(existsSync(path.join(dir, 'base', 'half-written')), false);
     assert.deepEqual(await openAndMigrate(dir), []);
+  });
+
+  it("dates the copy's default FX rates when it becomes the database, also after a kill between copy and open", async () => {
+    const dir = freshDataDir();
+    assert.equal(seedFromTemplate(dir, BUILT_TEMPLATE), true);
+    const rates = async (db: PgliteDatabase) => (await db.query<{ updated_at: Date }>('SELECT updated_at FROM fx_rates')).rows.map((r) => r.updated_at.getTime());
+    // Killed after the rename, before the rates were dated: the copy still carries the build's time.
+    const first = await PgliteDatabase.open(dir);
+    const built = await rates(first);
+    await first.close();
+    const before = Date.now();
+    assert.ok(built.every((at) => at < before), 'the template was built earlier');
+    // The next start finishes the job, once.
+    const db = await PgliteDatabase.open(dir);
+    try {
+      await finishSeeding(db, dir);
+      const dated = await rates(db);
+      assert.equal(dated.length, 3);
+      assert.ok(dated.every((at) => at >= before - 1_000), `dated now: ${dated.map((at) => new Date(at).toISOString())}`);
+      await db.exec(`UPDATE fx_rates SET updated_at = '2020-01-01T00:00:00Z'`);
+      await finishSeeding(db, dir);
+      assert.ok((await rates(db)).every((at) => at === Date.parse('2020-01-01T00:00:00Z')), 'only once: a rate set later keeps its date');
+    } finally {
+      await db.close();
+    }
   });
 
   it('leaves a data directory that holds anything alone, and does nothing without a template', async () => {

@@ -25,3 +25,8 @@ export async function upsertRate(db: Queryable, asset: string, market: string, a
   );
   return rows[0]!;
 }
+
+/** A new database's default rates (seeded by its migrations, not set by anyone since) dated now. */
+export async function redateSeededRates(db: Queryable): Promise<void> {
+  await db.query('UPDATE fx_rates SET updated_at = now()');
+}

@@ -55,14 +55,17 @@ export function winningRule(rules: readonly LimitRule[], target: LimitTarget, me
   return undefined;
 }
 
-/** For GET /limits/usage: the winning rule for '*', else pago_movil, else transferencia. */
+/**
+ * For GET /limits/usage: the winning rule for '*' (the most specific scope with a '*' rule), else
+ * the winning rule for pago_movil, else for transferencia. A more specific rule for one instrument
+ * does not hide a '*' rule: it governs only that instrument.
+ */
 export function usageRule(rules: readonly LimitRule[], target: LimitTarget): LimitRule | undefined {
   for (const scope of SCOPE_PRECEDENCE) {
-    const here = rules.filter((rule) => appliesTo(rule, scope, target));
-    const pick = here.find((r) => r.method === '*') ?? here.find((r) => r.method === 'pago_movil') ?? here.find((r) => r.method === 'transferencia');
-    if (pick) return pick;
+    const any = rules.find((rule) => appliesTo(rule, scope, target) && rule.method === '*');
+    if (any) return any;
   }
-  return undefined;
+  return winningRule(rules, target, 'pago_movil') ?? winningRule(rules, target, 'transferencia');
 }
 
 /** Whom a rule's consumption is counted against: platform and tenant rules per tenant. */

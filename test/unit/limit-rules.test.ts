@@ -64,6 +64,18 @@ describe('limit rule precedence', () => {
     assert.equal(usageRule([rule('tenant', 'transferencia')], t)?.method, 'transferencia');
     assert.equal(usageRule([], t), undefined);
   });
+
+  it("usage: a more specific rule for one instrument does not hide a less specific '*' rule", () => {
+    const c = { tenantId: T, customerId: C, beneficiaryId: null };
+    const tenantAny = rule('tenant', '*');
+    const tenantPagoMovil = rule('tenant', 'pago_movil');
+    const customerTransfer = rule('customer', 'transferencia');
+    assert.equal(usageRule([customerTransfer, tenantPagoMovil, tenantAny], c), tenantAny);
+    assert.equal(usageRule([customerTransfer, tenantPagoMovil], c), tenantPagoMovil, 'the winner for pago_movil');
+    assert.equal(usageRule([customerTransfer, rule('platform', 'transferencia')], c), customerTransfer, 'the winner for transferencia');
+    const customerAny = rule('customer', '*');
+    assert.equal(usageRule([customerTransfer, customerAny, tenantAny], c), customerAny);
+  });
 });
 
 describe('rule breaches', () => {

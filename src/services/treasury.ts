@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { inTransaction, lockAccounts, lockIdempotencyKey } from '../db/lock-order.ts';
-import { accountBalances, postEntry } from '../db/repositories/ledger.ts';
+import { accountBalances, postedSince, postEntry } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
-import { businessDate } from '../domain/caracas-time.ts';
+import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
 import { creditCeiling } from '../domain/credit.ts';
 import { answerForStoredKey } from '../domain/idempotency.ts';
@@ -103,7 +103,7 @@ export class TreasuryService {
       if (-prefunding + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
         throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
       }
-      await postEntry(tx, partition, fundingEntry(target.asset, target.amount));
+      await postEntry(tx, partition, fundingEntry(target.asset, target.amount), { at: now });
       const body = render(await this.position(partition, target.asset, tx));
       await tx.query(
         `UPDATE idempotency_keys SET status = 'completed', owner = NULL, locked_until = NULL, response_status = 201, response_body = $4
@@ -128,12 +128,16 @@ export class TreasuryService {
    * The daily close of one tenant and mode, every asset: a credit tenant settles what it drew, net of
    * what we owe it (refunds of failures or reversals after the previous close, money sent on account).
    * A prefunded tenant's prefunding is its money, never netted: only a leftover draw is settled.
-   * `businessDay` set (the scheduled close) records the day, so each (asset, day) closes once whatever
-   * the number of workers.
+   * `businessDay` set (the scheduled close): what stood at the end of that Caracas day (the balances
+   * now minus what was posted since), so a draw made after its midnight waits for the next day's
+   * close; the day is recorded, so each (asset, day) closes once whatever the number of workers.
+   * Without it (the admin's close), everything drawn until now.
    */
   async close(tenantId: string, mode: Mode, businessDay?: string): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
     const tenant = await this.customerTenant(tenantId);
     const partition = { tenantId, mode };
+    const now = this.clock.now();
+    const dayEnded = businessDay === undefined ? undefined : startOfBusinessDate(nextDate(businessDay));
     return inTransaction(this.db, async (tx) => {
       const { rows: assets } = await tx.query<{ asset: string }>(
         `SELECT DISTINCT asset FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
@@ -144,20 +148,27 @@ export class TreasuryService {
         for (const kind of ['credit_receivable', 'prefunding', 'treasury'] as const) refs.set(accountKeyOf({ asset, kind }), { asset, kind });
       }
       const balances = await lockAccounts(tx, partition, sortedValues(refs));
+      // Read under the locks: nothing posts to these accounts between this and the close's entry.
+      const since = dayEnded && dayEnded.getTime() <= now.getTime() ? await postedSince(tx, partition, dayEnded, ['credit_receivable', 'prefunding']) : new Map<string, bigint>();
       const closed: ClosedAsset[] = [];
       for (const { asset } of assets) {
-        const drawn = balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n;
-        const owed = tenant.credit_enabled ? -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) : 0n;
+        const drawnNow = balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n;
+        const owedNow = tenant.credit_enabled ? -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) : 0n;
+        // What stood at the end of the day, never more than stands now (a refund since then has
+        // already reduced the draw it refunds).
+        const drawn = clamp(drawnNow - (since.get(`${asset}/credit_receivable`) ?? 0n), drawnNow);
+        const owed = tenant.credit_enabled ? clamp(owedNow + (since.get(`${asset}/prefunding`) ?? 0n), owedNow) : 0n;
         const entry = dailyCloseEntry(asset, drawn, owed);
-        if (!entry) continue;
         if (businessDay) {
+          // Recorded even when there is nothing to settle, so the scheduled close never looks again.
           const claimed = await tx.query(
             `INSERT INTO daily_closes (tenant_id, mode, asset, business_date, amount) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
             [tenantId, mode, asset, businessDay, drawn],
           );
           if (claimed.rowCount === 0) continue;
         }
-        await postEntry(tx, partition, entry);
+        if (!entry) continue;
+        await postEntry(tx, partition, entry, { at: now });
         closed.push({ asset, drawn: drawn.toString(), owed: owed.toString() });
       }
       const bs = closed.find((c) => c.asset === 'BS');
@@ -189,4 +200,10 @@ export class TreasuryService {
     if (!tenant || tenant.is_platform) throw notFound('tenant');
     return tenant;
   }
+}
+
+/** `value` within 0 and `max`. */
+function clamp(value: bigint, max: bigint): bigint {
+  if (value < 0n) return 0n;
+  return value > max ? max : value;
 }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
@@ -31,6 +32,41 @@ describe('credit tenants: per asset, and never stuck after a close', () => {
   });
 
   const close = (tenantId: string) => client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenantId}/close`, { mode: 'test' });
+
+  it("the scheduled close of a Caracas day settles what was drawn by that day's end; a draw after midnight waits for the next one", async () => {
+    const worker = new DailyCloseWorker(t.services.treasury, t.app.log);
+    // 23:00 in Caracas on 2026-11-24 (UTC-4).
+    clock.set(new Date('2026-11-25T03:00:00Z'));
+    const tenant = await fundedTenant(t, 0n, { creditEnabled: true });
+    assert.equal((await payout(tenant.api, { beneficiary: beneficiary('V99990001') })).body.status, 'settled');
+    // 00:30 on the 25th: the 24th has ended; a draw now belongs to the 25th.
+    clock.set(new Date('2026-11-25T04:30:00Z'));
+    assert.equal((await payout(tenant.api, { beneficiary: beneficiary('V99990001') }, 2_000_000)).body.status, 'settled');
+    assert.equal((await position(tenant.api)).creditDrawn, '3030000');
+    await worker.runOnce();
+    assert.equal((await position(tenant.api)).creditDrawn, '2020000', "the 24th's draw is settled, the 25th's is not");
+    const { rows } = await t.db.query<{ business_date: string; amount: string }>(
+      `SELECT business_date::text, amount::text FROM daily_closes WHERE tenant_id = $1`,
+      [tenant.tenantId],
+    );
+    assert.deepEqual(rows, [{ business_date: '2026-11-24', amount: '1010000' }]);
+    await worker.runOnce();
+    assert.equal((await position(tenant.api)).creditDrawn, '2020000', 'a day closes once');
+
+    // A tenant whose first draw comes after midnight: the close of the day before settles nothing,
+    // is recorded, and is not tried again.
+    const newcomer = await fundedTenant(t, 0n, { creditEnabled: true });
+    await payout(newcomer.api, { beneficiary: beneficiary('V99990001') });
+    await worker.runOnce();
+    assert.equal((await position(newcomer.api)).creditDrawn, '1010000');
+    assert.deepEqual(await t.services.treasury.dueCloses('2026-11-24', 10), []);
+
+    // The next day's close settles the rest.
+    clock.set(new Date('2026-11-26T04:30:00Z'));
+    await worker.runOnce();
+    assert.equal((await position(tenant.api)).creditDrawn, '0');
+    assert.equal((await position(newcomer.api)).creditDrawn, '0');
+  });
 
   it('a payout failing after the daily close resolves with payment.failed; its refund is owed, then netted by the next close', async () => {
     const tenant = await fundedTenant(t, 0n, { creditEnabled: true, creditLimit: 5_000_000 });

@@ -1,3 +1,4 @@
+import { businessDate } from '../../src/domain/caracas-time.ts';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -211,7 +212,8 @@ describe('credit tenants (daily close)', () => {
   it('the scheduled close runs once per Caracas day, whatever the number of workers', async () => {
     const tenant = await fundedTenant(t, 0n, { creditEnabled: true });
     await payout(tenant.api, { beneficiary: beneficiary('V32000005') });
-    const day = t.services.treasury.previousBusinessDay();
+    // The close of the day the draw was made in (it settles what stood at that day's end).
+    const day = businessDate(t.services.clock.now());
     const [a, b] = await Promise.all([
       t.services.treasury.close(tenant.tenantId, 'test', day),
       t.services.treasury.close(tenant.tenantId, 'test', day),

@@ -18,6 +18,8 @@ export class InsufficientFundsError extends Error {
 
 export interface PostOptions {
   paymentId?: string;
+  /** When the entry happened (the service's clock); the database's clock when absent. */
+  at?: Date;
   /** Ceiling on credit drawn (credit_receivable balance), null = none. */
   creditLimit?: bigint | null;
 }
@@ -37,8 +39,8 @@ export async function postEntry(
   assertBalanced(entry);
   const id = randomUUID();
   await tx.query(
-    `INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id) VALUES ($1, $2, $3, $4, $5)`,
-    [partition.tenantId, partition.mode, id, entry.kind, options.paymentId ?? null],
+    `INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at) VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))`,
+    [partition.tenantId, partition.mode, id, entry.kind, options.paymentId ?? null, options.at ?? null],
   );
   const params: unknown[] = [partition.tenantId, id, partition.mode];
   const values = entry.postings.map((p) => {
@@ -150,4 +152,25 @@ export async function paymentLedgerRows(db: Queryable, partition: { tenantId: st
     [partition.tenantId, partition.mode, paymentId],
   );
   return rows;
+}
+
+/**
+ * What the entries of a tenant and mode posted at or after `since` moved, per asset and account kind
+ * (the balance at `since` is the balance now minus this). Only the kinds asked for.
+ */
+export async function postedSince(
+  db: Queryable,
+  partition: { tenantId: string; mode: Mode },
+  since: Date,
+  kinds: readonly string[],
+): Promise<Map<string, bigint>> {
+  const { rows } = await db.query<{ asset: string; account_kind: string; amount: string }>(
+    `SELECT p.asset, p.account_kind, sum(p.amount)::text AS amount
+       FROM ledger_transactions t
+       JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
+      WHERE t.tenant_id = $1 AND t.mode = $2 AND t.created_at >= $3 AND p.account_kind = ANY($4::text[])
+      GROUP BY p.asset, p.account_kind`,
+    [partition.tenantId, partition.mode, since, kinds],
+  );
+  return new Map(rows.map((row) => [`${row.asset}/${row.account_kind}`, BigInt(row.amount)]));
 }

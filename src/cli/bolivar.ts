@@ -48,6 +48,33 @@ class CliError extends Error {}
 const TENANT: Flag = { type: 'string', value: 'ID', required: true, description: 'the tenant id' };
 const MODE: Flag = { type: 'string', value: 'test|live', required: true, description: 'the mode (program) it applies to' };
 
+const SENDER_FLAGS: Record<string, Flag> = {
+  'national-id': { type: 'string', value: 'ID', required: true, description: 'V, E or J and 4 to 9 digits (Venezuelan); 5 to 20 letters and digits (foreign)' },
+  nationality: { type: 'string', value: 'ISO3', description: 'ISO 3166-1 alpha-3 code (default VEN)' },
+  'first-name': { type: 'string', value: 'NAME', required: true, description: 'first name' },
+  'last-name': { type: 'string', value: 'NAME', required: true, description: 'last name' },
+  phone: { type: 'string', value: 'PHONE', required: true, description: 'Venezuelan mobile, e.g. 04141234567' },
+  email: { type: 'string', value: 'EMAIL', required: true, description: 'email address' },
+};
+
+function senderOf(v: Values): Record<string, unknown> {
+  return {
+    nationalId: v['national-id'],
+    ...(v.nationality === undefined ? {} : { nationality: v.nationality }),
+    firstName: v['first-name'],
+    lastName: v['last-name'],
+    phone: v.phone,
+    email: v.email,
+  };
+}
+
+function onOff(value: string | boolean | undefined, name: string): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'on') return true;
+  if (value === 'off') return false;
+  throw new UsageError(`--${name} must be on or off, got ${JSON.stringify(value)}`);
+}
+
 const COMMANDS: Command[] = [
   {
     name: 'tenants create',
@@ -107,6 +134,39 @@ const COMMANDS: Command[] = [
     run: (v) => call('GET', `/v1/admin/tenants/${segment(v.tenant)}`),
   },
   {
+    name: 'tenants update',
+    summary: "Change a tenant's settings (PATCH /v1/admin/tenants/{id})",
+    details: 'Only the flags given change (at least one). New quotes use a new fee schedule and spread; quotes already given keep theirs.',
+    flags: {
+      tenant: TENANT,
+      name: { type: 'string', value: 'NAME', description: 'display name, 1 to 200 characters' },
+      credit: { type: 'string', value: 'on|off', description: 'on: a credit tenant (daily close); off: prefunded' },
+      'credit-limit': { type: 'string', value: 'MINOR|none', description: 'BS credit ceiling in minor units, or none' },
+      'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000' },
+      'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units' },
+      'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999' },
+    },
+    run: (v) => {
+      const body = {
+        name: v.name,
+        creditEnabled: onOff(v.credit, 'credit'),
+        creditLimit: v['credit-limit'] === 'none' ? null : int(v['credit-limit'], 'credit-limit'),
+        feeBps: int(v['fee-bps'], 'fee-bps'),
+        feeFixed: int(v['fee-fixed'], 'fee-fixed'),
+        spreadBps: int(v['spread-bps'], 'spread-bps'),
+      };
+      if (Object.values(body).every((value) => value === undefined)) throw new UsageError('tenants update: give at least one setting to change; see "bolivar tenants update --help"');
+      return call('PATCH', `/v1/admin/tenants/${segment(v.tenant)}`, body);
+    },
+  },
+  {
+    name: 'keys list',
+    summary: "List a tenant's API keys, revoked ones included (GET /v1/admin/tenants/{id}/api-keys)",
+    details: 'Shows each key\'s id, mode, scopes, prefix and last 4 characters, never the key itself.',
+    flags: { tenant: TENANT },
+    run: (v) => call('GET', `/v1/admin/tenants/${segment(v.tenant)}/api-keys`),
+  },
+  {
     name: 'keys issue',
     summary: 'Issue an API key for a tenant (POST /v1/admin/tenants/{id}/api-keys)',
     details: 'The key is printed once; only its prefix and last 4 characters are kept readable.',
@@ -156,6 +216,20 @@ const COMMANDS: Command[] = [
     run: (v) => call('POST', `/v1/admin/tenants/${segment(v.tenant)}/close`, { mode: v.mode }),
   },
   {
+    name: 'senders default',
+    summary: "Set a program's default sender (PUT /v1/admin/tenants/{id}/default-sender)",
+    details: 'The sender of payouts that carry no sender block and no customer with a stored one.',
+    flags: { tenant: TENANT, mode: MODE, ...SENDER_FLAGS },
+    run: (v) => call('PUT', `/v1/admin/tenants/${segment(v.tenant)}/default-sender`, { mode: v.mode, sender: senderOf(v) }),
+  },
+  {
+    name: 'senders customer',
+    summary: "Set one customer's stored sender (PUT /v1/admin/tenants/{id}/customers/{customerId})",
+    details: 'The sender of that customer\'s payouts that carry no sender block (the customerId the tenant sends with its payouts).',
+    flags: { tenant: TENANT, customer: { type: 'string', value: 'UUID', required: true, description: 'the customerId' }, mode: MODE, ...SENDER_FLAGS },
+    run: (v) => call('PUT', `/v1/admin/tenants/${segment(v.tenant)}/customers/${segment(v.customer)}`, { mode: v.mode, sender: senderOf(v) }),
+  },
+  {
     name: 'rates set',
     summary: 'Set the market rate of an asset, in BS per unit (PUT /v1/admin/rates/{asset})',
     flags: {
@@ -163,6 +237,12 @@ const COMMANDS: Command[] = [
       market: { type: 'string', value: 'DECIMAL', required: true, description: 'BS per 1 unit, e.g. 930.50 (at most 8 decimals)' },
     },
     run: (v) => call('PUT', `/v1/admin/rates/${segment(v.asset)}`, { market: v.market }),
+  },
+  {
+    name: 'rates list',
+    summary: 'List the FX rates, in BS per unit, with when each was set (GET /v1/admin/rates)',
+    flags: {},
+    run: () => call('GET', '/v1/admin/rates'),
   },
   {
     name: 'webhook set',
@@ -209,6 +289,20 @@ const COMMANDS: Command[] = [
     summary: 'List the live limit rules, oldest first (GET /v1/admin/limit-rules)',
     flags: { tenant: { type: 'string', value: 'ID', description: "only the rules that can apply to this tenant (its own and the platform's)" } },
     run: (v) => call('GET', `/v1/admin/limit-rules${v.tenant ? `?tenantId=${encodeURIComponent(v.tenant as string)}` : ''}`),
+  },
+  {
+    name: 'limits delete',
+    summary: 'Delete a limit rule (DELETE /v1/admin/limit-rules/{id})',
+    details: 'It stops applying from the next payout.',
+    flags: { rule: { type: 'string', value: 'ID', required: true, description: 'the rule id (limits list shows it)' } },
+    run: (v) => call('DELETE', `/v1/admin/limit-rules/${segment(v.rule)}`),
+  },
+  {
+    name: 'recheck',
+    summary: 'Ask the rail about an unresolved payment again, now (POST /v1/admin/payments/{id}/recheck)',
+    details: 'For a payment the reaper stopped asking about after REAPER_CHECK_ATTEMPTS_MAX questions: back on the schedule with a fresh backoff.',
+    flags: { payment: { type: 'string', value: 'ID', required: true, description: 'the payment id' } },
+    run: (v) => call('POST', `/v1/admin/payments/${segment(v.payment)}/recheck`),
   },
   {
     name: 'migrate',

@@ -149,6 +149,40 @@ describe('bolivar CLI', () => {
       assert.equal(JSON.parse(again.stdout).prefundingBalance, '500000000');
     });
 
+    it('tenants update, keys list, senders, rates list, limits delete and recheck are the admin API too', async () => {
+      const admin = client(t.app, t.platformKey);
+      const ok = async (args: string[]) => {
+        const run = await bolivar(args, env, cwd);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+        return JSON.parse(run.stdout);
+      };
+      const tenant = (await ok(['tenants', 'create', '--name', 'Cuatro'])).id as string;
+      const updated = await ok(['tenants', 'update', '--tenant', tenant, '--credit', 'on', '--credit-limit', '700000', '--fee-bps', '90']);
+      assert.deepEqual([updated.creditEnabled, updated.creditLimit, updated.feeBps, updated.name], [true, '700000', 90, 'Cuatro']);
+      assert.equal((await ok(['tenants', 'update', '--tenant', tenant, '--credit-limit', 'none'])).creditLimit, null);
+      const nothing = await bolivar(['tenants', 'update', '--tenant', tenant], env, cwd);
+      assert.equal(nothing.code, 2);
+      assertOneLine(nothing, /give at least one setting to change/);
+
+      await ok(['keys', 'issue', '--tenant', tenant, '--mode', 'test', '--scopes', 'payments:read']);
+      assert.deepEqual(await ok(['keys', 'list', '--tenant', tenant]), (await admin.get(`/v1/admin/tenants/${tenant}/api-keys`)).body);
+
+      const sender = ['--national-id', 'V12345678', '--first-name', 'Ana', '--last-name', 'Rojas', '--phone', '+584121234567', '--email', 'ana@example.com'];
+      const stored = await ok(['senders', 'default', '--tenant', tenant, '--mode', 'test', ...sender]);
+      assert.equal(stored.sender.phone, '04121234567', 'stored as the API stores it');
+      const customer = await ok(['senders', 'customer', '--tenant', tenant, '--customer', UNKNOWN_UUID, '--mode', 'test', ...sender, '--nationality', 'VEN']);
+      assert.equal(customer.sender.nationality, 'VEN');
+
+      assert.deepEqual(await ok(['rates', 'list']), (await admin.get('/v1/admin/rates')).body);
+
+      const rule = await ok(['limits', 'add', '--scope', 'tenant', '--tenant', tenant, '--method', '*', '--per-tx', '1000', '--daily', '5000']);
+      assert.deepEqual(await ok(['limits', 'delete', '--rule', rule.id]), { id: rule.id, deleted: true });
+
+      const recheck = await bolivar(['recheck', '--payment', UNKNOWN_UUID], env, cwd);
+      assert.equal(recheck.code, 1);
+      assertOneLine(recheck, /404 resource_not_found/);
+    });
+
     it('an error answer is one line with its status, code, message and request id; exit 1', async () => {
       const run = await bolivar(['tenants', 'get', '--tenant', UNKNOWN_UUID], env, cwd);
       assert.equal(run.code, 1);

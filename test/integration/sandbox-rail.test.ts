@@ -299,21 +299,10 @@ describe(`sandbox rail on ${ENGINE}`, () => {
       settle_at: new Date(at(SETTLE)),
     });
   });
-});
 
-describe(`sandbox rail with a settle delay of 0, on ${ENGINE}`, () => {
-  let database: TestDatabase;
-  before(async () => {
-    database = await createTestDatabase();
-    await migrate(database.db);
-  });
-  after(async () => {
-    await database.drop();
-  });
-
-  it('answers the send as with any delay (pending unless decided at receipt); a lookup then reads the outcome', async () => {
+  it('with a settle delay of 0, answers the send as with any delay (pending unless decided at receipt); a lookup then reads the outcome', async () => {
     const clock = new ManualClock(T0);
-    const rail = new SandboxRail(database.db, clock, { settleDelayMs: 0, reverseDelayMs: REVERSE });
+    const rail = new SandboxRail(db(), clock, { settleDelayMs: 0, reverseDelayMs: REVERSE });
     const cases: Array<[string, RailStatus['status'], RailLookup['status']]> = [
       ['V12345678', 'processing', 'settled'],
       ['V99990001', 'settled', 'settled'],

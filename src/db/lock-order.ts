@@ -32,8 +32,8 @@
 // Statements outside a transaction lock one kind of row only, in sorted order, and wait for nothing
 // else while holding it: the payout's answer after the rail call (its own idempotency key, and its
 // payment FOR SHARE for the acceptance record: nobody holding a payment waits for a key), the reaper's claim
-// (payments, SKIP LOCKED: never waits) and its deferral of one claimed payment (one row), beneficiary registration and a customer's stored sender (one
-// row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
+// (payments, SKIP LOCKED: never waits) and its deferral of one claimed payment (one row), beneficiary
+// registration and a customer's stored sender (one row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
 // acknowledged return). So step 8 can come last: besides an outcome batch, only those statements,
 // which hold nothing else, ever take its rows.
 //

@@ -36,7 +36,6 @@ export const NAME_LENGTH_MIN = 2;
 export const NAME_LENGTH_MAX = 100;
 export const EMAIL_LENGTH_MAX = 254;
 
-const NATIONALITY = /^[A-Z]{3}$/;
 const VENEZUELAN_ID = /^[VEJ][0-9]{4,9}$/;
 const FOREIGN_ID = /^[A-Za-z0-9]{5,20}$/;
 
@@ -144,7 +143,7 @@ export function validateSender(input: SenderInput, fieldPrefix = 'sender'): Send
   let nationalityKnown = true;
   if (!isAbsent(input.nationality)) {
     const raw = typeof input.nationality === 'string' ? input.nationality.trim().toUpperCase() : '';
-    if (NATIONALITY.test(raw) && ISO_3166_ALPHA3.has(raw)) {
+    if (ISO_3166_ALPHA3.has(raw)) {
       nationality = raw;
     } else {
       nationalityKnown = false;

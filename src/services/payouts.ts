@@ -82,9 +82,7 @@ export const FIRST_LOOK_MARGIN_MS = 250;
  * that comes while the send may still be running only asks: it never sends (see Reaper.ask).
  */
 export function firstLookMs(settings: PayoutSettings, resolvesWithinMs?: number): number {
-  const latest = sendEndsMs(settings) + settings.reaperIntervalMs;
-  if (resolvesWithinMs === undefined) return latest;
-  return Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latest);
+  return lookAfterResolution(resolvesWithinMs, sendEndsMs(settings) + settings.reaperIntervalMs);
 }
 
 /**
@@ -93,8 +91,12 @@ export function firstLookMs(settings: PayoutSettings, resolvesWithinMs?: number)
  * transfer, so an early question is only a question.
  */
 export function unknownRecheckMs(settings: Pick<PayoutSettings, 'reaperIntervalMs'>, resolvesWithinMs?: number): number {
-  if (resolvesWithinMs === undefined) return settings.reaperIntervalMs;
-  return Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, settings.reaperIntervalMs);
+  return lookAfterResolution(resolvesWithinMs, settings.reaperIntervalMs);
+}
+
+/** Just after the rail usually has the outcome, and never later than `latestMs`. */
+function lookAfterResolution(resolvesWithinMs: number | undefined, latestMs: number): number {
+  return resolvesWithinMs === undefined ? latestMs : Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latestMs);
 }
 
 export interface PayoutRequest {

@@ -156,8 +156,8 @@ export class TreasuryService {
         const owedNow = tenant.credit_enabled ? -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) : 0n;
         // What stood at the end of the day, never more than stands now (a refund since then has
         // already reduced the draw it refunds).
-        const drawn = clamp(drawnNow - (since.get(`${asset}/credit_receivable`) ?? 0n), drawnNow);
-        const owed = tenant.credit_enabled ? clamp(owedNow + (since.get(`${asset}/prefunding`) ?? 0n), owedNow) : 0n;
+        const drawn = clamp(drawnNow - (since.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n), drawnNow);
+        const owed = clamp(owedNow + (since.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n), owedNow);
         const entry = dailyCloseEntry(asset, drawn, owed);
         if (businessDay) {
           // Recorded even when there is nothing to settle, so the scheduled close never looks again.

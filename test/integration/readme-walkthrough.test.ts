@@ -146,8 +146,8 @@ describe(`the README walk-through pasted into bash, on ${ENGINE}`, () => {
     const [setup, ...steps] = walk;
     assert.equal(await shell.paste(localize(setup!.body)), '', 'the setup block prints nothing');
 
-    const key = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).apiKey as string;
-    const get = async (url: string) => (await fetch(`${service.baseUrl}${url}`, { headers: { 'x-api-key': key } })).json() as Promise<Record<string, unknown>>;
+    const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as { apiKey: string; platformApiKey: string };
+    const get = async (url: string, key = saved.apiKey) => (await fetch(`${service.baseUrl}${url}`, { headers: { 'x-api-key': key } })).json() as Promise<Record<string, unknown>>;
     let paymentId: string | undefined;
 
     for (const [index, step] of steps.entries()) {
@@ -162,8 +162,8 @@ describe(`the README walk-through pasted into bash, on ${ENGINE}`, () => {
         assertAnswer('step 8 (create a tenant)', answer, step.expected!);
         const tenantId = JSON.parse(answer).id as string;
         await shell.paste(localize(cli!.replaceAll('<tenantId>', tenantId)));
-        const tenants = (await (await fetch(`${service.baseUrl}/v1/admin/tenants/${tenantId}/api-keys`, { headers: { 'x-api-key': JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).platformApiKey } })).json()) as { data: unknown[] };
-        assert.equal(tenants.data.length, 1, 'the CLI issued the new tenant a key');
+        const keys = (await get(`/v1/admin/tenants/${tenantId}/api-keys`, saved.platformApiKey)).data as unknown[];
+        assert.equal(keys.length, 1, 'the CLI issued the new tenant a key');
         continue;
       }
 

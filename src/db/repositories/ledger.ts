@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Mode } from '../../domain/api-keys.ts';
 import { assertBalanced, type AccountKind, type LedgerEntry, type LedgerEntryKind } from '../../domain/ledger.ts';
 import type { Asset } from '../../domain/money.ts';
+import { accountKeyOf } from '../../domain/payout-decision.ts';
 import type { Queryable } from '../database.ts';
 
 /** A posting would overdraw a checked account: the caller maps it to `insufficient_tenant_funds`. */
@@ -155,16 +156,16 @@ export async function paymentLedgerRows(db: Queryable, partition: { tenantId: st
 }
 
 /**
- * What the entries of a tenant and mode posted at or after `since` moved, per asset and account kind
- * (the balance at `since` is the balance now minus this). Only the kinds asked for.
+ * What the entries of a tenant and mode posted at or after `since` moved, per account (keyed by
+ * accountKeyOf; the balance at `since` is the balance now minus this). Only the kinds asked for.
  */
 export async function postedSince(
   db: Queryable,
   partition: { tenantId: string; mode: Mode },
   since: Date,
-  kinds: readonly string[],
+  kinds: readonly AccountKind[],
 ): Promise<Map<string, bigint>> {
-  const { rows } = await db.query<{ asset: string; account_kind: string; amount: string }>(
+  const { rows } = await db.query<{ asset: string; account_kind: AccountKind; amount: string }>(
     `SELECT p.asset, p.account_kind, sum(p.amount)::text AS amount
        FROM ledger_transactions t
        JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
@@ -172,5 +173,5 @@ export async function postedSince(
       GROUP BY p.asset, p.account_kind`,
     [partition.tenantId, partition.mode, since, kinds],
   );
-  return new Map(rows.map((row) => [`${row.asset}/${row.account_kind}`, BigInt(row.amount)]));
+  return new Map(rows.map((row) => [accountKeyOf({ asset: row.asset, kind: row.account_kind }), BigInt(row.amount)]));
 }

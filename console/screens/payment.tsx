@@ -22,7 +22,7 @@ interface LedgerEntry {
   postings: Array<{ asset: string; account: string; amount: string }>;
 }
 
-function Transitions({ payment }: { payment: Payment }) {
+export function Transitions({ payment }: { payment: Payment }) {
   return (
     <table aria-label="Transitions">
       <thead>

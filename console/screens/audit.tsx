@@ -4,9 +4,9 @@
 import { useState } from 'preact/hooks';
 import type { Api, Page } from '../api.ts';
 import { navigate } from '../router.ts';
-import { Amount, Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
+import { Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { PlatformNotice } from './admin.tsx';
-import { Transitions, type Payment } from './payment.tsx';
+import { PaymentFacts, Transitions, type Payment } from './payment.tsx';
 
 interface AuditEntry {
   id: string;
@@ -187,22 +187,10 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
         <Loading loaded={payment} />
       ) : (
         <>
-          <dl class="facts">
-            <dt>Id</dt>
-            <dd class="mono">{p.id}</dd>
-            <dt>Mode</dt>
-            <dd>{p.mode}</dd>
-            <dt>Status</dt>
+          <PaymentFacts payment={p}>
+            <dt>Tenant and mode</dt>
             <dd>
-              <span class={`status status-${p.status}`}>{p.status}</span> {p.status_reason ? <span class="muted">{p.status_reason}</span> : null}
-            </dd>
-            <dt>Delivered</dt>
-            <dd>
-              <Amount minor={p.payout_amount} asset={p.payout_asset} />
-            </dd>
-            <dt>Created</dt>
-            <dd>
-              <Time iso={p.created_at} />
+              <span class="mono">{p.tenant_id}</span> · {p.mode}
             </dd>
             <dt>Created by key</dt>
             <dd>
@@ -214,7 +202,7 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
                 <span class="muted">not recorded (made before keys were recorded)</span>
               )}
             </dd>
-          </dl>
+          </PaymentFacts>
           <h2>Transitions</h2>
           <Transitions payment={p} />
           <h2>Recorded actions on this payment</h2>

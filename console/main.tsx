@@ -5,6 +5,7 @@ import { Api, ApiFailure, hasScope, storedKey, storeKey, type TenantMe } from '.
 import './console.css';
 import { match, navigate, usePath } from './router.ts';
 import { LimitRulesScreen, TenantScreen, TenantsScreen } from './screens/admin.tsx';
+import { AdminPaymentScreen, AuditScreen } from './screens/audit.tsx';
 import { BeneficiariesScreen, BeneficiaryScreen } from './screens/beneficiaries.tsx';
 import { EventScreen, EventsScreen } from './screens/events.tsx';
 import { PaymentScreen } from './screens/payment.tsx';
@@ -36,6 +37,7 @@ const CUSTOMER_SCREENS: Screen[] = [
 const PLATFORM_SCREENS: Screen[] = [
   { path: '/tenants', label: 'Tenants', available: () => true },
   { path: '/limits', label: 'Limits and rates', available: () => true },
+  { path: '/audit', label: 'Audit trail', available: () => true },
 ];
 
 async function signIn(key: string): Promise<Session> {
@@ -98,6 +100,9 @@ function Screens({ session, path }: { session: Session; path: string }) {
     const tenant = match('/tenants/:id', path);
     if (tenant) return <TenantScreen api={api} id={tenant.id!} />;
     if (match('/limits', path)) return <LimitRulesScreen api={api} />;
+    if (match('/audit', path)) return <AuditScreen api={api} />;
+    const tenantPayment = match('/tenants/:tenantId/payments/:id', path);
+    if (tenantPayment) return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
   } else {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path);

@@ -22,6 +22,7 @@ import { consoleRoutes } from './http/routes/console.ts';
 import { tenantRoutes } from './http/routes/tenant.ts';
 import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
+import { adminAuditRoutes } from './http/routes/admin-audit.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
@@ -308,6 +309,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);
   await adminPaymentRoutes(app, services.db, services.clock);
+  await adminAuditRoutes(app, services.db);
   await quoteRoutes(app, services.quotes);
   await beneficiaryRoutes(app, services.beneficiaries);
   await bankRoutes(app, services.catalogue);

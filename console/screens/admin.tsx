@@ -2,6 +2,7 @@
 // every tenant route (payments, events, beneficiaries, treasury), so these read the admin API only.
 import type { Api, Page } from '../api.ts';
 import { Amount, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
+import { auditPath, FindPayment } from './audit.tsx';
 
 interface Tenant {
   id: string;
@@ -202,6 +203,7 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
               <th scope="col">Scopes</th>
               <th scope="col">Created</th>
               <th scope="col">Revoked</th>
+              <th scope="col">Audit</th>
             </tr>
           </thead>
           <tbody>
@@ -218,11 +220,19 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
                 <td>
                   <Time iso={k.revokedAt} />
                 </td>
+                <td>
+                  <Link to={auditPath({ actorKeyId: k.id })}>What {k.prefix}…{k.last4} did</Link>
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
+      <h2>Payments and audit</h2>
+      <p>
+        <Link to={auditPath({ tenantId: id })}>Every recorded action on this tenant</Link>
+      </p>
+      <FindPayment tenantId={id} />
       <h2>Limit rules that can apply to it</h2>
       {rules.data ? <LimitRules rules={rules.data.data} /> : <Loading loaded={rules} />}
     </section>

@@ -1,5 +1,6 @@
 // One payment's timeline: its transitions (actor and reason), its ledger entries, its outcome events
 // with every delivery attempt, and its beneficiary's history.
+import type { ComponentChildren } from 'preact';
 import type { Api, Page, TenantMe } from '../api.ts';
 import { hasScope } from '../api.ts';
 import { Amount, ErrorNote, Json, Link, Loading, NeedsScope, ScreenTitle, Time, useLoad } from '../ui.tsx';
@@ -22,7 +23,7 @@ interface LedgerEntry {
   postings: Array<{ asset: string; account: string; amount: string }>;
 }
 
-function Transitions({ payment }: { payment: Payment }) {
+export function Transitions({ payment }: { payment: Payment }) {
   return (
     <table aria-label="Transitions">
       <thead>
@@ -153,6 +154,54 @@ function BeneficiaryHistory({ api, me, beneficiaryId }: { api: Api; me: TenantMe
   );
 }
 
+/** A payment's facts as its tenant reads them; `children` adds rows (`dt`/`dd` pairs) at the end. */
+export function PaymentFacts({ payment: p, children }: { payment: Payment; children?: ComponentChildren }) {
+  return (
+    <dl class="facts">
+      <dt>Id</dt>
+      <dd class="mono">{p.id}</dd>
+      <dt>Status</dt>
+      <dd>
+        <span class={`status status-${p.status}`}>{p.status}</span> {p.status_reason ? <span class="muted">{p.status_reason}</span> : null}
+      </dd>
+      <dt>Delivered</dt>
+      <dd>
+        <Amount minor={p.payout_amount} asset={p.payout_asset} />
+      </dd>
+      <dt>Fee</dt>
+      <dd>
+        <Amount minor={p.fee_amount} asset={p.payout_asset} />
+      </dd>
+      <dt>Charged</dt>
+      <dd>
+        <Amount minor={p.source_amount} asset={p.source_asset} />
+        {p.compensated ? <span class="muted"> (given back: compensated)</span> : null}
+      </dd>
+      <dt>Method</dt>
+      <dd>{p.method ?? '—'}</dd>
+      <dt>Bank reference</dt>
+      <dd class="mono">{p.bank_reference ?? '—'}</dd>
+      <dt>Created</dt>
+      <dd>
+        <Time iso={p.created_at} />
+      </dd>
+      <dt>Settled</dt>
+      <dd>
+        <Time iso={p.settled_at} />
+      </dd>
+      <dt>Customer</dt>
+      <dd class="mono">{p.customer_id ?? '—'}</dd>
+      <dt>Quote</dt>
+      <dd class="mono">{p.quote_id ?? '—'}</dd>
+      <dt>Metadata</dt>
+      <dd>
+        <Json value={p.metadata} />
+      </dd>
+      {children}
+    </dl>
+  );
+}
+
 export function PaymentScreen({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
   const payment = useLoad(() => api.get<Payment>(`/v1/payments/${id}`), [id]);
   const p = payment.data;
@@ -172,47 +221,7 @@ export function PaymentScreen({ api, me, id }: { api: Api; me: TenantMe; id: str
             </button>
           </div>
           <ErrorNote error={payment.error} />
-          <dl class="facts">
-            <dt>Id</dt>
-            <dd class="mono">{p.id}</dd>
-            <dt>Status</dt>
-            <dd>
-              <span class={`status status-${p.status}`}>{p.status}</span> {p.status_reason ? <span class="muted">{p.status_reason}</span> : null}
-            </dd>
-            <dt>Delivered</dt>
-            <dd>
-              <Amount minor={p.payout_amount} asset={p.payout_asset} />
-            </dd>
-            <dt>Fee</dt>
-            <dd>
-              <Amount minor={p.fee_amount} asset={p.payout_asset} />
-            </dd>
-            <dt>Charged</dt>
-            <dd>
-              <Amount minor={p.source_amount} asset={p.source_asset} />
-              {p.compensated ? <span class="muted"> (given back: compensated)</span> : null}
-            </dd>
-            <dt>Method</dt>
-            <dd>{p.method ?? '—'}</dd>
-            <dt>Bank reference</dt>
-            <dd class="mono">{p.bank_reference ?? '—'}</dd>
-            <dt>Created</dt>
-            <dd>
-              <Time iso={p.created_at} />
-            </dd>
-            <dt>Settled</dt>
-            <dd>
-              <Time iso={p.settled_at} />
-            </dd>
-            <dt>Customer</dt>
-            <dd class="mono">{p.customer_id ?? '—'}</dd>
-            <dt>Quote</dt>
-            <dd class="mono">{p.quote_id ?? '—'}</dd>
-            <dt>Metadata</dt>
-            <dd>
-              <Json value={p.metadata} />
-            </dd>
-          </dl>
+          <PaymentFacts payment={p} />
           <h2>Transitions</h2>
           <Transitions payment={p} />
           <h2>Ledger entries</h2>

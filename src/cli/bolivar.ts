@@ -305,6 +305,41 @@ const COMMANDS: Command[] = [
     run: (v) => call('POST', `/v1/admin/payments/${segment(v.payment)}/recheck`),
   },
   {
+    name: 'audit',
+    summary: 'Read the audit trail: who did what, newest first (GET /v1/admin/audit)',
+    details: `Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one.
+What a key did: --actor-key with its id (keys list shows it); what was done to a tenant: --tenant.`,
+    flags: {
+      'actor-key': { type: 'string', value: 'ID', description: 'only what this API key did' },
+      tenant: { type: 'string', value: 'ID', description: "only actions on this tenant's objects" },
+      'target-type': { type: 'string', value: 'TYPE', description: 'only actions on this kind of target (tenant, api_key, funding, payment…)' },
+      'target-id': { type: 'string', value: 'ID', description: 'only actions on this target' },
+      action: { type: 'string', value: 'ACTION', description: 'only this action (tenant.update, api_key.revoke…)' },
+      from: { type: 'string', value: 'TIME', description: 'only actions at or after this ISO-8601 instant' },
+      to: { type: 'string', value: 'TIME', description: 'only actions before this ISO-8601 instant' },
+      limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25)' },
+      cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
+    },
+    run: (v) => {
+      const limit = int(v.limit, 'limit');
+      const query = new URLSearchParams();
+      const pairs: Array<[string, unknown]> = [
+        ['actorKeyId', v['actor-key']],
+        ['tenantId', v.tenant],
+        ['targetType', v['target-type']],
+        ['targetId', v['target-id']],
+        ['action', v.action],
+        ['from', v.from],
+        ['to', v.to],
+        ['limit', limit],
+        ['cursor', v.cursor],
+      ];
+      for (const [name, value] of pairs) if (value !== undefined) query.set(name, String(value));
+      const text = query.toString();
+      return call('GET', `/v1/admin/audit${text ? `?${text}` : ''}`);
+    },
+  },
+  {
     name: 'migrate',
     summary: 'Apply pending migrations (DATABASE_URL, or the embedded database in DATA_DIR); needs no running service',
     flags: {},

@@ -24,7 +24,7 @@
 // locking the existing ones (sorted) and then inserting the missing ones (sorted) — one that another
 // transaction created after this statement's snapshot makes the batch run again (StaleBatchRead).
 // Rows a transaction inserts that nobody else can know yet (a new payment, its transitions, ledger
-// entries, outbox events) are not locks anyone waits for.
+// entries, outbox events, audit rows) are not locks anyone waits for.
 //
 // Limit rules are a separate domain: a rule write locks limit_rule_epoch, then the rules; batches
 // only read the epoch (no lock) and decide again when it moved.

@@ -1,4 +1,5 @@
 import type { Mode } from '../domain/api-keys.ts';
+import type { AuditActor } from '../domain/audit.ts';
 
 /** Who is calling: resolved from `x-api-key` before anything else happens. */
 export interface AuthContext {
@@ -41,4 +42,10 @@ export function idempotencyOf(request: { idempotency?: { key: string; fingerprin
 export function partitionOf(auth: AuthContext | null): { tenantId: string; mode: Mode } {
   if (!auth) throw new Error('invariant: route reached without authentication');
   return { tenantId: auth.tenantId, mode: auth.mode };
+}
+
+/** Who acts, for the audit trail: the authenticated key, its tenant, and the request. */
+export function auditActorOf(request: { auth: AuthContext | null; id: string }): AuditActor {
+  if (!request.auth) throw new Error('invariant: an audited route reached without authentication');
+  return { keyId: request.auth.apiKeyId, tenantId: request.auth.tenantId, requestId: request.id };
 }

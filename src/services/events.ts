@@ -1,14 +1,17 @@
 import type { Database } from '../db/database.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import {
   findEvent,
   listDeliveries,
   listEvents,
+  lockEvent,
   requeueDeadEvents,
   requeueEvent,
   type DeliveryRow,
   type EventRow,
 } from '../db/repositories/events.ts';
 import type { Mode } from '../domain/api-keys.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStatus, EventType } from '../domain/webhooks.ts';
 import { notFound } from '../http/errors.ts';
@@ -50,22 +53,53 @@ export class EventService {
     return { row, payload: JSON.parse(payload_text) as Record<string, unknown>, deliveries };
   }
 
-  /** Back to `pending`, due now: works on dead, pending and published events. */
-  async retry(partition: Partition, id: bigint): Promise<{ row: EventRow; requeued: boolean }> {
-    const result = id > INT8_MAX ? undefined : await requeueEvent(this.db, partition.tenantId, partition.mode, id, this.clock.now());
+  /** Back to `pending`, due now: works on dead, pending and published events. Recorded even when it was already due. */
+  async retry(partition: Partition, id: bigint, actor: AuditActor): Promise<{ row: EventRow; requeued: boolean }> {
+    if (id > INT8_MAX) throw notFound('event');
+    const result = await this.db.transaction(async (tx) => {
+      const before = await lockEvent(tx, partition.tenantId, partition.mode, id);
+      if (!before) return undefined;
+      const retried = await requeueEvent(tx, partition.tenantId, partition.mode, id, this.clock.now());
+      if (!retried) throw new Error(`invariant: event ${id}, locked, vanished before its retry`);
+      await recordAudit(tx, {
+        actor,
+        action: 'event.retry',
+        target: { type: 'event', id: id.toString(), ...partition },
+        before: deliveryState(before),
+        after: deliveryState(retried.row),
+      });
+      return retried;
+    });
     if (!result) throw notFound('event');
     return result;
   }
 
-  /** Requeues the program's failed queue, in bounded batches; returns how many events. */
-  async retryDead(partition: Partition): Promise<number> {
+  /**
+   * Requeues the program's failed queue, in bounded batches; returns how many events. Each batch is
+   * its own transaction with its own audit row (how many, and the range of ids it requeued).
+   */
+  async retryDead(partition: Partition, actor: AuditActor): Promise<number> {
     const now = this.clock.now();
     let total = 0;
     for (let batch = 0; batch < RETRY_DEAD_BATCHES_MAX; batch += 1) {
-      const requeued = await requeueDeadEvents(this.db, partition.tenantId, partition.mode, now, RETRY_DEAD_BATCH);
+      const requeued = await this.db.transaction(async (tx) => {
+        const done = await requeueDeadEvents(tx, partition.tenantId, partition.mode, now, RETRY_DEAD_BATCH);
+        if (done.count > 0 || batch === 0) {
+          await recordAudit(tx, {
+            actor,
+            action: 'event.retry_dead',
+            target: { type: 'program', id: partition.tenantId, ...partition },
+            before: null,
+            after: { requeued: done.count, firstEventId: done.firstId, lastEventId: done.lastId },
+          });
+        }
+        return done.count;
+      });
       total += requeued;
       if (requeued < RETRY_DEAD_BATCH) break;
     }
     return total;
   }
 }
+
+const deliveryState = (row: EventRow) => ({ status: row.status, attempts: row.attempts, nextAttemptAt: row.next_attempt_at });

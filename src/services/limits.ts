@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { readUsage, type UsageKey } from '../db/repositories/limit-usage.ts';
 import { deleteLimitRule, listLimitRules, replaceLimitRule, ruleEpoch, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
 import { usageRule, type LimitRule } from '../domain/limit-rules.ts';
@@ -77,14 +79,19 @@ export class LimitService implements LimitRuleSource {
     return { consumed, rule };
   }
 
-  async createRule(input: Omit<LimitRule, 'id'>): Promise<StoredLimitRule> {
+  async createRule(input: Omit<LimitRule, 'id'>, actor: AuditActor): Promise<StoredLimitRule> {
     const errors = ruleShapeErrors(input);
     if (errors.length > 0) throw validationFailed(errors);
     if (input.tenantId) {
       const tenant = await findTenant(this.db, input.tenantId);
       if (!tenant || tenant.is_platform) throw notFound('tenant');
     }
-    const stored = await this.db.transaction((tx) => replaceLimitRule(tx, { ...input, id: randomUUID() }, this.clock.now()));
+    const stored = await this.db.transaction(async (tx) => {
+      const { rule, replaced } = await replaceLimitRule(tx, { ...input, id: randomUUID() }, this.clock.now());
+      // The rule it replaced, if any, is the `before`: one row tells the whole change.
+      await recordAudit(tx, { actor, action: 'limit_rule.create', target: ruleTarget(rule), before: replaced ? ruleFields(replaced) : null, after: ruleFields(rule) });
+      return rule;
+    });
     this.cache = undefined;
     return stored;
   }
@@ -93,10 +100,23 @@ export class LimitService implements LimitRuleSource {
     return listLimitRules(this.db, tenantId);
   }
 
-  async deleteRule(id: string): Promise<void> {
-    if (!(await this.db.transaction((tx) => deleteLimitRule(tx, id, this.clock.now())))) throw notFound('limit rule');
+  async deleteRule(id: string, actor: AuditActor): Promise<void> {
+    const deleted = await this.db.transaction(async (tx) => {
+      const rule = await deleteLimitRule(tx, id, this.clock.now());
+      if (rule) await recordAudit(tx, { actor, action: 'limit_rule.delete', target: ruleTarget(rule), before: ruleFields(rule), after: null });
+      return rule;
+    });
+    if (!deleted) throw notFound('limit rule');
     this.cache = undefined;
   }
+}
+
+const ruleTarget = (rule: StoredLimitRule) => ({ type: 'limit_rule' as const, id: rule.id, tenantId: rule.tenantId });
+
+/** A rule as recorded: its id (a replaced rule's differs from the new one's) and its terms. */
+function ruleFields(rule: StoredLimitRule): Record<string, unknown> {
+  const { createdAt: _createdAt, ...fields } = rule;
+  return fields;
 }
 
 function ruleShapeErrors(rule: Omit<LimitRule, 'id'>): Array<{ field: string; message: string }> {

@@ -136,6 +136,8 @@ interface PayoutJob {
   /** A sender block given with a customerId: stored for the customer by the batch. */
   customerSender: { customerId: string; sender: Sender } | undefined;
   requestId: string;
+  /** The API key making the payout. */
+  createdByKeyId: string;
   quote: PayoutQuote;
   beneficiary: BeneficiarySnapshot;
   sender: Sender | undefined;
@@ -200,7 +202,12 @@ export class PayoutService {
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
 
-  async create(partition: Partition, request: PayoutRequest, context: { key: string; fingerprint: string; requestId: string }): Promise<WriterAnswer> {
+  /** `context.createdByKeyId`: the API key making the payout, stored with the payment. */
+  async create(
+    partition: Partition,
+    request: PayoutRequest,
+    context: { key: string; fingerprint: string; requestId: string; createdByKeyId: string },
+  ): Promise<WriterAnswer> {
     const bankCodes = await this.bankCodes();
     const { inline, blockSender } = validate(request, bankCodes);
 
@@ -237,6 +244,7 @@ export class PayoutService {
       inline: inline ? { details: inline, newId: randomUUID() } : undefined,
       customerSender: customerId && blockSender ? { customerId, sender: blockSender } : undefined,
       requestId: context.requestId,
+      createdByKeyId: context.createdByKeyId,
       quote,
       beneficiary: target,
       sender,
@@ -674,6 +682,7 @@ function newPayment(
     funding_account: state.funding,
     created_at: now,
     metadata: job.metadata,
+    created_by_key_id: job.createdByKeyId,
   };
 }
 

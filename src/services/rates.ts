@@ -1,5 +1,7 @@
 import type { Database } from '../db/database.ts';
-import { findRate, listRates, upsertRate, type StoredRate } from '../db/repositories/rates.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
+import { findRate, listRates, lockRate, upsertRate, type StoredRate } from '../db/repositories/rates.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { MoneyError, parseRate, type Decimal } from '../domain/money.ts';
 import { ApiError, validationFailed } from '../http/errors.ts';
@@ -53,7 +55,7 @@ export class RateService {
     return rate;
   }
 
-  async set(asset: string, market: string): Promise<StoredRate> {
+  async set(asset: string, market: string, actor: AuditActor): Promise<StoredRate> {
     try {
       parseRate(market);
     } catch (error) {
@@ -62,7 +64,18 @@ export class RateService {
         { field: 'market', message: 'must be a positive decimal string with at most 12 integer digits and 8 decimals, e.g. "925.00"' },
       ]);
     }
-    return upsertRate(this.db, asset, market, this.clock.now());
+    return this.db.transaction(async (tx) => {
+      const before = await lockRate(tx, asset);
+      const stored = await upsertRate(tx, asset, market, this.clock.now());
+      await recordAudit(tx, {
+        actor,
+        action: 'rate.set',
+        target: { type: 'rate', id: asset },
+        before: before ? { market: before.market_text, updatedAt: before.updated_at } : null,
+        after: { market: stored.market_text, updatedAt: stored.updated_at },
+      });
+      return stored;
+    });
   }
 
   list(): Promise<StoredRate[]> {

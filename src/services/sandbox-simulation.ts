@@ -4,8 +4,10 @@
 // sandbox rail's record of the transfer is rewritten in that same transaction, so the rail can never
 // report a second, different outcome later.
 import type { Database } from '../db/database.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../db/repositories/payments.ts';
 import type { Mode } from '../domain/api-keys.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { UNRESOLVED, type PaymentStatus } from '../domain/payment-state.ts';
@@ -74,8 +76,16 @@ export class SandboxSimulationService {
     private readonly outcomes: PaymentOutcomes,
   ) {}
 
-  /** Applies the outcome now; the payment and its history afterwards, or 400, 404, 409 with nothing changed. */
-  async simulate(partition: { tenantId: string; mode: Mode }, id: string, request: SimulationRequest): Promise<{ payment: PaymentRow; transitions: TransitionRow[] }> {
+  /**
+   * Applies the outcome now; the payment and its history afterwards, or 400, 404, 409 with nothing
+   * changed. The audit row is written in the outcome's transaction, only when the outcome took effect.
+   */
+  async simulate(
+    partition: { tenantId: string; mode: Mode },
+    id: string,
+    request: SimulationRequest,
+    actor: AuditActor,
+  ): Promise<{ payment: PaymentRow; transitions: TransitionRow[] }> {
     const reason = reasonOf(request);
     // Live payments are real money: to a live key they do not exist here.
     if (partition.mode !== 'test') throw notFound('payment');
@@ -115,8 +125,8 @@ export class SandboxSimulationService {
       settledReason: SIMULATED_SETTLEMENT_REASON,
       recheck: 'backoff',
       onlyFrom,
-      alongside: (tx, locked) =>
-        recordSimulation(
+      alongside: async (tx, locked) => {
+        await recordSimulation(
           tx,
           {
             reference: payment.id,
@@ -128,7 +138,16 @@ export class SandboxSimulationService {
           },
           simulated(locked),
           at,
-        ),
+        );
+        // `before` is the status the request found; under the lock it can only have been another of `onlyFrom`.
+        await recordAudit(tx, {
+          actor,
+          action: 'sandbox.simulate',
+          target: { type: 'payment', id: payment.id, tenantId: payment.tenant_id, mode: payment.mode },
+          before: { status: payment.status },
+          after: { outcome: request.outcome, status: locked.status, reason: reason ?? null },
+        });
+      },
     });
     if (!applied.moved) throw refusal(request.outcome, applied.payment.status);
     const after = await findPayment(this.db, partition.tenantId, 'test', id);

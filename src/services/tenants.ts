@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
-import { insertApiKey, listTenantKeys, revokeApiKey, type ApiKeyRow } from '../db/repositories/api-keys.ts';
-import { findTenant, insertTenant, listCustomerTenants, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
+import { insertApiKey, listTenantKeys, lockApiKey, revokeApiKey, type ApiKeyRow } from '../db/repositories/api-keys.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
+import { findTenant, insertTenant, listCustomerTenants, lockTenant, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
+import { changedFields, type AuditActor } from '../domain/audit.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { ApiError, notFound } from '../http/errors.ts';
 
@@ -33,8 +35,12 @@ export interface IssuedKey {
 export class TenantService {
   constructor(private readonly db: Database) {}
 
-  async create(fields: Partial<TenantFields> & { name: string }): Promise<TenantRow> {
-    return insertTenant(this.db, randomUUID(), { ...TENANT_DEFAULTS, ...definedOnly(fields) });
+  async create(fields: Partial<TenantFields> & { name: string }, actor: AuditActor): Promise<TenantRow> {
+    return this.db.transaction(async (tx) => {
+      const tenant = await insertTenant(tx, randomUUID(), { ...TENANT_DEFAULTS, ...definedOnly(fields) });
+      await recordAudit(tx, { actor, action: 'tenant.create', target: { type: 'tenant', id: tenant.id, tenantId: tenant.id }, before: null, after: settingsOf(tenant) });
+      return tenant;
+    });
   }
 
   async get(id: string): Promise<TenantRow> {
@@ -49,16 +55,35 @@ export class TenantService {
     return pageOf(await listCustomerTenants(this.db, { limit: page.limit, after }), page.limit);
   }
 
-  async update(id: string, patch: Partial<TenantFields>): Promise<TenantRow> {
-    await this.get(id);
-    const tenant = await updateTenant(this.db, id, definedOnly(patch));
-    if (!tenant) throw notFound('tenant');
-    return tenant;
+  /** Changes the fields given; the audit row holds what each of them was and is. */
+  async update(id: string, patch: Partial<TenantFields>, actor: AuditActor): Promise<TenantRow> {
+    const given = definedOnly(patch);
+    return this.db.transaction(async (tx) => {
+      const before = await lockTenant(tx, id);
+      if (!before || before.is_platform) throw notFound('tenant');
+      const tenant = await updateTenant(tx, id, given);
+      if (!tenant) throw new Error(`invariant: tenant ${id}, locked, vanished before its update`);
+      const fields = changedFields(settingsOf(before), settingsOf(tenant), Object.keys(given) as Array<keyof TenantFields>);
+      await recordAudit(tx, { actor, action: 'tenant.update', target: { type: 'tenant', id, tenantId: id }, ...fields });
+      return tenant;
+    });
   }
 
-  async issueKey(tenantId: string, mode: Mode, scopes: readonly string[] = CUSTOMER_SCOPES): Promise<IssuedKey> {
+  async issueKey(tenantId: string, mode: Mode, actor: AuditActor, scopes: readonly string[] = CUSTOMER_SCOPES): Promise<IssuedKey> {
     await this.get(tenantId);
-    return this.issueKeyUnchecked(this.db, tenantId, mode, scopes, 'admin');
+    return this.db.transaction(async (tx) => {
+      const issued = await this.issueKeyUnchecked(tx, tenantId, mode, scopes, 'admin');
+      // The key itself never: its id, and what any key list shows of it.
+      const { row } = issued;
+      await recordAudit(tx, {
+        actor,
+        action: 'api_key.issue',
+        target: { type: 'api_key', id: row.id, tenantId, mode },
+        before: null,
+        after: { mode: row.mode, scopes: row.scopes, prefix: row.prefix, last4: row.last4 },
+      });
+      return issued;
+    });
   }
 
   async issueKeyUnchecked(
@@ -93,12 +118,37 @@ export class TenantService {
   /**
    * Committed before the answer, and every authentication reads the database with a statement that
    * starts after its request arrived: any request sent after this answer fails, on every process.
+   * Revoking a revoked key changes nothing and is recorded all the same (someone tried).
    */
-  async revokeKey(id: string): Promise<{ id: string; revoked: true }> {
-    const revoked = await revokeApiKey(this.db, id);
-    if (!revoked) throw notFound('API key');
-    return { id: revoked.id, revoked: true };
+  async revokeKey(id: string, actor: AuditActor): Promise<{ id: string; revoked: true }> {
+    return this.db.transaction(async (tx) => {
+      const key = await lockApiKey(tx, id);
+      if (!key) throw notFound('API key');
+      const revoked = await revokeApiKey(tx, id);
+      if (!revoked) throw new Error(`invariant: API key ${id}, locked, vanished before its revocation`);
+      await recordAudit(tx, {
+        actor,
+        action: 'api_key.revoke',
+        target: { type: 'api_key', id, tenantId: key.tenant_id, mode: key.mode },
+        before: { revokedAt: key.revoked_at },
+        after: { revokedAt: revoked.revoked_at },
+      });
+      return { id: revoked.id, revoked: true };
+    });
   }
+}
+
+/** A tenant's settings as the audit trail records them (the names of the admin API). */
+function settingsOf(row: TenantRow): Record<keyof TenantFields, unknown> {
+  return {
+    name: row.name,
+    creditEnabled: row.credit_enabled,
+    creditLimit: row.credit_limit,
+    creditLimits: row.credit_limits,
+    feeBps: row.fee_bps,
+    feeFixed: row.fee_fixed,
+    spreadBps: row.spread_bps,
+  };
 }
 
 function definedOnly<T extends object>(value: T): T {

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { inTransaction, lockAccounts, lockIdempotencyKey } from '../db/lock-order.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import { accountBalances, postedSince, postEntry } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import type { Mode } from '../domain/api-keys.ts';
 import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { creditCeiling } from '../domain/credit.ts';
 import { answerForStoredKey } from '../domain/idempotency.ts';
@@ -67,13 +69,15 @@ export class TreasuryService {
   }
 
   /**
-   * Admin funding: credits the tenant's prefunding balance. The Idempotency-Key (the caller's) and the
-   * ledger entry commit in one transaction: a retried funding is credited once and answered the same.
+   * Admin funding: credits the tenant's prefunding balance. The Idempotency-Key (the caller's), the
+   * ledger entry and its audit row commit in one transaction: a retried funding is credited and
+   * recorded once, and answered the same.
    */
   async fund(
     caller: Partition & { key: string; fingerprint: string },
     target: { tenantId: string; mode: Mode; asset: string; amount: bigint },
     render: (position: TreasuryPosition) => string,
+    actor: AuditActor,
   ): Promise<WriterAnswer> {
     if (target.amount <= 0n || target.amount > MAX_AMOUNT_MINOR) {
       throw validationFailed([{ field: 'amount', message: 'must be a positive integer amount in minor units' }]);
@@ -103,8 +107,16 @@ export class TreasuryService {
       if (-prefunding + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
         throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
       }
-      await postEntry(tx, partition, fundingEntry(target.asset, target.amount), { at: now });
-      const body = render(await this.position(partition, target.asset, tx));
+      const entryId = await postEntry(tx, partition, fundingEntry(target.asset, target.amount), { at: now });
+      const position = await this.position(partition, target.asset, tx);
+      const body = render(position);
+      await recordAudit(tx, {
+        actor,
+        action: 'funding.create',
+        target: { type: 'funding', id: entryId, tenantId: target.tenantId, mode: target.mode },
+        before: { asset: target.asset, prefundingBalance: -prefunding },
+        after: { asset: target.asset, amount: target.amount, prefundingBalance: position.prefundingBalance, idempotencyKey: caller.key },
+      });
       await tx.query(
         `UPDATE idempotency_keys SET status = 'completed', owner = NULL, locked_until = NULL, response_status = 201, response_body = $4
           WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
@@ -131,9 +143,10 @@ export class TreasuryService {
    * `businessDay` set (the scheduled close): what stood at the end of that Caracas day (the balances
    * now minus what was posted since), so a draw made after its midnight waits for the next day's
    * close; the day is recorded, so each (asset, day) closes once whatever the number of workers.
-   * Without it (the admin's close), everything drawn until now.
+   * Without it (the admin's close), everything drawn until now. `actor` (an operator's close): the
+   * close is recorded in the audit trail, in its own transaction.
    */
-  async close(tenantId: string, mode: Mode, businessDay?: string): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
+  async close(tenantId: string, mode: Mode, businessDay?: string, actor?: AuditActor): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
     const tenant = await this.customerTenant(tenantId);
     const partition = { tenantId, mode };
     const now = this.clock.now();
@@ -170,6 +183,15 @@ export class TreasuryService {
         if (!entry) continue;
         await postEntry(tx, partition, entry, { at: now });
         closed.push({ asset, drawn: drawn.toString(), owed: owed.toString() });
+      }
+      if (actor) {
+        const before = Object.fromEntries(
+          assets.map(({ asset }) => [
+            asset,
+            { creditDrawn: balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n, prefundingBalance: -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) },
+          ]),
+        );
+        await recordAudit(tx, { actor, action: 'tenant.close', target: { type: 'tenant', id: tenantId, tenantId, mode }, before, after: { closed } });
       }
       const bs = closed.find((c) => c.asset === 'BS');
       return { ...(await this.position(partition, 'BS', tx)), closedAmount: bs?.drawn ?? '0', closed };

@@ -1,7 +1,9 @@
 import type { Database, Queryable } from '../db/database.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
-import { rotateWebhookSecret, upsertWebhookEndpoint, type WebhookEndpointRow } from '../db/repositories/webhooks.ts';
+import { lockWebhookEndpoint, rotateWebhookSecret, upsertWebhookEndpoint, type WebhookEndpointRow } from '../db/repositories/webhooks.ts';
 import type { Mode } from '../domain/api-keys.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { checkEndpointUrl, generateWebhookSecret } from '../domain/webhooks.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
@@ -19,21 +21,47 @@ export class WebhookEndpointService {
 
   /**
    * Sets the URL. The first call creates the signing secret; later calls keep it (use rotation to
-   * change it). Live mode refuses URLs that are, or resolve to, non-public addresses.
+   * change it). Live mode refuses URLs that are, or resolve to, non-public addresses. The audit row
+   * records the URL before and after, never the secret.
    */
-  async setEndpoint(tenantId: string, mode: Mode, rawUrl: string): Promise<{ url: string; secret: string }> {
+  async setEndpoint(tenantId: string, mode: Mode, rawUrl: string, actor: AuditActor): Promise<{ url: string; secret: string }> {
     await this.customerTenant(tenantId);
     const url = await validEndpointUrl(rawUrl, mode);
-    const endpoint = await setWebhookEndpoint(this.db, { tenantId, mode, url, at: this.clock.now() });
+    const endpoint = await this.db.transaction(async (tx) => {
+      const before = await lockWebhookEndpoint(tx, tenantId, mode);
+      const stored = await setWebhookEndpoint(tx, { tenantId, mode, url, at: this.clock.now() });
+      await recordAudit(tx, {
+        actor,
+        action: 'webhook_endpoint.set',
+        target: { type: 'webhook_endpoint', id: tenantId, tenantId, mode },
+        before: before ? { url: before.url } : null,
+        after: { url: stored.url },
+      });
+      return stored;
+    });
     return { url: endpoint.url, secret: endpoint.secret };
   }
 
   /** A new secret; the old one keeps signing (second signature) for WEBHOOK_SECRET_OVERLAP_HOURS. */
-  async rotateSecret(tenantId: string, mode: Mode): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+  async rotateSecret(tenantId: string, mode: Mode, actor: AuditActor): Promise<{ secret: string; previousSecretExpiresAt: string }> {
     await this.customerTenant(tenantId);
     const now = this.clock.now();
     const previousExpiresAt = new Date(now.getTime() + Math.round(this.settings.secretOverlapHours * HOUR_MS));
-    const rotated = await rotateWebhookSecret(this.db, { tenantId, mode, newSecret: generateWebhookSecret(), previousExpiresAt, at: now });
+    const rotated = await this.db.transaction(async (tx) => {
+      const before = await lockWebhookEndpoint(tx, tenantId, mode);
+      if (!before) return undefined;
+      const row = await rotateWebhookSecret(tx, { tenantId, mode, newSecret: generateWebhookSecret(), previousExpiresAt, at: now });
+      if (!row) throw new Error(`invariant: the webhook endpoint of ${tenantId} (${mode}), locked, vanished before its rotation`);
+      // When each secret was set and until when the old one signs: which secrets, never.
+      await recordAudit(tx, {
+        actor,
+        action: 'webhook_endpoint.rotate_secret',
+        target: { type: 'webhook_endpoint', id: tenantId, tenantId, mode },
+        before: { secretSetAt: before.updated_at, previousSecretExpiresAt: before.previous_secret_expires_at },
+        after: { secretSetAt: row.updated_at, previousSecretExpiresAt: row.previous_secret_expires_at },
+      });
+      return row;
+    });
     if (!rotated) throw notFound(`webhook endpoint for this tenant in ${mode} mode (set one with PUT /v1/admin/tenants/{id}/webhook-endpoint first)`);
     return { secret: rotated.secret, previousSecretExpiresAt: previousExpiresAt.toISOString() };
   }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { assertEnvelope, client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, platformActor, startTestApp, type TestApp } from '../support/harness.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
@@ -276,9 +276,10 @@ describe('rate limiting per API key', () => {
 
   it('429 rate_limited with Retry-After past RATE_LIMIT_RPS, counted per key', async () => {
     // Keys made directly by the service: the admin key has a budget of its own to spend.
-    const tenant = await t.services.tenants.create({ name: 'Limited' });
-    const a = { api: client(t.app, (await t.services.tenants.issueKey(tenant.id, 'test')).key) };
-    const b = { api: client(t.app, (await t.services.tenants.issueKey(tenant.id, 'test')).key) };
+    const actor = await platformActor(t);
+    const tenant = await t.services.tenants.create({ name: 'Limited' }, actor);
+    const a = { api: client(t.app, (await t.services.tenants.issueKey(tenant.id, 'test', actor)).key) };
+    const b = { api: client(t.app, (await t.services.tenants.issueKey(tenant.id, 'test', actor)).key) };
     const results = [];
     for (let i = 0; i < 5; i += 1) results.push(await a.api.get('/v1/tenant/me'));
     const limited = results.filter((r) => r.status === 429);

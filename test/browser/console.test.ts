@@ -1,8 +1,9 @@
 // The operator console in a real browser (the system's Chromium) against the real service, started
 // as `npm start` starts it on a fresh database with its first-start sandbox tenant: sign in, find a
 // payout made through the API, read its timeline, export the statement, retry a dead event and see it
-// requeued and delivered, make a test payout from the sandbox screen; the strict CSP is served and obeyed (no violation), and the key never
-// appears in a URL.
+// requeued and delivered, make a test payout from the sandbox screen; with the platform key, see which
+// key made a payment and read the audit trail; the strict CSP is served and obeyed (no violation), and
+// the key never appears in a URL.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -181,6 +182,31 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       await page.getByText("It cannot read a tenant's payments").waitFor();
       await page.getByRole('link', { name: 'Sandbox' }).click();
       await page.getByRole('heading', { name: 'Sandbox', level: 1 }).waitFor();
+
+      // The platform sees which key made a payment: found by its id from the tenant's page.
+      const tenantKeyId: string = (await api('GET', '/v1/tenant/me')).json.apiKeyId;
+      await page.getByLabel('Payment id').fill(delivered);
+      await page.getByRole('button', { name: 'Open payment' }).click();
+      await page.getByRole('heading', { name: 'Payment', level: 1 }).waitFor();
+      assert.equal(new URL(page.url()).pathname, `/console/tenants/${saved.tenantId}/payments/${delivered}`);
+      await page.getByText(tenantKeyId).waitFor();
+      await page.getByRole('table', { name: 'Transitions' }).getByText('ledger_committed').waitFor();
+
+      // The audit trail: the platform key's two endpoint changes above and the tenant key's retry
+      // from the events screen; then only what the tenant's key did, from the payment's page.
+      await page.getByRole('link', { name: 'Audit trail' }).click();
+      await page.getByRole('heading', { name: 'Audit trail', level: 1 }).waitFor();
+      const trail = page.getByRole('table', { name: 'Audit trail' });
+      await trail.getByText('event.retry', { exact: true }).waitFor({ timeout: WAIT_MS });
+      assert.equal(await trail.getByText('webhook_endpoint.set', { exact: true }).count(), 2);
+      assert.match(await trail.innerText(), /\/v1\/sandbox\/webhooks\/failing/);
+      await page.goBack();
+      await page.getByRole('link', { name: 'What else this key did' }).click();
+      await page.getByRole('heading', { name: 'Audit trail', level: 1 }).waitFor();
+      assert.equal(await page.getByLabel('Actor key id').inputValue(), tenantKeyId);
+      await trail.getByText('event.retry', { exact: true }).waitFor({ timeout: WAIT_MS });
+      assert.equal(await trail.locator('tbody tr').count(), 1, await trail.innerText());
+      assert.equal(await trail.getByText('webhook_endpoint.set', { exact: true }).count(), 0);
 
       assert.deepEqual(problems, [], 'no script error and no CSP violation');
       assert.ok(urls.length > 0);

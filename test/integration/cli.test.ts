@@ -183,6 +183,27 @@ describe('bolivar CLI', () => {
       assertOneLine(recheck, /404 resource_not_found/);
     });
 
+    it('audit reads the trail: what the CLI itself did, narrowed by key, tenant and action', async () => {
+      const admin = client(t.app, t.platformKey);
+      const keyId = (await admin.get('/v1/tenant/me')).body.apiKeyId as string;
+      const ok = async (args: string[]) => {
+        const run = await bolivar(args, env, cwd);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+        return JSON.parse(run.stdout);
+      };
+      const tenant = (await ok(['tenants', 'create', '--name', 'Cinco'])).id as string;
+      await ok(['tenants', 'update', '--tenant', tenant, '--fee-bps', '75']);
+      const ofTenant = await ok(['audit', '--tenant', tenant, '--actor-key', keyId]);
+      assert.deepEqual(ofTenant, (await admin.get(`/v1/admin/audit?tenantId=${tenant}&actorKeyId=${keyId}`)).body);
+      assert.deepEqual(ofTenant.data.map((r: { action: string }) => r.action), ['tenant.update', 'tenant.create']);
+      assert.deepEqual(ofTenant.data[0].after, { feeBps: 75 });
+      const page = await ok(['audit', '--action', 'tenant.update', '--target-type', 'tenant', '--target-id', tenant, '--limit', '1']);
+      assert.equal(page.data.length, 1);
+      const refused = await bolivar(['audit', '--actor-key', 'not-an-id'], env, cwd);
+      assert.equal(refused.code, 1);
+      assertOneLine(refused, /400 validation_failed/);
+    });
+
     it('an error answer is one line with its status, code, message and request id; exit 1', async () => {
       const run = await bolivar(['tenants', 'get', '--tenant', UNKNOWN_UUID], env, cwd);
       assert.equal(run.code, 1);

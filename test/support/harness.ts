@@ -13,7 +13,8 @@ import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { generateApiKey } from '../../src/domain/api-keys.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import type { App } from '../../src/http/types.ts';
-import { syncPlatformKey } from '../../src/services/bootstrap.ts';
+import { PLATFORM_TENANT_ID, syncPlatformKey } from '../../src/services/bootstrap.ts';
+import type { AuditActor } from '../../src/domain/audit.ts';
 
 export const ENGINE: 'postgres' | 'pglite' = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
@@ -103,6 +104,13 @@ export async function startTestApp(
       if (!options.database) await database.drop();
     },
   };
+}
+
+/** The platform key as an audit actor, for a test that calls an audited service directly. */
+export async function platformActor(t: TestApp): Promise<AuditActor> {
+  const { rows } = await t.db.query<{ id: string }>('SELECT id FROM api_keys WHERE is_platform AND revoked_at IS NULL ORDER BY created_at LIMIT 1');
+  if (!rows[0]) throw new Error('no active platform key');
+  return { keyId: rows[0].id, tenantId: PLATFORM_TENANT_ID, requestId: null };
 }
 
 export interface InjectResult<T = any> {

@@ -60,9 +60,15 @@ export async function listTenantKeys(db: Queryable, tenantId: string): Promise<A
   return rows;
 }
 
-export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: string } | undefined> {
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id`,
+/** One key, locked until the transaction ends (a revocation reads what it changes). */
+export async function lockApiKey(tx: Queryable, id: string): Promise<ApiKeyRow | undefined> {
+  const { rows } = await tx.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = $1 FOR UPDATE`, [id]);
+  return rows[0];
+}
+
+export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: string; revoked_at: Date } | undefined> {
+  const { rows } = await db.query<{ id: string; revoked_at: Date }>(
+    `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1 RETURNING id, revoked_at`,
     [id],
   );
   return rows[0];

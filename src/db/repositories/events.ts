@@ -98,16 +98,36 @@ export async function requeueEvent(db: Queryable, tenantId: string, mode: Mode, 
   return existing ? { row: existing, requeued: false } : undefined;
 }
 
-/** Requeues up to `limit` dead events of the program (the oldest first); returns how many. */
-export async function requeueDeadEvents(db: Queryable, tenantId: string, mode: Mode, now: Date, limit: number): Promise<number> {
-  const { rowCount } = await db.query(
-    `UPDATE outbox_events
-        SET status = 'pending', next_attempt_at = $3, dead_at = NULL
-      WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' AND id IN (
-        SELECT id FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' ORDER BY id LIMIT $4)`,
+/** Requeues up to `limit` dead events of the program (the oldest first); returns how many, and the first and last id. */
+export async function requeueDeadEvents(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  now: Date,
+  limit: number,
+): Promise<{ count: number; firstId: bigint | null; lastId: bigint | null }> {
+  const { rows } = await db.query<{ count: number; first_id: bigint | null; last_id: bigint | null }>(
+    `WITH requeued AS (
+       UPDATE outbox_events
+          SET status = 'pending', next_attempt_at = $3, dead_at = NULL
+        WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' AND id IN (
+          SELECT id FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' ORDER BY id LIMIT $4)
+       RETURNING id)
+     SELECT count(*)::int AS count, min(id) AS first_id, max(id) AS last_id FROM requeued`,
     [tenantId, mode, now, limit],
   );
-  return rowCount;
+  const row = rows[0]!;
+  return { count: row.count, firstId: row.first_id, lastId: row.last_id };
+}
+
+/** One event, locked until the transaction ends (a retry reads what it changes). */
+export async function lockEvent(tx: Queryable, tenantId: string, mode: Mode, id: bigint): Promise<EventRow | undefined> {
+  const { rows } = await tx.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`, [
+    tenantId,
+    mode,
+    id,
+  ]);
+  return rows[0];
 }
 
 /** A claimed event with its program's endpoint (null columns when none is configured). */

@@ -47,12 +47,13 @@ export async function ruleEpoch(db: Queryable): Promise<bigint> {
   return rows[0]?.epoch ?? 0n;
 }
 
-/** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced. */
-export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<StoredLimitRule> {
+/** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced, and returned as `replaced`. */
+export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<{ rule: StoredLimitRule; replaced: StoredLimitRule | undefined }> {
   await bumpEpoch(tx);
-  await tx.query(
+  const { rows: replaced } = await tx.query<LimitRuleRow>(
     `UPDATE limit_rules SET deleted_at = $5
-      WHERE deleted_at IS NULL AND scope = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND subject_id IS NOT DISTINCT FROM $3 AND method = $4`,
+      WHERE deleted_at IS NULL AND scope = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND subject_id IS NOT DISTINCT FROM $3 AND method = $4
+      RETURNING ${COLUMNS}`,
     [rule.scope, rule.tenantId, rule.subjectId, rule.method, at],
   );
   const { rows } = await tx.query<LimitRuleRow>(
@@ -60,7 +61,7 @@ export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
     [rule.id, rule.scope, rule.tenantId, rule.subjectId, rule.method, rule.perTxMax, rule.dailyMax, rule.monthlyMax, rule.dailyCountMax, at],
   );
-  return toRule(rows[0]!);
+  return { rule: toRule(rows[0]!), replaced: replaced[0] ? toRule(replaced[0]) : undefined };
 }
 
 export async function listLimitRules(db: Queryable, tenantId?: string): Promise<StoredLimitRule[]> {
@@ -72,8 +73,9 @@ export async function listLimitRules(db: Queryable, tenantId?: string): Promise<
   return rows.map(toRule);
 }
 
-export async function deleteLimitRule(tx: Queryable, id: string, at: Date): Promise<boolean> {
+/** Deletes a live rule; returns it, or undefined when no live rule has this id. */
+export async function deleteLimitRule(tx: Queryable, id: string, at: Date): Promise<StoredLimitRule | undefined> {
   await bumpEpoch(tx);
-  const { rowCount } = await tx.query('UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL', [id, at]);
-  return rowCount === 1;
+  const { rows } = await tx.query<LimitRuleRow>(`UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`, [id, at]);
+  return rows[0] ? toRule(rows[0]) : undefined;
 }

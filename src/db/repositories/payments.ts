@@ -49,6 +49,8 @@ export interface PaymentRow {
   updated_at: Date;
   /** The payout's metadata as sent ({} when none was). */
   metadata: Metadata;
+  /** The API key that created the payment (null: made before keys were recorded). Never in a public answer. */
+  created_by_key_id: string | null;
 }
 
 export interface TransitionRow {
@@ -63,7 +65,7 @@ export interface TransitionRow {
 export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
   bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, usage_day::text AS usage_day, funding_account,
-  resolution_parked_at, settled_at, created_at, updated_at, metadata`;
+  resolution_parked_at, settled_at, created_at, updated_at, metadata, created_by_key_id`;
 
 export type NewPayment = Omit<
   PaymentRow,
@@ -138,13 +140,22 @@ export async function nextResolutionDue(db: Queryable): Promise<Date | undefined
  * Puts an unresolved payment back on the reaper's schedule now, with a fresh backoff (an operator's
  * answer to a parked payment). One row, one statement. Undefined when no unresolved payment has it.
  */
-export async function requeueResolution(db: Queryable, id: string, now: Date): Promise<PaymentRow | undefined> {
+export async function requeueResolution(db: Queryable, tenantId: string, id: string, now: Date): Promise<PaymentRow | undefined> {
   const { rows } = await db.query<PaymentRow>(
-    `UPDATE payments SET next_check_at = $2, check_attempts = 0, resolution_parked_at = NULL
-      WHERE id = $1 AND status IN ('submitted', 'unknown')
+    `UPDATE payments SET next_check_at = $3, check_attempts = 0, resolution_parked_at = NULL
+      WHERE tenant_id = $1 AND id = $2 AND status IN ('submitted', 'unknown')
       RETURNING ${PAYMENT_COLUMNS}`,
-    [id, now],
+    [tenantId, id, now],
   );
+  return rows[0];
+}
+
+/**
+ * A payment found by its id alone (an operator has only that), locked until the transaction ends.
+ * Without its tenant the primary key cannot be used: this reads the table, as an admin lookup may.
+ */
+export async function lockPaymentById(tx: Queryable, id: string): Promise<PaymentRow | undefined> {
+  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 FOR UPDATE`, [id]);
   return rows[0];
 }
 

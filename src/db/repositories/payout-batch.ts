@@ -51,16 +51,17 @@ const SQL = `WITH quote AS (
 ), pay AS (
   INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
     source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
-    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at, metadata)
+    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at, metadata, created_by_key_id)
   SELECT $1, $2, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
          v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
-         v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, $3, $3, v.metadata
+         v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, $3, $3, v.metadata,
+         v.created_by_key_id
     FROM unnest($6::uuid[], $7::uuid[], $8::uuid[], $9::uuid[], $10::text[], $11::text[], $12::text[], $13::text[],
                 $14::bigint[], $15::text[], $16::bigint[], $17::bigint[], $18::text[], $19::text[], $20::boolean[],
-                $21::jsonb[], $22::jsonb[], $23::text[], $24::timestamptz[], $25::date[], $26::text[], $54::jsonb[])
+                $21::jsonb[], $22::jsonb[], $23::text[], $24::timestamptz[], $25::date[], $26::text[], $54::jsonb[], $61::uuid[])
       AS v(id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset, source_amount,
            payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, beneficiary, sender,
-           rail, next_check_at, usage_day, funding_account, metadata)
+           rail, next_check_at, usage_day, funding_account, metadata, created_by_key_id)
   RETURNING 1
 ), history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
@@ -191,6 +192,7 @@ export async function writePayoutBatch(tx: TransactionHandle, partition: Partiti
     batch.accountDeltas.length,
     batch.keyAnswers.length,
     batch.keyReleases.length,
+    col((p) => p.created_by_key_id),
   ]);
 }
 

@@ -33,3 +33,21 @@ export async function findCustomerSender(db: Queryable, tenantId: string, mode: 
   );
   return rows[0]?.sender ?? undefined;
 }
+
+/** The program's default sender (null: none yet), its row locked until the transaction ends. */
+export async function lockDefaultSender(tx: Queryable, tenantId: string, mode: Mode): Promise<Sender | null> {
+  const { rows } = await tx.query<{ default_sender: Sender | null }>(
+    'SELECT default_sender FROM programs WHERE tenant_id = $1 AND mode = $2 FOR UPDATE',
+    [tenantId, mode],
+  );
+  return rows[0]?.default_sender ?? null;
+}
+
+/** A customer's stored sender (null: none yet), its row locked until the transaction ends. */
+export async function lockCustomerSender(tx: Queryable, tenantId: string, mode: Mode, customerId: string): Promise<Sender | null> {
+  const { rows } = await tx.query<{ sender: Sender | null }>(
+    'SELECT sender FROM customers WHERE tenant_id = $1 AND mode = $2 AND id = $3 FOR UPDATE',
+    [tenantId, mode, customerId],
+  );
+  return rows[0]?.sender ?? null;
+}

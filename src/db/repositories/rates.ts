@@ -11,6 +11,12 @@ export async function findRate(db: Queryable, asset: string): Promise<StoredRate
   return rows[0];
 }
 
+/** One asset's rate (undefined: none yet), its row locked until the transaction ends. */
+export async function lockRate(tx: Queryable, asset: string): Promise<StoredRate | undefined> {
+  const { rows } = await tx.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = $1 FOR UPDATE', [asset]);
+  return rows[0];
+}
+
 export async function listRates(db: Queryable): Promise<StoredRate[]> {
   const { rows } = await db.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates ORDER BY asset');
   return rows;

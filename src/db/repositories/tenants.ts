@@ -47,6 +47,12 @@ export async function findTenant(db: Queryable, id: string): Promise<TenantRow |
   return rows[0];
 }
 
+/** One tenant, locked until the transaction ends (an update reads what it changes). */
+export async function lockTenant(tx: Queryable, id: string): Promise<TenantRow | undefined> {
+  const { rows } = await tx.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1 FOR UPDATE`, [id]);
+  return rows[0];
+}
+
 /** A listed tenant: its row and its exact creation time, the keyset position (a Date keeps only ms). */
 export type ListedTenantRow = TenantRow & { created_at_us: bigint };
 

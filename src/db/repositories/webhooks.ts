@@ -56,6 +56,15 @@ export async function findWebhookEndpoint(db: Queryable, tenantId: string, mode:
   return rows[0];
 }
 
+/** The program's endpoint, locked until the transaction ends (a change reads what it replaces). */
+export async function lockWebhookEndpoint(tx: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
+  const { rows } = await tx.query<WebhookEndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND mode = $2 FOR UPDATE`, [
+    tenantId,
+    mode,
+  ]);
+  return rows[0];
+}
+
 /** The signing secrets of the program a test-mode event belongs to, found by the event id alone. */
 export interface TestEventSigner {
   tenant_id: string;

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.ts';
 import type { Authenticator } from '../../services/authenticator.ts';
 import type { AuthFailureLimiter } from '../../services/auth-failures.ts';
@@ -40,6 +40,7 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
       throw new ApiError('api_key_invalid', 'The API key is unknown or has been revoked.');
     }
     request.auth = auth;
+    bindKeyId(request, auth.apiKeyId);
     const required = config.scopes ?? [];
     if (required.length > 0 && !required.some((scope) => auth.scopes.includes(scope))) {
       throw new ApiError('scope_missing', `This API key lacks the scope for this call: ${required.join(' or ')}.`, {
@@ -50,4 +51,14 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
       throw new ApiError('idempotency_key_missing', 'Send an `Idempotency-Key` header (a unique string per operation, such as a UUID).');
     }
   });
+}
+
+/**
+ * From here on every log line of the request, the framework's own included ("request completed"),
+ * names the key that made it: its id, never the key. The request's logger is the request's own child
+ * logger, so its bindings change for this request only.
+ */
+function bindKeyId(request: FastifyRequest, keyId: string): void {
+  const log = request.log as FastifyRequest['log'] & { setBindings?: (bindings: Record<string, unknown>) => void };
+  log.setBindings?.({ keyId });
 }

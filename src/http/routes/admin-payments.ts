@@ -1,13 +1,16 @@
 import { Type } from '@sinclair/typebox';
 import type { Database } from '../../db/database.ts';
-import { findPaymentById, requeueResolution } from '../../db/repositories/payments.ts';
+import { findPayment, listTransitions } from '../../db/repositories/payments.ts';
 import type { Clock } from '../../domain/clock.ts';
-import { ApiError, notFound } from '../errors.ts';
-import { Answer, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
-import { PAYMENT_STATUSES } from '../schemas/payouts.ts';
+import { recheckPayment } from '../../services/payment-recheck.ts';
+import { auditActorOf } from '../context.ts';
+import { notFound } from '../errors.ts';
+import { Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import { PAYMENT_STATUSES, PaymentFields } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
+import { paymentView } from './payments.ts';
 
 const Requeued = Type.Object({
   id: Uuid(),
@@ -18,8 +21,48 @@ const Requeued = Type.Object({
   checkAttempts: Type.Integer(),
 });
 
-/** Operator actions on payments (platform key; outside the public contract). */
+const AdminPayment = Component(
+  'AdminPayment',
+  Type.Object(
+    {
+      ...PaymentFields,
+      tenant_id: Uuid(),
+      mode: ModeSchema,
+      created_by_key_id: Nullable(
+        Uuid('The API key that made the payout (null for payments made before keys were recorded). Find it with GET /v1/admin/tenants/{id}/api-keys; what else it did with GET /v1/admin/audit?actorKeyId=…'),
+      ),
+    },
+    { description: 'A payment as its tenant reads it, with what only the platform sees: its tenant, mode and the key that created it' },
+  ),
+);
+
+const TenantPaymentParams = Type.Object({ id: Uuid(), paymentId: Uuid() });
+
+/** Operator views and actions on payments (platform key; outside the public contract). */
 export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): Promise<void> {
+  app.get(
+    '/v1/admin/tenants/:id/payments/:paymentId',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminGetPayment',
+        summary: "Read one of a tenant's payments, with the key that created it",
+        description: `The payment as \`GET /v1/payments/{id}\` answers its tenant (in either mode), plus \`tenant_id\`, \`mode\` and
+\`created_by_key_id\`: the API key that made the payout. The tenant's own answers never show the key.`,
+        params: TenantPaymentParams,
+        response: { 200: Answer('The payment, with its tenant, mode and creating key', AdminPayment), ...errorResponses('resource_not_found') },
+      },
+    },
+    async (request) => {
+      const { id: tenantId, paymentId } = request.params;
+      const payment = (await findPayment(db, tenantId, 'test', paymentId)) ?? (await findPayment(db, tenantId, 'live', paymentId));
+      if (!payment) throw notFound('payment');
+      const transitions = await listTransitions(db, tenantId, paymentId);
+      return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, created_by_key_id: payment.created_by_key_id };
+    },
+  );
+
   app.post(
     '/v1/admin/payments/:id/recheck',
     {
@@ -31,18 +74,13 @@ export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): 
         description: `The reaper asks the rail about a \`submitted\` or \`unknown\` payment on a growing backoff and stops after
 REAPER_CHECK_ATTEMPTS_MAX questions, leaving it unresolved (never invented), logged at warn and counted in
 \`bolivar_reaper_parked_payments_total\` / \`bolivar_payments_parked_unresolved\`. This puts it back on the schedule now,
-with a fresh backoff. 409 \`payment_already_resolved\` when it is settled, failed or reversed.`,
+with a fresh backoff, and records it in the audit trail. 409 \`payment_already_resolved\` when it is settled, failed or reversed.`,
         params: IdParam,
         response: { 200: Answer('The payment, back on the resolution schedule', Requeued), ...errorResponses('resource_not_found', 'payment_already_resolved') },
       },
     },
     async (request) => {
-      const row = await requeueResolution(db, request.params.id, clock.now());
-      if (!row) {
-        const existing = await findPaymentById(db, request.params.id);
-        if (!existing) throw notFound('payment');
-        throw new ApiError('payment_already_resolved', `This payment is already ${existing.status}: there is nothing to ask the rail.`, { status: existing.status });
-      }
+      const row = await recheckPayment(db, clock, request.params.id, auditActorOf(request));
       return {
         id: row.id,
         tenantId: row.tenant_id,

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { StoredRate as StoredRateRow } from '../../db/repositories/rates.ts';
+import { auditActorOf } from '../context.ts';
 import type { RateService } from '../../services/rates.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { RateAssetParam, SetRateBody, StoredRate } from '../schemas/quotes.ts';
@@ -23,7 +24,7 @@ export async function adminRateRoutes(app: App, rates: RateService): Promise<voi
         response: { 200: Answer('The rate, stored', StoredRate), ...errorResponses() },
       },
     },
-    async (request) => rateView(await rates.set(request.params.asset, request.body.market)),
+    async (request) => rateView(await rates.set(request.params.asset, request.body.market, auditActorOf(request))),
   );
 
   app.get(

@@ -3,6 +3,7 @@ import type { ApiKeyRow } from '../../db/repositories/api-keys.ts';
 import type { TenantRow } from '../../db/repositories/tenants.ts';
 import type { TenantService } from '../../services/tenants.ts';
 import { creditCeiling } from '../../domain/credit.ts';
+import { auditActorOf } from '../context.ts';
 import { validationFailed } from '../errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses } from '../schemas/common.ts';
@@ -91,7 +92,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,
-      });
+      }, auditActorOf(request));
       return reply.code(201).send(tenantView(tenant));
     },
   );
@@ -155,7 +156,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,
-      });
+      }, auditActorOf(request));
       return tenantView(tenant);
     },
   );
@@ -175,7 +176,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
       },
     },
     async (request, reply) => {
-      const issued = await tenants.issueKey(request.params.id, request.body.mode, request.body.scopes);
+      const issued = await tenants.issueKey(request.params.id, request.body.mode, auditActorOf(request), request.body.scopes);
       return reply.code(201).send({ ...keySummary(issued.row), key: issued.key });
     },
   );
@@ -209,6 +210,6 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: Answer('The API key, revoked', RevokedApiKey), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => tenants.revokeKey(request.params.id),
+    async (request) => tenants.revokeKey(request.params.id, auditActorOf(request)),
   );
 }

@@ -1,7 +1,7 @@
 import type { Database } from '../../db/database.ts';
-import { setCustomerSender, setDefaultSender } from '../../db/repositories/programs.ts';
 import { findTenant } from '../../db/repositories/tenants.ts';
 import { validateSender } from '../../domain/sender.ts';
+import { setCustomerStoredSender, setProgramDefaultSender } from '../../services/senders.ts';
 import type { TreasuryService } from '../../services/treasury.ts';
 import { notFound, validationFailed } from '../errors.ts';
 import { Type } from '@sinclair/typebox';
@@ -9,7 +9,7 @@ import { Answer, errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
-import { idempotencyOf, partitionOf } from '../context.ts';
+import { auditActorOf, idempotencyOf, partitionOf } from '../context.ts';
 import { ADMIN } from './admin-tenants.ts';
 import { sendWriterAnswer } from './payouts.ts';
 
@@ -46,6 +46,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         { ...partitionOf(request.auth), ...idempotencyOf(request) },
         { tenantId: request.params.id, mode, asset, amount: BigInt(amount) },
         (position) => JSON.stringify(position),
+        auditActorOf(request),
       );
       return sendWriterAnswer(reply, answer);
     },
@@ -66,7 +67,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         response: { 200: Answer('The position after the close, and what it settled', ClosedPosition), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => treasury.close(request.params.id, request.body.mode),
+    async (request) => treasury.close(request.params.id, request.body.mode, undefined, auditActorOf(request)),
   );
 
   app.put(
@@ -86,7 +87,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
     async (request) => {
       await customerTenant(request.params.id);
       const sender = checkedSender(request.body.sender);
-      await setDefaultSender(db, request.params.id, request.body.mode, sender);
+      await setProgramDefaultSender(db, { tenantId: request.params.id, mode: request.body.mode }, sender, auditActorOf(request));
       return { mode: request.body.mode, sender };
     },
   );
@@ -108,7 +109,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
     async (request) => {
       await customerTenant(request.params.id);
       const sender = checkedSender(request.body.sender);
-      await setCustomerSender(db, request.params.id, request.body.mode, request.params.customerId, sender);
+      await setCustomerStoredSender(db, { tenantId: request.params.id, mode: request.body.mode }, request.params.customerId, sender, auditActorOf(request));
       return { mode: request.body.mode, sender };
     },
   );

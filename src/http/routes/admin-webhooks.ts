@@ -1,3 +1,4 @@
+import { auditActorOf } from '../context.ts';
 import type { WebhookEndpointService } from '../../services/webhook-endpoints.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { RotatedSecret, WebhookEndpoint, WebhookEndpointBody } from '../schemas/events.ts';
@@ -22,7 +23,7 @@ export async function adminWebhookRoutes(app: App, endpoints: WebhookEndpointSer
         response: { 200: WebhookEndpoint, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => endpoints.setEndpoint(request.params.id, request.body.mode, request.body.url),
+    async (request) => endpoints.setEndpoint(request.params.id, request.body.mode, request.body.url, auditActorOf(request)),
   );
 
   app.post(
@@ -40,6 +41,6 @@ export async function adminWebhookRoutes(app: App, endpoints: WebhookEndpointSer
         response: { 200: RotatedSecret, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => endpoints.rotateSecret(request.params.id, request.body.mode),
+    async (request) => endpoints.rotateSecret(request.params.id, request.body.mode, auditActorOf(request)),
   );
 }

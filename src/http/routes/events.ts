@@ -1,6 +1,6 @@
 import type { DeliveryRow, EventRow } from '../../db/repositories/events.ts';
 import { INT8_MAX, type EventService } from '../../services/events.ts';
-import { partitionOf } from '../context.ts';
+import { auditActorOf, partitionOf } from '../context.ts';
 import { validationFailed } from '../errors.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { EventDetail, EventIdParam, EventList, EventListQuery, RetriedDeadEvents, RetriedEvent } from '../schemas/events.ts';
@@ -90,7 +90,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         response: { 200: RetriedDeadEvents, ...errorResponses() },
       },
     },
-    async (request) => ({ requeued: await events.retryDead(partitionOf(request.auth)) }),
+    async (request) => ({ requeued: await events.retryDead(partitionOf(request.auth), auditActorOf(request)) }),
   );
 
   app.post(
@@ -107,7 +107,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
       },
     },
     async (request) => {
-      const { row, requeued } = await events.retry(partitionOf(request.auth), BigInt(request.params.id));
+      const { row, requeued } = await events.retry(partitionOf(request.auth), BigInt(request.params.id), auditActorOf(request));
       return { id: row.id.toString(), event_type: row.event_type, status: row.status, attempts: row.attempts, requeued };
     },
   );

@@ -1,6 +1,6 @@
 import type { StoredLimitRule } from '../../db/repositories/limit-rules.ts';
 import type { LimitService } from '../../services/limits.ts';
-import { partitionOf } from '../context.ts';
+import { auditActorOf, partitionOf } from '../context.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreateLimitRuleBody, LimitRuleList, LimitRuleView, LimitUsage, LimitUsageQuery, ListLimitRulesQuery } from '../schemas/limits.ts';
@@ -52,7 +52,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         dailyMax: BigInt(body.daily_max),
         monthlyMax: big(body.monthly_max),
         dailyCountMax: big(body.daily_count_max),
-      });
+      }, auditActorOf(request));
       return reply.code(201).send(ruleView(rule));
     },
   );
@@ -87,7 +87,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
       },
     },
     async (request) => {
-      await limits.deleteRule(request.params.id);
+      await limits.deleteRule(request.params.id, auditActorOf(request));
       return { id: request.params.id, deleted: true };
     },
   );

@@ -87,7 +87,7 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
       },
     },
     async (request, reply) => {
-      const answer = await payouts.create(partitionOf(request.auth), request.body as never, { ...idempotencyOf(request), requestId: request.id });
+      const answer = await payouts.create(partitionOf(request.auth), request.body as never, { ...idempotencyOf(request), requestId: request.id, createdByKeyId: request.auth!.apiKeyId });
       return sendWriterAnswer(reply, answer);
     },
   );

@@ -8,7 +8,7 @@ import {
   SIMULATED_SETTLEMENT_REASON,
   type SandboxSimulationService,
 } from '../../services/sandbox-simulation.ts';
-import { partitionOf } from '../context.ts';
+import { auditActorOf, partitionOf } from '../context.ts';
 import { Answer, errorResponsesDescribed, StringEnum } from '../schemas/common.ts';
 import { Payment } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
@@ -73,7 +73,7 @@ export async function sandboxPaymentRoutes(app: App, simulation: SandboxSimulati
       },
     },
     async (request) => {
-      const { payment, transitions } = await simulation.simulate(partitionOf(request.auth), request.params.id, request.body);
+      const { payment, transitions } = await simulation.simulate(partitionOf(request.auth), request.params.id, request.body, auditActorOf(request));
       return paymentView(payment, transitions);
     },
   );

@@ -136,16 +136,15 @@ export const StatementRowFields = {
   metadata: Metadata,
 };
 
-export const Payment = Component(
-  'Payment',
-  Type.Object({
-    ...StatementRowFields,
-    quote_id: Nullable(Uuid()),
-    compensated: Type.Boolean({ description: 'true if the ledger entry was reversed' }),
-    updated_at: DateTime(),
-    events: Type.Array(Transition, { description: 'Transition history, oldest first' }),
-  }),
-);
+export const PaymentFields = {
+  ...StatementRowFields,
+  quote_id: Nullable(Uuid()),
+  compensated: Type.Boolean({ description: 'true if the ledger entry was reversed' }),
+  updated_at: DateTime(),
+  events: Type.Array(Transition, { description: 'Transition history, oldest first' }),
+};
+
+export const Payment = Component('Payment', Type.Object(PaymentFields));
 
 export const LEDGER_ENTRY_KINDS = ['funding', 'payout', 'payout_settlement', 'payout_failure', 'payout_reversal', 'daily_close'] as const satisfies readonly LedgerEntryKind[];
 export const LEDGER_ACCOUNTS = ['prefunding', 'credit_receivable', 'in_flight', 'revenue', 'treasury', 'fx'] as const satisfies readonly AccountKind[];

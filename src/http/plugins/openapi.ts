@@ -57,8 +57,32 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         ? shareErrorResponses(shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))))
         : document.swaggerObject,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  // Its own scope, so that the page's headers go on its answers only.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (_request, reply) => {
+      reply
+        .header('content-security-policy', DOCS_CSP)
+        .header('x-frame-options', 'DENY')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer');
+    });
+    await docs.register(swaggerUi, {
+      routePrefix: '/docs',
+      // BaseLayout: without the top bar, whose logo is an inline <style> the CSP refuses (and whose
+      // box loads other documents).
+      uiConfig: { deepLinking: true, layout: 'BaseLayout' },
+      // "Try it out" calls the service that serves the page (the only origin the CSP allows).
+      transformSpecification: (document) => ({ ...document, servers: [{ url: '/', description: 'This service' }] }),
+    });
+  });
 }
+
+/**
+ * The Swagger UI at /docs runs only its own files, reads the document and tries calls on this origin
+ * only, and may not be framed (a framed "Try it out" with a pasted key is a clickjacking target).
+ */
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 type OpenApiDocument = { paths?: Record<string, Record<string, { parameters?: Array<{ deprecated?: boolean; schema?: { deprecated?: boolean } }> }>> };
 

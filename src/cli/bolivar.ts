@@ -249,7 +249,7 @@ const COMMANDS: Command[] = [
     name: 'webhook set',
     summary: "Set a program's webhook endpoint (PUT /v1/admin/tenants/{id}/webhook-endpoint)",
     details: 'The first call creates the signing secret and prints it; later calls change the URL and keep the secret.',
-    flags: { tenant: TENANT, mode: MODE, url: { type: 'string', value: 'URL', required: true, description: 'http:// or https:// URL (live mode: public hosts only)' } },
+    flags: { tenant: TENANT, mode: MODE, url: { type: 'string', value: 'URL', required: true, description: 'http:// or https:// URL (live mode: public hosts only; test mode: public hosts or loopback)' } },
     run: (v) => call('PUT', `/v1/admin/tenants/${segment(v.tenant)}/webhook-endpoint`, { mode: v.mode, url: v.url }),
   },
   {

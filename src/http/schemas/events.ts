@@ -115,7 +115,7 @@ export const WebhookEndpointBody = Type.Object({
   url: Type.String({
     minLength: 1,
     maxLength: 2048,
-    description: 'http:// or https:// URL that receives the webhooks. Live mode refuses loopback, private, link-local and metadata addresses',
+    description: 'http:// or https:// URL that receives the webhooks. Private, link-local and metadata addresses are refused; loopback too in live mode',
     example: 'https://hooks.example.com/bolivar',
   }),
 });

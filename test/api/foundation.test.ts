@@ -49,9 +49,9 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       }
       assert.match(DOCS_CSP, /frame-ancestors 'none'/);
       assert.doesNotMatch(DOCS_CSP, /unsafe-inline|unsafe-eval|\*/);
+      // The document's one server is relative: the origin that serves it, the one connect-src allows.
       const served = JSON.parse((await t.app.inject({ method: 'GET', url: '/docs/json' })).body);
-      assert.deepEqual(served.servers, [{ url: '/', description: 'This service' }]);
-      assert.equal(served.info.title, t.app.swagger().info.title);
+      assert.deepEqual(served.servers.map((s: { url: string }) => s.url), ['/']);
     });
   });
 

@@ -18,6 +18,12 @@ Guides, in the service's repository: \`README.md\` (running it, a five-minute wa
 \`docs/limits.md\` (caps, limit rules, usage), \`docs/treasury.md\` (ledger, credit, daily close),
 \`docs/admin.md\` (admin API and CLI), \`docs/errors.md\` (every error code).`;
 
+/**
+ * Relative: the service that serves the document (GET /docs/json), http://localhost:3000 when run
+ * locally, behind TLS in production. Not internal (`x-internal`): it is the integrators' API.
+ */
+const SERVERS = [{ url: '/', description: 'The service that serves this document (http://localhost:3000 when run with npm start)', 'x-internal': false }];
+
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   for (const schema of componentSchemas()) app.addSchema(schema);
   await app.register(swagger, {
@@ -28,8 +34,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: '1.0.0',
         description: API_DESCRIPTION,
         contact: { name: 'Bolivar Disbursement Service support', email: 'support@bolivar.example' },
+        // No public licence: the service is proprietary (package.json is private).
+        license: { name: 'Proprietary: all rights reserved' },
       },
-      servers: [{ url: 'http://localhost:3000', description: 'Local (npm start)' }],
+      servers: SERVERS,
       tags: [
         { name: 'Tenant', description: 'Who the API key belongs to' },
         { name: 'Quotes', description: 'Fix the delivered amount, the rate and the fee' },
@@ -69,10 +77,8 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     await docs.register(swaggerUi, {
       routePrefix: '/docs',
       // BaseLayout: without the top bar, whose logo is an inline <style> the CSP refuses (and whose
-      // box loads other documents).
+      // box loads other documents). "Try it out" calls the document's server, this origin.
       uiConfig: { deepLinking: true, layout: 'BaseLayout' },
-      // "Try it out" calls the service that serves the page (the only origin the CSP allows).
-      transformSpecification: (document) => ({ ...document, servers: [{ url: '/', description: 'This service' }] }),
     });
   });
 }

@@ -51,6 +51,22 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
   }
 }
 
+/** Closes the browser, stops the service (it must exit 0), drops its database and removes the folders. */
+async function tearDown(run: {
+  context: { close(): Promise<void> };
+  service: Awaited<ReturnType<typeof startService>>;
+  database: { drop(): Promise<void> } | undefined;
+  profile: string;
+  dataDir: string;
+}): Promise<void> {
+  await run.context.close();
+  const code = await run.service.stop('SIGTERM');
+  await run.database?.drop();
+  rmSync(run.profile, { recursive: true, force: true });
+  rmSync(run.dataDir, { recursive: true, force: true });
+  assert.equal(code, 0, run.service.output());
+}
+
 describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install the Debian package chromium to run the browser test` }, () => {
   it('signs in, shows a payout\'s timeline, exports the statement, and retries a dead event', { timeout: 120_000 }, async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-console-'));
@@ -192,12 +208,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       const logLines = service.output().split('\n').filter((line) => line.startsWith('{'));
       assert.doesNotMatch(logLines.join('\n'), new RegExp(`${key}|${admin}`), 'no key in the JSON log (the first start prints the keys once, as text)');
     } finally {
-      await context.close();
-      const code = await service.stop('SIGTERM');
-      await database?.drop();
-      rmSync(profile, { recursive: true, force: true });
-      rmSync(dataDir, { recursive: true, force: true });
-      assert.equal(code, 0, service.output());
+      await tearDown({ context, service, database, profile, dataDir });
     }
   });
 
@@ -282,12 +293,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       });
       assert.deepEqual(framed, ['chrome-error://chromewebdata/', 'chrome-error://chromewebdata/', `${base}/health/live`]);
     } finally {
-      await context.close();
-      const code = await service.stop('SIGTERM');
-      await database?.drop();
-      rmSync(profile, { recursive: true, force: true });
-      rmSync(dataDir, { recursive: true, force: true });
-      assert.equal(code, 0, service.output());
+      await tearDown({ context, service, database, profile, dataDir });
     }
   });
 });

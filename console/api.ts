@@ -1,6 +1,10 @@
 // Every call the console makes: to this origin, with the operator's key in the x-api-key header,
 // never in a URL. The key lives in this tab's sessionStorage (gone when the tab closes) and in memory.
+// Paths are `ApiPath`s (paths.ts): built with `apiPath`, every value an encoded segment.
 import { jsonWithIntegers } from './format.ts';
+import { checkedApiPath, type ApiPath } from './paths.ts';
+
+export { apiPath, type ApiPath } from './paths.ts';
 
 const KEY_STORAGE = 'bolivar-console.api-key';
 
@@ -55,10 +59,12 @@ async function failureOf(response: Response): Promise<ApiFailure> {
 export class Api {
   constructor(private readonly key: string) {}
 
-  private async send(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  private async send(method: string, path: ApiPath, query?: Query, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+    // Checked again here: a cast cannot smuggle in a path the browser would rewrite.
+    const url = checkedApiPath(path) + queryString(query);
     let response: Response;
     try {
-      response = await fetch(path, {
+      response = await fetch(url, {
         method,
         headers: { 'x-api-key': this.key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : jsonWithIntegers(body),
@@ -72,17 +78,17 @@ export class Api {
     return response;
   }
 
-  async get<T>(path: string, query?: Query): Promise<T> {
-    return (await (await this.send('GET', path + queryString(query))).json()) as T;
+  async get<T>(path: ApiPath, query?: Query): Promise<T> {
+    return (await (await this.send('GET', path, query)).json()) as T;
   }
 
-  async post<T>(path: string, body?: unknown, headers?: Record<string, string>): Promise<T> {
-    return (await (await this.send('POST', path, body, headers)).json()) as T;
+  async post<T>(path: ApiPath, body?: unknown, headers?: Record<string, string>): Promise<T> {
+    return (await (await this.send('POST', path, undefined, body, headers)).json()) as T;
   }
 
   /** A file the API serves (the statement CSV): fetched with the key, saved through a blob: URL. */
-  async download(path: string, query: Query, fallbackName: string): Promise<void> {
-    const response = await this.send('GET', path + queryString(query));
+  async download(path: ApiPath, query: Query, fallbackName: string): Promise<void> {
+    const response = await this.send('GET', path, query);
     const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? fallbackName;
     const url = URL.createObjectURL(await response.blob());
     try {

@@ -1,7 +1,7 @@
 // The operator console: sign in with an API key, then the screens that key may use.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { Api, ApiFailure, hasScope, storedKey, storeKey, type TenantMe } from './api.ts';
+import { Api, ApiFailure, apiPath, hasScope, storedKey, storeKey, type TenantMe } from './api.ts';
 import './console.css';
 import { match, navigate, usePath } from './router.ts';
 import { LimitRulesScreen, TenantScreen, TenantsScreen } from './screens/admin.tsx';
@@ -42,7 +42,7 @@ const PLATFORM_SCREENS: Screen[] = [
 
 async function signIn(key: string): Promise<Session> {
   const api = new Api(key);
-  return { api, me: await api.get<TenantMe>('/v1/tenant/me') };
+  return { api, me: await api.get<TenantMe>(apiPath`/v1/tenant/me`) };
 }
 
 function SignIn({ onSession, note }: { onSession: (session: Session, key: string) => void; note?: string }) {
@@ -97,22 +97,22 @@ function Screens({ session, path }: { session: Session; path: string }) {
   const { api, me } = session;
   if (me.isPlatform) {
     if (match('/tenants', path)) return <TenantsScreen api={api} />;
-    const tenant = match('/tenants/:id', path);
+    const tenant = match('/tenants/:id', path, { id: 'uuid' });
     if (tenant) return <TenantScreen api={api} id={tenant.id!} />;
     if (match('/limits', path)) return <LimitRulesScreen api={api} />;
     if (match('/audit', path)) return <AuditScreen api={api} />;
-    const tenantPayment = match('/tenants/:tenantId/payments/:id', path);
+    const tenantPayment = match('/tenants/:tenantId/payments/:id', path, { tenantId: 'uuid', id: 'uuid' });
     if (tenantPayment) return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
   } else {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
-    const payment = match('/payments/:id', path);
+    const payment = match('/payments/:id', path, { id: 'uuid' });
     if (payment) return <PaymentScreen api={api} me={me} id={payment.id!} />;
     if (match('/events', path)) return <EventsScreen api={api} me={me} />;
-    const event = match('/events/:id', path);
+    const event = match('/events/:id', path, { id: 'numeric' });
     if (event) return <EventScreen api={api} me={me} id={event.id!} />;
     if (match('/treasury', path)) return <TreasuryScreen api={api} me={me} />;
     if (match('/beneficiaries', path)) return <BeneficiariesScreen api={api} />;
-    const beneficiary = match('/beneficiaries/:id', path);
+    const beneficiary = match('/beneficiaries/:id', path, { id: 'uuid' });
     if (beneficiary) return <BeneficiaryScreen api={api} me={me} id={beneficiary.id!} />;
     if (match('/sandbox', path) && me.mode === 'test') return <SandboxScreen api={api} me={me} />;
   }

@@ -2,6 +2,9 @@
 // with the History API. Nothing secret is ever put in a path or a query.
 import { useEffect, useState } from 'preact/hooks';
 
+// Routes match with the id shapes of paths.ts.
+export { match } from './paths.ts';
+
 export const BASE = '/console';
 
 const listeners = new Set<() => void>();
@@ -30,17 +33,4 @@ export function usePath(): string {
     return () => void listeners.delete(update);
   }, []);
   return path;
-}
-
-/** "/payments/abc" against "/payments/:id" → { id: "abc" }, or undefined. */
-export function match(pattern: string, path: string): Record<string, string> | undefined {
-  const want = pattern.split('/');
-  const got = path.replace(/\/$/, '').split('/');
-  if (want.length !== got.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i += 1) {
-    if (want[i]!.startsWith(':')) params[want[i]!.slice(1)] = decodeURIComponent(got[i]!);
-    else if (want[i] !== got[i]) return undefined;
-  }
-  return params;
 }

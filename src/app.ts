@@ -62,6 +62,7 @@ import { EventService } from './services/events.ts';
 import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
 import { SandboxSimulationService } from './services/sandbox-simulation.ts';
 import { WebhookEndpointService } from './services/webhook-endpoints.ts';
+import { ownOriginOf } from './services/bootstrap.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -193,7 +194,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
       metrics,
     ),
     events: new EventService(db, clock),
-    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
+    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
   };

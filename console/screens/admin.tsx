@@ -1,6 +1,7 @@
 // The platform key's screens. The platform key has one scope, platform:admin: the API refuses it
 // every tenant route (payments, events, beneficiaries, treasury), so these read the admin API only.
 import type { Api, Page } from '../api.ts';
+import { apiPath } from '../api.ts';
 import { Amount, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { auditPath, FindPayment } from './audit.tsx';
 
@@ -101,7 +102,7 @@ function LimitRules({ rules }: { rules: LimitRule[] }) {
 
 export function TenantsScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<Tenant>>('/v1/admin/tenants', { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(() => api.get<Page<Tenant>>(apiPath`/v1/admin/tenants`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
   return (
     <section>
       <ScreenTitle>Tenants</ScreenTitle>
@@ -149,9 +150,9 @@ export function TenantsScreen({ api }: { api: Api }) {
 }
 
 export function TenantScreen({ api, id }: { api: Api; id: string }) {
-  const tenant = useLoad(() => api.get<Tenant>(`/v1/admin/tenants/${id}`), [id]);
-  const keys = useLoad(() => api.get<{ data: ApiKeyRecord[] }>(`/v1/admin/tenants/${id}/api-keys`), [id]);
-  const rules = useLoad(() => api.get<{ data: LimitRule[] }>('/v1/admin/limit-rules', { tenantId: id }), [id]);
+  const tenant = useLoad(() => api.get<Tenant>(apiPath`/v1/admin/tenants/${id}`), [id]);
+  const keys = useLoad(() => api.get<{ data: ApiKeyRecord[] }>(apiPath`/v1/admin/tenants/${id}/api-keys`), [id]);
+  const rules = useLoad(() => api.get<{ data: LimitRule[] }>(apiPath`/v1/admin/limit-rules`, { tenantId: id }), [id]);
   const t = tenant.data;
   return (
     <section>
@@ -240,8 +241,8 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
 }
 
 export function LimitRulesScreen({ api }: { api: Api }) {
-  const rules = useLoad(() => api.get<{ data: LimitRule[] }>('/v1/admin/limit-rules'), []);
-  const rates = useLoad(() => api.get<{ data: Array<{ asset: string; market: string; updatedAt: string }> }>('/v1/admin/rates'), []);
+  const rules = useLoad(() => api.get<{ data: LimitRule[] }>(apiPath`/v1/admin/limit-rules`), []);
+  const rates = useLoad(() => api.get<{ data: Array<{ asset: string; market: string; updatedAt: string }> }>(apiPath`/v1/admin/rates`), []);
   return (
     <section>
       <ScreenTitle>Limits and rates</ScreenTitle>

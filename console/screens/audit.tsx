@@ -2,7 +2,7 @@
 // narrowed by actor, target or tenant, and one payment as the platform sees it, with the key that
 // created it (GET /v1/admin/tenants/{id}/payments/{paymentId}).
 import { useState } from 'preact/hooks';
-import type { Api, Page } from '../api.ts';
+import { apiPath, type Api, type Page } from '../api.ts';
 import { navigate } from '../router.ts';
 import { Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { PlatformNotice } from './admin.tsx';
@@ -116,7 +116,7 @@ export function AuditScreen({ api }: { api: Api }) {
   const [draft, setDraft] = useState<Filters>(filtersOfLocation);
   const [filters, setFilters] = useState<Filters>(draft);
   const paging = useCursor([filters]);
-  const page = useLoad(() => api.get<Page<AuditEntry>>('/v1/admin/audit', { ...filters, limit: '25', cursor: paging.cursor }), [filters, paging.cursor]);
+  const page = useLoad(() => api.get<Page<AuditEntry>>(apiPath`/v1/admin/audit`, { ...filters, limit: '25', cursor: paging.cursor }), [filters, paging.cursor]);
   const apply = (next: Filters) => {
     setDraft(next);
     setFilters(next);
@@ -174,7 +174,7 @@ export function AuditScreen({ api }: { api: Api }) {
 
 /** A tenant's payment as the platform sees it: the public view, its mode, and the key that created it. */
 export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: string; id: string }) {
-  const payment = useLoad(() => api.get<AdminPayment>(`/v1/admin/tenants/${encodeURIComponent(tenantId)}/payments/${encodeURIComponent(id)}`), [tenantId, id]);
+  const payment = useLoad(() => api.get<AdminPayment>(apiPath`/v1/admin/tenants/${tenantId}/payments/${id}`), [tenantId, id]);
   const p = payment.data;
   return (
     <section>

@@ -1,6 +1,6 @@
 // Beneficiaries: the list, and one beneficiary with its payout history and payments.
 import type { Api, Page, TenantMe } from '../api.ts';
-import { hasScope } from '../api.ts';
+import { apiPath, hasScope } from '../api.ts';
 import { Json, Link, Loading, NeedsScope, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { PaymentTable, type StatementRow } from './payments.tsx';
 
@@ -23,7 +23,7 @@ export interface BeneficiaryRecord {
 
 export function BeneficiariesScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<BeneficiaryRecord>>('/v1/beneficiaries', { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(() => api.get<Page<BeneficiaryRecord>>(apiPath`/v1/beneficiaries`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
   return (
     <section>
       <ScreenTitle>Beneficiaries</ScreenTitle>
@@ -74,10 +74,10 @@ export function BeneficiariesScreen({ api }: { api: Api }) {
 }
 
 export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
-  const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(`/v1/beneficiaries/${id}`), [id]);
+  const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${id}`), [id]);
   const paging = useCursor([id]);
   const payments = useLoad(
-    () => (hasScope(me, 'payments:read') ? api.get<Page<StatementRow>>('/v1/payments', { beneficiaryId: id, limit: '25', cursor: paging.cursor }) : Promise.resolve(undefined)),
+    () => (hasScope(me, 'payments:read') ? api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId: id, limit: '25', cursor: paging.cursor }) : Promise.resolve(undefined)),
     [id, paging.cursor],
   );
   const b = beneficiary.data;

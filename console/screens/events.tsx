@@ -2,7 +2,7 @@
 // whole dead queue), each confirmed first.
 import { useState } from 'preact/hooks';
 import type { Api, Page, TenantMe } from '../api.ts';
-import { hasScope } from '../api.ts';
+import { apiPath, hasScope } from '../api.ts';
 import { ConfirmButton, Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
 export const EVENT_STATUSES = ['pending', 'published', 'dead'] as const;
@@ -93,7 +93,7 @@ export function RetryEventButton({ api, event, onDone }: { api: Api; event: Even
       label={`Retry event ${event.id}`}
       title={`Retry event ${event.id}?`}
       confirmLabel="Retry now"
-      onConfirm={async () => onDone(retriedNote(await api.post<Retried>(`/v1/events/${event.id}/retry`)))}
+      onConfirm={async () => onDone(retriedNote(await api.post<Retried>(apiPath`/v1/events/${event.id}/retry`)))}
     >
       <p>
         The {event.event_type} event (now {event.status}, {event.attempts} attempts) goes back to the delivery queue, due now, and is sent again to the
@@ -107,7 +107,7 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
   const [status, setStatus] = useState<string>('dead');
   const paging = useCursor([status]);
   const retry = useRetryNote();
-  const page = useLoad(() => api.get<Page<EventRecord>>('/v1/events', { status, limit: '25', cursor: paging.cursor }), [status, paging.cursor]);
+  const page = useLoad(() => api.get<Page<EventRecord>>(apiPath`/v1/events`, { status, limit: '25', cursor: paging.cursor }), [status, paging.cursor]);
   const canWrite = hasScope(me, 'events:write');
   const after = (note: string) => {
     retry.setNote(note);
@@ -134,7 +134,7 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
             title="Retry every dead event?"
             confirmLabel="Retry all"
             onConfirm={async () => {
-              const { requeued } = await api.post<{ requeued: number }>('/v1/events/retry-dead');
+              const { requeued } = await api.post<{ requeued: number }>(apiPath`/v1/events/retry-dead`);
               after(`${requeued} dead event${requeued === 1 ? '' : 's'} requeued: pending, due for delivery now.`);
             }}
           >
@@ -202,7 +202,7 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
 }
 
 export function EventScreen({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
-  const event = useLoad(() => api.get<EventDetail>(`/v1/events/${id}`), [id]);
+  const event = useLoad(() => api.get<EventDetail>(apiPath`/v1/events/${id}`), [id]);
   const retry = useRetryNote();
   const e = event.data;
   return (

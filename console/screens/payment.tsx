@@ -2,7 +2,7 @@
 // with every delivery attempt, and its beneficiary's history.
 import type { ComponentChildren } from 'preact';
 import type { Api, Page, TenantMe } from '../api.ts';
-import { hasScope } from '../api.ts';
+import { apiPath, hasScope } from '../api.ts';
 import { Amount, ErrorNote, Json, Link, Loading, NeedsScope, ScreenTitle, Time, useLoad } from '../ui.tsx';
 import { EventDeliveries, RetryEventButton, type EventDetail, type EventRecord } from './events.tsx';
 import type { StatementRow } from './payments.tsx';
@@ -53,7 +53,7 @@ export function Transitions({ payment }: { payment: Payment }) {
 }
 
 function Ledger({ api, id }: { api: Api; id: string }) {
-  const ledger = useLoad(() => api.get<{ data: LedgerEntry[] }>(`/v1/payments/${id}/ledger`), [id]);
+  const ledger = useLoad(() => api.get<{ data: LedgerEntry[] }>(apiPath`/v1/payments/${id}/ledger`), [id]);
   if (!ledger.data) return <Loading loaded={ledger} />;
   if (ledger.data.data.length === 0) return <p class="muted">No ledger entry: nothing was charged.</p>;
   return (
@@ -96,8 +96,8 @@ function Ledger({ api, id }: { api: Api; id: string }) {
 
 function OutcomeEvents({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
   const events = useLoad(async () => {
-    const list = await api.get<Page<EventRecord>>('/v1/events', { paymentId: id, limit: '100' });
-    return Promise.all(list.data.map((event) => api.get<EventDetail>(`/v1/events/${event.id}`)));
+    const list = await api.get<Page<EventRecord>>(apiPath`/v1/events`, { paymentId: id, limit: '100' });
+    return Promise.all(list.data.map((event) => api.get<EventDetail>(apiPath`/v1/events/${event.id}`)));
   }, [id]);
   if (!events.data) return <Loading loaded={events} />;
   if (events.data.length === 0) return <p class="muted">No outcome event yet: one is written when the payment settles, fails or is reversed.</p>;
@@ -122,8 +122,8 @@ function OutcomeEvents({ api, me, id }: { api: Api; me: TenantMe; id: string }) 
 }
 
 function BeneficiaryHistory({ api, me, beneficiaryId }: { api: Api; me: TenantMe; beneficiaryId: string }) {
-  const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(`/v1/beneficiaries/${beneficiaryId}`), [beneficiaryId]);
-  const recent = useLoad(() => api.get<Page<StatementRow>>('/v1/payments', { beneficiaryId, limit: '10' }), [beneficiaryId]);
+  const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${beneficiaryId}`), [beneficiaryId]);
+  const recent = useLoad(() => api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId, limit: '10' }), [beneficiaryId]);
   return (
     <>
       {hasScope(me, 'beneficiaries:read') ? (
@@ -203,7 +203,7 @@ export function PaymentFacts({ payment: p, children }: { payment: Payment; child
 }
 
 export function PaymentScreen({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
-  const payment = useLoad(() => api.get<Payment>(`/v1/payments/${id}`), [id]);
+  const payment = useLoad(() => api.get<Payment>(apiPath`/v1/payments/${id}`), [id]);
   const p = payment.data;
   return (
     <section>

@@ -1,6 +1,7 @@
 // The statement: GET /v1/payments with its filters and cursor, and its CSV export.
 import { useState } from 'preact/hooks';
 import type { Api, Page, Query } from '../api.ts';
+import { apiPath } from '../api.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
 export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
@@ -103,7 +104,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
   const [exporting, setExporting] = useState(false);
   const paging = useCursor([filters]);
   const query: Query = { ...filters, limit: '25', cursor: paging.cursor };
-  const page = useLoad(() => api.get<Page<StatementRow>>('/v1/payments', query), [filters, paging.cursor]);
+  const page = useLoad(() => api.get<Page<StatementRow>>(apiPath`/v1/payments`, query), [filters, paging.cursor]);
   const field = (name: keyof Filters) => ({
     id: `filter-${name}`,
     name,
@@ -169,7 +170,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
               setExportError(undefined);
               setExporting(true);
               try {
-                await api.download('/v1/payments/export', { ...filters }, 'payments.csv');
+                await api.download(apiPath`/v1/payments/export`, { ...filters }, 'payments.csv');
               } catch (error) {
                 setExportError(error);
               } finally {

@@ -3,7 +3,7 @@
 // until it resolves.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Api, Page, TenantMe } from '../api.ts';
-import { hasScope } from '../api.ts';
+import { apiPath, hasScope } from '../api.ts';
 import { parseMajor } from '../format.ts';
 import { Amount, ErrorNote, Link, Loading, NeedsScope, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import type { Payment } from './payment.tsx';
@@ -45,7 +45,7 @@ const header = (headers: Record<string, string | string[]>, name: string) => [he
 
 function SinkDeliveries({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<SinkDelivery>>('/v1/sandbox/webhooks', { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(() => api.get<Page<SinkDelivery>>(apiPath`/v1/sandbox/webhooks`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
   return (
     <>
       <div class="toolbar">
@@ -136,14 +136,14 @@ function TestPayout({ api }: { api: Api }) {
   const [error, setError] = useState<unknown>(undefined);
   const [payment, setPayment] = useState<Payment | undefined>(undefined);
   const [watching, setWatching] = useState(false);
-  const banks = useLoad(() => api.get<{ data: Bank[] }>('/v1/payouts/banks', { method: draft.method }), [draft.method]);
+  const banks = useLoad(() => api.get<{ data: Bank[] }>(apiPath`/v1/payouts/banks`, { method: draft.method }), [draft.method]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   useEffect(() => () => clearTimeout(timer.current), []);
 
   const watch = (id: string, until: number) => {
     timer.current = setTimeout(async () => {
       try {
-        const current = await api.get<Payment>(`/v1/payments/${id}`);
+        const current = await api.get<Payment>(apiPath`/v1/payments/${id}`);
         setPayment(current);
         if (UNRESOLVED.has(current.status) && Date.now() < until) return watch(id, until);
       } catch (failure) {
@@ -173,8 +173,8 @@ function TestPayout({ api }: { api: Api }) {
     setBusy(true);
     setPayment(undefined);
     try {
-      const quote = await api.post<{ id: string }>('/v1/quotes', { deliver: { asset: 'BS', amount } });
-      const beneficiary = await api.post<{ id: string }>('/v1/beneficiaries', {
+      const quote = await api.post<{ id: string }>(apiPath`/v1/quotes`, { deliver: { asset: 'BS', amount } });
+      const beneficiary = await api.post<{ id: string }>(apiPath`/v1/beneficiaries`, {
         fullName: draft.fullName,
         nationalId: draft.nationalId,
         bankCode: draft.bankCode,
@@ -182,7 +182,7 @@ function TestPayout({ api }: { api: Api }) {
         ...(draft.method === 'transferencia' || draft.accountNumber !== '' ? { accountNumber: draft.accountNumber } : {}),
       });
       const payout = await api.post<{ id: string }>(
-        '/v1/payouts',
+        apiPath`/v1/payouts`,
         {
           quoteId: quote.id,
           method: draft.method,
@@ -197,7 +197,7 @@ function TestPayout({ api }: { api: Api }) {
         },
         { 'idempotency-key': `console-${crypto.randomUUID()}` },
       );
-      setPayment(await api.get<Payment>(`/v1/payments/${payout.id}`));
+      setPayment(await api.get<Payment>(apiPath`/v1/payments/${payout.id}`));
       setWatching(true);
       watch(payout.id, Date.now() + POLL_FOR_MS);
     } catch (failure) {

@@ -2,7 +2,7 @@
 // limit usage with the rule that applies.
 import { useState } from 'preact/hooks';
 import type { Api, TenantMe } from '../api.ts';
-import { hasScope } from '../api.ts';
+import { apiPath, hasScope } from '../api.ts';
 import { Amount, Loading, NeedsScope, ScreenTitle, useLoad } from '../ui.tsx';
 
 export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
@@ -24,7 +24,7 @@ interface Usage {
 }
 
 function Positions({ api }: { api: Api }) {
-  const positions = useLoad(() => Promise.all(ASSETS.map((asset) => api.get<Position>('/v1/treasury/position', { asset }))), []);
+  const positions = useLoad(() => Promise.all(ASSETS.map((asset) => api.get<Position>(apiPath`/v1/treasury/position`, { asset }))), []);
   if (!positions.data) return <Loading loaded={positions} />;
   return (
     <table aria-label="Position per asset">
@@ -71,7 +71,7 @@ function Positions({ api }: { api: Api }) {
 function LimitUsage({ api }: { api: Api }) {
   const [draft, setDraft] = useState('');
   const [customerId, setCustomerId] = useState('');
-  const usage = useLoad(() => api.get<Usage>('/v1/limits/usage', { asset: 'BS', customerId }), [customerId]);
+  const usage = useLoad(() => api.get<Usage>(apiPath`/v1/limits/usage`, { asset: 'BS', customerId }), [customerId]);
   return (
     <>
       <form

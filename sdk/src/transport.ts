@@ -4,9 +4,11 @@
 // - retries, with that same key, of what is safe to send again: no answer (network error, timeout)
 //   when the call is idempotent, 429 and 503 (after `Retry-After` when the server says), and 409
 //   `idempotency_request_in_progress` (the first request with the key is still running);
-// - bounded: `maxRetries` more attempts at most, exponential backoff with jitter between them.
+// - bounded: `maxRetries` more attempts at most, exponential backoff with jitter between them;
+// - no redirect is followed: the API key goes to `baseUrl` and nowhere else (a redirect to another
+//   host, or from https to http, would hand it over). A 3xx answer is an error, never retried.
 import { randomUUID } from 'node:crypto';
-import { BolivarConnectionError, BolivarError, errorFromResponse } from './errors.js';
+import { BolivarConnectionError, BolivarError, errorFromResponse, UNEXPECTED_RESPONSE } from './errors.js';
 
 export const DEFAULT_MAX_RETRIES = 3;
 /** The first backoff; each retry doubles it, up to MAX_BACKOFF_MS. */
@@ -92,6 +94,26 @@ function eitherSignal(a: AbortSignal, b: AbortSignal): AbortSignal {
   return typeof AbortSignal.any === 'function' ? AbortSignal.any([a, b]) : a;
 }
 
+/**
+ * The error for a redirect. `redirect: 'manual'` rather than 'error': the same refusal, but the
+ * answer stays readable (status and Location in Node; an opaque redirect, status 0, in a browser).
+ */
+function redirectRefused(request: Request, response: Response): BolivarError {
+  const location = response.headers.get('location');
+  const target = location ? ` to ${location.slice(0, 200)}` : '';
+  return new BolivarError({
+    status: response.status,
+    code: UNEXPECTED_RESPONSE,
+    type: 'api_error',
+    message:
+      `${request.method} ${request.path}: the server answered with a redirect (HTTP ${response.status}${target}), which is not followed ` +
+      'so that the API key is sent to baseUrl only; set baseUrl to the service\'s own URL',
+    requestId: response.headers.get('x-request-id'),
+  });
+}
+
+const isRedirect = (response: Response) => response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400);
+
 function retryableAnswer(status: number, error: BolivarError): boolean {
   return status === 429 || status === 503 || (status === 409 && error.code === 'idempotency_request_in_progress');
 }
@@ -137,7 +159,7 @@ export class Transport {
       let text: string;
       try {
         const timeout = AbortSignal.timeout(this.timeoutMs);
-        response = await this.fetch(url, { method: request.method, headers, body, signal: signal ? eitherSignal(signal, timeout) : timeout });
+        response = await this.fetch(url, { method: request.method, headers, body, redirect: 'manual', signal: signal ? eitherSignal(signal, timeout) : timeout });
         text = await response.text();
       } catch (cause) {
         if (signal?.aborted) throw cause;
@@ -147,6 +169,7 @@ export class Transport {
         await sleep(backoffMs(attempt), signal);
         continue;
       }
+      if (isRedirect(response)) throw redirectRefused(request, response);
       if (response.status < 400) {
         const data = (request.accept === 'text' ? text : text === '' ? undefined : JSON.parse(text)) as T;
         return { data, status: response.status, headers: response.headers };

@@ -5,6 +5,8 @@
 //
 // During a secret rotation the header holds two signatures (new secret first); any match is enough.
 // Verify over the RAW bytes of the body as received, never over a re-serialized object.
+// The event id comes from the signed body (`id`), never from the `x-event-id` header, which no
+// signature covers: a receiver that deduplicates on it cannot be made to handle a copy twice.
 // node:crypto only, so `@bolivar/sdk/webhooks` can be imported by a receiver that needs nothing else.
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { PaymentFailedEvent, PaymentReversedEvent, PaymentSettledEvent } from './generated/index.js';
@@ -38,10 +40,13 @@ export type VerifyFailure =
   | 'invalid_timestamp'
   | 'timestamp_outside_tolerance'
   | 'missing_signature'
-  | 'signature_mismatch';
+  | 'signature_mismatch'
+  /** Signed, but not a delivery body (`{id, eventType, payload}`): not sent by the service. */
+  | 'invalid_body';
 
 export type VerifyWebhookResult =
-  | { ok: true; timestampMs: number; eventId: string | undefined }
+  /** `eventId` is the `id` of the signed body: deduplicate on it. */
+  | { ok: true; timestampMs: number; eventId: string }
   | { ok: false; reason: VerifyFailure };
 
 /** The body of a delivery, by `eventType`: `switch (event.eventType)` narrows `payload`. */
@@ -78,12 +83,8 @@ export function signatureHeader(secrets: string | readonly string[], timestamp: 
   return list.map((secret) => `${SIGNATURE_SCHEME}=${computeSignature(secret, timestamp, rawBody)}`).join(',');
 }
 
-/**
- * Checks a delivery: fresh timestamp, then at least one `sha256=` signature made with one of the
- * secrets over exactly these bytes. Never throws for bad input; returns `{ok: false, reason}`, so a
- * receiver answers 401 and logs the reason. Comparisons are constant-time.
- */
-export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResult {
+/** The verified timestamp, or why the headers and bytes do not verify. */
+function checkSignature(options: VerifyWebhookOptions, body: Buffer): { ok: true; timestampMs: number } | { ok: false; reason: VerifyFailure } {
   const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => typeof s === 'string' && s.length > 0);
   if (secrets.length === 0) return { ok: false, reason: 'missing_secret' };
 
@@ -102,7 +103,6 @@ export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResul
     .map((part) => part.slice(SIGNATURE_SCHEME.length + 1).toLowerCase());
   if (given.length === 0) return { ok: false, reason: 'missing_signature' };
 
-  const body = bytesOf(options.rawBody);
   let matched = false;
   for (const secret of secrets) {
     const expected = Buffer.from(computeSignature(secret, timestamp, body), 'utf8');
@@ -112,14 +112,54 @@ export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResul
       if (actual.length === expected.length && timingSafeEqual(actual, expected)) matched = true;
     }
   }
-  if (!matched) return { ok: false, reason: 'signature_mismatch' };
-  return { ok: true, timestampMs, eventId: header(options.headers, 'x-event-id') };
+  return matched ? { ok: true, timestampMs } : { ok: false, reason: 'signature_mismatch' };
+}
+
+/** The delivery body `{id, eventType, payload, …}` of verified bytes, or undefined when it is not one. */
+function parseEvent(body: Buffer): WebhookEvent | undefined {
+  let event: unknown;
+  try {
+    event = JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const fields = event as { id?: unknown; eventType?: unknown; payload?: unknown } | null;
+  if (
+    typeof fields !== 'object' || fields === null || typeof fields.id !== 'string' || fields.id === '' || typeof fields.eventType !== 'string' ||
+    typeof fields.payload !== 'object' || fields.payload === null
+  ) {
+    return undefined;
+  }
+  return event as WebhookEvent;
+}
+
+type Verified = { ok: true; timestampMs: number; event: WebhookEvent } | { ok: false; reason: VerifyFailure };
+
+function verifyDelivery(options: VerifyWebhookOptions): Verified {
+  const body = bytesOf(options.rawBody);
+  const check = checkSignature(options, body);
+  if (!check.ok) return check;
+  // Parsed only once the bytes are known to be ours.
+  const event = parseEvent(body);
+  return event === undefined ? { ok: false, reason: 'invalid_body' } : { ok: true, timestampMs: check.timestampMs, event };
+}
+
+/**
+ * Checks a delivery: fresh timestamp, then at least one `sha256=` signature made with one of the
+ * secrets over exactly these bytes, then a delivery body. Never throws for bad input; returns
+ * `{ok: false, reason}`, so a receiver answers 401 and logs the reason. Comparisons are
+ * constant-time. `eventId` is the `id` of the signed body (the `x-event-id` header is not signed and
+ * is not read): deduplicate on it.
+ */
+export function verifyWebhook(options: VerifyWebhookOptions): VerifyWebhookResult {
+  const verified = verifyDelivery(options);
+  return verified.ok ? { ok: true, timestampMs: verified.timestampMs, eventId: verified.event.id } : verified;
 }
 
 /** Thrown by `constructEvent`: `reason` says why (answer 401 and log it). */
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
-  constructor(readonly reason: VerifyFailure | 'invalid_body') {
+  constructor(readonly reason: VerifyFailure) {
     super(`webhook delivery refused: ${reason}`);
   }
 }
@@ -135,20 +175,7 @@ export function constructEvent(
   secret: string | readonly string[],
   options: { toleranceMs?: number; nowMs?: number } = {},
 ): WebhookEvent {
-  const check = verifyWebhook({ secret, headers, rawBody, ...options });
-  if (!check.ok) throw new WebhookVerificationError(check.reason);
-  let event: unknown;
-  try {
-    event = JSON.parse(typeof rawBody === 'string' ? rawBody : bytesOf(rawBody).toString('utf8'));
-  } catch {
-    throw new WebhookVerificationError('invalid_body');
-  }
-  const fields = event as { id?: unknown; eventType?: unknown; payload?: unknown } | null;
-  if (
-    typeof fields !== 'object' || fields === null || typeof fields.id !== 'string' || typeof fields.eventType !== 'string' ||
-    typeof fields.payload !== 'object' || fields.payload === null
-  ) {
-    throw new WebhookVerificationError('invalid_body');
-  }
-  return event as WebhookEvent;
+  const verified = verifyDelivery({ secret, headers, rawBody, ...options });
+  if (!verified.ok) throw new WebhookVerificationError(verified.reason);
+  return verified.event;
 }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import ipaddr from 'ipaddr.js';
 import { CONFIG_DOC, ConfigError, loadConfig } from '../config.ts';
 import { migrate } from '../db/migrate.ts';
 import { openDatabase } from '../db/open.ts';
@@ -248,7 +249,7 @@ const COMMANDS: Command[] = [
     name: 'webhook set',
     summary: "Set a program's webhook endpoint (PUT /v1/admin/tenants/{id}/webhook-endpoint)",
     details: 'The first call creates the signing secret and prints it; later calls change the URL and keep the secret.',
-    flags: { tenant: TENANT, mode: MODE, url: { type: 'string', value: 'URL', required: true, description: 'http:// or https:// URL (live mode: public hosts only)' } },
+    flags: { tenant: TENANT, mode: MODE, url: { type: 'string', value: 'URL', required: true, description: 'http:// or https:// URL (live mode: public hosts only; test mode: public hosts or loopback)' } },
     run: (v) => call('PUT', `/v1/admin/tenants/${segment(v.tenant)}/webhook-endpoint`, { mode: v.mode, url: v.url }),
   },
   {
@@ -430,6 +431,26 @@ function platformKey(): string {
   throw new CliError(`no platform key: set PLATFORM_API_KEY, or start the service once to create ${file}`);
 }
 
+/** Where warnings go: stderr, or the `err` that runCli was given. */
+let warn = (text: string): void => void process.stderr.write(text);
+let plainHttpWarned = false;
+
+/** This machine only: `localhost` (and `*.localhost`) or a loopback address. */
+export function isLocalHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  if (!ipaddr.isValid(host)) return false;
+  const address = ipaddr.process(host); // an IPv4-mapped IPv6 address is judged as its IPv4 address
+  return address.range() === 'loopback';
+}
+
+/** Plain http beyond this machine carries the platform key in clear text: said once per run. */
+function warnOnPlainHttp(url: URL): void {
+  if (url.protocol !== 'http:' || isLocalHost(url.hostname) || plainHttpWarned) return;
+  plainHttpWarned = true;
+  warn(`bolivar: warning: BOLIVAR_URL is plain http to ${url.host}, not this machine: the platform key crosses the network unencrypted; use https://\n`);
+}
+
 function serviceBase(): { base: string; source: string } {
   const given = process.env.BOLIVAR_URL;
   const raw = given || `http://localhost:${process.env.PORT || 3000}`;
@@ -442,6 +463,7 @@ function serviceBase(): { base: string; source: string } {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new UsageError(`BOLIVAR_URL=${JSON.stringify(raw)} is not an http:// or https:// URL; give the service's base URL, such as http://localhost:3000`);
   }
+  warnOnPlainHttp(url);
   return { base: raw.replace(/\/+$/, ''), source: given ? 'BOLIVAR_URL' : 'the default; BOLIVAR_URL is not set' };
 }
 
@@ -484,6 +506,9 @@ async function call(method: string, route: string, body?: unknown, headers: Reco
       method,
       headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
+      // Never follow a redirect with the platform key (the same refusal as 'error', but the answer
+      // stays readable, so the message can say where it pointed).
+      redirect: 'manual',
       signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
     });
   } catch (error) {
@@ -497,6 +522,13 @@ async function call(method: string, route: string, body?: unknown, headers: Reco
     );
   }
   const text = await response.text();
+  if (response.status >= 300 && response.status < 400) {
+    const location = response.headers.get('location');
+    throw new CliError(
+      `the service at ${base} (${source}) answered with a redirect (HTTP ${response.status}${location ? ` to ${location.slice(0, 200)}` : ''}), ` +
+        'which the CLI does not follow so that the platform key goes to BOLIVAR_URL only; set BOLIVAR_URL to the service\'s own URL',
+    );
+  }
   if (!response.ok) throw new CliError(errorAnswer(response.status, text, url));
   if (!text) return {};
   try {
@@ -544,6 +576,7 @@ function parseFlags(command: Command, rest: string[]): Values {
 
 /** Runs the CLI; returns the exit code. Output goes to `out`, the one-line failure to `err`. */
 export async function runCli(argv: readonly string[], out: (text: string) => void, err: (text: string) => void): Promise<number> {
+  warn = err;
   try {
     const { command, rest, words } = resolve(argv);
     if (!command) {

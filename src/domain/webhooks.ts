@@ -101,38 +101,63 @@ export function generateWebhookSecret(): string {
   return `whsec_${out}`;
 }
 
-// Destinations a live-mode endpoint may never reach: this host, private networks, cloud metadata
-// services and every address that is not plain public unicast (SSRF). ipaddr.js names the special
-// ranges, including the IPv6 forms that carry an IPv4 address a router or the OS may unwrap (6to4,
-// Teredo, NAT64, SIIT), so anything it does not call `unicast` is refused rather than listed by hand.
-// Test mode may use loopback (local receivers, the built-in sink).
+// Destinations an endpoint may never reach: private networks, cloud metadata services and every
+// address that is not plain public unicast (SSRF); in live mode this host too. ipaddr.js names the
+// special ranges, including the IPv6 forms that carry an IPv4 address a router or the OS may unwrap
+// (6to4, Teredo, NAT64, SIIT), so anything it does not call `unicast` is refused rather than listed
+// by hand. Test mode may also use loopback (local receivers, the built-in sink), and nothing else
+// that is not public: a test key's webhooks must not become a way into the private network.
 
 // ipaddr.js calls every IPv6 address it has no name for `unicast`, which would let through the
 // deprecated IPv4-compatible ::a.b.c.d (::7f00:1 is 127.0.0.1 behind an automatic tunnel) and
 // unallocated space; public IPv6 addresses are only ever allocated from 2000::/3.
 const GLOBAL_UNICAST_V6: [ipaddr.IPv6, number] = [ipaddr.IPv6.parse('2000::'), 3];
 
-/** true when a live-mode delivery may connect to this IP address (a literal, v4 or v6). */
-export function isPublicAddress(address: string): boolean {
+/** A canonical literal address (v4 or v6, brackets and zone stripped, IPv4-mapped unwrapped), else undefined. */
+function canonicalAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   // Only the canonical literal forms: ipaddr.js also parses 127.1, 0x7f.0.0.1 and 2130706433, which
   // no resolver hands back and no URL keeps (WHATWG rewrites them to dotted decimal).
-  if (!ipaddr.IPv4.isValidFourPartDecimal(bare) && !ipaddr.IPv6.isValid(bare)) return false;
-  let parsed = ipaddr.parse(bare);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  if (!ipaddr.IPv4.isValidFourPartDecimal(bare) && !ipaddr.IPv6.isValid(bare)) return undefined;
+  const parsed = ipaddr.parse(bare);
+  return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed;
+}
+
+/** true when a live-mode delivery may connect to this IP address (a literal, v4 or v6). */
+export function isPublicAddress(address: string): boolean {
+  const parsed = canonicalAddress(address);
+  if (parsed === undefined) return false;
   if (parsed.kind() === 'ipv6' && !(parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_V6)) return false;
   return parsed.range() === 'unicast';
 }
 
+/** This host: 127.0.0.0/8 and ::1 (an IPv4-mapped ::ffff:127.x too). */
+export function isLoopbackAddress(address: string): boolean {
+  return canonicalAddress(address)?.range() === 'loopback';
+}
+
+/** true when a delivery of this mode may connect to this IP address: public, or loopback in test mode. */
+export function mayReachAddress(mode: 'test' | 'live', address: string): boolean {
+  return isPublicAddress(address) || (mode === 'test' && isLoopbackAddress(address));
+}
+
+/** What a refused address is, as the admin API and the delivery log say it. */
+export function forbiddenAddressText(mode: 'test' | 'live'): string {
+  return mode === 'live' ? 'a loopback, private, link-local or metadata address' : 'a private, link-local or metadata address (test mode allows loopback and public addresses only)';
+}
+
 // Names that are internal by definition, whatever a resolver says.
 const INTERNAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data)$|\.(localhost|local|internal|localdomain|home\.arpa)$/i;
+// Cloud metadata services by name: never a destination, in either mode.
+const METADATA_NAMES = /^(metadata|metadata\.google\.internal|instance-data|instance-data\.ec2\.internal)$/i;
 
 export type EndpointUrlCheck = { ok: true; url: URL } | { ok: false; message: string };
 
 /**
- * The checks that need no network: http or https only, a host, no fragment; in live mode no
- * internal name and no literal address outside the public internet. (Live-mode host names are also
- * resolved, at configuration time and again at every delivery: see src/webhooks/destination.ts.)
+ * The checks that need no network: http or https only, a host, no fragment; no literal address a
+ * delivery of this mode may not reach, no metadata service by name; in live mode no internal name.
+ * (Host names are also resolved, at configuration time and again at every delivery: see
+ * src/webhooks/destination.ts.)
  */
 export function checkEndpointUrl(raw: string, mode: 'test' | 'live'): EndpointUrlCheck {
   let url: URL;
@@ -144,13 +169,13 @@ export function checkEndpointUrl(raw: string, mode: 'test' | 'live'): EndpointUr
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, message: 'must use http:// or https://' };
   if (!url.hostname) return { ok: false, message: 'must name a host' };
   if (url.hash) return { ok: false, message: 'must not contain a #fragment' };
-  if (mode === 'live') {
-    const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
-    if (isIP(host) !== 0) {
-      if (!isPublicAddress(host)) return { ok: false, message: 'must not point at a loopback, private, link-local or metadata address in live mode' };
-    } else if (INTERNAL_NAMES.test(host) || !host.includes('.')) {
-      return { ok: false, message: 'must be a public host name in live mode (not localhost or an internal name)' };
-    }
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  if (isIP(host) !== 0) {
+    if (!mayReachAddress(mode, host)) return { ok: false, message: `must not point at ${forbiddenAddressText(mode)}${mode === 'live' ? ' in live mode' : ''}` };
+  } else if (METADATA_NAMES.test(host)) {
+    return { ok: false, message: 'must not name a cloud metadata service' };
+  } else if (mode === 'live' && (INTERNAL_NAMES.test(host) || !host.includes('.'))) {
+    return { ok: false, message: 'must be a public host name in live mode (not localhost or an internal name)' };
   }
   return { ok: true, url };
 }

@@ -60,6 +60,11 @@ export function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): strin
   return (config.publicBaseUrl ?? `http://localhost:${config.port}`).replace(/\/$/, '');
 }
 
+/** This service's origin, where its sandbox sink is: test-mode webhooks may reach it wherever it is. */
+export function ownOriginOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+  return new URL(baseUrlOf(config)).origin;
+}
+
 /**
  * First start on an empty database: a sandbox tenant with a test key holding all eight scopes.
  * Runs under the migration lock, so two processes starting at once bootstrap once.

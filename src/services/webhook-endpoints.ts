@@ -7,7 +7,7 @@ import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { checkEndpointUrl, generateWebhookSecret } from '../domain/webhooks.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
-import { checkLiveHost } from '../webhooks/destination.ts';
+import { checkEndpointHost } from '../webhooks/destination.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -16,17 +16,17 @@ export class WebhookEndpointService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    private readonly settings: { secretOverlapHours: number },
+    private readonly settings: { secretOverlapHours: number; ownOrigin?: string | undefined },
   ) {}
 
   /**
    * Sets the URL. The first call creates the signing secret; later calls keep it (use rotation to
-   * change it). Live mode refuses URLs that are, or resolve to, non-public addresses. The audit row
-   * records the URL before and after, never the secret.
+   * change it). URLs that are, or resolve to, addresses the mode may not reach are refused. The audit
+   * row records the URL before and after, never the secret.
    */
   async setEndpoint(tenantId: string, mode: Mode, rawUrl: string, actor: AuditActor): Promise<{ url: string; secret: string }> {
     await this.customerTenant(tenantId);
-    const url = await validEndpointUrl(rawUrl, mode);
+    const url = await validEndpointUrl(rawUrl, mode, this.settings.ownOrigin);
     const endpoint = await this.db.transaction(async (tx) => {
       const before = await lockWebhookEndpoint(tx, tenantId, mode);
       const stored = await setWebhookEndpoint(tx, { tenantId, mode, url, at: this.clock.now() });
@@ -72,14 +72,19 @@ export class WebhookEndpointService {
   }
 }
 
-/** The normalized URL, or 400 validation_failed on `url` saying what is accepted. */
-export async function validEndpointUrl(rawUrl: string, mode: Mode): Promise<string> {
+/**
+ * The normalized URL, or 400 validation_failed on `url` saying what is accepted. In test mode this
+ * service's own origin (`ownOrigin`, where the sandbox sink is) is accepted wherever it is.
+ */
+export async function validEndpointUrl(rawUrl: string, mode: Mode, ownOrigin?: string): Promise<string> {
+  if (mode === 'test' && ownOrigin !== undefined) {
+    const own = URL.canParse(rawUrl) ? new URL(rawUrl) : undefined;
+    if (own !== undefined && own.origin === ownOrigin && own.hash === '') return own.href;
+  }
   const checked = checkEndpointUrl(rawUrl, mode);
   if (!checked.ok) throw validationFailed([{ field: 'url', message: checked.message }]);
-  if (mode === 'live') {
-    const host = await checkLiveHost(checked.url.hostname);
-    if (!host.ok) throw validationFailed([{ field: 'url', message: host.message }]);
-  }
+  const host = await checkEndpointHost(checked.url.hostname, mode);
+  if (!host.ok) throw validationFailed([{ field: 'url', message: host.message }]);
   return checked.url.href;
 }
 

@@ -2,12 +2,12 @@
 // response body discarded. Connections are kept alive and reused per origin (undici Agent).
 import { isIP } from 'node:net';
 import { Agent, request } from 'undici';
-import { isPublicAddress } from '../domain/webhooks.ts';
+import { mayReachAddress } from '../domain/webhooks.ts';
 import { ForbiddenDestinationError, guardedLookup } from './destination.ts';
 
 export interface WebhookRequest {
   url: string;
-  /** Live-mode requests may only reach public addresses (checked at connect time). */
+  /** Live-mode requests may only reach public addresses, test-mode ones public or loopback (checked at connect time). */
   mode: 'test' | 'live';
   headers: Record<string, string>;
   body: string;
@@ -33,6 +33,11 @@ export interface HttpTransportSettings {
   timeoutMs: number;
   /** Connections kept per origin. */
   connectionsPerOrigin: number;
+  /**
+   * This service's own origin (PUBLIC_BASE_URL, where the sandbox sink is): test-mode deliveries may
+   * reach it wherever it is, a private address included. The operator set it, not an API caller.
+   */
+  ownOrigin?: string | undefined;
 }
 
 /** Response bytes read (then thrown away) so the connection can be reused; beyond, it is closed. */
@@ -53,6 +58,7 @@ function errorText(error: unknown): string {
 export class HttpWebhookTransport implements WebhookTransport {
   private readonly testAgent: Agent;
   private readonly liveAgent: Agent;
+  private readonly ownAgent: Agent;
 
   constructor(private readonly settings: HttpTransportSettings) {
     const common = {
@@ -63,19 +69,26 @@ export class HttpWebhookTransport implements WebhookTransport {
       headersTimeout: settings.timeoutMs,
       bodyTimeout: settings.timeoutMs,
     };
-    this.testAgent = new Agent({ ...common, connect: { timeout: settings.timeoutMs } });
-    this.liveAgent = new Agent({ ...common, connect: { timeout: settings.timeoutMs, lookup: guardedLookup() } });
+    this.testAgent = new Agent({ ...common, connect: { timeout: settings.timeoutMs, lookup: guardedLookup('test') } });
+    this.liveAgent = new Agent({ ...common, connect: { timeout: settings.timeoutMs, lookup: guardedLookup('live') } });
+    this.ownAgent = new Agent({ ...common, connect: { timeout: settings.timeoutMs } });
+  }
+
+  /** The agent for this request, or the address it may not reach (a literal never goes through `lookup`). */
+  private route(req: WebhookRequest): { agent: Agent } | { forbidden: string } {
+    const url = new URL(req.url);
+    if (req.mode === 'test' && this.settings.ownOrigin !== undefined && url.origin === this.settings.ownOrigin) return { agent: this.ownAgent };
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) !== 0 && !mayReachAddress(req.mode, host)) return { forbidden: host };
+    return { agent: req.mode === 'live' ? this.liveAgent : this.testAgent };
   }
 
   async send(req: WebhookRequest): Promise<WebhookResponse> {
     const startedAt = performance.now();
     const elapsed = () => Math.max(0, Math.round(performance.now() - startedAt));
-    if (req.mode === 'live') {
-      // A literal address never goes through `lookup`: check it here.
-      const host = new URL(req.url).hostname.replace(/^\[|\]$/g, '');
-      if (isIP(host) !== 0 && !isPublicAddress(host)) {
-        return { statusCode: null, ok: false, error: new ForbiddenDestinationError(host).message, durationMs: elapsed() };
-      }
+    const route = this.route(req);
+    if ('forbidden' in route) {
+      return { statusCode: null, ok: false, error: new ForbiddenDestinationError(route.forbidden, req.mode).message, durationMs: elapsed() };
     }
     const controller = new AbortController();
     // The hard limit does not rely on the client honouring the abort: every wait races it.
@@ -91,7 +104,7 @@ export class HttpWebhookTransport implements WebhookTransport {
         headers: req.headers,
         body: req.body,
         signal: controller.signal,
-        dispatcher: req.mode === 'live' ? this.liveAgent : this.testAgent,
+        dispatcher: route.agent,
       });
       pending.catch(() => undefined);
       const response = await Promise.race([pending, expired]);
@@ -120,6 +133,6 @@ export class HttpWebhookTransport implements WebhookTransport {
 
   /** Call once no delivery is in flight (the dispatcher drains first): drops every connection. */
   async close(): Promise<void> {
-    await Promise.all([this.testAgent.destroy(), this.liveAgent.destroy()]);
+    await Promise.all([this.testAgent.destroy(), this.liveAgent.destroy(), this.ownAgent.destroy()]);
   }
 }

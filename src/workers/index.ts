@@ -3,7 +3,7 @@ import type { Services } from '../app.ts';
 import type { Config } from '../config.ts';
 import { postEntry } from '../db/repositories/ledger.ts';
 import { fundingEntry } from '../domain/ledger.ts';
-import type { BootstrapStep } from '../services/bootstrap.ts';
+import { ownOriginOf, type BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';
 import { IdempotencyPurge } from './idempotency-purge.ts';
 import { Reaper } from './reaper.ts';
@@ -59,7 +59,7 @@ export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | '
   return new WebhookDispatcher(
     services.db,
     services.clock,
-    new HttpWebhookTransport({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: originConcurrency }),
+    new HttpWebhookTransport({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: originConcurrency, ownOrigin: ownOriginOf(config) }),
     {
       timeoutMs: config.webhookTimeoutMs,
       backoffScale: config.webhookBackoffScale,

@@ -37,6 +37,7 @@ describe('the operator console routes', () => {
       assert.equal(answer.headers['content-type'], 'text/html; charset=utf-8');
       assert.equal(answer.headers['content-security-policy'], CONSOLE_CSP);
       assert.equal(answer.headers['x-content-type-options'], 'nosniff');
+      assert.equal(answer.headers['x-frame-options'], 'DENY');
       assert.equal(answer.headers['referrer-policy'], 'no-referrer');
       assert.equal(answer.headers['cache-control'], 'no-cache');
     }

@@ -288,13 +288,47 @@ describe('admin: webhook endpoint and secret rotation', () => {
       assertEnvelope(assert, response, 400, 'validation_failed');
       assert.equal(response.body.error.meta.errors[0].field, 'url', url);
     }
-    for (const url of ['http://127.0.0.1:3000/v1/sandbox/webhooks/sink', 'http://localhost/hook', 'http://10.0.0.5/x']) {
+    for (const url of ['http://127.0.0.1:3000/v1/sandbox/webhooks/sink', 'http://localhost/hook', 'http://[::1]:4000/x', 'https://8.8.8.8/hook']) {
       const response = await admin.put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode: 'test', url });
       assert.equal(response.status, 200, `${url}: ${response.raw}`);
     }
     for (const url of ['https://8.8.8.8/hook', 'https://[2606:4700:4700::1111]/hook', 'http://172.32.0.1/x', 'http://100.128.0.1/x']) {
       const response = await admin.put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode: 'live', url });
       assert.equal(response.status, 200, `${url}: ${response.raw}`);
+    }
+  });
+
+  it('test mode refuses private, link-local, CGNAT and metadata destinations (loopback stays allowed), naming url', async () => {
+    const { tenantId } = await createTenant(t);
+    const refused = [
+      'http://10.0.0.5/x', 'http://172.16.3.4/x', 'http://172.31.255.255/x', 'http://192.168.1.10/x', 'http://100.64.0.1/x', 'http://100.127.255.254/x',
+      'http://169.254.169.254/latest/meta-data', 'http://169.254.170.2/v2/credentials', 'http://100.100.100.200/latest', 'http://[fe80::1]/x',
+      'http://[fd00:ec2::254]/x', 'http://[fc00::1]/x', 'http://[::ffff:10.0.0.1]/x', 'http://[::ffff:a9fe:a9fe]/x', 'http://0.0.0.0/x',
+      'http://metadata.google.internal/computeMetadata/v1/', 'http://metadata/x', 'http://instance-data/latest/meta-data',
+    ];
+    for (const url of refused) {
+      const response = await admin.put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode: 'test', url });
+      assertEnvelope(assert, response, 400, 'validation_failed');
+      assert.equal(response.body.error.meta.errors[0].field, 'url', url);
+      assert.match(response.body.error.meta.errors[0].message, /private, link-local or metadata address|metadata service/, url);
+    }
+    // Nothing was stored: the program still has no endpoint.
+    assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${tenantId}/webhook-endpoint/rotate-secret`, { mode: 'test' }), 404, 'resource_not_found');
+  });
+
+  it("test mode accepts this service's own origin (PUBLIC_BASE_URL, where the sink is) even on a private address", async () => {
+    const own = await startTestApp({ env: { PUBLIC_BASE_URL: 'http://10.0.0.5:3000' } });
+    try {
+      const ownAdmin = client(own.app, own.platformKey);
+      const { tenantId } = await createTenant(own);
+      const sink = await ownAdmin.put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode: 'test', url: 'http://10.0.0.5:3000/v1/sandbox/webhooks/sink' });
+      assert.equal(sink.status, 200, sink.raw);
+      assert.equal(sink.body.url, 'http://10.0.0.5:3000/v1/sandbox/webhooks/sink');
+      for (const [mode, url] of [['test', 'http://10.0.0.5:3001/x'], ['test', 'http://10.0.0.6:3000/x'], ['live', 'http://10.0.0.5:3000/v1/sandbox/webhooks/sink']]) {
+        assertEnvelope(assert, await ownAdmin.put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode, url }), 400, 'validation_failed');
+      }
+    } finally {
+      await own.close();
     }
   });
 

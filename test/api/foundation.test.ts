@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { assertEnvelope, client, createTenant, platformActor, startTestApp, type TestApp } from '../support/harness.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
@@ -36,6 +37,21 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
       assert.equal(docs.statusCode, 200);
       assert.match(docs.body, /<html/i);
+    });
+
+    it('/docs may not be framed and runs only its own files; its "Try it out" calls the serving origin', async () => {
+      for (const url of ['/docs', '/docs/', '/docs/json', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']) {
+        const answer = await t.app.inject({ method: 'GET', url });
+        assert.equal(answer.statusCode, 200, url);
+        assert.equal(answer.headers['content-security-policy'], DOCS_CSP, url);
+        assert.equal(answer.headers['x-frame-options'], 'DENY', url);
+        assert.equal(answer.headers['x-content-type-options'], 'nosniff', url);
+      }
+      assert.match(DOCS_CSP, /frame-ancestors 'none'/);
+      assert.doesNotMatch(DOCS_CSP, /unsafe-inline|unsafe-eval|\*/);
+      // The document's one server is relative: the origin that serves it, the one connect-src allows.
+      const served = JSON.parse((await t.app.inject({ method: 'GET', url: '/docs/json' })).body);
+      assert.deepEqual(served.servers.map((s: { url: string }) => s.url), ['/']);
     });
   });
 

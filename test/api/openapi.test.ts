@@ -95,7 +95,7 @@ describe('OpenAPI document', () => {
         if (status === '429' || status === '503') assert.ok(header(answer.headers['Retry-After']), `${method} ${path} ${status} has Retry-After`);
         // The per-key limit counts a request once its key and scope are known.
         const counted = operation.security?.length !== 0 && status !== '401' && status !== '403';
-        for (const name of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+        for (const name of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
           assert.equal(answer.headers[name] !== undefined, counted, `${method} ${path} ${status} ${name}`);
         }
       }
@@ -131,7 +131,7 @@ describe('OpenAPI document', () => {
     const quote = byId('createQuote').requestBody.content['application/json'].schema;
     assert.equal(quote.additionalProperties, false);
     assert.deepEqual(quote.oneOf.map((mode: any) => [mode.title, mode.required]), [['DeliverFixedQuote', ['deliver']], ['SpendFixedQuote', ['spend', 'deliver']]]);
-    assert.deepEqual(quote.oneOf[0].properties.spend.properties, { asset: { type: 'string', enum: ['BS'], description: 'Bolivares: the only asset delivered' } });
+    assert.deepEqual(quote.oneOf[0].properties.spend.properties, { asset: { type: 'string', enum: ['BS'], maxLength: 2, description: 'Bolivares: the only asset delivered' } });
     assert.equal(quote.oneOf[0].properties.spend.additionalProperties, false, 'deliver mode: no spend.amount');
   });
 

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { chromium, type Page } from 'playwright-core';
+import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, startService } from '../support/process.ts';
@@ -28,6 +29,7 @@ const CHROMIUM_ARGS = [
 /** Bound of every wait on the service (settlement, dead queue, delivery) and on the page. */
 const WAIT_MS = 30_000;
 
+const UNKNOWN_PAYMENT = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 const SENDER = { nationalId: 'V11222333', firstName: 'Ana', lastName: 'Rojas', phone: '04121234567', email: 'ana@example.com' };
 
 async function call(baseUrl: string, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
@@ -48,6 +50,22 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
     if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Closes the browser, stops the service (it must exit 0), drops its database and removes the folders. */
+async function tearDown(run: {
+  context: { close(): Promise<void> };
+  service: Awaited<ReturnType<typeof startService>>;
+  database: { drop(): Promise<void> } | undefined;
+  profile: string;
+  dataDir: string;
+}): Promise<void> {
+  await run.context.close();
+  const code = await run.service.stop('SIGTERM');
+  await run.database?.drop();
+  rmSync(run.profile, { recursive: true, force: true });
+  rmSync(run.dataDir, { recursive: true, force: true });
+  assert.equal(code, 0, run.service.output());
 }
 
 describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install the Debian package chromium to run the browser test` }, () => {
@@ -216,12 +234,92 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       const logLines = service.output().split('\n').filter((line) => line.startsWith('{'));
       assert.doesNotMatch(logLines.join('\n'), new RegExp(`${key}|${admin}`), 'no key in the JSON log (the first start prints the keys once, as text)');
     } finally {
-      await context.close();
-      const code = await service.stop('SIGTERM');
-      await database?.drop();
-      rmSync(profile, { recursive: true, force: true });
-      rmSync(dataDir, { recursive: true, force: true });
-      assert.equal(code, 0, service.output());
+      await tearDown({ context, service, database, profile, dataDir });
+    }
+  });
+
+  it('follows no crafted id into an API path, and serves /docs under its CSP, unframeable', { timeout: 120_000 }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-console-'));
+    const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' }, await freePort());
+    const base = service.baseUrl;
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    try {
+      const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
+      const page = context.pages()[0] ?? (await context.newPage());
+      // Every CSP violation of every page and frame, reported by the browser itself.
+      await context.addInitScript(() =>
+        document.addEventListener('securitypolicyviolation', (e) => console.error(`csp-violation ${e.violatedDirective} ${e.blockedURI} on ${location.href}`)),
+      );
+      const errors: string[] = [];
+      const apiCalls: string[] = [];
+      page.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+      page.on('pageerror', (error) => errors.push(String(error)));
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname.startsWith('/v1/') || !url.pathname.startsWith('/console')) apiCalls.push(url.pathname);
+      });
+      const signIn = async (key: string, screen: string) => {
+        await page.goto(`${base}/console`);
+        await page.getByLabel('API key').fill(key);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('heading', { name: screen, level: 1 }).waitFor({ timeout: WAIT_MS });
+        // The first screen's own calls are over before the crafted links are counted.
+        await page.waitForLoadState('networkidle');
+      };
+      const crafted = async (paths: string[]) => {
+        for (const screen of paths) {
+          apiCalls.length = 0;
+          await page.goto(`${base}/console${screen}`);
+          await page.getByRole('heading', { name: 'Not a screen of this console', level: 1 }).waitFor({ timeout: WAIT_MS });
+          // The page signs in again from the tab's storage, and calls nothing else.
+          assert.deepEqual(apiCalls, ['/v1/tenant/me'], screen);
+        }
+      };
+
+      await signIn(saved.apiKey, 'Payments');
+      await crafted([
+        '/payments/..%2F..%2Fadmin%2Ftenants',
+        `/payments/${UNKNOWN_PAYMENT}%2F..%2F..%2F..%2Fv1%2Fadmin%2Ftenants`,
+        '/events/..%2Fretry-dead',
+        '/events/42%2F..%2F..%2Fadmin%2Frates',
+        '/beneficiaries/%2E%2E%2F..%2Fadmin%2Frates',
+      ]);
+      // An id of the right shape is still a screen: it asks for that payment, and for nothing else.
+      apiCalls.length = 0;
+      await page.goto(`${base}/console/payments/${UNKNOWN_PAYMENT}`);
+      await page.getByText('resource_not_found').first().waitFor({ timeout: WAIT_MS });
+      assert.ok(apiCalls.includes(`/v1/payments/${UNKNOWN_PAYMENT}`), apiCalls.join(' '));
+      assert.ok(apiCalls.every((p) => p === '/v1/tenant/me' || p.startsWith(`/v1/payments/${UNKNOWN_PAYMENT}`)), apiCalls.join(' '));
+
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await signIn(saved.platformApiKey, 'Tenants');
+      await crafted(['/tenants/..%2F..%2Fadmin%2Frates', '/tenants/%2E%2E%2Fapi-keys', `/tenants/${UNKNOWN_PAYMENT}%2Fapi-keys`]);
+
+      // The API reference: rendered, its operations listed and tried on this origin, under its CSP.
+      const docs = await page.goto(`${base}/docs`);
+      assert.equal(docs?.headers()['content-security-policy'], DOCS_CSP);
+      assert.equal(docs?.headers()['x-frame-options'], 'DENY');
+      await page.locator('.swagger-ui .info .title').getByText('Bolivar Disbursement Service').waitFor({ timeout: WAIT_MS });
+      const me = page.locator('.opblock', { has: page.locator('.opblock-summary-path[data-path="/v1/tenant/me"]') }).first();
+      await me.locator('.opblock-summary').click();
+      await me.getByRole('button', { name: 'Try it out' }).click();
+      await me.getByRole('button', { name: 'Execute' }).click();
+      await me.locator('.live-responses-table .response-col_status').getByText('401').waitFor({ timeout: WAIT_MS });
+      assert.deepEqual(errors.filter((e) => !/status of (401|404)/.test(e)), [], 'no script error and no CSP violation on the console or /docs');
+
+      // Framed by another page, even one of the same origin, neither /docs nor the console loads; a
+      // route without those headers (the control) does, so the refusal is theirs.
+      await page.goto(`${base}/health/live`);
+      await page.setContent(['/docs', '/console', '/health/live'].map((p) => `<iframe src="${base}${p}"></iframe>`).join(''));
+      const framed = await until('the three frames settled', async () => {
+        const urls = page.frames().slice(1).map((frame) => frame.url());
+        return urls.length === 3 && urls.every((url) => url !== '' && url !== 'about:blank') ? urls : undefined;
+      });
+      assert.deepEqual(framed, ['chrome-error://chromewebdata/', 'chrome-error://chromewebdata/', `${base}/health/live`]);
+    } finally {
+      await tearDown({ context, service, database, profile, dataDir });
     }
   });
 });

@@ -3,11 +3,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { isLocalHost } from '../../src/cli/bolivar.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -38,6 +40,17 @@ function assertOneLine(run: Run, pattern: RegExp): void {
   assert.match(run.stderr, /^bolivar: [^\n]+\n$/, `one line on stderr, got ${JSON.stringify(run.stderr)}`);
   assert.match(run.stderr, pattern);
   assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+}
+
+/** An HTTP server on `host` that records each request's headers and answers with `answer`. */
+async function recordingServer(host: string, answer: (res: import('node:http').ServerResponse) => void): Promise<{ server: Server; url: string; seen: IncomingHttpHeaders[] }> {
+  const seen: IncomingHttpHeaders[] = [];
+  const server = createHttpServer((req, res) => {
+    seen.push(req.headers);
+    answer(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  return { server, url: `http://${host}:${(server.address() as AddressInfo).port}`, seen };
 }
 
 /** A port nothing listens on: bound by the OS, then released. */
@@ -247,6 +260,57 @@ describe('bolivar CLI', () => {
       const run = await bolivar(['tenants', 'list'], { BOLIVAR_URL: 'localhost:3000', PLATFORM_API_KEY: t.platformKey }, cwd);
       assert.equal(run.code, 2);
       assertOneLine(run, /BOLIVAR_URL="localhost:3000" is not an http:\/\/ or https:\/\/ URL/);
+    });
+  });
+
+  describe('the platform key goes to BOLIVAR_URL only', () => {
+    const emptyList = (res: import('node:http').ServerResponse) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"data":[],"has_more":false,"next_cursor":null}');
+
+    it('a redirect is refused, not followed: the target never sees the key; exit 1 naming the target', async () => {
+      const target = await recordingServer('127.0.0.1', emptyList);
+      const moved = await recordingServer('127.0.0.1', (res) => res.writeHead(302, { location: `${target.url}/v1/admin/tenants` }).end());
+      try {
+        for (const args of [['tenants', 'list'], ['fund', '--tenant', UNKNOWN_UUID, '--mode', 'test', '--amount', '1']]) {
+          const run = await bolivar(args, { BOLIVAR_URL: moved.url, PLATFORM_API_KEY: t.platformKey }, cwd);
+          assert.equal(run.code, 1, run.stderr);
+          assertOneLine(run, new RegExp(`answered with a redirect \\(HTTP 302 to ${target.url.replace(/\./g, '\\.')}/v1/admin/tenants\\), which the CLI does not follow`));
+          assert.equal(run.stdout, '');
+        }
+        assert.equal(moved.seen.length, 2);
+        assert.deepEqual(target.seen, [], 'the redirect target received nothing');
+      } finally {
+        target.server.close();
+        moved.server.close();
+      }
+    });
+
+    it('says nothing on plain http to this machine', async () => {
+      const run = await bolivar(['tenants', 'list'], env, cwd);
+      assert.equal(run.code, 0, run.stderr);
+      assert.equal(run.stderr, '');
+      const port = new URL(env.BOLIVAR_URL!).port;
+      const named = await bolivar(['tenants', 'list'], { ...env, BOLIVAR_URL: `http://localhost:${port}` }, cwd);
+      assert.equal(named.code, 0, named.stderr);
+      assert.equal(named.stderr, '');
+    });
+
+    const external = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+    it('warns once on stderr on plain http to another host, and still runs', { skip: external === undefined ? 'this machine has no non-loopback IPv4 address' : false }, async () => {
+      const remote = await recordingServer(external!, emptyList);
+      try {
+        const run = await bolivar(['tenants', 'list'], { BOLIVAR_URL: remote.url, PLATFORM_API_KEY: t.platformKey }, cwd);
+        assert.equal(run.code, 0, run.stderr);
+        assert.equal(run.stderr, `bolivar: warning: BOLIVAR_URL is plain http to ${new URL(remote.url).host}, not this machine: the platform key crosses the network unencrypted; use https://\n`);
+        assert.deepEqual(JSON.parse(run.stdout), { data: [], has_more: false, next_cursor: null });
+      } finally {
+        remote.server.close();
+      }
+    });
+
+    it('this machine is localhost, *.localhost and the loopback addresses, nothing else', () => {
+      for (const host of ['localhost', 'LOCALHOST', 'api.localhost', 'localhost.', '127.0.0.1', '127.8.9.10', '[::1]', '::1', '[::ffff:127.0.0.1]']) assert.equal(isLocalHost(host), true, host);
+      for (const host of ['example.com', 'localhost.example.com', '10.0.0.5', '192.168.1.2', '0.0.0.0', '[::]', '[fe80::1]', '169.254.169.254', 'mylocalhost']) assert.equal(isLocalHost(host), false, host);
     });
   });
 });

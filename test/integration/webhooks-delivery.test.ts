@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { insertOutboxEvent } from '../../src/db/repositories/outbox.ts';
 import { upsertWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { BACKOFF_WAITS_SECONDS, generateWebhookSecret } from '../../src/domain/webhooks.ts';
+import { BACKOFF_WAITS_SECONDS, generateWebhookSecret, mayReachAddress } from '../../src/domain/webhooks.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { computeSignature } from '../../src/webhooks/signature.ts';
 import { DISPATCH_LEASE_MARGIN_MS, NO_ENDPOINT_ERROR } from '../../src/workers/webhook-dispatcher.ts';
@@ -20,12 +21,13 @@ describe('webhook delivery to a real receiver', () => {
   let t: TestApp;
   let clock: ManualClock;
   const receivers: TestReceiver[] = [];
-  const receiver = async (behaviour?: Parameters<typeof TestReceiver.start>[0]) => {
-    const r = await TestReceiver.start(behaviour);
+  const receiver = async (behaviour?: Parameters<typeof TestReceiver.start>[0], host?: string) => {
+    const r = await TestReceiver.start(behaviour, host);
     receivers.push(r);
     return r;
   };
-  const dispatcher = (settings: Parameters<typeof dispatcherFor>[2] = {}) => dispatcherFor(t.db, clock, { timeoutMs: TIMEOUT_MS, ...settings });
+  const dispatcher = (settings: Parameters<typeof dispatcherFor>[2] = {}, transport: Parameters<typeof dispatcherFor>[3] = {}) =>
+    dispatcherFor(t.db, clock, { timeoutMs: TIMEOUT_MS, ...settings }, transport);
 
   /**
    * A tenant with its endpoint at `url` and one pending `payment.settled` event: written to the
@@ -396,6 +398,41 @@ describe('webhook delivery to a real receiver', () => {
     }
     assert.equal(r.requests.length, 0, 'the receiver on loopback was never reached');
   });
+
+  // An address of this machine that test mode may not reach (a private or reserved one), if it has one.
+  const internal = Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal && !mayReachAddress('test', a.address))?.address;
+  it(
+    'test mode: a private endpoint that slipped past configuration is refused at send time; loopback and the service\'s own origin are reached',
+    { skip: internal === undefined ? 'this machine has no private or reserved IPv4 address to listen on' : false },
+    async () => {
+      const lan = await receiver(undefined, internal);
+      const local = await receiver();
+      const { tenantId } = await createTenant(t, { mode: 'test' });
+      const deliverTo = async (url: string, transport: { ownOrigin?: string } = {}) => {
+        // Written directly: the admin API refuses private URLs in test mode too.
+        await upsertWebhookEndpoint(t.db, { tenantId, mode: 'test', url, origin: new URL(url).origin, secretIfNew: generateWebhookSecret(), at: clock.now() });
+        const id = await insertOutboxEvent(t.db, { tenantId, mode: 'test', type: 'payment.failed', paymentId: randomUUID(), payload: { reason: 'rail_rejected' }, at: clock.now() });
+        const d = dispatcher({}, transport);
+        await d.dispatchDue();
+        await d.close();
+        const [delivery] = await deliveryRows(t.db, id);
+        return delivery;
+      };
+      for (const url of [lan.url('/literal'), `http://[::ffff:${internal}]:${lan.port}/mapped`]) {
+        const delivery = await deliverTo(url);
+        assert.equal(delivery.status_code, null, url);
+        assert.match(delivery.error, /not allowed in test mode: .* resolves to a private, link-local or metadata address/, `${url}: ${delivery.error}`);
+      }
+      assert.equal(lan.requests.length, 0, 'the receiver on the private address was never reached');
+      assert.equal((await deliverTo(`http://localhost:${local.port}/by-name`)).status_code, 200, 'loopback by name is reached in test mode');
+      assert.equal(local.requests.length, 1);
+      const own = await deliverTo(lan.url('/v1/sandbox/webhooks/sink'), { ownOrigin: new URL(lan.url()).origin });
+      assert.equal(own.status_code, 200, "the service's own origin (PUBLIC_BASE_URL) is reached wherever it is");
+      assert.deepEqual(lan.requests.map((r) => r.path), ['/v1/sandbox/webhooks/sink']);
+    },
+  );
 
   it('one slow receiver cannot starve the others: its events are not claimed beyond its share of slots', async () => {
     const slow = await receiver();

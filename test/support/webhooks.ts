@@ -26,20 +26,23 @@ export const answer =
     response.end(JSON.stringify({ status }));
   };
 
-/** A real HTTP receiver on 127.0.0.1 (port 0) that records every request with its raw bytes. */
+/** A real HTTP receiver on 127.0.0.1 (or `host`; port 0) that records every request with its raw bytes. */
 export class TestReceiver {
   readonly requests: ReceivedRequest[] = [];
   behaviour: Behaviour = answer(200);
   private readonly hanging = new Set<ServerResponse>();
 
-  private constructor(private readonly server: Server) {}
+  private constructor(
+    private readonly server: Server,
+    readonly host: string,
+  ) {}
 
-  static async start(behaviour?: Behaviour): Promise<TestReceiver> {
+  static async start(behaviour?: Behaviour, host = '127.0.0.1'): Promise<TestReceiver> {
     let receiver: TestReceiver | undefined;
     const server = createServer((req, res) => void receiver!.handle(req, res));
-    receiver = new TestReceiver(server);
+    receiver = new TestReceiver(server, host);
     if (behaviour) receiver.behaviour = behaviour;
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => server.listen(0, host, resolve));
     return receiver;
   }
 
@@ -48,7 +51,7 @@ export class TestReceiver {
   }
 
   url(path = '/hook'): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+    return `http://${this.host}:${this.port}${path}`;
   }
 
   /** A behaviour that never answers (until `releaseHanging`). */
@@ -106,12 +109,13 @@ export function dispatcherFor(
   db: Database,
   clock: Clock,
   settings: Partial<DispatcherSettings> = {},
+  transport: { ownOrigin?: string } = {},
 ): WebhookDispatcher {
   // The production bound: a local receiver answers at once, but a loaded CI machine can stall one
   // delivery past a second, and a retried event fails the tests that count attempts.
   const timeoutMs = settings.timeoutMs ?? 5000;
   const full: DispatcherSettings = { timeoutMs, backoffScale: 1, concurrency: 16, ...settings };
-  return new WebhookDispatcher(db, clock, new HttpWebhookTransport({ timeoutMs, connectionsPerOrigin: full.originConcurrency ?? 8 }), full);
+  return new WebhookDispatcher(db, clock, new HttpWebhookTransport({ timeoutMs, connectionsPerOrigin: full.originConcurrency ?? 8, ...transport }), full);
 }
 
 export async function eventRow(db: Database, id: string | bigint) {

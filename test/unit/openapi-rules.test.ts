@@ -6,13 +6,18 @@ import { describe, it } from 'node:test';
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { eventPayload, PAYOUT_FAILURE_REASONS, type OutcomeEventType } from '../../src/domain/payment-messages.ts';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig } from '../../src/config.ts';
+import { PgliteDatabase } from '../../src/db/pglite.ts';
+import { validateBeneficiary } from '../../src/domain/beneficiary.ts';
 import { planQuote } from '../../src/domain/quote-request.ts';
 import { validateSender } from '../../src/domain/sender.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { ApiError } from '../../src/http/errors.ts';
 import { closeObjectSchemas } from '../../src/http/input-hygiene.ts';
 import { readIdempotencyKey } from '../../src/http/plugins/idempotency.ts';
-import { ASSETS, componentSchemas } from '../../src/http/schemas/common.ts';
+import { RegisterBeneficiaryBody } from '../../src/http/schemas/beneficiaries.ts';
+import { ASSETS, componentSchemas, VALIDATED_IN_CODE } from '../../src/http/schemas/common.ts';
 import { IdempotencyKeyHeaders } from '../../src/http/schemas/headers.ts';
 import { SenderBlock } from '../../src/http/schemas/payouts.ts';
 import { CreateQuoteBody } from '../../src/http/schemas/quotes.ts';
@@ -164,5 +169,122 @@ describe('webhook deliveries of the document', () => {
   it('the callbacks list every header a delivery carries', () => {
     const headers = deliveryHeaders({ eventId: '42', eventType: 'payment.settled', attempt: 1, body: '{}', timestampMs: 1_700_000_000_000, secrets: ['whsec_a', 'whsec_b'] });
     assert.deepEqual(Object.keys(WEBHOOK_DELIVERY_HEADERS).sort(), Object.keys(headers).sort());
+  });
+});
+
+/** The document the app generates (not the committed file): a route added since `npm run openapi` is checked too. */
+async function generatedDocument(): Promise<any> {
+  const db = await PgliteDatabase.open(undefined);
+  const { app } = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent' }), db });
+  try {
+    await app.ready();
+    return JSON.parse(JSON.stringify(app.swagger()));
+  } finally {
+    await app.close();
+    await db.close();
+  }
+}
+
+interface Accepted {
+  /** `POST /v1/payouts body.sender.phone`, `GET /v1/payments query limit`: the route and the field. */
+  where: string;
+  schema: Record<string, any>;
+}
+
+/** Every schema node a request may carry: parameters (path, query, header) and bodies, $refs followed. */
+function acceptedSchemas(doc: any): Accepted[] {
+  const found: Accepted[] = [];
+  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(doc.components.schemas[node.$ref.split('/').pop()]) : node);
+  const walk = (raw: any, where: string, path: Set<any>) => {
+    const node = resolve(raw);
+    if (node === null || typeof node !== 'object' || path.has(node)) return;
+    const inner = new Set(path).add(node);
+    found.push({ where, schema: node });
+    for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${where}.${name}`, inner);
+    if (node.items) walk(node.items, `${where}[]`, inner);
+    if (typeof node.additionalProperties === 'object') walk(node.additionalProperties, `${where}.<key>`, inner);
+    for (const keyword of ['oneOf', 'anyOf', 'allOf']) for (const child of node[keyword] ?? []) walk(child, where, inner);
+  };
+  for (const [route, operations] of Object.entries<any>(doc.paths)) {
+    for (const [method, operation] of Object.entries<any>(operations)) {
+      const at = `${method.toUpperCase()} ${route}`;
+      for (const parameter of operation.parameters ?? []) walk(parameter.schema, `${at} ${parameter.in} ${parameter.name}`, new Set());
+      for (const content of Object.values<any>(operation.requestBody?.content ?? {})) walk(content.schema, `${at} body`, new Set());
+    }
+  }
+  return found;
+}
+
+const typeOf = (schema: Record<string, any>) => [schema.type].flat();
+
+describe('everything the document accepts is bounded', () => {
+  let accepted: Accepted[];
+
+  it('every string a request carries declares maxLength; every integer its format and range; every array maxItems', async () => {
+    accepted = acceptedSchemas(await generatedDocument());
+    assert.ok(accepted.filter((a) => typeOf(a.schema).includes('string')).length > 100, 'the walk reaches the request strings');
+    const unbounded = accepted.flatMap(({ where, schema }) => {
+      const types = typeOf(schema);
+      const missing: string[] = [];
+      if (types.includes('string') && typeof schema.maxLength !== 'number') missing.push('a string without maxLength');
+      if (types.includes('integer') && !(['int32', 'int64'].includes(schema.format) && typeof schema.minimum === 'number' && typeof schema.maximum === 'number')) {
+        missing.push('an integer without format (int32 or int64), minimum and maximum');
+      }
+      if (types.includes('array') && typeof schema.maxItems !== 'number') missing.push('an array without maxItems');
+      return missing.map((what) => `${where}: ${what}`);
+    });
+    assert.deepEqual(unbounded, [], `bound every accepted value in its TypeBox schema (src/http/schemas, or the route):\n${unbounded.join('\n')}`);
+  });
+
+  it('a maxLength the validator enforces refuses nothing its pattern, format or enum accepted', () => {
+    const enforced = accepted.filter(({ schema }) => typeOf(schema).includes('string') && !(schema[VALIDATED_IN_CODE] ?? []).includes('maxLength'));
+    for (const { where, schema } of enforced) {
+      const longest = [
+        ...(schema.enum ?? []).filter((v: unknown) => typeof v === 'string').map((v: string) => [...v].length),
+        schema.format === 'uuid' ? 36 : 0,
+        schema.format === 'date' ? 10 : 0,
+      ];
+      assert.ok(Math.max(...longest) <= schema.maxLength, `${where}: maxLength ${schema.maxLength} below its enum or format`);
+      if (typeof schema.pattern === 'string') {
+        fc.assert(
+          fc.property(fc.stringMatching(new RegExp(schema.pattern)), (value) => [...value].length <= schema.maxLength),
+          { numRuns: 300 },
+        );
+      }
+    }
+  });
+
+  // Bodies whose own rules check length and format (after trimming): past the stated maxLength, a
+  // value in the field's own form (its example, last character repeated) is refused by those rules,
+  // so the bound is never below what they accept.
+  it('the maxLength left to the service\'s rules is never below what those rules accept', () => {
+    const banks = { pago_movil: new Set(['0102']), transferencia: new Set(['0102']) };
+    const beneficiary = { fullName: 'María Pérez', nationalId: 'V12345678', bankCode: '0102', phone: '04141234567' };
+    const sender = { nationalId: 'V12345678', firstName: 'María', lastName: 'Pérez', phone: '04141234567', email: 'maria.perez@example.com' };
+    assert.equal(validateBeneficiary(beneficiary, banks).ok, true);
+    assert.equal(validateSender(sender).ok, true);
+    const blocks: Array<[string, Record<string, any>, (field: string, value: string) => Array<{ field: string }>]> = [
+      ['beneficiary', RegisterBeneficiaryBody, (field, value) => { const r = validateBeneficiary({ ...beneficiary, [field]: value }, banks); return r.ok ? [] : r.errors; }],
+      ['sender', SenderBlock, (field, value) => { const r = validateSender({ ...sender, [field]: value }); return r.ok ? [] : r.errors; }],
+    ];
+    let checked = 0;
+    for (const [block, schema, errorsWith] of blocks) {
+      for (const [field, raw] of Object.entries<any>(schema.properties)) {
+        if (!(raw[VALIDATED_IN_CODE] ?? []).includes('maxLength')) continue;
+        const example = String(raw.example);
+        const longer = example + example.at(-1)!.repeat(raw.maxLength + 1 - [...example].length);
+        assert.ok(errorsWith(field, longer).some((e) => e.field.endsWith(field)), `${block}.${field}: ${JSON.stringify(longer)} (${raw.maxLength + 1} characters) is accepted by its rules`);
+        checked += 1;
+      }
+    }
+    assert.equal(checked, 12, 'every length-checked field of both blocks');
+    // And the request validator leaves those bounds to the rules: what they accept today (surrounding
+    // spaces do not count) still passes the schema.
+    const padded = `  ${'María'.padEnd(100, 'a')}  `;
+    assert.equal(validateBeneficiary({ ...beneficiary, fullName: padded }, banks).ok, true);
+    assert.equal(serviceValidator(RegisterBeneficiaryBody, 'body')({ ...beneficiary, fullName: padded }), true);
+    const spaced = [...'04141234567'].join(' - '); // 41 characters, valid: separators are ignored
+    assert.equal(validateSender({ ...sender, phone: spaced }).ok, true);
+    assert.equal(serviceValidator(SenderBlock, 'body')({ ...sender, phone: spaced }), true, 'a long phone is left to the sender rules');
   });
 });

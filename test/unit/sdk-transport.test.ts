@@ -150,6 +150,37 @@ describe('SDK transport against a local HTTP server', () => {
     assert.match(error.message, /bad gateway/);
   });
 
+  it('follows no redirect: the key never reaches the redirect target, and the 3xx is an error at once', async () => {
+    // Another origin that would record whatever reached it.
+    const reached: IncomingMessage['headers'][] = [];
+    const elsewhere = createServer((req, res) => {
+      reached.push(req.headers);
+      json(res, 200, QUOTE);
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    const target = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/v1/collect`;
+    try {
+      for (const status of [301, 302, 303, 307, 308]) {
+        received = [];
+        answers = [(_r, res) => res.writeHead(status, { location: target, 'x-request-id': 'req_moved' }).end()];
+        const read = await sdk().tenant.me().catch((e: unknown) => e);
+        assert.ok(read instanceof BolivarError, String(read));
+        assert.equal(read.status, status);
+        assert.equal(read.code, 'unexpected_response');
+        assert.equal(read.requestId, 'req_moved');
+        assert.ok(read.message.includes(`redirect (HTTP ${status} to ${target})`), read.message);
+        assert.equal(received.length, 1, `${status}: not retried`);
+      }
+      answers = [(_r, res) => res.writeHead(307, { location: target }).end()];
+      received = [];
+      await assert.rejects(sdk().quotes.create({ deliver: { asset: 'BS', amount: 1 } }), (e: unknown) => e instanceof BolivarError && e.status === 307);
+      assert.equal(received.length, 1, 'a keyed call is not retried either');
+      assert.deepEqual(reached, [], 'nothing, and so no x-api-key, reached the redirect target');
+    } finally {
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
+  });
+
   it('sends amounts as the JSON integers the API reads, from bigint, number or digits; metadata untouched', async () => {
     const client = sdk();
     await client.quotes.create({ deliver: { asset: 'BS', amount: 9_007_199_254_740_991n }, metadata: { amount: '1.5' } });

@@ -9,10 +9,13 @@ import {
   deliveryHeaders,
   generateWebhookSecret,
   isPublicAddress,
+  mayReachAddress,
   signingSecrets,
   WEBHOOK_ATTEMPTS_MAX,
 } from '../../src/domain/webhooks.ts';
-import { checkLiveHost, guardedLookup } from '../../src/webhooks/destination.ts';
+import { checkEndpointHost, guardedLookup } from '../../src/webhooks/destination.ts';
+
+const checkLiveHost = (host: string, resolve?: Parameters<typeof checkEndpointHost>[2]) => checkEndpointHost(host, 'live', resolve);
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 
 describe('webhook delivery rules', () => {
@@ -127,8 +130,8 @@ describe('webhook delivery rules', () => {
   });
 
   it('the delivery-time lookup refuses a name if ANY of its addresses is internal (DNS rebinding)', async () => {
-    const lookupWith = (addresses: Array<{ address: string; family: number }>) =>
-      guardedLookup((_host, callback) => callback(null, addresses));
+    const lookupWith = (addresses: Array<{ address: string; family: number }>, mode: 'test' | 'live' = 'live') =>
+      guardedLookup(mode, (_host, callback) => callback(null, addresses));
     const call = (lookup: ReturnType<typeof guardedLookup>, all: boolean) =>
       new Promise<{ error: Error | null; result: unknown }>((resolve) =>
         (lookup as any)('hooks.example.com', { all }, (error: Error | null, address: unknown, family?: number) => resolve({ error, result: all ? address : [address, family] })),
@@ -155,5 +158,62 @@ describe('webhook delivery rules', () => {
     assert.equal((await checkLiveHost('hooks.example.com', resolvingTo('2001:0:4136:e378:8000:63bf:3fff:fdd2', 6))).ok, false);
     assert.equal((await checkLiveHost('hooks.example.com', resolvingTo('::ffff:10.0.0.1', 6))).ok, false);
     assert.deepEqual(await checkLiveHost('hooks.example.com', resolvingTo('8.8.8.8', 4)), { ok: true });
+  });
+
+  it('test mode reaches public addresses and this host (loopback) only: no private, link-local, CGNAT or metadata address', () => {
+    const loopback = ['127.0.0.1', '127.1.2.3', '::1', '[::1]', '::ffff:127.0.0.1', '::ffff:7f00:1'];
+    const internal = [
+      '10.0.0.5', '172.16.0.1', '172.31.255.255', '192.168.1.10', '100.64.0.1', '100.127.255.255', '100.100.100.200', '169.254.169.254',
+      '169.254.170.2', '169.254.0.1', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd00::2', 'fd00:ec2::254', '::ffff:10.0.0.1', '::ffff:169.254.169.254',
+      '0.0.0.0', '::', '224.0.0.1', '255.255.255.255', '2002:a9fe:a9fe::', '64:ff9b::a9fe:a9fe', '::7f00:1', '127.1', 'not-an-ip',
+    ];
+    for (const address of loopback) {
+      assert.equal(mayReachAddress('test', address), true, address);
+      assert.equal(mayReachAddress('live', address), false, address);
+    }
+    for (const address of internal) {
+      assert.equal(mayReachAddress('test', address), false, address);
+      assert.equal(mayReachAddress('live', address), false, address);
+    }
+    for (const address of ['8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111']) {
+      assert.equal(mayReachAddress('test', address), true, address);
+      assert.equal(mayReachAddress('live', address), true, address);
+    }
+  });
+
+  it('test-mode URLs: loopback and any host name pass without the network; internal literals and metadata names do not', () => {
+    for (const url of ['http://localhost:3000/x', 'http://127.0.0.1:8080/hook', 'http://[::1]:4000/x', 'https://hooks.example.com/x', 'http://receiver/x', 'https://8.8.8.8/x']) {
+      assert.equal(checkEndpointUrl(url, 'test').ok, true, url);
+    }
+    for (const url of [
+      'http://10.0.0.5/x', 'http://192.168.1.10/x', 'http://172.16.3.4/x', 'http://100.64.0.1/x', 'http://169.254.169.254/latest/meta-data',
+      'http://[fe80::1]/x', 'http://[fd00::1]/x', 'http://[fc00::1]/x', 'http://[::ffff:a9fe:a9fe]/x', 'http://0.0.0.0/x', 'http://0/x',
+      'http://metadata.google.internal/computeMetadata/v1/', 'http://metadata/x', 'http://instance-data/latest', 'http://2852039166/x',
+    ]) {
+      const checked = checkEndpointUrl(url, 'test');
+      assert.equal(checked.ok, false, url);
+      if (!checked.ok) assert.match(checked.message, /metadata/, url);
+    }
+  });
+
+  it('test mode resolves names too, at configuration and at every delivery (DNS rebinding): loopback passes, private does not', async () => {
+    const resolvingTo = (...addresses: Array<[string, number]>) => (_host: string, callback: (error: null, found: Array<{ address: string; family: number }>) => void) =>
+      callback(null, addresses.map(([address, family]) => ({ address, family })));
+    assert.deepEqual(await checkEndpointHost('receiver.test', 'test', resolvingTo(['127.0.0.1', 4], ['::1', 6])), { ok: true });
+    assert.deepEqual(await checkEndpointHost('hooks.example.com', 'test', resolvingTo(['93.184.216.34', 4])), { ok: true });
+    for (const address of [['10.1.2.3', 4], ['169.254.169.254', 4], ['100.64.1.1', 4], ['fd00::1', 6], ['fe80::1', 6]] as Array<[string, number]>) {
+      const checked = await checkEndpointHost('rebind.example.com', 'test', resolvingTo(['93.184.216.34', 4], address));
+      assert.equal(checked.ok, false, address[0]);
+      if (!checked.ok) assert.match(checked.message, /must not resolve to a private, link-local or metadata address .*\(rebind\.example\.com does\)/);
+    }
+    assert.equal((await checkEndpointHost('[fe80::1]', 'test')).ok, false);
+    assert.deepEqual(await checkEndpointHost('[::1]', 'test'), { ok: true });
+
+    const call = (lookup: ReturnType<typeof guardedLookup>) =>
+      new Promise<{ error: Error | null; address: unknown }>((resolve) => (lookup as any)('rebind.example.com', { all: true }, (error: Error | null, address: unknown) => resolve({ error, address })));
+    const local = await call(guardedLookup('test', resolvingTo(['127.0.0.1', 4])));
+    assert.deepEqual(local, { error: null, address: [{ address: '127.0.0.1', family: 4 }] });
+    const rebound = await call(guardedLookup('test', resolvingTo(['127.0.0.1', 4], ['192.168.0.10', 4])));
+    assert.match(String(rebound.error?.message), /not allowed in test mode: rebind\.example\.com resolves to a private, link-local or metadata address/);
   });
 });

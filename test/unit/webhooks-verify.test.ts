@@ -3,7 +3,15 @@ import { createHmac } from 'node:crypto';
 import { describe, it } from 'node:test';
 // The verifier is the SDK's (its one home); the signatures are made by the service's signing code, so
 // every case below is the service signing and the SDK verifying.
-import { computeSignature as sdkComputeSignature, DEFAULT_TOLERANCE_MS, signatureHeader as sdkSignatureHeader, verifyWebhook } from '../../sdk/src/webhooks.ts';
+import {
+  computeSignature as sdkComputeSignature,
+  constructEvent,
+  DEFAULT_TOLERANCE_MS,
+  signatureHeader as sdkSignatureHeader,
+  verifyWebhook,
+  WebhookVerificationError,
+} from '../../sdk/src/webhooks.ts';
+import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { verifyWebhook as fromPackage } from '../../src/index.ts';
 import { computeSignature, signatureHeader } from '../../src/webhooks/signature.ts';
 
@@ -99,5 +107,30 @@ describe('verifyWebhook', () => {
     assert.deepEqual(verifyWebhook({ secret: SECRET, headers: { ...headers, 'x-signature': 'sha256=zz' }, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
     assert.deepEqual(verifyWebhook({ secret: '', headers, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_secret' });
     assert.deepEqual(verifyWebhook({ secret: [], headers, rawBody: BODY, nowMs: NOW }), { ok: false, reason: 'missing_secret' });
+  });
+
+  it('takes the event id from the signed body: a captured delivery replayed with another x-event-id is the same event', () => {
+    // A delivery exactly as the dispatcher builds it, captured and replayed within the window.
+    const body = deliveryBody({ id: 42n, eventType: 'payment.settled', attempt: 1, payloadText: '{"paymentId":"p"}' });
+    const captured = deliveryHeaders({ eventId: '42', eventType: 'payment.settled', attempt: 1, body, timestampMs: NOW, secrets: [SECRET] });
+    const first = verifyWebhook({ secret: SECRET, headers: captured, rawBody: body, nowMs: NOW });
+    assert.deepEqual(first, { ok: true, timestampMs: NOW, eventId: '42' });
+    for (const forged of ['43', '', 'x']) {
+      const replay = verifyWebhook({ secret: SECRET, headers: { ...captured, 'x-event-id': forged }, rawBody: body, nowMs: NOW + 1000 });
+      assert.deepEqual(replay, { ok: true, timestampMs: NOW, eventId: '42' }, `x-event-id ${JSON.stringify(forged)}`);
+    }
+    const { 'x-event-id': _dropped, ...withoutHeader } = captured;
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: withoutHeader, rawBody: body, nowMs: NOW }), { ok: true, timestampMs: NOW, eventId: '42' });
+    assert.equal(constructEvent(body, { ...captured, 'x-event-id': '43' }, SECRET, { nowMs: NOW }).id, '42');
+  });
+
+  it('refuses signed bytes that are not a delivery body (invalid_body), so there is always an event id', () => {
+    for (const body of ['not json', '[]', '{"eventType":"payment.settled","payload":{}}', '{"id":42,"eventType":"payment.settled","payload":{}}', '{"id":"","eventType":"payment.settled","payload":{}}']) {
+      const headers = headersFor(body);
+      assert.deepEqual(verifyWebhook({ secret: SECRET, headers, rawBody: body, nowMs: NOW }), { ok: false, reason: 'invalid_body' }, body);
+      assert.throws(() => constructEvent(body, headers, SECRET, { nowMs: NOW }), (error) => error instanceof WebhookVerificationError && error.reason === 'invalid_body');
+    }
+    // The body is judged only once its signature holds: a forged body is a signature_mismatch.
+    assert.deepEqual(verifyWebhook({ secret: SECRET, headers: headersFor(BODY), rawBody: 'not json', nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
   });
 });

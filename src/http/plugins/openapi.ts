@@ -18,6 +18,12 @@ Guides, in the service's repository: \`README.md\` (running it, a five-minute wa
 \`docs/limits.md\` (caps, limit rules, usage), \`docs/treasury.md\` (ledger, credit, daily close),
 \`docs/admin.md\` (admin API and CLI), \`docs/errors.md\` (every error code).`;
 
+/**
+ * Relative: the service that serves the document (GET /docs/json), http://localhost:3000 when run
+ * locally, behind TLS in production. Not internal (`x-internal`): it is the integrators' API.
+ */
+const SERVERS = [{ url: '/', description: 'The service that serves this document (http://localhost:3000 when run with npm start)', 'x-internal': false }];
+
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   for (const schema of componentSchemas()) app.addSchema(schema);
   await app.register(swagger, {
@@ -28,8 +34,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         version: '1.0.0',
         description: API_DESCRIPTION,
         contact: { name: 'Bolivar Disbursement Service support', email: 'support@bolivar.example' },
+        // No public licence: the service is proprietary (package.json is private).
+        license: { name: 'Proprietary: all rights reserved' },
       },
-      servers: [{ url: 'http://localhost:3000', description: 'Local (npm start)' }],
+      servers: SERVERS,
       tags: [
         { name: 'Tenant', description: 'Who the API key belongs to' },
         { name: 'Quotes', description: 'Fix the delivered amount, the rate and the fee' },
@@ -57,8 +65,30 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         ? shareErrorResponses(shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))))
         : document.swaggerObject,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { deepLinking: true } });
+  // Its own scope, so that the page's headers go on its answers only.
+  await app.register(async (docs) => {
+    docs.addHook('onRequest', async (_request, reply) => {
+      reply
+        .header('content-security-policy', DOCS_CSP)
+        .header('x-frame-options', 'DENY')
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'no-referrer');
+    });
+    await docs.register(swaggerUi, {
+      routePrefix: '/docs',
+      // BaseLayout: without the top bar, whose logo is an inline <style> the CSP refuses (and whose
+      // box loads other documents). "Try it out" calls the document's server, this origin.
+      uiConfig: { deepLinking: true, layout: 'BaseLayout' },
+    });
+  });
 }
+
+/**
+ * The Swagger UI at /docs runs only its own files, reads the document and tries calls on this origin
+ * only, and may not be framed (a framed "Try it out" with a pasted key is a clickjacking target).
+ */
+export const DOCS_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 type OpenApiDocument = { paths?: Record<string, Record<string, { parameters?: Array<{ deprecated?: boolean; schema?: { deprecated?: boolean } }> }>> };
 

@@ -69,6 +69,8 @@ function loadFiles(dir: string | undefined): Map<string, ConsoleFile> {
 function securityHeaders(reply: FastifyReply): FastifyReply {
   return reply
     .header('content-security-policy', CONSOLE_CSP)
+    // frame-ancestors 'none' for browsers that predate it: a framed console could be clicked through.
+    .header('x-frame-options', 'DENY')
     .header('x-content-type-options', 'nosniff')
     .header('referrer-policy', 'no-referrer')
     .header('cross-origin-opener-policy', 'same-origin');

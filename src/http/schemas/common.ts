@@ -23,13 +23,26 @@ export const VALIDATED_IN_CODE = 'x-validated-in-code';
 /** The keyword @fastify/swagger takes a response's description from (and leaves out of its schema). */
 export const RESPONSE_DESCRIPTION = 'x-response-description';
 
-/** A string-literal enum rendered as `{type: string, enum: [...]}` (OpenAPI-friendly, no anyOf). */
+/**
+ * A string-literal enum rendered as `{type: string, enum: [...]}` (OpenAPI-friendly, no anyOf), with
+ * the `maxLength` of its longest value: every string the document accepts states its bound.
+ */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
-  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], maxLength: Math.max(...values.map((v) => [...v].length)), ...options });
 }
 
+export const UUID_LENGTH = 36;
+
 export const Uuid = (description?: string) =>
-  Type.String({ format: 'uuid', description, 'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f' });
+  Type.String({ format: 'uuid', maxLength: UUID_LENGTH, description, 'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f' });
+
+/**
+ * The `maxLength` of a request field whose own rules (domain code) check its length and format
+ * after trimming surrounding spaces, with a message that names the format: the document states the
+ * bound, and the request validator leaves that keyword to those rules, so no request they accept is
+ * refused by the schema.
+ */
+export const lengthCheckedInCode = (maxLength: number) => ({ maxLength, [VALIDATED_IN_CODE]: ['maxLength'] });
 
 export const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
 
@@ -42,6 +55,7 @@ export const MAX_AMOUNT_MINOR = Number.MAX_SAFE_INTEGER;
 /** Amount in a request: a JSON integer in minor units (no decimals, no strings). */
 export const AmountInteger = (description?: string) =>
   Type.Integer({
+    format: 'int64',
     minimum: 1,
     maximum: MAX_AMOUNT_MINOR,
     description: description ?? 'Integer amount in minor units (BS has 2 decimals: 5000000 = 50,000.00 Bs)',
@@ -179,7 +193,10 @@ export function Answer<T extends TSchema>(description: string, schema: T) {
   return Type.Unsafe<Static<T>>({ ...schema, [typeof schema.$ref === 'string' ? 'description' : RESPONSE_DESCRIPTION]: description });
 }
 
+/** `limit` of a list: 1 to 100 items a page. */
+export const PageLimit = () => Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' });
+
 export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' })),
+  limit: Type.Optional(PageLimit()),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The `next_cursor` of the previous page' })),
 };

@@ -1,14 +1,15 @@
 import { Type } from '@sinclair/typebox';
 import { EVENT_STATUSES, EVENT_TYPES } from '../../domain/webhooks.ts';
-import { Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
+import { Component, DateTime, ModeSchema, Nullable, PageLimit, StringEnum, Uuid } from './common.ts';
 
 const NUMERIC_ID = '^[0-9]{1,19}$';
+const NUMERIC_ID_LENGTH = 19;
 
 export const EventType = StringEnum(EVENT_TYPES, { description: 'Event type' });
 export const EventStatus = StringEnum(EVENT_STATUSES, { description: '`pending` (queued or retrying), `published` (a 2xx was received) or `dead` (attempts exhausted; re-deliverable)' });
 
 const NumericId = (description: string) =>
-  Type.String({ pattern: NUMERIC_ID, description, example: '42', 'x-error-message': 'must be a numeric event id, such as 42' });
+  Type.String({ pattern: NUMERIC_ID, maxLength: NUMERIC_ID_LENGTH, description, example: '42', 'x-error-message': 'must be a numeric event id, such as 42' });
 
 export const EventIdParam = Type.Object({ id: NumericId('Event id (numeric, as a string)') });
 
@@ -79,10 +80,11 @@ export const EventListQuery = Type.Object({
   status: Type.Optional(EventStatus),
   eventType: Type.Optional(EventType),
   paymentId: Type.Optional(Uuid('Only the events of this payment (its outcome, and its reversal if any)')),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' })),
+  limit: Type.Optional(PageLimit()),
   cursor: Type.Optional(
     Type.String({
       pattern: NUMERIC_ID,
+      maxLength: NUMERIC_ID_LENGTH,
       description: 'The `next_cursor` of the previous page: the numeric id of an event (events older than it follow)',
       'x-error-message': 'must be the numeric id of an event (the next_cursor of the previous page of /v1/events)',
     }),
@@ -115,7 +117,7 @@ export const WebhookEndpointBody = Type.Object({
   url: Type.String({
     minLength: 1,
     maxLength: 2048,
-    description: 'http:// or https:// URL that receives the webhooks. Live mode refuses loopback, private, link-local and metadata addresses',
+    description: 'http:// or https:// URL that receives the webhooks. Private, link-local and metadata addresses are refused; loopback too in live mode',
     example: 'https://hooks.example.com/bolivar',
   }),
 });
@@ -211,11 +213,11 @@ export const SandboxDeliveryList = Component(
 );
 
 export const SandboxDeliveryQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' })),
+  limit: Type.Optional(PageLimit()),
   cursor: Type.Optional(
-    Type.String({ pattern: '^[0-9]{1,18}$', description: 'The `next_cursor` of the previous page', 'x-error-message': 'must be the next_cursor of the previous page (a numeric id)' }),
+    Type.String({ pattern: '^[0-9]{1,18}$', maxLength: 18, description: 'The `next_cursor` of the previous page', 'x-error-message': 'must be the next_cursor of the previous page (a numeric id)' }),
   ),
   eventId: Type.Optional(
-    Type.String({ pattern: '^[0-9]{1,18}$', description: 'Only deliveries of this event', example: '42', 'x-error-message': 'must be a numeric event id, such as 42' }),
+    Type.String({ pattern: '^[0-9]{1,18}$', maxLength: 18, description: 'Only deliveries of this event', example: '42', 'x-error-message': 'must be a numeric event id, such as 42' }),
   ),
 });

@@ -36,14 +36,16 @@ export const REQUEST_ID_HEADER: Record<string, HeaderSchema> = {
   },
 };
 
+// Named in their usual spelling (header names are case-insensitive; Node hands them over lower-cased),
+// the one API linters recognise as rate-limit headers.
 export const RATE_LIMIT_HEADERS: Record<string, HeaderSchema> = {
-  'x-ratelimit-limit': {
+  'X-RateLimit-Limit': {
     type: 'integer',
     description:
       'Requests allowed per second for this API key (RATE_LIMIT_RPS, 1000 by default; 0 turns the limit and these headers off). Sent once the per-key limit has counted the request: not on answers given before it (401, 403, 400 `idempotency_key_missing`, a 429 for failed authentications)',
   },
-  'x-ratelimit-remaining': { type: 'integer', description: 'Requests left in the current one-second window' },
-  'x-ratelimit-reset': { type: 'integer', description: 'Seconds until the window resets' },
+  'X-RateLimit-Remaining': { type: 'integer', description: 'Requests left in the current one-second window' },
+  'X-RateLimit-Reset': { type: 'integer', description: 'Seconds until the window resets' },
 };
 
 export const RETRY_AFTER_HEADER: Record<string, HeaderSchema> = {

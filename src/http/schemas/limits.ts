@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import { AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid } from './common.ts';
 
 const Cap = (description: string) =>
-  Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description, 'x-error-message': 'must be a positive integer (minor units, or a count)' });
+  Type.Integer({ format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description, 'x-error-message': 'must be a positive integer (minor units, or a count)' });
 
 const LIMIT_SCOPES = ['platform', 'tenant', 'customer', 'beneficiary'] as const;
 const LIMIT_METHODS = ['pago_movil', 'transferencia', '*'] as const;

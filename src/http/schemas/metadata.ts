@@ -34,6 +34,7 @@ export const Metadata = Component(
   Type.Unsafe<MetadataValue>({
     type: 'object',
     description: `${SEMANTICS}; \`{}\` when none was sent. ${RULES}. Key order is not kept`,
+    maxProperties: METADATA_KEYS_MAX,
     additionalProperties: { type: 'string' },
     example: { order_id: '6735' },
   }),

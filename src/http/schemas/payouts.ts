@@ -3,7 +3,7 @@ import { PAYOUT_FAILURE_REASONS } from '../../domain/payment-messages.ts';
 import type { TransitionActor } from '../../domain/payment-state.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
-import { AmountInteger, AmountString, Asset, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
+import { AmountInteger, AmountString, Asset, Component, DateTime, lengthCheckedInCode, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
@@ -13,28 +13,34 @@ const Instrument = StringEnum(INSTRUMENTS);
 
 const NAME_RULE = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters (surrounding spaces do not count)`;
 
+/** A phone in the accepted forms (`+58 (414) 123-45-67` is 19 characters): room for the separators. */
+const SENDER_PHONE_LENGTH_MAX = 32;
+
 /**
- * The originator. Every field but `nationality` is required and each has a format; the sender rules
- * check both (domain/sender.ts, `x-validated-in-code`) so that every violation is reported at once
- * with the expected format and an example. The schema itself checks the JSON types.
+ * The originator. Every field but `nationality` is required and each has a format and a longest
+ * value; the sender rules check them (domain/sender.ts, `x-validated-in-code`) so that every
+ * violation is reported at once with the expected format and an example. The schema itself checks
+ * the JSON types.
  */
 export const SenderBlock = Type.Object(
   {
     nationalId: Type.String({
+      ...lengthCheckedInCode(20),
       description:
         'For a Venezuelan sender (nationality absent or VEN): V, E or J followed by 4 to 9 digits, upper case. For a foreign sender: 5 to 20 letters and digits as issued by the country of nationality',
       example: 'V12345678',
     }),
     nationality: Type.Optional(
-      Type.String({ description: 'an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
+      Type.String({ ...lengthCheckedInCode(3), description: 'an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
     ),
-    firstName: Type.String({ description: NAME_RULE, example: 'María' }),
-    lastName: Type.String({ description: NAME_RULE, example: 'Pérez' }),
+    firstName: Type.String({ ...lengthCheckedInCode(NAME_LENGTH_MAX), description: NAME_RULE, example: 'María' }),
+    lastName: Type.String({ ...lengthCheckedInCode(NAME_LENGTH_MAX), description: NAME_RULE, example: 'Pérez' }),
     phone: Type.String({
+      ...lengthCheckedInCode(SENDER_PHONE_LENGTH_MAX),
       description: `Venezuelan mobile (${VENEZUELAN_MOBILE_PREFIXES.join(', ')}) as 04XXXXXXXXX, +584XXXXXXXXX or 4XXXXXXXXX; spaces, dashes and parentheses are ignored. Stored as 04XXXXXXXXX`,
       example: '04141234567',
     }),
-    email: Type.String({ description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`, example: 'maria.perez@example.com' }),
+    email: Type.String({ ...lengthCheckedInCode(EMAIL_LENGTH_MAX), description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`, example: 'maria.perez@example.com' }),
   },
   { description: 'The originator: every field but `nationality` is required', [VALIDATED_IN_CODE]: ['required'] },
 );

@@ -92,6 +92,7 @@ export const RateAssetParam = Type.Object({
 export const SetRateBody = Type.Object({
   market: Type.String({
     pattern: '^[0-9]{1,12}(\\.[0-9]{1,8})?$',
+    maxLength: 21,
     description: 'Market rate in BS per 1 unit of the asset, as a decimal string',
     example: '925.00',
     'x-error-message': 'must be a positive decimal string such as "925.00" (at most 8 decimals)',

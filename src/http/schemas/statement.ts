@@ -6,6 +6,7 @@ import { PAYMENT_STATUSES, StatementRowFields } from './payouts.ts';
 const CalendarDate = (description: string) =>
   Type.String({
     format: 'date',
+    maxLength: 10,
     description,
     example: '2026-03-01',
     'x-error-message': 'must be a calendar date YYYY-MM-DD, such as 2026-03-01',

@@ -18,22 +18,22 @@ const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 
 const CreditCeiling = (asset: string) =>
-  Type.Optional(Nullable(Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: `Credit ceiling in ${asset} minor units; null = none` })));
+  Type.Optional(Nullable(Type.Integer({ format: 'int64', minimum: 0, maximum: MAX_SAFE, description: `Credit ceiling in ${asset} minor units; null = none` })));
 
 const TenantWritable = {
   name: Type.String({ minLength: 1, maxLength: 200, description: 'Display name' }),
   creditEnabled: Type.Boolean({ description: 'true = daily close (not blocked by balance); false = prefunded' }),
   creditLimit: Nullable(
-    Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Credit ceiling in BS minor units; null = none' }),
+    Type.Integer({ format: 'int64', minimum: 0, maximum: MAX_SAFE, description: 'Credit ceiling in BS minor units; null = none' }),
   ),
   creditLimits: Type.Object(Object.fromEntries(CREDIT_ASSETS.map((asset) => [asset, CreditCeiling(asset)])), {
     additionalProperties: false,
     description:
       'Credit terms per asset: a draw in one asset is compared only with that asset\'s ceiling, in its own minor units. `BS` is the same as `creditLimit`. On update, only the assets sent change; null removes a ceiling.',
   }),
-  feeBps: Type.Integer({ minimum: 0, maximum: 10000, description: 'Fee in basis points of the delivered amount (default 100)' }),
-  feeFixed: Type.Integer({ minimum: 0, maximum: MAX_SAFE, description: 'Fixed fee in BS minor units (default 0)' }),
-  spreadBps: Type.Integer({ minimum: 0, maximum: 9999, description: 'FX margin in basis points (default 50)' }),
+  feeBps: Type.Integer({ format: 'int32', minimum: 0, maximum: 10000, description: 'Fee in basis points of the delivered amount (default 100)' }),
+  feeFixed: Type.Integer({ format: 'int64', minimum: 0, maximum: MAX_SAFE, description: 'Fixed fee in BS minor units (default 0)' }),
+  spreadBps: Type.Integer({ format: 'int32', minimum: 0, maximum: 9999, description: 'FX margin in basis points (default 50)' }),
 };
 
 export const CreateTenantBody = Type.Object({
@@ -81,6 +81,7 @@ export const TenantListQuery = Type.Object(PageQuery);
 
 export const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
   minItems: 1,
+  maxItems: CUSTOMER_SCOPES.length,
   uniqueItems: true,
   description: 'Default: all eight customer scopes',
 });

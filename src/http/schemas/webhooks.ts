@@ -61,7 +61,7 @@ export const PaymentReversedPayload = Component(
 const EventBody = (eventType: string, payload: TSchema, description: string) =>
   Type.Object(
     {
-      id: Type.String({ pattern: '^[0-9]+$', description: 'Event id (numeric, as a string), also in `x-event-id` and `webhook-id`. Deduplicate on it', example: '42' }),
+      id: Type.String({ pattern: '^[0-9]+$', description: 'Event id (numeric, as a string), also in `x-event-id` and `webhook-id`. Deduplicate on it (on this signed field, not on the unsigned `x-event-id` header)', example: '42' }),
       eventType: StringEnum([eventType], { description: 'Event type, also in `x-event-type`' }),
       attempt: Type.Integer({ minimum: 1, description: 'Delivery attempt, from 1; also in `x-delivery-attempt`' }),
       payload,
@@ -107,7 +107,7 @@ export const WEBHOOK_DELIVERY_HEADERS: Record<string, { description: string; sch
   },
   'x-timestamp': { description: 'Milliseconds since the epoch when the attempt was signed; refuse deliveries more than 5 minutes off', schema: { type: 'string', pattern: '^[0-9]+$' } },
   'x-event-type': { description: 'The `eventType` of the body', schema: { type: 'string', enum: [...EVENT_TYPES] } },
-  'x-event-id': { description: 'The `id` of the body: deduplicate on it', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-event-id': { description: 'The `id` of the body. Not signed: deduplicate on the `id` of the verified body, not on this header', schema: { type: 'string', pattern: '^[0-9]+$' } },
   'x-delivery-attempt': { description: 'The `attempt` of the body', schema: { type: 'string', pattern: '^[0-9]+$' } },
   'webhook-id': { description: 'Standard Webhooks: the event id', schema: { type: 'string' } },
   'webhook-timestamp': { description: 'Standard Webhooks: seconds since the epoch', schema: { type: 'string', pattern: '^[0-9]+$' } },

@@ -2718,7 +2718,7 @@ export type AdminListAuditData = {
         /**
          * Only actions on this kind of target
          */
-        targetType?: string;
+        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment';
         /**
          * Only actions on this target (with or without `targetType`)
          */
@@ -2730,7 +2730,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: string;
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate';
         /**
          * Only actions at or after this instant
          */

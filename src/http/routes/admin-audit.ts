@@ -2,7 +2,8 @@ import { Type } from '@sinclair/typebox';
 import type { Database } from '../../db/database.ts';
 import { listAudit, type AuditRow } from '../../db/repositories/audit.ts';
 import { pageOf, positionAfter } from '../../domain/page-cursor.ts';
-import { Component, errorResponses, ModeSchema, Nullable, PageQuery, Uuid } from '../schemas/common.ts';
+import { Component, errorResponses, ModeSchema, Nullable, PageQuery, StringEnum, Uuid } from '../schemas/common.ts';
+import { AUDIT_ACTIONS, AUDIT_TARGET_TYPES } from '../../domain/audit.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 
@@ -46,10 +47,10 @@ const AuditPage = Component(
 const AuditQuery = Type.Object({
   ...PageQuery,
   actorKeyId: Type.Optional(Uuid('Only what this API key did')),
-  targetType: Type.Optional(Type.String({ pattern: '^[a-z_]+$', maxLength: 40, description: 'Only actions on this kind of target' })),
+  targetType: Type.Optional(StringEnum(AUDIT_TARGET_TYPES, { description: 'Only actions on this kind of target' })),
   targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Only actions on this target (with or without `targetType`)' })),
   tenantId: Type.Optional(Uuid("Only actions on this tenant's objects")),
-  action: Type.Optional(Type.String({ pattern: '^[a-z_]+(\\.[a-z_]+)+$', maxLength: 64, description: 'Only this action' })),
+  action: Type.Optional(StringEnum(AUDIT_ACTIONS, { description: 'Only this action' })),
   from: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions at or after this instant' })),
   to: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions before this instant' })),
 });

@@ -48,7 +48,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { lazyCompilers, type LazyCompilers } from './http/schema-compilers.ts';
 import { completeRouteContract } from './http/route-contract.ts';
 import { Authenticator } from './services/authenticator.ts';
-import { AUTH_FAILURE_ADDRESSES_MAX, AuthFailureLimiter } from './services/auth-failures.ts';
+import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './services/auth-failures.ts';
 import { TenantService } from './services/tenants.ts';
 import { Committer } from './services/committer.ts';
 import { MoneyMetrics } from './services/money-metrics.ts';
@@ -93,7 +93,7 @@ export interface Services {
   db: Database;
   clock: Clock;
   authenticator: Authenticator;
-  authFailures: AuthFailureLimiter;
+  authFailures: FailedAuthentications;
   tenants: TenantService;
   rates: RateService;
   quotes: QuoteService;
@@ -142,7 +142,11 @@ export const COMMIT_QUEUE_MAX = 8192;
 export function createServices(deps: AppDeps, registry: Registry, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
-  const authenticator = new Authenticator(db);
+  const nowMs = () => clock.now().getTime();
+  const authenticator = new Authenticator(db, {
+    nowMs,
+    onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
+  });
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
@@ -163,9 +167,9 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     db,
     clock,
     authenticator,
-    authFailures: new AuthFailureLimiter(
-      { limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX },
-      () => clock.now().getTime(),
+    authFailures: new FailedAuthentications(
+      new AuthFailureLimiter({ limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX }, nowMs),
+      new AuthFailureLimiter({ limit: config.authFailurePrefixLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_PREFIXES_MAX }, nowMs),
     ),
     tenants: new TenantService(db),
     rates,

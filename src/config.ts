@@ -24,6 +24,8 @@ export interface Config {
   rateLimitRps: number;
   /** Failed authentications per client address per window before 429; 0 disables. */
   authFailureLimit: number;
+  /** Failed lookups of well-formed keys per key prefix (all addresses) per window before 429; 0 disables. */
+  authFailurePrefixLimit: number;
   authFailureWindowS: number;
   /**
    * Which peers' X-Forwarded-For is believed for the client address (the auth-failure limiter's key,
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 300, 0, 100_000),
+    authFailurePrefixLimit: integer(env, 'AUTH_FAILURE_PREFIX_LIMIT', 3000, 0, 1_000_000),
     authFailureWindowS: integer(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
     trustProxy: trustProxy(env, 'TRUST_PROXY'),
     quoteTtlSeconds: integer(env, 'QUOTE_TTL_SECONDS', 60, 1, 86_400),
@@ -200,8 +203,9 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
-  ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it requests with a key from that address get 429 (0 = unlimited)'],
-  ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT, in seconds'],
+  ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it that address\'s keys that are not active get 429 without a lookup, while a valid key is still served (0 = unlimited)'],
+  ['AUTH_FAILURE_PREFIX_LIMIT', '3000', 'The same across all addresses, per key prefix (bsk_test_, bsk_live_, bsk_platform_), counting well-formed keys that are not active (0 = unlimited)'],
+  ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT and AUTH_FAILURE_PREFIX_LIMIT, in seconds'],
   ['TRUST_PROXY', 'off', 'Behind a load balancer or reverse proxy: its addresses or CIDR ranges, comma-separated (loopback, linklocal, uniquelocal name the usual ranges). A request from one of them has its client address (AUTH_FAILURE_LIMIT\'s key, logs) taken from X-Forwarded-For; off: always the connection\'s peer'],
   ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
   ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],

@@ -79,3 +79,9 @@ export async function findKeyByHash(db: Queryable, hash: string): Promise<{ id: 
   );
   return rows[0];
 }
+
+/** Up to `max` hashes of the keys not revoked (the authenticator's index of possibly valid keys). */
+export async function listActiveKeyHashes(db: Queryable, max: number): Promise<string[]> {
+  const { rows } = await db.query<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE revoked_at IS NULL LIMIT $1', [max]);
+  return rows.map((row) => row.key_hash);
+}

@@ -192,7 +192,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['PORT', '3000', 'HTTP port (every role listens: a worker answers only /health/* and /metrics on it)'],
   ['HOST', '0.0.0.0', 'Interface to bind: an IP address (:: for all IPv6) or a host name of this machine'],
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
-  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing'],
+  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing, mode 0700; a start is refused (exit 78) when it is open to its group or other users'],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],

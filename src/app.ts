@@ -14,6 +14,7 @@ import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
 import { answerUnsupportedExpectation, clientErrorHandler, frameworkErrors } from './http/plugins/transport-errors.ts';
 import { registerIdempotency } from './http/plugins/idempotency.ts';
+import { registerLiveModeGuard } from './http/plugins/live-mode-guard.ts';
 import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
 import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
@@ -288,6 +289,8 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     return { app, services, warmCompilers: compilers.warm };
   }
   registerAuth(app, services.authenticator, services.authFailures);
+  // Before the Idempotency-Key layer: a refused live change claims no key.
+  registerLiveModeGuard(app);
   registerIdempotency(app, deps.db, services.clock, deps.config);
   await registerOpenApi(app);
   if (deps.config.rateLimitRps > 0) {

@@ -27,8 +27,9 @@ async function main(): Promise<void> {
     onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
   });
   let bootstrap: BootstrapResult | undefined;
+  let revokedBootstrapKeys = 0;
   await migrate(db, async () => {
-    await syncPlatformKey(db, config.platformApiKey);
+    ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
     // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
     // this process's own port, where a worker answers no API route.
     if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
@@ -43,6 +44,9 @@ async function main(): Promise<void> {
       { lockFile: staleLock.lockPath, previousPid: staleLock.previous.pid, previousStartedAt: staleLock.previous.startedAt },
       `took over the DATA_DIR lock of ${describeHolder(staleLock.previous)}, which is no longer running`,
     );
+  }
+  if (revokedBootstrapKeys > 0) {
+    app.log.warn({ revoked: revokedBootstrapKeys }, 'PLATFORM_API_KEY is set: revoked the platform key of the first start (platformApiKey in bootstrap.json no longer works)');
   }
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 

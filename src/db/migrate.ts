@@ -31,7 +31,7 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
  */
 export async function migrate(
   db: Database,
-  afterLock?: () => Promise<void>,
+  afterLock?: () => Promise<unknown>,
 ): Promise<{ applied: string[] }> {
   const migrations = loadMigrations();
   return db.withConnection(async (conn) => {

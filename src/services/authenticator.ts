@@ -57,6 +57,7 @@ async function lookup(db: Database, hashes: string[]): Promise<Array<AuthContext
           mode: row.mode,
           scopes: row.scopes,
           isPlatform: row.is_platform,
+          keySource: row.source,
         }
       : null;
   });

@@ -38,8 +38,14 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       const tenant = cli('tenants create --name "CLI Remesas" --fee-bps 80');
       assert.equal(tenant.name, 'CLI Remesas');
       assert.equal(tenant.feeBps, 80);
-      const key = cli(`keys issue --tenant ${tenant.id} --mode live --scopes payments:read,treasury:read`);
-      assert.match(key.key, /^bsk_live_/);
+      // The saved platform key is never printed, and administers test mode only.
+      assert.ok(!service.output().includes(saved.platformApiKey), 'the platform key is not in the output');
+      assert.throws(
+        () => execSync(`node bin/bolivar.mjs keys issue --tenant ${tenant.id} --mode live`, { encoding: 'utf8', stdio: 'pipe', env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl } }),
+        (error: { stderr?: string }) => /403 bootstrap_key_test_only: .*set PLATFORM_API_KEY/.test(error.stderr ?? ''),
+      );
+      const key = cli(`keys issue --tenant ${tenant.id} --mode test --scopes payments:read,treasury:read`);
+      assert.match(key.key, /^bsk_test_/);
       const funded = cli(`fund --tenant ${tenant.id} --mode test --amount 5000000`);
       assert.equal(funded.prefundingBalance, '5000000');
       assert.deepEqual(cli(`keys revoke --key-id ${key.id}`), { id: key.id, revoked: true });

@@ -1,4 +1,3 @@
-import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +14,8 @@ import { registerErrorHandling } from './http/plugins/error-handler.ts';
 import { answerUnsupportedExpectation, clientErrorHandler, frameworkErrors } from './http/plugins/transport-errors.ts';
 import { registerIdempotency } from './http/plugins/idempotency.ts';
 import { registerLiveModeGuard } from './http/plugins/live-mode-guard.ts';
-import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
+import { apiPortMetricsAccess, createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
+import { registerRateLimits } from './http/plugins/rate-limits.ts';
 import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
 import { operationsRoutes } from './http/routes/operations.ts';
@@ -284,32 +284,21 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   registerErrorHandling(app);
   if (deps.surface === 'operations') {
+    await registerRateLimits(app, deps.config);
     registerMetrics(app, registry);
-    await operationsRoutes(app, deps.db, registry, { document: false });
+    await operationsRoutes(app, deps.db, registry, { document: false, metrics: apiPortMetricsAccess(deps.config) });
     return { app, services, warmCompilers: compilers.warm };
   }
   registerAuth(app, services.authenticator, services.authFailures);
   // Before the Idempotency-Key layer: a refused live change claims no key.
   registerLiveModeGuard(app);
   registerIdempotency(app, deps.db, services.clock, deps.config);
+  // Before every route, /docs included: the limits attach to routes as they are added.
+  await registerRateLimits(app, deps.config);
   await registerOpenApi(app);
-  if (deps.config.rateLimitRps > 0) {
-    await app.register(rateLimit, {
-      global: true,
-      hook: 'onRequest',
-      max: deps.config.rateLimitRps,
-      timeWindow: 1000,
-      keyGenerator: (request) => request.auth?.apiKeyId ?? request.ip,
-      allowList: (request) => request.routeOptions.config.public === true,
-      errorResponseBuilder: (_request, context) =>
-        new ApiError('rate_limited', `Too many requests for this API key: at most ${context.max} per second. Retry after ${context.after}.`, {
-          limit_per_second: context.max,
-        }),
-    });
-  }
   registerMetrics(app, registry);
 
-  await operationsRoutes(app, deps.db, registry);
+  await operationsRoutes(app, deps.db, registry, { metrics: apiPortMetricsAccess(deps.config) });
   await consoleRoutes(app);
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);

@@ -22,6 +22,14 @@ export interface Config {
   role: Role;
   logLevel: LogLevel;
   rateLimitRps: number;
+  /** Requests per second per client address to the routes that need no key (health, docs, sandbox receivers, metrics); 0 disables. */
+  publicRateLimitRps: number;
+  /** Bearer token that /metrics requires; unset: /metrics is not served on the API port. */
+  metricsToken: string | undefined;
+  /** A second, internal listener that serves /metrics only; unset: none. */
+  metricsPort: number | undefined;
+  /** The interface of the METRICS_PORT listener (default HOST). */
+  metricsHost: string;
   /** Failed authentications per client address per window before 429; 0 disables. */
   authFailureLimit: number;
   /** Failed lookups of well-formed keys per key prefix (all addresses) per window before 429; 0 disables. */
@@ -142,6 +150,25 @@ function host(env: Env, name: string, fallback: string): string {
   return value;
 }
 
+/** A secret a scraper sends as `Authorization: Bearer …`: long enough not to be guessed, no spaces. */
+const BEARER_TOKEN = /^[\x21-\x7e]{16,512}$/;
+
+function bearerToken(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!BEARER_TOKEN.test(raw)) throw new ConfigError(name, '16 to 512 printable ASCII characters without spaces (for example the output of `openssl rand -hex 32`)', '…(hidden)');
+  return raw;
+}
+
+function metricsPort(env: Env, name: string, apiPort: string | undefined): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const port = integer(env, name, 0, 0, 65535);
+  const api = integer({ PORT: apiPort }, 'PORT', 3000, 0, 65535);
+  if (port !== 0 && port === api) throw new ConfigError(name, 'a port other than PORT (0 picks a free one)', raw);
+  return port;
+}
+
 export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -164,6 +191,10 @@ export function loadConfig(env: Env = process.env): Config {
     role: oneOf<Role>(env, 'ROLE', 'all', ['all', 'api', 'worker']),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
+    publicRateLimitRps: integer(env, 'PUBLIC_RATE_LIMIT_RPS', 100, 0, 1_000_000),
+    metricsToken: bearerToken(env, 'METRICS_TOKEN'),
+    metricsPort: metricsPort(env, 'METRICS_PORT', env.PORT),
+    metricsHost: host(env, 'METRICS_HOST', host(env, 'HOST', '0.0.0.0')),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 300, 0, 100_000),
     authFailurePrefixLimit: integer(env, 'AUTH_FAILURE_PREFIX_LIMIT', 3000, 0, 1_000_000),
     authFailureWindowS: integer(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
@@ -203,6 +234,10 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
+  ['PUBLIC_RATE_LIMIT_RPS', '100', 'Requests per second per client address, per process, to the routes that need no key: /health/*, /metrics, /docs, /v1/openapi.json, the console\'s files, the sandbox receivers (0 = unlimited)'],
+  ['METRICS_TOKEN', '(unset)', 'Bearer token for /metrics (Authorization: Bearer …), 16 to 512 printable characters. Unset: /metrics is not served on PORT'],
+  ['METRICS_PORT', '(unset)', 'A second listener, for an internal network, that serves /metrics only (with METRICS_TOKEN, if set, required there too); 0 picks a free port'],
+  ['METRICS_HOST', '$HOST', 'The interface METRICS_PORT listens on (127.0.0.1 for this machine only)'],
   ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it that address\'s keys that are not active get 429 without a lookup, while a valid key is still served (0 = unlimited)'],
   ['AUTH_FAILURE_PREFIX_LIMIT', '3000', 'The same across all addresses, per key prefix (bsk_test_, bsk_live_, bsk_platform_), counting well-formed keys that are not active (0 = unlimited)'],
   ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT and AUTH_FAILURE_PREFIX_LIMIT, in seconds'],

@@ -6,6 +6,7 @@
 //  - a keyed route (not `config.public`) → the authentication codes (401), `rate_limited` (429),
 //    `overloaded` (503), `scope_missing` (403) when it has scopes, `bootstrap_key_test_only` (403)
 //    on a platform route whose body names a mode, and, for a method with a body, the body's codes;
+//  - a public route → `rate_limited` (429: the per-address limit of the routes that need no key);
 //  - every route → `validation_failed`, `internal_error`, `service_unavailable` (hooks that run on
 //    every request: input hygiene, the error handler, the shutdown answer);
 //  - response headers: x-request-id on every answer, the per-key rate-limit headers on keyed routes
@@ -43,6 +44,9 @@ export function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'>
     if ((config.scopes ?? []).length > 0) codes.push('scope_missing');
     if (changesAMode(route)) codes.push('bootstrap_key_test_only');
     if ([route.method].flat().some((method) => !METHODS_WITHOUT_BODY.has(method))) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
+  } else {
+    // The per-address limit of the routes that need no key (PUBLIC_RATE_LIMIT_RPS).
+    codes.push('rate_limited');
   }
   if (config.idempotency === 'required') codes.push('idempotency_key_missing');
   if (config.idempotency) codes.push('idempotency_key_reused', 'idempotency_request_in_progress');

@@ -14,6 +14,7 @@ import { generateApiKey } from '../../src/domain/api-keys.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import type { App } from '../../src/http/types.ts';
 import { syncPlatformKey } from '../../src/services/bootstrap.ts';
+import { TEST_METRICS_TOKEN } from './metrics.ts';
 
 export const ENGINE: 'postgres' | 'pglite' = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
@@ -87,7 +88,7 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const platformKey = generateApiKey('platform');
-  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...options.env, PLATFORM_API_KEY: platformKey });
+  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', METRICS_TOKEN: TEST_METRICS_TOKEN, ...options.env, PLATFORM_API_KEY: platformKey });
   await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
   const { app, services } = await buildApp({ config, db: database.db, clock: options.clock, ...options.deps });
   if (options.beforeReady) await options.beforeReady(app);

@@ -11,7 +11,7 @@ import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, undeclaredI
 import type { TSchema } from '@sinclair/typebox';
 import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
-import { answerUnsupportedExpectation, clientErrorHandler, frameworkErrors } from './http/plugins/transport-errors.ts';
+import { clientErrorHandler, frameworkErrors, registerTransportAnswers } from './http/plugins/transport-errors.ts';
 import { registerIdempotency } from './http/plugins/idempotency.ts';
 import { registerLiveModeGuard } from './http/plugins/live-mode-guard.ts';
 import { apiPortMetricsAccess, createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
@@ -223,12 +223,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     ajv: { customOptions: {} },
     frameworkErrors,
     clientErrorHandler,
+    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
+    http: { requireHostHeader: false },
     // Our own answer while closing (onRequest below), in the envelope with Retry-After.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(compilers.validatorCompiler);
-  answerUnsupportedExpectation(app.server);
+  registerTransportAnswers(app, BODY_LIMIT_BYTES);
 
   // During a graceful shutdown a request still arriving on a kept-alive connection is refused
   // before any work, so the client retries it on another process.

@@ -6,10 +6,13 @@ import type { Config } from '../config.ts';
 import { registerErrorHandling } from './plugins/error-handler.ts';
 import { metricsPortAccess } from './plugins/metrics.ts';
 import { registerRateLimits } from './plugins/rate-limits.ts';
-import { clientErrorHandler } from './plugins/transport-errors.ts';
+import { clientErrorHandler, registerTransportAnswers } from './plugins/transport-errors.ts';
 import { metricsRoute } from './routes/operations.ts';
 import { componentSchemas } from './schemas/common.ts';
 import type { App } from './types.ts';
+
+/** A scraper sends no body. */
+const METRICS_BODY_LIMIT_BYTES = 1024;
 
 /**
  * The METRICS_PORT listener: GET /metrics and nothing else, for a network the operator keeps
@@ -19,13 +22,15 @@ import type { App } from './types.ts';
 export async function buildMetricsServer(config: Config, registry: Registry, logger: FastifyServerOptions['logger'] = false): Promise<App> {
   const app = Fastify({
     logger,
-    bodyLimit: 1024,
+    bodyLimit: METRICS_BODY_LIMIT_BYTES,
     connectionTimeout: 30_000,
     requestTimeout: 30_000,
     requestIdHeader: false,
     genReqId: () => `req_${randomUUID().replace(/-/g, '')}`,
     clientErrorHandler,
+    http: { requireHostHeader: false },
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+  registerTransportAnswers(app, METRICS_BODY_LIMIT_BYTES);
   // The shared schemas its answers refer to (the error envelope).
   for (const schema of componentSchemas()) app.addSchema(schema);
   registerErrorHandling(app, 'This port serves GET /metrics only.');

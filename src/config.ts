@@ -16,6 +16,8 @@ export interface Config {
   dbConnectionMaxLifetimeS: number;
   dbStatementTimeoutMs: number;
   dbLockTimeoutMs: number;
+  /** How long a start waits for an unreachable or restarting PostgreSQL before giving up. */
+  dbConnectWaitS: number;
   bootstrap: boolean;
   platformApiKey: string | undefined;
   publicBaseUrl: string | undefined;
@@ -185,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbConnectionMaxLifetimeS: integer(env, 'DB_CONNECTION_MAX_LIFETIME_S', 60, 0, 86_400),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000),
     dbLockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 10, 3_600_000),
+    dbConnectWaitS: integer(env, 'DB_CONNECT_WAIT_S', 60, 0, 3_600),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
     platformApiKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
@@ -228,6 +231,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
   ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
+  ['DB_CONNECT_WAIT_S', '60', 'PostgreSQL: how long a start waits for a database that is unreachable or restarting, retrying with a logged, doubling wait (0.25 s to 5 s); past it the start fails naming the database (exit 69)'],
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant (created by the first api or all process, never a worker)'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],

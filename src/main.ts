@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net';
+import { pino, type LoggerOptions } from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildMetricsServer } from './http/metrics-server.ts';
 import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { DatabaseUnreachableError, describeDatabase, withDatabaseWait } from './db/connect-wait.ts';
 import { migrate } from './db/migrate.ts';
 import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
 import { openDatabase } from './db/open.ts';
@@ -31,12 +33,15 @@ async function main(): Promise<void> {
   });
   let bootstrap: BootstrapResult | undefined;
   let revokedBootstrapKeys = 0;
-  await migrate(db, async () => {
-    ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
-    // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
-    // this process's own port, where a worker answers no API route.
-    if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
-  });
+  const firstContact = () =>
+    migrate(db, async () => {
+      ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
+      // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
+      // this process's own port, where a worker answers no API route.
+      if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
+    });
+  if (config.databaseUrl === undefined) await firstContact();
+  else await waitForPostgres(firstContact, config, config.databaseUrl);
 
   // A worker serves no API, but it is probed and scraped like any process: its port answers the
   // health checks and /metrics only.
@@ -105,6 +110,21 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
 
+/**
+ * A start while PostgreSQL is unreachable or restarting waits for it (DB_CONNECT_WAIT_S), logging
+ * each attempt, instead of giving up at the first refused connection.
+ */
+async function waitForPostgres(firstContact: () => Promise<unknown>, config: Config, databaseUrl: string): Promise<void> {
+  const log = pino(loggerOptions(config.logLevel) as LoggerOptions);
+  const database = describeDatabase(databaseUrl);
+  await withDatabaseWait(firstContact, {
+    waitS: config.dbConnectWaitS,
+    database,
+    onRetry: ({ attempt, error, retryInMs, waitedMs }) =>
+      log.warn({ database, attempt, error, retry_in_ms: retryInMs, waited_ms: waitedMs, wait_max_s: config.dbConnectWaitS }, 'waiting for PostgreSQL'),
+  });
+}
+
 /** Listens, or throws a ConfigError naming the host variable when the address is not this machine's. */
 async function listen(server: { listen(options: { port: number; host: string }): Promise<string> }, port: number, host: string, variable: 'HOST' | 'METRICS_HOST'): Promise<void> {
   try {
@@ -126,5 +146,6 @@ function listeningOn(server: { address(): AddressInfo | string | null }): string
 
 main().catch((error) => {
   process.stderr.write(`Failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(error instanceof ConfigError ? 78 : 1); // EX_CONFIG
+  // EX_CONFIG for a configuration mistake, EX_UNAVAILABLE for a database that never answered.
+  process.exit(error instanceof ConfigError ? 78 : error instanceof DatabaseUnreachableError ? 69 : 1);
 });

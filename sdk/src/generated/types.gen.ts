@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'scope_missing' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -1231,6 +1231,14 @@ export type HealthLiveErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -1279,6 +1287,14 @@ export type HealthReadyErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -1324,6 +1340,30 @@ export type MetricsErrors = {
     400: ErrorEnvelope & {
         error?: {
             code?: 'validation_failed';
+        };
+    };
+    /**
+     * `metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'metrics_token_invalid';
+        };
+    };
+    /**
+     * `route_not_found`: `METRICS_TOKEN` is not set, so the metrics are not served on this port (the message says how to turn them on)
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'route_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
         };
     };
     /**
@@ -1991,11 +2031,13 @@ export type AdminIssueApiKeyErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -3842,11 +3884,13 @@ export type AdminFundTenantErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -3955,11 +3999,13 @@ export type AdminCloseTenantErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4087,11 +4133,13 @@ export type AdminSetDefaultSenderErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4220,11 +4268,13 @@ export type AdminSetCustomerSenderErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4702,11 +4752,13 @@ export type AdminSetWebhookEndpointErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4805,11 +4857,13 @@ export type AdminRotateWebhookSecretErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4924,6 +4978,14 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -4987,6 +5049,14 @@ export type SandboxWebhookFailingErrors = {
     413: ErrorEnvelope & {
         error?: {
             code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
         };
     };
     /**

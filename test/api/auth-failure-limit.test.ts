@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, getFrom, startTestApp, type TestApp } from '../support/harness.ts';
 
 const LIMIT = 5;
 const WINDOW_S = 60;
@@ -50,16 +50,7 @@ describe('failed authentications are limited per client address', () => {
     address = `203.0.113.${nextAddress++}`;
   });
 
-  async function call(from: string, key: string | undefined, url = '/v1/tenant/me'): Promise<InjectResult> {
-    const response = await t.app.inject({ method: 'GET', url, remoteAddress: from, headers: key === undefined ? {} : { 'x-api-key': key } });
-    let body: any;
-    try {
-      body = JSON.parse(response.body);
-    } catch {
-      body = response.body;
-    }
-    return { status: response.statusCode, body, headers: response.headers, raw: response.body };
-  }
+  const call = (from: string, key: string | undefined, url = '/v1/tenant/me') => getFrom(t.app, from, url, key === undefined ? {} : { 'x-api-key': key });
 
   const unknownKey = (i: number) => `bsk_test_${String(i).padStart(40, 'x')}`;
 
@@ -233,13 +224,7 @@ describe('failed lookups are limited per key prefix across addresses', () => {
     await t.close();
   });
 
-  const get = (from: string, key: string) =>
-    t.app.inject({ method: 'GET', url: '/v1/tenant/me', remoteAddress: from, headers: { 'x-api-key': key } }).then((r) => ({
-      status: r.statusCode,
-      body: JSON.parse(r.body),
-      headers: r.headers,
-      raw: r.body,
-    }));
+  const get = (from: string, key: string) => getFrom(t.app, from, '/v1/tenant/me', { 'x-api-key': key });
 
   it('many addresses guessing one kind of key spend its budget; other kinds, malformed keys and valid keys are not refused', async () => {
     const valid = await createTenant(t, { name: 'Viva', mode: 'live' });

@@ -6,19 +6,10 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { READINESS_CACHE_MS, Readiness } from '../../src/http/readiness.ts';
-import { assertEnvelope, client, createTenant, createTestDatabase, startTestApp, type InjectResult, type TestApp, type TestDatabase } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, createTestDatabase, getFrom, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts';
 import { metricsHeaders, TEST_METRICS_TOKEN } from '../support/metrics.ts';
 
-async function get(t: TestApp, url: string, headers: Record<string, string> = {}, remoteAddress = '127.0.0.1'): Promise<InjectResult> {
-  const response = await t.app.inject({ method: 'GET', url, headers, remoteAddress });
-  let body: any;
-  try {
-    body = JSON.parse(response.body);
-  } catch {
-    body = response.body;
-  }
-  return { status: response.statusCode, body, headers: response.headers, raw: response.body };
-}
+const get = (t: TestApp, url: string, headers: Record<string, string> = {}, remoteAddress = '127.0.0.1') => getFrom(t.app, remoteAddress, url, headers);
 
 describe('/metrics is not public', () => {
   let withToken: TestApp;

@@ -149,6 +149,18 @@ export function client(app: App, apiKey?: string) {
 
 export type Client = ReturnType<typeof client>;
 
+/** A GET from a given client address (the per-address limits' key), its body parsed when it is JSON. */
+export async function getFrom(app: App, remoteAddress: string, url: string, headers: Record<string, string> = {}): Promise<InjectResult> {
+  const response = await app.inject({ method: 'GET', url, headers, remoteAddress });
+  let body: any;
+  try {
+    body = JSON.parse(response.body);
+  } catch {
+    body = response.body;
+  }
+  return { status: response.statusCode, body, headers: response.headers, raw: response.body };
+}
+
 /** A tenant with a key of the given mode and scopes, created through the admin API. */
 export async function createTenant(
   t: TestApp,

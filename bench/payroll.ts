@@ -104,13 +104,14 @@ interface Running {
  * BENCH_METRICS_DIR=dir: after a payroll run, each process's /metrics (batch sizes and durations per
  * lane, rail calls, deliveries, worker passes) is written there, to see where the time went.
  */
-async function dumpMetrics(topology: string, processes: Running['processes']): Promise<void> {
+async function dumpMetrics(topology: string, processes: Running['processes'], metricsToken: string | undefined): Promise<void> {
   const dir = process.env.BENCH_METRICS_DIR;
   if (!dir) return;
   const { mkdirSync, writeFileSync } = await import('node:fs');
   mkdirSync(dir, { recursive: true });
   for (const p of processes) {
-    const response = await request(`${p.origin}/metrics`);
+    // /metrics is not public: the service runs with METRICS_TOKEN (bench/run.ts).
+    const response = await request(`${p.origin}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } });
     writeFileSync(`${dir}/payroll-${topology.replace('+', '-')}-${p.role}.prom`, await response.body.text());
   }
 }
@@ -200,7 +201,7 @@ export async function runPayroll(ctx: PayrollContext, topology: 'all' | 'api+wor
       throw new Error(`payroll (${topology}): not every payout settled and notified within ${RESOLVE_TIMEOUT_MS / 1000} s`);
     }
     const cpu = cpuPerPayout(cpuBefore, cpuSnapshot(processes, postmasterPid), payouts);
-    await dumpMetrics(topology, processes);
+    await dumpMetrics(topology, processes, ctx.env.METRICS_TOKEN);
     const secondsToLastWebhook = (lastWebhookAtMs - startedMs) / 1000;
     const figures: PayrollFigures = {
       topology,

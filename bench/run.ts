@@ -229,6 +229,7 @@ async function main(): Promise<void> {
       RATE_LIMIT_RPS: '0',
       BOOTSTRAP: 'off',
       PLATFORM_API_KEY: platformKey,
+      METRICS_TOKEN: randomBytes(24).toString('hex'),
       QUOTE_TTL_SECONDS: '86400',
       BENCH_CEILING_ROUTE: 'on',
     };

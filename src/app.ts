@@ -1,4 +1,3 @@
-import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
@@ -12,9 +11,11 @@ import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, undeclaredI
 import type { TSchema } from '@sinclair/typebox';
 import { registerAuth } from './http/plugins/auth.ts';
 import { registerErrorHandling } from './http/plugins/error-handler.ts';
-import { answerUnsupportedExpectation, clientErrorHandler, frameworkErrors } from './http/plugins/transport-errors.ts';
+import { clientErrorHandler, frameworkErrors, registerTransportAnswers } from './http/plugins/transport-errors.ts';
 import { registerIdempotency } from './http/plugins/idempotency.ts';
-import { createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
+import { registerLiveModeGuard } from './http/plugins/live-mode-guard.ts';
+import { apiPortMetricsAccess, createMetricsRegistry, registerMetrics } from './http/plugins/metrics.ts';
+import { registerRateLimits } from './http/plugins/rate-limits.ts';
 import { registerOpenApi } from './http/plugins/openapi.ts';
 import { adminTenantRoutes } from './http/routes/admin-tenants.ts';
 import { operationsRoutes } from './http/routes/operations.ts';
@@ -49,7 +50,7 @@ import { validatorCompiler } from './http/validation.ts';
 import { lazyCompilers, type LazyCompilers } from './http/schema-compilers.ts';
 import { completeRouteContract } from './http/route-contract.ts';
 import { Authenticator } from './services/authenticator.ts';
-import { AUTH_FAILURE_ADDRESSES_MAX, AuthFailureLimiter } from './services/auth-failures.ts';
+import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './services/auth-failures.ts';
 import { TenantService } from './services/tenants.ts';
 import { Committer } from './services/committer.ts';
 import { MoneyMetrics } from './services/money-metrics.ts';
@@ -95,7 +96,7 @@ export interface Services {
   db: Database;
   clock: Clock;
   authenticator: Authenticator;
-  authFailures: AuthFailureLimiter;
+  authFailures: FailedAuthentications;
   tenants: TenantService;
   rates: RateService;
   quotes: QuoteService;
@@ -144,7 +145,11 @@ export const COMMIT_QUEUE_MAX = 8192;
 export function createServices(deps: AppDeps, registry: Registry, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
-  const authenticator = new Authenticator(db);
+  const nowMs = () => clock.now().getTime();
+  const authenticator = new Authenticator(db, {
+    nowMs,
+    onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
+  });
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
@@ -165,9 +170,9 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     db,
     clock,
     authenticator,
-    authFailures: new AuthFailureLimiter(
-      { limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX },
-      () => clock.now().getTime(),
+    authFailures: new FailedAuthentications(
+      new AuthFailureLimiter({ limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX }, nowMs),
+      new AuthFailureLimiter({ limit: config.authFailurePrefixLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_PREFIXES_MAX }, nowMs),
     ),
     tenants: new TenantService(db),
     rates,
@@ -220,12 +225,14 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
     ajv: { customOptions: {} },
     frameworkErrors,
     clientErrorHandler,
+    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
+    http: { requireHostHeader: false },
     // Our own answer while closing (onRequest below), in the envelope with Retry-After.
     return503OnClosing: false,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
 
   app.setValidatorCompiler(compilers.validatorCompiler);
-  answerUnsupportedExpectation(app.server);
+  registerTransportAnswers(app, BODY_LIMIT_BYTES);
 
   // During a graceful shutdown a request still arriving on a kept-alive connection is refused
   // before any work, so the client retries it on another process.
@@ -281,30 +288,21 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   registerErrorHandling(app);
   if (deps.surface === 'operations') {
+    await registerRateLimits(app, deps.config);
     registerMetrics(app, registry);
-    await operationsRoutes(app, deps.db, registry, { document: false });
+    await operationsRoutes(app, deps.db, registry, { document: false, metrics: apiPortMetricsAccess(deps.config) });
     return { app, services, warmCompilers: compilers.warm };
   }
   registerAuth(app, services.authenticator, services.authFailures);
+  // Before the Idempotency-Key layer: a refused live change claims no key.
+  registerLiveModeGuard(app);
   registerIdempotency(app, deps.db, services.clock, deps.config);
+  // Before every route, /docs included: the limits attach to routes as they are added.
+  await registerRateLimits(app, deps.config);
   await registerOpenApi(app);
-  if (deps.config.rateLimitRps > 0) {
-    await app.register(rateLimit, {
-      global: true,
-      hook: 'onRequest',
-      max: deps.config.rateLimitRps,
-      timeWindow: 1000,
-      keyGenerator: (request) => request.auth?.apiKeyId ?? request.ip,
-      allowList: (request) => request.routeOptions.config.public === true,
-      errorResponseBuilder: (_request, context) =>
-        new ApiError('rate_limited', `Too many requests for this API key: at most ${context.max} per second. Retry after ${context.after}.`, {
-          limit_per_second: context.max,
-        }),
-    });
-  }
   registerMetrics(app, registry);
 
-  await operationsRoutes(app, deps.db, registry);
+  await operationsRoutes(app, deps.db, registry, { metrics: apiPortMetricsAccess(deps.config) });
   await consoleRoutes(app);
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);

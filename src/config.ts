@@ -16,14 +16,26 @@ export interface Config {
   dbConnectionMaxLifetimeS: number;
   dbStatementTimeoutMs: number;
   dbLockTimeoutMs: number;
+  /** How long a start waits for an unreachable or restarting PostgreSQL before giving up. */
+  dbConnectWaitS: number;
   bootstrap: boolean;
   platformApiKey: string | undefined;
   publicBaseUrl: string | undefined;
   role: Role;
   logLevel: LogLevel;
   rateLimitRps: number;
+  /** Requests per second per client address to the routes that need no key (health, docs, sandbox receivers, metrics); 0 disables. */
+  publicRateLimitRps: number;
+  /** Bearer token that /metrics requires; unset: /metrics is not served on the API port. */
+  metricsToken: string | undefined;
+  /** A second, internal listener that serves /metrics only; unset: none. */
+  metricsPort: number | undefined;
+  /** The interface of the METRICS_PORT listener (default HOST). */
+  metricsHost: string;
   /** Failed authentications per client address per window before 429; 0 disables. */
   authFailureLimit: number;
+  /** Failed lookups of well-formed keys per key prefix (all addresses) per window before 429; 0 disables. */
+  authFailurePrefixLimit: number;
   authFailureWindowS: number;
   /**
    * Which peers' X-Forwarded-For is believed for the client address (the auth-failure limiter's key,
@@ -140,6 +152,25 @@ function host(env: Env, name: string, fallback: string): string {
   return value;
 }
 
+/** A secret a scraper sends as `Authorization: Bearer …`: long enough not to be guessed, no spaces. */
+const BEARER_TOKEN = /^[\x21-\x7e]{16,512}$/;
+
+function bearerToken(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (!BEARER_TOKEN.test(raw)) throw new ConfigError(name, '16 to 512 printable ASCII characters without spaces (for example the output of `openssl rand -hex 32`)', '…(hidden)');
+  return raw;
+}
+
+function metricsPort(env: Env, name: string, apiPort: string | undefined): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const port = integer(env, name, 0, 0, 65535);
+  const api = integer({ PORT: apiPort }, 'PORT', 3000, 0, 65535);
+  if (port !== 0 && port === api) throw new ConfigError(name, 'a port other than PORT (0 picks a free one)', raw);
+  return port;
+}
+
 export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -156,13 +187,19 @@ export function loadConfig(env: Env = process.env): Config {
     dbConnectionMaxLifetimeS: integer(env, 'DB_CONNECTION_MAX_LIFETIME_S', 60, 0, 86_400),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000),
     dbLockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 10, 3_600_000),
+    dbConnectWaitS: integer(env, 'DB_CONNECT_WAIT_S', 60, 0, 3_600),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
     platformApiKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
     role: oneOf<Role>(env, 'ROLE', 'all', ['all', 'api', 'worker']),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     rateLimitRps: integer(env, 'RATE_LIMIT_RPS', 1000, 0, 1_000_000),
+    publicRateLimitRps: integer(env, 'PUBLIC_RATE_LIMIT_RPS', 100, 0, 1_000_000),
+    metricsToken: bearerToken(env, 'METRICS_TOKEN'),
+    metricsPort: metricsPort(env, 'METRICS_PORT', env.PORT),
+    metricsHost: host(env, 'METRICS_HOST', host(env, 'HOST', '0.0.0.0')),
     authFailureLimit: integer(env, 'AUTH_FAILURE_LIMIT', 300, 0, 100_000),
+    authFailurePrefixLimit: integer(env, 'AUTH_FAILURE_PREFIX_LIMIT', 3000, 0, 1_000_000),
     authFailureWindowS: integer(env, 'AUTH_FAILURE_WINDOW_S', 60, 1, 86_400),
     trustProxy: trustProxy(env, 'TRUST_PROXY'),
     quoteTtlSeconds: integer(env, 'QUOTE_TTL_SECONDS', 60, 1, 86_400),
@@ -189,19 +226,25 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['PORT', '3000', 'HTTP port (every role listens: a worker answers only /health/* and /metrics on it)'],
   ['HOST', '0.0.0.0', 'Interface to bind: an IP address (:: for all IPv6) or a host name of this machine'],
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
-  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing'],
+  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing, mode 0700; a start is refused (exit 78) when it is open to its group or other users'],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
   ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
+  ['DB_CONNECT_WAIT_S', '60', 'PostgreSQL: how long a start waits for a database that is unreachable or restarting, retrying with a logged, doubling wait (0.25 s to 5 s); past it the start fails naming the database (exit 69)'],
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant (created by the first api or all process, never a worker)'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
   ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
-  ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it requests with a key from that address get 429 (0 = unlimited)'],
-  ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT, in seconds'],
+  ['PUBLIC_RATE_LIMIT_RPS', '100', 'Requests per second per client address, per process, to the routes that need no key: /health/*, /metrics, /docs, /v1/openapi.json, the console\'s files, the sandbox receivers (0 = unlimited)'],
+  ['METRICS_TOKEN', '(unset)', 'Bearer token for /metrics (Authorization: Bearer …), 16 to 512 printable characters. Unset: /metrics is not served on PORT'],
+  ['METRICS_PORT', '(unset)', 'A second listener, for an internal network, that serves /metrics only (with METRICS_TOKEN, if set, required there too); 0 picks a free port'],
+  ['METRICS_HOST', '$HOST', 'The interface METRICS_PORT listens on (127.0.0.1 for this machine only)'],
+  ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it that address\'s keys that are not active get 429 without a lookup, while a valid key is still served (0 = unlimited)'],
+  ['AUTH_FAILURE_PREFIX_LIMIT', '3000', 'The same across all addresses, per key prefix (bsk_test_, bsk_live_, bsk_platform_), counting well-formed keys that are not active (0 = unlimited)'],
+  ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT and AUTH_FAILURE_PREFIX_LIMIT, in seconds'],
   ['TRUST_PROXY', 'off', 'Behind a load balancer or reverse proxy: its addresses or CIDR ranges, comma-separated (loopback, linklocal, uniquelocal name the usual ranges). A request from one of them has its client address (AUTH_FAILURE_LIMIT\'s key, logs) taken from X-Forwarded-For; off: always the connection\'s peer'],
   ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
   ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],

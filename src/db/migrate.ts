@@ -31,7 +31,7 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
  */
 export async function migrate(
   db: Database,
-  afterLock?: () => Promise<void>,
+  afterLock?: () => Promise<unknown>,
 ): Promise<{ applied: string[] }> {
   const migrations = loadMigrations();
   return db.withConnection(async (conn) => {
@@ -59,7 +59,7 @@ export async function migrate(
           await conn.exec('COMMIT');
         } catch (error) {
           await conn.exec('ROLLBACK');
-          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`);
+          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`, { cause: error });
         }
         applied.push(`${String(migration.version).padStart(3, '0')}_${migration.name}`);
       }

@@ -36,6 +36,14 @@ export function generateApiKey(kind: KeyKind): string {
 
 export const API_KEY_PATTERN = /^bsk_(test|live|platform)_[0-9A-Za-z]{32,}$/;
 
+/** Longer input is refused without hashing it: no real key comes close. */
+const KEY_LENGTH_MAX = 200;
+
+/** Could be a key of ours: anything else is refused without a database lookup. */
+export function isWellFormedKey(key: string): boolean {
+  return key.length <= KEY_LENGTH_MAX && API_KEY_PATTERN.test(key);
+}
+
 /**
  * Keys carry ~238 bits of randomness, so a plain SHA-256 is enough: there is nothing to brute-force
  * that a slow hash would protect, and the lookup stays cheap.

@@ -9,6 +9,12 @@ export interface AuthContext {
   mode: Mode;
   scopes: readonly string[];
   isPlatform: boolean;
+  /**
+   * How the key came to be: issued through the admin API, made by the first start (`bootstrap`: the
+   * sandbox key and, without PLATFORM_API_KEY, a platform key saved in bootstrap.json), or taken from
+   * PLATFORM_API_KEY (`env`).
+   */
+  keySource: 'admin' | 'bootstrap' | 'env';
 }
 
 declare module 'fastify' {

@@ -4,8 +4,9 @@
 //  - `config.idempotency` → the `Idempotency-Key` header parameter (required or optional), the
 //    codes of the Idempotency-Key layer and `idempotent-replayed` on the answers a key stores;
 //  - a keyed route (not `config.public`) → the authentication codes (401), `rate_limited` (429),
-//    `overloaded` (503), `scope_missing` (403) when it has scopes, and, for a method with a body,
-//    the body's codes;
+//    `overloaded` (503), `scope_missing` (403) when it has scopes, `bootstrap_key_test_only` (403)
+//    on a platform route whose body names a mode, and, for a method with a body, the body's codes;
+//  - a public route → `rate_limited` (429: the per-address limit of the routes that need no key);
 //  - every route → `validation_failed`, `internal_error`, `service_unavailable` (hooks that run on
 //    every request: input hygiene, the error handler, the shutdown answer);
 //  - response headers: x-request-id on every answer, the per-key rate-limit headers on keyed routes
@@ -14,6 +15,7 @@
 // The route itself lists only the codes particular to it (`errorResponses` in schemas/common.ts).
 import type { TSchema } from '@sinclair/typebox';
 import type { RouteOptions } from 'fastify';
+import { PLATFORM_SCOPE } from '../domain/api-keys.ts';
 import { isStoredStatus } from '../domain/idempotency.ts';
 import { ERROR_CODES, type ErrorCode } from './errors.ts';
 import { errorAnswer, errorAnswerCodes } from './schemas/common.ts';
@@ -25,15 +27,26 @@ const COMPLETED = new WeakSet<object>();
 
 const METHODS_WITHOUT_BODY = new Set(['GET', 'HEAD']);
 
+/** A platform route that changes something in the mode its body names (the live-mode guard's routes). */
+function changesAMode(route: Pick<RouteOptions, 'method' | 'config' | 'schema'>): boolean {
+  const body = (route.schema as { body?: { properties?: Record<string, unknown> } } | undefined)?.body;
+  const methods = [route.method].flat();
+  return (route.config?.scopes ?? []).includes(PLATFORM_SCOPE) && body?.properties?.mode !== undefined && methods.some((m) => !METHODS_WITHOUT_BODY.has(m));
+}
+
 /** The error codes a route has by its kind (see the file comment). */
-export function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'>): ErrorCode[] {
+export function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Partial<Pick<RouteOptions, 'schema'>>): ErrorCode[] {
   const config = route.config ?? {};
   const codes: ErrorCode[] = ['validation_failed', 'internal_error', 'service_unavailable'];
   if (config.public !== true) {
     // The key lookup is coalesced through a bounded queue: `overloaded` when it is full.
     codes.push('api_key_missing', 'api_key_invalid', 'rate_limited', 'overloaded');
     if ((config.scopes ?? []).length > 0) codes.push('scope_missing');
+    if (changesAMode(route)) codes.push('bootstrap_key_test_only');
     if ([route.method].flat().some((method) => !METHODS_WITHOUT_BODY.has(method))) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
+  } else {
+    // The per-address limit of the routes that need no key (PUBLIC_RATE_LIMIT_RPS).
+    codes.push('rate_limited');
   }
   if (config.idempotency === 'required') codes.push('idempotency_key_missing');
   if (config.idempotency) codes.push('idempotency_key_reused', 'idempotency_request_in_progress');

@@ -1,8 +1,12 @@
+import { isWellFormedKey, keyPrefix } from '../domain/api-keys.ts';
+
 /**
  * Addresses tracked at most. The least recently failing address is forgotten first; memory is at
- * most this many addresses × `limit` timestamps (10,000 × 20 × 8 bytes with the defaults).
+ * most this many addresses × `limit` timestamps (10,000 × 300 × 8 bytes with the defaults).
  */
 export const AUTH_FAILURE_ADDRESSES_MAX = 10_000;
+/** Key prefixes tracked at most: there are three (`bsk_test_`, `bsk_live_`, `bsk_platform_`). */
+export const AUTH_FAILURE_PREFIXES_MAX = 8;
 
 export interface AuthFailureLimits {
   /** Failed authentications per address per window; 0 disables the limiter. */
@@ -12,13 +16,12 @@ export interface AuthFailureLimits {
 }
 
 /**
- * Failed authentications (unknown, revoked or malformed key) per client address, over a sliding
- * window: once an address has `limit` failures less than `windowMs` old, its requests with a key are
- * refused without a database lookup until the oldest of them leaves the window. Guessing keys thus
- * costs the guesser time instead of costing us a lookup per guess.
+ * Failed authentications per subject (a client address, or a key prefix), over a sliding window:
+ * once a subject has `limit` failures less than `windowMs` old, it is limited until the oldest of them
+ * leaves the window. What "limited" means is the auth hook's business (FailedAuthentications).
  *
- * State is per process and bounded (least recently failing addresses are dropped first). A
- * successful authentication does not clear an address's failures: otherwise one valid key would let
+ * State is per process and bounded (least recently failing subjects are dropped first). A
+ * successful authentication does not clear a subject's failures: otherwise one valid key would let
  * its holder guess others without bound.
  *
  * Requests already past the check when the limit is reached still finish their lookup, so a burst of
@@ -69,7 +72,7 @@ export class AuthFailureLimiter {
     return wasBelow && times.length === this.limits.limit;
   }
 
-  /** Addresses currently tracked (for tests and diagnostics). */
+  /** Subjects currently tracked (for tests and diagnostics). */
   get size(): number {
     return this.failures.size;
   }
@@ -81,4 +84,45 @@ export class AuthFailureLimiter {
     while (drop < times.length && times[drop]! <= now - this.limits.windowMs) drop += 1;
     if (drop > 0) times.splice(0, drop);
   }
+}
+
+export type LimitedBy = 'address' | 'key_prefix';
+
+/**
+ * The two budgets of failed authentications: per client address (every failure: unknown, revoked or
+ * malformed key) and per key prefix across all addresses (well-formed keys that are not active: the
+ * failures that cost a database lookup, so that many addresses together cannot make every guess
+ * cost one). A limited client is refused only its keys that are certainly not active; a key that
+ * authenticates is always served (see the auth hook).
+ */
+export class FailedAuthentications {
+  constructor(
+    readonly byAddress: AuthFailureLimiter,
+    readonly byKeyPrefix: AuthFailureLimiter,
+  ) {}
+
+  /** The longer of the two waits that apply to this request, and which budget it is; undefined when neither is spent. */
+  limited(address: string, key: string): { waitMs: number; by: LimitedBy; limiter: AuthFailureLimiter } | undefined {
+    const byAddress = this.byAddress.blockedForMs(address);
+    const prefix = lookedUpPrefixOf(key);
+    const byPrefix = prefix === undefined ? 0 : this.byKeyPrefix.blockedForMs(prefix);
+    if (byAddress <= 0 && byPrefix <= 0) return undefined;
+    return byAddress >= byPrefix
+      ? { waitMs: byAddress, by: 'address', limiter: this.byAddress }
+      : { waitMs: byPrefix, by: 'key_prefix', limiter: this.byKeyPrefix };
+  }
+
+  /** Counts a failure; answers the budgets this failure just spent (each worth one log line). */
+  record(address: string, key: string): LimitedBy[] {
+    const reached: LimitedBy[] = [];
+    if (this.byAddress.recordFailure(address)) reached.push('address');
+    const prefix = lookedUpPrefixOf(key);
+    if (prefix !== undefined && this.byKeyPrefix.recordFailure(prefix)) reached.push('key_prefix');
+    return reached;
+  }
+}
+
+/** `bsk_test_`, `bsk_live_` or `bsk_platform_` for a well-formed key (one that costs a lookup); undefined otherwise. */
+export function lookedUpPrefixOf(key: string): string | undefined {
+  return isWellFormedKey(key) ? keyPrefix(key) : undefined;
 }

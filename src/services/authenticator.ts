@@ -1,15 +1,14 @@
 import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import type { Database } from '../db/database.ts';
 import { findActiveKeysByHashes } from '../db/repositories/api-keys.ts';
-import { API_KEY_PATTERN, hashApiKey } from '../domain/api-keys.ts';
+import { hashApiKey, isWellFormedKey } from '../domain/api-keys.ts';
 import type { AuthContext } from '../http/context.ts';
-
-/** Longer input is refused without hashing it: no real key comes close. */
-const KEY_LENGTH_MAX = 200;
+import { ActiveKeyIndex } from './active-key-index.ts';
 
 /**
- * Resolves API keys against the database on every request, with no cache, so a revocation holds
- * from the next request on every process sharing the database.
+ * Resolves API keys against the database on every request, with no cache of answers, so a
+ * revocation holds from the next request on every process sharing the database. (Its index of
+ * possibly valid keys only decides which keys of a limited client are worth looking up.)
  *
  * Lookups are coalesced: the keys of requests that arrive while a lookup statement runs are looked
  * up together in the next one (`key_hash = ANY($1)`), so under load many requests cost one round
@@ -20,15 +19,28 @@ const KEY_LENGTH_MAX = 200;
  */
 export class Authenticator {
   private readonly lookups: Coalescer<string, AuthContext | null>;
+  private readonly index: ActiveKeyIndex;
 
-  constructor(db: Database) {
+  constructor(db: Database, options: { nowMs?: () => number; onPartialIndex?: (max: number) => void } = {}) {
     this.lookups = new Coalescer((hashes) => lookup(db, hashes), COALESCER_BOUNDS);
+    this.index = new ActiveKeyIndex(db, options.nowMs ?? Date.now, options.onPartialIndex);
   }
 
   async authenticate(key: string): Promise<AuthContext | null> {
     // Malformed input never reaches the database.
-    if (key.length > KEY_LENGTH_MAX || !API_KEY_PATTERN.test(key)) return null;
-    return this.lookups.submit(hashApiKey(key));
+    if (!isWellFormedKey(key)) return null;
+    const hash = hashApiKey(key);
+    const auth = await this.lookups.submit(hash);
+    if (auth) this.index.remember(hash);
+    return auth;
+  }
+
+  /**
+   * Whether `key` may be an active key, answered from memory (see ActiveKeyIndex): false means it is
+   * certainly not worth a lookup. Asked only for a client that is being limited.
+   */
+  async mayBeActive(key: string): Promise<boolean> {
+    return isWellFormedKey(key) && this.index.has(hashApiKey(key));
   }
 }
 
@@ -45,6 +57,7 @@ async function lookup(db: Database, hashes: string[]): Promise<Array<AuthContext
           mode: row.mode,
           scopes: row.scopes,
           isPlatform: row.is_platform,
+          keySource: row.source,
         }
       : null;
   });

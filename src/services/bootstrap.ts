@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { ensureDataDir } from '../db/data-dir.ts';
-import { findKeyByHash, insertApiKey, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
+import { findKeyByHash, insertApiKey, revokeBootstrapPlatformKeys, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
 import { insertTenant } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
 import { TENANT_DEFAULTS } from './tenants.ts';
@@ -43,16 +43,22 @@ async function insertPlatformKey(tx: Queryable, key: string, source: 'env' | 'bo
   });
 }
 
-/** `PLATFORM_API_KEY` is accepted as given: stored hashed; a replaced one stops working. */
-export async function syncPlatformKey(db: Database, key: string | undefined): Promise<void> {
-  if (!key) return;
+/**
+ * `PLATFORM_API_KEY` is accepted as given: stored hashed; a replaced one stops working. Once it is
+ * set, the platform key the first start made (saved in bootstrap.json) is revoked: the operator has
+ * chosen the key that administers this service, and a key lying in a file must not outlive that
+ * choice. Answers how many bootstrap platform keys this revoked (for one log line).
+ */
+export async function syncPlatformKey(db: Database, key: string | undefined): Promise<{ revokedBootstrapKeys: number }> {
+  if (!key) return { revokedBootstrapKeys: 0 };
   const hash = hashApiKey(key);
-  await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     await ensurePlatformTenant(tx);
     await revokeEnvKeysExcept(tx, hash);
     const existing = await findKeyByHash(tx, hash);
     if (!existing) await insertPlatformKey(tx, key, 'env');
     else if (existing.revoked_at) await tx.query('UPDATE api_keys SET revoked_at = NULL WHERE id = $1', [existing.id]);
+    return { revokedBootstrapKeys: await revokeBootstrapPlatformKeys(tx) };
   });
 }
 
@@ -98,7 +104,8 @@ export async function bootstrapIfEmpty(
     });
     let platformApiKey: string | undefined;
     if (!config.platformApiKey) {
-      // Without PLATFORM_API_KEY a newcomer would have no way into the admin API.
+      // Without PLATFORM_API_KEY a newcomer would have no way into the admin API. This key is never
+      // printed (stdout is often a log store) and administers test mode only (plugins/live-mode-guard.ts).
       await ensurePlatformTenant(tx);
       platformApiKey = generateApiKey('platform');
       await insertPlatformKey(tx, platformApiKey, 'bootstrap');
@@ -126,13 +133,19 @@ export async function bootstrapIfEmpty(
   return { ...result, curl, file };
 }
 
+/**
+ * The first-start banner. The sandbox test key is shown (it moves sandbox money only); the platform
+ * key never is: the banner says where it is saved.
+ */
 export function printBootstrap(result: BootstrapResult, write: (text: string) => void = (t) => process.stdout.write(t)): void {
   const lines = [
     '',
-    '  First start: created a sandbox tenant (test mode). These keys are shown once.',
+    '  First start: created a sandbox tenant (test mode). This key is shown once.',
     `  tenant:        ${result.tenantId}`,
     `  test API key:  ${result.apiKey}`,
-    ...(result.platformApiKey ? [`  platform key:  ${result.platformApiKey}   (admin API; set PLATFORM_API_KEY to choose your own)`] : []),
+    ...(result.platformApiKey
+      ? [`  platform key:  saved in the file below, never printed (admin API, test mode only: set PLATFORM_API_KEY for live mode)`]
+      : []),
     `  saved to:      ${result.file} (mode 0600)`,
     '',
     '  Try it:',

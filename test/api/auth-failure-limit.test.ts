@@ -1,10 +1,11 @@
-// Failed authentications are limited per client address: past AUTH_FAILURE_LIMIT failures within
-// AUTH_FAILURE_WINDOW_S, requests with a key from that address answer 429 without a database lookup.
-// Addresses come from inject's remoteAddress; time from a ManualClock.
+// Failed authentications are limited per client address and per key prefix: past AUTH_FAILURE_LIMIT
+// failures within AUTH_FAILURE_WINDOW_S, that address's keys that are not active answer 429 without a
+// database lookup, while a valid key from it is still served. Addresses come from inject's
+// remoteAddress; time from a ManualClock.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, getFrom, startTestApp, type TestApp } from '../support/harness.ts';
 
 const LIMIT = 5;
 const WINDOW_S = 60;
@@ -15,6 +16,7 @@ describe('failed authentications are limited per client address', () => {
   let validKey: string;
   let revokedKey: string;
   let keyLookups = 0;
+  let indexLoads = 0;
   let authenticateCalls = 0;
   let nextAddress = 1;
   /** A fresh address per test, so tests never share a budget. */
@@ -22,15 +24,17 @@ describe('failed authentications are limited per client address', () => {
 
   before(async () => {
     clock = new ManualClock('2026-11-23T12:00:00Z');
-    t = await startTestApp({ clock, env: { AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_S: String(WINDOW_S) } });
+    t = await startTestApp({ clock, env: { AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_S: String(WINDOW_S), AUTH_FAILURE_PREFIX_LIMIT: '0' } });
     validKey = (await createTenant(t, { name: 'Valida' })).key;
     const revoked = await createTenant(t, { name: 'Revocada' });
     await client(t.app, t.platformKey).delete(`/v1/admin/api-keys/${revoked.keyId}`);
     revokedKey = revoked.key;
-    // Spies: every key lookup statement, and every call into the authenticator.
+    // Spies: every key lookup statement, every load of the index of active keys, and every call into
+    // the authenticator.
     const query = t.db.query.bind(t.db);
     t.db.query = ((sql: string, params?: readonly unknown[]) => {
-      if (/\bFROM api_keys\b/.test(sql)) keyLookups += 1;
+      if (/\bFROM api_keys k\b.*key_hash = ANY/s.test(sql)) keyLookups += 1;
+      if (/^SELECT key_hash FROM api_keys WHERE revoked_at IS NULL/.test(sql)) indexLoads += 1;
       return query(sql, params);
     }) as typeof t.db.query;
     const authenticate = t.services.authenticator.authenticate.bind(t.services.authenticator);
@@ -46,16 +50,7 @@ describe('failed authentications are limited per client address', () => {
     address = `203.0.113.${nextAddress++}`;
   });
 
-  async function call(from: string, key: string | undefined, url = '/v1/tenant/me'): Promise<InjectResult> {
-    const response = await t.app.inject({ method: 'GET', url, remoteAddress: from, headers: key === undefined ? {} : { 'x-api-key': key } });
-    let body: any;
-    try {
-      body = JSON.parse(response.body);
-    } catch {
-      body = response.body;
-    }
-    return { status: response.statusCode, body, headers: response.headers, raw: response.body };
-  }
+  const call = (from: string, key: string | undefined, url = '/v1/tenant/me') => getFrom(t.app, from, url, key === undefined ? {} : { 'x-api-key': key });
 
   const unknownKey = (i: number) => `bsk_test_${String(i).padStart(40, 'x')}`;
 
@@ -69,10 +64,12 @@ describe('failed authentications are limited per client address', () => {
     assertEnvelope(assert, limited, 429, 'rate_limited');
     assert.equal(limited.body.error.type, 'rate_limit_error');
     assert.equal(limited.headers['retry-after'], String(WINDOW_S));
-    assert.deepEqual(limited.body.error.meta, { failed_authentications_max: LIMIT, window_seconds: WINDOW_S });
-    // The address is refused whatever key it sends: it cannot be told which of its keys are good.
-    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
+    assert.deepEqual(limited.body.error.meta, { failed_authentications_max: LIMIT, window_seconds: WINDOW_S, limited_by: 'address' });
+    // A valid key is served whoever shares the address; every other key is refused without a lookup.
+    const me = await call(address, validKey);
+    assert.equal(me.status, 200, me.raw);
     assertEnvelope(assert, await call(address, 'nope'), 429, 'rate_limited');
+    assertEnvelope(assert, await call(address, revokedKey), 429, 'rate_limited');
     // No key: nothing to guess, nothing looked up, so neither counted nor limited.
     assertEnvelope(assert, await call(address, undefined), 401, 'api_key_missing');
     // Public routes are never limited.
@@ -101,16 +98,49 @@ describe('failed authentications are limited per client address', () => {
     assertEnvelope(assert, await call(address, unknownKey(2)), 429, 'rate_limited');
   });
 
-  it('makes no lookup once an address is limited', async () => {
+  it('makes no lookup for the unknown keys of a limited address, one per valid key, and loads its index at most once per 5 s', async () => {
+    clock.advance(60_000); // the index loaded by earlier tests is stale: this test sees its load
     const lookupsBefore = keyLookups;
+    const loadsBefore = indexLoads;
     const callsBefore = authenticateCalls;
     await failLimit(address);
     assert.equal(keyLookups - lookupsBefore, LIMIT, 'one lookup per failure until the limit');
     assert.equal(authenticateCalls - callsBefore, LIMIT);
+    assert.equal(indexLoads - loadsBefore, 0, 'no index while nothing is limited');
     for (let i = 0; i < 20; i += 1) assertEnvelope(assert, await call(address, unknownKey(100 + i)), 429, 'rate_limited');
-    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
-    assert.equal(keyLookups - lookupsBefore, LIMIT, 'no lookup while limited');
+    assert.equal(keyLookups - lookupsBefore, LIMIT, 'no lookup for an unknown key while limited');
     assert.equal(authenticateCalls - callsBefore, LIMIT, 'the authenticator is not even asked');
+    assert.equal(indexLoads - loadsBefore, 1, 'one index load for all of them');
+    for (let i = 0; i < 3; i += 1) assert.equal((await call(address, validKey)).status, 200);
+    assert.equal(keyLookups - lookupsBefore, LIMIT + 3, 'a valid key is looked up as always');
+    clock.advance(4_999);
+    assertEnvelope(assert, await call(address, unknownKey(200)), 429, 'rate_limited');
+    assert.equal(indexLoads - loadsBefore, 1);
+    clock.advance(1);
+    assertEnvelope(assert, await call(address, unknownKey(201)), 429, 'rate_limited');
+    assert.equal(indexLoads - loadsBefore, 2, 'loaded again once 5 s old');
+  });
+
+  it('a key issued after the index was loaded is served to a limited address once the index knows it', async () => {
+    await failLimit(address);
+    assertEnvelope(assert, await call(address, unknownKey(99)), 429, 'rate_limited'); // the index is loaded now
+    const fresh = await createTenant(t, { name: 'Nueva' });
+    assertEnvelope(assert, await call(address, fresh.key), 429, 'rate_limited');
+    clock.advance(5_000);
+    assert.equal((await call(address, fresh.key)).status, 200, 'known after the next load, at most 5 s later');
+
+    const other = await createTenant(t, { name: 'Otra' });
+    assert.equal((await call(`198.51.100.${nextAddress + 200}`, other.key)).status, 200);
+    assert.equal((await call(address, other.key)).status, 200, 'a key this process authenticated is known at once');
+  });
+
+  it('a revocation holds at once for a limited address too', async () => {
+    const victim = await createTenant(t, { name: 'Revocable' });
+    assert.equal((await call(`198.51.100.${nextAddress + 150}`, victim.key)).status, 200);
+    await failLimit(address);
+    assert.equal((await call(address, victim.key)).status, 200);
+    await client(t.app, t.platformKey).delete(`/v1/admin/api-keys/${victim.keyId}`);
+    assertEnvelope(assert, await call(address, victim.key), 401, 'api_key_invalid');
   });
 
   it('frees a slot as the oldest failure leaves the window, and all of them after a full window', async () => {
@@ -141,10 +171,72 @@ describe('failed authentications are limited per client address', () => {
 
   it('a valid key from a fresh address works while another address is limited', async () => {
     await failLimit(address);
-    assertEnvelope(assert, await call(address, validKey), 429, 'rate_limited');
+    assertEnvelope(assert, await call(address, unknownKey(99)), 429, 'rate_limited');
     const fresh = await call('2001:db8::1', validKey);
     assert.equal(fresh.status, 200, fresh.raw);
     assert.equal(fresh.body.name, 'Valida');
+  });
+});
+
+describe('with the default limits, one address guessing keys locks nobody out', () => {
+  let t: TestApp;
+  let lookups = 0;
+  before(async () => {
+    t = await startTestApp();
+    const query = t.db.query.bind(t.db);
+    t.db.query = ((sql: string, params?: readonly unknown[]) => {
+      if (/\bFROM api_keys k\b.*key_hash = ANY/s.test(sql)) lookups += 1;
+      return query(sql, params);
+    }) as typeof t.db.query;
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  it('400 bad keys from one address, then its valid key answers 200 while a further bad key still gets 429', async () => {
+    const { key } = await createTenant(t, { name: 'Detrás del NAT' });
+    lookups = 0;
+    const from = '192.0.2.77';
+    const get = (apiKey: string) => t.app.inject({ method: 'GET', url: '/v1/tenant/me', remoteAddress: from, headers: { 'x-api-key': apiKey } });
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < 400; i += 1) {
+      const { statusCode } = await get(`bsk_live_${String(i).padStart(40, 'z')}`);
+      statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1);
+    }
+    assert.deepEqual(Object.fromEntries(statuses), { 401: 300, 429: 100 }, 'AUTH_FAILURE_LIMIT (300) failures, then 429');
+    assert.equal(lookups, 300, 'the 100 refused keys cost no lookup');
+    const valid = await get(key);
+    assert.equal(valid.statusCode, 200, valid.body);
+    assert.equal(JSON.parse(valid.body).name, 'Detrás del NAT');
+    const bad = await get(`bsk_live_${'y'.repeat(40)}`);
+    assert.equal(bad.statusCode, 429);
+    assert.equal(JSON.parse(bad.body).error.meta.limited_by, 'address');
+    assert.equal(lookups, 301, 'only the valid key was looked up');
+  });
+});
+
+describe('failed lookups are limited per key prefix across addresses', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({ env: { AUTH_FAILURE_LIMIT: '1000', AUTH_FAILURE_PREFIX_LIMIT: String(LIMIT) } });
+  });
+  after(async () => {
+    await t.close();
+  });
+
+  const get = (from: string, key: string) => getFrom(t.app, from, '/v1/tenant/me', { 'x-api-key': key });
+
+  it('many addresses guessing one kind of key spend its budget; other kinds, malformed keys and valid keys are not refused', async () => {
+    const valid = await createTenant(t, { name: 'Viva', mode: 'live' });
+    for (let i = 0; i < LIMIT; i += 1) assertEnvelope(assert, await get(`203.0.113.${i + 1}`, `bsk_live_${String(i).padStart(40, 'w')}`), 401, 'api_key_invalid');
+    const limited = await get('203.0.113.200', `bsk_live_${'v'.repeat(40)}`);
+    assertEnvelope(assert, limited, 429, 'rate_limited');
+    assert.equal(limited.body.error.meta.limited_by, 'key_prefix');
+    assert.ok(Number(limited.headers['retry-after']) > 0);
+    assertEnvelope(assert, await get('203.0.113.201', `bsk_test_${'v'.repeat(40)}`), 401, 'api_key_invalid');
+    assertEnvelope(assert, await get('203.0.113.202', 'bsk_live_short'), 401, 'api_key_invalid');
+    const me = await get('203.0.113.203', valid.key);
+    assert.equal(me.status, 200, me.raw);
   });
 });
 

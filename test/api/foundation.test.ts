@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { assertEnvelope, client, createTenant, platformActor, startTestApp, type TestApp } from '../support/harness.ts';
+import { metricsHeaders } from '../support/metrics.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
@@ -26,7 +27,7 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
     it('exposes Prometheus request counts and latency histograms per route', async () => {
       const anon = client(t.app);
       await anon.get('/health/live');
-      const metrics = await anon.get('/metrics');
+      const metrics = await anon.get('/metrics', metricsHeaders);
       assert.equal(metrics.status, 200);
       assert.match(String(metrics.headers['content-type']), /text\/plain/);
       assert.match(metrics.raw, /http_requests_total\{method="GET",route="\/health\/live",status_code="200"\} \d+/);

@@ -83,7 +83,13 @@ describe('OpenAPI document', () => {
     assert.ok(codes('createQuote').includes('idempotency_key_reused'));
     assert.ok(!codes('getQuote').includes('invalid_json'), 'a GET takes no body');
     assert.ok(!codes('getTenantMe').includes('scope_missing'), 'needs no scope');
-    assert.deepEqual(codes('healthLive'), ['validation_failed', 'internal_error', 'service_unavailable']);
+    assert.deepEqual(codes('healthLive'), ['validation_failed', 'rate_limited', 'internal_error', 'service_unavailable'], 'public routes have a per-address limit');
+    assert.deepEqual(codes('metrics'), ['validation_failed', 'metrics_token_invalid', 'route_not_found', 'rate_limited', 'internal_error', 'service_unavailable']);
+    // The platform routes whose body names a mode refuse a live change made with the first start's platform key.
+    const guarded = operations.filter(([, path, op]) => path.startsWith('/v1/admin/') && codes(op.operationId!).includes('bootstrap_key_test_only')).map(([, , op]) => op.operationId).sort();
+    assert.deepEqual(guarded, [
+      'adminCloseTenant', 'adminFundTenant', 'adminIssueApiKey', 'adminRotateWebhookSecret', 'adminSetCustomerSender', 'adminSetDefaultSender', 'adminSetWebhookEndpoint',
+    ]);
   });
 
   it('gives every answer a description of its own, and x-request-id', () => {

@@ -9,7 +9,7 @@ import { BoundedLabel, REASON_LABELS_MAX } from '../../src/services/money-metric
 import { Reaper } from '../../src/workers/reaper.ts';
 import { webhookDispatcherOf } from '../../src/workers/index.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
-import { familiesOf, UUID_PATTERN, valueOf } from '../support/metrics.ts';
+import { familiesOf, metricsHeaders, UUID_PATTERN, valueOf } from '../support/metrics.ts';
 import { beneficiary, fundedTenant, idempotencyKey, quote, SENDER, type FundedTenant } from '../support/payouts.ts';
 import { setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
@@ -24,7 +24,7 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
   let paymentIds: string[] = [];
   const logLines: string[] = [];
   const scrape = async () => {
-    const response = await client(t.app).get('/metrics');
+    const response = await client(t.app).get('/metrics', metricsHeaders);
     assert.equal(response.status, 200);
     return response.raw;
   };

@@ -9,6 +9,7 @@ import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
+import { metricsHeaders } from '../support/metrics.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
 
@@ -262,7 +263,7 @@ describe('the reaper asks on a backoff, and stops at its bound', () => {
     assert.ok(parked.resolution_parked_at);
     assert.equal(parked.status, 'submitted', 'never invented');
     assert.deepEqual(waits, [1000, 2000], 'each wait doubles (REAPER_INTERVAL_MS, then twice that)');
-    const metrics = await client(t.app).get('/metrics');
+    const metrics = await client(t.app).get('/metrics', metricsHeaders);
     assert.match(metrics.raw, /bolivar_reaper_parked_payments_total 1/);
     assert.match(metrics.raw, /bolivar_payments_parked_unresolved 1/);
 

@@ -140,6 +140,22 @@ describe(`the README walk-through pasted into bash, on ${ENGINE}`, () => {
   /** The block as pasted, pointed at this test's service and data directory. */
   const localize = (text: string) => text.replaceAll('localhost:3000', `127.0.0.1:${port}`).replaceAll('./data/bootstrap.json', path.join(dataDir, 'bootstrap.json'));
 
+  it("the first-start banner is the one the README shows (the platform key is not in it)", () => {
+    const from = README.indexOf('This is what `npm start`');
+    const fence = /```\n([\s\S]*?)```/.exec(README.slice(from));
+    assert.ok(from >= 0 && fence, 'the README shows the banner');
+    const lines = (text: string) =>
+      text
+        .split('\n')
+        .map((line) => normalize(line).replace(/^(saved to: +)\S+/, '$1<file>'))
+        .filter((line) => line !== '');
+    const output = service.output();
+    const banner = output.slice(output.indexOf('  First start:'), output.indexOf('\n', output.indexOf('  curl -s ')));
+    assert.deepEqual(lines(banner), lines(fence[1]!));
+    const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')) as { platformApiKey: string };
+    assert.ok(!output.includes(saved.platformApiKey), 'the platform key is never printed');
+  });
+
   it('every block answers what the README prints', async () => {
     const walk = blocksOf('## Five-minute walk-through', '## SDK');
     assert.equal(walk.length, 9, 'the setup block and eight steps');

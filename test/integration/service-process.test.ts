@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
@@ -14,13 +14,15 @@ const REFUSAL_BOUND_MS = 20_000;
 
 describe(`the service as a process (npm start) on ${ENGINE}`, () => {
   it('starts on an empty database, prints a working key and curl, and stops cleanly on SIGTERM', async () => {
-    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-start-'));
+    // A DATA_DIR that does not exist yet: the service creates it, closed to other users.
+    const dataDir = path.join(mkdtempSync(path.join(tmpdir(), 'bds-start-')), 'data');
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const port = await freePort();
     const env: Record<string, string> = { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' };
     const service = await startService(env, port);
     try {
       assert.ok(service.readyMs < 20_000, `ready in ${service.readyMs} ms`);
+      assert.equal(statSync(dataDir).mode & 0o777, 0o700, 'DATA_DIR is created 0700');
       const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       assert.match(service.output(), new RegExp(saved.apiKey));
       const curl = saved.curl.replace('http://localhost:', 'http://127.0.0.1:').replace(':3000/', `:${port}/`);
@@ -36,8 +38,14 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       const tenant = cli('tenants create --name "CLI Remesas" --fee-bps 80');
       assert.equal(tenant.name, 'CLI Remesas');
       assert.equal(tenant.feeBps, 80);
-      const key = cli(`keys issue --tenant ${tenant.id} --mode live --scopes payments:read,treasury:read`);
-      assert.match(key.key, /^bsk_live_/);
+      // The saved platform key is never printed, and administers test mode only.
+      assert.ok(!service.output().includes(saved.platformApiKey), 'the platform key is not in the output');
+      assert.throws(
+        () => execSync(`node bin/bolivar.mjs keys issue --tenant ${tenant.id} --mode live`, { encoding: 'utf8', stdio: 'pipe', env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl } }),
+        (error: { stderr?: string }) => /403 bootstrap_key_test_only: .*set PLATFORM_API_KEY/.test(error.stderr ?? ''),
+      );
+      const key = cli(`keys issue --tenant ${tenant.id} --mode test --scopes payments:read,treasury:read`);
+      assert.match(key.key, /^bsk_test_/);
       const funded = cli(`fund --tenant ${tenant.id} --mode test --amount 5000000`);
       assert.equal(funded.prefundingBalance, '5000000');
       assert.deepEqual(cli(`keys revoke --key-id ${key.id}`), { id: key.id, revoked: true });
@@ -94,6 +102,8 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'bds-not-a-dir-')), 'file');
     writeFileSync(file, 'not a directory');
     const embedded = { DATABASE_URL: '', PORT: '0' };
+    const readable = mkdtempSync(path.join(tmpdir(), 'bds-readable-'));
+    chmodSync(readable, 0o755);
     const cases: Array<[Record<string, string>, RegExp]> = [
       [{ HOST: 'not_a_host' }, /Invalid configuration: HOST="not_a_host"; HOST accepts an IP address/],
       [{ HOST: 'nowhere.invalid' }, /Invalid configuration: HOST="nowhere.invalid".*Listening failed: getaddrinfo/],
@@ -101,6 +111,8 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       [{ DATA_DIR: path.join(file, 'below') }, /Invalid configuration: DATA_DIR=.*exists and is not a directory/],
       // procfs answers mkdir with ENOENT, on which Node's recursive mkdir loops for ever.
       [{ DATA_DIR: '/proc/bds-no-such-dir' }, /Invalid configuration: DATA_DIR="\/proc\/bds-no-such-dir".*Creating \/proc\/bds-no-such-dir failed: ENOENT/],
+      // It holds the embedded database and bootstrap.json: closed to other users, or refused.
+      [{ DATA_DIR: readable }, /Invalid configuration: DATA_DIR=".*".*is open to other users \(mode 0755\).*chmod 700/],
     ];
     for (const [env, message] of cases) {
       const result = await runToExit({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-cfg-')), ...embedded, ...env }, undefined, REFUSAL_BOUND_MS);

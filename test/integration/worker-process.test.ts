@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { openDatabase } from '../../src/db/open.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { valueOf } from '../support/metrics.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { freePort, startService } from '../support/process.ts';
 import { STARTED_LINE } from '../support/service-cluster.ts';
 
@@ -41,7 +41,7 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       let metrics = '';
       const deadline = Date.now() + FIRST_PASSES_WAIT_MS;
       while (Date.now() < deadline) {
-        const response = await fetch(`${worker.baseUrl}/metrics`);
+        const response = await fetch(`${worker.baseUrl}/metrics`, { headers: metricsHeaders });
         assert.equal(response.status, 200);
         assert.match(String(response.headers.get('content-type')), /^text\/plain/);
         metrics = await response.text();
@@ -93,7 +93,7 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       assert.equal(started.listening, `http://127.0.0.1:${port}`);
       assert.match(started.http, /^API, /);
       assert.deepEqual(started.workers, []);
-      const metrics = await (await fetch(`${api.baseUrl}/metrics`)).text();
+      const metrics = await (await fetch(`${api.baseUrl}/metrics`, { headers: metricsHeaders })).text();
       assert.equal(valueOf(metrics, 'bolivar_worker_passes_total'), undefined, 'no loop runs here');
     } finally {
       assert.equal(await api.stop('SIGTERM'), 0, api.output());

@@ -15,6 +15,7 @@ import type { Clock } from '../../src/domain/clock.ts';
 import type { App } from '../../src/http/types.ts';
 import { PLATFORM_TENANT_ID, syncPlatformKey } from '../../src/services/bootstrap.ts';
 import type { AuditActor } from '../../src/domain/audit.ts';
+import { TEST_METRICS_TOKEN } from './metrics.ts';
 
 export const ENGINE: 'postgres' | 'pglite' = process.env.DATABASE_URL ? 'postgres' : 'pglite';
 
@@ -88,7 +89,7 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const platformKey = generateApiKey('platform');
-  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', ...options.env, PLATFORM_API_KEY: platformKey });
+  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', METRICS_TOKEN: TEST_METRICS_TOKEN, ...options.env, PLATFORM_API_KEY: platformKey });
   await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
   const { app, services } = await buildApp({ config, db: database.db, clock: options.clock, ...options.deps });
   if (options.beforeReady) await options.beforeReady(app);
@@ -155,6 +156,18 @@ export function client(app: App, apiKey?: string) {
 }
 
 export type Client = ReturnType<typeof client>;
+
+/** A GET from a given client address (the per-address limits' key), its body parsed when it is JSON. */
+export async function getFrom(app: App, remoteAddress: string, url: string, headers: Record<string, string> = {}): Promise<InjectResult> {
+  const response = await app.inject({ method: 'GET', url, headers, remoteAddress });
+  let body: any;
+  try {
+    body = JSON.parse(response.body);
+  } catch {
+    body = response.body;
+  }
+  return { status: response.statusCode, body, headers: response.headers, raw: response.body };
+}
 
 /** A tenant with a key of the given mode and scopes, created through the admin API. */
 export async function createTenant(

@@ -1,5 +1,13 @@
 // Reading the Prometheus text exposition in tests.
 
+/**
+ * The METRICS_TOKEN every test app and test process runs with: /metrics is never public, so a test
+ * scrapes it as Prometheus would, with `Authorization: Bearer …` (metricsHeaders).
+ */
+export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789';
+
+export const metricsHeaders: Record<string, string> = { authorization: `Bearer ${TEST_METRICS_TOKEN}` };
+
 export interface Sample {
   name: string;
   labels: Record<string, string>;

@@ -172,6 +172,16 @@ export class PrivatePostgres {
     return { downMs: Date.now() - stoppedAt };
   }
 
+  /** Stops the server and leaves it stopped (its directory and port kept) until `resume`. */
+  async halt(mode: StopMode = 'fast'): Promise<void> {
+    await this.stopServer(mode);
+  }
+
+  /** Starts a halted server again and waits until it accepts connections. */
+  async resume(): Promise<void> {
+    await this.startServer();
+  }
+
   /** Stops the server and removes its directory. Safe to call twice. */
   async stop(): Promise<void> {
     runningClusters.delete(this);

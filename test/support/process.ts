@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
+import { TEST_METRICS_TOKEN } from './metrics.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -35,7 +36,7 @@ export type Launcher = 'node' | 'npm start';
 /** Starts the service as `npm start` does and waits until ready. */
 export async function startService(env: Record<string, string>, port: number, readyTimeoutMs = 30_000, launcher: Launcher = 'node'): Promise<ServiceProcess & { readyMs: number }> {
   const startedAt = Date.now();
-  const childEnv = { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' };
+  const childEnv = { ...process.env, LOG_LEVEL: 'warn', METRICS_TOKEN: TEST_METRICS_TOKEN, ...env, PORT: String(port), HOST: '127.0.0.1' };
   const child = launcher === 'node' ? spawn(process.execPath, SERVICE_ARGS, { env: childEnv }) : spawn('npm', ['start', '--silent', '--ignore-scripts'], { env: childEnv, detached: true });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Database } from '../../src/db/database.ts';
 import { generateApiKey, hashApiKey } from '../../src/domain/api-keys.ts';
+import { ACTIVE_KEY_INDEX_MAX, ACTIVE_KEY_INDEX_MAX_AGE_MS, ActiveKeyIndex } from '../../src/services/active-key-index.ts';
 import { Authenticator } from '../../src/services/authenticator.ts';
 
 interface Statement {
@@ -91,5 +92,46 @@ describe('Authenticator', () => {
       assert.equal(await auth.authenticate(key), null, key);
     }
     assert.equal(s.statements.length, 0);
+  });
+});
+
+describe('ActiveKeyIndex', () => {
+  function indexOver(hashes: string[]) {
+    let now = 0;
+    let loads = 0;
+    const partial: number[] = [];
+    const db = {
+      async query(_sql: string, params: readonly unknown[] = []) {
+        loads += 1;
+        await new Promise((resolve) => setImmediate(resolve));
+        const rows = hashes.slice(0, params[0] as number).map((key_hash) => ({ key_hash }));
+        return { rows, rowCount: rows.length };
+      },
+    } as unknown as Database;
+    const index = new ActiveKeyIndex(db, () => now, (max) => partial.push(max));
+    return { index, partial, loads: () => loads, advance: (ms: number) => (now += ms) };
+  }
+
+  it('loads once for concurrent questions, and again only when older than its max age', async () => {
+    const s = indexOver(['a', 'b']);
+    assert.deepEqual(await Promise.all([s.index.has('a'), s.index.has('b'), s.index.has('c')]), [true, true, false]);
+    assert.equal(s.loads(), 1);
+    s.index.remember('c');
+    assert.equal(await s.index.has('c'), true, 'a key this process authenticated is known at once');
+    s.advance(ACTIVE_KEY_INDEX_MAX_AGE_MS - 1);
+    await s.index.has('a');
+    assert.equal(s.loads(), 1);
+    s.advance(1);
+    assert.equal(await s.index.has('c'), false, 'the reload holds what the database holds');
+    assert.equal(s.loads(), 2);
+  });
+
+  it(`holds at most ${ACTIVE_KEY_INDEX_MAX} hashes and reports once that it is partial`, async () => {
+    const s = indexOver(Array.from({ length: ACTIVE_KEY_INDEX_MAX + 5 }, (_, i) => `h${i}`));
+    assert.equal(await s.index.has(`h${ACTIVE_KEY_INDEX_MAX - 1}`), true);
+    assert.equal(await s.index.has(`h${ACTIVE_KEY_INDEX_MAX}`), false);
+    s.advance(ACTIVE_KEY_INDEX_MAX_AGE_MS);
+    await s.index.has('h0');
+    assert.deepEqual(s.partial, [ACTIVE_KEY_INDEX_MAX]);
   });
 });

@@ -17,6 +17,7 @@ describe('configuration', () => {
     assert.equal(config.role, 'all');
     assert.equal(config.bootstrap, true);
     assert.equal(config.authFailureLimit, 300);
+    assert.equal(config.authFailurePrefixLimit, 3000);
     assert.equal(config.authFailureWindowS, 60);
   });
 

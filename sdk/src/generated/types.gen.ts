@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'scope_missing' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -1386,6 +1386,14 @@ export type HealthLiveErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -1434,6 +1442,14 @@ export type HealthReadyErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -1479,6 +1495,30 @@ export type MetricsErrors = {
     400: ErrorEnvelope & {
         error?: {
             code?: 'validation_failed';
+        };
+    };
+    /**
+     * `metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'metrics_token_invalid';
+        };
+    };
+    /**
+     * `route_not_found`: `METRICS_TOKEN` is not set, so the metrics are not served on this port (the message says how to turn them on)
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'route_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
         };
     };
     /**
@@ -2146,11 +2186,13 @@ export type AdminIssueApiKeyErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4191,11 +4233,13 @@ export type AdminFundTenantErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4304,11 +4348,13 @@ export type AdminCloseTenantErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4436,11 +4482,13 @@ export type AdminSetDefaultSenderErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -4569,11 +4617,13 @@ export type AdminSetCustomerSenderErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -5051,11 +5101,13 @@ export type AdminSetWebhookEndpointErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -5154,11 +5206,13 @@ export type AdminRotateWebhookSecretErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**
@@ -5273,6 +5327,14 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -5336,6 +5398,14 @@ export type SandboxWebhookFailingErrors = {
     413: ErrorEnvelope & {
         error?: {
             code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
         };
     };
     /**

@@ -22,6 +22,7 @@ export interface ApiKeyIdentity {
   mode: Mode;
   scopes: string[];
   is_platform: boolean;
+  source: ApiKeyRow['source'];
 }
 
 const COLUMNS = 'id, tenant_id, mode, scopes, prefix, last4, is_platform, source, created_at, revoked_at';
@@ -44,7 +45,7 @@ export async function insertApiKey(
  */
 export async function findActiveKeysByHashes(db: Queryable, hashes: readonly string[]): Promise<Map<string, ApiKeyIdentity>> {
   const { rows } = await db.query<ApiKeyIdentity & { key_hash: string }>(
-    `SELECT k.key_hash, k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform
+    `SELECT k.key_hash, k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform, k.source
        FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
       WHERE k.key_hash = ANY($1::text[]) AND k.revoked_at IS NULL`,
     [hashes],
@@ -78,10 +79,22 @@ export async function revokeEnvKeysExcept(db: Queryable, hash: string): Promise<
   await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'env' AND revoked_at IS NULL AND key_hash <> $1`, [hash]);
 }
 
+/** Revokes the platform keys the first start made (PLATFORM_API_KEY replaces them); answers how many were active. */
+export async function revokeBootstrapPlatformKeys(db: Queryable): Promise<number> {
+  const { rowCount } = await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'bootstrap' AND is_platform AND revoked_at IS NULL`);
+  return rowCount;
+}
+
 export async function findKeyByHash(db: Queryable, hash: string): Promise<{ id: string; revoked_at: Date | null } | undefined> {
   const { rows } = await db.query<{ id: string; revoked_at: Date | null }>(
     'SELECT id, revoked_at FROM api_keys WHERE key_hash = $1',
     [hash],
   );
   return rows[0];
+}
+
+/** Up to `max` hashes of the keys not revoked (the authenticator's index of possibly valid keys). */
+export async function listActiveKeyHashes(db: Queryable, max: number): Promise<string[]> {
+  const { rows } = await db.query<{ key_hash: string }>('SELECT key_hash FROM api_keys WHERE revoked_at IS NULL LIMIT $1', [max]);
+  return rows.map((row) => row.key_hash);
 }

@@ -25,7 +25,8 @@ function fromFrameworkError(error: FastifyError): ApiError | undefined {
   return undefined;
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
+/** `notFoundHint` ends a 404 `route_not_found` message: where the routes of this listener are listed. */
+export function registerErrorHandling(app: FastifyInstance, notFoundHint = 'See GET /v1/openapi.json.'): void {
   app.setErrorHandler((error: FastifyError | ApiError, request: FastifyRequest, reply: FastifyReply) => {
     const apiError = error instanceof ApiError ? error : fromFrameworkError(error as FastifyError);
     if (apiError) {
@@ -59,6 +60,6 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     reply
       .code(404)
-      .send(envelope(new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}. See GET /v1/openapi.json.`), request.id));
+      .send(envelope(new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}. ${notFoundHint}`), request.id));
   });
 }

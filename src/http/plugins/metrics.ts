@@ -1,5 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Config } from '../../config.ts';
+import { ApiError } from '../errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from './idempotency.ts';
 
 /**
@@ -40,4 +43,43 @@ export function createMetricsRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/**
+ * Who may read /metrics on one listener. It shows business volume (payouts by status and reason,
+ * queue depths), so it is never public by default: on the API port it is served only with a
+ * METRICS_TOKEN (and then only to a request bearing it); the METRICS_PORT listener, meant for an
+ * internal network, serves it, still requiring the token when one is set.
+ */
+export interface MetricsAccess {
+  /** false: answer 404 with how to turn it on. */
+  served: boolean;
+  token: string | undefined;
+}
+
+export function apiPortMetricsAccess(config: Pick<Config, 'metricsToken'>): MetricsAccess {
+  return { served: config.metricsToken !== undefined, token: config.metricsToken };
+}
+
+export function metricsPortAccess(config: Pick<Config, 'metricsToken'>): MetricsAccess {
+  return { served: true, token: config.metricsToken };
+}
+
+const digest = (text: string) => createHash('sha256').update(text).digest();
+
+/** Throws the answer for a request that may not read the metrics here; returns when it may. */
+export function checkMetricsAccess(access: MetricsAccess, authorization: string | undefined, reply: FastifyReply): void {
+  if (!access.served) {
+    throw new ApiError(
+      'route_not_found',
+      'GET /metrics is not served on this port. To scrape it, set METRICS_TOKEN and send `Authorization: Bearer <METRICS_TOKEN>`, or set METRICS_PORT to serve it on an internal port (see docs/operations.md in the repository).',
+    );
+  }
+  if (access.token === undefined) return;
+  const given = /^Bearer +(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? '';
+  // Compared as digests: equal lengths, in constant time, whatever was sent.
+  if (!timingSafeEqual(digest(given), digest(access.token))) {
+    reply.header('www-authenticate', 'Bearer realm="metrics"');
+    throw new ApiError('metrics_token_invalid', 'GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>` (the token this service was started with).');
+  }
 }

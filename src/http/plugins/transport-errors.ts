@@ -1,11 +1,12 @@
 // Errors raised below our routes — by Node's HTTP parser (malformed request line or header, headers
-// over the size limit, a client too slow to send its request, an `Expect` we do not support) or by
-// Fastify's router (a malformed percent-encoding, a path parameter over the length limit) — are
-// answered in the same error envelope as every other error, with stable codes of their own.
+// over the size limit, a client too slow to send its request, an `Expect` we do not support, a
+// missing Host, CONNECT) or by Fastify's router (a malformed percent-encoding, a path parameter over
+// the length limit) — are answered in the same error envelope as every other error, with stable
+// codes of their own.
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, envelope, type ErrorCode } from '../errors.ts';
 
 function newRequestId(): string {
@@ -72,4 +73,53 @@ export function answerUnsupportedExpectation(server: Server): void {
     });
     response.end(body);
   });
+}
+
+/**
+ * Node's own answers to three edge cases of the transport, replaced by ours, in the envelope with an
+ * x-request-id:
+ *
+ *  - `Expect: 100-continue`: Node answers `100 Continue` as soon as the headers arrive, inviting a
+ *    body it has not looked at. Here the request goes through the usual hooks first, and `100
+ *    Continue` is sent only once the key has authenticated (onRequest) and the declared
+ *    Content-Length is within the body limit (preParsing, just before the body is read); otherwise
+ *    the answer (401, 413, 429, …) goes at once, with `connection: close`, so a refused upload is
+ *    never read.
+ *  - a request without `Host` (HTTP/1.1 requires one): Node's bare 400 is replaced by 400
+ *    `malformed_request`. The server must be created with `requireHostHeader: false`.
+ *  - `CONNECT`: this is not a proxy. Node would close the connection without a word; the answer is 400
+ *    `malformed_request` (an origin server has no resource at an authority-form target).
+ */
+export function registerTransportAnswers(app: FastifyInstance, bodyLimitBytes: number): void {
+  const server = app.server;
+  answerUnsupportedExpectation(server);
+  // Listening to checkContinue stops Node's automatic 100 Continue: the request proceeds as any other.
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => server.emit('request', request, response));
+  server.on('connect', (_request: IncomingMessage, socket: Socket) => {
+    socket.on('error', () => undefined);
+    socket.end(rawResponse(new ApiError('malformed_request', 'CONNECT is not served: this is an HTTP API, not a proxy.')), () => socket.destroy());
+  });
+
+  const continued = new WeakSet<FastifyRequest>();
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new ApiError('malformed_request', 'The request has no Host header, which HTTP/1.1 requires.');
+    }
+  });
+  app.addHook('preParsing', async (request, reply, payload) => {
+    if (!expectsContinue(request) || request.is404) return payload;
+    const declared = Number(request.headers['content-length'] ?? 0);
+    if (declared > bodyLimitBytes) throw new ApiError('payload_too_large', `The request body is larger than ${bodyLimitBytes / 1024} KiB.`);
+    reply.raw.writeContinue();
+    continued.add(request);
+    return payload;
+  });
+  app.addHook('onSend', async (request, reply) => {
+    // A client told to wait for 100 Continue that gets a final answer instead may send its body anyway.
+    if (expectsContinue(request) && !continued.has(request)) reply.header('connection', 'close');
+  });
+}
+
+function expectsContinue(request: FastifyRequest): boolean {
+  return request.headers.expect?.toLowerCase() === '100-continue';
 }

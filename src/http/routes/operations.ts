@@ -2,13 +2,17 @@ import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import type { Database } from '../../db/database.ts';
 import { ApiError, envelope } from '../errors.ts';
+import { checkMetricsAccess, type MetricsAccess } from '../plugins/metrics.ts';
+import { Readiness } from '../readiness.ts';
 import { Answer, errorAnswer } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
-const READY_TIMEOUT_MS = 2000;
-
-/** `document: false` leaves out GET /v1/openapi.json (a worker process serves no API to describe). */
-export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean } = {}): Promise<void> {
+/**
+ * `document: false` leaves out GET /v1/openapi.json (a worker process serves no API to describe);
+ * `metrics` says who may read /metrics on this port.
+ */
+export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean; metrics: MetricsAccess }): Promise<void> {
+  const readiness = new Readiness(db);
   const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
 
   app.get(
@@ -35,7 +39,9 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         tags: ['Operations'],
         operationId: 'healthReady',
         summary: 'The database is reachable',
-        description: 'Readiness probe: 200 when the database answers within 2 s, else 503 `service_unavailable`. Needs no key.',
+        description:
+          'Readiness probe: 200 when the database answers within 2 s, else 503 `service_unavailable`. Needs no key. ' +
+          'The database is asked at most once a second per process: the answer may be up to 1 s old.',
         security: [],
         response: {
           200: Answer('The database answered', Health),
@@ -44,18 +50,26 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
       },
     },
     async (request, reply) => {
-      try {
-        await Promise.race([
-          db.query('SELECT 1'),
-          new Promise((_, reject) => setTimeout(() => reject(new Error('timeout')), READY_TIMEOUT_MS).unref()),
-        ]);
-        return { status: 'ok', database: db.engine };
-      } catch {
-        return reply.code(503).send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
-      }
+      if (await readiness.ready()) return { status: 'ok', database: db.engine };
+      return reply.code(503).send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
     },
   );
 
+  metricsRoute(app, registry, options.metrics);
+
+  if (options.document === false) return;
+  app.get(
+    '/v1/openapi.json',
+    {
+      config: { public: true },
+      schema: { hide: true },
+    },
+    async () => app.swagger(),
+  );
+}
+
+/** GET /metrics, answered as `access` says (plugins/metrics.ts): on the API port, or on METRICS_PORT's listener. */
+export function metricsRoute(app: App, registry: Registry, access: MetricsAccess): void {
   app.get(
     '/metrics',
     {
@@ -68,24 +82,21 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
           'Prometheus text format. Request counts (`http_requests_total`) and latency (`http_request_duration_seconds`) per route template; ' +
           'the business metrics (`bolivar_*`: payouts by status and reason, group-commit batches, rail calls, reaper resolutions and lag, ' +
           'outbox backlog, webhook deliveries, idempotent replays, database pool, worker loop passes); process metrics. ' +
-          'Every process serves it, a `ROLE=worker` one included. Labels never carry an id.',
+          'Every process serves it, a `ROLE=worker` one included. Labels never carry an id. ' +
+          'Not public: with `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>` (else 401 `metrics_token_invalid`); ' +
+          'without it, this port answers 404 `route_not_found` and the metrics are served only on the internal `METRICS_PORT`, if set.',
         security: [],
-        response: { 200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } } },
+        response: {
+          200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } },
+          401: errorAnswer(['metrics_token_invalid'], '`metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)'),
+          404: errorAnswer(['route_not_found'], '`route_not_found`: `METRICS_TOKEN` is not set, so the metrics are not served on this port (the message says how to turn them on)'),
+        },
       },
     },
-    async (_request, reply) => {
+    async (request, reply) => {
+      checkMetricsAccess(access, request.headers.authorization, reply);
       const body = await registry.metrics();
       return reply.type(registry.contentType).send(body);
     },
-  );
-
-  if (options.document === false) return;
-  app.get(
-    '/v1/openapi.json',
-    {
-      config: { public: true },
-      schema: { hide: true },
-    },
-    async () => app.swagger(),
   );
 }

@@ -53,6 +53,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'bsk_test_…, bsk_live_… or bsk_platform_…' },
+          MetricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, for GET /metrics only' },
         },
       },
       security: [{ ApiKeyAuth: [] }],

@@ -85,7 +85,7 @@ export function metricsRoute(app: App, registry: Registry, access: MetricsAccess
           'Every process serves it, a `ROLE=worker` one included. Labels never carry an id. ' +
           'Not public: with `METRICS_TOKEN` set it needs `Authorization: Bearer <METRICS_TOKEN>` (else 401 `metrics_token_invalid`); ' +
           'without it, this port answers 404 `route_not_found` and the metrics are served only on the internal `METRICS_PORT`, if set.',
-        security: [],
+        security: [{ MetricsToken: [] }],
         response: {
           200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } },
           401: errorAnswer(['metrics_token_invalid'], '`metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)'),

@@ -114,7 +114,7 @@ function documentedOperations(): Operation[] {
         path,
         params,
         body: op.requestBody ? resolve(op.requestBody.content['application/json'].schema) : undefined,
-        access: op.security?.length === 0 ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
+        access: op.security !== undefined && !op.security.some((scheme: Record<string, unknown>) => 'ApiKeyAuth' in scheme) ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
         takesIdempotencyKey: idempotencyKey !== undefined,
         requiresIdempotencyKey: idempotencyKey?.required === true,
         // A receiver that fails on purpose: no success answer, only its 5xx (and the errors every route has).

@@ -243,6 +243,11 @@ export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly Outc
   return { decisions, accountDeltas, giveBacks, anomalies };
 }
 
+/** The status reason of a payment the rail answered without an outcome: it is `unknown`. */
+export function unknownReasonOf(report: { status: 'unconfirmed' | 'timeout' | 'error' }): string {
+  return report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
+}
+
 const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giveBack: false, parkedNow: false };
 
 function decideOne(
@@ -273,7 +278,7 @@ function decideOne(
         const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transition('submitted', 'submitted', 'rail_accepted_async')] : [];
         return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
       }
-      const reason = report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
+      const reason = unknownReasonOf(report);
       return {
         ...NOTHING,
         transitions: [transition('submitted', 'unknown', reason)],

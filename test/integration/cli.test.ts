@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { openAnomaly } from '../../src/db/repositories/anomalies.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -181,6 +182,45 @@ describe('bolivar CLI', () => {
       const recheck = await bolivar(['recheck', '--payment', UNKNOWN_UUID], env, cwd);
       assert.equal(recheck.code, 1);
       assertOneLine(recheck, /404 resource_not_found/);
+    });
+
+    it('anomalies list, get and resolve are the admin API too; resolving twice is the 409 in one line', async () => {
+      const admin = client(t.app, t.platformKey);
+      const opened: string[] = [];
+      for (const reference of [UNKNOWN_UUID, '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e70']) {
+        const anomaly = await openAnomaly(t.db, {
+          kind: 'unknown_reference',
+          tenantId: null,
+          mode: 'test',
+          paymentId: null,
+          ours: { payment: null },
+          theirs: { reference, status: 'settled' },
+          raw: { reference },
+          dedupKey: `cli-test:${reference}`,
+        });
+        opened.push(anomaly.id);
+      }
+      const ok = async (args: string[]) => {
+        const run = await bolivar(args, env, cwd);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+        return JSON.parse(run.stdout);
+      };
+      const open = await ok(['anomalies', 'list', '--status', 'open', '--kind', 'unknown_reference', '--all', '--limit', '1']);
+      assert.deepEqual(open, { data: (await admin.get('/v1/admin/anomalies?status=open&kind=unknown_reference')).body.data, has_more: false, next_cursor: null });
+      assert.deepEqual(new Set(open.data.map((a: { id: string }) => a.id)), new Set(opened));
+      assert.deepEqual(await ok(['anomalies', 'get', '--anomaly', opened[0]!]), (await admin.get(`/v1/admin/anomalies/${opened[0]}`)).body);
+
+      const resolved = await ok(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'No such transfer at the bank: the rail sent a stray notification.']);
+      assert.equal(resolved.status, 'resolved');
+      assert.equal(resolved.resolvedBy, (await admin.get('/v1/tenant/me')).body.apiKeyId);
+      assert.deepEqual((await ok(['anomalies', 'list', '--status', 'open'])).data.map((a: { id: string }) => a.id), [opened[1]]);
+
+      const again = await bolivar(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'again'], env, cwd);
+      assert.equal(again.code, 1);
+      assertOneLine(again, /^bolivar: 409 anomaly_already_resolved: /);
+      const noNote = await bolivar(['anomalies', 'resolve', '--anomaly', opened[1]!], env, cwd);
+      assert.equal(noNote.code, 2);
+      assertOneLine(noNote, /anomalies resolve: --note is required/);
     });
 
     it('an error answer is one line with its status, code, message and request id; exit 1', async () => {

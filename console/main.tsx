@@ -9,6 +9,7 @@ import { BeneficiariesScreen, BeneficiaryScreen } from './screens/beneficiaries.
 import { EventScreen, EventsScreen } from './screens/events.tsx';
 import { PaymentScreen } from './screens/payment.tsx';
 import { PaymentsScreen } from './screens/payments.tsx';
+import { NeedsReviewScreen } from './screens/review.tsx';
 import { SandboxScreen } from './screens/sandbox.tsx';
 import { TreasuryScreen } from './screens/treasury.tsx';
 import { ErrorNote, Link } from './ui.tsx';
@@ -36,6 +37,7 @@ const CUSTOMER_SCREENS: Screen[] = [
 const PLATFORM_SCREENS: Screen[] = [
   { path: '/tenants', label: 'Tenants', available: () => true },
   { path: '/limits', label: 'Limits and rates', available: () => true },
+  { path: '/review', label: 'Needs review', available: () => true },
 ];
 
 async function signIn(key: string): Promise<Session> {
@@ -98,6 +100,7 @@ function Screens({ session, path }: { session: Session; path: string }) {
     const tenant = match('/tenants/:id', path);
     if (tenant) return <TenantScreen api={api} id={tenant.id!} />;
     if (match('/limits', path)) return <LimitRulesScreen api={api} />;
+    if (match('/review', path)) return <NeedsReviewScreen api={api} />;
   } else {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path);

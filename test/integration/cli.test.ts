@@ -1,45 +1,15 @@
 // The operator CLI (`npx bolivar …`), spawned as an operator runs it (bin/bolivar.mjs) against a
 // listening test server, and against a port where nothing listens.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { openAnomaly } from '../../src/db/repositories/anomalies.ts';
+import { assertOneLine, bolivar } from '../support/cli.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'bin/bolivar.mjs');
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs the CLI asynchronously (the test server answers from this same process). The environment is
- * only what is given, plus PATH: no key or URL leaks in from the shell that runs the tests.
- */
-function bolivar(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** One line on stderr, prefixed `bolivar:`, and no stack trace. */
-function assertOneLine(run: Run, pattern: RegExp): void {
-  assert.match(run.stderr, /^bolivar: [^\n]+\n$/, `one line on stderr, got ${JSON.stringify(run.stderr)}`);
-  assert.match(run.stderr, pattern);
-  assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
-}
 
 /** A port nothing listens on: bound by the OS, then released. */
 async function closedPort(): Promise<number> {
@@ -182,45 +152,6 @@ describe('bolivar CLI', () => {
       const recheck = await bolivar(['recheck', '--payment', UNKNOWN_UUID], env, cwd);
       assert.equal(recheck.code, 1);
       assertOneLine(recheck, /404 resource_not_found/);
-    });
-
-    it('anomalies list, get and resolve are the admin API too; resolving twice is the 409 in one line', async () => {
-      const admin = client(t.app, t.platformKey);
-      const opened: string[] = [];
-      for (const reference of [UNKNOWN_UUID, '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e70']) {
-        const anomaly = await openAnomaly(t.db, {
-          kind: 'unknown_reference',
-          tenantId: null,
-          mode: 'test',
-          paymentId: null,
-          ours: { payment: null },
-          theirs: { reference, status: 'settled' },
-          raw: { reference },
-          dedupKey: `cli-test:${reference}`,
-        });
-        opened.push(anomaly.id);
-      }
-      const ok = async (args: string[]) => {
-        const run = await bolivar(args, env, cwd);
-        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
-        return JSON.parse(run.stdout);
-      };
-      const open = await ok(['anomalies', 'list', '--status', 'open', '--kind', 'unknown_reference', '--all', '--limit', '1']);
-      assert.deepEqual(open, { data: (await admin.get('/v1/admin/anomalies?status=open&kind=unknown_reference')).body.data, has_more: false, next_cursor: null });
-      assert.deepEqual(new Set(open.data.map((a: { id: string }) => a.id)), new Set(opened));
-      assert.deepEqual(await ok(['anomalies', 'get', '--anomaly', opened[0]!]), (await admin.get(`/v1/admin/anomalies/${opened[0]}`)).body);
-
-      const resolved = await ok(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'No such transfer at the bank: the rail sent a stray notification.']);
-      assert.equal(resolved.status, 'resolved');
-      assert.equal(resolved.resolvedBy, (await admin.get('/v1/tenant/me')).body.apiKeyId);
-      assert.deepEqual((await ok(['anomalies', 'list', '--status', 'open'])).data.map((a: { id: string }) => a.id), [opened[1]]);
-
-      const again = await bolivar(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'again'], env, cwd);
-      assert.equal(again.code, 1);
-      assertOneLine(again, /^bolivar: 409 anomaly_already_resolved: /);
-      const noNote = await bolivar(['anomalies', 'resolve', '--anomaly', opened[1]!], env, cwd);
-      assert.equal(noNote.code, 2);
-      assertOneLine(noNote, /anomalies resolve: --note is required/);
     });
 
     it('an error answer is one line with its status, code, message and request id; exit 1', async () => {

@@ -1,34 +1,24 @@
 // The operator CLI's anomaly commands (`npx bolivar anomalies …`), spawned as an operator runs them
 // against a listening test server: the same answers as the admin API, failures in one line.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { openAnomaly } from '../../src/db/repositories/anomalies.ts';
-import { assertOneLine, bolivar } from '../support/cli.ts';
-import { client, startTestApp, type TestApp } from '../support/harness.ts';
+import { assertOneLine, bolivar, startCliTarget, type CliTarget } from '../support/cli.ts';
+import { client } from '../support/harness.ts';
 
 const REFERENCES = ['3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f', '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e70'];
 
 describe('bolivar anomalies', () => {
-  let t: TestApp;
-  let env: Record<string, string>;
-  // An empty working folder, so that no data/bootstrap.json of the repository is read.
-  const cwd = mkdtempSync(path.join(tmpdir(), 'bolivar-cli-'));
-
+  let target: CliTarget;
   before(async () => {
-    t = await startTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = t.app.server.address() as { port: number };
-    env = { BOLIVAR_URL: `http://127.0.0.1:${port}`, PLATFORM_API_KEY: t.platformKey };
+    target = await startCliTarget();
   });
   after(async () => {
-    await t.close();
-    rmSync(cwd, { recursive: true, force: true });
+    await target.close();
   });
 
   it('list, get and resolve are the admin API; resolving twice is the 409 in one line', async () => {
+    const { t, env, cwd } = target;
     const admin = client(t.app, t.platformKey);
     const opened: string[] = [];
     for (const reference of REFERENCES) {

@@ -1,13 +1,10 @@
 // The operator CLI (`npx bolivar …`), spawned as an operator runs it (bin/bolivar.mjs) against a
 // listening test server, and against a port where nothing listens.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { assertOneLine, bolivar } from '../support/cli.ts';
-import { client, startTestApp, type TestApp } from '../support/harness.ts';
+import { assertOneLine, bolivar, startCliTarget, type CliTarget } from '../support/cli.ts';
+import { client, type TestApp } from '../support/harness.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
@@ -21,20 +18,17 @@ async function closedPort(): Promise<number> {
 }
 
 describe('bolivar CLI', () => {
+  let target: CliTarget;
   let t: TestApp;
   let env: Record<string, string>;
-  // An empty working folder, so that no data/bootstrap.json of the repository is read.
-  const cwd = mkdtempSync(path.join(tmpdir(), 'bolivar-cli-'));
+  let cwd: string;
 
   before(async () => {
-    t = await startTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = t.app.server.address() as { port: number };
-    env = { BOLIVAR_URL: `http://127.0.0.1:${port}`, PLATFORM_API_KEY: t.platformKey };
+    target = await startCliTarget();
+    ({ t, env, cwd } = target);
   });
   after(async () => {
-    await t.close();
-    rmSync(cwd, { recursive: true, force: true });
+    await target.close();
   });
 
   describe('help', () => {

@@ -24,6 +24,8 @@ import { tenantRoutes } from './http/routes/tenant.ts';
 import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
 import { adminAuditRoutes } from './http/routes/admin-audit.ts';
+import { adminAnomalyRoutes } from './http/routes/admin-anomalies.ts';
+import { AnomalyService } from './services/anomalies.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
@@ -59,6 +61,7 @@ import { adminWebhookRoutes } from './http/routes/admin-webhooks.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
+import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { EventService } from './services/events.ts';
 import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
 import { SandboxSimulationService } from './services/sandbox-simulation.ts';
@@ -113,6 +116,7 @@ export interface Services {
   webhookEndpoints: WebhookEndpointService;
   sandboxWebhooks: SandboxWebhookService;
   sandboxSimulation: SandboxSimulationService;
+  anomalies: AnomalyService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -202,6 +206,7 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
+    anomalies: new AnomalyService(db, clock),
   };
 }
 
@@ -309,6 +314,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await adminRateRoutes(app, services.rates);
   await adminPaymentRoutes(app, services.db, services.clock);
   await adminAuditRoutes(app, services.db);
+  await adminAnomalyRoutes(app, services.anomalies);
   await quoteRoutes(app, services.quotes);
   await beneficiaryRoutes(app, services.beneficiaries);
   await bankRoutes(app, services.catalogue);
@@ -321,6 +327,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await adminWebhookRoutes(app, services.webhookEndpoints);
   await sandboxWebhookRoutes(app, services.sandboxWebhooks);
   await sandboxPaymentRoutes(app, services.sandboxSimulation);
+  await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 

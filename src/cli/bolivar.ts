@@ -58,6 +58,39 @@ const SENDER_FLAGS: Record<string, Flag> = {
   email: { type: 'string', value: 'EMAIL', required: true, description: 'email address' },
 };
 
+const ANOMALY: Flag = { type: 'string', value: 'ID', required: true, description: 'the anomaly id (anomalies list shows it)' };
+
+/** The paging flags of a list command. */
+function pageFlags(what: string): Record<string, Flag> {
+  return {
+    limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25; 100 with --all)' },
+    cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
+    all: { type: 'boolean', description: `read every page and print all ${what} as one list` },
+  };
+}
+
+/** One page of a cursor-paginated admin list, or every page from --cursor on with --all. */
+async function listPages(route: string, filters: Record<string, string | undefined>, v: Values): Promise<unknown> {
+  const limit = int(v.limit, 'limit');
+  const query = (cursor: string | undefined, size: number | undefined) => {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(filters)) if (value !== undefined) params.set(name, value);
+    if (size !== undefined) params.set('limit', String(size));
+    if (cursor !== undefined) params.set('cursor', cursor);
+    const text = params.toString();
+    return `${route}${text ? `?${text}` : ''}`;
+  };
+  if (!v.all) return call('GET', query(v.cursor as string | undefined, limit));
+  const data: unknown[] = [];
+  let cursor = v.cursor as string | undefined;
+  do {
+    const page = (await call('GET', query(cursor, limit ?? 100))) as { data: unknown[]; next_cursor: string | null };
+    data.push(...page.data);
+    cursor = page.next_cursor ?? undefined;
+  } while (cursor !== undefined);
+  return { data, has_more: false, next_cursor: null };
+}
+
 function senderOf(v: Values): Record<string, unknown> {
   return {
     nationalId: v['national-id'],
@@ -103,30 +136,8 @@ const COMMANDS: Command[] = [
     name: 'tenants list',
     summary: 'List customer tenants, newest first (GET /v1/admin/tenants)',
     details: 'Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one, or use --all.',
-    flags: {
-      limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25; 100 with --all)' },
-      cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
-      all: { type: 'boolean', description: 'read every page and print all tenants as one list' },
-    },
-    run: async (v) => {
-      const limit = int(v.limit, 'limit');
-      const query = (cursor: string | undefined, size: number | undefined) => {
-        const params = new URLSearchParams();
-        if (size !== undefined) params.set('limit', String(size));
-        if (cursor !== undefined) params.set('cursor', cursor);
-        const text = params.toString();
-        return `/v1/admin/tenants${text ? `?${text}` : ''}`;
-      };
-      if (!v.all) return call('GET', query(v.cursor as string | undefined, limit));
-      const data: unknown[] = [];
-      let cursor = v.cursor as string | undefined;
-      do {
-        const page = (await call('GET', query(cursor, limit ?? 100))) as { data: unknown[]; next_cursor: string | null };
-        data.push(...page.data);
-        cursor = page.next_cursor ?? undefined;
-      } while (cursor !== undefined);
-      return { data, has_more: false, next_cursor: null };
-    },
+    flags: pageFlags('tenants'),
+    run: (v) => listPages('/v1/admin/tenants', {}, v),
   },
   {
     name: 'tenants get',
@@ -339,6 +350,32 @@ What a key did: --actor-key with its id (keys list shows it); what was done to a
       const text = query.toString();
       return call('GET', `/v1/admin/audit${text ? `?${text}` : ''}`);
     },
+  },
+  {
+    name: 'anomalies list',
+    summary: 'List anomalies, newest first (GET /v1/admin/anomalies)',
+    details:
+      'What the rail said that contradicts our records, and what reconciliation found; our records were left as they were.\n' +
+      '--status open lists those waiting for an operator. Prints one page with has_more and next_cursor, or every page with --all.',
+    flags: {
+      status: { type: 'string', value: 'open|resolved', description: 'only open or only resolved anomalies' },
+      kind: { type: 'string', value: 'KIND', description: 'only this kind, e.g. settled_after_failed (docs/operations.md lists them)' },
+      ...pageFlags('anomalies'),
+    },
+    run: (v) => listPages('/v1/admin/anomalies', { status: v.status as string | undefined, kind: v.kind as string | undefined }, v),
+  },
+  {
+    name: 'anomalies get',
+    summary: 'Read one anomaly with its evidence (GET /v1/admin/anomalies/{id})',
+    flags: { anomaly: ANOMALY },
+    run: (v) => call('GET', `/v1/admin/anomalies/${segment(v.anomaly)}`),
+  },
+  {
+    name: 'anomalies resolve',
+    summary: 'Resolve an open anomaly with a note (POST /v1/admin/anomalies/{id}/resolve)',
+    details: 'The note says what was found and done; the platform key\'s id is stored as resolvedBy. Nothing else changes.',
+    flags: { anomaly: ANOMALY, note: { type: 'string', value: 'TEXT', required: true, description: 'what was found and done, 1 to 2000 characters' } },
+    run: (v) => call('POST', `/v1/admin/anomalies/${segment(v.anomaly)}/resolve`, { note: v.note }),
   },
   {
     name: 'migrate',

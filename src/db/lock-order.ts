@@ -26,6 +26,12 @@
 // Rows a transaction inserts that nobody else can know yet (a new payment, its transitions, ledger
 // entries, outbox events, audit rows) are not locks anyone waits for.
 //
+// Anomalies (a rail report that contradicts a payment) are new rows an outcome batch inserts after its
+// write, before step 8, INSERT … ON CONFLICT (dedup_key) DO NOTHING in key order: such an insert waits
+// only for another transaction inserting the same key, and a payment's keys name that payment, whose
+// row (step 3) the other transaction would hold first. An operator's resolution locks one anomaly and
+// nothing else; an insert that meets an existing row does not wait for it.
+//
 // Limit rules are a separate domain: a rule write locks limit_rule_epoch, then the rules; batches
 // only read the epoch (no lock) and decide again when it moved.
 //

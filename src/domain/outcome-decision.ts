@@ -13,21 +13,26 @@ import {
   type FundingAccount,
   type LedgerEntry,
 } from './ledger.ts';
+import { contradictionOf, type Contradiction } from './anomalies.ts';
 import type { Metadata } from './metadata.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
 import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
 import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './payout-decision.ts';
 import type { Instrument } from './payout-route.ts';
 
-/** What the rail said about a payment (at submission, when asked, or by notification). */
+/**
+ * What the rail said about a payment (at submission, when asked, or by notification). `amountMinor`:
+ * the amount the rail says moved, when it says one (compared with ours). A return's bank reference may
+ * be missing from a notification: the payment's own is used.
+ */
 export type RailReport =
   | { status: 'processing'; retryAfterMs?: number }
   | { status: 'unconfirmed'; retryAfterMs?: number }
   | { status: 'timeout' }
   | { status: 'error'; message: string }
-  | { status: 'settled'; bankReference: string; settledAt: Date }
-  | { status: 'failed'; reason: string }
-  | { status: 'reversed'; bankReference: string; reason: string };
+  | { status: 'settled'; bankReference: string; settledAt: Date; amountMinor?: bigint }
+  | { status: 'failed'; reason: string; amountMinor?: bigint }
+  | { status: 'reversed'; bankReference?: string; reason: string; amountMinor?: bigint };
 
 /** The fields of a locked payment the decision reads (and, for those of PaymentAfter, writes). */
 export interface OutcomePayment extends PaymentAfter {
@@ -66,6 +71,13 @@ export interface OutcomeJob {
    * it first); a sandbox simulation asks for exactly one move and must not get another.
    */
   onlyFrom?: readonly PaymentStatus[];
+  /**
+   * The report came as a rail notification (an event the rail pushed), not as its answer to our send
+   * or question: its id and the notification as received, for the anomaly it may open. A notified
+   * return of a payment we never saw settle is a contradiction; the rail's answer that a transfer
+   * settled and was returned is its whole history, applied as such.
+   */
+  notification?: { id: string; raw: unknown; occurredAt: Date };
 }
 
 export interface ResolutionSchedule {
@@ -128,6 +140,8 @@ export interface OutcomeDecision {
   beneficiary?: { successAt?: Date; failureReason?: string };
   /** The reaper asked for the last time: logged once and counted. */
   parkedNow: boolean;
+  /** The report contradicts our record: nothing of the payment changes, the anomaly is recorded. */
+  anomaly?: Contradiction;
 }
 
 export interface OutcomeBatchDecision {
@@ -136,7 +150,7 @@ export interface OutcomeBatchDecision {
   /** Decrements by `${day}|${counterKey}`. */
   giveBacks: Map<string, { day: string; counter: CounterKey; amount: bigint; count: bigint }>;
   /** Counters that held less than what was given back (a bug upstream): clamped at zero, reported. */
-  anomalies: string[];
+  counterShortfalls: string[];
 }
 
 const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
@@ -195,7 +209,7 @@ export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly Outc
   const balances = new Map(state.balances);
   const counters = new Map(state.counters);
   const giveBacks = new Map<string, { day: string; counter: CounterKey; amount: bigint; count: bigint }>();
-  const anomalies: string[] = [];
+  const counterShortfalls: string[] = [];
   // Jobs for one payment are applied in order against the row as the previous one left it.
   const rows = new Map<string, OutcomePayment>();
 
@@ -219,7 +233,7 @@ export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly Outc
         let amount = row.payout_amount;
         let count = 1n;
         if (held.amount < amount || held.count < count) {
-          anomalies.push(`limit counter ${k} holds ${held.amount}/${held.count}, less than the ${amount}/1 given back for payment ${row.id}`);
+          counterShortfalls.push(`limit counter ${k} holds ${held.amount}/${held.count}, less than the ${amount}/1 given back for payment ${row.id}`);
           amount = held.amount < amount ? held.amount : amount;
           count = held.count < count ? held.count : count;
         }
@@ -240,7 +254,12 @@ export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly Outc
     if (kind === 'credit_receivable' && balance < 0n) throw new Error(`invariant: an outcome would take ${asset} credit drawn below zero`);
     accountDeltas.set(k, { account: { asset, kind }, delta });
   }
-  return { decisions, accountDeltas, giveBacks, anomalies };
+  return { decisions, accountDeltas, giveBacks, counterShortfalls };
+}
+
+/** The status reason of a payment the rail answered without an outcome: it is `unknown`. */
+export function unknownReasonOf(report: { status: 'unconfirmed' | 'timeout' | 'error' }): string {
+  return report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
 }
 
 const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giveBack: false, parkedNow: false };
@@ -255,6 +274,16 @@ function decideOne(
   const report = job.report;
   if (job.onlyFrom && !job.onlyFrom.includes(row.status)) return NOTHING;
   const unresolved = UNRESOLVED.includes(row.status);
+  if (report.status === 'settled' || report.status === 'failed' || report.status === 'reversed') {
+    const anomaly = contradictionOf(row, report, job.notification !== undefined);
+    // Our records never change on a contradiction. An answer to the reaper's question still moves the
+    // payment's next question along its backoff (and parks it at the end), as any answer does.
+    if (anomaly) {
+      if (!unresolved || job.notification) return { ...NOTHING, anomaly };
+      const schedule = nextCheck(state, row, job, undefined);
+      return { ...NOTHING, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow, anomaly };
+    }
+  }
   const transition = (from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord => {
     assertTransition(from, to);
     return { from, to, reason, actor: job.actor };
@@ -273,7 +302,7 @@ function decideOne(
         const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transition('submitted', 'submitted', 'rail_accepted_async')] : [];
         return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
       }
-      const reason = report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
+      const reason = unknownReasonOf(report);
       return {
         ...NOTHING,
         transitions: [transition('submitted', 'unknown', reason)],
@@ -325,7 +354,9 @@ function decideOne(
       let settled = row;
       let beneficiary: OutcomeDecision['beneficiary'];
       if (unresolved) {
-        // The rail reports a return of a payment we had not yet seen settle: it settled first.
+        // The rail answers that a transfer we had not yet seen settle settled and was returned: it
+        // settled first. (Notified of such a return, we record an anomaly instead: see above.)
+        if (report.bankReference === undefined) throw new Error(`invariant: the rail reports a return of payment ${row.id} without its bank reference`);
         settled = settledRow(row, job.settledReason, report.bankReference, now);
         transitions.push(transition(row.status, 'settled', job.settledReason));
         entries.push(settlementEntry(row.payout_amount));

@@ -54,8 +54,12 @@ export type RailStatus =
 
 export type RailLookup = RailStatus | { status: 'not_found' };
 
-/** A rail-side event we did not ask for (e.g. a settled transfer returned by the bank). */
-export interface RailNotification {
+/**
+ * A rail-side event we did not ask for: a transfer's outcome pushed to us, or a settled transfer
+ * returned by the bank. Applied like the rail's answers; one that contradicts our records is recorded
+ * as an anomaly instead, and it is acknowledged only once either is committed.
+ */
+export type RailNotification = {
   id: string;
   reference: string;
   /**
@@ -64,10 +68,15 @@ export interface RailNotification {
    */
   tenantId?: string;
   mode?: 'test' | 'live';
-  kind: 'reversed';
-  reason: string;
+  /** The amount the rail says moved, when it says one. */
+  amountMinor?: bigint;
   occurredAt: Date;
-}
+} & (
+  | { kind: 'settled'; bankReference: string }
+  | { kind: 'failed'; reason: string }
+  /** The bank reference of the settlement returned, when the rail gives it. */
+  | { kind: 'reversed'; reason: string; bankReference?: string }
+);
 
 export interface RailAdapter {
   readonly name: string;

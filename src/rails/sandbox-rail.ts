@@ -8,15 +8,19 @@
 // transfers on restart would turn those paths into lies. For the same reason nothing is held in timers:
 // the whole schedule of a transfer (settle time, outcome, reversal time) is fixed and stored when it is
 // received, and its status is computed from those timestamps against `clock.now()`.
-import { randomInt } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import {
+  acknowledgeNotice,
   acknowledgeReversal,
   findSandboxTransfer,
   findSandboxTransfers,
+  insertSandboxNotice,
   insertSandboxTransfer,
   listDueReversals,
+  listPendingNotices,
   recordSimulatedOutcome,
+  type SandboxNoticeRow,
   type NewSandboxTransfer,
   type SandboxScenario,
   type SandboxTransferRow,
@@ -59,6 +63,10 @@ export const SANDBOX_REVERSAL_REASON = 'returned_by_bank';
 export const DEFAULT_SANDBOX_HANG_MS = 60_000;
 
 const NOTIFICATION_PREFIX = 'reversed:';
+/** Ids of the notifications a test asked for (queueSandboxNotification). */
+const NOTICE_PREFIX = 'notice:';
+/** Notifications a test asked for that one tenant may have waiting at once. */
+export const SANDBOX_NOTICES_PENDING_MAX = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function sandboxScenario(nationalId: string): SandboxScenario {
@@ -93,7 +101,8 @@ function receiptStatus(row: SandboxTransferRow, now: Date): RailStatus {
   return { status: row.pending_status, retryAfterMs: Math.max(0, row.settle_at.getTime() - now.getTime()) };
 }
 
-function newBankReference(): string {
+/** A bank reference as the sandbox rail writes them: 12 digits. */
+export function newBankReference(): string {
   return String(randomInt(0, 1_000_000_000_000)).padStart(12, '0');
 }
 
@@ -185,25 +194,40 @@ export class SandboxRail implements RailAdapter {
     });
   }
 
+  /** The returns its schedule made happen, and the notifications tests asked for, oldest first. */
   async pendingNotifications(limit: number): Promise<RailNotification[]> {
     if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('SandboxRail: limit must be a non-negative integer');
     if (limit === 0) return [];
-    const rows = await listDueReversals(this.db, this.clock.now(), limit);
-    return rows.map((row) => ({
-      id: NOTIFICATION_PREFIX + row.reference,
-      reference: row.reference,
-      tenantId: row.tenant_id,
-      mode: row.mode,
-      kind: 'reversed' as const,
-      reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
-      occurredAt: row.reverse_at!,
-    }));
+    const now = this.clock.now();
+    const [reversals, notices] = await Promise.all([listDueReversals(this.db, now, limit), listPendingNotices(this.db, now, limit)]);
+    const scheduled = reversals.map(
+      (row): RailNotification => ({
+        id: NOTIFICATION_PREFIX + row.reference,
+        reference: row.reference,
+        tenantId: row.tenant_id,
+        mode: row.mode,
+        kind: 'reversed',
+        reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
+        bankReference: row.bank_reference!,
+        amountMinor: row.amount_minor,
+        occurredAt: row.reverse_at!,
+      }),
+    );
+    const all = [...scheduled, ...notices.map(noticeOf)];
+    all.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return all.slice(0, limit);
   }
 
   /** Idempotent; throws for an id that was never handed out (a caller bug). */
   async acknowledgeNotification(id: string): Promise<void> {
+    const now = this.clock.now();
+    if (id.startsWith(NOTICE_PREFIX)) {
+      const notice = id.slice(NOTICE_PREFIX.length);
+      if (UUID.test(notice) && (await acknowledgeNotice(this.db, notice, now))) return;
+      throw new Error(`SandboxRail: unknown notification ${id}`);
+    }
     const reference = id.startsWith(NOTIFICATION_PREFIX) ? id.slice(NOTIFICATION_PREFIX.length) : '';
-    if (!UUID.test(reference) || !(await acknowledgeReversal(this.db, reference, this.clock.now()))) {
+    if (!UUID.test(reference) || !(await acknowledgeReversal(this.db, reference, now))) {
       throw new Error(`SandboxRail: unknown notification ${id}`);
     }
   }
@@ -269,6 +293,63 @@ export class SandboxRail implements RailAdapter {
 }
 
 export type { SimulatedOutcome } from '../db/repositories/sandbox-rail.ts';
+
+function noticeOf(row: SandboxNoticeRow): RailNotification {
+  const common = {
+    id: NOTICE_PREFIX + row.id,
+    reference: row.reference,
+    tenantId: row.tenant_id,
+    mode: row.mode,
+    occurredAt: row.occurred_at,
+    ...(row.amount_minor === null ? {} : { amountMinor: row.amount_minor }),
+  };
+  switch (row.kind) {
+    case 'settled':
+      return { ...common, kind: 'settled', bankReference: row.bank_reference! };
+    case 'failed':
+      return { ...common, kind: 'failed', reason: row.reason! };
+    case 'reversed':
+      return { ...common, kind: 'reversed', reason: row.reason!, ...(row.bank_reference === null ? {} : { bankReference: row.bank_reference }) };
+  }
+}
+
+/** What a test asks the sandbox rail to notify: a transfer's outcome or a return, as the rail would say it. */
+export type SandboxNotice =
+  | { kind: 'settled'; bankReference: string; amountMinor: bigint | null }
+  | { kind: 'failed'; reason: string; amountMinor: bigint | null }
+  | { kind: 'reversed'; reason: string; bankReference: string | null; amountMinor: bigint | null };
+
+/**
+ * Makes the sandbox rail send a notification about `reference` (a payment of the tenant's, or a
+ * reference nobody has) at `at`, whatever its record of the transfer says: the reaper hears it on its
+ * next pass, as it would a real rail's webhook. Its own record of the transfer is not changed. The id
+ * it will carry, or undefined when the tenant already has SANDBOX_NOTICES_PENDING_MAX waiting.
+ */
+export async function queueSandboxNotification(
+  db: Queryable,
+  sender: { tenantId: string; mode: 'test' | 'live' },
+  reference: string,
+  notice: SandboxNotice,
+  at: Date,
+): Promise<string | undefined> {
+  const id = randomUUID();
+  const queued = await insertSandboxNotice(
+    db,
+    {
+      id,
+      reference,
+      mode: sender.mode,
+      tenant_id: sender.tenantId,
+      kind: notice.kind,
+      amount_minor: notice.amountMinor,
+      bank_reference: notice.kind === 'failed' ? null : notice.bankReference,
+      reason: notice.kind === 'settled' ? null : notice.reason,
+      occurred_at: at,
+    },
+    SANDBOX_NOTICES_PENDING_MAX,
+  );
+  return queued ? NOTICE_PREFIX + id : undefined;
+}
 
 /**
  * The bank reference a simulated settlement of `reference` carries: the one the rail generated when it

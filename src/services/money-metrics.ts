@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Database, PoolStats } from '../db/database.ts';
+import { countOpenAnomalies } from '../db/repositories/anomalies.ts';
 import { BACKLOG_COUNT_MAX, readBacklog, type Backlog } from '../db/repositories/backlog.ts';
+import { ANOMALY_KINDS, type AnomalyKind } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { WebhookResponse } from '../webhooks/sender.ts';
 
@@ -52,22 +54,26 @@ export class BoundedLabel {
   }
 }
 
+/** Open anomalies counted for `bolivar_anomalies_open`, at most (one bounded read of a partial index). */
+export const ANOMALIES_OPEN_COUNT_MAX = 10_000;
+
 /**
- * The backlog, read on scrape rather than sampled by a loop: every role is scraped (an API process
- * runs no loop), nothing is read while nobody scrapes, and each figure is one bounded index probe or
- * capped index count (repositories/backlog.ts), all in one statement. Never on the request path.
+ * Figures read from the database on scrape rather than sampled by a loop (the backlog, the open
+ * anomalies): every role is scraped (an API process runs no loop), nothing is read while nobody
+ * scrapes, and each reading is one statement of bounded index probes or capped index counts
+ * (repositories/backlog.ts, countOpenAnomalies). Never on the request path.
  * One reading at a time per process; a scrape waits for it at most BACKLOG_SCRAPE_WAIT_MS, and an
  * unreachable database leaves the last values in place rather than failing the scrape.
  */
-class BacklogSnapshot {
-  private latest: Backlog | undefined;
+class Snapshot<T> {
+  private latest: T | undefined;
   private reading: Promise<void> | undefined;
 
-  constructor(private readonly db: Database) {}
+  constructor(private readonly read: () => Promise<T>) {}
 
   /** Every gauge of one scrape asks at once: they share the reading in flight. */
-  async get(): Promise<Backlog | undefined> {
-    this.reading ??= readBacklog(this.db, BACKLOG_COUNT_MAX)
+  async get(): Promise<T | undefined> {
+    this.reading ??= this.read()
       .then(
         (backlog) => {
           this.latest = backlog;
@@ -99,6 +105,7 @@ export class MoneyMetrics {
   private readonly deliveries: Counter<'status_class'>;
   private readonly deliverySeconds: Histogram;
   private readonly workerPasses: Counter<'worker' | 'result'>;
+  private readonly anomalies: Counter<'kind'>;
   private committerDepth: () => number = () => 0;
 
   constructor(registry: Registry, db: Database, clock: Clock) {
@@ -173,6 +180,14 @@ export class MoneyMetrics {
       registers,
     });
 
+    this.anomalies = new Counter({
+      name: 'bolivar_anomalies_total',
+      help: 'Anomalies this process recorded, by kind, each counted once when stored (a contradiction heard again is not counted again); open ones: bolivar_anomalies_open',
+      labelNames: ['kind'],
+      registers,
+    });
+    for (const kind of ANOMALY_KINDS) this.anomalies.inc({ kind }, 0);
+
     // The gauges read from memory come first: a scrape collects in registration order, and the pool
     // must be seen before the backlog query below takes a connection from it.
     const depth = () => this.committerDepth();
@@ -201,7 +216,7 @@ export class MoneyMetrics {
       poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
     }
 
-    const snapshot = new BacklogSnapshot(db);
+    const snapshot = new Snapshot(() => readBacklog(db, BACKLOG_COUNT_MAX));
     const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
     const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
       new Gauge({
@@ -236,6 +251,18 @@ export class MoneyMetrics {
       'Payments still submitted/unknown that the reaper no longer asks about (re-queue with POST /v1/admin/payments/{id}/recheck)',
       (b) => b.parked,
     );
+    const openAnomalies = new Snapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX));
+    new Gauge({
+      name: 'bolivar_anomalies_open',
+      help: `Anomalies waiting for an operator, by kind (GET /v1/admin/anomalies?status=open). Counted up to ${ANOMALIES_OPEN_COUNT_MAX} in all`,
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const open = await openAnomalies.get();
+        if (!open) return;
+        for (const kind of ANOMALY_KINDS) this.set({ kind }, open.get(kind) ?? 0);
+      },
+    });
     backlogGauge(
       'bolivar_reaper_lag_seconds',
       'Age of the oldest unresolved payment the reaper still asks about (parked ones excluded: bolivar_payments_parked_unresolved); 0 when none',
@@ -269,6 +296,11 @@ export class MoneyMetrics {
   delivery(response: WebhookResponse, attempted: boolean): void {
     this.deliveries.inc({ status_class: deliveryClassOf(response) });
     if (attempted) this.deliverySeconds.observe(response.durationMs / 1000);
+  }
+
+  /** Once the anomaly's transaction has committed, and only when it stored it (not a repeat). */
+  anomalyRecorded(kind: AnomalyKind): void {
+    this.anomalies.inc({ kind });
   }
 
   workerPass(worker: string, ok: boolean): void {

@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queryable, TransactionHandle } from '../db/database.ts';
 import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
+import { openAnomalies, type NewAnomaly } from '../db/repositories/anomalies.ts';
 import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
 import type { PaymentRow } from '../db/repositories/payments.ts';
 import type { Mode } from '../domain/api-keys.ts';
+import { answerDedupKey, jsonOf, notificationDedupKey, type AnomalyKind, type Contradiction } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import {
   decideOutcomeBatch,
@@ -35,6 +37,8 @@ export interface OutcomeContext {
    * Its rows come last in the lock order (db/lock-order.ts).
    */
   alongside?: (tx: Queryable, payment: PaymentRow) => Promise<void>;
+  /** The report came as this rail notification (see OutcomeJob.notification). */
+  notification?: OutcomeJob['notification'];
 }
 
 interface OutcomeItem {
@@ -51,8 +55,10 @@ export interface AppliedOutcome {
   parkedNow: boolean;
   /** The status changes it committed (an outcome may make two: settled, then reversed). */
   changes: Array<{ to: string; reason: string | null }>;
-  /** Batch-level anomalies (reported with the first job of the batch). */
-  anomalies: string[];
+  /** Limit counters the batch found short (reported with the first job of the batch). */
+  counterShortfalls: string[];
+  /** The report contradicted our record: nothing changed, this anomaly is stored (`created`: by this outcome). */
+  anomaly?: { id: string; kind: AnomalyKind; created: boolean };
 }
 
 /**
@@ -151,13 +157,18 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
       };
       const decision = decided.decisions[i]!;
       const changes = decision.transitions.filter((t) => t.from !== t.to).map((t) => ({ to: t.to, reason: t.reason }));
-      return { payment: row, moved: changes.length > 0, parkedNow: decision.parkedNow, changes, anomalies: i === 0 ? decided.anomalies : [] };
+      return { payment: row, moved: changes.length > 0, parkedNow: decision.parkedNow, changes, counterShortfalls: i === 0 ? decided.counterShortfalls : [] };
     });
     // In payment id order, as every kind of row is locked; only for outcomes that took effect.
     const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
     alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
+    const contradicted = decided.decisions.flatMap((decision, i) => (decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : []));
     // Usually the write is the batch's last statement: it then goes out with the COMMIT.
-    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write, { last: alongside.length === 0 });
+    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
+    // In the same transaction as the rest: whoever acknowledges the report to the rail does so after
+    // this commits, so a contradiction is never acknowledged without being stored.
+    const opened = await openAnomalies(tx, contradicted.map((c) => c.anomaly), now);
+    contradicted.forEach(({ i, anomaly }, n) => (results[i]!.anomaly = { ...opened[n]!, kind: anomaly.kind }));
     for (const a of alongside) await a.write!(tx, a.result.payment);
     return results;
   }
@@ -178,9 +189,16 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
       this.log?.info({ tenantId: partition.tenantId, mode: partition.mode, outcomes }, `payment outcomes applied: ${outcomes.length}`);
     }
     results.forEach((result, i) => {
-      for (const anomaly of result.anomalies) {
+      for (const shortfall of result.counterShortfalls) {
         this.metrics?.counterAnomalies.inc();
-        this.log?.error({ anomaly }, 'limit counter anomaly (clamped at zero)');
+        this.log?.error({ anomaly: shortfall }, 'limit counter anomaly (clamped at zero)');
+      }
+      if (result.anomaly?.created) {
+        this.metrics?.anomalyRecorded(result.anomaly.kind);
+        this.log?.error(
+          { anomalyId: result.anomaly.id, kind: result.anomaly.kind, paymentId: result.payment.id, tenantId: partition.tenantId, mode: partition.mode, actor: items[i]!.job.actor },
+          'anomaly: the rail contradicts our records; nothing changed, it waits for an operator (GET /v1/admin/anomalies)',
+        );
       }
       if (!result.parkedNow) return;
       this.metrics?.parked.inc();
@@ -191,6 +209,23 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
       );
     });
   }
+}
+
+/** The anomaly a contradicted outcome stores: keyed by the notification, or by what the rail answered. */
+function anomalyOf(item: OutcomeItem, contradiction: Contradiction): NewAnomaly {
+  const { payment, job } = item;
+  const { kind, ours, theirs } = contradiction;
+  return {
+    kind,
+    tenantId: payment.tenant_id,
+    mode: payment.mode,
+    paymentId: payment.id,
+    ours,
+    theirs,
+    raw: job.notification ? job.notification.raw : { via: job.actor, answer: jsonOf(job.report) },
+    dedupKey: job.notification ? notificationDedupKey(kind, payment.mode, job.notification.id) : answerDedupKey(kind, payment.tenant_id, payment.id, theirs),
+    reportedAt: job.notification?.occurredAt,
+  };
 }
 
 function outcomePaymentOf(p: PaymentRow): OutcomePayment {

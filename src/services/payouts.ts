@@ -17,7 +17,7 @@ import { creditCeiling } from '../domain/credit.ts';
 import { answerForStoredKey, isStoredStatus, type StoredKey } from '../domain/idempotency.ts';
 import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
 import { parseRate, railFloorMinor } from '../domain/money.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import { unknownReasonOf, type RailReport } from '../domain/outcome-decision.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
 import {
   decidePayoutBatch,
@@ -324,11 +324,12 @@ export class PayoutService {
       const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
       if (outcome.status === 'processing') accepted = true;
       else {
-        row = await this.outcomes.apply(payment, outcome, {
+        const applied = await this.outcomes.apply(payment, outcome, {
           actor: 'api',
           settledReason: 'rail_settled',
           recheck: { afterMs: this.unknownRecheck[payment.mode] },
         });
+        row = answerOfSend(payment, outcome, applied);
       }
     }
     const body = this.answers.payment(row);
@@ -723,6 +724,19 @@ const keyInProgress = () =>
     'idempotency_request_in_progress',
     'A request with this Idempotency-Key is still being processed. Retry the same request in a moment: you will get its result once it finishes.',
   );
+
+/**
+ * The payout's answer to a send the rail answered without an outcome (it did not confirm, it timed
+ * out, the call failed) is `unknown`, whatever has happened to the payment since: the reaper may have
+ * asked the rail and resolved it while this send was still waiting for its timeout (a short sandbox
+ * settle delay), and the answer must not depend on that race. The payment itself is as the outcome
+ * batches left it; GET /v1/payments/{id} and the webhook tell the outcome. Any other answer is the
+ * payment as it stands after what the rail said was applied.
+ */
+function answerOfSend(committed: PaymentRow, outcome: RailReport, applied: PaymentRow): PaymentRow {
+  if (outcome.status !== 'unconfirmed' && outcome.status !== 'timeout' && outcome.status !== 'error') return applied;
+  return { ...committed, status: 'unknown', status_reason: unknownReasonOf(outcome), message: STATUS_MESSAGES.unknown };
+}
 
 /** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
 export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport> {

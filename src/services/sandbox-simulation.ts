@@ -3,6 +3,7 @@
 // (PaymentOutcomes: lock order, ledger entry, limit give-back, history, one outbox event), and the
 // sandbox rail's record of the transfer is rewritten in that same transaction, so the rail can never
 // report a second, different outcome later.
+import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../db/repositories/payments.ts';
@@ -11,9 +12,17 @@ import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { UNRESOLVED, type PaymentStatus } from '../domain/payment-state.ts';
-import { ApiError, notFound, validationFailed } from '../http/errors.ts';
+import { ApiError, notFound, overloaded, validationFailed } from '../http/errors.ts';
 import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../rails/rail.ts';
-import { recordSimulation, SANDBOX_REVERSAL_REASON, simulatedBankReference, type SimulatedOutcome } from '../rails/sandbox-rail.ts';
+import {
+  newBankReference,
+  queueSandboxNotification,
+  recordSimulation,
+  SANDBOX_REVERSAL_REASON,
+  simulatedBankReference,
+  type SandboxNotice,
+  type SimulatedOutcome,
+} from '../rails/sandbox-rail.ts';
 import type { PaymentOutcomes } from './payment-outcomes.ts';
 
 export const SIMULATED_OUTCOMES = ['settle', 'fail', 'reverse'] as const;
@@ -45,7 +54,7 @@ export interface SimulationRequest {
 }
 
 /** The reason the outcome is recorded with, or a 400 naming `reason`. */
-function reasonOf(request: SimulationRequest): string | undefined {
+export function reasonOf(request: SimulationRequest): string | undefined {
   const { outcome, reason } = request;
   const refuse = (message: string) => validationFailed([{ field: 'reason', message }]);
   if (outcome === 'settle') {
@@ -154,4 +163,62 @@ export class SandboxSimulationService {
     if (!after) throw new Error(`invariant: payment ${id} vanished after its simulated outcome`);
     return { payment: after, transitions: await listTransitions(this.db, partition.tenantId, id) };
   }
+}
+
+/** What a test asks the sandbox rail to notify (POST /v1/sandbox/rail-notifications). */
+export interface NotificationRequest {
+  /** One of the caller's test payments; absent: a reference nobody has. */
+  paymentId?: string;
+  status: 'settled' | 'failed' | 'reversed';
+  reason?: string;
+  /** Minor units; default the payment's amount (none for a reference nobody has). */
+  amount?: number;
+  /** Default the payment's (or the rail's) bank reference, else a new one. */
+  bankReference?: string;
+}
+
+export interface QueuedNotification {
+  id: string;
+  reference: string;
+  paymentId: string | null;
+  status: NotificationRequest['status'];
+  reason: string | null;
+  amount: bigint | null;
+  bankReference: string | null;
+  occurredAt: Date;
+}
+
+const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeName> = { settled: 'settle', failed: 'fail', reversed: 'reverse' };
+
+/**
+ * Test mode only: makes the sandbox rail notify what the request says, as a real rail's webhook
+ * might — including what contradicts our records (settled after failed, a return of a failed
+ * payment, an amount or bank reference of its own, a reference nobody has). The reaper hears it on its
+ * next pass and applies it, or records it as an anomaly; nothing is changed here. 404 for a payment
+ * outside the caller's test program, 503 `overloaded` past SANDBOX_NOTICES_PENDING_MAX waiting.
+ */
+export async function queueNotification(db: Database, clock: Clock, partition: { tenantId: string; mode: Mode }, request: NotificationRequest): Promise<QueuedNotification> {
+  const reason = reasonOf({ outcome: OUTCOME_OF_STATUS[request.status], reason: request.reason }) ?? null;
+  if (request.status === 'failed' && request.bankReference !== undefined) {
+    throw validationFailed([{ field: 'bankReference', message: 'is not accepted with status failed: a failed transfer has no bank reference' }]);
+  }
+  if (partition.mode !== 'test') throw new ApiError('resource_not_found', 'Live programs have no sandbox rail: use a test key.');
+  const payment = request.paymentId === undefined ? undefined : await findPayment(db, partition.tenantId, 'test', request.paymentId);
+  if (request.paymentId !== undefined && !payment) throw notFound('payment');
+  const reference = payment?.id ?? randomUUID();
+  const amount = request.amount !== undefined ? BigInt(request.amount) : (payment?.payout_amount ?? null);
+  const bankReference =
+    request.status === 'failed'
+      ? null
+      : (request.bankReference ?? payment?.bank_reference ?? (payment ? await simulatedBankReference(db, payment.id, 'test') : newBankReference()));
+  const notice: SandboxNotice =
+    request.status === 'failed'
+      ? { kind: 'failed', reason: reason!, amountMinor: amount }
+      : request.status === 'settled'
+        ? { kind: 'settled', bankReference: bankReference!, amountMinor: amount }
+        : { kind: 'reversed', reason: reason!, bankReference, amountMinor: amount };
+  const at = clock.now();
+  const id = await queueSandboxNotification(db, { tenantId: partition.tenantId, mode: 'test' }, reference, notice, at);
+  if (id === undefined) throw overloaded("the sandbox rail's notifications waiting for this program");
+  return { id, reference, paymentId: payment?.id ?? null, status: request.status, reason, amount, bankReference, occurredAt: at };
 }

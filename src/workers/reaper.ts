@@ -2,6 +2,8 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
 import { claimUnresolvedPayments, deferResolution, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
+import { openAnomaly } from '../db/repositories/anomalies.ts';
+import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
@@ -55,8 +57,8 @@ export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | '
  * lock order); one payment's failure never fails the others — its lease, which outlives the rail's
  * timeout by construction, expires and it is asked again.
  *
- * It also applies the rail's own notifications (a settled payout returned by the bank), and
- * acknowledges one only once its effect is committed.
+ * It also applies the rail's own notifications (an outcome pushed to us, a settled payout returned by
+ * the bank), and acknowledges one only once its effect — or the anomaly it is — is committed.
  *
  * Every question to the rail is bounded by the rail timeout (`bounded`): a rail that stops answering
  * ends the pass's questions instead of holding the pass, and the payments it did not answer for are
@@ -193,14 +195,15 @@ export class Reaper {
 
   private async processNotifications(): Promise<number> {
     let handled = 0;
-    for (const rail of [this.rails.test, this.rails.live]) {
+    for (const mode of ['test', 'live'] as const) {
+      const rail = this.railFor({ mode });
       if (!rail) continue;
       const notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.settings.railTimeoutMs, 'the pending notifications');
       await forEachBounded(notifications, REAPER_RAIL_CONCURRENCY, async (notification) => {
         try {
-          if (await this.applyNotification(rail, notification)) {
-            await bounded(rail.acknowledgeNotification(notification.id), this.settings.railTimeoutMs, 'an acknowledgement');
-          }
+          await this.applyNotification(mode, rail, notification);
+          // Only now: what it said is committed (applied, or stored as an anomaly).
+          await bounded(rail.acknowledgeNotification(notification.id), this.settings.railTimeoutMs, 'an acknowledgement');
         } catch (error) {
           // Not acknowledged: the rail hands it out again on a later pass.
           this.log?.warn({ notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
@@ -212,31 +215,83 @@ export class Reaper {
   }
 
   /**
-   * Applies a return of a settled payout (settling it first if we had not heard of the settlement).
-   * True once its effect is committed — or once there is nothing it could ever apply to.
+   * Applies what a notification says through the outcome batches, as an answer of the rail would be:
+   * an outcome of an unresolved payment, a return of a settled one. What contradicts our records — a
+   * payment already final the other way, a return of a payment we never saw settle, an amount or bank
+   * reference other than ours — is stored as an anomaly in the batch's transaction instead, and a
+   * reference we have no payment for (of this rail's mode) is stored as one too. Resolves once its
+   * effect is committed; the caller acknowledges it then.
    */
-  private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<boolean> {
-    // By the primary key when the rail says whose transfer it was; by the id alone otherwise, or when
-    // that names nothing (a rail's echo is not trusted to be right: a return is never dropped for it).
-    const keyed = notification.tenantId && notification.mode ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference) : undefined;
+  private async applyNotification(mode: 'test' | 'live', rail: RailAdapter, notification: RailNotification): Promise<void> {
+    const payment = await this.paymentNamedBy(mode, notification);
+    if (!payment) return this.recordUnknownReference(mode, notification);
+    let current = payment;
+    if (notification.kind === 'reversed' && (current.status === 'submitted' || current.status === 'unknown')) {
+      // A return of a payment we have not seen settle: the rail's own status first. A transfer it shows
+      // settled (or settled and returned) is resolved as such, and the return then applies to it (or
+      // repeats it); one it does not show settled leaves the return a contradiction.
+      const lookup = await bounded(rail.lookup(current.id, current.mode), this.settings.railTimeoutMs, 'a lookup');
+      if (lookup.status === 'settled' || lookup.status === 'failed' || lookup.status === 'reversed') {
+        current = await this.outcomes.apply(current, lookup, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+      }
+    }
+    await this.outcomes.apply(current, reportOfNotification(notification), {
+      actor: 'provider_event',
+      settledReason: 'resolved_by_reaper',
+      recheck: 'backoff',
+      notification: { id: notification.id, raw: jsonOf(notification), occurredAt: notification.occurredAt },
+    });
+  }
+
+  /**
+   * The payment a notification names: by the primary key when the rail says whose transfer it was; by
+   * the id alone otherwise, or when that names nothing (a rail's echo is not trusted to be right: a
+   * return is never dropped for it). A rail serves one mode: a payment of the other is not its.
+   */
+  private async paymentNamedBy(mode: 'test' | 'live', notification: RailNotification): Promise<PaymentRow | undefined> {
+    const keyed = notification.tenantId && notification.mode === mode ? await findPayment(this.db, notification.tenantId, mode, notification.reference) : undefined;
     const payment = keyed ?? (await findPaymentById(this.db, notification.reference));
-    if (!payment) {
-      this.log?.error({ notification: notification.id }, 'reaper: the rail returned a payment we have no record of; acknowledged without effect');
-      return true;
-    }
-    const lookup = await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup');
-    const report: RailReport =
-      lookup.status === 'reversed'
-        ? lookup
-        : { status: 'reversed', bankReference: payment.bank_reference ?? (lookup.status === 'settled' ? lookup.bankReference : ''), reason: notification.reason };
-    if (report.bankReference === '') throw new Error(`the rail reports a return of payment ${payment.id} without its bank reference`);
-    const after = await this.outcomes.apply(payment, report, { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
-    if (after.status === 'reversed') return true;
-    if (after.status === 'failed') {
-      this.log?.error({ paymentId: payment.id }, 'reaper: the rail returned a payment that had failed; acknowledged without effect');
-      return true;
-    }
-    return false;
+    return payment?.mode === mode ? payment : undefined;
+  }
+
+  /** A notification naming a reference we have no payment for: an anomaly without a tenant. */
+  private async recordUnknownReference(mode: 'test' | 'live', notification: RailNotification): Promise<void> {
+    const report = reportOfNotification(notification);
+    const kind = 'unknown_reference';
+    const opened = await openAnomaly(
+      this.db,
+      {
+        kind,
+        tenantId: null,
+        mode,
+        paymentId: null,
+        ours: { payment: null },
+        theirs: { reference: notification.reference, ...evidenceOfReport(report) },
+        raw: jsonOf(notification),
+        dedupKey: notificationDedupKey(kind, mode, notification.id),
+        reportedAt: notification.occurredAt,
+      },
+      this.clock.now(),
+    );
+    if (!opened.created) return;
+    this.metrics?.anomalyRecorded(kind);
+    this.log?.error(
+      { anomalyId: opened.id, kind, mode, notification: notification.id },
+      'anomaly: the rail notified about a reference we have no payment for; it waits for an operator (GET /v1/admin/anomalies)',
+    );
+  }
+}
+
+/** What a notification says, as the outcome batches take a rail's report. */
+function reportOfNotification(notification: RailNotification): RailReport & FinalReport {
+  const amount = notification.amountMinor === undefined ? {} : { amountMinor: notification.amountMinor };
+  switch (notification.kind) {
+    case 'settled':
+      return { status: 'settled', bankReference: notification.bankReference, settledAt: notification.occurredAt, ...amount };
+    case 'failed':
+      return { status: 'failed', reason: notification.reason, ...amount };
+    case 'reversed':
+      return { status: 'reversed', reason: notification.reason, ...(notification.bankReference === undefined ? {} : { bankReference: notification.bankReference }), ...amount };
   }
 }
 

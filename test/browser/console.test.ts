@@ -4,6 +4,9 @@
 // requeued and delivered, make a test payout from the sandbox screen; with the platform key, see which
 // key made a payment and read the audit trail; the strict CSP is served and obeyed (no violation), and
 // the key never appears in a URL.
+// requeued and delivered, make a test payout from the sandbox screen, resolve an anomaly on the platform
+// key's Needs review screen; the strict CSP is served and obeyed (no violation), and the key never
+// appears in a URL.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -192,6 +195,16 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       assert.match(outcome, /failed\s+invalid_destination_account/);
       assert.match(outcome, /1,500\.00 Bs/);
 
+      // A contradiction: a payout failed at once (V99990004), then the rail says it settled. The
+      // reaper records an anomaly and changes nothing.
+      const contradicted = await payout('V99990004', 'console-test-3');
+      const notice = await api('POST', '/v1/sandbox/rail-notifications', { paymentId: contradicted, status: 'settled', bankReference: '000000000777' });
+      assert.equal(notice.status, 202, notice.text);
+      const anomaly = await until('the anomaly of the contradicted payout', async () => {
+        const open = await call(base, admin, 'GET', '/v1/admin/anomalies?status=open');
+        return open.json.data.find((a: { paymentId: string }) => a.paymentId === contradicted) as { id: string } | undefined;
+      });
+
       // The platform key gets the admin screens and is told what it cannot read.
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('API key').fill(admin);
@@ -225,6 +238,24 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       await trail.getByText('event.retry', { exact: true }).waitFor({ timeout: WAIT_MS });
       assert.equal(await trail.locator('tbody tr').count(), 1, await trail.innerText());
       assert.equal(await trail.getByText('webhook_endpoint.set', { exact: true }).count(), 0);
+      // Needs review: the open anomaly with both sides, resolved with a note.
+      await page.getByRole('link', { name: 'Needs review' }).click();
+      await page.getByRole('heading', { name: 'Needs review', level: 1 }).waitFor();
+      const card = page.getByRole('article', { name: 'The rail says settled; we recorded failed' });
+      await card.waitFor({ timeout: WAIT_MS });
+      const evidence = await card.getByRole('table', { name: `Evidence of anomaly ${anomaly.id}` }).innerText();
+      assert.match(evidence, /status\s+failed\s+settled\s+differs/);
+      assert.match(evidence, /bankReference\s+—\s+000000000777/);
+      assert.match(await card.innerText(), new RegExp(contradicted));
+      await card.getByLabel('Resolution note').fill('Bank statement checked: the transfer did not leave. The rail was wrong.');
+      await card.getByRole('button', { name: 'Resolve' }).click();
+      await page.getByRole('status').getByText(`Anomaly ${anomaly.id} resolved.`).waitFor({ timeout: WAIT_MS });
+      await page.getByText('Nothing needs review.').waitFor({ timeout: WAIT_MS });
+      const stored = await call(base, admin, 'GET', `/v1/admin/anomalies/${anomaly.id}`);
+      assert.equal(stored.json.status, 'resolved');
+      assert.equal(stored.json.resolutionNote, 'Bank statement checked: the transfer did not leave. The rail was wrong.');
+      assert.equal(stored.json.resolvedBy, (await call(base, admin, 'GET', '/v1/tenant/me')).json.apiKeyId);
+      assert.equal((await api('GET', `/v1/payments/${contradicted}`)).json.status, 'failed', 'the payment is as it was');
 
       assert.deepEqual(problems, [], 'no script error and no CSP violation');
       assert.ok(urls.length > 0);

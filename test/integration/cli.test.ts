@@ -1,46 +1,15 @@
 // The operator CLI (`npx bolivar …`), spawned as an operator runs it (bin/bolivar.mjs) against a
 // listening test server, and against a port where nothing listens.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import { networkInterfaces, tmpdir } from 'node:os';
-import path from 'node:path';
+import { networkInterfaces } from 'node:os';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { isLocalHost } from '../../src/cli/bolivar.ts';
-import { client, startTestApp, type TestApp } from '../support/harness.ts';
+import { assertOneLine, bolivar, startCliTarget, type CliTarget } from '../support/cli.ts';
+import { client, type TestApp } from '../support/harness.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const BIN = path.join(ROOT, 'bin/bolivar.mjs');
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Runs the CLI asynchronously (the test server answers from this same process). The environment is
- * only what is given, plus PATH: no key or URL leaks in from the shell that runs the tests.
- */
-function bolivar(args: string[], env: Record<string, string> = {}, cwd = ROOT): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-/** One line on stderr, prefixed `bolivar:`, and no stack trace. */
-function assertOneLine(run: Run, pattern: RegExp): void {
-  assert.match(run.stderr, /^bolivar: [^\n]+\n$/, `one line on stderr, got ${JSON.stringify(run.stderr)}`);
-  assert.match(run.stderr, pattern);
-  assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
-}
 
 /** An HTTP server on `host` that records each request's headers and answers with `answer`. */
 async function recordingServer(host: string, answer: (res: import('node:http').ServerResponse) => void): Promise<{ server: Server; url: string; seen: IncomingHttpHeaders[] }> {
@@ -63,20 +32,17 @@ async function closedPort(): Promise<number> {
 }
 
 describe('bolivar CLI', () => {
+  let target: CliTarget;
   let t: TestApp;
   let env: Record<string, string>;
-  // An empty working folder, so that no data/bootstrap.json of the repository is read.
-  const cwd = mkdtempSync(path.join(tmpdir(), 'bolivar-cli-'));
+  let cwd: string;
 
   before(async () => {
-    t = await startTestApp();
-    await t.app.listen({ port: 0, host: '127.0.0.1' });
-    const { port } = t.app.server.address() as { port: number };
-    env = { BOLIVAR_URL: `http://127.0.0.1:${port}`, PLATFORM_API_KEY: t.platformKey };
+    target = await startCliTarget();
+    ({ t, env, cwd } = target);
   });
   after(async () => {
-    await t.close();
-    rmSync(cwd, { recursive: true, force: true });
+    await target.close();
   });
 
   describe('help', () => {

@@ -6,7 +6,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import type { RailLookup, RailStatus, RailTransfer } from '../../src/rails/rail.ts';
-import { recordSimulation, SandboxRail } from '../../src/rails/sandbox-rail.ts';
+import { queueSandboxNotification, recordSimulation, SANDBOX_NOTICES_PENDING_MAX, SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 
 const T0 = '2025-03-10T15:00:00.000Z';
@@ -172,6 +172,7 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     const mine = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference);
     assert.equal(mine.length, 1);
     assert.deepEqual([mine[0]!.tenantId, mine[0]!.mode], [t.tenantId, 'test'], 'the return names whose transfer it was, as it was sent');
+    assert.deepEqual(mine[0], { ...mine[0]!, kind: 'reversed', bankReference, amountMinor: t.amountMinor }, 'and which settlement of how much it returns');
     await rail.acknowledgeNotification(mine[0]!.id);
     assert.deepEqual(
       await rail.lookup(t.reference, 'test'),
@@ -444,6 +445,36 @@ describe(`sandbox rail notifications on ${ENGINE}`, () => {
 
     await assert.rejects(rail.acknowledgeNotification('reversed:' + randomUUID()), /unknown notification/);
     await assert.rejects(rail.acknowledgeNotification('nonsense'), /unknown notification/);
+  });
+
+  it('notifications a test asked for: handed out with the scheduled returns in time order, acknowledged by id, bounded per tenant', async () => {
+    const { clock, rail } = setup(() => database.db);
+    clock.set(at(SETTLE + REVERSE + 60_000)); // after every scheduled return of the tests above
+    const sender = { tenantId: '6f1c2a4e-2222-4c2b-9d3e-000000000002', mode: 'test' as const };
+    const reference = randomUUID();
+    const settled = await queueSandboxNotification(database.db, sender, reference, { kind: 'settled', bankReference: '000000000042', amountMinor: 5n }, clock.now());
+    clock.advance(1);
+    const failed = await queueSandboxNotification(database.db, sender, reference, { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now());
+    const queued = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference);
+    assert.deepEqual(queued, [
+      { id: settled, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_000)), amountMinor: 5n, kind: 'settled', bankReference: '000000000042' },
+      { id: failed, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_001)), kind: 'failed', reason: 'rail_rejected' },
+    ]);
+    const all = await rail.pendingNotifications(1_000);
+    for (let i = 1; i < all.length; i += 1) assert.ok(all[i - 1]!.occurredAt <= all[i]!.occurredAt, 'oldest first, returns and notices together');
+    await rail.acknowledgeNotification(settled!);
+    await rail.acknowledgeNotification(settled!); // a redelivered acknowledgement is harmless
+    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference).map((n) => n.id), [failed]);
+    await assert.rejects(rail.acknowledgeNotification(`notice:${randomUUID()}`), /unknown notification/);
+    await rail.acknowledgeNotification(failed!);
+
+    const busy = { tenantId: '6f1c2a4e-3333-4c2b-9d3e-000000000003', mode: 'test' as const };
+    for (let i = 0; i < SANDBOX_NOTICES_PENDING_MAX; i += 1) {
+      assert.ok(await queueSandboxNotification(database.db, busy, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()));
+    }
+    assert.equal(await queueSandboxNotification(database.db, busy, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()), undefined, 'refused past the bound');
+    assert.ok(await queueSandboxNotification(database.db, sender, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()), 'another tenant is not');
+    for (const n of await rail.pendingNotifications(1_000)) if (n.id.startsWith('notice:')) await rail.acknowledgeNotification(n.id);
   });
 
   it('two workers: at-least-once, but nothing is handed out after its acknowledgement', async () => {

@@ -18,6 +18,8 @@ import type { PaymentStatus } from '../../src/domain/payment-state.ts';
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const NOW = new Date('2026-11-23T15:00:00Z');
 const SCHEDULE: ResolutionSchedule = { intervalMs: 1000, backoffMaxMs: 600_000, attemptsMax: 6, hintMaxMs: 3_600_000 };
+/** The bank reference of a settled (or reversed) payment of arbPayment. */
+const SETTLED_WITH = '123456789012';
 
 const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
   fc
@@ -54,20 +56,23 @@ const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
         beneficiary_id: '00000000-0000-4000-8000-0000000000b1',
         usage_day: '2026-11-22',
         check_attempts: r.attempts,
-        bank_reference: settledLike ? '123456789012' : null,
+        bank_reference: settledLike ? SETTLED_WITH : null,
         settled_at: settledLike ? new Date(NOW.getTime() - 60_000) : null,
         metadata: (i % 2 === 0 ? { order_id: `order-${i}` } : {}) as Record<string, string>,
       };
     });
+
+const BANK_REFERENCE = fc.constantFrom(SETTLED_WITH, SETTLED_WITH, SETTLED_WITH, '000000000002');
 
 const arbReport: fc.Arbitrary<RailReport> = fc.oneof(
   fc.record({ status: fc.constant('processing' as const), retryAfterMs: fc.option(fc.integer({ min: 0, max: 10_000 }), { nil: undefined }) }),
   fc.record({ status: fc.constant('unconfirmed' as const) }),
   fc.constant({ status: 'timeout' as const }),
   fc.constant({ status: 'error' as const, message: 'boom' }),
-  fc.constant({ status: 'settled' as const, bankReference: '000000000001', settledAt: NOW }),
+  // Mostly the bank reference a settled payment of arbPayment has; sometimes another (a contradiction).
+  BANK_REFERENCE.map((bankReference) => ({ status: 'settled' as const, bankReference, settledAt: NOW })),
   fc.constantFrom('rail_rejected', 'invalid_destination_account').map((reason) => ({ status: 'failed' as const, reason })),
-  fc.constant({ status: 'reversed' as const, bankReference: '000000000002', reason: 'returned_by_bank' }),
+  BANK_REFERENCE.map((bankReference) => ({ status: 'reversed' as const, bankReference, reason: 'returned_by_bank' })),
 );
 
 interface Scenario {
@@ -84,6 +89,7 @@ const arbScenario: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }).chain
         index: fc.integer({ min: 0, max: n - 1 }),
         report: arbReport,
         recheck: fc.constantFrom<OutcomeJob['recheck']>('backoff', { afterMs: 1000 }),
+        notified: fc.boolean(),
       }),
       { minLength: 1, maxLength: 10 },
     ),
@@ -92,7 +98,14 @@ const arbScenario: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }).chain
   }).map((r) => ({
     payments: r.payments,
     drawn: r.drawn,
-    jobs: r.jobs.map((j) => ({ paymentId: r.payments[j.index]!.id, report: j.report, actor: 'reaper' as const, settledReason: 'resolved_by_reaper', recheck: j.recheck })),
+    jobs: r.jobs.map((j, n) => ({
+      paymentId: r.payments[j.index]!.id,
+      report: j.report,
+      actor: j.notified ? ('provider_event' as const) : ('reaper' as const),
+      settledReason: 'resolved_by_reaper',
+      recheck: j.recheck,
+      ...(j.notified ? { notification: { id: `n-${n}`, raw: {}, occurredAt: NOW } } : {}),
+    })),
   })),
 );
 
@@ -222,7 +235,10 @@ describe('decideOutcomeBatch (pure)', () => {
         const state = stateOf(s);
         const first = decideOutcomeBatch(state, s.jobs);
         const after = applied(s, state, first);
-        const again = decideOutcomeBatch(stateOf(s, after.payments, after.balances, after.counters), s.jobs);
+        // A report that contradicted the payment then (a return notified before the settlement) is
+        // acknowledged with its anomaly, never heard again: only the others come again.
+        const jobs = s.jobs.filter((_, i) => !first.decisions[i]!.anomaly);
+        const again = decideOutcomeBatch(stateOf({ ...s, jobs }, after.payments, after.balances, after.counters), jobs);
         for (const d of again.decisions) {
           assert.deepEqual(d.events, []);
           assert.deepEqual(d.entries, []);
@@ -231,6 +247,46 @@ describe('decideOutcomeBatch (pure)', () => {
       }),
       RUNS,
     );
+  });
+
+  it('a report that contradicts the payment changes nothing of it: the decision only carries the anomaly', () => {
+    let seen = 0;
+    fc.assert(
+      fc.property(arbScenario, (s) => {
+        const rows = new Map(s.payments.map((p) => [p.id, p]));
+        decideOutcomeBatch(stateOf(s), s.jobs).decisions.forEach((d, i) => {
+          const job = s.jobs[i]!;
+          const before = rows.get(job.paymentId)!;
+          if (d.after) rows.set(job.paymentId, { ...before, ...d.after });
+          if (!d.anomaly) return;
+          seen += 1;
+          assert.deepEqual([d.transitions, d.entries, d.events, d.giveBack, d.beneficiary], [[], [], [], false, undefined]);
+          if (d.after === undefined) return;
+          // Only an answer about an unresolved payment moves its next question along the backoff.
+          assert.equal(job.notification, undefined);
+          const { next_check_at: _next, resolution_parked_at: _parked, ...kept } = d.after;
+          const { next_check_at: _n, resolution_parked_at: _p, ...was } = before;
+          for (const [field, value] of Object.entries(kept)) assert.deepEqual(value, (was as Record<string, unknown>)[field], field);
+        });
+      }),
+      RUNS,
+    );
+    assert.ok(seen > 0, 'the scenarios contain contradictions');
+  });
+
+  it('a return of a payment we never saw settle: an anomaly when notified, settled then reversed when the rail answers so', () => {
+    const payment = fc.sample(arbPayment(0), { numRuns: 1, seed: 7 })[0]!;
+    const submitted: OutcomePayment = { ...payment, status: 'submitted', status_reason: null, bank_reference: null, settled_at: null, fee_amount: 1_000n, compensated: false };
+    const report: RailReport = { status: 'reversed', bankReference: SETTLED_WITH, reason: 'returned_by_bank' };
+    const job: OutcomeJob = { paymentId: submitted.id, report, actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' };
+    const scenario = (j: OutcomeJob): Scenario => ({ payments: [submitted], jobs: [j], drawn: { BS: 0n, USD: 0n } });
+    const notifiedJob: OutcomeJob = { ...job, actor: 'provider_event', notification: { id: 'n-1', raw: {}, occurredAt: NOW } };
+    const [notified] = decideOutcomeBatch(stateOf(scenario(notifiedJob)), [notifiedJob]).decisions;
+    assert.equal(notified!.anomaly?.kind, 'return_of_unresolved');
+    assert.deepEqual([notified!.after, notified!.events], [undefined, []]);
+    const [answered] = decideOutcomeBatch(stateOf(scenario(job)), [job]).decisions;
+    assert.equal(answered!.anomaly, undefined);
+    assert.deepEqual(answered!.events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
   });
 
   it('gives usage back once per failed or reversed payout, to the day it was counted', () => {
@@ -248,7 +304,7 @@ describe('decideOutcomeBatch (pure)', () => {
           }
         });
         assert.deepEqual(new Map([...decided.giveBacks].map(([k, g]) => [k, g.amount])), expected);
-        assert.deepEqual(decided.anomalies, []);
+        assert.deepEqual(decided.counterShortfalls, []);
       }),
       RUNS,
     );

@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -921,6 +921,81 @@ export type AuditPage = {
 };
 
 /**
+ * Anomaly
+ *
+ * A rail report that contradicts our records, or a reconciliation discrepancy: stored once, our records unchanged
+ */
+export type Anomaly = {
+    id: string;
+    /**
+     * What contradicts what:
+     * - `settled_after_failed`: the rail reports settled a payment we recorded as failed (its charge was returned to the tenant)
+     * - `failed_after_settled`: the rail reports failed a payment we recorded as settled or reversed
+     * - `return_of_failed`: the rail reports a return of a payment we recorded as failed
+     * - `return_of_unresolved`: the rail notifies a return of a payment we hold as submitted or unknown, and its own status shows no settlement
+     * - `unknown_reference`: a rail notification names a reference we have no payment for
+     * - `amount_mismatch`: the rail reports an amount other than the payment's
+     * - `bank_reference_mismatch`: the rail reports a bank reference other than the one the payment settled with
+     * - `reconciliation_discrepancy`: a reconciliation run found two figures that disagree
+     */
+    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy';
+    /**
+     * `open` until an operator resolves it
+     */
+    status: 'open' | 'resolved';
+    /**
+     * null when nobody knows whose it is (a reference we have no payment for)
+     */
+    tenantId: string | null;
+    mode: 'test' | 'live' | null;
+    paymentId: string | null;
+    /**
+     * What our records said (status, amount in minor units, bank reference…)
+     */
+    ours: {
+        [key: string]: unknown;
+    };
+    /**
+     * What the rail said, or the figure a reconciliation check found
+     */
+    theirs: {
+        [key: string]: unknown;
+    };
+    /**
+     * The report exactly as it came: the rail notification, or the answer and who heard it
+     */
+    raw: unknown;
+    /**
+     * When the rail said it (a notification carries its own time), else when we heard it
+     */
+    reportedAt: string;
+    /**
+     * When it was stored
+     */
+    createdAt: string;
+    /**
+     * The API key that resolved it
+     */
+    resolvedBy: string | null;
+    resolutionNote: string | null;
+    resolvedAt: string | null;
+};
+
+/**
+ * AnomalyList
+ *
+ * One page of anomalies, newest first
+ */
+export type AnomalyList = {
+    data: Array<Anomaly>;
+    has_more: boolean;
+    /**
+     * Pass as `cursor` to read the next page; null on the last page
+     */
+    next_cursor: string | null;
+};
+
+/**
  * Bank
  *
  * A bank catalogue entry
@@ -1367,6 +1442,31 @@ export type SandboxWebhookDeliveryList = {
      * Pass as `cursor` for the next page; null on the last page
      */
     next_cursor: string | null;
+};
+
+/**
+ * SandboxRailNotification
+ *
+ * A notification the sandbox rail will send on the reaper's next pass
+ */
+export type SandboxRailNotification = {
+    /**
+     * The notification id the rail gives it
+     */
+    id: string;
+    /**
+     * The transfer it names: the payment id, or a reference nobody has
+     */
+    reference: string;
+    paymentId: string | null;
+    status: 'settled' | 'failed' | 'reversed';
+    reason: string | null;
+    /**
+     * Minor units; null: the notification names no amount
+     */
+    amount: string | null;
+    bankReference: string | null;
+    occurredAt: string;
 };
 
 export type HealthLiveData = {
@@ -2850,6 +2950,301 @@ export type AdminListAuditResponses = {
 };
 
 export type AdminListAuditResponse = AdminListAuditResponses[keyof AdminListAuditResponses];
+
+export type AdminListAnomaliesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * `open` until an operator resolves it
+         */
+        status?: 'open' | 'resolved';
+        /**
+         * What contradicts what:
+         * - `settled_after_failed`: the rail reports settled a payment we recorded as failed (its charge was returned to the tenant)
+         * - `failed_after_settled`: the rail reports failed a payment we recorded as settled or reversed
+         * - `return_of_failed`: the rail reports a return of a payment we recorded as failed
+         * - `return_of_unresolved`: the rail notifies a return of a payment we hold as submitted or unknown, and its own status shows no settlement
+         * - `unknown_reference`: a rail notification names a reference we have no payment for
+         * - `amount_mismatch`: the rail reports an amount other than the payment's
+         * - `bank_reference_mismatch`: the rail reports a bank reference other than the one the payment settled with
+         * - `reconciliation_discrepancy`: a reconciliation run found two figures that disagree
+         */
+        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy';
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+    };
+    url: '/v1/admin/anomalies';
+};
+
+export type AdminListAnomaliesErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListAnomaliesError = AdminListAnomaliesErrors[keyof AdminListAnomaliesErrors];
+
+export type AdminListAnomaliesResponses = {
+    /**
+     * One page of anomalies, newest first
+     */
+    200: AnomalyList;
+};
+
+export type AdminListAnomaliesResponse = AdminListAnomaliesResponses[keyof AdminListAnomaliesResponses];
+
+export type AdminGetAnomalyData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/admin/anomalies/{id}';
+};
+
+export type AdminGetAnomalyErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminGetAnomalyError = AdminGetAnomalyErrors[keyof AdminGetAnomalyErrors];
+
+export type AdminGetAnomalyResponses = {
+    /**
+     * The anomaly
+     */
+    200: Anomaly;
+};
+
+export type AdminGetAnomalyResponse = AdminGetAnomalyResponses[keyof AdminGetAnomalyResponses];
+
+export type AdminResolveAnomalyData = {
+    body: {
+        /**
+         * What was found and done (for the next person to read); not blank
+         */
+        note: string;
+    };
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/admin/anomalies/{id}/resolve';
+};
+
+export type AdminResolveAnomalyErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `anomaly_already_resolved`: the anomaly was already resolved (`meta`: resolved_at, resolved_by); nothing changed
+     */
+    409: ErrorEnvelope & {
+        error?: {
+            code?: 'anomaly_already_resolved';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminResolveAnomalyError = AdminResolveAnomalyErrors[keyof AdminResolveAnomalyErrors];
+
+export type AdminResolveAnomalyResponses = {
+    /**
+     * The anomaly, resolved
+     */
+    200: Anomaly;
+};
+
+export type AdminResolveAnomalyResponse = AdminResolveAnomalyResponses[keyof AdminResolveAnomalyResponses];
 
 export type CreateQuoteData = {
     body: ({
@@ -5636,6 +6031,126 @@ export type SimulatePaymentOutcomeResponses = {
 };
 
 export type SimulatePaymentOutcomeResponse = SimulatePaymentOutcomeResponses[keyof SimulatePaymentOutcomeResponses];
+
+export type SendSandboxRailNotificationData = {
+    body: {
+        /**
+         * One of your test payments. Leave it out for a notification about a reference nobody has (the rail makes one up)
+         */
+        paymentId?: string;
+        /**
+         * What the rail says happened to the transfer
+         */
+        status: 'settled' | 'failed' | 'reversed';
+        /**
+         * With `failed` (one of `beneficiary_mismatch`, `invalid_destination_account`, `bank_unreachable`, `instrument_unsupported`, `rail_insufficient_balance`, `rail_rejected`, `amount_above_rail_limit`; default `rail_rejected`) or `reversed` (one of `returned_by_bank`, `beneficiary_mismatch`, `invalid_destination_account`, `bank_unreachable`, `instrument_unsupported`, `rail_insufficient_balance`, `rail_rejected`, `amount_above_rail_limit`; default `returned_by_bank`). Refused with `settled`.
+         */
+        reason?: 'returned_by_bank' | 'beneficiary_mismatch' | 'invalid_destination_account' | 'bank_unreachable' | 'instrument_unsupported' | 'rail_insufficient_balance' | 'rail_rejected' | 'amount_above_rail_limit';
+        /**
+         * The amount the rail says moved, in minor units. Default: the payment's; none for a reference nobody has
+         */
+        amount?: number;
+        /**
+         * 12 digits. Default: the payment's, else the one the rail gave the transfer, else a new one. Refused with `failed`
+         */
+        bankReference?: string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/sandbox/rail-notifications';
+};
+
+export type SendSandboxRailNotificationErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type SendSandboxRailNotificationError = SendSandboxRailNotificationErrors[keyof SendSandboxRailNotificationErrors];
+
+export type SendSandboxRailNotificationResponses = {
+    /**
+     * The notification, queued at the sandbox rail
+     */
+    202: SandboxRailNotification;
+};
+
+export type SendSandboxRailNotificationResponse = SendSandboxRailNotificationResponses[keyof SendSandboxRailNotificationResponses];
 
 export type AdminListLimitRulesData = {
     body?: never;

@@ -219,3 +219,67 @@ export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedT
   );
   if (result.rowCount !== 1) throw new Error(`invariant: sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
 }
+
+/** A notification a test asked the sandbox rail to send (migration 028). */
+export interface SandboxNoticeRow {
+  id: string;
+  reference: string;
+  mode: 'test' | 'live';
+  tenant_id: string;
+  kind: 'settled' | 'failed' | 'reversed';
+  amount_minor: bigint | null;
+  bank_reference: string | null;
+  reason: string | null;
+  occurred_at: Date;
+  acknowledged_at: Date | null;
+}
+
+export type NewSandboxNotice = Omit<SandboxNoticeRow, 'acknowledged_at'>;
+
+const NOTICE_COLUMNS = 'id, reference, mode, tenant_id, kind, amount_minor, bank_reference, reason, occurred_at, acknowledged_at';
+
+/**
+ * Queues a notice unless its tenant already has `pendingMax` waiting (then false, nothing stored). The
+ * count and the insert are one statement, not serialised: concurrent calls may pass the bound by a few.
+ */
+export async function insertSandboxNotice(db: Queryable, notice: NewSandboxNotice, pendingMax: number): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO sandbox_rail_notifications (id, reference, mode, tenant_id, kind, amount_minor, bank_reference, reason, occurred_at)
+     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
+      WHERE (SELECT count(*) FROM (SELECT 1 FROM sandbox_rail_notifications WHERE tenant_id = $4 AND acknowledged_at IS NULL LIMIT $10) waiting) < $10`,
+    [
+      notice.id,
+      notice.reference,
+      notice.mode,
+      notice.tenant_id,
+      notice.kind,
+      notice.amount_minor === null ? null : String(notice.amount_minor),
+      notice.bank_reference,
+      notice.reason,
+      notice.occurred_at,
+      pendingMax,
+    ],
+  );
+  return result.rowCount === 1;
+}
+
+/** Notices sent by `now` that nobody acknowledged, oldest first (a plain read: at-least-once, as reversals). */
+export async function listPendingNotices(db: Queryable, now: Date, limit: number): Promise<SandboxNoticeRow[]> {
+  const { rows } = await db.query<SandboxNoticeRow>(
+    `SELECT ${NOTICE_COLUMNS} FROM sandbox_rail_notifications
+      WHERE acknowledged_at IS NULL AND occurred_at <= $1
+      ORDER BY occurred_at, id
+      LIMIT $2`,
+    [now, limit],
+  );
+  return rows;
+}
+
+/** Marks a notice acknowledged (idempotent: the first time stays); false when there is no such notice. */
+export async function acknowledgeNotice(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const result = await db.query(
+    `UPDATE sandbox_rail_notifications SET acknowledged_at = COALESCE(acknowledged_at, $2) WHERE id = $1`,
+    [id, at],
+  );
+  return result.rowCount === 1;
+}

@@ -23,6 +23,8 @@ export const AUDIT_ACTIONS = [
   'event.retry_dead',
   'payment.recheck',
   'sandbox.simulate',
+  'anomaly.resolve',
+  'reconciliation.start',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -38,6 +40,8 @@ export const AUDIT_TARGET_TYPES = [
   'limit_rule',
   'event',
   'payment',
+  'anomaly',
+  'reconciliation_run',
 ] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 

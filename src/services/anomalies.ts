@@ -2,7 +2,9 @@
 // changes a payment or the ledger: an anomaly is resolved by a person who looked (and, where money
 // moved contrary to the ledger, corrected it with a new, audited entry), never by editing records.
 import type { Database } from '../db/database.ts';
+import { recordAudit } from '../db/repositories/audit.ts';
 import { findAnomaly, listAnomalies, lockAnomaly, markAnomalyResolved, type AnomalyFilter, type AnomalyRow } from '../db/repositories/anomalies.ts';
+import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { ApiError, notFound } from '../http/errors.ts';
@@ -25,10 +27,11 @@ export class AnomalyService {
   }
 
   /**
-   * Resolves an open anomaly: `resolvedBy` (the caller's API key id) and the note are stored on it.
+   * Resolves an open anomaly: `resolvedBy` (the caller's API key id) and the note are stored on it,
+   * and the audit trail records the action in the same transaction.
    * 404 when there is none, 409 `anomaly_already_resolved` when it was resolved before (by anyone).
    */
-  async resolve(id: string, resolution: { note: string; resolvedBy: string }): Promise<AnomalyRow> {
+  async resolve(id: string, note: string, actor: AuditActor): Promise<AnomalyRow> {
     return this.db.transaction(async (tx) => {
       const before = await lockAnomaly(tx, id);
       if (!before) throw notFound('anomaly');
@@ -38,9 +41,14 @@ export class AnomalyService {
           resolved_by: before.resolved_by,
         });
       }
-      const after = await markAnomalyResolved(tx, id, { resolvedBy: resolution.resolvedBy, note: resolution.note, at: this.clock.now() });
-      // The audit row of this operator action (actor, `anomaly.resolve`, the anomaly, its status and
-      // note before and after) belongs here, in this transaction, once the audit trail exists.
+      const after = await markAnomalyResolved(tx, id, { resolvedBy: actor.keyId, note, at: this.clock.now() });
+      await recordAudit(tx, {
+        actor,
+        action: 'anomaly.resolve',
+        target: { type: 'anomaly', id, tenantId: before.tenant_id, mode: before.mode },
+        before: { status: before.status },
+        after: { status: after.status, resolutionNote: after.resolution_note },
+      });
       return after;
     });
   }

@@ -8,7 +8,7 @@ import { ManualClock } from '../../src/domain/clock.ts';
 import type { RailAdapter, RailLookup } from '../../src/rails/rail.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { valueOf } from '../support/metrics.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { assertLedgerBalanced, beneficiary, fundedTenant, payout, railLike, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
@@ -69,7 +69,7 @@ describe(`anomalies on ${ENGINE}`, () => {
   }
 
   async function metrics(): Promise<string> {
-    const response = await client(t.app).get('/metrics');
+    const response = await client(t.app).get('/metrics', metricsHeaders);
     assert.equal(response.status, 200);
     return response.raw;
   }
@@ -258,6 +258,12 @@ describe(`anomalies on ${ENGINE}`, () => {
     assertEnvelope(assert, again, 409, 'anomaly_already_resolved');
     assert.equal(again.body.error.meta.resolved_by, me.apiKeyId);
     assert.equal((await admin.get(`/v1/admin/anomalies/${target.id}`)).body.resolutionNote, resolved.body.resolutionNote, 'the first note stays');
+    const audit = await admin.get(`/v1/admin/audit?targetType=anomaly&targetId=${target.id}`);
+    assert.equal(audit.body.data.length, 1, 'one audit row for the resolution, none for the refused attempts');
+    assert.equal(audit.body.data[0].action, 'anomaly.resolve');
+    assert.equal(audit.body.data[0].actorKeyId, me.apiKeyId);
+    assert.deepEqual(audit.body.data[0].before, { status: 'open' });
+    assert.deepEqual(audit.body.data[0].after, { status: 'resolved', resolutionNote: resolved.body.resolutionNote });
     assert.ok(!(await admin.get('/v1/admin/anomalies?status=open&limit=100')).body.data.some((a: { id: string }) => a.id === target.id));
     assert.ok((await admin.get('/v1/admin/anomalies?status=resolved')).body.data.some((a: { id: string }) => a.id === target.id));
     assert.equal(valueOf(await metrics(), 'bolivar_anomalies_open', { kind: target.kind }), openBefore - 1);

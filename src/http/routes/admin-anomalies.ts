@@ -5,6 +5,7 @@ import { Anomaly, AnomalyList, AnomalyListQuery, ResolveAnomalyBody } from '../s
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
+import { auditActorOf } from '../context.ts';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
@@ -83,7 +84,7 @@ export async function adminAnomalyRoutes(app: App, anomalies: AnomalyService): P
     },
     async (request) => {
       if (!request.auth) throw new Error('invariant: route reached without authentication');
-      return anomalyView(await anomalies.resolve(request.params.id, { note: request.body.note, resolvedBy: request.auth.apiKeyId }));
+      return anomalyView(await anomalies.resolve(request.params.id, request.body.note, auditActorOf(request)));
     },
   );
 }

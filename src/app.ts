@@ -61,6 +61,9 @@ import { EventService } from './services/events.ts';
 import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
 import { SandboxSimulationService } from './services/sandbox-simulation.ts';
 import { WebhookEndpointService } from './services/webhook-endpoints.ts';
+import { ReconciliationService } from './services/reconciliation.ts';
+import { ReconciliationMetrics } from './services/reconciliation-metrics.ts';
+import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -110,6 +113,7 @@ export interface Services {
   webhookEndpoints: WebhookEndpointService;
   sandboxWebhooks: SandboxWebhookService;
   sandboxSimulation: SandboxSimulationService;
+  reconciliation: ReconciliationService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -195,6 +199,13 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
+    reconciliation: new ReconciliationService(
+      db,
+      clock,
+      { intervalS: config.reconcileIntervalS, executesRuns: config.role !== 'api' },
+      new ReconciliationMetrics(registry, db, clock),
+      log,
+    ),
   };
 }
 
@@ -321,6 +332,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await sandboxWebhookRoutes(app, services.sandboxWebhooks);
   await sandboxPaymentRoutes(app, services.sandboxSimulation);
   await limitRoutes(app, services.limitService);
+  await adminReconciliationRoutes(app, services.reconciliation);
   if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 
   return { app, services, warmCompilers: compilers.warm };

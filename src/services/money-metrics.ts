@@ -168,7 +168,7 @@ export class MoneyMetrics {
     });
     this.workerPasses = new Counter({
       name: 'bolivar_worker_passes_total',
-      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge) by result; a loop whose rate falls to 0 is stuck',
+      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
       labelNames: ['worker', 'result'],
       registers,
     });

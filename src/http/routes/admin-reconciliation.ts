@@ -65,9 +65,13 @@ no second one: that run is answered. ${READS}`,
         body: StartRunsBody,
         response: { 202: Answer('The runs, queued (or already waiting or under way)', StartedRuns), ...errorResponses('resource_not_found') },
       },
+      // No body is the empty selection: every tenant and mode with books.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
     },
     async (request, reply) => {
-      const runs = await reconciliation.request({ tenantId: request.body?.tenantId, mode: request.body?.mode });
+      const runs = await reconciliation.request({ tenantId: request.body.tenantId, mode: request.body.mode });
       return reply.code(202).send({ data: runs.slice(0, STARTED_SHOWN_MAX).map(runView), total: runs.length });
     },
   );
@@ -83,7 +87,7 @@ no second one: that run is answered. ${READS}`,
         description:
           'Runs of every tenant (or of `tenantId`, `mode`, `status`), newest request first (`requestedAt`, then `id`, descending). Pass `next_cursor` as `cursor` for the next page; the cursor is opaque and stable while runs are being queued.',
         querystring: ListRunsQuery,
-        response: { 200: ReconciliationRunList, ...errorResponses() },
+        response: { 200: Answer('One page of runs, newest first', ReconciliationRunList), ...errorResponses() },
       },
     },
     async (request) => {

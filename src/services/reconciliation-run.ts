@@ -56,6 +56,12 @@ class LeaseLost extends Error {}
 /** The process is stopping: the run ends at the next page. */
 class Interrupted extends Error {}
 
+/** Rows per page; the defaults are PAYMENTS_PAGE_SIZE and TRANSACTIONS_PAGE_SIZE (tests page smaller). */
+export interface PageSizes {
+  payments: number;
+  transactions: number;
+}
+
 export class ReconciliationRunner {
   constructor(
     private readonly db: Database,
@@ -63,6 +69,7 @@ export class ReconciliationRunner {
     private readonly observer: RunObserver,
     private readonly log: FastifyBaseLogger | undefined,
     private readonly onDiscrepancies?: DiscrepancyHook,
+    private readonly pages: PageSizes = { payments: PAYMENTS_PAGE_SIZE, transactions: TRANSACTIONS_PAGE_SIZE },
   ) {}
 
   /** Runs every check of a claimed (running) run and records its end; undefined if the run was lost meanwhile. */
@@ -82,13 +89,13 @@ export class ReconciliationRunner {
     let end: Pick<RunEnd, 'status' | 'error'> = { status: 'completed', error: null };
     try {
       await this.checkBooks(run, tally, examined);
-      await keepLease();
-      await this.walk((tx, after) => readTransactionPage(tx, run, after, TRANSACTIONS_PAGE_SIZE), TRANSACTIONS_PAGE_SIZE, keepLease, (rows) => {
+      const { payments, transactions } = this.pages;
+      await this.walk((tx, after) => readTransactionPage(tx, run, after, transactions), transactions, keepLease, (rows) => {
         examined.ledgerTransactions += rows.length;
         tally.add(transactionFindings(rows));
       });
       tally.ranCheck('transaction_balanced');
-      await this.walk((tx, after) => readPaymentPage(tx, run, after, PAYMENTS_PAGE_SIZE), PAYMENTS_PAGE_SIZE, keepLease, (rows) => {
+      await this.walk((tx, after) => readPaymentPage(tx, run, after, payments), payments, keepLease, (rows) => {
         examined.payments += rows.length;
         for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
       });
@@ -122,7 +129,7 @@ export class ReconciliationRunner {
     });
   }
 
-  /** Reads pages until a short one, each in its own snapshot, renewing the lease between them. */
+  /** Reads pages until a short one, each in its own snapshot; before each, the lease is renewed (and a stopping process stops). */
   private async walk<T>(
     read: (tx: Queryable, after: string) => Promise<Page<T>>,
     size: number,
@@ -131,11 +138,11 @@ export class ReconciliationRunner {
   ): Promise<void> {
     let after = FIRST_ID;
     for (let page = 0; page < RUN_PAGES_MAX; page += 1) {
+      await between();
       const result = await this.snapshot((tx) => read(tx, after));
       examine(result.rows);
       if (result.read < size || result.last === null) return;
       after = result.last;
-      await between();
     }
     throw new Error(`a run reads at most ${RUN_PAGES_MAX} pages of ${size} rows of each kind; this tenant has more`);
   }

@@ -23,7 +23,7 @@ import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound } from '../http/errors.ts';
-import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type RunObserver } from './reconciliation-run.ts';
+import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type PageSizes, type RunObserver } from './reconciliation-run.ts';
 
 /** Runs one process takes from the queue in one drain, at most (then the worker loop comes back). */
 export const RUNS_PER_DRAIN_MAX = 20;
@@ -41,6 +41,8 @@ export interface ReconciliationOptions {
   intervalS: number;
   /** This process runs queued runs (the worker role); an API-only process only queues them. */
   executesRuns: boolean;
+  /** Rows per page of a run (default: the runner's bounds). */
+  pageSizes?: PageSizes;
 }
 
 export class ReconciliationService {
@@ -57,7 +59,7 @@ export class ReconciliationService {
     private readonly log?: FastifyBaseLogger,
     onDiscrepancies?: DiscrepancyHook,
   ) {
-    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies);
+    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.pageSizes);
   }
 
   /**

@@ -162,17 +162,25 @@ export async function readCounterMismatches(
 // whose other mode holds millions.
 const TRANSACTION_PAGE_SQL = `WITH page AS (
   SELECT id, mode, kind, payment_id FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
+), sums AS (
+  -- The page's postings in one range of their primary key (a probe per entry cost twice as much).
+  SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
+    FROM ledger_postings lp
+   WHERE lp.tenant_id = $1 AND lp.transaction_id > $2 AND lp.transaction_id <= (SELECT id FROM page ORDER BY id DESC LIMIT 1)
+   GROUP BY lp.transaction_id, lp.asset
+), per_entry AS (
+  SELECT transaction_id, sum(n)::int AS postings,
+         coalesce(jsonb_agg(jsonb_build_object('asset', asset, 'total', total::text)) FILTER (WHERE total <> 0), '[]'::jsonb) AS unbalanced
+    FROM sums GROUP BY transaction_id
 )
-SELECT page.id, page.mode, page.kind, page.payment_id, s.postings, s.unbalanced,
-       (page.payment_id IS NOT NULL AND EXISTS (
-          SELECT 1 FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode)) AS payment_found
+SELECT page.id, page.mode, page.kind, page.payment_id, coalesce(e.postings, 0) AS postings, coalesce(e.unbalanced, '[]'::jsonb) AS unbalanced,
+       coalesce(f.found, false) AS payment_found
   FROM page
- CROSS JOIN LATERAL (
-   SELECT coalesce(sum(a.n), 0)::int AS postings,
-          coalesce(jsonb_agg(jsonb_build_object('asset', a.asset, 'total', a.total::text)) FILTER (WHERE a.total <> 0), '[]'::jsonb) AS unbalanced
-     FROM (SELECT lp.asset, sum(lp.amount) AS total, count(*) AS n
-             FROM ledger_postings lp WHERE lp.tenant_id = $1 AND lp.transaction_id = page.id GROUP BY lp.asset) a
- ) s
+  LEFT JOIN per_entry e ON e.transaction_id = page.id
+  -- One primary-key probe per entry (an EXISTS was planned as a hashed scan of every payment of the tenant, per page).
+  LEFT JOIN LATERAL (
+    SELECT true AS found FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode LIMIT 1
+  ) f ON true
  ORDER BY page.id`;
 
 export interface Page<T> {

@@ -12,7 +12,7 @@ import type { WebhookResponse } from '../webhooks/sender.ts';
 /** Distinct values one free-form label (a status reason) may take; later ones are counted as `other`. */
 export const REASON_LABELS_MAX = 64;
 /**
- * The backlog gauges are read from the database on scrape (see BacklogSnapshot). A scrape waits at
+ * The backlog gauges are read from the database on scrape (see ScrapeSnapshot). A scrape waits at
  * most this long for them, then answers with the last values read.
  */
 export const BACKLOG_SCRAPE_WAIT_MS = 2_000;
@@ -53,24 +53,27 @@ export class BoundedLabel {
 }
 
 /**
- * The backlog, read on scrape rather than sampled by a loop: every role is scraped (an API process
- * runs no loop), nothing is read while nobody scrapes, and each figure is one bounded index probe or
- * capped index count (repositories/backlog.ts), all in one statement. Never on the request path.
- * One reading at a time per process; a scrape waits for it at most BACKLOG_SCRAPE_WAIT_MS, and an
+ * Figures read from the database on scrape rather than sampled by a loop: every role is scraped (an
+ * API process runs no loop), nothing is read while nobody scrapes, never on the request path (the
+ * backlog: one bounded index probe or capped index count each, repositories/backlog.ts, all in one
+ * statement). One reading at a time per process; a scrape waits for it at most `waitMs`, and an
  * unreachable database leaves the last values in place rather than failing the scrape.
  */
-class BacklogSnapshot {
-  private latest: Backlog | undefined;
+export class ScrapeSnapshot<T> {
+  private latest: T | undefined;
   private reading: Promise<void> | undefined;
 
-  constructor(private readonly db: Database) {}
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly waitMs: number,
+  ) {}
 
   /** Every gauge of one scrape asks at once: they share the reading in flight. */
-  async get(): Promise<Backlog | undefined> {
-    this.reading ??= readBacklog(this.db, BACKLOG_COUNT_MAX)
+  async get(): Promise<T | undefined> {
+    this.reading ??= this.read()
       .then(
-        (backlog) => {
-          this.latest = backlog;
+        (value) => {
+          this.latest = value;
         },
         () => undefined,
       )
@@ -78,7 +81,7 @@ class BacklogSnapshot {
         this.reading = undefined;
       });
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, BACKLOG_SCRAPE_WAIT_MS)))]);
+    await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, this.waitMs)))]);
     clearTimeout(timer);
     return this.latest;
   }
@@ -201,7 +204,7 @@ export class MoneyMetrics {
       poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
     }
 
-    const snapshot = new BacklogSnapshot(db);
+    const snapshot = new ScrapeSnapshot<Backlog>(() => readBacklog(db, BACKLOG_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
     const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
     const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
       new Gauge({

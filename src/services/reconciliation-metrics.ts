@@ -3,6 +3,7 @@ import type { Database } from '../db/database.ts';
 import { readStanding, type Standing } from '../db/repositories/reconciliation-runs.ts';
 import type { Clock } from '../domain/clock.ts';
 import { RECONCILIATION_CHECKS } from '../domain/reconciliation.ts';
+import { ScrapeSnapshot } from './money-metrics.ts';
 import type { RunObserver } from './reconciliation-run.ts';
 
 /** A scrape waits at most this long for the standing read from the database, then answers with the last one. */
@@ -19,8 +20,6 @@ const RUN_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 3
 export class ReconciliationMetrics implements RunObserver {
   private readonly runs: Counter<'result'>;
   private readonly seconds: Histogram<'result'>;
-  private latest: Standing | undefined;
-  private reading: Promise<void> | undefined;
 
   constructor(registry: Registry, db: Database, clock: Clock) {
     const registers = [registry];
@@ -37,7 +36,8 @@ export class ReconciliationMetrics implements RunObserver {
       buckets: RUN_SECONDS_BUCKETS,
       registers,
     });
-    const standing = () => this.standing(db, clock);
+    const snapshot = new ScrapeSnapshot<Standing>(() => readStanding(db, clock.now()), STANDING_SCRAPE_WAIT_MS);
+    const standing = () => snapshot.get();
     new Gauge({
       name: 'bolivar_reconciliation_discrepancies',
       help: "Discrepancies found by each tenant and mode's last completed reconciliation run, summed, by check (0: that check agreed everywhere)",
@@ -63,23 +63,5 @@ export class ReconciliationMetrics implements RunObserver {
   runFinished(result: 'clean' | 'discrepancies' | 'failed' | 'abandoned', seconds: number): void {
     this.runs.inc({ result });
     this.seconds.observe({ result }, seconds);
-  }
-
-  /** One reading at a time; an unreachable database leaves the last figures in place. */
-  private async standing(db: Database, clock: Clock): Promise<Standing | undefined> {
-    this.reading ??= readStanding(db, clock.now())
-      .then(
-        (s) => {
-          this.latest = s;
-        },
-        () => undefined,
-      )
-      .finally(() => {
-        this.reading = undefined;
-      });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, STANDING_SCRAPE_WAIT_MS)))]);
-    clearTimeout(timer);
-    return this.latest;
   }
 }

@@ -3,17 +3,13 @@
 // bug could make is reported by the next run, with the evidence, and the books are never touched.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Queryable } from '../../src/db/database.ts';
 import type { RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../../src/domain/reconciliation.ts';
-import { ReconciliationMetrics } from '../../src/services/reconciliation-metrics.ts';
-import { ReconciliationService } from '../../src/services/reconciliation.ts';
+import { RECONCILIATION_CHECKS, type Discrepancy } from '../../src/domain/reconciliation.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
-import { createMetricsRegistry } from '../../src/http/plugins/metrics.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { valueOf } from '../support/metrics.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, SENDER, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = {
   SANDBOX_SETTLE_DELAY_MS: '3000',

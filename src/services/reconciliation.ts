@@ -47,7 +47,7 @@ export interface ReconciliationOptions {
 
 export class ReconciliationService {
   private readonly runner: ReconciliationRunner;
-  private draining: Promise<void> | undefined;
+  private draining: Promise<number> | undefined;
   private queuedMeanwhile = false;
   private stopping = false;
 
@@ -98,9 +98,10 @@ export class ReconciliationService {
 
   /**
    * Runs what is queued, one run at a time in this process, until the queue is empty (or
-   * RUNS_PER_DRAIN_MAX runs). A call while a drain is under way joins it (and makes it look again).
+   * RUNS_PER_DRAIN_MAX runs); answers how many it ran. A call while a drain is under way joins it (and
+   * makes it look again).
    */
-  drain(): Promise<void> {
+  drain(): Promise<number> {
     if (this.draining) {
       this.queuedMeanwhile = true;
       return this.draining;
@@ -112,6 +113,7 @@ export class ReconciliationService {
           this.queuedMeanwhile = false;
           runs += await this.drainOnce(RUNS_PER_DRAIN_MAX - runs);
         } while (this.queuedMeanwhile && runs < RUNS_PER_DRAIN_MAX && !this.stopping);
+        return runs;
       } finally {
         this.draining = undefined;
       }

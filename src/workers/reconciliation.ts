@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
-import { RUNS_PURGED_PER_PASS_MAX, type ReconciliationService } from '../services/reconciliation.ts';
+import { RUNS_PER_DRAIN_MAX, RUNS_PURGED_PER_PASS_MAX, type ReconciliationService } from '../services/reconciliation.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /**
@@ -35,12 +35,13 @@ export class ReconciliationWorker {
       if (queued > 0) this.log.info({ queued }, 'reconciliation: runs queued by the schedule');
       this.nextScheduleMs = now + Math.min(this.intervalS * 1000, SCHEDULE_CHECK_MAX_MS);
     }
-    await this.service.drain();
+    const ran = await this.service.drain();
     if (now >= this.nextPurgeMs) {
       const purged = await this.service.purgeOld();
       // A full batch: more are due, purge again at the next pass.
       this.nextPurgeMs = purged === RUNS_PURGED_PER_PASS_MAX ? now : now + PURGE_INTERVAL_MS;
     }
-    return false;
+    // As many runs as a drain takes: more are probably queued, go again at once.
+    return ran >= RUNS_PER_DRAIN_MAX;
   }
 }

@@ -5,8 +5,11 @@ import { Component, DateTime, ModeSchema, Nullable, PageQuery, StringEnum, Uuid 
 
 export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'abandoned'] as const;
 
+/** A tenant id the request names: a UUID, so at most 36 characters. */
+const TenantIdInput = (description: string) => ({ ...Uuid(description), maxLength: 36 });
+
 export const StartRunsBody = Type.Object({
-  tenantId: Type.Optional(Uuid('Reconcile this tenant only (omit: every tenant and mode with books)')),
+  tenantId: Type.Optional(TenantIdInput('Reconcile this tenant only (omit: every tenant and mode with books)')),
   mode: Type.Optional(StringEnum(['test', 'live'] as const, { description: 'Reconcile this mode only (omit: both)' })),
 });
 
@@ -86,7 +89,7 @@ export const ReconciliationRunList = Component(
 
 export const ListRunsQuery = Type.Object({
   ...PageQuery,
-  tenantId: Type.Optional(Uuid('Only this tenant’s runs')),
+  tenantId: Type.Optional(TenantIdInput('Only this tenant’s runs')),
   mode: Type.Optional(StringEnum(['test', 'live'] as const, { description: 'Only runs of this mode' })),
   status: Type.Optional(StringEnum(RUN_STATUSES, { description: 'Only runs in this status' })),
 });

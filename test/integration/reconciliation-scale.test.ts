@@ -20,8 +20,12 @@ const FEE = 10_000n;
  * tenant's data.
  */
 const LIVE_HEAP_GROWTH_MAX_BYTES = 16 * 1024 * 1024;
-/** The run's time allowed on this shared test machine. */
-const RUN_MAX_MS = 60_000;
+/**
+ * The run's time allowed. Measured 23 s alone and 38 s beside another test file on a 2-core machine
+ * under a load average near 10; a plan that read the tenant's payments once per page (as one did,
+ * before it was found here) takes many times that.
+ */
+const RUN_MAX_MS = 90_000;
 
 // The seed: one row per payment with its status (70% settled, 15% failed after the charge, 10% still
 // submitted, 5% returned), 100 beneficiaries, one Caracas day.

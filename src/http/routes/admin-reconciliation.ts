@@ -58,16 +58,12 @@ export async function adminReconciliationRoutes(app: App, reconciliation: Reconc
         operationId: 'adminStartReconciliation',
         summary: 'Reconcile now',
         description: `Queues a reconciliation run for one tenant (\`tenantId\`; one \`mode\` or both), or for every tenant and mode
-with books (no body, or only \`mode\`), and answers **202** at once with the runs: follow one with
+with books (\`{}\`, or only \`mode\`), and answers **202** at once with the runs: follow one with
 \`GET /v1/admin/reconciliation/runs/{id}\` until it is \`completed\`, \`failed\` or \`abandoned\`. A worker-role process
 runs it (this one, unless it runs with ROLE=api). A tenant and mode that already has a run waiting or under way gets
 no second one: that run is answered. ${READS}`,
         body: StartRunsBody,
         response: { 202: Answer('The runs, queued (or already waiting or under way)', StartedRuns), ...errorResponses('resource_not_found') },
-      },
-      // No body is the empty selection: every tenant and mode with books.
-      preValidation: async (request) => {
-        request.body ??= {};
       },
     },
     async (request, reply) => {

@@ -67,6 +67,9 @@ import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
 import { SandboxSimulationService } from './services/sandbox-simulation.ts';
 import { WebhookEndpointService } from './services/webhook-endpoints.ts';
 import { ownOriginOf } from './services/bootstrap.ts';
+import { openDiscrepancyAnomalies, ReconciliationService } from './services/reconciliation.ts';
+import { ReconciliationMetrics } from './services/reconciliation-metrics.ts';
+import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -117,6 +120,7 @@ export interface Services {
   sandboxWebhooks: SandboxWebhookService;
   sandboxSimulation: SandboxSimulationService;
   anomalies: AnomalyService;
+  reconciliation: ReconciliationService;
 }
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -207,6 +211,14 @@ export function createServices(deps: AppDeps, registry: Registry, log?: FastifyB
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
     anomalies: new AnomalyService(db, clock),
+    reconciliation: new ReconciliationService(
+      db,
+      clock,
+      { intervalS: config.reconcileIntervalS, executesRuns: config.role !== 'api' },
+      new ReconciliationMetrics(registry, db, clock),
+      log,
+      openDiscrepancyAnomalies(metrics),
+    ),
   };
 }
 
@@ -329,6 +341,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await sandboxPaymentRoutes(app, services.sandboxSimulation);
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
+  await adminReconciliationRoutes(app, services.reconciliation);
   if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 
   return { app, services, warmCompilers: compilers.warm };

@@ -57,6 +57,8 @@ export interface Config {
   webhookConcurrency: number;
   dispatcherIntervalMs: number;
   idempotencyTtlHours: number;
+  /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
+  reconcileIntervalS: number;
   shutdownGraceMs: number;
   /** Benchmark only: exposes the payout-shaped ceiling transaction route. */
   benchCeilingRoute: boolean;
@@ -216,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 1024),
     dispatcherIntervalMs: integer(env, 'DISPATCHER_INTERVAL_MS', 200, 10, 60_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
+    reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     benchCeilingRoute: onOff(env, 'BENCH_CEILING_ROUTE', false),
   };
@@ -260,5 +263,6 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['WEBHOOK_CONCURRENCY', '64', 'Deliveries in flight per worker process'],
   ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
   ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered'],
+  ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
 ];

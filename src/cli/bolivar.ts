@@ -16,6 +16,11 @@ import { openDatabase } from '../db/open.ts';
 
 /** How long one call to the service may take before the CLI gives up. */
 const CALL_TIMEOUT_MS = 30_000;
+/** `reconcile --wait`: how often it reads a run again, and how long it waits by default. */
+const RECONCILE_POLL_MS = 1_000;
+const RECONCILE_WAIT_DEFAULT_S = 600;
+/** Exit code of `reconcile --wait` when a run found discrepancies or did not complete. */
+const EXIT_NOT_CLEAN = 3;
 
 const ENVIRONMENT = `Environment:
   BOLIVAR_URL        base URL of the running service (default http://localhost:$PORT; PORT defaults to 3000)
@@ -38,6 +43,8 @@ interface Command {
   details?: string;
   flags: Record<string, Flag>;
   run(values: Values): Promise<unknown>;
+  /** The exit code of a result printed (default 0). */
+  exitCode?(result: unknown): number;
 }
 
 /** A mistake in how the CLI was called: exit 2, with a pointer to the help. */
@@ -301,6 +308,61 @@ const COMMANDS: Command[] = [
     summary: 'List the live limit rules, oldest first (GET /v1/admin/limit-rules)',
     flags: { tenant: { type: 'string', value: 'ID', description: "only the rules that can apply to this tenant (its own and the platform's)" } },
     run: (v) => call('GET', `/v1/admin/limit-rules${v.tenant ? `?tenantId=${encodeURIComponent(v.tenant as string)}` : ''}`),
+  },
+  {
+    name: 'reconcile',
+    summary: 'Reconcile the books now (POST /v1/admin/reconciliation/runs)',
+    details:
+      'Queues a run for one tenant (one mode, or both) or, without --tenant, for every tenant and mode with books, and prints\n' +
+      'the runs. With --wait it follows each run until it ends and prints each with its discrepancies; it then exits 0 when\n' +
+      `every run completed clean, ${EXIT_NOT_CLEAN} when one found discrepancies, failed or was abandoned.`,
+    flags: {
+      tenant: { type: 'string', value: 'ID', description: 'only this tenant (default: every tenant and mode with books)' },
+      mode: { type: 'string', value: 'test|live', description: 'only this mode (default: both)' },
+      wait: { type: 'boolean', description: 'follow the runs until they end' },
+      'timeout-s': { type: 'string', value: 'N', description: `with --wait, give up after N seconds (default ${RECONCILE_WAIT_DEFAULT_S})` },
+    },
+    run: async (v) => {
+      const timeoutS = int(v['timeout-s'], 'timeout-s') ?? RECONCILE_WAIT_DEFAULT_S;
+      const started = (await call('POST', '/v1/admin/reconciliation/runs', { tenantId: v.tenant, mode: v.mode })) as { data: Array<{ id: string }>; total: number };
+      if (!v.wait) return started;
+      const deadline = Date.now() + timeoutS * 1000;
+      const data: unknown[] = [];
+      for (const { id } of started.data) data.push(await runWhenEnded(id, deadline, timeoutS));
+      return { data, total: started.total };
+    },
+    exitCode: (result) => {
+      const runs = (result as { data: Array<{ status: string; clean?: boolean | null }> }).data;
+      return runs.some((r) => r.status !== 'queued' && r.status !== 'running' && r.clean !== true) ? EXIT_NOT_CLEAN : 0;
+    },
+  },
+  {
+    name: 'reconciliation list',
+    summary: 'List reconciliation runs, newest first (GET /v1/admin/reconciliation/runs)',
+    details: 'Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one.',
+    flags: {
+      tenant: { type: 'string', value: 'ID', description: "only this tenant's runs" },
+      mode: { type: 'string', value: 'test|live', description: 'only runs of this mode' },
+      status: { type: 'string', value: 'STATUS', description: 'only runs in this status: queued, running, completed, failed or abandoned' },
+      limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25)' },
+      cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
+    },
+    run: (v) => {
+      const params = new URLSearchParams();
+      for (const [flag, name] of [['tenant', 'tenantId'], ['mode', 'mode'], ['status', 'status'], ['cursor', 'cursor']] as const) {
+        if (typeof v[flag] === 'string') params.set(name, v[flag] as string);
+      }
+      const limit = int(v.limit, 'limit');
+      if (limit !== undefined) params.set('limit', String(limit));
+      const query = params.toString();
+      return call('GET', `/v1/admin/reconciliation/runs${query ? `?${query}` : ''}`);
+    },
+  },
+  {
+    name: 'reconciliation show',
+    summary: 'Show a reconciliation run with its discrepancies (GET /v1/admin/reconciliation/runs/{id})',
+    flags: { run: { type: 'string', value: 'ID', required: true, description: 'the run id (reconcile and reconciliation list print it)' } },
+    run: (v) => call('GET', `/v1/admin/reconciliation/runs/${segment(v.run)}`),
   },
   {
     name: 'limits delete',
@@ -575,6 +637,18 @@ async function call(method: string, route: string, body?: unknown, headers: Reco
   }
 }
 
+/** Reads a run until it has ended (completed, failed or abandoned), up to `deadline`. */
+async function runWhenEnded(id: string, deadline: number, timeoutS: number): Promise<unknown> {
+  for (;;) {
+    const run = (await call('GET', `/v1/admin/reconciliation/runs/${segment(id)}`)) as { status: string };
+    if (run.status !== 'queued' && run.status !== 'running') return run;
+    if (Date.now() + RECONCILE_POLL_MS > deadline) {
+      throw new CliError(`run ${id} is still ${run.status} after ${timeoutS} s; see it later with: bolivar reconciliation show --run ${id}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, RECONCILE_POLL_MS));
+  }
+}
+
 /** Finds the command named by the leading words of argv: its own flags follow it. */
 function resolve(argv: readonly string[]): { command?: Command; rest: string[]; words: string[] } {
   const words: string[] = [];
@@ -639,7 +713,7 @@ export async function runCli(argv: readonly string[], out: (text: string) => voi
     }
     const result = await command.run(parseFlags(command, rest));
     if (result !== undefined) out(`${JSON.stringify(result, null, 2)}\n`);
-    return 0;
+    return command.exitCode?.(result) ?? 0;
   } catch (error) {
     if (error instanceof UsageError) {
       err(`bolivar: ${error.message}\n`);

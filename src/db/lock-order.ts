@@ -47,6 +47,10 @@
 // UNION ALL in order, and each part locks its rows through ORDER BY … FOR UPDATE or an ordered
 // INSERT … ON CONFLICT, so the order above is the order the locks are taken in.
 //
+// Reconciliation (services/reconciliation-run.ts) takes none of these locks: it reads the money tables in
+// READ ONLY snapshots, which writers never wait for, and writes only its own run rows (its queue claims
+// them with SKIP LOCKED), never together with any row above.
+//
 // A deadlock is therefore a bug in this module. `inTransaction` still retries a transaction that
 // PostgreSQL aborted as a deadlock or serialization victim (bounded, with jitter), as a safety net.
 

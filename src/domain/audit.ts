@@ -41,7 +41,7 @@ export const AUDIT_TARGET_TYPES = [
   'event',
   'payment',
   'anomaly',
-  'reconciliation_run',
+  'reconciliation',
 ] as const;
 export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 

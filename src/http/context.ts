@@ -35,6 +35,11 @@ declare module 'fastify' {
      * plugin only checks the header and computes the fingerprint, and hands both to the handler.
      */
     idempotencyInWriter?: boolean;
+    /**
+     * The body names a mode, but the route changes nothing in it (a reconciliation reads the books):
+     * the first start's platform key, which may change test mode only, may call it for live mode too.
+     */
+    modeReadOnly?: boolean;
   }
 }
 

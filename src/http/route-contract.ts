@@ -31,7 +31,7 @@ const METHODS_WITHOUT_BODY = new Set(['GET', 'HEAD']);
 function changesAMode(route: Pick<RouteOptions, 'method' | 'config' | 'schema'>): boolean {
   const body = (route.schema as { body?: { properties?: Record<string, unknown> } } | undefined)?.body;
   const methods = [route.method].flat();
-  return (route.config?.scopes ?? []).includes(PLATFORM_SCOPE) && body?.properties?.mode !== undefined && methods.some((m) => !METHODS_WITHOUT_BODY.has(m));
+  return (route.config?.scopes ?? []).includes(PLATFORM_SCOPE) && route.config?.modeReadOnly !== true && body?.properties?.mode !== undefined && methods.some((m) => !METHODS_WITHOUT_BODY.has(m));
 }
 
 /** The error codes a route has by its kind (see the file comment). */

@@ -14,7 +14,7 @@ import type { WebhookResponse } from '../webhooks/sender.ts';
 /** Distinct values one free-form label (a status reason) may take; later ones are counted as `other`. */
 export const REASON_LABELS_MAX = 64;
 /**
- * The backlog gauges are read from the database on scrape (see BacklogSnapshot). A scrape waits at
+ * The backlog gauges are read from the database on scrape (see ScrapeSnapshot). A scrape waits at
  * most this long for them, then answers with the last values read.
  */
 export const BACKLOG_SCRAPE_WAIT_MS = 2_000;
@@ -59,24 +59,26 @@ export const ANOMALIES_OPEN_COUNT_MAX = 10_000;
 
 /**
  * Figures read from the database on scrape rather than sampled by a loop (the backlog, the open
- * anomalies): every role is scraped (an API process runs no loop), nothing is read while nobody
- * scrapes, and each reading is one statement of bounded index probes or capped index counts
- * (repositories/backlog.ts, countOpenAnomalies). Never on the request path.
- * One reading at a time per process; a scrape waits for it at most BACKLOG_SCRAPE_WAIT_MS, and an
+ * anomalies, the reconciliation standing): every role is scraped (an API process runs no loop),
+ * nothing is read while nobody scrapes, never on the request path; each reading is one statement of
+ * bounded index probes or capped index counts (repositories/backlog.ts, countOpenAnomalies). One reading at a time per process; a scrape waits for it at most `waitMs`, and an
  * unreachable database leaves the last values in place rather than failing the scrape.
  */
-class Snapshot<T> {
+export class ScrapeSnapshot<T> {
   private latest: T | undefined;
   private reading: Promise<void> | undefined;
 
-  constructor(private readonly read: () => Promise<T>) {}
+  constructor(
+    private readonly read: () => Promise<T>,
+    private readonly waitMs: number,
+  ) {}
 
   /** Every gauge of one scrape asks at once: they share the reading in flight. */
   async get(): Promise<T | undefined> {
     this.reading ??= this.read()
       .then(
-        (backlog) => {
-          this.latest = backlog;
+        (value) => {
+          this.latest = value;
         },
         () => undefined,
       )
@@ -84,7 +86,7 @@ class Snapshot<T> {
         this.reading = undefined;
       });
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, BACKLOG_SCRAPE_WAIT_MS)))]);
+    await Promise.race([this.reading, new Promise((resolve) => (timer = setTimeout(resolve, this.waitMs)))]);
     clearTimeout(timer);
     return this.latest;
   }
@@ -175,7 +177,7 @@ export class MoneyMetrics {
     });
     this.workerPasses = new Counter({
       name: 'bolivar_worker_passes_total',
-      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge) by result; a loop whose rate falls to 0 is stuck',
+      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
       labelNames: ['worker', 'result'],
       registers,
     });
@@ -216,7 +218,7 @@ export class MoneyMetrics {
       poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
     }
 
-    const snapshot = new Snapshot(() => readBacklog(db, BACKLOG_COUNT_MAX));
+    const snapshot = new ScrapeSnapshot<Backlog>(() => readBacklog(db, BACKLOG_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
     const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
     const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
       new Gauge({
@@ -251,7 +253,7 @@ export class MoneyMetrics {
       'Payments still submitted/unknown that the reaper no longer asks about (re-queue with POST /v1/admin/payments/{id}/recheck)',
       (b) => b.parked,
     );
-    const openAnomalies = new Snapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX));
+    const openAnomalies = new ScrapeSnapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
     new Gauge({
       name: 'bolivar_anomalies_open',
       help: `Anomalies waiting for an operator, by kind (GET /v1/admin/anomalies?status=open). Counted up to ${ANOMALIES_OPEN_COUNT_MAX} in all`,

@@ -11,6 +11,7 @@ import { startLoop, type RunningLoop } from './run-loop.ts';
 import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
 import { HttpWebhookTransport } from '../webhooks/sender.ts';
 import { originShareOf, WebhookDispatcher } from './webhook-dispatcher.ts';
+import { RECONCILE_QUEUE_POLL_MS, ReconciliationWorker } from './reconciliation.ts';
 
 export interface RunningWorkers {
   /** The loops running, by name (for the startup log). */
@@ -21,7 +22,7 @@ export interface RunningWorkers {
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency purge. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency purge, reconciliation. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(
@@ -36,17 +37,20 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const close = new DailyCloseWorker(services.treasury, log);
   const dispatcher = webhookDispatcherOf(services, log);
   const purge = new IdempotencyPurge(services.db, services.clock);
+  const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
     startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log, metrics }),
     startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log, metrics }),
     startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log, metrics }),
     startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log, metrics }),
+    startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
   ];
   return {
     names: loops.map((loop) => loop.name),
     async stop() {
-      await Promise.all(loops.map((loop) => loop.stop()));
+      // The run under way ends at its next page (recorded as abandoned), so the loop's pass returns.
+      await Promise.all([...loops.map((loop) => loop.stop()), services.reconciliation.stop()]);
       await dispatcher.close();
     },
   };

@@ -49,7 +49,7 @@ describe('bolivar CLI', () => {
     it('--help lists every command, tenants list included, and exits 0', async () => {
       const run = await bolivar(['--help'], {}, cwd);
       assert.equal(run.code, 0, run.stderr);
-      for (const name of ['tenants create', 'tenants list', 'tenants get', 'keys issue', 'keys revoke', 'fund', 'close', 'rates set', 'webhook set', 'webhook rotate', 'limits add', 'limits list', 'migrate', 'config']) {
+      for (const name of ['tenants create', 'tenants list', 'tenants get', 'keys issue', 'keys revoke', 'fund', 'close', 'rates set', 'webhook set', 'webhook rotate', 'limits add', 'limits list', 'reconcile', 'reconciliation list', 'reconciliation show', 'migrate', 'config']) {
         assert.match(run.stdout, new RegExp(`^  ${name} `, 'm'), name);
       }
       assert.match(run.stdout, /BOLIVAR_URL/);
@@ -181,6 +181,50 @@ describe('bolivar CLI', () => {
       const refused = await bolivar(['audit', '--actor-key', 'not-an-id'], env, cwd);
       assert.equal(refused.code, 1);
       assertOneLine(refused, /400 validation_failed/);
+    });
+
+    it('reconcile --wait follows the run to its end: exit 0 when clean, 3 with the discrepancies; reconciliation list and show', async () => {
+      const admin = client(t.app, t.platformKey);
+      const tenant = (await admin.post('/v1/admin/tenants', { name: 'Cinco' })).body.id as string;
+      const funded = await admin.post(`/v1/admin/tenants/${tenant}/fundings`, { mode: 'test', asset: 'BS', amount: 5_000 }, { 'idempotency-key': 'cli-reconcile' });
+      assert.equal(funded.status, 201, funded.raw);
+
+      const clean = await bolivar(['reconcile', '--tenant', tenant, '--mode', 'test', '--wait'], env, cwd);
+      assert.equal(clean.code, 0, clean.stderr);
+      const cleanRun = JSON.parse(clean.stdout).data[0];
+      assert.deepEqual([cleanRun.tenantId, cleanRun.mode, cleanRun.status, cleanRun.clean, cleanRun.discrepancies], [tenant, 'test', 'completed', true, []]);
+
+      await t.db.query(`UPDATE ledger_accounts SET balance = balance - 1 WHERE tenant_id = $1 AND kind = 'prefunding'`, [tenant]);
+      const broken = await bolivar(['reconcile', '--tenant', tenant, '--mode', 'test', '--wait'], env, cwd);
+      assert.equal(broken.code, 3, broken.stderr);
+      const brokenRun = JSON.parse(broken.stdout).data[0];
+      assert.equal(brokenRun.clean, false);
+      assert.deepEqual(
+        brokenRun.discrepancies.map((d: { check: string; expected: string; found: string }) => `${d.check} ${d.expected} -> ${d.found}`),
+        ['account_balances -5000 -> -5001', 'prefunding 5000 -> 5001'],
+      );
+      await t.db.query(`UPDATE ledger_accounts SET balance = balance + 1 WHERE tenant_id = $1 AND kind = 'prefunding'`, [tenant]);
+
+      const queued = await bolivar(['reconcile', '--tenant', tenant], env, cwd);
+      assert.equal(queued.code, 0, queued.stderr);
+      assert.deepEqual(JSON.parse(queued.stdout).data.map((r: { mode: string }) => r.mode).sort(), ['live', 'test'], 'both modes without --mode');
+      await t.services.reconciliation.drain();
+
+      const list = await bolivar(['reconciliation', 'list', '--tenant', tenant, '--mode', 'test', '--limit', '1'], env, cwd);
+      assert.equal(list.code, 0, list.stderr);
+      const page = JSON.parse(list.stdout);
+      assert.deepEqual(page, (await admin.get(`/v1/admin/reconciliation/runs?tenantId=${tenant}&mode=test&limit=1`)).body);
+      assert.equal(page.has_more, true);
+      const shown = await bolivar(['reconciliation', 'show', '--run', brokenRun.id], env, cwd);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.deepEqual(JSON.parse(shown.stdout), (await admin.get(`/v1/admin/reconciliation/runs/${brokenRun.id}`)).body);
+
+      const missing = await bolivar(['reconciliation', 'show'], env, cwd);
+      assert.equal(missing.code, 2);
+      assertOneLine(missing, /reconciliation show: --run is required/);
+      const unknown = await bolivar(['reconciliation', 'show', '--run', UNKNOWN_UUID], env, cwd);
+      assert.equal(unknown.code, 1);
+      assertOneLine(unknown, /404 resource_not_found: No such reconciliation run\./);
     });
 
     it('an error answer is one line with its status, code, message and request id; exit 1', async () => {

@@ -19,6 +19,7 @@ describe('configuration', () => {
     assert.equal(config.authFailureLimit, 300);
     assert.equal(config.authFailurePrefixLimit, 3000);
     assert.equal(config.authFailureWindowS, 60);
+    assert.equal(config.reconcileIntervalS, 300);
   });
 
   it('reads every knob', () => {
@@ -34,6 +35,7 @@ describe('configuration', () => {
       AUTH_FAILURE_LIMIT: '0',
       AUTH_FAILURE_WINDOW_S: '300',
       TRUST_PROXY: '10.0.0.0/8, 192.168.1.7,loopback, fd00::/8',
+      RECONCILE_INTERVAL_S: '0',
     });
     assert.equal(config.port, 8080);
     assert.equal(config.role, 'worker');
@@ -43,6 +45,7 @@ describe('configuration', () => {
     assert.equal(config.quoteTtlSeconds, 5);
     assert.equal(config.authFailureLimit, 0);
     assert.equal(config.authFailureWindowS, 300);
+    assert.equal(config.reconcileIntervalS, 0, '0: reconciliation only on demand');
     assert.deepEqual(config.trustProxy, ['10.0.0.0/8', '192.168.1.7', 'loopback', 'fd00::/8']);
     assert.equal(loadConfig({}).trustProxy, false, 'off by default: the connection peer is the client');
     assert.equal(loadConfig({ TRUST_PROXY: 'off' }).trustProxy, false);
@@ -67,6 +70,9 @@ describe('configuration', () => {
     ['TRUST_PROXY', '10.0.0.0/33', /TRUST_PROXY/],
     ['TRUST_PROXY', '10.0.0.1,,10.0.0.2', /TRUST_PROXY/],
     ['TRUST_PROXY', 'proxy.internal', /TRUST_PROXY/],
+    ['RECONCILE_INTERVAL_S', '-1', /RECONCILE_INTERVAL_S accepts an integer from 0 to 604800/],
+    ['RECONCILE_INTERVAL_S', '5m', /RECONCILE_INTERVAL_S accepts an integer/],
+    ['RECONCILE_INTERVAL_S', '604801', /RECONCILE_INTERVAL_S/],
   ];
   for (const [name, value, message] of bad) {
     it(`rejects ${name}=${value} naming the variable`, () => {

@@ -1,0 +1,301 @@
+// The reads of a reconciliation run: the whole-book figures of one tenant and mode (each one aggregate
+// statement, all in the run's one snapshot), and the pages of ledger transactions and payments. Reads
+// only: no row is locked, so no writer ever waits for a run. The transaction they run in is the caller's
+// (REPEATABLE READ, READ ONLY: services/reconciliation.ts).
+import type { Mode } from '../../domain/api-keys.ts';
+import type { AccountKind, FundingAccount, LedgerEntryKind } from '../../domain/ledger.ts';
+import type { PaymentStatus } from '../../domain/payment-state.ts';
+import type {
+  BookFigures,
+  CounterMismatch,
+  PaymentCheckRow,
+  PaymentEntryRow,
+  PaymentEventRow,
+  TransactionCheckRow,
+} from '../../domain/reconciliation-checks.ts';
+import type { Queryable } from '../database.ts';
+
+type Partition = { tenantId: string; mode: Mode };
+
+/** Keyset start: every uuid the service generates sorts after it. */
+export const FIRST_ID = '00000000-0000-0000-0000-000000000000';
+
+const BALANCES_SQL = `SELECT asset, kind, sum(balance)::text AS balance, count(*)::int AS slots
+  FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 GROUP BY asset, kind`;
+
+const POSTINGS_SQL = `SELECT t.kind, p.asset, p.account_kind, sum(p.amount)::text AS amount, count(*)::bigint AS postings
+  FROM ledger_postings p
+  JOIN ledger_transactions t ON t.tenant_id = p.tenant_id AND t.id = p.transaction_id
+ WHERE p.tenant_id = $1 AND p.mode = $2
+ GROUP BY t.kind, p.asset, p.account_kind`;
+
+const CHARGED_SQL = `SELECT status, funding_account, source_asset, payout_asset, count(*)::int AS payments,
+       sum(source_amount)::text AS source_amount, sum(payout_amount)::text AS payout_amount, sum(fee_amount)::text AS fee_amount
+  FROM payments
+ WHERE tenant_id = $1 AND mode = $2 AND funding_account IS NOT NULL
+ GROUP BY status, funding_account, source_asset, payout_asset`;
+
+// A scheduled close records the amount it settled (daily_closes) in the transaction that posts it; an
+// admin close posts without a record. So each recorded amount must have at least as many entries.
+const UNPOSTED_CLOSES_SQL = `WITH recorded AS (
+  SELECT asset, amount, count(*)::int AS n, min(business_date) AS first_day
+    FROM daily_closes WHERE tenant_id = $1 AND mode = $2 AND amount > 0 GROUP BY asset, amount
+), posted AS (
+  SELECT p.asset, -p.amount AS amount, count(*)::int AS n
+    FROM ledger_transactions t
+    JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
+   WHERE t.tenant_id = $1 AND t.mode = $2 AND t.kind = 'daily_close' AND p.account_kind = 'credit_receivable'
+   GROUP BY p.asset, -p.amount
+)
+SELECT r.asset, r.amount::text, r.n AS recorded, coalesce(p.n, 0) AS posted, r.first_day::text
+  FROM recorded r LEFT JOIN posted p ON p.asset = r.asset AND p.amount = r.amount
+ WHERE coalesce(p.n, 0) < r.n
+ ORDER BY r.asset, r.amount`;
+
+export interface BookReading {
+  books: BookFigures;
+  accounts: number;
+  postings: bigint;
+}
+
+/** The whole-book figures (run them in one snapshot: they are compared with each other). */
+export async function readBooks(tx: Queryable, partition: Partition): Promise<BookReading> {
+  const params = [partition.tenantId, partition.mode];
+  const balances = await tx.query<{ asset: string; kind: AccountKind; balance: string; slots: number }>(BALANCES_SQL, params);
+  const postings = await tx.query<{ kind: LedgerEntryKind; asset: string; account_kind: AccountKind; amount: string; postings: bigint }>(POSTINGS_SQL, params);
+  const charged = await tx.query<{
+    status: PaymentStatus;
+    funding_account: FundingAccount;
+    source_asset: string;
+    payout_asset: string;
+    payments: number;
+    source_amount: string;
+    payout_amount: string;
+    fee_amount: string;
+  }>(CHARGED_SQL, params);
+  const closes = await tx.query<{ asset: string; amount: string; recorded: number; posted: number; first_day: string }>(UNPOSTED_CLOSES_SQL, params);
+  return {
+    books: {
+      balances: balances.rows.map((r) => ({ asset: r.asset, account: r.kind, balance: BigInt(r.balance) })),
+      postings: postings.rows.map((r) => ({ kind: r.kind, asset: r.asset, account: r.account_kind, amount: BigInt(r.amount) })),
+      charged: charged.rows.map((r) => ({
+        status: r.status,
+        funding: r.funding_account,
+        sourceAsset: r.source_asset,
+        payoutAsset: r.payout_asset,
+        count: r.payments,
+        sourceAmount: BigInt(r.source_amount),
+        payoutAmount: BigInt(r.payout_amount),
+        feeAmount: BigInt(r.fee_amount),
+      })),
+      unpostedCloses: closes.rows.map((r) => ({ asset: r.asset, amount: BigInt(r.amount), recorded: r.recorded, posted: r.posted, firstDay: r.first_day })),
+    },
+    accounts: balances.rows.reduce((n, r) => n + r.slots, 0),
+    postings: postings.rows.reduce((n, r) => n + BigInt(r.postings), 0n),
+  };
+}
+
+// What limit-rules.ts and payout-decision.ts (trackedCounters) count: every charged payout still
+// submitted, unknown or settled, on its usage day, against its tenant, customer and beneficiary, by the
+// instrument it went through. A failed or returned one gave its usage back.
+const COUNTERS_SQL = `WITH counted AS (
+  SELECT p.usage_day AS business_date, s.kind AS subject_kind, s.subject_id, p.method,
+         sum(p.payout_amount) AS amount, count(*)::bigint AS count
+    FROM payments p
+   CROSS JOIN LATERAL (VALUES ('tenant', p.tenant_id), ('customer', p.customer_id), ('beneficiary', p.beneficiary_id)) AS s(kind, subject_id)
+   WHERE p.tenant_id = $1 AND p.mode = $2 AND p.status IN ('submitted', 'unknown', 'settled')
+     AND p.usage_day IS NOT NULL AND p.method IS NOT NULL AND p.beneficiary_id IS NOT NULL AND s.subject_id IS NOT NULL
+   GROUP BY 1, 2, 3, 4
+), stored AS (
+  SELECT business_date, subject_kind, subject_id, method, amount, count FROM limit_usage WHERE tenant_id = $1 AND mode = $2
+), mismatch AS (
+  SELECT coalesce(c.business_date, s.business_date) AS business_date, coalesce(c.subject_kind, s.subject_kind) AS subject_kind,
+         coalesce(c.subject_id, s.subject_id) AS subject_id, coalesce(c.method, s.method) AS method,
+         coalesce(c.amount, 0) AS counted_amount, coalesce(c.count, 0) AS counted_count,
+         coalesce(s.amount, 0) AS stored_amount, coalesce(s.count, 0) AS stored_count
+    FROM counted c
+    FULL JOIN stored s ON s.business_date = c.business_date AND s.subject_kind = c.subject_kind AND s.subject_id = c.subject_id AND s.method = c.method
+   WHERE coalesce(c.amount, 0) <> coalesce(s.amount, 0) OR coalesce(c.count, 0) <> coalesce(s.count, 0)
+)
+SELECT m.business_date::text, m.subject_kind, m.subject_id::text, m.method, m.counted_amount::text, m.counted_count::text,
+       m.stored_amount::text, m.stored_count::text, t.mismatches, t.counters
+  FROM (SELECT (SELECT count(*) FROM mismatch)::int AS mismatches, (SELECT count(*) FROM stored)::int AS counters) t
+  LEFT JOIN LATERAL (SELECT * FROM mismatch ORDER BY business_date, subject_kind, subject_id, method LIMIT $3) m ON true`;
+
+/** Limit counters that disagree with the payouts they count: the first `max`, how many in all, and how many counters exist. */
+export async function readCounterMismatches(
+  tx: Queryable,
+  partition: Partition,
+  max: number,
+): Promise<{ mismatches: CounterMismatch[]; total: number; counters: number }> {
+  const { rows } = await tx.query<{
+    business_date: string | null;
+    subject_kind: string;
+    subject_id: string;
+    method: string;
+    counted_amount: string;
+    counted_count: string;
+    stored_amount: string;
+    stored_count: string;
+    mismatches: number;
+    counters: number;
+  }>(COUNTERS_SQL, [partition.tenantId, partition.mode, max]);
+  const first = rows[0]!;
+  return {
+    total: first.mismatches,
+    counters: first.counters,
+    mismatches: rows
+      .filter((r) => r.business_date !== null)
+      .map((r) => ({
+        businessDate: r.business_date!,
+        subjectKind: r.subject_kind,
+        subjectId: r.subject_id,
+        method: r.method,
+        counted: { amount: BigInt(r.counted_amount), count: BigInt(r.counted_count) },
+        stored: { amount: BigInt(r.stored_amount), count: BigInt(r.stored_count) },
+      })),
+  };
+}
+
+// A page is the tenant's next `size` transactions by primary key, whatever their mode (those of the
+// other mode are skipped after reading), so a page reads a bounded number of rows even for a tenant
+// whose other mode holds millions.
+const TRANSACTION_PAGE_SQL = `WITH page AS (
+  SELECT id, mode, kind, payment_id FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
+), sums AS (
+  -- The page's postings in one range of their primary key (a probe per entry cost twice as much).
+  SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
+    FROM ledger_postings lp
+   WHERE lp.tenant_id = $1 AND lp.transaction_id > $2 AND lp.transaction_id <= (SELECT id FROM page ORDER BY id DESC LIMIT 1)
+   GROUP BY lp.transaction_id, lp.asset
+), per_entry AS (
+  SELECT transaction_id, sum(n)::int AS postings,
+         coalesce(jsonb_agg(jsonb_build_object('asset', asset, 'total', total::text)) FILTER (WHERE total <> 0), '[]'::jsonb) AS unbalanced
+    FROM sums GROUP BY transaction_id
+)
+SELECT page.id, page.mode, page.kind, page.payment_id, coalesce(e.postings, 0) AS postings, coalesce(e.unbalanced, '[]'::jsonb) AS unbalanced,
+       coalesce(f.found, false) AS payment_found
+  FROM page
+  LEFT JOIN per_entry e ON e.transaction_id = page.id
+  -- One primary-key probe per entry (an EXISTS was planned as a hashed scan of every payment of the tenant, per page).
+  LEFT JOIN LATERAL (
+    SELECT true AS found FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode LIMIT 1
+  ) f ON true
+ ORDER BY page.id`;
+
+export interface Page<T> {
+  /** The rows of the run's mode. */
+  rows: T[];
+  /** Rows read (either mode): fewer than the page size means the end. */
+  read: number;
+  /** The keyset position after this page. */
+  last: string | null;
+}
+
+export async function readTransactionPage(tx: Queryable, partition: Partition, after: string, size: number): Promise<Page<TransactionCheckRow>> {
+  const { rows } = await tx.query<{
+    id: string;
+    mode: Mode;
+    kind: LedgerEntryKind;
+    payment_id: string | null;
+    postings: number;
+    unbalanced: Array<{ asset: string; total: string }>;
+    payment_found: boolean;
+  }>(TRANSACTION_PAGE_SQL, [partition.tenantId, after, size]);
+  return {
+    read: rows.length,
+    last: rows.length > 0 ? rows[rows.length - 1]!.id : null,
+    rows: rows
+      .filter((r) => r.mode === partition.mode)
+      .map((r) => ({
+        id: r.id,
+        kind: r.kind,
+        paymentId: r.payment_id,
+        paymentFound: r.payment_found,
+        postings: r.postings,
+        unbalanced: r.unbalanced.map((u) => ({ asset: u.asset, total: BigInt(u.total) })),
+      })),
+  };
+}
+
+const PAYMENT_PAGE_SQL = `SELECT id, mode, status, funding_account, source_asset, source_amount, payout_asset, payout_amount, fee_amount
+  FROM payments WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`;
+
+// Found through ledger_transactions_once (tenant, payment, kind), one probe per payment.
+const PAYMENT_ENTRIES_SQL = `SELECT v.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
+  FROM unnest($2::uuid[]) AS v(id)
+ CROSS JOIN LATERAL (SELECT t.id, t.kind FROM ledger_transactions t WHERE t.tenant_id = $1 AND t.payment_id = v.id OFFSET 0) t
+  JOIN ledger_postings lp ON lp.tenant_id = $1 AND lp.transaction_id = t.id
+ ORDER BY v.id, t.id, lp.asset, lp.account_kind`;
+
+// Found through the two unique indexes of the outbox (migration 004): each covers its event types.
+const PAYMENT_EVENTS_SQL = `SELECT v.id AS payment_id, e.id::text AS id, e.event_type
+  FROM unnest($2::uuid[]) AS v(id)
+ CROSS JOIN LATERAL (
+   SELECT e.id, e.event_type FROM outbox_events e
+    WHERE e.tenant_id = $1 AND e.aggregate_id = v.id AND e.event_type IN ('payment.settled', 'payment.failed')
+   UNION ALL
+   SELECT e.id, e.event_type FROM outbox_events e
+    WHERE e.tenant_id = $1 AND e.aggregate_id = v.id AND e.event_type = 'payment.reversed'
+ ) e
+ ORDER BY v.id, e.id`;
+
+export interface PaymentUnderCheck {
+  payment: PaymentCheckRow;
+  entries: PaymentEntryRow[];
+  events: PaymentEventRow[];
+}
+
+/** The tenant's next `size` payments by id (either mode read, the run's mode kept), with their entries and events. */
+export async function readPaymentPage(tx: Queryable, partition: Partition, after: string, size: number): Promise<Page<PaymentUnderCheck>> {
+  const { rows } = await tx.query<{
+    id: string;
+    mode: Mode;
+    status: PaymentStatus;
+    funding_account: FundingAccount | null;
+    source_asset: string;
+    source_amount: bigint;
+    payout_asset: string;
+    payout_amount: bigint;
+    fee_amount: bigint;
+  }>(PAYMENT_PAGE_SQL, [partition.tenantId, after, size]);
+  const mine = rows.filter((r) => r.mode === partition.mode);
+  const byId = new Map<string, PaymentUnderCheck>(
+    mine.map((r) => [
+      r.id,
+      {
+        payment: {
+          id: r.id,
+          status: r.status,
+          funding: r.funding_account,
+          sourceAsset: r.source_asset,
+          sourceAmount: r.source_amount,
+          payoutAsset: r.payout_asset,
+          payoutAmount: r.payout_amount,
+          feeAmount: r.fee_amount,
+        },
+        entries: [],
+        events: [],
+      },
+    ]),
+  );
+  if (mine.length > 0) {
+    const ids = mine.map((r) => r.id);
+    const entries = await tx.query<{ payment_id: string; id: string; kind: LedgerEntryKind; asset: string; account_kind: AccountKind; amount: bigint }>(
+      PAYMENT_ENTRIES_SQL,
+      [partition.tenantId, ids],
+    );
+    const entryById = new Map<string, { id: string; kind: LedgerEntryKind; postings: Array<{ asset: string; account: AccountKind; amount: bigint }> }>();
+    for (const r of entries.rows) {
+      let entry = entryById.get(r.id);
+      if (!entry) {
+        entryById.set(r.id, (entry = { id: r.id, kind: r.kind, postings: [] }));
+        byId.get(r.payment_id)!.entries.push(entry);
+      }
+      entry.postings.push({ asset: r.asset, account: r.account_kind, amount: r.amount });
+    }
+    const events = await tx.query<{ payment_id: string; id: string; event_type: string }>(PAYMENT_EVENTS_SQL, [partition.tenantId, ids]);
+    for (const r of events.rows) byId.get(r.payment_id)!.events.push({ id: r.id, type: r.event_type });
+  }
+  return { read: rows.length, last: rows.length > 0 ? rows[rows.length - 1]!.id : null, rows: [...byId.values()] };
+}

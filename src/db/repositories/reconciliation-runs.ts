@@ -1,0 +1,279 @@
+// Reconciliation runs: the queue (queued → running under a lease → completed, failed or abandoned),
+// their stored discrepancies, each tenant and mode's standing (reconciliation_partitions), and the
+// admin reads. Only these tables are written here; the money tables are only read (reconciliation-reads.ts).
+import type { Mode } from '../../domain/api-keys.ts';
+import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
+import type { CheckName, CheckResult, Discrepancy } from '../../domain/reconciliation.ts';
+import type { Queryable } from '../database.ts';
+
+export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
+export type RunTrigger = 'schedule' | 'operator';
+
+export interface Examined {
+  payments: number;
+  ledgerTransactions: number;
+  accounts: number;
+  limitCounters: number;
+}
+
+export interface RunRow {
+  tenant_id: string;
+  mode: Mode;
+  id: string;
+  trigger: RunTrigger;
+  status: RunStatus;
+  requested_at: Date;
+  started_at: Date | null;
+  lease_until: Date | null;
+  finished_at: Date | null;
+  checks: Partial<Record<CheckName, CheckResult>>;
+  discrepancy_count: bigint;
+  examined: Partial<Examined>;
+  error: string | null;
+  /** Microseconds since the epoch of requested_at: the list's keyset position. */
+  requested_at_us: bigint;
+}
+
+/** The run's columns, each prefixed with `alias.` when given (a statement that joins). */
+const columnsOf = (alias = '') =>
+  `${['tenant_id', 'mode', 'id', 'trigger', 'status', 'requested_at', 'started_at', 'lease_until', 'finished_at', 'checks', 'discrepancy_count', 'examined', 'error']
+    .map((c) => `${alias}${c}`)
+    .join(', ')}, (extract(epoch FROM ${alias}requested_at) * 1000000)::bigint AS requested_at_us`;
+const COLUMNS = columnsOf();
+
+/** Which tenants and modes a request names: one tenant (one mode, or both), or every one with books. */
+export type RunSelection = { tenantId: string; modes: readonly Mode[] } | { tenantId?: undefined; mode?: Mode };
+
+// Every tenant and mode with books to reconcile: an account, or a key (a payment needs one; a payout
+// that failed before the rail posts nothing). The platform's own tenant has neither money nor payouts.
+const WITH_BOOKS = `SELECT DISTINCT s.tenant_id, s.mode
+  FROM (SELECT tenant_id, mode FROM ledger_accounts UNION SELECT tenant_id, mode FROM api_keys WHERE NOT is_platform) s
+  JOIN tenants t ON t.id = s.tenant_id AND NOT t.is_platform
+ WHERE $5::text IS NULL OR s.mode = $5`;
+const NAMED = `SELECT t.id AS tenant_id, m.mode FROM tenants t CROSS JOIN unnest($6::text[]) AS m(mode) WHERE t.id = $5 AND NOT t.is_platform`;
+
+// A partition with a run waiting or under way keeps it (the conflict returns that run unchanged); a
+// schedule (`$4` set) skips partitions with a run requested since then.
+const enqueueSql = (source: string) => `WITH part AS (${source})
+INSERT INTO reconciliation_runs AS r (tenant_id, mode, id, trigger, status, requested_at)
+SELECT p.tenant_id, p.mode, gen_random_uuid(), $1::text, 'queued', $2::timestamptz
+  FROM part p
+ WHERE $4::timestamptz IS NULL
+    OR NOT EXISTS (SELECT 1 FROM reconciliation_runs x WHERE x.tenant_id = p.tenant_id AND x.mode = p.mode AND x.requested_at > $4)
+ ORDER BY p.tenant_id, p.mode
+ LIMIT $3::int
+ON CONFLICT (tenant_id, mode) WHERE status IN ('queued', 'running') DO UPDATE SET requested_at = r.requested_at
+RETURNING ${columnsOf('r.')}`;
+const ENQUEUE_WITH_BOOKS_SQL = enqueueSql(WITH_BOOKS);
+const ENQUEUE_NAMED_SQL = enqueueSql(NAMED);
+
+/**
+ * Queues a run for each selected tenant and mode that has none waiting or under way; answers the run
+ * of each (new, or the one already open), at most `max` partitions. `dueBefore`: only partitions
+ * with no run requested after it (the schedule).
+ */
+export async function enqueueRuns(
+  db: Queryable,
+  selection: RunSelection,
+  options: { trigger: RunTrigger; now: Date; max: number; dueBefore?: Date },
+): Promise<RunRow[]> {
+  const common = [options.trigger, options.now, options.max, options.dueBefore ?? null];
+  const { rows } =
+    selection.tenantId !== undefined
+      ? await db.query<RunRow>(ENQUEUE_NAMED_SQL, [...common, selection.tenantId, selection.modes])
+      : await db.query<RunRow>(ENQUEUE_WITH_BOOKS_SQL, [...common, selection.mode ?? null]);
+  return rows;
+}
+
+/**
+ * Runs whose worker stopped (its lease ran out) become `abandoned`, at most `max` at a time: a crashed
+ * run never stays `running`, and its tenant and mode can be queued again.
+ */
+export async function abandonExpiredRuns(db: Queryable, now: Date, max: number): Promise<Array<{ tenant_id: string; id: string }>> {
+  const { rows } = await db.query<{ tenant_id: string; id: string }>(
+    `UPDATE reconciliation_runs r
+        SET status = 'abandoned', finished_at = $1, lease_until = NULL,
+            error = 'abandoned: the process running it stopped (its lease ran out at ' || to_char(r.lease_until AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || ')'
+       FROM (SELECT tenant_id, id FROM reconciliation_runs WHERE status = 'running' AND lease_until < $1
+              ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED) x
+      WHERE r.tenant_id = x.tenant_id AND r.id = x.id AND r.status = 'running'
+      RETURNING r.tenant_id, r.id`,
+    [now, max],
+  );
+  return rows;
+}
+
+/** The oldest queued run, now `running` under a lease until `leaseUntil`; undefined when none waits. */
+export async function claimQueuedRun(db: Queryable, now: Date, leaseUntil: Date): Promise<RunRow | undefined> {
+  const { rows } = await db.query<RunRow>(
+    `UPDATE reconciliation_runs r SET status = 'running', started_at = $1, lease_until = $2
+       FROM (SELECT tenant_id, id FROM reconciliation_runs WHERE status = 'queued' ORDER BY requested_at LIMIT 1 FOR UPDATE SKIP LOCKED) x
+      WHERE r.tenant_id = x.tenant_id AND r.id = x.id AND r.status = 'queued'
+      RETURNING ${columnsOf('r.')}`,
+    [now, leaseUntil],
+  );
+  return rows[0];
+}
+
+/** Extends a running run's lease; false when it is no longer this worker's (abandoned meanwhile). */
+export async function renewLease(db: Queryable, run: { tenantId: string; id: string }, leaseUntil: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE reconciliation_runs SET lease_until = $3 WHERE tenant_id = $1 AND id = $2 AND status = 'running'`,
+    [run.tenantId, run.id, leaseUntil],
+  );
+  return rowCount === 1;
+}
+
+export interface RunEnd {
+  status: 'completed' | 'failed' | 'abandoned';
+  finishedAt: Date;
+  checks: Record<CheckName, CheckResult>;
+  discrepancyCount: number;
+  examined: Examined;
+  error: string | null;
+}
+
+/** Records how a run ended; false when the run was no longer running (abandoned meanwhile: nothing written). */
+export async function finishRun(tx: Queryable, run: { tenantId: string; id: string }, end: RunEnd): Promise<RunRow | undefined> {
+  const { rows } = await tx.query<RunRow>(
+    `UPDATE reconciliation_runs
+        SET status = $3, finished_at = $4, lease_until = NULL, checks = $5::jsonb, discrepancy_count = $6, examined = $7::jsonb, error = $8
+      WHERE tenant_id = $1 AND id = $2 AND status = 'running'
+      RETURNING ${COLUMNS}`,
+    [run.tenantId, run.id, end.status, end.finishedAt, JSON.stringify(end.checks), end.discrepancyCount, JSON.stringify(end.examined), end.error],
+  );
+  return rows[0];
+}
+
+/** Stores a run's discrepancies (already bounded by the caller), in the order found. */
+export async function insertDiscrepancies(tx: Queryable, run: { tenantId: string; id: string }, discrepancies: readonly Discrepancy[]): Promise<void> {
+  if (discrepancies.length === 0) return;
+  const col = <T>(pick: (d: Discrepancy) => T) => discrepancies.map(pick);
+  await tx.query(
+    `INSERT INTO reconciliation_discrepancies (tenant_id, run_id, seq, check_name, subject_type, subject_id, facet, payment_id, expected, found, detail)
+     SELECT $1, $2, v.seq, v.check_name, v.subject_type, v.subject_id, v.facet, v.payment_id, v.expected, v.found, v.detail
+       FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[], $8::text[], $9::text[], $10::jsonb[]) WITH ORDINALITY
+         AS v(check_name, subject_type, subject_id, facet, payment_id, expected, found, detail, seq)`,
+    [
+      run.tenantId,
+      run.id,
+      col((d) => d.check),
+      col((d) => d.subjectType),
+      col((d) => d.subjectId),
+      col((d) => d.facet),
+      col((d) => d.paymentId),
+      col((d) => d.expected),
+      col((d) => d.found),
+      col((d) => JSON.stringify(d.detail)),
+    ],
+  );
+}
+
+/** A completed run becomes its tenant and mode's standing (what the metrics read). */
+export async function recordStanding(
+  tx: Queryable,
+  run: { tenantId: string; mode: Mode; id: string },
+  at: Date,
+  discrepancies: Record<CheckName, number>,
+  clean: boolean,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO reconciliation_partitions AS p (tenant_id, mode, first_completed_at, last_run_id, last_completed_at, last_clean_at, last_discrepancies)
+     VALUES ($1, $2, $4, $3, $4, CASE WHEN $5 THEN $4::timestamptz END, $6::jsonb)
+     ON CONFLICT (tenant_id, mode) DO UPDATE
+        SET last_run_id = EXCLUDED.last_run_id, last_completed_at = EXCLUDED.last_completed_at,
+            last_clean_at = coalesce(EXCLUDED.last_clean_at, p.last_clean_at), last_discrepancies = EXCLUDED.last_discrepancies`,
+    [run.tenantId, run.mode, run.id, at, clean, JSON.stringify(discrepancies)],
+  );
+}
+
+export interface Standing {
+  /** Discrepancies by check, summed over every tenant and mode's last completed run. */
+  discrepancies: Record<string, number>;
+  /** The longest any tenant and mode has gone without a clean run (since its first completed run if never clean); 0 when none ran. */
+  oldestCleanAgeSeconds: number;
+  partitions: number;
+}
+
+export async function readStanding(db: Queryable, now: Date): Promise<Standing> {
+  const { rows } = await db.query<{ ages: number | null; partitions: number; discrepancies: Record<string, string> | null }>(
+    `SELECT (SELECT max(extract(epoch FROM ($1::timestamptz - coalesce(last_clean_at, first_completed_at))))::float8 FROM reconciliation_partitions) AS ages,
+            (SELECT count(*)::int FROM reconciliation_partitions) AS partitions,
+            (SELECT jsonb_object_agg(key, total) FROM (
+               SELECT d.key, sum(d.value::bigint)::text AS total FROM reconciliation_partitions, jsonb_each_text(last_discrepancies) AS d GROUP BY d.key) s) AS discrepancies`,
+    [now],
+  );
+  const row = rows[0]!;
+  return {
+    oldestCleanAgeSeconds: Math.max(0, row.ages ?? 0),
+    partitions: row.partitions,
+    discrepancies: Object.fromEntries(Object.entries(row.discrepancies ?? {}).map(([k, v]) => [k, Number(v)])),
+  };
+}
+
+export interface RunListFilter {
+  limit: number;
+  after?: PagePosition;
+  tenantId?: string;
+  mode?: Mode;
+  status?: RunStatus;
+}
+
+/** Runs, newest request first, by keyset (requested_at, id); `limit + 1` rows so the caller knows if more follow. */
+export async function listRuns(db: Queryable, filter: RunListFilter): Promise<RunRow[]> {
+  const params: unknown[] = [filter.limit + 1];
+  const where: string[] = [];
+  const add = (sql: (n: number) => string, ...values: unknown[]) => {
+    values.forEach((v) => params.push(v));
+    where.push(sql(params.length));
+  };
+  if (filter.tenantId) add((n) => `tenant_id = $${n}`, filter.tenantId);
+  if (filter.mode) add((n) => `mode = $${n}`, filter.mode);
+  if (filter.status) add((n) => `status = $${n}`, filter.status);
+  if (filter.after) add((n) => `(requested_at, id) < ($${n - 1}::timestamptz, $${n}::uuid)`, microsToTimestamp(filter.after.createdAtUs), filter.after.id);
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${COLUMNS} FROM reconciliation_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      ORDER BY requested_at DESC, id DESC LIMIT $1`,
+    params,
+  );
+  return rows;
+}
+
+export async function findRun(db: Queryable, id: string): Promise<RunRow | undefined> {
+  const { rows } = await db.query<RunRow>(`SELECT ${COLUMNS} FROM reconciliation_runs WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+export interface DiscrepancyRow {
+  seq: number;
+  check_name: CheckName;
+  subject_type: Discrepancy['subjectType'];
+  subject_id: string;
+  facet: string;
+  payment_id: string | null;
+  expected: string;
+  found: string;
+  detail: Record<string, unknown>;
+}
+
+export async function runDiscrepancies(db: Queryable, run: { tenantId: string; id: string }): Promise<DiscrepancyRow[]> {
+  const { rows } = await db.query<DiscrepancyRow>(
+    `SELECT seq, check_name, subject_type, subject_id, facet, payment_id, expected, found, detail
+       FROM reconciliation_discrepancies WHERE tenant_id = $1 AND run_id = $2 ORDER BY seq`,
+    [run.tenantId, run.id],
+  );
+  return rows;
+}
+
+/** Deletes finished runs requested before `before` (their discrepancies with them), at most `max`; answers how many. */
+export async function purgeRuns(db: Queryable, before: Date, max: number): Promise<number> {
+  const { rowCount } = await db.query(
+    `DELETE FROM reconciliation_runs r
+      USING (SELECT tenant_id, id FROM reconciliation_runs
+              WHERE requested_at < $1 AND status IN ('completed', 'failed', 'abandoned')
+              ORDER BY requested_at LIMIT $2) x
+      WHERE r.tenant_id = x.tenant_id AND r.id = x.id`,
+    [before, max],
+  );
+  return rowCount;
+}

@@ -1,0 +1,192 @@
+// One reconciliation run of one tenant and mode, from a claimed run row to its recorded result.
+//
+// Consistency: the whole-book checks compare figures with each other, so they are read in ONE
+// snapshot (one REPEATABLE READ, READ ONLY transaction, one aggregate statement each). The checks of
+// single transactions and payments go page by page, each page in a snapshot of its own: a payment,
+// its entries and its events are always committed together, so within a page they agree, and a payment
+// that changes after its page was read is simply seen as it was (never half of it). Nothing is locked
+// (plain reads under MVCC): payouts never wait for a run. Nothing is corrected: what disagrees is
+// recorded, with its evidence, and the money stays as it is.
+//
+// Bounded: pages of fixed size, a bounded number of them, the evidence kept per check bounded (the
+// rest counted), and the run's lease renewed as it goes, so a run whose process dies is seen as
+// abandoned once the lease runs out.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Database, Queryable } from '../db/database.ts';
+import { FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
+import { finishRun, insertDiscrepancies, recordStanding, renewLease, type Examined, type RunEnd, type RunRow } from '../db/repositories/reconciliation-runs.ts';
+import type { Mode } from '../domain/api-keys.ts';
+import type { Clock } from '../domain/clock.ts';
+import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
+import { DiscrepancyTally, RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../domain/reconciliation.ts';
+
+/** Discrepancies stored per check and run; the run counts the rest (`discrepancies` ≥ `stored`). */
+export const DISCREPANCIES_STORED_PER_CHECK_MAX = 50;
+/** Payments read per page (each with its entries and events). */
+export const PAYMENTS_PAGE_SIZE = 500;
+/** Ledger transactions read per page (each with its postings). */
+export const TRANSACTIONS_PAGE_SIZE = 2000;
+/** Pages of each kind one run reads at most (a run over more than 100,000,000 payments fails, saying so). */
+export const RUN_PAGES_MAX = 200_000;
+/** The longest one statement of a run may take (PostgreSQL): the whole-book aggregates read every posting of the tenant. */
+export const RUN_STATEMENT_TIMEOUT_MS = 120_000;
+/** A running run's lease: renewed between pages; longer than any one statement, so a live run never loses it. */
+export const RUN_LEASE_MS = RUN_STATEMENT_TIMEOUT_MS + 60_000;
+/** The lease is renewed once this much of it has passed. */
+const LEASE_RENEW_AFTER_MS = RUN_LEASE_MS / 4;
+
+export interface RunIdentity {
+  id: string;
+  tenantId: string;
+  mode: Mode;
+}
+
+/**
+ * Called in the transaction that records a run's end, with the discrepancies it stored: where they
+ * become anomalies for an operator to review (the anomalies' own writer, wired at integration).
+ */
+/**
+ * Called in the transaction that records a run's end, with the discrepancies it stored; what it
+ * returns, if anything, is called once that transaction has committed (a metric counts only what
+ * was stored).
+ */
+export type DiscrepancyHook = (tx: Queryable, run: RunIdentity, discrepancies: readonly Discrepancy[]) => Promise<void | (() => void)>;
+
+export interface RunObserver {
+  runFinished(result: 'clean' | 'discrepancies' | 'failed' | 'abandoned', seconds: number): void;
+}
+
+/** The run is no longer this process's: its lease ran out and another worker marked it abandoned. */
+class LeaseLost extends Error {}
+/** The process is stopping: the run ends at the next page. */
+class Interrupted extends Error {}
+
+/** Rows per page; the defaults are PAYMENTS_PAGE_SIZE and TRANSACTIONS_PAGE_SIZE (tests page smaller). */
+export interface PageSizes {
+  payments: number;
+  transactions: number;
+}
+
+export class ReconciliationRunner {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly observer: RunObserver,
+    private readonly log: FastifyBaseLogger | undefined,
+    private readonly onDiscrepancies?: DiscrepancyHook,
+    private readonly pages: PageSizes = { payments: PAYMENTS_PAGE_SIZE, transactions: TRANSACTIONS_PAGE_SIZE },
+  ) {}
+
+  /** Runs every check of a claimed (running) run and records its end; undefined if the run was lost meanwhile. */
+  async execute(row: RunRow, stopping: () => boolean): Promise<RunRow | undefined> {
+    const run: RunIdentity = { id: row.id, tenantId: row.tenant_id, mode: row.mode };
+    const tally = new DiscrepancyTally(DISCREPANCIES_STORED_PER_CHECK_MAX);
+    const examined: Examined = { payments: 0, ledgerTransactions: 0, accounts: 0, limitCounters: 0 };
+    const startedMs = performance.now();
+    let lastRenewalMs = this.clock.now().getTime();
+    const keepLease = async () => {
+      if (stopping()) throw new Interrupted();
+      const now = this.clock.now().getTime();
+      if (now - lastRenewalMs < LEASE_RENEW_AFTER_MS) return;
+      if (!(await renewLease(this.db, run, new Date(now + RUN_LEASE_MS)))) throw new LeaseLost();
+      lastRenewalMs = now;
+    };
+    let end: Pick<RunEnd, 'status' | 'error'> = { status: 'completed', error: null };
+    try {
+      await this.checkBooks(run, tally, examined);
+      const { payments, transactions } = this.pages;
+      await this.walk((tx, after) => readTransactionPage(tx, run, after, transactions), transactions, keepLease, (rows) => {
+        examined.ledgerTransactions += rows.length;
+        tally.add(transactionFindings(rows));
+      });
+      tally.ranCheck('transaction_balanced');
+      await this.walk((tx, after) => readPaymentPage(tx, run, after, payments), payments, keepLease, (rows) => {
+        examined.payments += rows.length;
+        for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
+      });
+      tally.ranCheck('payment_entries', 'outcome_events');
+    } catch (error) {
+      if (error instanceof LeaseLost) {
+        this.log?.warn({ runId: run.id, tenantId: run.tenantId, mode: run.mode }, 'reconciliation run lost its lease (another worker found it expired); its result is dropped');
+        this.observer.runFinished('abandoned', (performance.now() - startedMs) / 1000);
+        return undefined;
+      }
+      end =
+        error instanceof Interrupted
+          ? { status: 'abandoned', error: 'abandoned: the process running it was stopping' }
+          : { status: 'failed', error: `failed: ${(error as Error)?.message ?? String(error)}`.slice(0, 1000) };
+    }
+    return this.finish(run, tally, examined, end, (performance.now() - startedMs) / 1000);
+  }
+
+  /** The whole-book checks, in one snapshot. */
+  private async checkBooks(run: RunIdentity, tally: DiscrepancyTally, examined: Examined): Promise<void> {
+    await this.snapshot(async (tx) => {
+      const reading = await readBooks(tx, run);
+      examined.accounts = reading.accounts;
+      tally.add(bookFindings(reading.books));
+      tally.ranCheck('account_balances', 'in_flight', 'prefunding', 'credit_drawn', 'revenue');
+      const counters = await readCounterMismatches(tx, run, DISCREPANCIES_STORED_PER_CHECK_MAX);
+      examined.limitCounters = counters.counters;
+      tally.add(counterFindings(counters.mismatches));
+      tally.addUnstored('limit_usage', counters.total - counters.mismatches.length);
+      tally.ranCheck('limit_usage');
+    });
+  }
+
+  /** Reads pages until a short one, each in its own snapshot; before each, the lease is renewed (and a stopping process stops). */
+  private async walk<T>(
+    read: (tx: Queryable, after: string) => Promise<Page<T>>,
+    size: number,
+    between: () => Promise<void>,
+    examine: (rows: T[]) => void,
+  ): Promise<void> {
+    let after = FIRST_ID;
+    for (let page = 0; page < RUN_PAGES_MAX; page += 1) {
+      await between();
+      const result = await this.snapshot((tx) => read(tx, after));
+      examine(result.rows);
+      if (result.read < size || result.last === null) return;
+      after = result.last;
+    }
+    throw new Error(`a run reads at most ${RUN_PAGES_MAX} pages of ${size} rows of each kind; this tenant has more`);
+  }
+
+  /** A read-only transaction that sees one snapshot of the database for all its statements. */
+  private snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) => {
+      await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
+      return work(tx);
+    });
+  }
+
+  /** Records the end, the evidence and (completed) the tenant's standing in one transaction. */
+  private async finish(run: RunIdentity, tally: DiscrepancyTally, examined: Examined, end: Pick<RunEnd, 'status' | 'error'>, seconds: number): Promise<RunRow | undefined> {
+    const results = tally.results();
+    const stored = tally.stored();
+    const finishedAt = this.clock.now();
+    const committed: { afterCommit?: () => void } = {};
+    const row = await this.db.transaction(async (tx) => {
+      const finished = await finishRun(tx, run, { ...end, finishedAt, checks: results, discrepancyCount: tally.total, examined });
+      if (!finished) return undefined;
+      await insertDiscrepancies(tx, run, stored);
+      if (end.status === 'completed') {
+        const byCheck = Object.fromEntries(RECONCILIATION_CHECKS.map((c) => [c, results[c].discrepancies])) as Record<CheckName, number>;
+        await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0);
+      }
+      if (stored.length > 0 && this.onDiscrepancies) committed.afterCommit = (await this.onDiscrepancies(tx, run, stored)) ?? undefined;
+      return finished;
+    });
+    committed.afterCommit?.();
+    if (!row) {
+      this.observer.runFinished('abandoned', seconds);
+      return undefined;
+    }
+    const result = end.status !== 'completed' ? (end.status === 'failed' ? 'failed' : 'abandoned') : tally.total === 0 ? 'clean' : 'discrepancies';
+    this.observer.runFinished(result, seconds);
+    const fields = { runId: run.id, tenantId: run.tenantId, mode: run.mode, status: end.status, discrepancies: tally.total, seconds: Math.round(seconds * 1000) / 1000, error: end.error ?? undefined };
+    if (result === 'clean') this.log?.info(fields, 'reconciliation run clean');
+    else this.log?.warn({ ...fields, failing: RECONCILIATION_CHECKS.filter((c) => results[c].verdict === 'fail') }, `reconciliation run ${result}`);
+    return row;
+  }
+}

@@ -1469,6 +1469,215 @@ export type SandboxRailNotification = {
     occurredAt: string;
 };
 
+/**
+ * ReconciliationRun
+ */
+export type ReconciliationRun = {
+    id: string;
+    tenantId: string;
+    mode: 'test' | 'live';
+    /**
+     * Queued by the schedule (RECONCILE_INTERVAL_S) or by an operator
+     */
+    trigger: 'schedule' | 'operator';
+    /**
+     * `queued` (waiting for a worker), `running`, then `completed` (every check ran; see `clean`), `failed` (a check could not run: `error`) or `abandoned` (the process running it stopped)
+     */
+    status: 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
+    /**
+     * Completed with no discrepancy; null until completed
+     */
+    clean: boolean | null;
+    requestedAt: string;
+    startedAt: string | null;
+    finishedAt: string | null;
+    /**
+     * Every discrepancy found, stored or not
+     */
+    discrepancyCount: number;
+    /**
+     * Every check, in the order they are listed here
+     */
+    checks: Array<{
+        /**
+         * What the check proves:
+         * - `transaction_balanced`: every ledger transaction has at least two postings and sums to zero in each asset
+         * - `account_balances`: every account's balance (all its slots) equals the sum of its postings
+         * - `in_flight`: the in-flight account equals minus the delivered amounts of the charged payouts not yet resolved (submitted, unknown)
+         * - `prefunding`: what the tenant holds (prefunding net of credit drawn) equals fundings − charges + refunds of failures + returns + what the daily closes settled
+         * - `credit_drawn`: credit drawn equals the charges to credit − the refunds applied to it − what the closes settled, and every recorded daily close has its ledger entry
+         * - `revenue`: the revenue account equals minus the fees of the charged payouts that did not fail
+         * - `payment_entries`: every payment's ledger entries match its status (none before the rail; payout; + settlement; + failure, netting to zero; + settlement + return), and every entry names an existing payment
+         * - `outcome_events`: exactly one outcome event per resolved payment (payment.settled or payment.failed), one payment.reversed per return, none for an unresolved one
+         * - `limit_usage`: every limit counter equals the delivered amount and number of the payouts it counts (submitted, unknown, settled) of its Caracas day
+         */
+        check: 'transaction_balanced' | 'account_balances' | 'in_flight' | 'prefunding' | 'credit_drawn' | 'revenue' | 'payment_entries' | 'outcome_events' | 'limit_usage';
+        /**
+         * `not_run`: the run ended (failed or abandoned) before this check
+         */
+        verdict: 'pass' | 'fail' | 'not_run';
+        /**
+         * Discrepancies this check found
+         */
+        discrepancies: number;
+        /**
+         * How many of them the run stored with their evidence (the first 50 of each check)
+         */
+        stored: number;
+    }>;
+    /**
+     * What the run read
+     */
+    examined: {
+        payments: number;
+        ledgerTransactions: number;
+        /**
+         * Account rows (slots)
+         */
+        accounts: number;
+        limitCounters: number;
+    };
+    /**
+     * Why a run failed or was abandoned
+     */
+    error: string | null;
+};
+
+/**
+ * ReconciliationDiscrepancy
+ */
+export type ReconciliationDiscrepancy = {
+    check: 'transaction_balanced' | 'account_balances' | 'in_flight' | 'prefunding' | 'credit_drawn' | 'revenue' | 'payment_entries' | 'outcome_events' | 'limit_usage';
+    subjectType: 'ledger_transaction' | 'account' | 'payment' | 'limit_counter' | 'daily_close';
+    /**
+     * The transaction, payment or counter (`day|kind|subject|method`), the account (`BS/in_flight`), or the close (`asset:first day`)
+     */
+    subjectId: string;
+    /**
+     * What of the subject disagrees: an account (`BS/in_flight`), an event type, `entries`, `usage`, `balance`…
+     */
+    facet: string;
+    paymentId: string | null;
+    /**
+     * The figure the other records imply
+     */
+    expected: string;
+    /**
+     * The figure stored
+     */
+    found: string;
+    /**
+     * The evidence: ids and the figures behind the two above
+     */
+    detail: {
+        [key: string]: unknown;
+    };
+};
+
+/**
+ * ReconciliationRunDetail
+ */
+export type ReconciliationRunDetail = {
+    id: string;
+    tenantId: string;
+    mode: 'test' | 'live';
+    /**
+     * Queued by the schedule (RECONCILE_INTERVAL_S) or by an operator
+     */
+    trigger: 'schedule' | 'operator';
+    /**
+     * `queued` (waiting for a worker), `running`, then `completed` (every check ran; see `clean`), `failed` (a check could not run: `error`) or `abandoned` (the process running it stopped)
+     */
+    status: 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
+    /**
+     * Completed with no discrepancy; null until completed
+     */
+    clean: boolean | null;
+    requestedAt: string;
+    startedAt: string | null;
+    finishedAt: string | null;
+    /**
+     * Every discrepancy found, stored or not
+     */
+    discrepancyCount: number;
+    /**
+     * Every check, in the order they are listed here
+     */
+    checks: Array<{
+        /**
+         * What the check proves:
+         * - `transaction_balanced`: every ledger transaction has at least two postings and sums to zero in each asset
+         * - `account_balances`: every account's balance (all its slots) equals the sum of its postings
+         * - `in_flight`: the in-flight account equals minus the delivered amounts of the charged payouts not yet resolved (submitted, unknown)
+         * - `prefunding`: what the tenant holds (prefunding net of credit drawn) equals fundings − charges + refunds of failures + returns + what the daily closes settled
+         * - `credit_drawn`: credit drawn equals the charges to credit − the refunds applied to it − what the closes settled, and every recorded daily close has its ledger entry
+         * - `revenue`: the revenue account equals minus the fees of the charged payouts that did not fail
+         * - `payment_entries`: every payment's ledger entries match its status (none before the rail; payout; + settlement; + failure, netting to zero; + settlement + return), and every entry names an existing payment
+         * - `outcome_events`: exactly one outcome event per resolved payment (payment.settled or payment.failed), one payment.reversed per return, none for an unresolved one
+         * - `limit_usage`: every limit counter equals the delivered amount and number of the payouts it counts (submitted, unknown, settled) of its Caracas day
+         */
+        check: 'transaction_balanced' | 'account_balances' | 'in_flight' | 'prefunding' | 'credit_drawn' | 'revenue' | 'payment_entries' | 'outcome_events' | 'limit_usage';
+        /**
+         * `not_run`: the run ended (failed or abandoned) before this check
+         */
+        verdict: 'pass' | 'fail' | 'not_run';
+        /**
+         * Discrepancies this check found
+         */
+        discrepancies: number;
+        /**
+         * How many of them the run stored with their evidence (the first 50 of each check)
+         */
+        stored: number;
+    }>;
+    /**
+     * What the run read
+     */
+    examined: {
+        payments: number;
+        ledgerTransactions: number;
+        /**
+         * Account rows (slots)
+         */
+        accounts: number;
+        limitCounters: number;
+    };
+    /**
+     * Why a run failed or was abandoned
+     */
+    error: string | null;
+    /**
+     * The stored discrepancies, in the order found
+     */
+    discrepancies: Array<ReconciliationDiscrepancy>;
+};
+
+/**
+ * StartedRuns
+ */
+export type StartedRuns = {
+    /**
+     * The run of each tenant and mode asked for: queued now, or the one already waiting or under way (at most 100 listed)
+     */
+    data: Array<ReconciliationRun>;
+    /**
+     * How many tenants and modes have a run queued or under way after this request
+     */
+    total: number;
+};
+
+/**
+ * ReconciliationRunList
+ */
+export type ReconciliationRunList = {
+    data: Array<ReconciliationRun>;
+    has_more: boolean;
+    /**
+     * Pass as `cursor` to read the next page; null on the last page
+     */
+    next_cursor: string | null;
+};
+
 export type HealthLiveData = {
     body?: never;
     path?: never;
@@ -2860,7 +3069,7 @@ export type AdminListAuditData = {
         /**
          * Only actions on this kind of target
          */
-        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment';
+        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation';
         /**
          * Only actions on this target (with or without `targetType`)
          */
@@ -2872,7 +3081,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate';
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start';
         /**
          * Only actions at or after this instant
          */
@@ -6547,3 +6756,288 @@ export type GetLimitUsageResponses = {
 };
 
 export type GetLimitUsageResponse = GetLimitUsageResponses[keyof GetLimitUsageResponses];
+
+export type AdminListReconciliationRunsData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+        /**
+         * Only this tenant’s runs
+         */
+        tenantId?: string;
+        /**
+         * Only runs of this mode
+         */
+        mode?: 'test' | 'live';
+        /**
+         * Only runs in this status
+         */
+        status?: 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
+    };
+    url: '/v1/admin/reconciliation/runs';
+};
+
+export type AdminListReconciliationRunsErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListReconciliationRunsError = AdminListReconciliationRunsErrors[keyof AdminListReconciliationRunsErrors];
+
+export type AdminListReconciliationRunsResponses = {
+    /**
+     * One page of runs, newest first
+     */
+    200: ReconciliationRunList;
+};
+
+export type AdminListReconciliationRunsResponse = AdminListReconciliationRunsResponses[keyof AdminListReconciliationRunsResponses];
+
+export type AdminStartReconciliationData = {
+    body: {
+        /**
+         * Reconcile this tenant only (omit: every tenant and mode with books)
+         */
+        tenantId?: string;
+        /**
+         * Reconcile this mode only (omit: both)
+         */
+        mode?: 'test' | 'live';
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/admin/reconciliation/runs';
+};
+
+export type AdminStartReconciliationErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminStartReconciliationError = AdminStartReconciliationErrors[keyof AdminStartReconciliationErrors];
+
+export type AdminStartReconciliationResponses = {
+    /**
+     * The runs, queued (or already waiting or under way)
+     */
+    202: StartedRuns;
+};
+
+export type AdminStartReconciliationResponse = AdminStartReconciliationResponses[keyof AdminStartReconciliationResponses];
+
+export type AdminGetReconciliationRunData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/admin/reconciliation/runs/{id}';
+};
+
+export type AdminGetReconciliationRunErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminGetReconciliationRunError = AdminGetReconciliationRunErrors[keyof AdminGetReconciliationRunErrors];
+
+export type AdminGetReconciliationRunResponses = {
+    /**
+     * The run and its evidence
+     */
+    200: ReconciliationRunDetail;
+};
+
+export type AdminGetReconciliationRunResponse = AdminGetReconciliationRunResponses[keyof AdminGetReconciliationRunResponses];

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { valueOf } from '../support/metrics.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { freePort, startService } from '../support/process.ts';
 
 /** Bound of every wait for a worker to have done something. */
@@ -60,11 +60,11 @@ describe(`reconciliation by a worker process on ${ENGINE}`, { skip: ENGINE !== '
         return scheduled.length > 0 ? true : undefined;
       });
       for (const process of [api, worker]) {
-        const metrics = await (await fetch(`${process.baseUrl}/metrics`)).text();
+        const metrics = await (await fetch(`${process.baseUrl}/metrics`, { headers: metricsHeaders })).text();
         assert.equal(valueOf(metrics, 'bolivar_reconciliation_discrepancies'), 0, 'no check disagrees');
         assert.ok(valueOf(metrics, 'bolivar_reconciliation_last_clean_run_age_seconds')! < 60);
       }
-      const workerMetrics = await (await fetch(`${worker.baseUrl}/metrics`)).text();
+      const workerMetrics = await (await fetch(`${worker.baseUrl}/metrics`, { headers: metricsHeaders })).text();
       assert.ok(valueOf(workerMetrics, 'bolivar_reconciliation_runs_total', { result: 'clean' })! >= 2, 'the worker ran them');
       assert.ok(valueOf(workerMetrics, 'bolivar_worker_passes_total', { worker: 'reconciliation', result: 'ok' })! >= 1);
     } finally {

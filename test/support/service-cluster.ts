@@ -4,6 +4,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { TEST_METRICS_TOKEN } from './metrics.ts';
 import { freePort, SERVICE_ARGS } from './process.ts';
 
 export type Role = 'all' | 'api' | 'worker';
@@ -243,6 +244,7 @@ export class ServiceCluster {
       ...(process.env as Record<string, string>),
       BOOTSTRAP: 'off',
       RATE_LIMIT_RPS: '0',
+      METRICS_TOKEN: TEST_METRICS_TOKEN,
       // A worker's info lines are its domain events (outcomes, deliveries); the API's request lines are noise.
       LOG_LEVEL: node.spec.role === 'worker' ? 'info' : 'warn',
       ...this.commonEnv,

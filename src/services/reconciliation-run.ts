@@ -10,9 +10,7 @@
 //
 // Bounded: pages of fixed size, a bounded number of them, the evidence kept per check bounded (the
 // rest counted), and the run's lease renewed as it goes, so a run whose process dies is seen as
-// abandoned once the lease runs out. Paced: after each page the run rests as long as the page took
-// (RUN_REST_PER_WORK), so a proof running beside payouts takes at most about half of a core and of
-// the database's attention, whatever the tenant's size; it takes longer instead.
+// abandoned once the lease runs out.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Queryable } from '../db/database.ts';
 import { FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
@@ -36,14 +34,6 @@ export const RUN_STATEMENT_TIMEOUT_MS = 120_000;
 export const RUN_LEASE_MS = RUN_STATEMENT_TIMEOUT_MS + 60_000;
 /** The lease is renewed once this much of it has passed. */
 const LEASE_RENEW_AFTER_MS = RUN_LEASE_MS / 4;
-/**
- * Rest after each page, per millisecond the page took: 1 keeps a run to about half of its wall time
- * working. Measured in the payroll bench (ROLE=all), a run over the bench tenant's ~60,000 payments
- * overlapping the payroll cost it 14 % of its submit throughput unpaced.
- */
-export const RUN_REST_PER_WORK = 1;
-/** The longest one rest: far below the lease, so pacing never costs a run its lease. */
-export const RUN_REST_MAX_MS = 2_000;
 
 export interface RunIdentity {
   id: string;
@@ -51,6 +41,10 @@ export interface RunIdentity {
   mode: Mode;
 }
 
+/**
+ * Called in the transaction that records a run's end, with the discrepancies it stored: where they
+ * become anomalies for an operator to review (the anomalies' own writer, wired at integration).
+ */
 /**
  * Called in the transaction that records a run's end, with the discrepancies it stored; what it
  * returns, if anything, is called once that transaction has committed (a metric counts only what
@@ -73,14 +67,6 @@ export interface PageSizes {
   transactions: number;
 }
 
-/** How a run paces itself: its rest per millisecond of work (default RUN_REST_PER_WORK), and how it rests. */
-export interface Pacing {
-  restPerWork: number;
-  rest(ms: number): Promise<void>;
-}
-
-export const DEFAULT_PACING: Pacing = { restPerWork: RUN_REST_PER_WORK, rest: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
-
 export class ReconciliationRunner {
   constructor(
     private readonly db: Database,
@@ -89,7 +75,6 @@ export class ReconciliationRunner {
     private readonly log: FastifyBaseLogger | undefined,
     private readonly onDiscrepancies?: DiscrepancyHook,
     private readonly pages: PageSizes = { payments: PAYMENTS_PAGE_SIZE, transactions: TRANSACTIONS_PAGE_SIZE },
-    private readonly pacing: Pacing = DEFAULT_PACING,
   ) {}
 
   /** Runs every check of a claimed (running) run and records its end; undefined if the run was lost meanwhile. */
@@ -159,20 +144,12 @@ export class ReconciliationRunner {
     let after = FIRST_ID;
     for (let page = 0; page < RUN_PAGES_MAX; page += 1) {
       await between();
-      const startedMs = performance.now();
       const result = await this.snapshot((tx) => read(tx, after));
       examine(result.rows);
       if (result.read < size || result.last === null) return;
       after = result.last;
-      await this.rest(performance.now() - startedMs);
     }
     throw new Error(`a run reads at most ${RUN_PAGES_MAX} pages of ${size} rows of each kind; this tenant has more`);
-  }
-
-  /** Rests after `workMs` of work, in proportion (see RUN_REST_PER_WORK). */
-  private async rest(workMs: number): Promise<void> {
-    const ms = Math.min(workMs * this.pacing.restPerWork, RUN_REST_MAX_MS);
-    if (ms > 0) await this.pacing.rest(ms);
   }
 
   /** A read-only transaction that sees one snapshot of the database for all its statements. */

@@ -28,7 +28,7 @@ import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound } from '../http/errors.ts';
-import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type PageSizes, type Pacing, type RunObserver } from './reconciliation-run.ts';
+import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type PageSizes, type RunObserver } from './reconciliation-run.ts';
 
 /** Runs one process takes from the queue in one drain, at most (then the worker loop comes back). */
 export const RUNS_PER_DRAIN_MAX = 20;
@@ -48,8 +48,6 @@ export interface ReconciliationOptions {
   executesRuns: boolean;
   /** Rows per page of a run (default: the runner's bounds). */
   pageSizes?: PageSizes;
-  /** How a run paces itself (default: DEFAULT_PACING; the scale test measures the work unpaced). */
-  pacing?: Pacing;
 }
 
 /** Run ids an operator's request lists in its audit row (the total is always there). */
@@ -69,7 +67,7 @@ export class ReconciliationService {
     private readonly log?: FastifyBaseLogger,
     onDiscrepancies?: DiscrepancyHook,
   ) {
-    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.pageSizes, options.pacing);
+    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.pageSizes);
   }
 
   /**

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { abandonExpiredRuns, claimQueuedRun, type RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { discrepancyAnomalies, type DiscrepancyAnomaly } from '../../src/domain/reconciliation.ts';
-import { RUN_LEASE_MS, RUN_REST_MAX_MS, RUN_REST_PER_WORK } from '../../src/services/reconciliation-run.ts';
+import { RUN_LEASE_MS } from '../../src/services/reconciliation-run.ts';
 import { ReconciliationWorker } from '../../src/workers/reconciliation.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
@@ -116,25 +116,6 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
     assert.deepEqual(run.checks, {}, 'the lost run wrote no verdict');
     assert.equal(await standing(), before, "the tenant's standing is not this run's");
     assert.deepEqual(observer.results, ['abandoned']);
-  });
-
-  it('paces itself: after each full page it rests in proportion to the page, within RUN_REST_MAX_MS; the run is as clean', async () => {
-    const rests: number[] = [];
-    const pacing = { restPerWork: RUN_REST_PER_WORK, rest: async (ms: number) => void rests.push(ms) };
-    const { service, observer } = reconciliationService(t.db, clock, { pageSizes: { payments: 1, transactions: 2 }, pacing });
-    const [queued] = await service.request({ tenantId: tenant.tenantId, mode: 'test' });
-    await service.drain();
-    assert.equal((await runRow(queued!.id)).status, 'completed');
-    assert.deepEqual(observer.results, ['clean']);
-    const { rows } = await t.db.query<{ payments: number; transactions: number }>(
-      `SELECT (SELECT count(*)::int FROM payments WHERE tenant_id = $1 AND mode = 'test') AS payments,
-              (SELECT count(*)::int FROM ledger_transactions WHERE tenant_id = $1 AND mode = 'test') AS transactions`,
-      [tenant.tenantId],
-    );
-    // A rest after every full page (a short or empty last page ends the walk without one).
-    const fullPages = rows[0]!.payments + Math.floor(rows[0]!.transactions / 2);
-    assert.equal(rests.length, fullPages, `rests ${JSON.stringify(rests)}`);
-    assert.ok(rests.every((ms) => ms > 0 && ms <= RUN_REST_MAX_MS));
   });
 
   it('the discrepancies a run stores reach the anomalies hook in the run’s transaction, with a dedup key stable from run to run', async () => {

@@ -124,8 +124,7 @@ describe(`a reconciliation run over ${PAYMENTS.toLocaleString('en')} payments on
         return result;
       },
     };
-    // Unpaced: this measures the run's own work; the service rests as long again between pages.
-    const { service } = reconciliationService(measured, systemClock, { pacing: { restPerWork: 0, rest: async () => {} } });
+    const { service } = reconciliationService(measured, systemClock);
     const [queued] = await service.request({ tenantId: tenant.tenantId, mode: 'test' });
     gc();
     const baseline = process.memoryUsage().heapUsed;

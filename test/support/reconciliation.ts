@@ -3,7 +3,7 @@
 import type { Database, Queryable, TransactionHandle } from '../../src/db/database.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { ReconciliationService } from '../../src/services/reconciliation.ts';
-import type { DiscrepancyHook, Pacing, PageSizes, RunObserver } from '../../src/services/reconciliation-run.ts';
+import type { DiscrepancyHook, PageSizes, RunObserver } from '../../src/services/reconciliation-run.ts';
 
 /** Counts the runs a service finished, by result. */
 export class CountingObserver implements RunObserver {
@@ -16,13 +16,13 @@ export class CountingObserver implements RunObserver {
 export function reconciliationService(
   db: Database,
   clock: Clock,
-  options: { intervalS?: number; pageSizes?: PageSizes; pacing?: Pacing; onDiscrepancies?: DiscrepancyHook } = {},
+  options: { intervalS?: number; pageSizes?: PageSizes; onDiscrepancies?: DiscrepancyHook } = {},
 ): { service: ReconciliationService; observer: CountingObserver } {
   const observer = new CountingObserver();
   const service = new ReconciliationService(
     db,
     clock,
-    { intervalS: options.intervalS ?? 0, executesRuns: false, pageSizes: options.pageSizes, pacing: options.pacing },
+    { intervalS: options.intervalS ?? 0, executesRuns: false, pageSizes: options.pageSizes },
     observer,
     undefined,
     options.onDiscrepancies,

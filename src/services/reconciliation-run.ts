@@ -42,10 +42,6 @@ export interface RunIdentity {
 }
 
 /**
- * Called in the transaction that records a run's end, with the discrepancies it stored: where they
- * become anomalies for an operator to review (the anomalies' own writer, wired at integration).
- */
-/**
  * Called in the transaction that records a run's end, with the discrepancies it stored; what it
  * returns, if anything, is called once that transaction has committed (a metric counts only what
  * was stored).

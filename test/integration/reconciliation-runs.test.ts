@@ -8,6 +8,7 @@ import { abandonExpiredRuns, claimQueuedRun, type RunRow } from '../../src/db/re
 import { ManualClock } from '../../src/domain/clock.ts';
 import { discrepancyAnomalies, type DiscrepancyAnomaly } from '../../src/domain/reconciliation.ts';
 import { RUN_LEASE_MS } from '../../src/services/reconciliation-run.ts';
+import { RUN_REST_FACTOR } from '../../src/services/reconciliation.ts';
 import { ReconciliationWorker } from '../../src/workers/reconciliation.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
@@ -55,6 +56,26 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
     await new ReconciliationWorker(second.service, clock, 60, t.app.log).runOnce();
     assert.equal(await runsOf(tenant.tenantId), 2);
     assert.equal(await runsOf(other.tenantId), 2);
+  });
+
+  it('the schedule waits RUN_REST_FACTOR times a long run’s duration after it, past RECONCILE_INTERVAL_S; an operator is never held back', async () => {
+    const slow = await fundedTenant(t, 7_000);
+    const { service } = reconciliationService(t.db, clock, { intervalS: 60 });
+    const worker = new ReconciliationWorker(service, clock, 60, t.app.log);
+    const [first] = await service.request({ tenantId: slow.tenantId, mode: 'test' });
+    await service.drain();
+    // As if that run had taken 100 s: the next scheduled one waits 900 s after it ended, not 60.
+    await t.db.query(`UPDATE reconciliation_runs SET started_at = finished_at - interval '100 seconds' WHERE tenant_id = $1 AND id = $2`, [slow.tenantId, first!.id]);
+    const finishedAt = (await runRow(first!.id)).finished_at!.getTime();
+    clock.set(new Date(finishedAt + 61_000));
+    await worker.runOnce();
+    assert.equal(await runsOf(slow.tenantId), 1, 'past the interval, but within nine times the run');
+    clock.set(new Date(finishedAt + RUN_REST_FACTOR * 100_000 + 1_000));
+    await worker.runOnce();
+    assert.equal(await runsOf(slow.tenantId), 2, 'due again once it has rested nine times its duration');
+    await service.request({ tenantId: slow.tenantId, mode: 'live' });
+    assert.equal(await runsOf(slow.tenantId), 3, "an operator's request is queued at once");
+    await service.drain();
   });
 
   it('a run whose worker died stays running only until its lease runs out, then is abandoned and a new one can start', async () => {

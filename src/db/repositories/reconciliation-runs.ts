@@ -49,17 +49,21 @@ export type RunSelection = { tenantId: string; modes: readonly Mode[] } | { tena
 const WITH_BOOKS = `SELECT DISTINCT s.tenant_id, s.mode
   FROM (SELECT tenant_id, mode FROM ledger_accounts UNION SELECT tenant_id, mode FROM api_keys WHERE NOT is_platform) s
   JOIN tenants t ON t.id = s.tenant_id AND NOT t.is_platform
- WHERE $5::text IS NULL OR s.mode = $5`;
-const NAMED = `SELECT t.id AS tenant_id, m.mode FROM tenants t CROSS JOIN unnest($6::text[]) AS m(mode) WHERE t.id = $5 AND NOT t.is_platform`;
+ WHERE $6::text IS NULL OR s.mode = $6`;
+const NAMED = `SELECT t.id AS tenant_id, m.mode FROM tenants t CROSS JOIN unnest($7::text[]) AS m(mode) WHERE t.id = $6 AND NOT t.is_platform`;
 
 // A partition with a run waiting or under way keeps it (the conflict returns that run unchanged); a
-// schedule (`$4` set) skips partitions with a run requested since then.
+// schedule (`$4` set) skips partitions with a run requested since then, and those whose last run
+// ended less than `$5` times its own duration ago (so the schedule keeps a large tenant's proofs to a
+// bounded share of a worker: RUN_REST_FACTOR).
 const enqueueSql = (source: string) => `WITH part AS (${source})
 INSERT INTO reconciliation_runs AS r (tenant_id, mode, id, trigger, status, requested_at)
 SELECT p.tenant_id, p.mode, gen_random_uuid(), $1::text, 'queued', $2::timestamptz
   FROM part p
  WHERE $4::timestamptz IS NULL
-    OR NOT EXISTS (SELECT 1 FROM reconciliation_runs x WHERE x.tenant_id = p.tenant_id AND x.mode = p.mode AND x.requested_at > $4)
+    OR NOT EXISTS (SELECT 1 FROM reconciliation_runs x
+                    WHERE x.tenant_id = p.tenant_id AND x.mode = p.mode
+                      AND (x.requested_at > $4 OR x.finished_at + (x.finished_at - x.started_at) * $5::float8 > $2::timestamptz))
  ORDER BY p.tenant_id, p.mode
  LIMIT $3::int
 ON CONFLICT (tenant_id, mode) WHERE status IN ('queued', 'running') DO UPDATE SET requested_at = r.requested_at
@@ -70,14 +74,15 @@ const ENQUEUE_NAMED_SQL = enqueueSql(NAMED);
 /**
  * Queues a run for each selected tenant and mode that has none waiting or under way; answers the run
  * of each (new, or the one already open), at most `max` partitions. `dueBefore`: only partitions
- * with no run requested after it (the schedule).
+ * with no run requested after it, nor one that ended less than `restFactor` times its duration ago
+ * (the schedule).
  */
 export async function enqueueRuns(
   db: Queryable,
   selection: RunSelection,
-  options: { trigger: RunTrigger; now: Date; max: number; dueBefore?: Date },
+  options: { trigger: RunTrigger; now: Date; max: number; dueBefore?: Date; restFactor?: number },
 ): Promise<RunRow[]> {
-  const common = [options.trigger, options.now, options.max, options.dueBefore ?? null];
+  const common = [options.trigger, options.now, options.max, options.dueBefore ?? null, options.restFactor ?? 0];
   const { rows } =
     selection.tenantId !== undefined
       ? await db.query<RunRow>(ENQUEUE_NAMED_SQL, [...common, selection.tenantId, selection.modes])

@@ -224,7 +224,7 @@ const PAYMENT_PAGE_SQL = `SELECT id, mode, status, funding_account, source_asset
 // Found through ledger_transactions_once (tenant, payment, kind), one probe per payment.
 const PAYMENT_ENTRIES_SQL = `SELECT v.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
   FROM unnest($2::uuid[]) AS v(id)
- CROSS JOIN LATERAL (SELECT t.id, t.kind FROM ledger_transactions t WHERE t.tenant_id = $1 AND t.payment_id = v.id OFFSET 0) t
+ CROSS JOIN LATERAL (SELECT t.id, t.kind FROM ledger_transactions t WHERE t.tenant_id = $1 AND t.payment_id = v.id) t
   JOIN ledger_postings lp ON lp.tenant_id = $1 AND lp.transaction_id = t.id
  ORDER BY v.id, t.id, lp.asset, lp.account_kind`;
 

@@ -6,8 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Mode } from '../../domain/api-keys.ts';
 import { DEDUP_KEY_LENGTH_MAX, type AnomalyKind, type AnomalyStatus } from '../../domain/anomalies.ts';
-import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
+import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
+import { newestFirst, Params } from './sql-params.ts';
 
 /** An anomaly to record. JSON fields are plain objects (amounts as strings). */
 export interface NewAnomaly {
@@ -122,25 +123,12 @@ export interface AnomalyFilter {
 
 /** Newest first (created_at, then id, descending): `limit + 1` rows after `after`, for pageOf. */
 export async function listAnomalies(db: Queryable, filter: AnomalyFilter, page: { limit: number; after?: PagePosition }): Promise<ListedAnomalyRow[]> {
-  const params: unknown[] = [page.limit + 1];
+  const params = new Params();
   // The status is one of two literals (validated): written as such so the open ones use their index.
   const where: string[] = [];
   if (filter.status !== undefined) where.push(filter.status === 'open' ? `status = 'open'` : `status = 'resolved'`);
-  if (filter.kind !== undefined) where.push(`kind = $${params.push(filter.kind)}`);
-  if (page.after) {
-    const at = params.push(microsToTimestamp(page.after.createdAtUs));
-    const id = params.push(page.after.id);
-    where.push(`(created_at, id) < ($${at}::timestamptz, $${id}::uuid)`);
-  }
-  const { rows } = await db.query<ListedAnomalyRow>(
-    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us
-       FROM anomalies
-      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, id DESC
-      LIMIT $1`,
-    params,
-  );
-  return rows;
+  if (filter.kind !== undefined) where.push(`kind = ${params.add(filter.kind)}`);
+  return newestFirst<ListedAnomalyRow>(db, { columns: COLUMNS, from: 'anomalies', time: 'created_at', params, where, ...page });
 }
 
 export async function findAnomaly(db: Queryable, id: string): Promise<AnomalyRow | undefined> {

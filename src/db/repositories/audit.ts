@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Mode } from '../../domain/api-keys.ts';
 import { redactedFields, redactText, type AuditEntry } from '../../domain/audit.ts';
-import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
+import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
+import { newestFirst, Params } from './sql-params.ts';
 
 export interface AuditRow {
   id: string;
@@ -73,32 +74,15 @@ export interface AuditFilter {
  * Each filter has an index that keeps the order (migration 025), so a page reads about its own rows.
  */
 export async function listAudit(db: Queryable, page: { limit: number; after?: PagePosition; filter: AuditFilter }): Promise<ListedAuditRow[]> {
-  const params: unknown[] = [page.limit + 1];
-  const where: string[] = [];
-  const add = (sql: string, value: unknown) => {
-    params.push(value);
-    where.push(sql.replace('?', `$${params.length}`));
-  };
+  const params = new Params();
   const { filter } = page;
-  if (filter.actorKeyId !== undefined) add('actor_key_id = ?::uuid', filter.actorKeyId);
-  if (filter.targetType !== undefined) add('target_type = ?', filter.targetType);
-  if (filter.targetId !== undefined) add('target_id = ?', filter.targetId);
-  if (filter.tenantId !== undefined) add('target_tenant_id = ?::uuid', filter.tenantId);
-  if (filter.action !== undefined) add('action = ?', filter.action);
-  if (filter.from !== undefined) add('created_at >= ?::timestamptz', filter.from);
-  if (filter.to !== undefined) add('created_at < ?::timestamptz', filter.to);
-  if (page.after) {
-    params.push(microsToTimestamp(page.after.createdAtUs), page.after.id);
-    where.push(`(created_at, id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
-  }
-  // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
-  const { rows } = await db.query<ListedAuditRow>(
-    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us
-       FROM audit_log
-      ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-      ORDER BY created_at DESC, id DESC
-      LIMIT $1`,
-    params,
-  );
-  return rows;
+  const where: string[] = [];
+  if (filter.actorKeyId !== undefined) where.push(`actor_key_id = ${params.add(filter.actorKeyId)}::uuid`);
+  if (filter.targetType !== undefined) where.push(`target_type = ${params.add(filter.targetType)}`);
+  if (filter.targetId !== undefined) where.push(`target_id = ${params.add(filter.targetId)}`);
+  if (filter.tenantId !== undefined) where.push(`target_tenant_id = ${params.add(filter.tenantId)}::uuid`);
+  if (filter.action !== undefined) where.push(`action = ${params.add(filter.action)}`);
+  if (filter.from !== undefined) where.push(`created_at >= ${params.add(filter.from)}::timestamptz`);
+  if (filter.to !== undefined) where.push(`created_at < ${params.add(filter.to)}::timestamptz`);
+  return newestFirst<ListedAuditRow>(db, { columns: COLUMNS, from: 'audit_log', time: 'created_at', params, where, limit: page.limit, after: page.after });
 }

@@ -2,6 +2,7 @@ import type { Mode } from '../../domain/api-keys.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 import type { PaymentRow } from './payments.ts';
 
 // The statement: payments newest first by (created_at, id), read by keyset.
@@ -59,15 +60,6 @@ const COLUMNS = `id, customer_id, beneficiary_id, status, status_reason, source_
 
 /** The settlement day bucket; must be written exactly as in the indexes of migration 007. */
 const SETTLED_DAY = `(settled_at AT TIME ZONE 'America/Caracas')::date`;
-
-/** Numbered parameters for one statement: `add` returns the placeholder of a new value. */
-class Params {
-  readonly values: unknown[] = [];
-  add(value: unknown): string {
-    this.values.push(value);
-    return `$${this.values.length}`;
-  }
-}
 
 /**
  * One page of the statement: at most `limit + 1` payments of the (tenant, mode) partition matching

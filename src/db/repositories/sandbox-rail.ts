@@ -220,7 +220,7 @@ export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedT
   if (result.rowCount !== 1) throw new Error(`invariant: sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
 }
 
-/** A notification a test asked the sandbox rail to send (migration 028). */
+/** A notification a test asked the sandbox rail to send (migration 026). */
 export interface SandboxNoticeRow {
   id: string;
   reference: string;

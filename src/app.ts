@@ -6,7 +6,7 @@ import type { Config } from './config.ts';
 import type { Database } from './db/database.ts';
 import { systemClock, type Clock } from './domain/clock.ts';
 import './http/context.ts';
-import { ApiError, validationFailed } from './http/errors.ts';
+import { ApiError, validationFailed } from './domain/errors.ts';
 import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, undeclaredInput } from './http/input-hygiene.ts';
 import type { TSchema } from '@sinclair/typebox';
 import { registerAuth } from './http/plugins/auth.ts';

@@ -1,4 +1,4 @@
-import { overloaded } from '../http/errors.ts';
+import { overloaded } from '../domain/errors.ts';
 
 export interface CoalescerOptions {
   /** Items per statement, at most. */

@@ -57,11 +57,10 @@
 import type { AccountKind } from '../domain/ledger.ts';
 import type { KeyLock, QuoteLock } from '../domain/payout-decision.ts';
 import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../domain/payout-decision.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { PaymentStatus } from '../domain/payment-state.ts';
 import { isRetryableConflict, type Database, type Queryable, type TransactionHandle, type TransactionOptions } from './database.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 /**
  * A batch read something before or outside its locks that turned out stale under them (an inline

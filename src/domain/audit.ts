@@ -2,9 +2,9 @@
 // here, once, for every action: a row is written by recordAudit (db/repositories/audit.ts), which
 // passes every recorded field through `redactForAudit` whatever the caller gave it.
 
-import type { Mode } from './api-keys.ts';
 
 /** Every action the trail records, as a stable dotted name (`<what>.<verb>`). */
+import type { Mode } from './partition.ts';
 export const AUDIT_ACTIONS = [
   'tenant.create',
   'tenant.update',

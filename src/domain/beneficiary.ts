@@ -4,9 +4,8 @@
  */
 import type { Metadata } from './metadata.ts';
 import { ASSET_DECIMALS, type Asset } from './money.ts';
+import { INSTRUMENTS, type Instrument } from './instrument.ts';
 
-export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
-export type Instrument = (typeof INSTRUMENTS)[number];
 
 export const BENEFICIARY_STATUSES = ['active', 'blocked'] as const;
 export type BeneficiaryStatus = (typeof BENEFICIARY_STATUSES)[number];

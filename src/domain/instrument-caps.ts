@@ -1,6 +1,6 @@
-import type { Instrument } from './payout-route.ts';
 
 /** Per-operation caps of each instrument; they always apply. */
+import type { Instrument } from './instrument.ts';
 export const INSTRUMENT_CAPS: Record<Instrument, bigint> = {
   pago_movil: 10_000_000n,
   transferencia: 50_000_000n,

@@ -4,7 +4,7 @@
 // entirely: caps are never intersected.
 
 import type { LimitBreach } from './instrument-caps.ts';
-import type { Instrument } from './payout-route.ts';
+import type { Instrument } from './instrument.ts';
 
 export type LimitScope = 'platform' | 'tenant' | 'customer' | 'beneficiary';
 export type RuleMethod = Instrument | '*';

@@ -18,7 +18,7 @@ import type { Metadata } from './metadata.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
 import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
 import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './payout-decision.ts';
-import type { Instrument } from './payout-route.ts';
+import type { Instrument } from './instrument.ts';
 
 /**
  * What the rail said about a payment (at submission, when asked, or by notification). `amountMinor`:

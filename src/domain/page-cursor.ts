@@ -8,7 +8,7 @@
  * timestamp literal; a millisecond round-trip would skip or repeat rows created in the same ms.
  */
 
-import { validationFailed } from '../http/errors.ts';
+import { validationFailed } from './errors.ts';
 
 export interface PagePosition {
   createdAtUs: bigint;

@@ -15,9 +15,8 @@ import type { StoredKey } from './idempotency.ts';
 import { instrumentCapBreach, type LimitBreach } from './instrument-caps.ts';
 import { assertBalanced, payoutEntry, type AccountKind, type FundingAccount, type LedgerEntry } from './ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule, type LimitTarget } from './limit-rules.ts';
-import type { Instrument } from './payout-route.ts';
+import { INSTRUMENTS, type Instrument } from './instrument.ts';
 
-export const INSTRUMENTS: readonly Instrument[] = ['pago_movil', 'transferencia'];
 const FUNDINGS: readonly FundingAccount[] = ['prefunding', 'credit_receivable'];
 
 export type CounterKind = 'tenant' | 'customer' | 'beneficiary';

@@ -20,8 +20,7 @@
  * Every failure message lists every cause found, for both instruments when both were considered.
  */
 
-export type Instrument = 'pago_movil' | 'transferencia';
-
+import type { Instrument } from './instrument.ts';
 export interface RouteBeneficiary {
   bankCode: string;
   accountNumber: string | null;

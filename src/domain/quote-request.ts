@@ -1,4 +1,4 @@
-import type { FieldError } from '../http/errors.ts';
+import type { FieldError } from './errors.ts';
 import type { Asset } from './money.ts';
 
 // The five quote rules, as a pure function: each violation says what to send instead.

@@ -4,7 +4,7 @@
  * same rules. The values arrive straight from JSON, so every type is checked here rather than trusted.
  */
 import { ISO_3166_ALPHA3 } from './iso-countries.ts';
-import type { FieldError } from '../http/errors.ts';
+import type { FieldError } from './errors.ts';
 
 /** What a caller sends; anything may be missing or of the wrong JSON type. */
 export interface SenderInput {

@@ -1,21 +1,5 @@
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
-
-/** Who is calling: resolved from `x-api-key` before anything else happens. */
-export interface AuthContext {
-  apiKeyId: string;
-  tenantId: string;
-  tenantName: string;
-  mode: Mode;
-  scopes: readonly string[];
-  isPlatform: boolean;
-  /**
-   * How the key came to be: issued through the admin API, made by the first start (`bootstrap`: the
-   * sandbox key and, without PLATFORM_API_KEY, a platform key saved in bootstrap.json), or taken from
-   * PLATFORM_API_KEY (`env`).
-   */
-  keySource: 'admin' | 'bootstrap' | 'env';
-}
+import type { AuthContext, Partition } from '../domain/partition.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -50,7 +34,7 @@ export function idempotencyOf(request: { idempotency?: { key: string; fingerprin
 }
 
 /** The caller's partition: every tenant-owned query is scoped by it. */
-export function partitionOf(auth: AuthContext | null): { tenantId: string; mode: Mode } {
+export function partitionOf(auth: AuthContext | null): Partition {
   if (!auth) throw new Error('invariant: route reached without authentication');
   return { tenantId: auth.tenantId, mode: auth.mode };
 }

@@ -3,7 +3,7 @@
 // field missing), text PostgreSQL cannot store (U+0000, unpaired UTF-16 surrogates), and query
 // integers in forms other than plain decimal digits (`0x10`, `1e1`, ` 16` all coerce to numbers).
 import type { TSchema } from '@sinclair/typebox';
-import type { FieldError } from './errors.ts';
+import type { FieldError } from '../domain/errors.ts';
 
 type JsonSchema = Record<string, unknown> & { type?: unknown; properties?: Record<string, JsonSchema> };
 

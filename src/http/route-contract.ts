@@ -17,7 +17,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { RouteOptions } from 'fastify';
 import { PLATFORM_SCOPE } from '../domain/api-keys.ts';
 import { isStoredStatus } from '../domain/idempotency.ts';
-import { ERROR_CODES, type ErrorCode } from './errors.ts';
+import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
 import { errorAnswer, errorAnswerCodes } from './schemas/common.ts';
 import { IdempotencyKeyHeaders, RATE_LIMIT_HEADERS, REPLAYED_HEADER, REQUEST_ID_HEADER, RETRY_AFTER_HEADER } from './schemas/headers.ts';
 

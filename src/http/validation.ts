@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type SchemaValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
-import type { FieldError } from './errors.ts';
+import type { FieldError } from '../domain/errors.ts';
 import { VALIDATED_IN_CODE } from './schemas/common.ts';
 import { PROPERTY_NAMES_KEYWORD } from './schemas/metadata.ts';
 

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { INSTRUMENTS, type Instrument } from '../domain/beneficiary.ts';
+import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
 
 export interface Bank {
   /** 4 digits; the beneficiary's `bankCode` and the first 4 digits of its account number. */

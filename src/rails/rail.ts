@@ -3,8 +3,7 @@
 // Every call is keyed by OUR reference (the payment id), so a submit can be repeated safely and an
 // unknown outcome is resolved by asking, never by sending again blindly.
 
-export type Instrument = 'pago_movil' | 'transferencia';
-
+import type { Instrument } from '../domain/instrument.ts';
 export interface RailTransfer {
   /** Our reference: the payment id. Submitting the same reference twice creates one transfer. */
   reference: string;

@@ -27,15 +27,8 @@ import {
   type SimulatedOutcome,
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
-import type {
-  Instrument,
-  RailAdapter,
-  RailFailureReason,
-  RailLookup,
-  RailNotification,
-  RailStatus,
-  RailTransfer,
-} from './rail.ts';
+import type { RailAdapter, RailFailureReason, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import type { Instrument } from '../domain/instrument.ts';
 
 export interface SandboxRailOptions {
   /** Time from receipt until a transfer reaches its final outcome (SANDBOX_SETTLE_DELAY_MS). */

@@ -7,7 +7,7 @@ import { findAnomaly, listAnomalies, lockAnomaly, markAnomalyResolved, type Anom
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
 
 export class AnomalyService {
   constructor(

@@ -2,8 +2,8 @@ import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import type { Database } from '../db/database.ts';
 import { findActiveKeysByHashes } from '../db/repositories/api-keys.ts';
 import { hashApiKey, isWellFormedKey } from '../domain/api-keys.ts';
-import type { AuthContext } from '../http/context.ts';
 import { ActiveKeyIndex } from './active-key-index.ts';
+import type { AuthContext } from '../domain/partition.ts';
 
 /**
  * Resolves API keys against the database on every request, with no cache of answers, so a

@@ -1,18 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { notFound, validationFailed } from '../domain/errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
 /** The caller's (tenant, mode) partition: every beneficiary read and write is scoped by it. */
-export interface Partition {
-  tenantId: string;
-  mode: Mode;
-}
-
 export interface BeneficiaryPage {
   rows: BeneficiaryRow[];
   hasMore: boolean;

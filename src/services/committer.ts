@@ -1,10 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { isTransientDatabaseError, type Database, type TransactionHandle } from '../db/database.ts';
 import { inTransaction } from '../db/lock-order.ts';
-import type { Mode } from '../domain/api-keys.ts';
-import { overloaded } from '../http/errors.ts';
+import { overloaded } from '../domain/errors.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 type Queue = { partition: Partition; lane: BatchLane<unknown, unknown>; items: Item[]; draining: boolean };
 
 /** One kind of batch the committer runs: payouts, or outcomes. */

@@ -10,13 +10,12 @@ import {
   type DeliveryRow,
   type EventRow,
 } from '../db/repositories/events.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStatus, EventType } from '../domain/webhooks.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../domain/errors.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 export const INT8_MAX = 9_223_372_036_854_775_807n;
 /** Deliveries shown with one event (a requeued event can pass 12 attempts). */

@@ -1,5 +1,5 @@
 import type { LimitBreach } from '../domain/instrument-caps.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 
 /** 422 `limit_exceeded`, naming the rule, its cap and scope in `meta`. */
 export function limitExceeded(breach: LimitBreach): ApiError {

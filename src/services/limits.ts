@@ -4,13 +4,13 @@ import { readUsage, type UsageKey } from '../db/repositories/limit-usage.ts';
 import { deleteLimitRule, listLimitRules, replaceLimitRule, ruleEpoch, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
 import { usageRule, type LimitRule } from '../domain/limit-rules.ts';
-import { INSTRUMENTS } from '../domain/payout-decision.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { notFound, validationFailed } from '../domain/errors.ts';
+import type { Partition } from '../domain/partition.ts';
+import { INSTRUMENTS } from '../domain/instrument.ts';
 
 /** How long a process keeps the rules it read without asking whether they changed (payout batches always ask). */
 const RULE_CACHE_TTL_MS = 1000;
@@ -67,7 +67,7 @@ export class LimitService implements LimitRuleSource {
   }
 
   /** GET /limits/usage: the subject's day and month figures, all instruments, and its rule. */
-  async usage(partition: { tenantId: string; mode: Mode }, asset: string, customerId?: string) {
+  async usage(partition: Partition, asset: string, customerId?: string) {
     const day = businessDate(this.clock.now());
     const key: UsageKey = customerId
       ? { ...partition, kind: 'customer', subjectId: customerId }

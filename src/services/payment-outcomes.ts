@@ -5,7 +5,6 @@ import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
 import { openAnomalies, type NewAnomaly } from '../db/repositories/anomalies.ts';
 import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
 import type { PaymentRow } from '../db/repositories/payments.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import { answerDedupKey, jsonOf, notificationDedupKey, type AnomalyKind, type Contradiction } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import {
@@ -19,8 +18,8 @@ import {
 import type { TransitionActor } from '../domain/payment-state.ts';
 import type { BatchLane, Committer } from './committer.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 /** The most outcomes of one tenant in one transaction. */
 export const OUTCOME_BATCH_MAX = 128;

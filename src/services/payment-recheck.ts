@@ -7,7 +7,7 @@ import { lockPaymentById, requeueResolution, type PaymentRow } from '../db/repos
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { UNRESOLVED } from '../domain/payment-state.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
 
 export async function recheckPayment(db: Database, clock: Clock, id: string, actor: AuditActor): Promise<PaymentRow> {
   return db.transaction(async (tx) => {

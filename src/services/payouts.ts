@@ -9,7 +9,6 @@ import { writePayoutBatch, writePayoutRegistrations, type PayoutBatchWrite, type
 import { readPayoutReferences, type PayoutBeneficiary, type PayoutQuote, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
 import { findPayment, insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../db/repositories/payments.ts';
 import { findRate } from '../db/repositories/rates.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -27,9 +26,9 @@ import {
   type PayoutCandidate,
   type PayoutRefusal,
 } from '../domain/payout-decision.ts';
-import { decideRoute, type Instrument } from '../domain/payout-route.ts';
+import { decideRoute } from '../domain/payout-route.ts';
 import { validateSender, type Sender, type SenderInput } from '../domain/sender.ts';
-import { ApiError, notFound, validationFailed, type FieldError } from '../http/errors.ts';
+import { ApiError, notFound, validationFailed, type FieldError } from '../domain/errors.ts';
 import { limitExceeded } from './limit-errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
 import type { RailAdapter, RailTransfer } from '../rails/rail.ts';
@@ -38,6 +37,8 @@ import type { LimitRuleSource } from './limits.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
 import type { PaymentOutcomes } from './payment-outcomes.ts';
 import type { WriterAnswer } from './writer-answer.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
+import type { Instrument } from '../domain/instrument.ts';
 
 /** The most payouts of one tenant in one transaction. */
 export const PAYOUT_BATCH_MAX = 128;
@@ -110,7 +111,6 @@ export interface PayoutRequest {
   metadata?: Metadata;
 }
 
-type Partition = { tenantId: string; mode: Mode };
 
 export interface PayoutSettings {
   railTimeoutMs: number;

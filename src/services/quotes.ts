@@ -6,20 +6,15 @@ import type { Clock } from '../domain/clock.ts';
 import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
 import { MoneyError, computeQuote, type Quote } from '../domain/money.ts';
 import { planQuote, type QuoteRequestInput } from '../domain/quote-request.ts';
-import type { Mode } from '../domain/api-keys.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { notFound, validationFailed } from '../domain/errors.ts';
 import type { RateService } from './rates.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
 export type QuoteStatus = 'open' | 'consumed' | 'expired';
 
 export function quoteStatus(row: Pick<QuoteRow, 'consumed_at' | 'expires_at'>, now: Date): QuoteStatus {
   if (row.consumed_at) return 'consumed';
   return now.getTime() >= row.expires_at.getTime() ? 'expired' : 'open';
-}
-
-export interface Partition {
-  tenantId: string;
-  mode: Mode;
 }
 
 /** Quotes are free: they reserve no balance and consume no limit; they only fix the numbers. */

@@ -4,7 +4,7 @@ import { findRate, listRates, lockRate, upsertRate, type StoredRate } from '../d
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { MoneyError, parseRate, type Decimal } from '../domain/money.ts';
-import { ApiError, validationFailed } from '../http/errors.ts';
+import { ApiError, validationFailed } from '../domain/errors.ts';
 
 export interface MarketRate {
   asset: string;

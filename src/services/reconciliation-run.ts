@@ -15,10 +15,10 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Queryable } from '../db/database.ts';
 import { FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
 import { finishRun, insertDiscrepancies, recordStanding, renewLease, type Examined, type RunEnd, type RunRow } from '../db/repositories/reconciliation-runs.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
 import { DiscrepancyTally, RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../domain/reconciliation.ts';
+import type { Mode } from '../domain/partition.ts';
 
 /** Discrepancies stored per check and run; the run counts the rest (`discrepancies` ≥ `stored`). */
 export const DISCREPANCIES_STORED_PER_CHECK_MAX = 50;

@@ -24,11 +24,11 @@ import { openAnomalies } from '../db/repositories/anomalies.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import { discrepancyAnomalies } from '../domain/reconciliation.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../domain/errors.ts';
 import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type PageSizes, type RunObserver } from './reconciliation-run.ts';
+import type { Mode } from '../domain/partition.ts';
 
 /** Runs one process takes from the queue in one drain, at most (then the worker loop comes back). */
 export const RUNS_PER_DRAIN_MAX = 20;

@@ -7,12 +7,11 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../db/repositories/payments.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { UNRESOLVED, type PaymentStatus } from '../domain/payment-state.ts';
-import { ApiError, notFound, overloaded, validationFailed } from '../http/errors.ts';
+import { ApiError, notFound, overloaded, validationFailed } from '../domain/errors.ts';
 import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../rails/rail.ts';
 import {
   newBankReference,
@@ -24,6 +23,7 @@ import {
   type SimulatedOutcome,
 } from '../rails/sandbox-rail.ts';
 import type { PaymentOutcomes } from './payment-outcomes.ts';
+import type { Partition } from '../domain/partition.ts';
 
 export const SIMULATED_OUTCOMES = ['settle', 'fail', 'reverse'] as const;
 export type SimulatedOutcomeName = (typeof SIMULATED_OUTCOMES)[number];
@@ -90,7 +90,7 @@ export class SandboxSimulationService {
    * changed. The audit row is written in the outcome's transaction, only when the outcome took effect.
    */
   async simulate(
-    partition: { tenantId: string; mode: Mode },
+    partition: Partition,
     id: string,
     request: SimulationRequest,
     actor: AuditActor,
@@ -197,7 +197,7 @@ const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeN
  * next pass and applies it, or records it as an anomaly; nothing is changed here. 404 for a payment
  * outside the caller's test program, 503 `overloaded` past SANDBOX_NOTICES_PENDING_MAX waiting.
  */
-export async function queueNotification(db: Database, clock: Clock, partition: { tenantId: string; mode: Mode }, request: NotificationRequest): Promise<QueuedNotification> {
+export async function queueNotification(db: Database, clock: Clock, partition: Partition, request: NotificationRequest): Promise<QueuedNotification> {
   const reason = reasonOf({ outcome: OUTCOME_OF_STATUS[request.status], reason: request.reason }) ?? null;
   if (request.status === 'failed' && request.bankReference !== undefined) {
     throw validationFailed([{ field: 'bankReference', message: 'is not accepted with status failed: a failed transfer has no bank reference' }]);

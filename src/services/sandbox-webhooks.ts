@@ -1,10 +1,10 @@
 import type { Database } from '../db/database.ts';
 import { findTestEventSigner, insertSandboxReceipt, listSandboxReceipts, type SandboxReceiptRow } from '../db/repositories/webhooks.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { Clock } from '../domain/clock.ts';
 import { signingSecrets } from '../domain/webhooks.ts';
 // The receiver-side check is the SDK's, the one integrators run: the sink verifies as they do.
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
+import type { Partition } from '../domain/partition.ts';
 
 /** Why the sink refused a delivery: for the log only, never for the caller (all look the same to it). */
 export type SinkRefusal =
@@ -95,7 +95,7 @@ export class SandboxWebhookService {
     return { stored: true, receipt };
   }
 
-  async list(partition: { tenantId: string; mode: Mode }, query: { limit: number; cursor?: bigint; eventId?: bigint }) {
+  async list(partition: Partition, query: { limit: number; cursor?: bigint; eventId?: bigint }) {
     const rows = await listSandboxReceipts(this.db, { ...partition, beforeId: query.cursor, eventId: query.eventId, limit: query.limit + 1 });
     const hasMore = rows.length > query.limit;
     const page = rows.slice(0, query.limit);

@@ -5,11 +5,11 @@
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { lockCustomerSender, lockDefaultSender, setCustomerSender, setDefaultSender } from '../db/repositories/programs.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Sender } from '../domain/sender.ts';
+import type { Partition } from '../domain/partition.ts';
 
-type Program = { tenantId: string; mode: Mode };
+type Program = Partition;
 
 export async function setProgramDefaultSender(db: Database, program: Program, sender: Sender, actor: AuditActor): Promise<void> {
   await db.transaction(async (tx) => {

@@ -3,8 +3,8 @@ import { listStatement, type StatementFilter, type StatementPayment } from '../d
 import { isValidDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import { decodeCursor, encodeCursor, type PagePosition } from '../domain/page-cursor.ts';
 import type { PaymentStatus } from '../domain/payment-state.ts';
-import { validationFailed, type FieldError } from '../http/errors.ts';
-import type { Partition } from './beneficiaries.ts';
+import { validationFailed, type FieldError } from '../domain/errors.ts';
+import type { Partition } from '../domain/partition.ts';
 
 /** The statement filters as the caller sent them. */
 export interface StatementQuery {

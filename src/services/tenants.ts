@@ -3,10 +3,11 @@ import type { Database } from '../db/database.ts';
 import { insertApiKey, listTenantKeys, lockApiKey, revokeApiKey, type ApiKeyRow } from '../db/repositories/api-keys.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant, insertTenant, listCustomerTenants, lockTenant, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
-import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix, type Mode } from '../domain/api-keys.ts';
+import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
 import { changedFields, type AuditActor } from '../domain/audit.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
-import { ApiError, notFound } from '../http/errors.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
+import type { Mode } from '../domain/partition.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,

@@ -4,7 +4,6 @@ import { inTransaction, lockAccounts, lockIdempotencyKey } from '../db/lock-orde
 import { recordAudit } from '../db/repositories/audit.ts';
 import { accountBalances, postedSince, postEntry } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -13,8 +12,9 @@ import { answerForStoredKey } from '../domain/idempotency.ts';
 import { dailyCloseEntry, fundingEntry } from '../domain/ledger.ts';
 import { accountKeyOf, sortedValues, type AccountRef } from '../domain/payout-decision.ts';
 import { MAX_AMOUNT_MINOR } from '../domain/money.ts';
-import { ApiError, notFound, validationFailed } from '../http/errors.ts';
+import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
 import type { WriterAnswer } from './writer-answer.ts';
+import type { Partition, Mode } from '../domain/partition.ts';
 
 export interface TreasuryPosition {
   tenantId: string;
@@ -27,7 +27,6 @@ export interface TreasuryPosition {
   creditAvailable: string | null;
 }
 
-type Partition = { tenantId: string; mode: Mode };
 
 /** The largest balance a ledger account can hold (PostgreSQL bigint). */
 const BALANCE_MAX = 2n ** 63n - 1n;
@@ -199,7 +198,7 @@ export class TreasuryService {
   }
 
   /** Credit tenants and modes with something to settle and an asset not yet closed for `day`. */
-  async dueCloses(day: string, limit: number): Promise<Array<{ tenantId: string; mode: Mode }>> {
+  async dueCloses(day: string, limit: number): Promise<Array<Partition>> {
     const { rows } = await this.db.query<{ tenant_id: string; mode: Mode }>(
       `SELECT DISTINCT a.tenant_id, a.mode FROM ledger_accounts a JOIN tenants t ON t.id = a.tenant_id
         WHERE t.credit_enabled

@@ -2,12 +2,12 @@ import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import { lockWebhookEndpoint, rotateWebhookSecret, upsertWebhookEndpoint, type WebhookEndpointRow } from '../db/repositories/webhooks.ts';
-import type { Mode } from '../domain/api-keys.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { checkEndpointUrl, generateWebhookSecret } from '../domain/webhooks.ts';
-import { notFound, validationFailed } from '../http/errors.ts';
+import { notFound, validationFailed } from '../domain/errors.ts';
 import { checkEndpointHost } from '../webhooks/destination.ts';
+import type { Mode } from '../domain/partition.ts';
 
 const HOUR_MS = 3_600_000;
 

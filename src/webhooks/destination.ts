@@ -6,8 +6,8 @@
 import dns, { type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { forbiddenAddressText, mayReachAddress } from '../domain/webhooks.ts';
+import type { Mode } from '../domain/partition.ts';
 
-type Mode = 'test' | 'live';
 
 export class ForbiddenDestinationError extends Error {
   readonly code = 'EDESTINATIONFORBIDDEN';

@@ -12,7 +12,7 @@ import {
   type IdempotencyScope,
 } from '../../src/db/repositories/idempotency.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
-import { ApiError, validationFailed } from '../../src/http/errors.ts';
+import { ApiError, validationFailed } from '../../src/domain/errors.ts';
 import { canonicalJson, IDEMPOTENCY_LEASE_MS, requestFingerprint } from '../../src/http/plugins/idempotency.ts';
 import type { App } from '../../src/http/types.ts';
 import {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { EVENT_TYPES } from '../../src/domain/webhooks.ts';
-import { ERROR_CODES } from '../../src/http/errors.ts';
+import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { PAYMENT_STATUSES } from '../../src/http/schemas/payouts.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 

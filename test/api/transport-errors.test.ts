@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { ERROR_CODES } from '../../src/http/errors.ts';
+import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { clientErrorHandler } from '../../src/http/plugins/transport-errors.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
 

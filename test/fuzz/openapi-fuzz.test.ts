@@ -18,7 +18,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import fc from 'fast-check';
 import { BODY_LIMIT_BYTES } from '../../src/app.ts';
-import { ERROR_CODES } from '../../src/http/errors.ts';
+import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { ENGINE, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 import { SENDER, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Mode } from '../../src/domain/api-keys.ts';
 import type { Clock } from '../../src/domain/clock.ts';
 import { HttpWebhookTransport } from '../../src/webhooks/sender.ts';
 import { WebhookDispatcher, type DispatcherSettings } from '../../src/workers/webhook-dispatcher.ts';
 import type { Database } from '../../src/db/database.ts';
 import { client, type TestApp } from './harness.ts';
+import type { Mode } from '../../src/domain/partition.ts';
 
 export interface ReceivedRequest {
   method: string;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Database, Queryable, TransactionHandle } from '../../src/db/database.ts';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/domain/errors.ts';
 import { Committer, type BatchLane } from '../../src/services/committer.ts';
 
 /** A database whose transactions only run their work: the committer's logic, without SQL. */

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { ERROR_CODES } from '../../src/http/errors.ts';
+import { ERROR_CODES } from '../../src/domain/errors.ts';
 
 const ROW = /^\| (\d{3}) \| `([a-z_]+)` \| ([a-z_]+) \| .+ \|$/;
 

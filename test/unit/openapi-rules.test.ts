@@ -13,7 +13,7 @@ import { validateBeneficiary } from '../../src/domain/beneficiary.ts';
 import { planQuote } from '../../src/domain/quote-request.ts';
 import { validateSender } from '../../src/domain/sender.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
-import { ApiError } from '../../src/http/errors.ts';
+import { ApiError } from '../../src/domain/errors.ts';
 import { closeObjectSchemas } from '../../src/http/input-hygiene.ts';
 import { readIdempotencyKey } from '../../src/http/plugins/idempotency.ts';
 import { RegisterBeneficiaryBody } from '../../src/http/schemas/beneficiaries.ts';

@@ -4,21 +4,8 @@ import fc from 'fast-check';
 import { instrumentCapBreach } from '../../src/domain/instrument-caps.ts';
 import { assertBalanced, type FundingAccount } from '../../src/domain/ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../../src/domain/limit-rules.ts';
-import {
-  accountKeyOf,
-  candidateEntry,
-  counterKeyOf,
-  decidePayoutBatch,
-  INSTRUMENTS,
-  lockPlanOf,
-  trackedCounters,
-  type KeyLock,
-  type PayoutBatchState,
-  type PayoutCandidate,
-  type PayoutDecision,
-  type QuoteLock,
-} from '../../src/domain/payout-decision.ts';
-import type { Instrument } from '../../src/domain/payout-route.ts';
+import { accountKeyOf, candidateEntry, counterKeyOf, decidePayoutBatch, lockPlanOf, trackedCounters, type KeyLock, type PayoutBatchState, type PayoutCandidate, type PayoutDecision, type QuoteLock } from '../../src/domain/payout-decision.ts';
+import { INSTRUMENTS, type Instrument } from '../../src/domain/instrument.ts';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const CUSTOMERS = ['00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000c2'];

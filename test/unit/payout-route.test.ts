@@ -1,12 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import {
-  decideRoute,
-  type Instrument,
-  type RouteBeneficiary,
-  type RouteDecision,
-  type RouteInput,
-} from '../../src/domain/payout-route.ts';
+import { decideRoute, type RouteBeneficiary, type RouteDecision, type RouteInput } from '../../src/domain/payout-route.ts';
+import type { Instrument } from '../../src/domain/instrument.ts';
 
 // 0102 is in both catalogues, 0105 only in pago_movil's, 0108 only in transferencia's, 0999 in neither.
 const CATALOGUE: Record<Instrument, ReadonlySet<string>> = {

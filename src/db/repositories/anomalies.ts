@@ -4,11 +4,11 @@
 // A platform table: no tenant scoping, because it is read only platform-wide (the admin API) and a
 // row may have no tenant (a notification naming a reference we have no payment for).
 import { randomUUID } from 'node:crypto';
-import type { Mode } from '../../domain/api-keys.ts';
 import { DEDUP_KEY_LENGTH_MAX, type AnomalyKind, type AnomalyStatus } from '../../domain/anomalies.ts';
 import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 /** An anomaly to record. JSON fields are plain objects (amounts as strings). */
 export interface NewAnomaly {

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Mode } from '../../domain/api-keys.ts';
 import { redactedFields, redactText, type AuditEntry } from '../../domain/audit.ts';
 import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export interface AuditRow {
   id: string;

@@ -1,9 +1,10 @@
 import type { Queryable } from '../database.ts';
-import type { Mode } from '../../domain/api-keys.ts';
-import type { BeneficiaryDetails, BeneficiaryStatus, Instrument } from '../../domain/beneficiary.ts';
+import type { BeneficiaryDetails, BeneficiaryStatus } from '../../domain/beneficiary.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
+import type { Mode } from '../../domain/partition.ts';
+import type { Instrument } from '../../domain/instrument.ts';
 
 export interface BeneficiaryRow {
   tenant_id: string;

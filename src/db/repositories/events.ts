@@ -1,8 +1,8 @@
 // The outbox seen from its two readers: the events API (tenant-scoped) and the webhook dispatcher
 // (claims due events across tenants under a lease, then records each attempt).
-import type { Mode } from '../../domain/api-keys.ts';
 import type { EventStatus, EventType } from '../../domain/webhooks.ts';
 import { QUEUE_HEAD, type Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export interface EventRow {
   tenant_id: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
-import type { Mode } from '../../domain/api-keys.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 // Idempotency keys. Every decision is one statement that the database makes
 // atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Mode } from '../../domain/api-keys.ts';
 import { assertBalanced, type AccountKind, type LedgerEntry, type LedgerEntryKind } from '../../domain/ledger.ts';
 import type { Asset } from '../../domain/money.ts';
 import { accountKeyOf } from '../../domain/payout-decision.ts';
 import type { Queryable } from '../database.ts';
+import type { Partition } from '../../domain/partition.ts';
 
 /** A posting would overdraw a checked account: the caller maps it to `insufficient_tenant_funds`. */
 export class InsufficientFundsError extends Error {
@@ -33,7 +33,7 @@ export interface PostOptions {
  */
 export async function postEntry(
   tx: Queryable,
-  partition: { tenantId: string; mode: Mode },
+  partition: Partition,
   entry: LedgerEntry,
   options: PostOptions = {},
 ): Promise<string> {
@@ -60,7 +60,7 @@ export async function postEntry(
 
 async function applyToBalance(
   tx: Queryable,
-  partition: { tenantId: string; mode: Mode },
+  partition: Partition,
   asset: string,
   account: AccountKind,
   amount: bigint,
@@ -105,7 +105,7 @@ async function applyToBalance(
 
 export async function accountBalances(
   db: Queryable,
-  partition: { tenantId: string; mode: Mode },
+  partition: Partition,
   asset: string,
 ): Promise<Record<AccountKind, bigint>> {
   const { rows } = await db.query<{ kind: AccountKind; balance: bigint }>(
@@ -141,7 +141,7 @@ export interface PaymentLedgerRow {
  * payout's entry and its compensation can share a commit, so ties go by the entry's place in a
  * payment's life), postings by asset and account. Found through ledger_transactions_once.
  */
-export async function paymentLedgerRows(db: Queryable, partition: { tenantId: string; mode: Mode }, paymentId: string): Promise<PaymentLedgerRow[]> {
+export async function paymentLedgerRows(db: Queryable, partition: Partition, paymentId: string): Promise<PaymentLedgerRow[]> {
   const { rows } = await db.query<PaymentLedgerRow>(
     `SELECT t.id AS transaction_id, t.kind, t.created_at, p.asset, p.account_kind, p.amount
        FROM ledger_transactions t
@@ -161,7 +161,7 @@ export async function paymentLedgerRows(db: Queryable, partition: { tenantId: st
  */
 export async function postedSince(
   db: Queryable,
-  partition: { tenantId: string; mode: Mode },
+  partition: Partition,
   since: Date,
   kinds: readonly AccountKind[],
 ): Promise<Map<string, bigint>> {

@@ -1,7 +1,7 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Consumption } from '../../domain/limit-rules.ts';
-import type { Instrument } from '../../domain/payout-route.ts';
 import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
+import type { Instrument } from '../../domain/instrument.ts';
 
 export type SubjectKind = 'tenant' | 'customer' | 'beneficiary';
 

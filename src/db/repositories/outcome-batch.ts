@@ -1,15 +1,14 @@
 // The write of an outcome batch: every payment's new state, its transitions, ledger entries, limit
 // give-backs, outcome events and beneficiary history, in ONE statement after the batch took its locks
 // (db/lock-order.ts). The beneficiaries (the last step of the lock order) are locked here, sorted.
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Posting } from '../../domain/ledger.ts';
 import type { PaymentAfter } from '../../domain/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { TransactionHandle } from '../database.ts';
 import { assertSorted, IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import type { Partition, Mode } from '../../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 export interface OutcomeBatchWrite {
   now: Date;

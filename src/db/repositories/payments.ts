@@ -1,8 +1,8 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import { QUEUE_HEAD, type Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export interface BeneficiarySnapshot {
   fullName: string;

@@ -3,7 +3,6 @@
 // keys are checked at the end of the statement and the balanced-entry trigger at commit, so the
 // guarantees are those of separate statements at one round trip. Fixed SQL text over unnest() arrays
 // keeps one prepared statement whatever the batch's size.
-import type { Mode } from '../../domain/api-keys.ts';
 import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
 import type { Sender } from '../../domain/sender.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
@@ -12,8 +11,8 @@ import type { Queryable, TransactionHandle } from '../database.ts';
 import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
 import { identityKeyOf } from './beneficiaries.ts';
 import type { NewPayment } from './payments.ts';
+import type { Partition, Mode } from '../../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 export interface PayoutBatchWrite {
   now: Date;

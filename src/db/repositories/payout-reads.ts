@@ -1,9 +1,9 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import type { StoredKey } from '../../domain/idempotency.ts';
 import type { Sender } from '../../domain/sender.ts';
 import { KEYED_STATEMENT, type Queryable } from '../database.ts';
 import type { BeneficiaryRow } from './beneficiaries.ts';
 import type { QuoteRow } from './quotes.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 const QUOTE = ['tenant_id', 'mode', 'id', 'customer_id', 'fixed', 'spend_asset', 'spend_amount', 'deliver_asset', 'deliver_amount',
   'fee_amount', 'rate_value', 'rate_market', 'spread_bps', 'expires_at', 'created_at', 'consumed_at', 'payment_id'] as const;

@@ -1,6 +1,6 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Sender } from '../../domain/sender.ts';
 import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export async function setDefaultSender(db: Queryable, tenantId: string, mode: Mode, sender: Sender): Promise<void> {
   await db.query(

@@ -1,7 +1,7 @@
 import type { Queryable } from '../database.ts';
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export interface QuoteRow {
   tenant_id: string;

@@ -2,7 +2,6 @@
 // statement, all in the run's one snapshot), and the pages of ledger transactions and payments. Reads
 // only: no row is locked, so no writer ever waits for a run. The transaction they run in is the caller's
 // (REPEATABLE READ, READ ONLY: services/reconciliation.ts).
-import type { Mode } from '../../domain/api-keys.ts';
 import type { AccountKind, FundingAccount, LedgerEntryKind } from '../../domain/ledger.ts';
 import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type {
@@ -14,8 +13,8 @@ import type {
   TransactionCheckRow,
 } from '../../domain/reconciliation-checks.ts';
 import type { Queryable } from '../database.ts';
+import type { Partition, Mode } from '../../domain/partition.ts';
 
-type Partition = { tenantId: string; mode: Mode };
 
 /** Keyset start: every uuid the service generates sorts after it. */
 export const FIRST_ID = '00000000-0000-0000-0000-000000000000';

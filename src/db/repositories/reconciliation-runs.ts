@@ -1,10 +1,10 @@
 // Reconciliation runs: the queue (queued → running under a lease → completed, failed or abandoned),
 // their stored discrepancies, each tenant and mode's standing (reconciliation_partitions), and the
 // admin reads. Only these tables are written here; the money tables are only read (reconciliation-reads.ts).
-import type { Mode } from '../../domain/api-keys.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { CheckName, CheckResult, Discrepancy } from '../../domain/reconciliation.ts';
 import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
 export type RunTrigger = 'schedule' | 'operator';

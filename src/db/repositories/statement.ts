@@ -1,9 +1,9 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 import { Params } from './sql-params.ts';
 import type { PaymentRow } from './payments.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 // The statement: payments newest first by (created_at, id), read by keyset.
 // Every query here is one of the plans that migration 007 indexes for; see `listStatement`.

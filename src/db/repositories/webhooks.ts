@@ -1,5 +1,5 @@
-import type { Mode } from '../../domain/api-keys.ts';
 import type { Queryable } from '../database.ts';
+import type { Mode } from '../../domain/partition.ts';
 
 export interface WebhookEndpointRow {
   tenant_id: string;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import type { Authenticator } from '../../services/authenticator.ts';
 import { lookedUpPrefixOf, type FailedAuthentications } from '../../services/auth-failures.ts';
 

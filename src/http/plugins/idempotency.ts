@@ -10,7 +10,7 @@ import {
 } from '../../db/repositories/idempotency.ts';
 import type { Clock } from '../../domain/clock.ts';
 import { isStoredStatus } from '../../domain/idempotency.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError, validationFailed } from '../../domain/errors.ts';
 
 // The Idempotency-Key layer for every route whose config says
 // `idempotency: 'required' | 'optional'`, when the request carries the header:

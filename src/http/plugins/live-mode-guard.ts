@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 
 const READ_METHODS = new Set(['GET', 'HEAD']);
 

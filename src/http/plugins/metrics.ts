@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Config } from '../../config.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from './idempotency.ts';
 
 /**

@@ -1,7 +1,7 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../../config.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 
 /** Every limiter counts over this window. */
 const WINDOW_MS = 1000;

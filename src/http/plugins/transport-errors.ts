@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, envelope, type ErrorCode } from '../errors.ts';
+import { ApiError, type ErrorCode } from '../../domain/errors.ts';
+import { envelope } from '../errors.ts';
 
 function newRequestId(): string {
   return `req_${randomUUID().replace(/-/g, '')}`;

@@ -4,7 +4,7 @@ import { findPayment, listTransitions } from '../../db/repositories/payments.ts'
 import type { Clock } from '../../domain/clock.ts';
 import { recheckPayment } from '../../services/payment-recheck.ts';
 import { auditActorOf } from '../context.ts';
-import { notFound } from '../errors.ts';
+import { notFound } from '../../domain/errors.ts';
 import { Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
 import { PAYMENT_STATUSES, PaymentFields } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';

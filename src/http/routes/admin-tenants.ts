@@ -4,7 +4,7 @@ import type { TenantRow } from '../../db/repositories/tenants.ts';
 import type { TenantService } from '../../services/tenants.ts';
 import { creditCeiling } from '../../domain/credit.ts';
 import { auditActorOf } from '../context.ts';
-import { validationFailed } from '../errors.ts';
+import { validationFailed } from '../../domain/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import {

@@ -3,7 +3,7 @@ import { findTenant } from '../../db/repositories/tenants.ts';
 import { validateSender } from '../../domain/sender.ts';
 import { setCustomerStoredSender, setProgramDefaultSender } from '../../services/senders.ts';
 import type { TreasuryService } from '../../services/treasury.ts';
-import { notFound, validationFailed } from '../errors.ts';
+import { notFound, validationFailed } from '../../domain/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';

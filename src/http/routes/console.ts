@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyReply } from 'fastify';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../types.ts';
 
 /** The page runs only its own files and talks only to this service. */

@@ -1,7 +1,7 @@
 import type { DeliveryRow, EventRow } from '../../db/repositories/events.ts';
 import { INT8_MAX, type EventService } from '../../services/events.ts';
 import { auditActorOf, partitionOf } from '../context.ts';
-import { validationFailed } from '../errors.ts';
+import { validationFailed } from '../../domain/errors.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { EventDetail, EventIdParam, EventList, EventListQuery, RetriedDeadEvents, RetriedEvent } from '../schemas/events.ts';
 import type { App } from '../types.ts';

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import type { Database } from '../../db/database.ts';
-import { ApiError, envelope } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { envelope } from '../errors.ts';
 import { checkMetricsAccess, type MetricsAccess } from '../plugins/metrics.ts';
 import { Readiness } from '../readiness.ts';
 import { Answer, errorAnswer } from '../schemas/common.ts';

@@ -4,7 +4,7 @@ import { paymentLedgerRows, type PaymentLedgerRow } from '../../db/repositories/
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../../db/repositories/payments.ts';
 import type { StatementColumns } from '../../db/repositories/statement.ts';
 import { partitionOf } from '../context.ts';
-import { notFound } from '../errors.ts';
+import { notFound } from '../../domain/errors.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { LedgerEntryView, Payment, PaymentLedger } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { SandboxReceiptRow } from '../../db/repositories/webhooks.ts';
 import type { SandboxWebhookService } from '../../services/sandbox-webhooks.ts';
 import { partitionOf } from '../context.ts';
-import { ApiError } from '../errors.ts';
+import { ApiError } from '../../domain/errors.ts';
 import { errorResponses, errorResponsesDescribed } from '../schemas/common.ts';
 import { FailingReceiverAnswer, SandboxDeliveryList, SandboxDeliveryQuery, SinkQuery, SinkReceipt } from '../schemas/events.ts';
 import type { App } from '../types.ts';

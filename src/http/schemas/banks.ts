@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import { INSTRUMENTS } from '../../domain/beneficiary.ts';
 import { Component, StringEnum } from './common.ts';
+import { INSTRUMENTS } from '../../domain/instrument.ts';
 
 export const BankMethodQuery = Type.Object({
   method: StringEnum(INSTRUMENTS, { description: 'The instrument whose catalogue to list' }),

@@ -1,5 +1,5 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../../domain/errors.ts';
 
 // OpenAPI 3.0.3 has no `type: null`; nullable fields use `nullable: true`, which AJV and
 // fast-json-stringify both understand. Static type stays `T | null`. An enum lists null among its

@@ -6,8 +6,8 @@ import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_P
 import { AmountInteger, AmountString, Asset, Component, DateTime, lengthCheckedInCode, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
+import { INSTRUMENTS } from '../../domain/instrument.ts';
 
-export const INSTRUMENTS = ['pago_movil', 'transferencia'] as const;
 export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
 const Instrument = StringEnum(INSTRUMENTS);
 

@@ -9,7 +9,7 @@ import { SANDBOX_REVERSAL_REASON } from '../../rails/sandbox-rail.ts';
 import { SIGNATURE_SCHEME } from '../../webhooks/signature.ts';
 import { AmountString, Asset, Component, StringEnum, Uuid } from './common.ts';
 import { Metadata } from './metadata.ts';
-import { INSTRUMENTS } from './payouts.ts';
+import { INSTRUMENTS } from '../../domain/instrument.ts';
 
 const PayloadFields = {
   paymentId: Uuid('The payment (the `id` of the payout answer)'),

@@ -21,7 +21,8 @@ import type { Metadata } from '../domain/metadata.ts';
 import { parseRate, railFloorMinor } from '../domain/money.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
-import { decidePayoutBatch, lockPlanOf, type PayoutBatchDecision, type PayoutBatchState, type PayoutCandidate } from '../domain/payout-decision.ts';
+import type { LedgerEntry } from '../domain/ledger.ts';
+import { decidePayoutBatch, lockPlanOf, type PayoutBatchDecision, type PayoutBatchState, type PayoutCandidate, type PayoutRefusal } from '../domain/payout-decision.ts';
 import type { Sender } from '../domain/sender.ts';
 import { keyHeldMs, type SendTiming } from '../domain/send-schedule.ts';
 import type { BatchLane } from './committer.ts';
@@ -78,6 +79,18 @@ type PayoutResult =
   | { kind: 'error'; error: ApiError; tally?: PayoutTally }
   /** The key already names another request's outcome. */
   | { kind: 'key_taken'; stored: StoredKey };
+
+/** One payout of a batch, as its decision is recorded. */
+interface DecidedPayout {
+  partition: Partition;
+  job: PayoutJob;
+  candidate: PayoutCandidate;
+}
+
+/** What a payout's first transition records about its instrument. */
+function transitionMetadataOf(job: PayoutJob): Record<string, unknown> {
+  return { methodRequested: job.methodRequested, methodUsed: job.methodUsed };
+}
 
 /** The payout batch: locks (lock order), decides (domain), writes (one statement). */
 export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
@@ -198,14 +211,13 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     decided: PayoutBatchDecision,
     state: PayoutBatchState,
   ): { write: PayoutBatchWrite; registrations: PayoutRegistrations; results: PayoutResult[] } {
-    const { now, day, funding } = state;
     const write: PayoutBatchWrite = {
-      now,
+      now: state.now,
       consumedQuotes: [],
       payments: [],
       transitions: [],
       entries: [],
-      usage: { day, rows: [...decided.usage.values()] },
+      usage: { day: state.day, rows: [...decided.usage.values()] },
       accountDeltas: [...decided.accountDeltas.values()],
       events: [],
       keyAnswers: [],
@@ -213,54 +225,16 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     };
     const registrations = new Registrations();
     const results = decided.decisions.map((decision, i): PayoutResult => {
-      const job = jobs[i]!;
-      const c = candidates[i]!;
-      if (decision.kind === 'accept' || decision.kind === 'fail') registrations.add(job, c.beneficiaryId, decision.kind === 'fail' ? decision.reason : null);
-      const metadata = { methodRequested: job.methodRequested, methodUsed: job.methodUsed };
+      const payout = { partition, job: jobs[i]!, candidate: candidates[i]! };
       switch (decision.kind) {
-        case 'accept': {
-          const payment = newPayment(partition, job, c, now, {
-            status: 'submitted',
-            reason: null,
-            message: STATUS_MESSAGES.submitted,
-            funding,
-            usageDay: day,
-            // The reaper asks once the rail usually has the outcome; a crash between this commit and the
-            // rail call is found then too, never before the payout path's own send has ended.
-            nextCheckAt: new Date(now.getTime() + this.firstLook[partition.mode]),
-          });
-          write.payments.push(payment);
-          write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
-          write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata });
-          write.entries.push({ id: randomUUID(), kind: decision.entry.kind, paymentId: c.paymentId, postings: decision.entry.postings });
-          return { kind: 'accepted', payment: insertedPayment(payment), batchStartedAt: now };
-        }
-        case 'fail': {
-          const message =
-            decision.reason === 'amount_below_rail_minimum'
-              ? `${failureMessage(decision.reason)} Floor now: ${decision.floorMinor} minor units.`
-              : (decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason);
-          const payment = newPayment(partition, job, c, now, { status: 'failed', reason: decision.reason, message, funding: null, usageDay: null, nextCheckAt: null });
-          const row = insertedPayment(payment);
-          const body = this.answers.payment(row);
-          write.payments.push(payment);
-          write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
-          write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata });
-          write.events.push({ paymentId: c.paymentId, type: 'payment.failed', payload: eventPayload(row, 'payment.failed', decision.reason) });
-          write.keyAnswers.push({ key: c.key, status: 201, body });
-          return { kind: 'answered', answer: { status: 201, body, replayed: false }, tally: { status: 'failed', paymentId: c.paymentId, reason: decision.reason } };
-        }
-        case 'refuse': {
-          const error = refusalError(decision.refusal);
-          const tally = { status: 'refused', code: error.code } as const;
-          if (!isStoredStatus(error.status)) {
-            write.keyReleases.push(c.key);
-            return { kind: 'error', error, tally };
-          }
-          const body = this.answers.error(error, job.requestId);
-          write.keyAnswers.push({ key: c.key, status: error.status, body });
-          return { kind: 'answered', answer: { status: error.status, body, replayed: false }, tally };
-        }
+        case 'accept':
+          registrations.add(payout.job, payout.candidate.beneficiaryId, null);
+          return this.recordAccepted(write, payout, decision.entry, state);
+        case 'fail':
+          registrations.add(payout.job, payout.candidate.beneficiaryId, decision.reason);
+          return this.recordFailed(write, payout, decision, state.now);
+        case 'refuse':
+          return this.recordRefused(write, payout, decision.refusal);
         case 'key_taken':
           return { kind: 'key_taken', stored: decision.stored };
         case 'duplicate':
@@ -270,6 +244,55 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     return { write, registrations: registrations.build(), results };
   }
 
+  /** An accepted payout: its payment (submitted), its quote consumed, its entry; it goes to the rail after the commit. */
+  private recordAccepted(write: PayoutBatchWrite, { partition, job, candidate: c }: DecidedPayout, entry: LedgerEntry, state: PayoutBatchState): PayoutResult {
+    const { now } = state;
+    const payment = newPayment(partition, job, c, now, {
+      status: 'submitted',
+      reason: null,
+      message: STATUS_MESSAGES.submitted,
+      funding: state.funding,
+      usageDay: state.day,
+      // The reaper asks once the rail usually has the outcome; a crash between this commit and the
+      // rail call is found then too, never before the payout path's own send has ended.
+      nextCheckAt: new Date(now.getTime() + this.firstLook[partition.mode]),
+    });
+    write.payments.push(payment);
+    write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
+    write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata: transitionMetadataOf(job) });
+    write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
+    return { kind: 'accepted', payment: insertedPayment(payment), batchStartedAt: now };
+  }
+
+  /** A payout failed before the rail: its payment (failed), its quote consumed, its event, and its answer stored under the key. */
+  private recordFailed(write: PayoutBatchWrite, { partition, job, candidate: c }: DecidedPayout, decision: { reason: string; floorMinor?: bigint }, now: Date): PayoutResult {
+    const message =
+      decision.reason === 'amount_below_rail_minimum'
+        ? `${failureMessage(decision.reason)} Floor now: ${decision.floorMinor} minor units.`
+        : (decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason);
+    const payment = newPayment(partition, job, c, now, { status: 'failed', reason: decision.reason, message, funding: null, usageDay: null, nextCheckAt: null });
+    const row = insertedPayment(payment);
+    const body = this.answers.payment(row);
+    write.payments.push(payment);
+    write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
+    write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata: transitionMetadataOf(job) });
+    write.events.push({ paymentId: c.paymentId, type: 'payment.failed', payload: eventPayload(row, 'payment.failed', decision.reason) });
+    write.keyAnswers.push({ key: c.key, status: 201, body });
+    return { kind: 'answered', answer: { status: 201, body, replayed: false }, tally: { status: 'failed', paymentId: c.paymentId, reason: decision.reason } };
+  }
+
+  /** A refused payout: its error stored under the key, or the key freed when that error is not one to store. */
+  private recordRefused(write: PayoutBatchWrite, { job, candidate: c }: DecidedPayout, refusal: PayoutRefusal): PayoutResult {
+    const error = refusalError(refusal);
+    const tally = { status: 'refused', code: error.code } as const;
+    if (!isStoredStatus(error.status)) {
+      write.keyReleases.push(c.key);
+      return { kind: 'error', error, tally };
+    }
+    const body = this.answers.error(error, job.requestId);
+    write.keyAnswers.push({ key: c.key, status: error.status, body });
+    return { kind: 'answered', answer: { status: error.status, body, replayed: false }, tally };
+  }
 
   /**
    * The id of each inline beneficiary: the registered one with its identity, or a new one (the same for

@@ -18,9 +18,12 @@
 // are a payout batch's, the sandbox rail's transfers an outcome batch's), so they never wait in a
 // cycle.
 //
-// Every balance changes here: a payout or outcome batch writes its entries after its lock statement,
+// Every balance changes under these locks: a payout or outcome batch writes its entries after its lock statement,
 // and every other entry (a funding, the daily close, the sandbox tenant's first funding) goes through
 // lockAndPostEntry, which takes step 5 for the accounts it posts to. Nothing else writes a ledger row.
+// The scheduled close records each (asset, day) it closes in daily_closes after step 5, INSERT … ON
+// CONFLICT DO NOTHING: only another close of the same tenant and mode inserts that row, and it waits
+// at step 5 first.
 //
 // A writer may skip steps, never go back to an earlier one. A row that may not exist yet is created at
 // its place in the order, so a missing row is never a gap another writer can slip through: a limit

@@ -5,7 +5,7 @@
 //   2. quotes            (tenant, mode, id)                         payout batch
 //   3. payments          (tenant, id)                               outcome batch (payout path, reaper, notifications)
 //   4. limit_usage       (tenant, mode, kind, subject, method, day) payout batch, outcome batch (give-back)
-//   5. ledger_accounts   (tenant, mode, asset, kind, slot)          payout batch, outcome batch, funding, daily close
+//   5. ledger_accounts   (tenant, mode, asset, kind, slot)          payout batch, outcome batch, funding, daily close, sandbox funding
 //   6. beneficiaries     (tenant, mode, …)                          outcome batch (history), payout batch (inline registration, history)
 //   7. customers         (tenant, mode, id)                         payout batch (a customer's stored sender)
 //   8. sandbox_rail_transfers (reference)                           outcome batch (a sandbox simulation rewrites the rail's record)
@@ -17,6 +17,13 @@
 // them at once: each locks its rows there in sorted order, and after step 6 they part ways (customers
 // are a payout batch's, the sandbox rail's transfers an outcome batch's), so they never wait in a
 // cycle.
+//
+// Every balance changes under these locks: a payout or outcome batch writes its entries after its lock statement,
+// and every other entry (a funding, the daily close, the sandbox tenant's first funding) goes through
+// lockAndPostEntry, which takes step 5 for the accounts it posts to. Nothing else writes a ledger row.
+// The scheduled close records each (asset, day) it closes in daily_closes after step 5, INSERT … ON
+// CONFLICT DO NOTHING: only another close of the same tenant and mode inserts that row, and it waits
+// at step 5 first.
 //
 // A writer may skip steps, never go back to an earlier one. A row that may not exist yet is created at
 // its place in the order, so a missing row is never a gap another writer can slip through: a limit
@@ -60,6 +67,9 @@ import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type Coun
 import type { PaymentStatus } from '../domain/payment-state.ts';
 import { isRetryableConflict, type Database, type Queryable, type TransactionHandle, type TransactionOptions } from './database.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
+import { randomUUID } from 'node:crypto';
+import { assertBalanced, type LedgerEntry } from '../domain/ledger.ts';
+import { sortedValues } from '../domain/payout-decision.ts';
 
 
 /**
@@ -568,4 +578,65 @@ export async function lockOutcomeBatch(
 /** Sorts and de-duplicates ids, as every lock of this module needs them. */
 export function sortedIds(ids: Iterable<string>): string[] {
   return [...new Set(ids)].sort();
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Single entries: a funding, the daily close, the sandbox tenant's first funding — every ledger entry
+// that is not a payout batch's or an outcome batch's.
+
+const ENTRY_SQL = `WITH entry AS (
+  INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
+  VALUES ($1, $2, $3, $4, NULL, coalesce($5, now()))
+), posting AS (
+  INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
+  SELECT $1, $3, $2, v.asset, v.account_kind, v.amount
+    FROM unnest($6::text[], $7::text[], $8::bigint[]) AS v(asset, account_kind, amount)
+), account AS (
+  -- The rows were locked (or created at zero) just before. (An INSERT … ON CONFLICT would check the
+  -- CHECK constraints against the bare delta and refuse a debit.)
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta
+    FROM unnest($6::text[], $7::text[], $8::bigint[]) AS v(asset, kind, delta)
+   WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM account)::int AS accounts`;
+
+/**
+ * The one writer of a single ledger entry: takes step 5 for the accounts `entry` posts to (sorted;
+ * created at zero when missing), lets `check` refuse the entry against the balances it locked, then
+ * writes the transaction, its postings and the new balances. Returns the entry's id and the balances
+ * it found. A transaction that locked these
+ * accounts already (the daily close reads every asset's balances first) locks them again here, which
+ * waits for nobody. `at` is the service's clock; the database's when absent.
+ */
+export async function lockAndPostEntry(
+  tx: Queryable,
+  partition: Partition,
+  entry: LedgerEntry,
+  options: { at?: Date; check?: (balances: ReadonlyMap<string, bigint>) => void } = {},
+): Promise<{ id: string; before: ReadonlyMap<string, bigint> }> {
+  assertBalanced(entry);
+  const postings = sortedValues(new Map(entry.postings.map((p) => [accountKeyOf({ asset: p.asset, kind: p.account }), p])));
+  const balances = await lockAccounts(tx, partition, postings.map((p) => ({ asset: p.asset, kind: p.account })));
+  options.check?.(balances);
+  for (const p of postings) {
+    const after = balances.get(accountKeyOf({ asset: p.asset, kind: p.account }))! + p.amount;
+    // The database's CHECK constraints say so again; this names the entry that broke it.
+    if ((p.account === 'prefunding' && after > 0n) || (p.account === 'credit_receivable' && after < 0n)) {
+      throw new Error(`invariant: a ${entry.kind} entry would take ${p.asset} ${p.account} to ${after}`);
+    }
+  }
+  const id = randomUUID();
+  const { rows } = await tx.query<{ accounts: number }>(ENTRY_SQL, [
+    partition.tenantId,
+    partition.mode,
+    id,
+    entry.kind,
+    options.at ?? null,
+    postings.map((p) => p.asset),
+    postings.map((p) => p.account),
+    postings.map((p) => p.amount),
+  ]);
+  if (rows[0]?.accounts !== postings.length) throw new Error(`invariant: a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`);
+  return { id, before: balances };
 }

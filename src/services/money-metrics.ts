@@ -112,82 +112,20 @@ export class MoneyMetrics {
 
   constructor(registry: Registry, db: Database, clock: Clock) {
     const registers = [registry];
-    this.parked = new Counter({
-      name: 'bolivar_reaper_parked_payments_total',
-      help: 'Payments the reaper stopped asking the rail about (still submitted/unknown; never invented)',
-      registers,
-    });
-    this.counterAnomalies = new Counter({
-      name: 'bolivar_limit_counter_anomalies_total',
-      help: 'Limit counters found holding less than what a failure or reversal gave back',
-      registers,
-    });
-    this.payouts = new Counter({
-      name: 'bolivar_payouts_total',
-      help:
-        'Payout status changes, counted once committed: submitted (accepted and charged), failed, settled, unknown, reversed; ' +
-        'refused = no payment created (reason: the error code). reason: the status reason',
-      labelNames: ['status', 'reason'],
-      registers,
-    });
-    this.batchJobs = new Histogram({
-      name: 'bolivar_commit_batch_jobs',
-      help: 'Jobs per group-commit transaction (lane payout: payouts of one tenant; lane outcome: rail outcomes)',
-      labelNames: ['lane'],
-      buckets: [1, 2, 4, 8, 16, 32, 64, 128],
-      registers,
-    });
-    this.batchSeconds = new Histogram({
-      name: 'bolivar_commit_batch_duration_seconds',
-      help: 'Time of one group-commit transaction, BEGIN to COMMIT (result failed: rolled back, its jobs retried or refused)',
-      labelNames: ['lane', 'result'],
-      buckets: SECONDS_BUCKETS_FAST,
-      registers,
-    });
-    this.resolutions = new Counter({
-      name: 'bolivar_reaper_resolutions_total',
-      help: 'What each question of the reaper to the rail led to: settled, failed, reversed, unresolved (asked again later), already_resolved (by another path), error',
-      labelNames: ['outcome'],
-      registers,
-    });
-    this.railCalls = new Counter({
-      name: 'bolivar_rail_calls_total',
-      help: 'Calls to the rail by operation (submit, lookup) and outcome (the status it answered, not_found, timeout or error)',
-      labelNames: ['rail', 'operation', 'outcome'],
-      registers,
-    });
-    this.railSeconds = new Histogram({
-      name: 'bolivar_rail_call_duration_seconds',
-      help: 'Rail call latency by operation (a timed-out submit counts its time until the timeout)',
-      labelNames: ['rail', 'operation'],
-      buckets: SECONDS_BUCKETS_REMOTE,
-      registers,
-    });
-    this.deliveries = new Counter({
-      name: 'bolivar_webhook_deliveries_total',
-      help: 'Webhook delivery attempts by result: the receiver status class (2xx delivered), timeout, or error (no answer: refused, unreachable, forbidden address, no endpoint)',
-      labelNames: ['status_class'],
-      registers,
-    });
-    this.deliverySeconds = new Histogram({
-      name: 'bolivar_webhook_delivery_duration_seconds',
-      help: 'Webhook delivery attempt latency, connect to the end of the response',
-      buckets: SECONDS_BUCKETS_REMOTE,
-      registers,
-    });
-    this.workerPasses = new Counter({
-      name: 'bolivar_worker_passes_total',
-      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
-      labelNames: ['worker', 'result'],
-      registers,
-    });
-
-    this.anomalies = new Counter({
-      name: 'bolivar_anomalies_total',
-      help: 'Anomalies this process recorded, by kind, each counted once when stored (a contradiction heard again is not counted again); open ones: bolivar_anomalies_open',
-      labelNames: ['kind'],
-      registers,
-    });
+    const money = moneyPathSeries(registers);
+    this.parked = money.parked;
+    this.counterAnomalies = money.counterAnomalies;
+    this.payouts = money.payouts;
+    this.batchJobs = money.batchJobs;
+    this.batchSeconds = money.batchSeconds;
+    this.resolutions = money.resolutions;
+    const outside = outsideSeries(registers);
+    this.railCalls = outside.railCalls;
+    this.railSeconds = outside.railSeconds;
+    this.deliveries = outside.deliveries;
+    this.deliverySeconds = outside.deliverySeconds;
+    this.workerPasses = outside.workerPasses;
+    this.anomalies = outside.anomalies;
     for (const kind of ANOMALY_KINDS) this.anomalies.inc({ kind }, 0);
 
     // The gauges read from memory come first: a scrape collects in registration order, and the pool
@@ -201,75 +139,9 @@ export class MoneyMetrics {
         this.set(depth());
       },
     });
-    if (db.poolStats) {
-      // PGlite has no pool (one in-process connection): these are PostgreSQL's only.
-      const poolGauge = (name: string, help: string, value: (s: PoolStats) => number) =>
-        new Gauge({
-          name,
-          help,
-          labelNames: ['pool'],
-          registers,
-          collect() {
-            for (const stats of db.poolStats!()) this.set({ pool: stats.pool }, value(stats));
-          },
-        });
-      poolGauge('bolivar_db_pool_connections_in_use', 'PostgreSQL connections checked out of the pool (pool main: money and reads; relaxed: bookkeeping without WAL flush wait)', (s) => s.total - s.idle);
-      poolGauge('bolivar_db_pool_clients_waiting', 'Requests of this process waiting for a free PostgreSQL connection', (s) => s.waiting);
-      poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
-    }
-
-    const snapshot = new ScrapeSnapshot<Backlog>(() => readBacklog(db, BACKLOG_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
-    const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
-    const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
-      new Gauge({
-        name,
-        help,
-        registers,
-        async collect() {
-          const backlog = await snapshot.get();
-          if (backlog) this.set(value(backlog));
-        },
-      });
-    new Gauge({
-      name: 'bolivar_outbox_events',
-      help: `Outcome events not delivered, by status: pending (waiting for delivery or a retry), dead (attempts exhausted; POST /v1/events/retry-dead). Counted up to ${BACKLOG_COUNT_MAX}`,
-      labelNames: ['status'],
-      registers,
-      async collect() {
-        const backlog = await snapshot.get();
-        if (!backlog) return;
-        this.set({ status: 'pending' }, backlog.outboxPending);
-        this.set({ status: 'dead' }, backlog.outboxDead);
-      },
-    });
-    backlogGauge('bolivar_outbox_oldest_pending_age_seconds', 'Age of the oldest outcome event not yet delivered (0: none pending)', (b) => ageSeconds(b.oldestPendingEventAt));
-    backlogGauge(
-      'bolivar_payments_unresolved',
-      `Payments submitted or unknown: waiting for the rail's outcome (parked ones included). Counted up to ${BACKLOG_COUNT_MAX}`,
-      (b) => b.unresolved,
-    );
-    backlogGauge(
-      'bolivar_payments_parked_unresolved',
-      'Payments still submitted/unknown that the reaper no longer asks about (re-queue with POST /v1/admin/payments/{id}/recheck)',
-      (b) => b.parked,
-    );
-    const openAnomalies = new ScrapeSnapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
-    new Gauge({
-      name: 'bolivar_anomalies_open',
-      help: `Anomalies waiting for an operator, by kind (GET /v1/admin/anomalies?status=open). Counted up to ${ANOMALIES_OPEN_COUNT_MAX} in all`,
-      labelNames: ['kind'],
-      registers,
-      async collect() {
-        const open = await openAnomalies.get();
-        if (!open) return;
-        for (const kind of ANOMALY_KINDS) this.set({ kind }, open.get(kind) ?? 0);
-      },
-    });
-    backlogGauge(
-      'bolivar_reaper_lag_seconds',
-      'Age of the oldest unresolved payment the reaper still asks about (parked ones excluded: bolivar_payments_parked_unresolved); 0 when none',
-      (b) => ageSeconds(b.oldestUnresolvedAt),
-    );
+    // PGlite has no pool (one in-process connection): these are PostgreSQL's only.
+    if (db.poolStats) poolGauges(registers, () => db.poolStats!());
+    backlogGauges(registers, db, clock);
   }
 
   /** The committer whose queue `bolivar_commit_queue_jobs` reports. */
@@ -308,4 +180,166 @@ export class MoneyMetrics {
   workerPass(worker: string, ok: boolean): void {
     this.workerPasses.inc({ worker, result: ok ? 'ok' : 'error' });
   }
+}
+
+type Registers = Registry[];
+
+/** The counters and histograms of the money path: payouts, group-commit batches, the reaper. */
+function moneyPathSeries(registers: Registers) {
+  return {
+    parked: new Counter({
+      name: 'bolivar_reaper_parked_payments_total',
+      help: 'Payments the reaper stopped asking the rail about (still submitted/unknown; never invented)',
+      registers,
+    }),
+    counterAnomalies: new Counter({
+      name: 'bolivar_limit_counter_anomalies_total',
+      help: 'Limit counters found holding less than what a failure or reversal gave back',
+      registers,
+    }),
+    payouts: new Counter({
+      name: 'bolivar_payouts_total',
+      help:
+        'Payout status changes, counted once committed: submitted (accepted and charged), failed, settled, unknown, reversed; ' +
+        'refused = no payment created (reason: the error code). reason: the status reason',
+      labelNames: ['status', 'reason'],
+      registers,
+    }),
+    batchJobs: new Histogram({
+      name: 'bolivar_commit_batch_jobs',
+      help: 'Jobs per group-commit transaction (lane payout: payouts of one tenant; lane outcome: rail outcomes)',
+      labelNames: ['lane'],
+      buckets: [1, 2, 4, 8, 16, 32, 64, 128],
+      registers,
+    }),
+    batchSeconds: new Histogram({
+      name: 'bolivar_commit_batch_duration_seconds',
+      help: 'Time of one group-commit transaction, BEGIN to COMMIT (result failed: rolled back, its jobs retried or refused)',
+      labelNames: ['lane', 'result'],
+      buckets: SECONDS_BUCKETS_FAST,
+      registers,
+    }),
+    resolutions: new Counter({
+      name: 'bolivar_reaper_resolutions_total',
+      help: 'What each question of the reaper to the rail led to: settled, failed, reversed, unresolved (asked again later), already_resolved (by another path), error',
+      labelNames: ['outcome'],
+      registers,
+    }),
+  };
+}
+
+/** The counters and histograms of what the money path talks to: the rail, webhook receivers, the worker loops; and anomalies. */
+function outsideSeries(registers: Registers) {
+  return {
+    railCalls: new Counter({
+      name: 'bolivar_rail_calls_total',
+      help: 'Calls to the rail by operation (submit, lookup) and outcome (the status it answered, not_found, timeout or error)',
+      labelNames: ['rail', 'operation', 'outcome'],
+      registers,
+    }),
+    railSeconds: new Histogram({
+      name: 'bolivar_rail_call_duration_seconds',
+      help: 'Rail call latency by operation (a timed-out submit counts its time until the timeout)',
+      labelNames: ['rail', 'operation'],
+      buckets: SECONDS_BUCKETS_REMOTE,
+      registers,
+    }),
+    deliveries: new Counter({
+      name: 'bolivar_webhook_deliveries_total',
+      help: 'Webhook delivery attempts by result: the receiver status class (2xx delivered), timeout, or error (no answer: refused, unreachable, forbidden address, no endpoint)',
+      labelNames: ['status_class'],
+      registers,
+    }),
+    deliverySeconds: new Histogram({
+      name: 'bolivar_webhook_delivery_duration_seconds',
+      help: 'Webhook delivery attempt latency, connect to the end of the response',
+      buckets: SECONDS_BUCKETS_REMOTE,
+      registers,
+    }),
+    workerPasses: new Counter({
+      name: 'bolivar_worker_passes_total',
+      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
+      labelNames: ['worker', 'result'],
+      registers,
+    }),
+    anomalies: new Counter({
+      name: 'bolivar_anomalies_total',
+      help: 'Anomalies this process recorded, by kind, each counted once when stored (a contradiction heard again is not counted again); open ones: bolivar_anomalies_open',
+      labelNames: ['kind'],
+      registers,
+    }),
+  };
+}
+
+/** The PostgreSQL pool as this process sees it. */
+function poolGauges(registers: Registers, poolStats: () => PoolStats[]): void {
+  const poolGauge = (name: string, help: string, value: (s: PoolStats) => number) =>
+    new Gauge({
+      name,
+      help,
+      labelNames: ['pool'],
+      registers,
+      collect() {
+        for (const stats of poolStats()) this.set({ pool: stats.pool }, value(stats));
+      },
+    });
+  poolGauge('bolivar_db_pool_connections_in_use', 'PostgreSQL connections checked out of the pool (pool main: money and reads; relaxed: bookkeeping without WAL flush wait)', (s) => s.total - s.idle);
+  poolGauge('bolivar_db_pool_clients_waiting', 'Requests of this process waiting for a free PostgreSQL connection', (s) => s.waiting);
+  poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
+}
+
+/** The gauges read from the database on scrape (ScrapeSnapshot): the backlog and the open anomalies. */
+function backlogGauges(registers: Registers, db: Database, clock: Clock): void {
+  const snapshot = new ScrapeSnapshot<Backlog>(() => readBacklog(db, BACKLOG_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
+  const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
+  const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      async collect() {
+        const backlog = await snapshot.get();
+        if (backlog) this.set(value(backlog));
+      },
+    });
+  new Gauge({
+    name: 'bolivar_outbox_events',
+    help: `Outcome events not delivered, by status: pending (waiting for delivery or a retry), dead (attempts exhausted; POST /v1/events/retry-dead). Counted up to ${BACKLOG_COUNT_MAX}`,
+    labelNames: ['status'],
+    registers,
+    async collect() {
+      const backlog = await snapshot.get();
+      if (!backlog) return;
+      this.set({ status: 'pending' }, backlog.outboxPending);
+      this.set({ status: 'dead' }, backlog.outboxDead);
+    },
+  });
+  backlogGauge('bolivar_outbox_oldest_pending_age_seconds', 'Age of the oldest outcome event not yet delivered (0: none pending)', (b) => ageSeconds(b.oldestPendingEventAt));
+  backlogGauge(
+    'bolivar_payments_unresolved',
+    `Payments submitted or unknown: waiting for the rail's outcome (parked ones included). Counted up to ${BACKLOG_COUNT_MAX}`,
+    (b) => b.unresolved,
+  );
+  backlogGauge(
+    'bolivar_payments_parked_unresolved',
+    'Payments still submitted/unknown that the reaper no longer asks about (re-queue with POST /v1/admin/payments/{id}/recheck)',
+    (b) => b.parked,
+  );
+  const openAnomalies = new ScrapeSnapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
+  new Gauge({
+    name: 'bolivar_anomalies_open',
+    help: `Anomalies waiting for an operator, by kind (GET /v1/admin/anomalies?status=open). Counted up to ${ANOMALIES_OPEN_COUNT_MAX} in all`,
+    labelNames: ['kind'],
+    registers,
+    async collect() {
+      const open = await openAnomalies.get();
+      if (!open) return;
+      for (const kind of ANOMALY_KINDS) this.set({ kind }, open.get(kind) ?? 0);
+    },
+  });
+  backlogGauge(
+    'bolivar_reaper_lag_seconds',
+    'Age of the oldest unresolved payment the reaper still asks about (parked ones excluded: bolivar_payments_parked_unresolved); 0 when none',
+    (b) => ageSeconds(b.oldestUnresolvedAt),
+  );
 }

@@ -106,29 +106,7 @@ export class SandboxSimulationService {
     if (!onlyFrom.includes(payment.status)) throw refusal(request.outcome, payment.status);
 
     const at = this.clock.now();
-    let report: RailReport;
-    let simulated: (locked: PaymentRow) => SimulatedOutcome;
-    switch (request.outcome) {
-      case 'settle': {
-        const bankReference = await simulatedBankReference(this.db, payment.id, 'test');
-        report = { status: 'settled', bankReference, settledAt: at };
-        simulated = () => ({ status: 'settled', bankReference });
-        break;
-      }
-      case 'fail': {
-        const failure = reason as RailFailureReason;
-        report = { status: 'failed', reason: failure };
-        simulated = () => ({ status: 'failed', reason: failure });
-        break;
-      }
-      case 'reverse': {
-        const returned = reason!;
-        // The bank reference is the locked row's: the one the payment settled with.
-        report = { status: 'reversed', bankReference: payment.bank_reference ?? '', reason: returned };
-        simulated = (locked) => ({ status: 'reversed', bankReference: locked.bank_reference!, reason: returned });
-        break;
-      }
-    }
+    const { report, simulated } = await this.reportOf(payment, request.outcome, reason, at);
     const applied = await this.outcomes.applyWithDetail(payment, report, {
       actor: 'system',
       settledReason: SIMULATED_SETTLEMENT_REASON,
@@ -162,6 +140,36 @@ export class SandboxSimulationService {
     const after = await findPayment(this.db, partition.tenantId, 'test', id);
     if (!after) throw new Error(`invariant: payment ${id} vanished after its simulated outcome`);
     return { payment: after, transitions: await listTransitions(this.db, partition.tenantId, id) };
+  }
+
+  /**
+   * What the rail is taken to have reported, and what the sandbox rail's record of the transfer then
+   * says (from the payment as locked by the outcome batch).
+   */
+  private async reportOf(
+    payment: PaymentRow,
+    outcome: SimulatedOutcomeName,
+    reason: string | undefined,
+    at: Date,
+  ): Promise<{ report: RailReport; simulated: (locked: PaymentRow) => SimulatedOutcome }> {
+    switch (outcome) {
+      case 'settle': {
+        const bankReference = await simulatedBankReference(this.db, payment.id, 'test');
+        return { report: { status: 'settled', bankReference, settledAt: at }, simulated: () => ({ status: 'settled', bankReference }) };
+      }
+      case 'fail': {
+        const failure = reason as RailFailureReason;
+        return { report: { status: 'failed', reason: failure }, simulated: () => ({ status: 'failed', reason: failure }) };
+      }
+      case 'reverse': {
+        const returned = reason!;
+        // The bank reference is the locked row's: the one the payment settled with.
+        return {
+          report: { status: 'reversed', bankReference: payment.bank_reference ?? '', reason: returned },
+          simulated: (locked) => ({ status: 'reversed', bankReference: locked.bank_reference!, reason: returned }),
+        };
+      }
+    }
   }
 }
 

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
-import { inTransaction, lockAccounts, lockIdempotencyKey } from '../db/lock-order.ts';
+import { inTransaction, lockAccounts, lockAndPostEntry, lockIdempotencyKey } from '../db/lock-order.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { accountBalances, postedSince, postEntry } from '../db/repositories/ledger.ts';
+import { claimDailyClose, dueCloses } from '../db/repositories/daily-closes.ts';
+import { completeIdempotencyKeyInTransaction } from '../db/repositories/idempotency.ts';
+import { accountBalances, fundedAssets, postedSince } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
 import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { AuditActor } from '../domain/audit.ts';
@@ -85,42 +87,37 @@ export class TreasuryService {
     const partition = { tenantId: target.tenantId, mode: target.mode };
     const now = this.clock.now();
     const result = await inTransaction(this.db, async (tx) => {
+      const owner = randomUUID();
       const key = await lockIdempotencyKey(tx, caller, {
         key: caller.key,
         fingerprint: caller.fingerprint,
-        owner: randomUUID(),
+        owner,
         now,
         expiresAt: new Date(now.getTime() + this.idempotency.ttlMs),
         lockedUntil: new Date(now.getTime() + this.idempotency.ttlMs),
       });
       if (!key.owned) return { stored: key.stored, answer: undefined };
-      const accounts: AccountRef[] = sortedValues(
-        new Map([
-          [accountKeyOf({ asset: target.asset, kind: 'prefunding' }), { asset: target.asset, kind: 'prefunding' as const }],
-          [accountKeyOf({ asset: target.asset, kind: 'treasury' }), { asset: target.asset, kind: 'treasury' as const }],
-        ]),
-      );
-      const balances = await lockAccounts(tx, partition, accounts);
-      const prefunding = balances.get(accountKeyOf({ asset: target.asset, kind: 'prefunding' })) ?? 0n;
-      const treasury = balances.get(accountKeyOf({ asset: target.asset, kind: 'treasury' })) ?? 0n;
-      if (-prefunding + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
-        throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
-      }
-      const entryId = await postEntry(tx, partition, fundingEntry(target.asset, target.amount), { at: now });
+      const prefundingOf = (balances: ReadonlyMap<string, bigint>) => balances.get(accountKeyOf({ asset: target.asset, kind: 'prefunding' })) ?? 0n;
+      const posted = await lockAndPostEntry(tx, partition, fundingEntry(target.asset, target.amount), {
+        at: now,
+        check: (balances) => {
+          const treasury = balances.get(accountKeyOf({ asset: target.asset, kind: 'treasury' })) ?? 0n;
+          if (-prefundingOf(balances) + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
+            throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
+          }
+        },
+      });
       const position = await this.position(partition, target.asset, tx);
       const body = render(position);
       await recordAudit(tx, {
         actor,
         action: 'funding.create',
-        target: { type: 'funding', id: entryId, tenantId: target.tenantId, mode: target.mode },
-        before: { asset: target.asset, prefundingBalance: -prefunding },
+        target: { type: 'funding', id: posted.id, tenantId: target.tenantId, mode: target.mode },
+        before: { asset: target.asset, prefundingBalance: -prefundingOf(posted.before) },
         after: { asset: target.asset, amount: target.amount, prefundingBalance: position.prefundingBalance, idempotencyKey: caller.key },
       });
-      await tx.query(
-        `UPDATE idempotency_keys SET status = 'completed', owner = NULL, locked_until = NULL, response_status = 201, response_body = $4
-          WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
-        [caller.tenantId, caller.mode, caller.key, body],
-      );
+      const answered = await completeIdempotencyKeyInTransaction(tx, caller, owner, { status: 201, body });
+      if (!answered) throw new Error('invariant: a funding lost the Idempotency-Key it holds locked');
       return { answer: { status: 201, body, replayed: false } as WriterAnswer, stored: undefined };
     });
     if (result.answer) return result.answer;
@@ -151,19 +148,16 @@ export class TreasuryService {
     const now = this.clock.now();
     const dayEnded = businessDay === undefined ? undefined : startOfBusinessDate(nextDate(businessDay));
     return inTransaction(this.db, async (tx) => {
-      const { rows: assets } = await tx.query<{ asset: string }>(
-        `SELECT DISTINCT asset FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
-        [tenantId, mode],
-      );
+      const assets = await fundedAssets(tx, partition);
       const refs = new Map<string, AccountRef>();
-      for (const { asset } of assets) {
+      for (const asset of assets) {
         for (const kind of ['credit_receivable', 'prefunding', 'treasury'] as const) refs.set(accountKeyOf({ asset, kind }), { asset, kind });
       }
       const balances = await lockAccounts(tx, partition, sortedValues(refs));
       // Read under the locks: nothing posts to these accounts between this and the close's entry.
       const since = dayEnded && dayEnded.getTime() <= now.getTime() ? await postedSince(tx, partition, dayEnded, ['credit_receivable', 'prefunding']) : new Map<string, bigint>();
       const closed: ClosedAsset[] = [];
-      for (const { asset } of assets) {
+      for (const asset of assets) {
         const drawnNow = balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n;
         const owedNow = tenant.credit_enabled ? -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) : 0n;
         // What stood at the end of the day, never more than stands now (a refund since then has
@@ -173,19 +167,15 @@ export class TreasuryService {
         const entry = dailyCloseEntry(asset, drawn, owed);
         if (businessDay) {
           // Recorded even when there is nothing to settle, so the scheduled close never looks again.
-          const claimed = await tx.query(
-            `INSERT INTO daily_closes (tenant_id, mode, asset, business_date, amount) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`,
-            [tenantId, mode, asset, businessDay, drawn],
-          );
-          if (claimed.rowCount === 0) continue;
+          if (!(await claimDailyClose(tx, partition, { asset, day: businessDay, drawn }))) continue;
         }
         if (!entry) continue;
-        await postEntry(tx, partition, entry, { at: now });
+        await lockAndPostEntry(tx, partition, entry, { at: now });
         closed.push({ asset, drawn: drawn.toString(), owed: owed.toString() });
       }
       if (actor) {
         const before = Object.fromEntries(
-          assets.map(({ asset }) => [
+          assets.map((asset) => [
             asset,
             { creditDrawn: balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n, prefundingBalance: -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) },
           ]),
@@ -199,16 +189,7 @@ export class TreasuryService {
 
   /** Credit tenants and modes with something to settle and an asset not yet closed for `day`. */
   async dueCloses(day: string, limit: number): Promise<Array<Partition>> {
-    const { rows } = await this.db.query<{ tenant_id: string; mode: Mode }>(
-      `SELECT DISTINCT a.tenant_id, a.mode FROM ledger_accounts a JOIN tenants t ON t.id = a.tenant_id
-        WHERE t.credit_enabled
-          AND ((a.kind = 'credit_receivable' AND a.balance > 0) OR (a.kind = 'prefunding' AND a.balance < 0))
-          AND NOT EXISTS (SELECT 1 FROM daily_closes c WHERE c.tenant_id = a.tenant_id AND c.mode = a.mode
-                           AND c.asset = a.asset AND c.business_date = $1)
-        LIMIT $2`,
-      [day, limit],
-    );
-    return rows.map((r) => ({ tenantId: r.tenant_id, mode: r.mode }));
+    return dueCloses(this.db, day, limit);
   }
 
   /** The Caracas day that ended most recently. */

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Services } from '../app.ts';
 import type { Config } from '../config.ts';
-import { postEntry } from '../db/repositories/ledger.ts';
+import { lockAndPostEntry } from '../db/lock-order.ts';
 import { fundingEntry } from '../domain/ledger.ts';
 import { ownOriginOf, type BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';
@@ -86,7 +86,7 @@ export const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
 export function bootstrapSteps(_config: Config): BootstrapStep[] {
   return [
     async (tx, sandbox) => {
-      await postEntry(tx, { tenantId: sandbox.tenantId, mode: 'test' }, fundingEntry('BS', SANDBOX_PREFUNDING_MINOR));
+      await lockAndPostEntry(tx, { tenantId: sandbox.tenantId, mode: 'test' }, fundingEntry('BS', SANDBOX_PREFUNDING_MINOR));
     },
     async (tx, sandbox) => {
       await setWebhookEndpoint(tx, { tenantId: sandbox.tenantId, mode: 'test', url: sandboxSinkUrl(sandbox.baseUrl), at: new Date() });

@@ -6,10 +6,11 @@ import { openAnomaly } from '../db/repositories/anomalies.ts';
 import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
+import { sendEndsMs } from '../domain/send-schedule.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
+import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
-import { callRail, sendEndsMs, transferOf, type RailsByMode } from '../services/payouts.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /** Payments claimed per pass, at most. */

@@ -3,7 +3,7 @@
 // 400 in the envelope naming the field, never a 500 and never a silent change of meaning.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { postEntry } from '../../src/db/repositories/ledger.ts';
+import { lockAndPostEntry } from '../../src/db/lock-order.ts';
 import { fundingEntry } from '../../src/domain/ledger.ts';
 import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, unstorableText } from '../../src/http/input-hygiene.ts';
 import { assertEnvelope, client, type Client, startTestApp, type TestApp } from '../support/harness.ts';
@@ -152,7 +152,7 @@ describe('input hygiene: HTTP answers', () => {
   it('a funding that would take a balance past the bigint range is 400, and nothing is posted', async () => {
     const partition = { tenantId: tenant.tenantId, mode: 'test' as const };
     // Bring the balance next to the ceiling without a thousand HTTP fundings.
-    await t.db.transaction((tx) => postEntry(tx, partition, fundingEntry('USD', 2n ** 63n - 1000n)));
+    await t.db.transaction((tx) => lockAndPostEntry(tx, partition, fundingEntry('USD', 2n ** 63n - 1000n)));
     const before = await tenant.api.get('/v1/treasury/position?asset=USD');
     const response = await admin.post(
       `/v1/admin/tenants/${tenant.tenantId}/fundings`,

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nextResolutionDue } from '../../src/db/repositories/payments.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { firstLookMs, sendEndsMs } from '../../src/domain/send-schedule.ts';
 import type { RailAdapter, RailTransfer } from '../../src/rails/rail.ts';
-import { firstLookMs, sendEndsMs } from '../../src/services/payouts.ts';
 import { REAPER_PAUSE_MIN_MS } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, reaperOf } from '../support/payouts.ts';
@@ -35,7 +35,7 @@ describe('when the reaper looks again', () => {
     const { sandboxRailTimeoutMs: railTimeoutMs, reaperIntervalMs, sandboxSettleDelayMs } = t.config;
     assert.equal(
       dueAt.getTime() - rows[0]!.created_at.getTime(),
-      firstLookMs({ railTimeoutMs, reaperIntervalMs, idempotencyTtlMs: 0 }, sandboxSettleDelayMs),
+      firstLookMs({ railTimeoutMs, reaperIntervalMs }, sandboxSettleDelayMs),
       'first asked once the sandbox usually has the outcome',
     );
     assert.deepEqual(await nextResolutionDue(t.db), dueAt);

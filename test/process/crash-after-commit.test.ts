@@ -17,7 +17,7 @@ const RAIL_TIMEOUT_MS = 5_000;
  * window is made wide enough for the rail call to be made, and to hang, every time.
  */
 const REAPER_INTERVAL_MS = 2_000;
-/** How long the batch holds the key for the answer (services/payouts.ts: window + rail timeout + 5 s margin). */
+/** How long the batch holds the key for the answer (domain/send-schedule.ts keyHeldMs: window + rail timeout + 5 s margin). */
 const KEY_HOLD_MS = REAPER_INTERVAL_MS + RAIL_TIMEOUT_MS + 5_000;
 
 const post = (base: string, apiKey: string, url: string, body: unknown, headers: Record<string, string> = {}) => call(base, apiKey, 'POST', url, body, headers);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
 import type { ManualClock } from '../../src/domain/clock.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
-import type { RailsByMode } from '../../src/services/payouts.ts';
+import type { RailsByMode } from '../../src/rails/send.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { client, createTenant, type Client, type TestApp } from './harness.ts';
 

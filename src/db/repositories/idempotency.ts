@@ -226,6 +226,21 @@ export async function completeIdempotencyKey(
   return coalescersFor(db).completions.submit({ scope, owner, status: response.status, body: response.body });
 }
 
+/**
+ * Stores the response of the request holding `owner` inside the caller's transaction (a funding
+ * answers in the transaction that posts it), by the statement every key's completion runs. False
+ * when it no longer holds the key.
+ */
+export async function completeIdempotencyKeyInTransaction(
+  tx: Queryable,
+  scope: IdempotencyScope,
+  owner: string,
+  response: { status: number; body: string },
+): Promise<boolean> {
+  const [completed] = await completeMany(tx, [{ scope, owner, status: response.status, body: response.body }]);
+  return completed === true;
+}
+
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */
 export async function releaseIdempotencyKey(db: Queryable, scope: IdempotencyScope, owner: string): Promise<boolean> {
   const result = await db.query(

@@ -1,107 +1,11 @@
-import { randomUUID } from 'node:crypto';
-import { assertBalanced, type AccountKind, type LedgerEntry, type LedgerEntryKind } from '../../domain/ledger.ts';
+import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import type { Asset } from '../../domain/money.ts';
 import { accountKeyOf } from '../../domain/payout-decision.ts';
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 
-/** A posting would overdraw a checked account: the caller maps it to `insufficient_tenant_funds`. */
-export class InsufficientFundsError extends Error {
-  constructor(
-    readonly account: AccountKind,
-    readonly asset: string,
-    readonly required: bigint,
-  ) {
-    super(`insufficient funds in ${account} ${asset}`);
-    this.name = 'InsufficientFundsError';
-  }
-}
-
-export interface PostOptions {
-  paymentId?: string;
-  /** When the entry happened (the service's clock); the database's clock when absent. */
-  at?: Date;
-  /** Ceiling on credit drawn (credit_receivable balance), null = none. */
-  creditLimit?: bigint | null;
-}
-
-/**
- * Writes one balanced entry: the transaction row, its postings, then the account balances. The
- * balance updates come last and in a fixed order, so the hot rows are locked for the shortest time
- * and two entries never wait on each other in opposite orders. Overdrafts are refused by the
- * UPDATE's own condition (atomic under concurrency), and again by CHECK constraints.
- */
-export async function postEntry(
-  tx: Queryable,
-  partition: Partition,
-  entry: LedgerEntry,
-  options: PostOptions = {},
-): Promise<string> {
-  assertBalanced(entry);
-  const id = randomUUID();
-  await tx.query(
-    `INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at) VALUES ($1, $2, $3, $4, $5, coalesce($6, now()))`,
-    [partition.tenantId, partition.mode, id, entry.kind, options.paymentId ?? null, options.at ?? null],
-  );
-  const params: unknown[] = [partition.tenantId, id, partition.mode];
-  const values = entry.postings.map((p) => {
-    params.push(p.asset, p.account, p.amount);
-    const n = params.length;
-    return `($1, $2, $3, $${n - 2}, $${n - 1}, $${n})`;
-  });
-  await tx.query(
-    `INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount) VALUES ${values.join(', ')}`,
-    params,
-  );
-  const ordered = [...entry.postings].sort((a, b) => (a.asset + a.account < b.asset + b.account ? -1 : 1));
-  for (const posting of ordered) await applyToBalance(tx, partition, posting.asset, posting.account, posting.amount, options);
-  return id;
-}
-
-async function applyToBalance(
-  tx: Queryable,
-  partition: Partition,
-  asset: string,
-  account: AccountKind,
-  amount: bigint,
-  options: PostOptions,
-): Promise<void> {
-  const key = [partition.tenantId, partition.mode, asset, account];
-  if (account === 'prefunding' && amount > 0n) {
-    // A debit of prefunding spends the tenant's money: only if it stays covered.
-    const { rowCount } = await tx.query(
-      `UPDATE ledger_accounts SET balance = balance + $5
-        WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 AND slot = 0 AND balance + $5 <= 0`,
-      [...key, amount],
-    );
-    if (rowCount !== 1) throw new InsufficientFundsError(account, asset, amount);
-    return;
-  }
-  if (account === 'credit_receivable' && amount > 0n) {
-    const limit = options.creditLimit ?? null;
-    const { rowCount } = await tx.query(
-      `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance)
-       SELECT $1, $2, $3, $4, $5 WHERE $6::bigint IS NULL OR $5 <= $6::bigint
-       ON CONFLICT (tenant_id, mode, asset, kind, slot) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance
-        WHERE $6::bigint IS NULL OR ledger_accounts.balance + EXCLUDED.balance <= $6::bigint`,
-      [...key, amount, limit],
-    );
-    if (rowCount !== 1) throw new InsufficientFundsError(account, asset, amount);
-    return;
-  }
-  // UPDATE first: an INSERT … ON CONFLICT would check the CHECK constraints against the proposed
-  // row (the bare delta) before finding the conflict, refusing a legal credit to a receivable.
-  const updated = await tx.query(
-    `UPDATE ledger_accounts SET balance = balance + $5 WHERE tenant_id = $1 AND mode = $2 AND asset = $3 AND kind = $4 AND slot = 0`,
-    [...key, amount],
-  );
-  if (updated.rowCount === 1) return;
-  await tx.query(
-    `INSERT INTO ledger_accounts (tenant_id, mode, asset, kind, balance) VALUES ($1, $2, $3, $4, $5)
-     ON CONFLICT (tenant_id, mode, asset, kind, slot) DO UPDATE SET balance = ledger_accounts.balance + EXCLUDED.balance`,
-    [...key, amount],
-  );
-}
+// Reads of the ledger. Entries are written only under their accounts' locks: by the payout and
+// outcome batches, and by lockAndPostEntry (db/lock-order.ts) for every other entry.
 
 export async function accountBalances(
   db: Queryable,
@@ -115,6 +19,15 @@ export async function accountBalances(
   const balances: Record<AccountKind, bigint> = { prefunding: 0n, credit_receivable: 0n, in_flight: 0n, revenue: 0n, treasury: 0n, fx: 0n };
   for (const row of rows) balances[row.kind] = row.balance;
   return balances;
+}
+
+/** The assets in which a tenant and mode hold a credit draw or prefunding account (what a close looks at), sorted. */
+export async function fundedAssets(db: Queryable, partition: Partition): Promise<string[]> {
+  const { rows } = await db.query<{ asset: string }>(
+    `SELECT DISTINCT asset FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
+    [partition.tenantId, partition.mode],
+  );
+  return rows.map((r) => r.asset);
 }
 
 /** Sum of every posting per asset across the whole ledger: must be zero (tests assert it). */

@@ -1,5 +1,6 @@
 import type { PaymentRow } from '../../db/repositories/payments.ts';
-import type { PayoutAnswers, PayoutService } from '../../services/payouts.ts';
+import type { PayoutAnswers } from '../../services/payout-lane.ts';
+import type { PayoutService } from '../../services/payouts.ts';
 import type { WriterAnswer } from '../../services/writer-answer.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
 import { envelope } from '../errors.ts';

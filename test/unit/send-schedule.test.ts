@@ -1,9 +1,10 @@
-// When the reaper first asks the rail about an accepted payout: soon after the rail usually has the
-// outcome; a look before the payout path's own send has ended only asks (test/integration/reaper-schedule).
+// The send schedule (domain/send-schedule.ts). When the reaper first asks the rail about an accepted
+// payout: soon after the rail usually has the outcome; a look before the payout path's own send has
+// ended only asks (test/integration/reaper-schedule).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { FIRST_LOOK_MARGIN_MS, firstLookMs, sendEndsMs, unknownRecheckMs } from '../../src/services/payouts.ts';
+import { FIRST_LOOK_MARGIN_MS, firstLookMs, keyHeldMs, sendEndsMs, sendWindowMs, unknownRecheckMs } from '../../src/domain/send-schedule.ts';
 
 const DEFAULTS = { railTimeoutMs: 2_000, reaperIntervalMs: 1_000, idempotencyTtlMs: 86_400_000 };
 
@@ -43,5 +44,18 @@ describe('the next look at a payout the rail answered without an outcome (unknow
     assert.equal(unknownRecheckMs(DEFAULTS, 3_000), 1_000);
     assert.equal(unknownRecheckMs(DEFAULTS), 1_000);
     assert.equal(unknownRecheckMs(DEFAULTS, 20), 270);
+  });
+});
+
+describe('the send window and the key held for the answer', () => {
+  it('the payout path sends within one reaper interval (at least 1 s); its key outlives its send by a 5 s margin', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 60_000 }), fc.integer({ min: 1, max: 60_000 }), (railTimeoutMs, reaperIntervalMs) => {
+        const timing = { railTimeoutMs, reaperIntervalMs };
+        assert.equal(sendWindowMs(timing), Math.max(reaperIntervalMs, 1_000));
+        assert.equal(sendEndsMs(timing), sendWindowMs(timing) + railTimeoutMs);
+        assert.equal(keyHeldMs(timing), sendEndsMs(timing) + 5_000);
+      }),
+    );
   });
 });

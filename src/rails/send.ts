@@ -1,0 +1,45 @@
+// Sending a committed payout to its rail, as the payout path does right after its batch and the reaper
+// does when that send never happened: by our reference (the payment id), with a hard timeout.
+import type { PaymentRow } from '../db/repositories/payments.ts';
+import type { RailReport } from '../domain/outcome-decision.ts';
+import type { Sender } from '../domain/sender.ts';
+import type { RailAdapter, RailTransfer } from './rail.ts';
+
+/** Which rail serves each mode. Test mode is always the sandbox; live needs a configured provider. */
+export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
+
+/** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
+export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<RailReport>((resolve) => {
+    timer = setTimeout(() => {
+      controller.abort();
+      resolve({ status: 'timeout' });
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([rail.submit(transfer, controller.signal), timeout]);
+  } catch (error) {
+    // We cannot know whether the rail got it: unknown, resolved later by asking with our reference.
+    return controller.signal.aborted ? { status: 'timeout' } : { status: 'error', message: (error as Error).message };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** What the rail is asked to send for a payment (by our reference, the payment id). */
+export function transferOf(payment: PaymentRow, sender: Sender | Record<string, string>): RailTransfer {
+  if (!payment.method) throw new Error(`invariant: payment ${payment.id} reached the rail without an instrument`);
+  const b = payment.beneficiary;
+  return {
+    reference: payment.id,
+    tenantId: payment.tenant_id,
+    mode: payment.mode,
+    instrument: payment.method,
+    amountMinor: payment.payout_amount,
+    asset: 'BS',
+    beneficiary: { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone },
+    sender: sender as RailTransfer['sender'],
+  };
+}

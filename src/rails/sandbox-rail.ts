@@ -27,7 +27,8 @@ import {
   type SimulatedOutcome,
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailAdapter, RailFailureReason, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import type { RailAdapter, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
 
 export interface SandboxRailOptions {

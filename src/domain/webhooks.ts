@@ -4,7 +4,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { signatureHeader } from '../webhooks/signature.ts';
+import { signatureHeader } from './webhook-signature.ts';
 
 export const EVENT_TYPES = ['payment.settled', 'payment.failed', 'payment.reversed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -13,7 +13,7 @@
 // abandoned once the lease runs out.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Queryable } from '../db/database.ts';
-import { FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
+import { beginRunSnapshot, FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
 import { finishRun, insertDiscrepancies, recordStanding, renewLease, type Examined, type RunEnd, type RunRow } from '../db/repositories/reconciliation-runs.ts';
 import type { Clock } from '../domain/clock.ts';
 import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
@@ -151,7 +151,7 @@ export class ReconciliationRunner {
   /** A read-only transaction that sees one snapshot of the database for all its statements. */
   private snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.db.transaction(async (tx) => {
-      await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
+      await beginRunSnapshot(tx, RUN_STATEMENT_TIMEOUT_MS);
       return work(tx);
     });
   }

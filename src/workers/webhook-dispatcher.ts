@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { relaxedOf, type Database } from '../db/database.ts';
 import { claimDueEvents, recordAttempts, type AttemptRecord, type ClaimedEventRow } from '../db/repositories/events.ts';
+import { nothingClaimable } from '../db/repositories/outbox.ts';
 import type { Clock } from '../domain/clock.ts';
 import { afterFailure, deliveryBody, deliveryHeaders, signingSecrets } from '../domain/webhooks.ts';
 import type { MoneyMetrics } from '../services/money-metrics.ts';
@@ -268,12 +269,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private async nothingClaimable(): Promise<boolean> {
-    const { rows } = await this.db.query<{ n: bigint }>(
-      `SELECT count(*)::bigint AS n FROM outbox_events
-        WHERE status = 'pending' AND next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)`,
-      [this.clock.now()],
-    );
-    return rows[0]!.n === 0n;
+  private nothingClaimable(): Promise<boolean> {
+    return nothingClaimable(this.db, this.clock.now());
   }
 }

@@ -47,14 +47,6 @@ export function nextDate(date: string): string {
   return new Date(Date.UTC(y, m - 1, d + 1)).toISOString().slice(0, 10);
 }
 
-/** The first day of the Caracas month of an instant, and of the month after. */
-export function businessMonthBounds(at: Date): { start: Date; end: Date } {
-  const month = businessMonth(at);
-  const [y, m] = month.split('-').map(Number) as [number, number];
-  const next = new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10);
-  return { start: startOfBusinessDate(`${month}-01`), end: startOfBusinessDate(next) };
-}
-
 export function isValidDate(date: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) return false;
   const parsed = new Date(`${date}T00:00:00Z`);

@@ -88,7 +88,6 @@ export function standardWebhookHeaders(eventId: string, timestampS: number, body
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_RANDOM_CHARS = 40;
-export const WEBHOOK_SECRET_PATTERN = /^whsec_[0-9A-Za-z]{32,}$/;
 
 /** `whsec_` + 40 base62 characters (≈238 bits), drawn without modulo bias. */
 export function generateWebhookSecret(): string {

@@ -2,7 +2,7 @@
 // day in America/Caracas; timestamps stay UTC. Venezuela has no DST now, but the offset is read
 // from the time-zone database rather than hard-coded, as it changed in 2007 and 2016.
 
-export const BUSINESS_TIME_ZONE = 'America/Caracas';
+const BUSINESS_TIME_ZONE = 'America/Caracas';
 
 const dateFormat = new Intl.DateTimeFormat('en-CA', {
   timeZone: BUSINESS_TIME_ZONE,
@@ -14,11 +14,6 @@ const dateFormat = new Intl.DateTimeFormat('en-CA', {
 /** The Caracas calendar date of an instant, as YYYY-MM-DD. */
 export function businessDate(at: Date): string {
   return dateFormat.format(at);
-}
-
-/** The Caracas calendar month of an instant, as YYYY-MM. */
-export function businessMonth(at: Date): string {
-  return businessDate(at).slice(0, 7);
 }
 
 const offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone: BUSINESS_TIME_ZONE, timeZoneName: 'longOffset' });

@@ -108,7 +108,7 @@ export interface OutcomeBatchState {
   counters: ReadonlyMap<string, { amount: bigint; count: bigint }>;
 }
 
-export interface TransitionRecord {
+interface TransitionRecord {
   from: PaymentStatus;
   to: PaymentStatus;
   reason: string | null;
@@ -128,7 +128,7 @@ export interface PaymentAfter {
   resolution_parked_at: Date | null;
 }
 
-export interface OutcomeDecision {
+interface OutcomeDecision {
   /** The row as it stands after this job (unchanged fields included); undefined: nothing written. */
   after?: PaymentAfter;
   transitions: TransitionRecord[];

@@ -30,7 +30,7 @@ export interface Sender {
 
 export type SenderValidation = { ok: true; sender: Sender } | { ok: false; errors: FieldError[] };
 
-export const DEFAULT_NATIONALITY = 'VEN';
+const DEFAULT_NATIONALITY = 'VEN';
 export const VENEZUELAN_MOBILE_PREFIXES = ['0412', '0414', '0416', '0424', '0426'] as const;
 export const NAME_LENGTH_MIN = 2;
 export const NAME_LENGTH_MAX = 100;

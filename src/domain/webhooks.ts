@@ -80,7 +80,7 @@ export function deliveryHeaders(input: {
  * any of its libraries: `webhook-signature` holds `v1,<base64 HMAC-SHA256>` of `<id>.<seconds>.<body>`
  * per secret (current first, space-separated), keyed by the base64 part of the `whsec_` secret.
  */
-export function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
+function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
   const signed = `${eventId}.${timestampS}.${body}`;
   const signatures = secrets.map((secret) => `v1,${createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(signed, 'utf8').digest('base64')}`);
   return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signatures.join(' ') };
@@ -131,7 +131,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /** This host: 127.0.0.0/8 and ::1 (an IPv4-mapped ::ffff:127.x too). */
-export function isLoopbackAddress(address: string): boolean {
+function isLoopbackAddress(address: string): boolean {
   return canonicalAddress(address)?.range() === 'loopback';
 }
 

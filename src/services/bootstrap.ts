@@ -56,7 +56,7 @@ export async function syncPlatformKey(db: Database, key: string | undefined): Pr
   });
 }
 
-export function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
   return (config.publicBaseUrl ?? `http://localhost:${config.port}`).replace(/\/$/, '');
 }
 

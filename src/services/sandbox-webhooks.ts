@@ -8,7 +8,7 @@ import { verifySignature } from '../domain/webhook-signature.ts';
 import type { Partition } from '../domain/partition.ts';
 
 /** Why the sink refused a delivery: for the log only, never for the caller (all look the same to it). */
-export type SinkRefusal =
+type SinkRefusal =
   | 'event_id_missing_or_malformed'
   | 'body_not_utf8_text'
   | 'body_not_this_event'

@@ -9,7 +9,7 @@ import type { MoneyMetrics } from '../services/money-metrics.ts';
 import type { WebhookResponse, WebhookTransport } from '../webhooks/sender.ts';
 
 /** Events claimed per pass, at most (and never more than the free delivery slots). */
-export const DISPATCH_BATCH_MAX = 100;
+const DISPATCH_BATCH_MAX = 100;
 /** A claim outlives the delivery timeout by this much: time to record the attempt. */
 export const DISPATCH_LEASE_MARGIN_MS = 30_000;
 /*

@@ -38,7 +38,7 @@ export interface Page<T> {
 export type Query = Record<string, string | undefined>;
 
 /** `?a=1&b=2` from the defined, non-empty values only. */
-export function queryString(query: Query = {}): string {
+function queryString(query: Query = {}): string {
   const params = new URLSearchParams();
   for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, value);
   const text = params.toString();

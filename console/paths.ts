@@ -8,13 +8,13 @@
 // Pure functions, no DOM: unit-tested in Node.
 
 /** The id shapes a screen route accepts, the same forms the API's parameters take. */
-export const ID_SHAPES = {
+const ID_SHAPES = {
   uuid: /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/,
   /** An event id: a positive bigint, as a decimal string. */
   numeric: /^[0-9]{1,19}$/,
 } as const;
 
-export type IdShape = keyof typeof ID_SHAPES;
+type IdShape = keyof typeof ID_SHAPES;
 
 /** The `:name` parameters of a route pattern, as a union of names. */
 export type RouteParams<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`

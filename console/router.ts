@@ -10,7 +10,7 @@ export const BASE = '/console';
 const listeners = new Set<() => void>();
 
 /** The path after /console: "/payments/…", or "/" for the console itself. */
-export function currentPath(): string {
+function currentPath(): string {
   const path = location.pathname.startsWith(BASE) ? location.pathname.slice(BASE.length) : '/';
   return path === '' ? '/' : path;
 }

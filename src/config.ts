@@ -4,8 +4,8 @@
 
 import { isIP } from 'node:net';
 
-export type Role = 'all' | 'api' | 'worker';
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+type Role = 'all' | 'api' | 'worker';
+type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export interface Config {
   port: number;
@@ -173,7 +173,7 @@ function metricsPort(env: Env, name: string, apiPort: string | undefined): numbe
   return port;
 }
 
-export const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
+const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
   const platformApiKey = env.PLATFORM_API_KEY || undefined;

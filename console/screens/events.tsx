@@ -5,7 +5,7 @@ import type { Api, Page, TenantMe } from '../api.ts';
 import { apiPath, hasScope } from '../api.ts';
 import { ConfirmButton, Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
-export const EVENT_STATUSES = ['pending', 'published', 'dead'] as const;
+const EVENT_STATUSES = ['pending', 'published', 'dead'] as const;
 
 export interface EventRecord {
   id: string;

@@ -4,7 +4,7 @@ import type { Api, Page, Query } from '../api.ts';
 import { apiPath } from '../api.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
-export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
+const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
 
 export interface StatementRow {
   id: string;

@@ -23,7 +23,7 @@ interface Anomaly {
 }
 
 /** What each kind means, in the operator's words (the API's kinds). */
-export const KIND_TITLES: Record<string, string> = {
+const KIND_TITLES: Record<string, string> = {
   settled_after_failed: 'The rail says settled; we recorded failed',
   failed_after_settled: 'The rail says failed; we recorded settled',
   return_of_failed: 'A return of a payment we recorded as failed',

@@ -9,7 +9,7 @@ import { Amount, ErrorNote, Link, Loading, NeedsScope, Pager, ScreenTitle, Time,
 import type { Payment } from './payment.tsx';
 
 /** The sandbox rail's triggers (docs/sandbox.md, "Test national ids"). */
-export const TEST_NATIONAL_IDS: ReadonlyArray<[string, string]> = [
+const TEST_NATIONAL_IDS: ReadonlyArray<[string, string]> = [
   ['V99990001', 'settles at once'],
   ['V99990002', 'unknown, then settles'],
   ['V99990003', 'unknown, then fails (rail_rejected)'],

@@ -5,7 +5,7 @@ import type { Api, TenantMe } from '../api.ts';
 import { apiPath, hasScope } from '../api.ts';
 import { Amount, Loading, NeedsScope, ScreenTitle, useLoad } from '../ui.tsx';
 
-export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
+const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 
 interface Position {
   asset: string;

@@ -5,7 +5,7 @@ import { ConfigError } from '../config.ts';
 const DATA_DIR_ACCEPTS = 'a directory this process can create and write, closed to other users (it holds the embedded database with its secrets, and bootstrap.json)';
 
 /** DATA_DIR's own mode: its owner only. The embedded database holds webhook secrets, account numbers and national ids. */
-export const DATA_DIR_MODE = 0o700;
+const DATA_DIR_MODE = 0o700;
 /** Any permission for the group or other users: refused. */
 const OPEN_TO_OTHERS = 0o077;
 

@@ -109,7 +109,6 @@ export function relaxedOf(db: Queryable): Queryable {
 
 /** PostgreSQL error codes the services branch on. */
 export const PG_UNIQUE_VIOLATION = '23505';
-export const PG_CHECK_VIOLATION = '23514';
 export const PG_SERIALIZATION_FAILURE = '40001';
 export const PG_DEADLOCK = '40P01';
 export const PG_LOCK_NOT_AVAILABLE = '55P03';
@@ -152,16 +151,4 @@ export function pgErrorCode(error: unknown): string | undefined {
     return (error as { code: string }).code;
   }
   return undefined;
-}
-
-export function isUniqueViolation(error: unknown, constraint?: string): boolean {
-  if (pgErrorCode(error) !== PG_UNIQUE_VIOLATION) return false;
-  return constraint === undefined || (error as { constraint?: string }).constraint === constraint;
-}
-
-/** Asserts a statement touched exactly the rows the caller expected: anything else is a bug. */
-export function assertRowCount(result: QueryResult<unknown>, expected: number, what: string): void {
-  if (result.rowCount !== expected) {
-    throw new Error(`invariant: ${what} touched ${result.rowCount} rows, expected ${expected}`);
-  }
 }

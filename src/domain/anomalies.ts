@@ -90,7 +90,7 @@ function detailContradiction(payment: PaymentRecord, report: FinalReport): Anoma
   return undefined;
 }
 
-export function evidenceOfPayment(payment: PaymentRecord): Evidence {
+function evidenceOfPayment(payment: PaymentRecord): Evidence {
   return {
     status: payment.status,
     statusReason: payment.status_reason,

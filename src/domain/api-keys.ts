@@ -13,9 +13,8 @@ export const CUSTOMER_SCOPES = [
   'events:read',
   'events:write',
 ] as const;
-export type CustomerScope = (typeof CUSTOMER_SCOPES)[number];
+type CustomerScope = (typeof CUSTOMER_SCOPES)[number];
 export const PLATFORM_SCOPE = 'platform:admin';
-export type Scope = CustomerScope | typeof PLATFORM_SCOPE;
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_RANDOM_CHARS = 40;
@@ -33,7 +32,7 @@ export function generateApiKey(kind: KeyKind): string {
   return `bsk_${kind}_${out}`;
 }
 
-export const API_KEY_PATTERN = /^bsk_(test|live|platform)_[0-9A-Za-z]{32,}$/;
+const API_KEY_PATTERN = /^bsk_(test|live|platform)_[0-9A-Za-z]{32,}$/;
 
 /** Longer input is refused without hashing it: no real key comes close. */
 const KEY_LENGTH_MAX = 200;

@@ -26,7 +26,7 @@ export const AUDIT_ACTIONS = [
   'anomaly.resolve',
   'reconciliation.start',
 ] as const;
-export type AuditAction = (typeof AUDIT_ACTIONS)[number];
+type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
 /** What an action was done to. */
 export const AUDIT_TARGET_TYPES = [
@@ -43,7 +43,7 @@ export const AUDIT_TARGET_TYPES = [
   'anomaly',
   'reconciliation',
 ] as const;
-export type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
+type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 
 /** Who acted: the authenticated key, its tenant (the platform's for the platform key), the request. */
 export interface AuditActor {
@@ -52,7 +52,7 @@ export interface AuditActor {
   requestId: string | null;
 }
 
-export interface AuditTarget {
+interface AuditTarget {
   type: AuditTargetType;
   id: string;
   /** The tenant and mode the target belongs to, when it belongs to one. */
@@ -72,9 +72,9 @@ export interface AuditEntry {
 /** What a redacted secret reads as. */
 export const REDACTED = '[redacted]';
 /** Nesting kept in a recorded field; deeper values are cut (no admin action nests this deep). */
-export const AUDIT_DEPTH_MAX = 6;
+const AUDIT_DEPTH_MAX = 6;
 /** Characters kept of one recorded string. */
-export const AUDIT_TEXT_MAX = 2000;
+const AUDIT_TEXT_MAX = 2000;
 /** Digits of an account number or phone left readable: enough to tell two apart, never to use one. */
 const VISIBLE_DIGITS = 4;
 

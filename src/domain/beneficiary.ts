@@ -2,6 +2,7 @@
  * Beneficiary rules, independent of HTTP and storage so that the
  * registration endpoint and the inline beneficiary of a payout apply exactly the same checks.
  */
+import type { FieldError } from './errors.ts';
 import type { Metadata } from './metadata.ts';
 import { ASSET_DECIMALS, type Asset } from './money.ts';
 import { INSTRUMENTS, type Instrument } from './instrument.ts';
@@ -13,8 +14,8 @@ export type BeneficiaryStatus = (typeof BENEFICIARY_STATUSES)[number];
 const ASSETS = Object.keys(ASSET_DECIMALS) as Asset[];
 
 export const FULL_NAME_LENGTH_MAX = 100;
-export const DEFAULT_ASSET: Asset = 'BS';
-export const DEFAULT_COUNTRY = 'VE';
+const DEFAULT_ASSET: Asset = 'BS';
+const DEFAULT_COUNTRY = 'VE';
 
 const NATIONAL_ID = /^[VEJGP][0-9]{6,9}$/;
 const BANK_CODE = /^[0-9]{4}$/;
@@ -48,12 +49,6 @@ export interface BeneficiaryDetails {
   metadata?: Metadata;
 }
 
-/** Same shape as the HTTP layer's `meta.errors` items; declared here so the domain stays HTTP-free. */
-export interface FieldError {
-  field: string;
-  message: string;
-}
-
 /** The bank codes each instrument reaches, read from the rail's catalogue by the caller. */
 export type BankCodes = Readonly<Record<Instrument, ReadonlySet<string>>>;
 
@@ -62,7 +57,7 @@ export type BeneficiaryValidation =
   | { ok: false; errors: FieldError[] };
 
 /** An account number means a bank transfer; without one the only way to pay is Pago Móvil. */
-export function deriveInstrument(accountNumber: string | null | undefined): Instrument {
+function deriveInstrument(accountNumber: string | null | undefined): Instrument {
   return accountNumber === null || accountNumber === undefined ? 'pago_movil' : 'transferencia';
 }
 

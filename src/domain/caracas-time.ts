@@ -2,7 +2,7 @@
 // day in America/Caracas; timestamps stay UTC. Venezuela has no DST now, but the offset is read
 // from the time-zone database rather than hard-coded, as it changed in 2007 and 2016.
 
-export const BUSINESS_TIME_ZONE = 'America/Caracas';
+const BUSINESS_TIME_ZONE = 'America/Caracas';
 
 const dateFormat = new Intl.DateTimeFormat('en-CA', {
   timeZone: BUSINESS_TIME_ZONE,
@@ -14,11 +14,6 @@ const dateFormat = new Intl.DateTimeFormat('en-CA', {
 /** The Caracas calendar date of an instant, as YYYY-MM-DD. */
 export function businessDate(at: Date): string {
   return dateFormat.format(at);
-}
-
-/** The Caracas calendar month of an instant, as YYYY-MM. */
-export function businessMonth(at: Date): string {
-  return businessDate(at).slice(0, 7);
 }
 
 const offsetFormat = new Intl.DateTimeFormat('en-US', { timeZone: BUSINESS_TIME_ZONE, timeZoneName: 'longOffset' });
@@ -45,14 +40,6 @@ export function startOfBusinessDate(date: string): Date {
 export function nextDate(date: string): string {
   const [y, m, d] = date.split('-').map(Number) as [number, number, number];
   return new Date(Date.UTC(y, m - 1, d + 1)).toISOString().slice(0, 10);
-}
-
-/** The first day of the Caracas month of an instant, and of the month after. */
-export function businessMonthBounds(at: Date): { start: Date; end: Date } {
-  const month = businessMonth(at);
-  const [y, m] = month.split('-').map(Number) as [number, number];
-  const next = new Date(Date.UTC(y, m, 1)).toISOString().slice(0, 10);
-  return { start: startOfBusinessDate(`${month}-01`), end: startOfBusinessDate(next) };
 }
 
 export function isValidDate(date: string): boolean {

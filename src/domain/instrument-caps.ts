@@ -1,7 +1,7 @@
 
 /** Per-operation caps of each instrument; they always apply. */
 import type { Instrument } from './instrument.ts';
-export const INSTRUMENT_CAPS: Record<Instrument, bigint> = {
+const INSTRUMENT_CAPS: Record<Instrument, bigint> = {
   pago_movil: 10_000_000n,
   transferencia: 50_000_000n,
 };

@@ -27,7 +27,7 @@ export interface LimitTarget {
   beneficiaryId: string | null;
 }
 
-export const SCOPE_PRECEDENCE: readonly LimitScope[] = ['beneficiary', 'customer', 'tenant', 'platform'];
+const SCOPE_PRECEDENCE: readonly LimitScope[] = ['beneficiary', 'customer', 'tenant', 'platform'];
 
 function appliesTo(rule: LimitRule, scope: LimitScope, target: LimitTarget): boolean {
   if (rule.scope !== scope) return false;

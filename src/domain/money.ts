@@ -180,7 +180,7 @@ export function minimumSpend(asset: Asset, value: Decimal, feeBps: number, feeFi
   return spend < 1n ? 1n : spend;
 }
 
-export type QuoteRate = { value: string; market: string; spread_bps: number };
+type QuoteRate = { value: string; market: string; spread_bps: number };
 
 export type Quote = {
   fixed: 'deliver' | 'spend';
@@ -190,7 +190,7 @@ export type Quote = {
   rate: QuoteRate | null;
 };
 
-export type DeliverQuoteInput = { mode: 'deliver'; deliverAmount: bigint; feeBps: number; feeFixed: bigint };
+type DeliverQuoteInput = { mode: 'deliver'; deliverAmount: bigint; feeBps: number; feeFixed: bigint };
 
 export type SpendQuoteInput = {
   mode: 'spend';

@@ -108,7 +108,7 @@ export interface OutcomeBatchState {
   counters: ReadonlyMap<string, { amount: bigint; count: bigint }>;
 }
 
-export interface TransitionRecord {
+interface TransitionRecord {
   from: PaymentStatus;
   to: PaymentStatus;
   reason: string | null;
@@ -128,7 +128,7 @@ export interface PaymentAfter {
   resolution_parked_at: Date | null;
 }
 
-export interface OutcomeDecision {
+interface OutcomeDecision {
   /** The row as it stands after this job (unchanged fields included); undefined: nothing written. */
   after?: PaymentAfter;
   transitions: TransitionRecord[];
@@ -264,116 +264,166 @@ export function unknownReasonOf(report: { status: 'unconfirmed' | 'timeout' | 'e
 
 const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giveBack: false, parkedNow: false };
 
+type ReportOf<S extends RailReport['status']> = Extract<RailReport, { status: S }>;
+
+/** One job against the row as the batch's previous jobs left it: what the rail's report does to it. */
 function decideOne(
   state: OutcomeBatchState,
   row: OutcomePayment,
   job: OutcomeJob,
   balances: ReadonlyMap<string, bigint>,
 ): OutcomeDecision {
-  const { now } = state;
-  const report = job.report;
   if (job.onlyFrom && !job.onlyFrom.includes(row.status)) return NOTHING;
-  const unresolved = UNRESOLVED.includes(row.status);
-  if (report.status === 'settled' || report.status === 'failed' || report.status === 'reversed') {
-    const anomaly = contradictionOf(row, report, job.notification !== undefined);
-    // Our records never change on a contradiction. An answer to the reaper's question still moves the
-    // payment's next question along its backoff (and parks it at the end), as any answer does.
-    if (anomaly) {
-      if (!unresolved || job.notification) return { ...NOTHING, anomaly };
-      const schedule = nextCheck(state, row, job, undefined);
-      return { ...NOTHING, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow, anomaly };
-    }
-  }
-  const transition = (from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord => {
-    assertTransition(from, to);
-    return { from, to, reason, actor: job.actor };
-  };
-  const event = (type: OutcomeEventType, after: OutcomePayment, reason?: string) => ({ type, payload: eventPayload(after, type, reason) });
-
+  const contradiction = contradictionDecision(state, row, job);
+  if (contradiction) return contradiction;
+  const report = job.report;
   switch (report.status) {
     case 'processing':
     case 'unconfirmed':
     case 'timeout':
-    case 'error': {
-      if (!unresolved) return NOTHING;
-      const schedule = nextCheck(state, row, job, 'retryAfterMs' in report ? report.retryAfterMs : undefined);
-      if (report.status === 'processing' || row.status === 'unknown') {
-        // Still settling: the rail's acceptance is recorded once (submitted → submitted), nothing moves.
-        const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transition('submitted', 'submitted', 'rail_accepted_async')] : [];
-        return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
-      }
-      const reason = unknownReasonOf(report);
-      return {
-        ...NOTHING,
-        transitions: [transition('submitted', 'unknown', reason)],
-        after: { ...row, ...schedule.after, status: 'unknown', status_reason: reason, message: STATUS_MESSAGES.unknown },
-        parkedNow: schedule.parkedNow,
-      };
-    }
-    case 'settled': {
-      if (!unresolved) return NOTHING;
-      const after = settledRow(row, job.settledReason, report.bankReference, report.settledAt);
-      return {
-        ...NOTHING,
-        after,
-        transitions: [transition(row.status, 'settled', job.settledReason)],
-        entries: [settlementEntry(row.payout_amount)],
-        events: [event('payment.settled', after)],
-        beneficiary: { successAt: report.settledAt },
-      };
-    }
-    case 'failed': {
-      if (!unresolved) return NOTHING;
-      const funding = chargedAccount(row);
-      const drawn = balances.get(accountKeyOf({ asset: row.source_asset, kind: 'credit_receivable' })) ?? 0n;
-      const after: OutcomePayment = {
-        ...row,
-        status: 'failed',
-        status_reason: report.reason,
-        message: failureMessage(report.reason),
-        compensated: true,
-        fee_amount: 0n,
-        next_check_at: null,
-        resolution_parked_at: null,
-      };
-      return {
-        ...NOTHING,
-        after,
-        transitions: [transition(row.status, 'failed', report.reason)],
-        entries: [failureEntry(payoutOf(row), funding, funding === 'credit_receivable' ? drawn : 0n)],
-        events: [event('payment.failed', after, report.reason)],
-        giveBack: true,
-        beneficiary: { failureReason: report.reason },
-      };
-    }
-    case 'reversed': {
-      if (row.status === 'reversed' || row.status === 'failed') return NOTHING;
-      const transitions: TransitionRecord[] = [];
-      const entries: LedgerEntry[] = [];
-      const events: OutcomeDecision['events'] = [];
-      let settled = row;
-      let beneficiary: OutcomeDecision['beneficiary'];
-      if (unresolved) {
-        // The rail answers that a transfer we had not yet seen settle settled and was returned: it
-        // settled first. (Notified of such a return, we record an anomaly instead: see above.)
-        if (report.bankReference === undefined) throw new Error(`invariant: the rail reports a return of payment ${row.id} without its bank reference`);
-        settled = settledRow(row, job.settledReason, report.bankReference, now);
-        transitions.push(transition(row.status, 'settled', job.settledReason));
-        entries.push(settlementEntry(row.payout_amount));
-        events.push(event('payment.settled', settled));
-        beneficiary = { successAt: now };
-      }
-      const funding = chargedAccount(row);
-      const drawnKey = accountKeyOf({ asset: row.payout_asset, kind: 'credit_receivable' });
-      // The settlement above does not touch credit drawn: the locked figure still holds.
-      const drawn = funding === 'credit_receivable' ? (balances.get(drawnKey) ?? 0n) : 0n;
-      const after: OutcomePayment = { ...settled, status: 'reversed', status_reason: report.reason, message: STATUS_MESSAGES.reversed };
-      transitions.push(transition('settled', 'reversed', report.reason));
-      entries.push(reversalEntry(funding, row.payout_asset, row.payout_amount, drawn));
-      events.push(event('payment.reversed', after, report.reason));
-      return { ...NOTHING, after, transitions, entries, events, giveBack: true, beneficiary };
-    }
+    case 'error':
+      return decideNoOutcome(state, row, job, report);
+    case 'settled':
+      return decideSettled(row, job, report);
+    case 'failed':
+      return decideFailed(row, job, report, balances);
+    case 'reversed':
+      return decideReversed(state.now, row, job, report, balances);
   }
+}
+
+/** A transition of this job's payment, checked against the state machine. */
+function transitionOf(job: OutcomeJob, from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord {
+  assertTransition(from, to);
+  return { from, to, reason, actor: job.actor };
+}
+
+function eventOf(type: OutcomeEventType, after: OutcomePayment, reason?: string): OutcomeDecision['events'][number] {
+  return { type, payload: eventPayload(after, type, reason) };
+}
+
+/**
+ * An outcome that contradicts our record, or undefined when the report agrees with it. Our records
+ * never change on a contradiction. An answer to the reaper's question still moves the payment's next
+ * question along its backoff (and parks it at the end), as any answer does.
+ */
+function contradictionDecision(state: OutcomeBatchState, row: OutcomePayment, job: OutcomeJob): OutcomeDecision | undefined {
+  const report = job.report;
+  if (report.status !== 'settled' && report.status !== 'failed' && report.status !== 'reversed') return undefined;
+  const anomaly = contradictionOf(row, report, job.notification !== undefined);
+  if (!anomaly) return undefined;
+  if (!UNRESOLVED.includes(row.status) || job.notification) return { ...NOTHING, anomaly };
+  const schedule = nextCheck(state, row, job, undefined);
+  return { ...NOTHING, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow, anomaly };
+}
+
+/** The rail answered without an outcome: the payment waits for its next question, `unknown` unless still settling. */
+function decideNoOutcome(
+  state: OutcomeBatchState,
+  row: OutcomePayment,
+  job: OutcomeJob,
+  report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
+): OutcomeDecision {
+  if (!UNRESOLVED.includes(row.status)) return NOTHING;
+  const schedule = nextCheck(state, row, job, 'retryAfterMs' in report ? report.retryAfterMs : undefined);
+  if (report.status === 'processing' || row.status === 'unknown') {
+    // Still settling: the rail's acceptance is recorded once (submitted → submitted), nothing moves.
+    const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transitionOf(job, 'submitted', 'submitted', 'rail_accepted_async')] : [];
+    return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
+  }
+  const reason = unknownReasonOf(report);
+  return {
+    ...NOTHING,
+    transitions: [transitionOf(job, 'submitted', 'unknown', reason)],
+    after: { ...row, ...schedule.after, status: 'unknown', status_reason: reason, message: STATUS_MESSAGES.unknown },
+    parkedNow: schedule.parkedNow,
+  };
+}
+
+/** The money reached the beneficiary: the in-flight amount leaves the books, `payment.settled`. */
+function decideSettled(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'settled'>): OutcomeDecision {
+  if (!UNRESOLVED.includes(row.status)) return NOTHING;
+  const after = settledRow(row, job.settledReason, report.bankReference, report.settledAt);
+  return {
+    ...NOTHING,
+    after,
+    transitions: [transitionOf(job, row.status, 'settled', job.settledReason)],
+    entries: [settlementEntry(row.payout_amount)],
+    events: [eventOf('payment.settled', after)],
+    beneficiary: { successAt: report.settledAt },
+  };
+}
+
+/** The rail refused the transfer: the payout entry is mirrored (the fee too), the usage given back, `payment.failed`. */
+function decideFailed(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'failed'>, balances: ReadonlyMap<string, bigint>): OutcomeDecision {
+  if (!UNRESOLVED.includes(row.status)) return NOTHING;
+  const funding = chargedAccount(row);
+  const drawn = balances.get(accountKeyOf({ asset: row.source_asset, kind: 'credit_receivable' })) ?? 0n;
+  const after: OutcomePayment = {
+    ...row,
+    status: 'failed',
+    status_reason: report.reason,
+    message: failureMessage(report.reason),
+    compensated: true,
+    fee_amount: 0n,
+    next_check_at: null,
+    resolution_parked_at: null,
+  };
+  return {
+    ...NOTHING,
+    after,
+    transitions: [transitionOf(job, row.status, 'failed', report.reason)],
+    entries: [failureEntry(payoutOf(row), funding, funding === 'credit_receivable' ? drawn : 0n)],
+    events: [eventOf('payment.failed', after, report.reason)],
+    giveBack: true,
+    beneficiary: { failureReason: report.reason },
+  };
+}
+
+/**
+ * The bank returned a settled transfer: the delivered amount goes back to the funding account, the
+ * usage is given back, `payment.reversed` (settled first, if we had not yet seen it settle).
+ */
+function decideReversed(
+  now: Date,
+  row: OutcomePayment,
+  job: OutcomeJob,
+  report: ReportOf<'reversed'>,
+  balances: ReadonlyMap<string, bigint>,
+): OutcomeDecision {
+  if (row.status === 'reversed' || row.status === 'failed') return NOTHING;
+  const settledFirst = UNRESOLVED.includes(row.status) ? settledBeforeReturn(now, row, job, report) : undefined;
+  const settled = settledFirst?.after ?? row;
+  const funding = chargedAccount(row);
+  const drawnKey = accountKeyOf({ asset: row.payout_asset, kind: 'credit_receivable' });
+  // The settlement above does not touch credit drawn: the locked figure still holds.
+  const drawn = funding === 'credit_receivable' ? (balances.get(drawnKey) ?? 0n) : 0n;
+  const after: OutcomePayment = { ...settled, status: 'reversed', status_reason: report.reason, message: STATUS_MESSAGES.reversed };
+  return {
+    ...NOTHING,
+    after,
+    transitions: [...(settledFirst?.transitions ?? []), transitionOf(job, 'settled', 'reversed', report.reason)],
+    entries: [...(settledFirst?.entries ?? []), reversalEntry(funding, row.payout_asset, row.payout_amount, drawn)],
+    events: [...(settledFirst?.events ?? []), eventOf('payment.reversed', after, report.reason)],
+    giveBack: true,
+    beneficiary: settledFirst?.beneficiary,
+  };
+}
+
+/**
+ * The rail answers that a transfer we had not yet seen settle settled and was returned: it settled
+ * first. (Notified of such a return, we record an anomaly instead: see contradictionDecision.)
+ */
+function settledBeforeReturn(now: Date, row: OutcomePayment, job: OutcomeJob, report: ReportOf<'reversed'>) {
+  if (report.bankReference === undefined) throw new Error(`invariant: the rail reports a return of payment ${row.id} without its bank reference`);
+  const after = settledRow(row, job.settledReason, report.bankReference, now);
+  return {
+    after,
+    transitions: [transitionOf(job, row.status, 'settled', job.settledReason)],
+    entries: [settlementEntry(row.payout_amount)],
+    events: [eventOf('payment.settled', after)],
+    beneficiary: { successAt: now },
+  };
 }
 
 function chargedAccount(row: OutcomePayment): FundingAccount {

@@ -17,12 +17,4 @@ export function assertTransition(from: PaymentStatus | null, to: PaymentStatus):
   }
 }
 
-/** Which outcome event a transition emits, if any: exactly one per payout, plus a reversal. */
-export function outcomeEventOf(to: PaymentStatus): 'payment.settled' | 'payment.failed' | 'payment.reversed' | null {
-  if (to === 'settled') return 'payment.settled';
-  if (to === 'failed') return 'payment.failed';
-  if (to === 'reversed') return 'payment.reversed';
-  return null;
-}
-
 export const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];

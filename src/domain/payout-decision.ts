@@ -81,7 +81,7 @@ export interface PayoutBatchState {
   balances: ReadonlyMap<string, bigint>;
 }
 
-export type FundsRefusal =
+type FundsRefusal =
   | { funding: 'prefunding'; asset: string; required: bigint; available: bigint }
   | { funding: 'credit_receivable'; asset: string; required: bigint; creditDrawn: bigint; creditLimit: bigint };
 

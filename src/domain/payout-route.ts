@@ -37,7 +37,7 @@ export interface RouteInput {
   railAvailable: Record<Instrument, boolean>;
 }
 
-export type RouteFailureReason = 'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'instrument_unsupported' | 'no_route';
+type RouteFailureReason = 'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'instrument_unsupported' | 'no_route';
 
 export type RouteDecision =
   | { ok: true; method: Instrument; methodChanged: boolean }

@@ -3,7 +3,7 @@ import type { Asset } from './money.ts';
 
 // The five quote rules, as a pure function: each violation says what to send instead.
 
-export interface QuoteSideInput {
+interface QuoteSideInput {
   asset: Asset;
   amount?: number;
 }

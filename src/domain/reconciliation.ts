@@ -30,7 +30,7 @@ export const CHECK_SUMMARIES: Record<CheckName, string> = {
   limit_usage: 'every limit counter equals the delivered amount and number of the payouts it counts (submitted, unknown, settled) of its Caracas day',
 };
 
-export type SubjectType = 'ledger_transaction' | 'account' | 'payment' | 'limit_counter' | 'daily_close';
+type SubjectType = 'ledger_transaction' | 'account' | 'payment' | 'limit_counter' | 'daily_close';
 
 /** A disagreement between two records of the same money, with what identifies it. */
 export interface Discrepancy {
@@ -49,7 +49,7 @@ export interface Discrepancy {
   detail: Record<string, unknown>;
 }
 
-export type Verdict = 'pass' | 'fail' | 'not_run';
+type Verdict = 'pass' | 'fail' | 'not_run';
 
 export interface CheckResult {
   verdict: Verdict;
@@ -137,7 +137,7 @@ export interface DiscrepancyAnomaly {
 }
 
 /** The anomalies table's bound on a dedup key; a longer key is replaced by its digest. */
-export const ANOMALY_DEDUP_KEY_MAX = 300;
+const ANOMALY_DEDUP_KEY_MAX = 300;
 
 function dedupKeyOf(key: string): string {
   return key.length <= ANOMALY_DEDUP_KEY_MAX ? key : `reconciliation:sha256:${createHash('sha256').update(key).digest('hex')}`;

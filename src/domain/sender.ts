@@ -30,7 +30,7 @@ export interface Sender {
 
 export type SenderValidation = { ok: true; sender: Sender } | { ok: false; errors: FieldError[] };
 
-export const DEFAULT_NATIONALITY = 'VEN';
+const DEFAULT_NATIONALITY = 'VEN';
 export const VENEZUELAN_MOBILE_PREFIXES = ['0412', '0414', '0416', '0424', '0426'] as const;
 export const NAME_LENGTH_MIN = 2;
 export const NAME_LENGTH_MAX = 100;
@@ -102,34 +102,20 @@ function isEmail(value: string): boolean {
 const isAbsent = (value: unknown): boolean => value === undefined || value === null;
 const codePoints = (value: string): number => [...value].length;
 
-/**
- * Checks every rule and reports every violation at once; each message names the expected format and
- * gives an example, so one round trip is enough to fix the request. Field names are
- * `${fieldPrefix}.${name}` (just `name` when the prefix is empty). Only `nationality` may be left
- * out (null counts as left out); it decides which `nationalId` format applies.
- */
-export function validateSender(input: SenderInput, fieldPrefix = 'sender'): SenderValidation {
+/** The violations of one sender so far, each field named under the caller's prefix. */
+interface SenderCheck {
+  readonly input: SenderInput;
+  readonly errors: FieldError[];
+  fail(name: string, message: string): void;
+  /** A string field, trimmed; a missing or non-string one is reported ("is required"/"must be a string" + the format). */
+  stringOf(name: keyof SenderInput, format: string): string | undefined;
+}
+
+function senderCheck(input: SenderInput, fieldPrefix: string): SenderCheck {
   const errors: FieldError[] = [];
-  const field = (name: string): string => (fieldPrefix === '' ? name : `${fieldPrefix}.${name}`);
   const fail = (name: string, message: string): void => {
-    errors.push({ field: field(name), message });
+    errors.push({ field: fieldPrefix === '' ? name : `${fieldPrefix}.${name}`, message });
   };
-
-  if (input === null || typeof input !== 'object' || Array.isArray(input)) {
-    return {
-      ok: false,
-      errors: [
-        {
-          field: fieldPrefix === '' ? 'sender' : fieldPrefix,
-          message:
-            'the sender must be an object with nationalId, firstName, lastName, phone, email and optionally nationality, ' +
-            'e.g. {"nationalId":"V12345678","firstName":"María","lastName":"Pérez","phone":"04141234567","email":"maria.perez@example.com"}',
-        },
-      ],
-    };
-  }
-
-  // A string field that is missing or not a string gets "is required"/"must be a string" + the format.
   const stringOf = (name: keyof SenderInput, format: string): string | undefined => {
     const value = input[name];
     if (isAbsent(value)) fail(name, `${name} is required: ${format}`);
@@ -137,92 +123,124 @@ export function validateSender(input: SenderInput, fieldPrefix = 'sender'): Send
     else return value.trim();
     return undefined;
   };
+  return { input, errors, fail, stringOf };
+}
 
-  // nationality first: it selects the nationalId rule.
-  let nationality = DEFAULT_NATIONALITY;
-  let nationalityKnown = true;
-  if (!isAbsent(input.nationality)) {
-    const raw = typeof input.nationality === 'string' ? input.nationality.trim().toUpperCase() : '';
-    if (ISO_3166_ALPHA3.has(raw)) {
-      nationality = raw;
-    } else {
-      nationalityKnown = false;
-      fail(
-        'nationality',
-        `nationality must be an ISO 3166-1 alpha-3 country code, e.g. VEN or COL; leave it out for a Venezuelan sender`,
-      );
-    }
-  }
-  const venezuelan = nationality === DEFAULT_NATIONALITY;
-
-  const idFormat = !nationalityKnown
-    ? '5 to 20 letters and digits as issued by the country of nationality, or for a Venezuelan sender V, E or J ' +
-      'followed by 4 to 9 digits, e.g. AB12345 or V12345678'
-    : venezuelan
-      ? 'V, E or J followed by 4 to 9 digits for a Venezuelan sender (nationality absent or VEN), e.g. V12345678; ' +
-        'a foreign sender also sends nationality, e.g. COL'
-      : `5 to 20 letters and digits as issued by the country of nationality (${nationality}), e.g. AB12345`;
-  let nationalId = stringOf('nationalId', idFormat);
-  if (nationalId !== undefined) {
-    if (venezuelan && nationalityKnown) {
-      // Exactly as the rail expects it: a lower-case letter is refused, not silently corrected.
-      if (!VENEZUELAN_ID.test(nationalId)) fail('nationalId', `nationalId must be ${idFormat}`);
-    } else if (!FOREIGN_ID.test(nationalId)) {
-      // With an invalid nationality the only safe check is the looser (foreign) shape, which every
-      // Venezuelan id also has; the nationality error already tells the caller what to fix first.
-      fail('nationalId', `nationalId must be ${idFormat}`);
-    }
-  }
-
-  const name = (key: 'firstName' | 'lastName', example: string): string | undefined => {
-    const format = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters, e.g. ${example}`;
-    const value = stringOf(key, format);
-    if (value === undefined) return undefined;
-    // Counted in characters (code points), as PostgreSQL's char_length counts them.
-    const length = codePoints(value);
-    if (length < NAME_LENGTH_MIN || length > NAME_LENGTH_MAX) {
-      fail(key, `${key} must be ${format} (leading and trailing spaces do not count)`);
-      return undefined;
-    }
-    return value;
+function notAnObject(fieldPrefix: string): SenderValidation {
+  return {
+    ok: false,
+    errors: [
+      {
+        field: fieldPrefix === '' ? 'sender' : fieldPrefix,
+        message:
+          'the sender must be an object with nationalId, firstName, lastName, phone, email and optionally nationality, ' +
+          'e.g. {"nationalId":"V12345678","firstName":"María","lastName":"Pérez","phone":"04141234567","email":"maria.perez@example.com"}',
+      },
+    ],
   };
-  const firstName = name('firstName', 'María');
-  const lastName = name('lastName', 'Pérez');
+}
 
-  const phoneFormat = `a Venezuelan mobile with prefix ${PREFIX_LIST}, written as ${PHONE_FORMS}`;
-  const rawPhone = stringOf('phone', phoneFormat);
-  let phone: string | null = null;
-  if (rawPhone !== undefined) {
-    phone = normalizeVenezuelanMobile(rawPhone);
-    if (phone === null) {
-      const national = toNationalNumber(rawPhone);
-      // Only the prefix is echoed back: phone numbers are personal data and messages end up in logs.
-      if (national !== null) {
-        const prefix = national.slice(0, 4);
-        const kind = national.startsWith('04') ? 'is not a Venezuelan mobile prefix' : 'is a landline prefix';
-        fail(
-          'phone',
-          `phone prefix ${prefix} ${kind}; only mobile prefixes ${VENEZUELAN_MOBILE_PREFIXES.join('/')} are accepted, e.g. 04141234567`,
-        );
-      } else {
-        fail('phone', `phone must be ${phoneFormat}`);
-      }
-    }
+/** The sender's nationality (`VEN` when left out); `known` is false when the one given is not a country code. */
+function checkNationality(check: SenderCheck): { nationality: string; known: boolean } {
+  if (isAbsent(check.input.nationality)) return { nationality: DEFAULT_NATIONALITY, known: true };
+  const raw = typeof check.input.nationality === 'string' ? check.input.nationality.trim().toUpperCase() : '';
+  if (ISO_3166_ALPHA3.has(raw)) return { nationality: raw, known: true };
+  check.fail('nationality', `nationality must be an ISO 3166-1 alpha-3 country code, e.g. VEN or COL; leave it out for a Venezuelan sender`);
+  return { nationality: DEFAULT_NATIONALITY, known: false };
+}
+
+/** The nationalId format the nationality asks for, as the messages state it. */
+function nationalIdFormat(nationality: string, known: boolean): string {
+  if (!known) {
+    return '5 to 20 letters and digits as issued by the country of nationality, or for a Venezuelan sender V, E or J ' +
+      'followed by 4 to 9 digits, e.g. AB12345 or V12345678';
   }
+  if (nationality === DEFAULT_NATIONALITY) {
+    return 'V, E or J followed by 4 to 9 digits for a Venezuelan sender (nationality absent or VEN), e.g. V12345678; ' +
+      'a foreign sender also sends nationality, e.g. COL';
+  }
+  return `5 to 20 letters and digits as issued by the country of nationality (${nationality}), e.g. AB12345`;
+}
 
+function checkNationalId(check: SenderCheck, { nationality, known }: { nationality: string; known: boolean }): string | undefined {
+  const format = nationalIdFormat(nationality, known);
+  const nationalId = check.stringOf('nationalId', format);
+  if (nationalId === undefined) return undefined;
+  if (nationality === DEFAULT_NATIONALITY && known) {
+    // Exactly as the rail expects it: a lower-case letter is refused, not silently corrected.
+    if (!VENEZUELAN_ID.test(nationalId)) check.fail('nationalId', `nationalId must be ${format}`);
+  } else if (!FOREIGN_ID.test(nationalId)) {
+    // With an invalid nationality the only safe check is the looser (foreign) shape, which every
+    // Venezuelan id also has; the nationality error already tells the caller what to fix first.
+    check.fail('nationalId', `nationalId must be ${format}`);
+  }
+  return nationalId;
+}
+
+function checkName(check: SenderCheck, key: 'firstName' | 'lastName', example: string): string | undefined {
+  const format = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters, e.g. ${example}`;
+  const value = check.stringOf(key, format);
+  if (value === undefined) return undefined;
+  // Counted in characters (code points), as PostgreSQL's char_length counts them.
+  const length = codePoints(value);
+  if (length < NAME_LENGTH_MIN || length > NAME_LENGTH_MAX) {
+    check.fail(key, `${key} must be ${format} (leading and trailing spaces do not count)`);
+    return undefined;
+  }
+  return value;
+}
+
+/** The phone as `04XXXXXXXXX`, or null (reported: a landline or unknown prefix gets its own message). */
+function checkPhone(check: SenderCheck): string | null {
+  const phoneFormat = `a Venezuelan mobile with prefix ${PREFIX_LIST}, written as ${PHONE_FORMS}`;
+  const rawPhone = check.stringOf('phone', phoneFormat);
+  if (rawPhone === undefined) return null;
+  const phone = normalizeVenezuelanMobile(rawPhone);
+  if (phone !== null) return phone;
+  const national = toNationalNumber(rawPhone);
+  // Only the prefix is echoed back: phone numbers are personal data and messages end up in logs.
+  if (national !== null) {
+    const prefix = national.slice(0, 4);
+    const kind = national.startsWith('04') ? 'is not a Venezuelan mobile prefix' : 'is a landline prefix';
+    check.fail('phone', `phone prefix ${prefix} ${kind}; only mobile prefixes ${VENEZUELAN_MOBILE_PREFIXES.join('/')} are accepted, e.g. 04141234567`);
+  } else {
+    check.fail('phone', `phone must be ${phoneFormat}`);
+  }
+  return null;
+}
+
+function checkEmail(check: SenderCheck): string | undefined {
   const emailFormat = `an email address (local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters), e.g. maria.perez@example.com`;
-  const email = stringOf('email', emailFormat);
-  if (email !== undefined && !isEmail(email)) fail('email', `email must be ${emailFormat}`);
+  const email = check.stringOf('email', emailFormat);
+  if (email !== undefined && !isEmail(email)) check.fail('email', `email must be ${emailFormat}`);
+  return email;
+}
 
+/**
+ * Checks every rule and reports every violation at once; each message names the expected format and
+ * gives an example, so one round trip is enough to fix the request. Field names are
+ * `${fieldPrefix}.${name}` (just `name` when the prefix is empty). Only `nationality` may be left
+ * out (null counts as left out); it decides which `nationalId` format applies.
+ */
+export function validateSender(input: SenderInput, fieldPrefix = 'sender'): SenderValidation {
+  if (input === null || typeof input !== 'object' || Array.isArray(input)) return notAnObject(fieldPrefix);
+  const check = senderCheck(input, fieldPrefix);
+  // nationality first: it selects the nationalId rule. The order below is the order of the errors.
+  const nationality = checkNationality(check);
+  const nationalId = checkNationalId(check, nationality);
+  const firstName = checkName(check, 'firstName', 'María');
+  const lastName = checkName(check, 'lastName', 'Pérez');
+  const phone = checkPhone(check);
+  const email = checkEmail(check);
   if (
-    errors.length > 0 ||
+    check.errors.length > 0 ||
     nationalId === undefined ||
     firstName === undefined ||
     lastName === undefined ||
     phone === null ||
     email === undefined
   ) {
-    return { ok: false, errors };
+    return { ok: false, errors: check.errors };
   }
-  return { ok: true, sender: { nationalId, nationality, firstName, lastName, phone, email } };
+  return { ok: true, sender: { nationalId, nationality: nationality.nationality, firstName, lastName, phone, email } };
 }

@@ -4,7 +4,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { signatureHeader } from '../webhooks/signature.ts';
+import { signatureHeader } from './webhook-signature.ts';
 
 export const EVENT_TYPES = ['payment.settled', 'payment.failed', 'payment.reversed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -80,7 +80,7 @@ export function deliveryHeaders(input: {
  * any of its libraries: `webhook-signature` holds `v1,<base64 HMAC-SHA256>` of `<id>.<seconds>.<body>`
  * per secret (current first, space-separated), keyed by the base64 part of the `whsec_` secret.
  */
-export function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
+function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
   const signed = `${eventId}.${timestampS}.${body}`;
   const signatures = secrets.map((secret) => `v1,${createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(signed, 'utf8').digest('base64')}`);
   return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signatures.join(' ') };
@@ -88,7 +88,6 @@ export function standardWebhookHeaders(eventId: string, timestampS: number, body
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_RANDOM_CHARS = 40;
-export const WEBHOOK_SECRET_PATTERN = /^whsec_[0-9A-Za-z]{32,}$/;
 
 /** `whsec_` + 40 base62 characters (≈238 bits), drawn without modulo bias. */
 export function generateWebhookSecret(): string {
@@ -132,7 +131,7 @@ export function isPublicAddress(address: string): boolean {
 }
 
 /** This host: 127.0.0.0/8 and ::1 (an IPv4-mapped ::ffff:127.x too). */
-export function isLoopbackAddress(address: string): boolean {
+function isLoopbackAddress(address: string): boolean {
   return canonicalAddress(address)?.range() === 'loopback';
 }
 

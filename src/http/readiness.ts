@@ -1,4 +1,5 @@
 import type { Database } from '../db/database.ts';
+import { ping } from '../db/ping.ts';
 
 /** How long one answer of the database probe is reused: /health/ready costs at most one query per this, per process. */
 export const READINESS_CACHE_MS = 1000;
@@ -34,7 +35,7 @@ export class Readiness {
     let ready: boolean;
     try {
       await Promise.race([
-        this.db.query('SELECT 1'),
+        ping(this.db),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error('timeout')), READINESS_TIMEOUT_MS);
           timer.unref();

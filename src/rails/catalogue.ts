@@ -88,9 +88,9 @@ interface Entry {
   expiresAtMs: number;
 }
 
-export const CATALOGUE_TTL_MS = 10 * 60 * 1000;
-export const CATALOGUE_FALLBACK_TTL_MS = 30 * 1000;
-export const CATALOGUE_TIMEOUT_MS = 2000;
+const CATALOGUE_TTL_MS = 10 * 60 * 1000;
+const CATALOGUE_FALLBACK_TTL_MS = 30 * 1000;
+const CATALOGUE_TIMEOUT_MS = 2000;
 
 class CatalogueTimeout extends Error {
   constructor() {

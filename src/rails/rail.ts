@@ -4,6 +4,7 @@
 // unknown outcome is resolved by asking, never by sending again blindly.
 
 import type { Instrument } from '../domain/instrument.ts';
+import type { RailFailureReason } from '../domain/failure-reasons.ts';
 export interface RailTransfer {
   /** Our reference: the payment id. Submitting the same reference twice creates one transfer. */
   reference: string;
@@ -28,19 +29,6 @@ export interface RailTransfer {
     email: string;
   };
 }
-
-/** The payout rejection reasons (`reason` of a failed payout) that a rail can return. */
-export const RAIL_FAILURE_REASONS = [
-  'beneficiary_mismatch',
-  'invalid_destination_account',
-  'bank_unreachable',
-  'instrument_unsupported',
-  'rail_insufficient_balance',
-  'rail_rejected',
-  'amount_above_rail_limit',
-] as const;
-
-export type RailFailureReason = (typeof RAIL_FAILURE_REASONS)[number];
 
 /** What the rail says about a transfer, at submission or when asked later. */
 export type RailStatus =

@@ -27,7 +27,8 @@ import {
   type SimulatedOutcome,
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailAdapter, RailFailureReason, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import type { RailAdapter, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
 
 export interface SandboxRailOptions {
@@ -53,7 +54,7 @@ export const SANDBOX_TRIGGERS: Readonly<Record<string, SandboxScenario>> = {
 };
 
 export const SANDBOX_REVERSAL_REASON = 'returned_by_bank';
-export const DEFAULT_SANDBOX_HANG_MS = 60_000;
+const DEFAULT_SANDBOX_HANG_MS = 60_000;
 
 const NOTIFICATION_PREFIX = 'reversed:';
 /** Ids of the notifications a test asked for (queueSandboxNotification). */
@@ -62,12 +63,12 @@ const NOTICE_PREFIX = 'notice:';
 export const SANDBOX_NOTICES_PENDING_MAX = 100;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export function sandboxScenario(nationalId: string): SandboxScenario {
+function sandboxScenario(nationalId: string): SandboxScenario {
   return SANDBOX_TRIGGERS[nationalId] ?? 'default';
 }
 
 /** The status of a stored transfer at `now`: a pure function of its timestamps. */
-export function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus {
+function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus {
   const t = now.getTime();
   const settleAt = row.settle_at.getTime();
   if (t < settleAt) return { status: row.pending_status, retryAfterMs: Math.max(0, settleAt - t) };

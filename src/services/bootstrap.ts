@@ -4,8 +4,9 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { ensureDataDir } from '../db/data-dir.ts';
-import { findKeyByHash, insertApiKey, revokeBootstrapPlatformKeys, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
-import { insertTenant } from '../db/repositories/tenants.ts';
+import { findKeyByHash, insertApiKey, reinstateApiKey, revokeBootstrapPlatformKeys, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
+import { isBootstrapped, recordBootstrap } from '../db/repositories/app-state.ts';
+import { ensurePlatformTenant, hasCustomerTenant, insertTenant } from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
 import { TENANT_DEFAULTS } from './tenants.ts';
 
@@ -20,13 +21,6 @@ export interface BootstrapResult {
   platformApiKey?: string;
   curl: string;
   file: string;
-}
-
-async function ensurePlatformTenant(tx: Queryable): Promise<void> {
-  await tx.query(
-    `INSERT INTO tenants (id, name, is_platform) VALUES ($1, 'Platform', true) ON CONFLICT (id) DO NOTHING`,
-    [PLATFORM_TENANT_ID],
-  );
 }
 
 async function insertPlatformKey(tx: Queryable, key: string, source: 'env' | 'bootstrap'): Promise<void> {
@@ -53,16 +47,16 @@ export async function syncPlatformKey(db: Database, key: string | undefined): Pr
   if (!key) return { revokedBootstrapKeys: 0 };
   const hash = hashApiKey(key);
   return db.transaction(async (tx) => {
-    await ensurePlatformTenant(tx);
+    await ensurePlatformTenant(tx, PLATFORM_TENANT_ID);
     await revokeEnvKeysExcept(tx, hash);
     const existing = await findKeyByHash(tx, hash);
     if (!existing) await insertPlatformKey(tx, key, 'env');
-    else if (existing.revoked_at) await tx.query('UPDATE api_keys SET revoked_at = NULL WHERE id = $1', [existing.id]);
+    else if (existing.revoked_at) await reinstateApiKey(tx, existing.id);
     return { revokedBootstrapKeys: await revokeBootstrapPlatformKeys(tx) };
   });
 }
 
-export function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
+function baseUrlOf(config: Pick<Config, 'publicBaseUrl' | 'port'>): string {
   return (config.publicBaseUrl ?? `http://localhost:${config.port}`).replace(/\/$/, '');
 }
 
@@ -82,10 +76,8 @@ export async function bootstrapIfEmpty(
 ): Promise<BootstrapResult | undefined> {
   const baseUrl = baseUrlOf(config);
   const result = await db.transaction(async (tx) => {
-    const done = await tx.query(`SELECT 1 FROM app_state WHERE key = 'bootstrap'`);
-    if (done.rowCount > 0) return undefined;
-    const customers = await tx.query('SELECT 1 FROM tenants WHERE NOT is_platform LIMIT 1');
-    if (customers.rowCount > 0) return undefined;
+    if (await isBootstrapped(tx)) return undefined;
+    if (await hasCustomerTenant(tx)) return undefined;
     // Where the keys will be saved, checked before anything commits: keys shown once must not be lost.
     ensureDataDir(config.dataDir);
 
@@ -106,14 +98,12 @@ export async function bootstrapIfEmpty(
     if (!config.platformApiKey) {
       // Without PLATFORM_API_KEY a newcomer would have no way into the admin API. This key is never
       // printed (stdout is often a log store) and administers test mode only (plugins/live-mode-guard.ts).
-      await ensurePlatformTenant(tx);
+      await ensurePlatformTenant(tx, PLATFORM_TENANT_ID);
       platformApiKey = generateApiKey('platform');
       await insertPlatformKey(tx, platformApiKey, 'bootstrap');
     }
     for (const step of steps) await step(tx, { tenantId: tenant.id, baseUrl });
-    await tx.query(`INSERT INTO app_state (key, value) VALUES ('bootstrap', $1)`, [
-      JSON.stringify({ tenantId: tenant.id, at: new Date().toISOString() }),
-    ]);
+    await recordBootstrap(tx, { tenantId: tenant.id, at: new Date() });
     return { tenantId: tenant.id, apiKey, platformApiKey };
   });
   if (!result) return undefined;

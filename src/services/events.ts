@@ -19,10 +19,10 @@ import type { Partition, Mode } from '../domain/partition.ts';
 
 export const INT8_MAX = 9_223_372_036_854_775_807n;
 /** Deliveries shown with one event (a requeued event can pass 12 attempts). */
-export const EVENT_DELIVERIES_SHOWN_MAX = 100;
+const EVENT_DELIVERIES_SHOWN_MAX = 100;
 /** retry-dead requeues in batches of this size, at most this many batches per call. */
-export const RETRY_DEAD_BATCH = 1000;
-export const RETRY_DEAD_BATCHES_MAX = 100;
+const RETRY_DEAD_BATCH = 1000;
+const RETRY_DEAD_BATCHES_MAX = 100;
 
 export interface EventPage {
   rows: EventRow[];

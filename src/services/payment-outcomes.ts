@@ -22,7 +22,7 @@ import type { Partition, Mode } from '../domain/partition.ts';
 
 
 /** The most outcomes of one tenant in one transaction. */
-export const OUTCOME_BATCH_MAX = 128;
+const OUTCOME_BATCH_MAX = 128;
 
 export interface OutcomeContext {
   actor: TransitionActor;

@@ -30,8 +30,6 @@ function toMarketRate(row: StoredRate): MarketRate {
   return { asset: row.asset, market: parseRate(row.market_text), marketText: row.market_text, asOf: row.updated_at };
 }
 
-export const RATE_ASSETS = ['USD', 'USDC', 'VESC'] as const;
-
 /** Fresh rates only: a missing or stale rate is 503 `rate_unavailable`, never a guess. */
 export class RateService {
   constructor(

@@ -7,7 +7,7 @@ import { ScrapeSnapshot } from './money-metrics.ts';
 import type { RunObserver } from './reconciliation-run.ts';
 
 /** A scrape waits at most this long for the standing read from the database, then answers with the last one. */
-export const STANDING_SCRAPE_WAIT_MS = 2_000;
+const STANDING_SCRAPE_WAIT_MS = 2_000;
 
 const RUN_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
 

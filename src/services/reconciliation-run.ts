@@ -13,7 +13,7 @@
 // abandoned once the lease runs out.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Queryable } from '../db/database.ts';
-import { FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
+import { beginRunSnapshot, FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
 import { finishRun, insertDiscrepancies, recordStanding, renewLease, type Examined, type RunEnd, type RunRow } from '../db/repositories/reconciliation-runs.ts';
 import type { Clock } from '../domain/clock.ts';
 import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
@@ -23,13 +23,13 @@ import type { Mode } from '../domain/partition.ts';
 /** Discrepancies stored per check and run; the run counts the rest (`discrepancies` ≥ `stored`). */
 export const DISCREPANCIES_STORED_PER_CHECK_MAX = 50;
 /** Payments read per page (each with its entries and events). */
-export const PAYMENTS_PAGE_SIZE = 500;
+const PAYMENTS_PAGE_SIZE = 500;
 /** Ledger transactions read per page (each with its postings). */
-export const TRANSACTIONS_PAGE_SIZE = 2000;
+const TRANSACTIONS_PAGE_SIZE = 2000;
 /** Pages of each kind one run reads at most (a run over more than 100,000,000 payments fails, saying so). */
-export const RUN_PAGES_MAX = 200_000;
+const RUN_PAGES_MAX = 200_000;
 /** The longest one statement of a run may take (PostgreSQL): the whole-book aggregates read every posting of the tenant. */
-export const RUN_STATEMENT_TIMEOUT_MS = 120_000;
+const RUN_STATEMENT_TIMEOUT_MS = 120_000;
 /** A running run's lease: renewed between pages; longer than any one statement, so a live run never loses it. */
 export const RUN_LEASE_MS = RUN_STATEMENT_TIMEOUT_MS + 60_000;
 /** The lease is renewed once this much of it has passed. */
@@ -151,7 +151,7 @@ export class ReconciliationRunner {
   /** A read-only transaction that sees one snapshot of the database for all its statements. */
   private snapshot<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
     return this.db.transaction(async (tx) => {
-      await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${RUN_STATEMENT_TIMEOUT_MS}`);
+      await beginRunSnapshot(tx, RUN_STATEMENT_TIMEOUT_MS);
       return work(tx);
     });
   }

@@ -35,9 +35,9 @@ export const RUNS_PER_DRAIN_MAX = 20;
 /** Runs whose lease ran out, marked abandoned per pass, at most. */
 const ABANDONED_PER_PASS_MAX = 100;
 /** Tenants and modes one request or one schedule pass queues, at most. */
-export const RUNS_QUEUED_PER_REQUEST_MAX = 10_000;
+const RUNS_QUEUED_PER_REQUEST_MAX = 10_000;
 /** Finished runs are kept this long, then purged (each tenant and mode's standing stays). */
-export const RUN_RETENTION_DAYS = 90;
+const RUN_RETENTION_DAYS = 90;
 /** Runs purged per statement, at most. */
 export const RUNS_PURGED_PER_PASS_MAX = 1000;
 

@@ -12,7 +12,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { UNRESOLVED, type PaymentStatus } from '../domain/payment-state.ts';
 import { ApiError, notFound, overloaded, validationFailed } from '../domain/errors.ts';
-import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../rails/rail.ts';
+import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../domain/failure-reasons.ts';
 import {
   newBankReference,
   queueSandboxNotification,

@@ -2,12 +2,13 @@ import type { Database } from '../db/database.ts';
 import { findTestEventSigner, insertSandboxReceipt, listSandboxReceipts, type SandboxReceiptRow } from '../db/repositories/webhooks.ts';
 import type { Clock } from '../domain/clock.ts';
 import { signingSecrets } from '../domain/webhooks.ts';
-// The receiver-side check is the SDK's, the one integrators run: the sink verifies as they do.
-import { verifyWebhook } from '../../sdk/src/webhooks.ts';
+// The same check as the SDK's verifier, the one integrators run (test/unit/webhooks-verify.test.ts
+// holds the two together): the sink verifies as they do, without the service importing the SDK.
+import { verifySignature } from '../domain/webhook-signature.ts';
 import type { Partition } from '../domain/partition.ts';
 
 /** Why the sink refused a delivery: for the log only, never for the caller (all look the same to it). */
-export type SinkRefusal =
+type SinkRefusal =
   | 'event_id_missing_or_malformed'
   | 'body_not_utf8_text'
   | 'body_not_this_event'
@@ -40,14 +41,21 @@ function storableHeaders(headers: Record<string, unknown>): boolean {
   );
 }
 
-/** The `id` of a delivery body, when it is the JSON object our dispatcher sends. */
+/**
+ * The `id` of a delivery body, when it is the JSON object our dispatcher sends: `{id, eventType,
+ * payload, …}` (what the SDK's verifier also asks of a body).
+ */
 function bodyEventId(text: string): unknown {
+  let parsed: unknown;
   try {
-    const parsed: unknown = JSON.parse(text);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as { id?: unknown }).id : undefined;
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  const fields = parsed as { id?: unknown; eventType?: unknown; payload?: unknown };
+  if (typeof fields.eventType !== 'string' || typeof fields.payload !== 'object' || fields.payload === null) return undefined;
+  return fields.id;
 }
 
 /**
@@ -82,9 +90,9 @@ export class SandboxWebhookService {
     const signer = await findTestEventSigner(this.db, eventId);
     if (!signer) return { stored: false, refusal: 'no_test_event_with_endpoint' };
     const now = this.clock.now();
-    const verified = verifyWebhook({
-      secret: signingSecrets({ secret: signer.secret, previousSecret: signer.previous_secret, previousSecretExpiresAt: signer.previous_secret_expires_at }, now),
-      headers: input.headers as Record<string, string | string[] | undefined>,
+    const verified = verifySignature({
+      secrets: signingSecrets({ secret: signer.secret, previousSecret: signer.previous_secret, previousSecretExpiresAt: signer.previous_secret_expires_at }, now),
+      headers: input.headers,
       rawBody: input.rawBody,
       nowMs: now.getTime(),
     });

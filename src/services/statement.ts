@@ -27,7 +27,7 @@ export interface StatementPage {
 }
 
 /** Rows per query of an export: memory stays at one batch whatever the statement's size. */
-export const EXPORT_BATCH_ROWS = 1000;
+const EXPORT_BATCH_ROWS = 1000;
 
 // Calendar dates whose Caracas day boundaries the time functions compute exactly (years below 100
 // would be read as 19xx by Date.UTC; the day after 9999-12-31 has no YYYY-MM-DD form).

@@ -76,7 +76,7 @@ export class WebhookEndpointService {
  * The normalized URL, or 400 validation_failed on `url` saying what is accepted. In test mode this
  * service's own origin (`ownOrigin`, where the sandbox sink is) is accepted wherever it is.
  */
-export async function validEndpointUrl(rawUrl: string, mode: Mode, ownOrigin?: string): Promise<string> {
+async function validEndpointUrl(rawUrl: string, mode: Mode, ownOrigin?: string): Promise<string> {
   if (mode === 'test' && ownOrigin !== undefined) {
     const own = URL.canParse(rawUrl) ? new URL(rawUrl) : undefined;
     if (own !== undefined && own.origin === ownOrigin && own.hash === '') return own.href;

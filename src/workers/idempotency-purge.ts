@@ -3,7 +3,7 @@ import { purgeExpiredIdempotencyKeys } from '../db/repositories/idempotency.ts';
 import type { Clock } from '../domain/clock.ts';
 
 /** Expired keys deleted per statement, at most. */
-export const PURGE_BATCH_MAX = 1000;
+const PURGE_BATCH_MAX = 1000;
 /** Statements per pass, at most: a large backlog is worked off over several passes. */
 const PURGE_STATEMENTS_PER_PASS_MAX = 10;
 

@@ -14,14 +14,14 @@ import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /** Payments claimed per pass, at most. */
-export const REAPER_BATCH_MAX = 200;
+const REAPER_BATCH_MAX = 200;
 /**
  * Questions to the rail in flight at once, per pass. With the committer's share (half the pool) this
  * stays within a pool of 20 even when the rail's own state is in our database (the sandbox).
  */
-export const REAPER_RAIL_CONCURRENCY = 8;
+const REAPER_RAIL_CONCURRENCY = 8;
 /** A claim outlives the rail's timeout by this much: time to record what the rail said. */
-export const REAPER_LEASE_MARGIN_MS = 10_000;
+const REAPER_LEASE_MARGIN_MS = 10_000;
 /**
  * The shortest pause after a pass that did not fill its batch, when the next payment falls due sooner
  * than the loop's interval: payments falling due meanwhile are asked about together, and the reaper
@@ -29,7 +29,7 @@ export const REAPER_LEASE_MARGIN_MS = 10_000;
  */
 export const REAPER_PAUSE_MIN_MS = 100;
 /** Rail notifications handled per pass, at most. */
-export const NOTIFICATIONS_BATCH_MAX = 100;
+const NOTIFICATIONS_BATCH_MAX = 100;
 /** The longest a rail's "ask me again in" hint is honoured. */
 const RETRY_HINT_MAX_MS = 3_600_000;
 

@@ -22,7 +22,7 @@ export interface LoopOptions {
  * The longest pause after failed passes. Short, because the usual cause is a database restart: the
  * loops must pick up again within seconds of it coming back.
  */
-export const LOOP_ERROR_BACKOFF_MAX_MS = 5_000;
+const LOOP_ERROR_BACKOFF_MAX_MS = 5_000;
 
 export interface RunningLoop {
   readonly name: string;

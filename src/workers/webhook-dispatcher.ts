@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { relaxedOf, type Database } from '../db/database.ts';
 import { claimDueEvents, recordAttempts, type AttemptRecord, type ClaimedEventRow } from '../db/repositories/events.ts';
+import { nothingClaimable } from '../db/repositories/outbox.ts';
 import type { Clock } from '../domain/clock.ts';
 import { afterFailure, deliveryBody, deliveryHeaders, signingSecrets } from '../domain/webhooks.ts';
 import type { MoneyMetrics } from '../services/money-metrics.ts';
 import type { WebhookResponse, WebhookTransport } from '../webhooks/sender.ts';
 
 /** Events claimed per pass, at most (and never more than the free delivery slots). */
-export const DISPATCH_BATCH_MAX = 100;
+const DISPATCH_BATCH_MAX = 100;
 /** A claim outlives the delivery timeout by this much: time to record the attempt. */
 export const DISPATCH_LEASE_MARGIN_MS = 30_000;
 /*
@@ -268,12 +269,7 @@ export class WebhookDispatcher {
     }
   }
 
-  private async nothingClaimable(): Promise<boolean> {
-    const { rows } = await this.db.query<{ n: bigint }>(
-      `SELECT count(*)::bigint AS n FROM outbox_events
-        WHERE status = 'pending' AND next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)`,
-      [this.clock.now()],
-    );
-    return rows[0]!.n === 0n;
+  private nothingClaimable(): Promise<boolean> {
+    return nothingClaimable(this.db, this.clock.now());
   }
 }

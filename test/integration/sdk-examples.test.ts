@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Bolivar } from '../../sdk/src/index.ts';
-import { signatureHeader } from '../../src/webhooks/signature.ts';
+import { signatureHeader } from '../../src/domain/webhook-signature.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import { freePort, startService, type ServiceProcess } from '../support/process.ts';
 

@@ -7,7 +7,7 @@ import { upsertWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { BACKOFF_WAITS_SECONDS, generateWebhookSecret, mayReachAddress } from '../../src/domain/webhooks.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
-import { computeSignature } from '../../src/webhooks/signature.ts';
+import { computeSignature } from '../../src/domain/webhook-signature.ts';
 import { DISPATCH_LEASE_MARGIN_MS, NO_ENDPOINT_ERROR } from '../../src/workers/webhook-dispatcher.ts';
 import { startLoop } from '../../src/workers/run-loop.ts';
 import pino from 'pino';

@@ -10,7 +10,7 @@ import { findWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { bootstrapIfEmpty } from '../../src/services/bootstrap.ts';
-import { signatureHeader } from '../../src/webhooks/signature.ts';
+import { signatureHeader } from '../../src/domain/webhook-signature.ts';
 import { bootstrapSteps, sandboxSinkUrl } from '../../src/workers/index.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout } from '../support/payouts.ts';

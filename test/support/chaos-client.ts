@@ -34,7 +34,7 @@ export interface Answer {
   ms: number;
 }
 
-export interface FinalAnswer {
+interface FinalAnswer {
   status: number;
   code?: string;
   paymentId?: string;

@@ -8,14 +8,14 @@ export const TEST_METRICS_TOKEN = 'test-metrics-token-0123456789';
 
 export const metricsHeaders: Record<string, string> = { authorization: `Bearer ${TEST_METRICS_TOKEN}` };
 
-export interface Sample {
+interface Sample {
   name: string;
   labels: Record<string, string>;
   value: number;
 }
 
 /** Every sample line of an exposition (comments skipped). */
-export function parseExposition(text: string): Sample[] {
+function parseExposition(text: string): Sample[] {
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
@@ -29,7 +29,7 @@ export function parseExposition(text: string): Sample[] {
 }
 
 /** The samples of `name` whose labels include `labels`. */
-export function samplesOf(text: string, name: string, labels: Record<string, string> = {}): Sample[] {
+function samplesOf(text: string, name: string, labels: Record<string, string> = {}): Sample[] {
   return parseExposition(text).filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
 }
 

@@ -19,7 +19,7 @@ const COMMAND_TIMEOUT_MS = 60_000;
 const READY_TIMEOUT_MS = 30_000;
 
 /** The newest /usr/lib/postgresql/<version>/bin holding initdb and pg_ctl, or undefined. */
-export function postgresBinDir(): string | undefined {
+function postgresBinDir(): string | undefined {
   if (!existsSync(PG_ROOT)) return undefined;
   const versions = readdirSync(PG_ROOT)
     .filter((v) => /^\d+(\.\d+)?$/.test(v))

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { COMMAND_NAMES } from '../../src/cli/bolivar.ts';
 import { CONFIG_DOC } from '../../src/config.ts';
 import { FAILURE_MESSAGES } from '../../src/domain/payment-messages.ts';
-import { RAIL_FAILURE_REASONS } from '../../src/rails/rail.ts';
+import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
 import { SANDBOX_TRIGGERS } from '../../src/rails/sandbox-rail.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

@@ -13,7 +13,7 @@ import {
 } from '../../sdk/src/webhooks.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { verifyWebhook as fromPackage } from '../../src/index.ts';
-import { computeSignature, signatureHeader } from '../../src/webhooks/signature.ts';
+import { computeSignature, signatureHeader, verifySignature } from '../../src/domain/webhook-signature.ts';
 
 const SECRET = 'whsec_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcd';
 const OTHER = 'whsec_zyxwvutsrqponmlkjihgfedcbaZYXWVUTSRQPONM';
@@ -133,4 +133,39 @@ describe('verifyWebhook', () => {
     // The body is judged only once its signature holds: a forged body is a signature_mismatch.
     assert.deepEqual(verifyWebhook({ secret: SECRET, headers: headersFor(BODY), rawBody: 'not json', nowMs: NOW }), { ok: false, reason: 'signature_mismatch' });
   });
+});
+
+// The sandbox sink checks deliveries with the service's own verifier (the service does not import the
+// SDK): on every signature and timestamp case it must say what the SDK's says.
+describe("the service's signature check agrees with the SDK's verifier", () => {
+  const headers = headersFor(BODY);
+  const { 'x-timestamp': _ts, ...noTimestamp } = headers;
+  const { 'x-signature': _sig, ...noSignature } = headers;
+  const rotated = headersFor(BODY, { secrets: [OTHER, SECRET] });
+  const cases: { name: string; secrets: string[]; headers: Record<string, unknown>; body: string; nowMs: number }[] = [
+    { name: 'valid', secrets: [SECRET], headers, body: BODY, nowMs: NOW },
+    { name: 'tampered body', secrets: [SECRET], headers, body: BODY.replace('"100"', '"101"'), nowMs: NOW },
+    { name: 'wrong secret', secrets: [OTHER], headers, body: BODY, nowMs: NOW },
+    { name: 'rotation, old secret', secrets: [SECRET], headers: rotated, body: BODY, nowMs: NOW },
+    { name: 'both secrets', secrets: [OTHER, SECRET], headers, body: BODY, nowMs: NOW },
+    { name: 'spaces and unknown schemes', secrets: [SECRET], headers: { ...rotated, 'x-signature': ` v1=abc, ${rotated['x-signature'].split(',').join(' , ')} ` }, body: BODY, nowMs: NOW },
+    { name: 'upper-case hex', secrets: [SECRET], headers: { ...headers, 'x-signature': headers['x-signature'].toUpperCase().replace('SHA256=', 'sha256=') }, body: BODY, nowMs: NOW },
+    { name: 'repeated signature header', secrets: [SECRET], headers: { ...headers, 'x-signature': ['sha256=00', headers['x-signature']] }, body: BODY, nowMs: NOW },
+    { name: 'at the edge', secrets: [SECRET], headers, body: BODY, nowMs: NOW + 300_000 },
+    { name: 'stale', secrets: [SECRET], headers, body: BODY, nowMs: NOW + 300_001 },
+    { name: 'future', secrets: [SECRET], headers, body: BODY, nowMs: NOW - 300_001 },
+    { name: 'no timestamp', secrets: [SECRET], headers: noTimestamp, body: BODY, nowMs: NOW },
+    { name: 'no signature', secrets: [SECRET], headers: noSignature, body: BODY, nowMs: NOW },
+    { name: 'timestamp not decimal', secrets: [SECRET], headers: { ...headers, 'x-timestamp': '17e11' }, body: BODY, nowMs: NOW },
+    { name: 'signature not hex', secrets: [SECRET], headers: { ...headers, 'x-signature': 'sha256=zz' }, body: BODY, nowMs: NOW },
+    { name: 'empty secret', secrets: [''], headers, body: BODY, nowMs: NOW },
+    { name: 'no secret', secrets: [], headers, body: BODY, nowMs: NOW },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const sdk = verifyWebhook({ secret: c.secrets, headers: c.headers as Record<string, string | string[]>, rawBody: c.body, nowMs: c.nowMs });
+      const ours = verifySignature({ secrets: c.secrets, headers: c.headers, rawBody: Buffer.from(c.body, 'utf8'), nowMs: c.nowMs });
+      assert.deepEqual(ours, sdk.ok ? { ok: true, timestampMs: sdk.timestampMs } : sdk);
+    });
+  }
 });

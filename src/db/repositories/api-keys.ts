@@ -75,6 +75,11 @@ export async function revokeApiKey(db: Queryable, id: string): Promise<{ id: str
   return rows[0];
 }
 
+/** Makes a revoked key valid again (PLATFORM_API_KEY set back to a key it named before). */
+export async function reinstateApiKey(tx: Queryable, id: string): Promise<void> {
+  await tx.query('UPDATE api_keys SET revoked_at = NULL WHERE id = $1', [id]);
+}
+
 export async function revokeEnvKeysExcept(db: Queryable, hash: string): Promise<void> {
   await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'env' AND revoked_at IS NULL AND key_hash <> $1`, [hash]);
 }

@@ -7,7 +7,7 @@ import type { Mode } from '../../domain/partition.ts';
 // atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent
 // requests, in one process or in several sharing a PostgreSQL, agree on which one runs.
 
-export type IdempotencyStatus = 'in_progress' | 'completed';
+type IdempotencyStatus = 'in_progress' | 'completed';
 
 export interface IdempotencyScope {
   tenantId: string;

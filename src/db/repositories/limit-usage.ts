@@ -3,7 +3,7 @@ import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
 import type { Instrument } from '../../domain/instrument.ts';
 
-export type SubjectKind = 'tenant' | 'customer' | 'beneficiary';
+type SubjectKind = 'tenant' | 'customer' | 'beneficiary';
 
 export interface UsageKey {
   tenantId: string;

@@ -20,3 +20,16 @@ export async function insertOutboxEvent(
   );
   return rows[0]!.id;
 }
+
+/**
+ * true when no pending event is due at `now` and unleased: nothing a dispatcher pass could claim
+ * (`dispatchDue` stops on it).
+ */
+export async function nothingClaimable(db: Queryable, now: Date): Promise<boolean> {
+  const { rows } = await db.query<{ n: bigint }>(
+    `SELECT count(*)::bigint AS n FROM outbox_events
+      WHERE status = 'pending' AND next_attempt_at <= $1 AND (locked_until IS NULL OR locked_until <= $1)`,
+    [now],
+  );
+  return rows[0]!.n === 0n;
+}

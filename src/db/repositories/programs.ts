@@ -10,28 +10,12 @@ export async function setDefaultSender(db: Queryable, tenantId: string, mode: Mo
   );
 }
 
-export async function findDefaultSender(db: Queryable, tenantId: string, mode: Mode): Promise<Sender | undefined> {
-  const { rows } = await db.query<{ default_sender: Sender | null }>(
-    'SELECT default_sender FROM programs WHERE tenant_id = $1 AND mode = $2',
-    [tenantId, mode],
-  );
-  return rows[0]?.default_sender ?? undefined;
-}
-
 export async function setCustomerSender(db: Queryable, tenantId: string, mode: Mode, customerId: string, sender: Sender): Promise<void> {
   await db.query(
     `INSERT INTO customers (tenant_id, mode, id, sender) VALUES ($1, $2, $3, $4)
      ON CONFLICT (tenant_id, mode, id) DO UPDATE SET sender = EXCLUDED.sender, updated_at = now()`,
     [tenantId, mode, customerId, JSON.stringify(sender)],
   );
-}
-
-export async function findCustomerSender(db: Queryable, tenantId: string, mode: Mode, customerId: string): Promise<Sender | undefined> {
-  const { rows } = await db.query<{ sender: Sender | null }>(
-    'SELECT sender FROM customers WHERE tenant_id = $1 AND mode = $2 AND id = $3',
-    [tenantId, mode, customerId],
-  );
-  return rows[0]?.sender ?? undefined;
 }
 
 /** The program's default sender (null: none yet), its row locked until the transaction ends. */

@@ -50,24 +50,3 @@ export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id:
   );
   return rows[0];
 }
-
-/**
- * Marks the quote used by `paymentId`, only if nobody used it before: of two concurrent payouts on
- * one quote exactly one gets the row back (the other waits on the row lock, then matches nothing).
- */
-export async function consumeQuote(
-  db: Queryable,
-  tenantId: string,
-  mode: Mode,
-  id: string,
-  paymentId: string,
-  at: Date,
-): Promise<QuoteRow | undefined> {
-  const { rows } = await db.query<QuoteRow>(
-    `UPDATE quotes SET consumed_at = $4, payment_id = $5
-      WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND consumed_at IS NULL
-      RETURNING ${COLUMNS}`,
-    [tenantId, mode, id, at, paymentId],
-  );
-  return rows[0];
-}

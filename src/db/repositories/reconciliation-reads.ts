@@ -16,6 +16,15 @@ import type { Queryable } from '../database.ts';
 import type { Partition, Mode } from '../../domain/partition.ts';
 
 
+/**
+ * Makes the caller's fresh transaction the run's snapshot: REPEATABLE READ, READ ONLY (every statement
+ * sees the same database), each statement bounded by `statementTimeoutMs`.
+ */
+export async function beginRunSnapshot(tx: Queryable, statementTimeoutMs: number): Promise<void> {
+  if (!Number.isInteger(statementTimeoutMs) || statementTimeoutMs <= 0) throw new Error(`invariant: statement timeout ${statementTimeoutMs} is not a positive integer`);
+  await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${statementTimeoutMs}`);
+}
+
 /** Keyset start: every uuid the service generates sorts after it. */
 export const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 

@@ -3,7 +3,7 @@
 // from the database's now(), so tests can move time by hand.
 import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
-import type { RailFailureReason } from '../../rails/rail.ts';
+import type { RailFailureReason } from '../../domain/failure-reasons.ts';
 import type { Instrument } from '../../domain/instrument.ts';
 
 export type SandboxScenario =

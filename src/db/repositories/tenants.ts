@@ -42,6 +42,17 @@ export async function insertTenant(db: Queryable, id: string, fields: TenantFiel
   return rows[0]!;
 }
 
+/** The platform tenant (the admin API's), if it is not there yet. */
+export async function ensurePlatformTenant(tx: Queryable, id: string): Promise<void> {
+  await tx.query(`INSERT INTO tenants (id, name, is_platform) VALUES ($1, 'Platform', true) ON CONFLICT (id) DO NOTHING`, [id]);
+}
+
+/** true once any customer (non-platform) tenant exists. */
+export async function hasCustomerTenant(db: Queryable): Promise<boolean> {
+  const { rowCount } = await db.query('SELECT 1 FROM tenants WHERE NOT is_platform LIMIT 1');
+  return rowCount > 0;
+}
+
 export async function findTenant(db: Queryable, id: string): Promise<TenantRow | undefined> {
   const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
   return rows[0];

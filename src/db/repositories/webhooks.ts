@@ -101,7 +101,7 @@ export interface SandboxReceiptRow {
 }
 
 /** The sink keeps this many receipts per program; older ones are dropped as new ones arrive. */
-export const SANDBOX_RECEIPTS_KEPT = 1000;
+const SANDBOX_RECEIPTS_KEPT = 1000;
 
 /** Stores a verified test-mode delivery (the only kind the sink keeps) and trims the program's inbox. */
 export async function insertSandboxReceipt(

@@ -6,7 +6,7 @@ import { Type, type TSchema } from '@sinclair/typebox';
 import { PAYOUT_FAILURE_REASONS } from '../../domain/payment-messages.ts';
 import { BACKOFF_WAITS_SECONDS, EVENT_TYPES, WEBHOOK_ATTEMPTS_MAX } from '../../domain/webhooks.ts';
 import { SANDBOX_REVERSAL_REASON } from '../../rails/sandbox-rail.ts';
-import { SIGNATURE_SCHEME } from '../../webhooks/signature.ts';
+import { SIGNATURE_SCHEME } from '../../domain/webhook-signature.ts';
 import { AmountString, Asset, Component, StringEnum, Uuid } from './common.ts';
 import { Metadata } from './metadata.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';

@@ -1,0 +1,15 @@
+// The service's own one-off facts (app_state): so far, that the first start has bootstrapped.
+import type { Queryable } from '../database.ts';
+
+/** true once the first start has created the sandbox tenant (it never runs twice). */
+export async function isBootstrapped(tx: Queryable): Promise<boolean> {
+  const { rowCount } = await tx.query(`SELECT 1 FROM app_state WHERE key = 'bootstrap'`);
+  return rowCount > 0;
+}
+
+/** Records, in the bootstrap's own transaction, that the first start has run and which tenant it made. */
+export async function recordBootstrap(tx: Queryable, bootstrap: { tenantId: string; at: Date }): Promise<void> {
+  await tx.query(`INSERT INTO app_state (key, value) VALUES ('bootstrap', $1)`, [
+    JSON.stringify({ tenantId: bootstrap.tenantId, at: bootstrap.at.toISOString() }),
+  ]);
+}

@@ -31,7 +31,6 @@ import { statementRoutes } from './http/routes/statement.ts';
 import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import { limitRoutes } from './http/routes/limits.ts';
-import { benchCeilingRoute } from './http/routes/bench-ceiling.ts';
 import type { App } from './http/types.ts';
 import { createServices, type ServiceDeps, type Services } from './services/index.ts';
 import { validatorCompiler } from './http/validation.ts';
@@ -203,7 +202,6 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-  if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
 
   return { app, services, warmCompilers: compilers.warm };
 }

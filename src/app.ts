@@ -84,74 +84,16 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
 
 export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services; warmCompilers: LazyCompilers['warm'] }> {
   const compilers = lazyCompilers(validatorCompiler);
-  const app = Fastify({
-    schemaController: { compilersFactory: compilers.compilersFactory },
-    logger: deps.logger ?? false,
-    bodyLimit: BODY_LIMIT_BYTES,
-    connectionTimeout: 30_000,
-    requestTimeout: 30_000,
-    keepAliveTimeout: 75_000,
-    pluginTimeout: 30_000,
-    requestIdHeader: false,
-    // Behind a proxy every client would share the proxy's address (and its auth-failure budget).
-    trustProxy: deps.config.trustProxy,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
-    },
-    ajv: { customOptions: {} },
-    frameworkErrors,
-    clientErrorHandler,
-    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
-    http: { requireHostHeader: false },
-    // Our own answer while closing (onRequest below), in the envelope with Retry-After.
-    return503OnClosing: false,
-  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
-
+  const app = createFastify(deps, compilers);
   app.setValidatorCompiler(compilers.validatorCompiler);
   registerTransportAnswers(app, BODY_LIMIT_BYTES);
-
-  // During a graceful shutdown a request still arriving on a kept-alive connection is refused
-  // before any work, so the client retries it on another process.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    reply.header('connection', 'close');
-    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
-  });
+  refuseWhileClosing(app);
 
   const registry = deps.metrics ?? createMetricsRegistry();
   const services = createServices({ ...deps, payoutAnswers }, registry, app.log);
 
-  // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
-    }
-    const unstorable = findUnstorableText(parsed, '');
-    if (unstorable) return done(validationFailed([{ ...unstorable, field: unstorable.field || 'body' }]), undefined);
-    done(null, parsed);
-  });
-  app.addHook('preValidation', async (request) => {
-    const schema = request.routeOptions.schema;
-    const errors = [
-      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
-      ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
-      ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
-    ];
-    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
-    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
-  });
-
+  registerJsonBodies(app);
+  registerInputHygiene(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -178,7 +120,86 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await registerRateLimits(app, deps.config);
   await registerOpenApi(app);
   registerMetrics(app, registry);
+  await registerApiRoutes(app, deps, services, registry);
+  return { app, services, warmCompilers: compilers.warm };
+}
 
+function createFastify(deps: AppDeps, compilers: LazyCompilers): App {
+  return Fastify({
+    schemaController: { compilersFactory: compilers.compilersFactory },
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    connectionTimeout: 30_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 75_000,
+    pluginTimeout: 30_000,
+    requestIdHeader: false,
+    // Behind a proxy every client would share the proxy's address (and its auth-failure budget).
+    trustProxy: deps.config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    },
+    ajv: { customOptions: {} },
+    frameworkErrors,
+    clientErrorHandler,
+    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
+    http: { requireHostHeader: false },
+    // Our own answer while closing (refuseWhileClosing), in the envelope with Retry-After.
+    return503OnClosing: false,
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+}
+
+/**
+ * During a graceful shutdown a request still arriving on a kept-alive connection is refused
+ * before any work, so the client retries it on another process.
+ */
+function refuseWhileClosing(app: App): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
+  });
+}
+
+/** Only JSON bodies; an empty body is "no body" (POSTs such as retry take none). */
+function registerJsonBodies(app: App): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+    }
+    const unstorable = findUnstorableText(parsed, '');
+    if (unstorable) return done(validationFailed([{ ...unstorable, field: unstorable.field || 'body' }]), undefined);
+    done(null, parsed);
+  });
+}
+
+/** Text the database cannot store, integers not written in decimal, and input no schema declares are refused before validation. */
+function registerInputHygiene(app: App): void {
+  app.addHook('preValidation', async (request) => {
+    const schema = request.routeOptions.schema;
+    const errors = [
+      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
+      ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
+      ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
+    ];
+    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
+    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
+  });
+}
+
+/** Every route of the API, in the order the OpenAPI document lists them. */
+async function registerApiRoutes(app: App, deps: AppDeps, services: Services, registry: Registry): Promise<void> {
   await operationsRoutes(app, deps.db, registry, { metrics: apiPortMetricsAccess(deps.config) });
   await consoleRoutes(app);
   await tenantRoutes(app);
@@ -202,6 +223,4 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-
-  return { app, services, warmCompilers: compilers.warm };
 }

@@ -9,6 +9,7 @@ import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseUnreachableError, describeDatabase, withDatabaseWait } from './db/connect-wait.ts';
 import { migrate } from './db/migrate.ts';
 import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
+import type { Database } from './db/database.ts';
 import { openDatabase } from './db/open.ts';
 import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
 import { bootstrapSteps, startWorkers } from './workers/index.ts';
@@ -65,8 +66,13 @@ async function main(): Promise<void> {
 }
 
 /** Opens the database, then migrates it (and syncs the platform key, and bootstraps an empty one) at first contact. */
-async function openAndMigrate(config: Config) {
-  let staleLock: { previous: LockHolder; lockPath: string } | undefined;
+interface StaleLock {
+  previous: LockHolder;
+  lockPath: string;
+}
+
+async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock?: StaleLock; bootstrap?: BootstrapResult; revokedBootstrapKeys: number }> {
+  let staleLock: StaleLock | undefined;
   const db = await openDatabase(config, {
     purpose: `npm start, ROLE=${config.role}`,
     onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
@@ -82,7 +88,7 @@ async function openAndMigrate(config: Config) {
     });
   if (config.databaseUrl === undefined) await firstContact();
   else await waitForPostgres(firstContact, config, config.databaseUrl);
-  return { db, staleLock: staleLock as { previous: LockHolder; lockPath: string } | undefined, bootstrap: bootstrap as BootstrapResult | undefined, revokedBootstrapKeys };
+  return { db, staleLock, bootstrap, revokedBootstrapKeys };
 }
 
 /** The startup line: what this process answers on, and how long it took to get there. */

@@ -75,7 +75,7 @@ export interface Services {
 }
 
 /** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
-export const COMMIT_QUEUE_MAX = 8192;
+const COMMIT_QUEUE_MAX = 8192;
 
 export function createServices(deps: ServiceDeps, registry: Registry, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;

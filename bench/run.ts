@@ -9,8 +9,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { request } from 'undici';
-import { generateApiKey } from '../src/domain/api-keys.ts';
-import { BENCH_CEILING_TABLES } from '../src/http/routes/bench-ceiling.ts';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
@@ -57,10 +55,14 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 /** The node flags `npm start` runs the service with (its bundle, SERVICE_ENTRY, is built before the run). */
 const SERVICE_FLAGS = startFlags(ROOT);
 
+/** The ceiling (b) server: the service's app plus the benchmark's own route (bench/ceiling-server.ts). */
+const CEILING_SERVER = 'bench/ceiling-server.ts';
+
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
   const service = args[0] === SERVICE_ENTRY;
   const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const runner = service ? SERVICE_FLAGS : ['--import', 'tsx'];
+  // The ceiling server runs the service's code from src/ (through tsx) with the service's node flags.
+  const runner = service ? SERVICE_FLAGS : args[0] === CEILING_SERVER ? [...SERVICE_FLAGS, '--import', 'tsx'] : ['--import', 'tsx'];
   const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;
@@ -79,6 +81,24 @@ async function waitReady(url: string, timeoutMs = 30_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} not ready`);
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+/** A platform key of the service's format (`bsk_platform_` + 40 base62 characters): the bench's PLATFORM_API_KEY. */
+function platformApiKey(): string {
+  const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  let out = '';
+  while (out.length < 40) {
+    for (const byte of randomBytes(64)) if (byte < 248 && out.length < 40) out += BASE62[byte % 62];
+  }
+  return `bsk_platform_${out}`;
 }
 
 function rssMb(pid: number): number {
@@ -218,7 +238,7 @@ async function main(): Promise<void> {
   const processes: ChildProcess[] = [];
   const db = new pg.Client({ connectionString: dbUrl.toString() });
   try {
-    const platformKey = generateApiKey('platform');
+    const platformKey = platformApiKey();
     const port = await freePort();
     const origin = `http://127.0.0.1:${port}`;
     const env = {
@@ -231,14 +251,12 @@ async function main(): Promise<void> {
       PLATFORM_API_KEY: platformKey,
       METRICS_TOKEN: randomBytes(24).toString('hex'),
       QUOTE_TTL_SECONDS: '86400',
-      BENCH_CEILING_ROUTE: 'on',
     };
     log(`database ${dbName}; starting the service (ROLE=api) on ${origin}`);
     const service = startProcess([SERVICE_ENTRY], { ...env, ROLE: 'api' });
     processes.push(service);
     await waitReady(`${origin}/health/ready`);
     await db.connect();
-    await db.query(BENCH_CEILING_TABLES);
 
     const tenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Remesas' });
     const issued = await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' });
@@ -259,16 +277,23 @@ async function main(): Promise<void> {
     const ceilingA = await load({ origin: bareOrigin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: [{ method: 'GET', path: '/constant' }] });
     log(`ceiling (a) bare route: ${Math.round(ceilingA.throughputPerS)}/s`);
 
-    // Ceiling (b): the smallest payout-shaped transaction through the service's pool and HTTP stack.
+    // Ceiling (b): the smallest payout-shaped transaction through the service's pool and HTTP stack,
+    // served by the bench's own server (buildApp plus the ceiling route), stopped once measured.
+    const ceilingPort = await freePort();
+    const ceilingServer = startProcess([CEILING_SERVER], { ...env, ROLE: 'api', PORT: String(ceilingPort) });
+    processes.push(ceilingServer);
+    const ceilingOrigin = `http://127.0.0.1:${ceilingPort}`;
+    await waitReady(`${ceilingOrigin}/health/ready`);
     const ceilingB: Record<number, LoadResult> = {};
     for (const concurrency of [16, 64]) {
       await quiesce(db);
       ceilingB[concurrency] = await load({
-        origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [201],
+        origin: ceilingOrigin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [201],
         requests: [{ method: 'POST', path: '/bench/ceiling-transaction', headers, body: '{}' }],
       });
       log(`ceiling (b) c${concurrency}: ${Math.round(ceilingB[concurrency]!.throughputPerS)}/s`);
     }
+    await stopProcess(ceilingServer);
 
     // Payout at concurrency 16 and 64: pre-created quotes and beneficiaries, default sandbox outcome.
     for (const concurrency of runs('payout') ? [16, 64] : []) {
@@ -377,11 +402,7 @@ async function main(): Promise<void> {
       db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
       freePort, waitReady, load, api, log, rssMb,
       startService: (serviceEnv) => startProcess([SERVICE_ENTRY], serviceEnv),
-      stop: (child) => new Promise<void>((resolve) => {
-        if (child.exitCode !== null) return resolve();
-        child.once('exit', () => resolve());
-        child.kill('SIGTERM');
-      }),
+      stop: stopProcess,
       seedQuotes: (tenantId, count) => seedQuotes(db, tenantId, count),
       seedBeneficiaries: (tenantId, count) => seedBeneficiaries(db, tenantId, count),
       quiesce: () => quiesce(db),

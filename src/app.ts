@@ -1,10 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyServerOptions } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { Registry } from 'prom-client';
-import type { Config } from './config.ts';
-import type { Database } from './db/database.ts';
-import { systemClock, type Clock } from './domain/clock.ts';
 import './http/context.ts';
 import { ApiError, validationFailed } from './domain/errors.ts';
 import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, undeclaredInput } from './http/input-hygiene.ts';
@@ -25,69 +22,33 @@ import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
 import { adminAuditRoutes } from './http/routes/admin-audit.ts';
 import { adminAnomalyRoutes } from './http/routes/admin-anomalies.ts';
-import { AnomalyService } from './services/anomalies.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
-import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from './rails/catalogue.ts';
-import { BeneficiaryService } from './services/beneficiaries.ts';
-import { QuoteService } from './services/quotes.ts';
 import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { statementRoutes } from './http/routes/statement.ts';
 import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
-import type { RailAdapter } from './rails/rail.ts';
-import { SandboxRail } from './rails/sandbox-rail.ts';
-import { observedRail } from './rails/observed-rail.ts';
-import { PaymentOutcomes } from './services/payment-outcomes.ts';
-import { LimitService } from './services/limits.ts';
 import { limitRoutes } from './http/routes/limits.ts';
-import { benchCeilingRoute } from './http/routes/bench-ceiling.ts';
-import { PayoutService } from './services/payouts.ts';
-import type { RailsByMode } from './rails/send.ts';
-import { TreasuryService } from './services/treasury.ts';
-import { RateService, StoredRateSource, type RateSource } from './services/rates.ts';
 import type { App } from './http/types.ts';
+import { createServices, type ServiceDeps, type Services } from './services/index.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { lazyCompilers, type LazyCompilers } from './http/schema-compilers.ts';
 import { completeRouteContract } from './http/route-contract.ts';
-import { Authenticator } from './services/authenticator.ts';
-import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './services/auth-failures.ts';
-import { TenantService } from './services/tenants.ts';
-import { Committer } from './services/committer.ts';
-import { MoneyMetrics } from './services/money-metrics.ts';
-import { resolutionScheduleOf } from './workers/reaper.ts';
 import { adminWebhookRoutes } from './http/routes/admin-webhooks.ts';
 import { eventRoutes } from './http/routes/events.ts';
 import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
-import { EventService } from './services/events.ts';
-import { SandboxWebhookService } from './services/sandbox-webhooks.ts';
-import { SandboxSimulationService } from './services/sandbox-simulation.ts';
-import { WebhookEndpointService } from './services/webhook-endpoints.ts';
-import { ownOriginOf } from './services/bootstrap.ts';
-import { openDiscrepancyAnomalies, ReconciliationService } from './services/reconciliation.ts';
-import { ReconciliationMetrics } from './services/reconciliation-metrics.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
-export interface AppDeps {
-  config: Config;
-  db: Database;
-  clock?: Clock;
+export interface AppDeps extends Omit<ServiceDeps, 'payoutAnswers'> {
   /** Fastify logger options; `false` in tests. */
   logger?: FastifyServerOptions['logger'];
   metrics?: Registry;
-  rateSource?: RateSource;
-  /** The rail's bank catalogue; default the shipped copy (what the sandbox rail serves). */
-  catalogueProvider?: BankCatalogueProvider;
-  /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
-  liveRail?: RailAdapter;
-  /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
-  testRail?: RailAdapter;
   /**
    * What the HTTP server answers: `api` (default) every route; `operations` only the health checks
    * and the metrics, for a ROLE=worker process, which has no API but must still be probed and scraped.
@@ -96,33 +57,6 @@ export interface AppDeps {
 }
 
 export type HttpSurface = 'api' | 'operations';
-
-/** The services every route may use, built once per app. */
-export interface Services {
-  config: Config;
-  db: Database;
-  clock: Clock;
-  authenticator: Authenticator;
-  authFailures: FailedAuthentications;
-  tenants: TenantService;
-  rates: RateService;
-  quotes: QuoteService;
-  catalogue: BankCatalogue;
-  beneficiaries: BeneficiaryService;
-  rails: RailsByMode;
-  treasury: TreasuryService;
-  committer: Committer;
-  outcomes: PaymentOutcomes;
-  payouts: PayoutService;
-  limitService: LimitService;
-  metrics: MoneyMetrics;
-  events: EventService;
-  webhookEndpoints: WebhookEndpointService;
-  sandboxWebhooks: SandboxWebhookService;
-  sandboxSimulation: SandboxSimulationService;
-  anomalies: AnomalyService;
-  reconciliation: ReconciliationService;
-}
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -148,151 +82,18 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-/** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
-export const COMMIT_QUEUE_MAX = 8192;
-
-export function createServices(deps: AppDeps, registry: Registry, log?: FastifyBaseLogger): Services {
-  const { config, db } = deps;
-  const clock = deps.clock ?? systemClock;
-  const nowMs = () => clock.now().getTime();
-  const authenticator = new Authenticator(db, {
-    nowMs,
-    onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
-  });
-  const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
-  const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
-  const metrics = new MoneyMetrics(registry, db, clock);
-  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const rails: RailsByMode = {
-    test: observedRail(testRail, metrics),
-    live: deps.liveRail && observedRail(deps.liveRail, metrics),
-  };
-  const limitService = new LimitService(db, clock);
-  // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
-  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
-  metrics.watchCommitter(() => committer.depth);
-  const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
-  const beneficiaries = new BeneficiaryService(db, catalogue);
-  const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
-  return {
-    config,
-    db,
-    clock,
-    authenticator,
-    authFailures: new FailedAuthentications(
-      new AuthFailureLimiter({ limit: config.authFailureLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_ADDRESSES_MAX }, nowMs),
-      new AuthFailureLimiter({ limit: config.authFailurePrefixLimit, windowMs: config.authFailureWindowS * 1000, addressesMax: AUTH_FAILURE_PREFIXES_MAX }, nowMs),
-    ),
-    tenants: new TenantService(db),
-    rates,
-    quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
-    catalogue,
-    beneficiaries,
-    rails,
-    treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
-    committer,
-    outcomes,
-    limitService,
-    metrics,
-    payouts: new PayoutService(
-      db,
-      clock,
-      catalogue,
-      rails,
-      outcomes,
-      committer,
-      limitService,
-      { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs },
-      payoutAnswers,
-      log,
-      metrics,
-    ),
-    events: new EventService(db, clock),
-    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
-    sandboxWebhooks: new SandboxWebhookService(db, clock),
-    sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
-    anomalies: new AnomalyService(db, clock),
-    reconciliation: new ReconciliationService(
-      db,
-      clock,
-      { intervalS: config.reconcileIntervalS, executesRuns: config.role !== 'api' },
-      new ReconciliationMetrics(registry, db, clock),
-      log,
-      openDiscrepancyAnomalies(metrics),
-    ),
-  };
-}
-
 export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services; warmCompilers: LazyCompilers['warm'] }> {
   const compilers = lazyCompilers(validatorCompiler);
-  const app = Fastify({
-    schemaController: { compilersFactory: compilers.compilersFactory },
-    logger: deps.logger ?? false,
-    bodyLimit: BODY_LIMIT_BYTES,
-    connectionTimeout: 30_000,
-    requestTimeout: 30_000,
-    keepAliveTimeout: 75_000,
-    pluginTimeout: 30_000,
-    requestIdHeader: false,
-    // Behind a proxy every client would share the proxy's address (and its auth-failure budget).
-    trustProxy: deps.config.trustProxy,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
-    },
-    ajv: { customOptions: {} },
-    frameworkErrors,
-    clientErrorHandler,
-    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
-    http: { requireHostHeader: false },
-    // Our own answer while closing (onRequest below), in the envelope with Retry-After.
-    return503OnClosing: false,
-  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
-
+  const app = createFastify(deps, compilers);
   app.setValidatorCompiler(compilers.validatorCompiler);
   registerTransportAnswers(app, BODY_LIMIT_BYTES);
-
-  // During a graceful shutdown a request still arriving on a kept-alive connection is refused
-  // before any work, so the client retries it on another process.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    reply.header('connection', 'close');
-    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
-  });
+  refuseWhileClosing(app);
 
   const registry = deps.metrics ?? createMetricsRegistry();
-  const services = createServices(deps, registry, app.log);
+  const services = createServices({ ...deps, payoutAnswers }, registry, app.log);
 
-  // Only JSON bodies; an empty body is "no body" (POSTs such as retry take none).
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    const text = body as string;
-    if (text.trim() === '') return done(null, undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
-    }
-    const unstorable = findUnstorableText(parsed, '');
-    if (unstorable) return done(validationFailed([{ ...unstorable, field: unstorable.field || 'body' }]), undefined);
-    done(null, parsed);
-  });
-  app.addHook('preValidation', async (request) => {
-    const schema = request.routeOptions.schema;
-    const errors = [
-      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
-      ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
-      ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
-    ];
-    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
-    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
-  });
-
+  registerJsonBodies(app);
+  registerInputHygiene(app);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -319,7 +120,86 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await registerRateLimits(app, deps.config);
   await registerOpenApi(app);
   registerMetrics(app, registry);
+  await registerApiRoutes(app, deps, services, registry);
+  return { app, services, warmCompilers: compilers.warm };
+}
 
+function createFastify(deps: AppDeps, compilers: LazyCompilers): App {
+  return Fastify({
+    schemaController: { compilersFactory: compilers.compilersFactory },
+    logger: deps.logger ?? false,
+    bodyLimit: BODY_LIMIT_BYTES,
+    connectionTimeout: 30_000,
+    requestTimeout: 30_000,
+    keepAliveTimeout: 75_000,
+    pluginTimeout: 30_000,
+    requestIdHeader: false,
+    // Behind a proxy every client would share the proxy's address (and its auth-failure budget).
+    trustProxy: deps.config.trustProxy,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+    },
+    ajv: { customOptions: {} },
+    frameworkErrors,
+    clientErrorHandler,
+    // A request without Host is answered by our hook, in the envelope (registerTransportAnswers).
+    http: { requireHostHeader: false },
+    // Our own answer while closing (refuseWhileClosing), in the envelope with Retry-After.
+    return503OnClosing: false,
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
+}
+
+/**
+ * During a graceful shutdown a request still arriving on a kept-alive connection is refused
+ * before any work, so the client retries it on another process.
+ */
+function refuseWhileClosing(app: App): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close');
+    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
+  });
+}
+
+/** Only JSON bodies; an empty body is "no body" (POSTs such as retry take none). */
+function registerJsonBodies(app: App): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return done(new ApiError('invalid_json', 'The request body is not valid JSON.'), undefined);
+    }
+    const unstorable = findUnstorableText(parsed, '');
+    if (unstorable) return done(validationFailed([{ ...unstorable, field: unstorable.field || 'body' }]), undefined);
+    done(null, parsed);
+  });
+}
+
+/** Text the database cannot store, integers not written in decimal, and input no schema declares are refused before validation. */
+function registerInputHygiene(app: App): void {
+  app.addHook('preValidation', async (request) => {
+    const schema = request.routeOptions.schema;
+    const errors = [
+      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
+      ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
+      ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
+    ];
+    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
+    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
+  });
+}
+
+/** Every route of the API, in the order the OpenAPI document lists them. */
+async function registerApiRoutes(app: App, deps: AppDeps, services: Services, registry: Registry): Promise<void> {
   await operationsRoutes(app, deps.db, registry, { metrics: apiPortMetricsAccess(deps.config) });
   await consoleRoutes(app);
   await tenantRoutes(app);
@@ -343,7 +223,4 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-  if (deps.config.benchCeilingRoute) await benchCeilingRoute(app, services.db);
-
-  return { app, services, warmCompilers: compilers.warm };
 }

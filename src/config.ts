@@ -60,8 +60,6 @@ export interface Config {
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
   shutdownGraceMs: number;
-  /** Benchmark only: exposes the payout-shaped ceiling transaction route. */
-  benchCeilingRoute: boolean;
 }
 
 export class ConfigError extends Error {
@@ -220,7 +218,6 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
-    benchCeilingRoute: onOff(env, 'BENCH_CEILING_ROUTE', false),
   };
 }
 

@@ -1,12 +1,15 @@
 import type { AddressInfo } from 'node:net';
+import type { FastifyBaseLogger } from 'fastify';
 import { pino, type LoggerOptions } from 'pino';
 import { buildApp, loggerOptions } from './app.ts';
 import { buildMetricsServer } from './http/metrics-server.ts';
+import type { App } from './http/types.ts';
 import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
 import { DatabaseUnreachableError, describeDatabase, withDatabaseWait } from './db/connect-wait.ts';
 import { migrate } from './db/migrate.ts';
 import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
+import type { Database } from './db/database.ts';
 import { openDatabase } from './db/open.ts';
 import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
 import { bootstrapSteps, startWorkers } from './workers/index.ts';
@@ -26,22 +29,7 @@ function readConfig(): Config {
 async function main(): Promise<void> {
   const startedAtMs = performance.now();
   const config = readConfig();
-  let staleLock: { previous: LockHolder; lockPath: string } | undefined;
-  const db = await openDatabase(config, {
-    purpose: `npm start, ROLE=${config.role}`,
-    onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
-  });
-  let bootstrap: BootstrapResult | undefined;
-  let revokedBootstrapKeys = 0;
-  const firstContact = () =>
-    migrate(db, async () => {
-      ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
-      // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
-      // this process's own port, where a worker answers no API route.
-      if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
-    });
-  if (config.databaseUrl === undefined) await firstContact();
-  else await waitForPostgres(firstContact, config, config.databaseUrl);
+  const { db, staleLock, bootstrap, revokedBootstrapKeys } = await openAndMigrate(config);
 
   // A worker serves no API, but it is probed and scraped like any process: its port answers the
   // health checks and /metrics only.
@@ -63,46 +51,88 @@ async function main(): Promise<void> {
 
   await listen(app, config.port, config.host, 'HOST');
   if (metricsServer) await listen(metricsServer, config.metricsPort!, config.metricsHost, 'METRICS_HOST');
+  logStarted(app, metricsServer, { config, engine: db.engine, surface, workers: workers?.names ?? [], startedAtMs });
+  if (bootstrap) printBootstrap(bootstrap);
+  // Schemas compile on first use; what is left compiles now, between requests.
+  const warming = new AbortController();
+  void warmCompilers(warming.signal);
+  stopOnSignals(config, app.log, async () => {
+    warming.abort();
+    await app.close();
+    await metricsServer?.close();
+    await workers?.stop();
+    await db.close();
+  });
+}
+
+/** Opens the database, then migrates it (and syncs the platform key, and bootstraps an empty one) at first contact. */
+interface StaleLock {
+  previous: LockHolder;
+  lockPath: string;
+}
+
+async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock?: StaleLock; bootstrap?: BootstrapResult; revokedBootstrapKeys: number }> {
+  let staleLock: StaleLock | undefined;
+  const db = await openDatabase(config, {
+    purpose: `npm start, ROLE=${config.role}`,
+    onStaleLock: (previous, lockPath) => (staleLock = { previous, lockPath }),
+  });
+  let bootstrap: BootstrapResult | undefined;
+  let revokedBootstrapKeys = 0;
+  const firstContact = () =>
+    migrate(db, async () => {
+      ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
+      // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
+      // this process's own port, where a worker answers no API route.
+      if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
+    });
+  if (config.databaseUrl === undefined) await firstContact();
+  else await waitForPostgres(firstContact, config, config.databaseUrl);
+  return { db, staleLock, bootstrap, revokedBootstrapKeys };
+}
+
+/** The startup line: what this process answers on, and how long it took to get there. */
+function logStarted(
+  app: App,
+  metricsServer: { server: { address(): AddressInfo | string | null } } | undefined,
+  started: { config: Config; engine: string; surface: 'api' | 'operations'; workers: readonly string[]; startedAtMs: number },
+): void {
+  const { config, surface } = started;
   const address = listeningOn(app.server);
   const metricsAt = [metricsServer && `${listeningOn(metricsServer.server)}/metrics`, config.metricsToken && `${address}/metrics`].filter(Boolean).join(' and ');
   const metricsOn = metricsAt === '' ? 'not served: set METRICS_TOKEN or METRICS_PORT' : `${metricsAt}${config.metricsToken ? ' (Authorization: Bearer METRICS_TOKEN)' : ''}`;
   app.log.info(
     {
       role: config.role,
-      engine: db.engine,
+      engine: started.engine,
       // What this process really answers on (PORT=0 picks a free port: this is the one it got).
       listening: address,
       http: surface === 'api' ? 'API, /health/live, /health/ready' : '/health/live, /health/ready (no API)',
       metrics: metricsOn,
-      workers: workers?.names ?? [],
-      startup_ms: Math.round(performance.now() - startedAtMs),
+      workers: started.workers,
+      startup_ms: Math.round(performance.now() - started.startedAtMs),
     },
     'bolivar disbursement service started',
   );
-  if (bootstrap) printBootstrap(bootstrap);
-  // Schemas compile on first use; what is left compiles now, between requests.
-  const warming = new AbortController();
-  void warmCompilers(warming.signal);
+}
 
+/** SIGTERM or SIGINT: stop taking requests, finish in-flight work, exit; past SHUTDOWN_GRACE_MS, exit anyway. */
+function stopOnSignals(config: Config, log: FastifyBaseLogger, stop: () => Promise<void>): void {
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    warming.abort();
-    app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
+    log.info({ signal }, 'shutting down: no new requests, finishing in-flight work');
     const force = setTimeout(() => {
-      app.log.error('shutdown grace period over; exiting');
+      log.error('shutdown grace period over; exiting');
       process.exit(1);
     }, config.shutdownGraceMs);
     force.unref();
     try {
-      await app.close();
-      await metricsServer?.close();
-      await workers?.stop();
-      await db.close();
+      await stop();
       process.exit(0);
     } catch (error) {
-      app.log.error({ err: error }, 'error during shutdown');
+      log.error({ err: error }, 'error during shutdown');
       process.exit(1);
     }
   };

@@ -1,3 +1,4 @@
+import type { Config } from '../config.ts';
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Queryable, TransactionHandle } from '../db/database.ts';
@@ -19,6 +20,19 @@ import type { TransitionActor } from '../domain/payment-state.ts';
 import type { BatchLane, Committer } from './committer.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
+
+/** The longest a rail's "ask me again in" hint is honoured. */
+const RETRY_HINT_MAX_MS = 3_600_000;
+
+/** The per-payment schedule of questions to the rail, from configuration. */
+export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | 'reaperCheckAttemptsMax' | 'reaperBackoffMaxMs'>): ResolutionSchedule {
+  return {
+    intervalMs: config.reaperIntervalMs,
+    backoffMaxMs: Math.max(config.reaperBackoffMaxMs, config.reaperIntervalMs),
+    attemptsMax: config.reaperCheckAttemptsMax,
+    hintMaxMs: RETRY_HINT_MAX_MS,
+  };
+}
 
 
 /** The most outcomes of one tenant in one transaction. */

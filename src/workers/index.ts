@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Services } from '../app.ts';
+import type { Services } from '../services/index.ts';
 import type { Config } from '../config.ts';
 import { lockAndPostEntry } from '../db/lock-order.ts';
 import { fundingEntry } from '../domain/ledger.ts';

@@ -1,5 +1,4 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Config } from '../config.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
 import { claimUnresolvedPayments, deferResolution, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import { openAnomaly } from '../db/repositories/anomalies.ts';
@@ -30,22 +29,10 @@ const REAPER_LEASE_MARGIN_MS = 10_000;
 export const REAPER_PAUSE_MIN_MS = 100;
 /** Rail notifications handled per pass, at most. */
 const NOTIFICATIONS_BATCH_MAX = 100;
-/** The longest a rail's "ask me again in" hint is honoured. */
-const RETRY_HINT_MAX_MS = 3_600_000;
 
 export interface ReaperSettings {
   intervalMs: number;
   railTimeoutMs: number;
-}
-
-/** The per-payment schedule of questions to the rail, from configuration. */
-export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | 'reaperCheckAttemptsMax' | 'reaperBackoffMaxMs'>): ResolutionSchedule {
-  return {
-    intervalMs: config.reaperIntervalMs,
-    backoffMaxMs: Math.max(config.reaperBackoffMaxMs, config.reaperIntervalMs),
-    attemptsMax: config.reaperCheckAttemptsMax,
-    hintMaxMs: RETRY_HINT_MAX_MS,
-  };
 }
 
 /**

@@ -26,6 +26,7 @@ import {
   type TestApp,
   type TestDatabase,
 } from '../support/harness.ts';
+import { until } from '../support/until.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -264,7 +265,7 @@ describe('Idempotency-Key', () => {
       const key = randomUUID();
       const gate = randomUUID();
       const firstPending = tenant.api.post('/v1/test/gated', { label: l, gate }, withKey(key));
-      await waitFor(() => probe.count(l) === 1);
+      await until(`the handler called once for ${l}`, () => probe.count(l) === 1, { timeoutMs: 5000, intervalMs: 5 });
       const second = await tenant.api.post('/v1/test/gated', { label: l, gate }, withKey(key));
       assertEnvelope(assert, second, 409, 'idempotency_request_in_progress');
       assert.match(second.body.error.message, /retry/i);
@@ -457,14 +458,14 @@ describe('Idempotency-Key', () => {
       const key = randomUUID();
       const stuckGate = randomUUID();
       const stuck = tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key));
-      await waitFor(() => probe.count(l) === 1);
+      await until(`the handler called once for ${l}`, () => probe.count(l) === 1, { timeoutMs: 5000, intervalMs: 5 });
 
       clock.advance(IDEMPOTENCY_LEASE_MS - 1000);
       assertEnvelope(assert, await tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key)), 409, 'idempotency_request_in_progress');
 
       clock.advance(2000); // the lease is over: the next retry takes the key over and runs
       const takeoverPending = tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key));
-      await waitFor(() => probe.count(l) === 2);
+      await until(`the handler called twice for ${l}`, () => probe.count(l) === 2, { timeoutMs: 5000, intervalMs: 5 });
       probe.open(stuckGate); // both handlers finish now, in either order
       const takeover = await takeoverPending;
       assert.equal(takeover.status, 201, takeover.raw);
@@ -584,10 +585,3 @@ describe('purgeExpiredIdempotencyKeys', () => {
   });
 });
 
-async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for a condition');
-    await sleep(5);
-  }
-}

@@ -486,7 +486,9 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       assert.equal(first.length, 100);
       const afterFirst = queries;
       assert.ok(afterFirst <= 2, `one batch is one page read (${afterFirst} queries)`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // A read-ahead would start as soon as the first batch is handed over: a turn of the event loop
+      // (every callback already due, I/O included) is enough to see it.
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal(queries, afterFirst, 'nothing more is read until asked');
       const second = (await batches.next()).value as Row[];
       assert.equal(second.length, 100);

@@ -17,6 +17,7 @@ import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, startService } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
@@ -45,15 +46,7 @@ async function call(baseUrl: string, key: string, method: string, url: string, b
   return { status: response.status, text, json: text ? JSON.parse(text) : undefined };
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`not within ${WAIT_MS} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const WAITS = { timeoutMs: WAIT_MS, intervalMs: 100 };
 
 /** Closes the browser, stops the service (it must exit 0), drops its database and removes the folders. */
 async function tearDown(run: {
@@ -110,7 +103,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
         until(`an event of ${paymentId} ${status}`, async () => {
           const list = await api('GET', `/v1/events?paymentId=${paymentId}`);
           return list.json.data.find((e: { status: string }) => e.status === status) as { id: string; attempts: number } | undefined;
-        });
+        }, WAITS);
 
       // A payout delivered to the sink, then one whose event dies at the failing receiver.
       const delivered = await payout('V99990001', 'console-test-1');
@@ -203,7 +196,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       const anomaly = await until('the anomaly of the contradicted payout', async () => {
         const open = await call(base, admin, 'GET', '/v1/admin/anomalies?status=open');
         return open.json.data.find((a: { paymentId: string }) => a.paymentId === contradicted) as { id: string } | undefined;
-      });
+      }, WAITS);
 
       // The platform key gets the admin screens and is told what it cannot read.
       await page.getByRole('button', { name: 'Sign out' }).click();
@@ -347,7 +340,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       const framed = await until('the three frames settled', async () => {
         const urls = page.frames().slice(1).map((frame) => frame.url());
         return urls.length === 3 && urls.every((url) => url !== '' && url !== 'about:blank') ? urls : undefined;
-      });
+      }, WAITS);
       assert.deepEqual(framed, ['chrome-error://chromewebdata/', 'chrome-error://chromewebdata/', `${base}/health/live`]);
     } finally {
       await tearDown({ context, service, database, profile, dataDir });

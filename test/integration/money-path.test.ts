@@ -10,6 +10,7 @@ import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
 import { metricsHeaders } from '../support/metrics.ts';
+import { until } from '../support/until.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
 
@@ -306,12 +307,10 @@ describe('a crash between the batch commit and the answer', () => {
     // (It is not really dead: its rail call times out after SANDBOX_RAIL_TIMEOUT_MS of real time, and
     // then it answers, late.)
     const late = dying.inject({ method: 'POST', url: '/v1/payouts', headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'idempotency-key': key }, payload: JSON.stringify(body) });
-    let paymentId: string | undefined;
-    for (let i = 0; i < 200 && !paymentId; i += 1) {
+    const paymentId = await until('the batch committed', async () => {
       const { rows } = await t.db.query<{ id: string }>(`SELECT id FROM payments WHERE tenant_id = $1`, [tenant.tenantId]);
-      paymentId = rows[0]?.id;
-      if (!paymentId) await new Promise((resolve) => setTimeout(resolve, 10));
-    }
+      return rows[0]?.id;
+    }, { timeoutMs: 5000, intervalMs: 10 });
     assert.ok(paymentId, 'the batch committed');
 
     const retry = () => tenant.api.post('/v1/payouts', body, { 'idempotency-key': key });

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import { freePort, startService, type ServiceProcess } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -91,13 +92,12 @@ class Shell {
     const marker = `@@@ block ${this.count} done`;
     const from = this.stdout.length;
     this.child.stdin.write(`${text}\necho '${marker}'\n`);
-    const deadline = Date.now() + BLOCK_TIMEOUT_MS;
-    while (Date.now() < deadline) {
-      const at = this.stdout.indexOf(marker, from);
-      if (at >= 0) return this.stdout.slice(from, at);
-      if (this.child.exitCode !== null) break;
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-    }
+    // -1: bash exited (or the bound passed) before the block finished.
+    const at = await until(`block ${this.count} done`, () => {
+      const found = this.stdout.indexOf(marker, from);
+      return found >= 0 ? found : this.child.exitCode !== null ? -1 : undefined;
+    }, { timeoutMs: BLOCK_TIMEOUT_MS, intervalMs: POLL_MS }).catch(() => -1);
+    if (at >= 0) return this.stdout.slice(from, at);
     throw new Error(`block ${this.count} did not finish (bash ${this.child.exitCode === null ? 'still running' : `exited ${this.child.exitCode}`}):\n${text}\nstdout:\n${this.stdout.slice(from)}\nstderr:\n${this.stderr}`);
   }
 
@@ -106,14 +106,7 @@ class Shell {
   }
 }
 
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + OUTCOME_WAIT_MS;
-  while (Date.now() < deadline) {
-    if (await check()) return;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-  throw new Error(`${what} within ${OUTCOME_WAIT_MS} ms`);
-}
+const OUTCOME_WAITS = { timeoutMs: OUTCOME_WAIT_MS, intervalMs: POLL_MS };
 
 describe(`the README walk-through pasted into bash, on ${ENGINE}`, () => {
   let database: TestDatabase | undefined;
@@ -168,8 +161,8 @@ describe(`the README walk-through pasted into bash, on ${ENGINE}`, () => {
 
     for (const [index, step] of steps.entries()) {
       const number = index + 1;
-      if (number === 5) await until('the payment settled', async () => (await get(`/v1/payments/${paymentId}`)).status === 'settled');
-      if (number === 6) await until("the payment's webhook reached the sink", async () => ((await get('/v1/sandbox/webhooks?limit=1')).data as unknown[]).length === 1);
+      if (number === 5) await until('the payment settled', async () => (await get(`/v1/payments/${paymentId}`)).status === 'settled', OUTCOME_WAITS);
+      if (number === 6) await until("the payment's webhook reached the sink", async () => ((await get('/v1/sandbox/webhooks?limit=1')).data as unknown[]).length === 1, OUTCOME_WAITS);
 
       if (number === 8) {
         // Step 8 creates a tenant, then runs the CLI on it: the README's `<tenantId>` is that tenant.

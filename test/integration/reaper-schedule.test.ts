@@ -10,6 +10,7 @@ import type { RailAdapter, RailTransfer } from '../../src/rails/rail.ts';
 import { REAPER_PAUSE_MIN_MS } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, reaperOf } from '../support/payouts.ts';
+import { until } from '../support/until.ts';
 
 /** Bound of the wait for the payout's batch to commit while its rail call is held. */
 const COMMIT_WAIT_MS = 10_000;
@@ -90,8 +91,7 @@ describe('a first look that comes before the payout path has sent', () => {
       (await t.db.query<{ id: string; created_at: Date; next_check_at: Date; check_attempts: number; status: string }>(
         `SELECT id, created_at, next_check_at, check_attempts, status FROM payments WHERE beneficiary->>'nationalId' = 'V12345679'`,
       )).rows[0];
-    const deadline = Date.now() + COMMIT_WAIT_MS;
-    while (sends.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await until('the payout path sending', () => sends.length > 0, { timeoutMs: COMMIT_WAIT_MS, intervalMs: 20 });
     assert.equal(sends.length, 1, 'the payout path is sending');
     const committed = (await row())!;
     const settings = { railTimeoutMs: t.config.sandboxRailTimeoutMs, reaperIntervalMs: t.config.reaperIntervalMs, idempotencyTtlMs: 0 };

@@ -10,20 +10,13 @@ import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { freePort, startService } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 /** Bound of every wait for a worker to have done something. */
 const WAIT_MS = 20_000;
 const POLL_MS = 200;
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${WAIT_MS} ms`);
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-}
+const WAITS = { timeoutMs: WAIT_MS, intervalMs: POLL_MS };
 
 describe(`reconciliation by a worker process on ${ENGINE}`, { skip: ENGINE !== 'postgres' && 'PostgreSQL only: an API process and a worker process share the database' }, () => {
   it('runs what an API-only process queued, reconciles on its schedule, and every process shows the standing', async () => {
@@ -50,7 +43,7 @@ describe(`reconciliation by a worker process on ${ENGINE}`, { skip: ENGINE !== '
       const done = await until('the worker runs the queued run', async () => {
         const run = await call('GET', `/v1/admin/reconciliation/runs/${sandbox.id}`);
         return run.body.status === 'completed' ? run.body : undefined;
-      });
+      }, WAITS);
       assert.deepEqual([done.clean, done.discrepancies], [true, []]);
 
       // RECONCILE_INTERVAL_S=1: the schedule queues the tenant again by itself.
@@ -58,7 +51,7 @@ describe(`reconciliation by a worker process on ${ENGINE}`, { skip: ENGINE !== '
         const runs = await call('GET', `/v1/admin/reconciliation/runs?tenantId=${sandbox.tenantId}&status=completed`);
         const scheduled = runs.body.data.filter((r: { trigger: string; id: string }) => r.trigger === 'schedule' && r.id !== sandbox.id);
         return scheduled.length > 0 ? true : undefined;
-      });
+      }, WAITS);
       for (const process of [api, worker]) {
         const metrics = await (await fetch(`${process.baseUrl}/metrics`, { headers: metricsHeaders })).text();
         assert.equal(valueOf(metrics, 'bolivar_reconciliation_discrepancies'), 0, 'no check disagrees');

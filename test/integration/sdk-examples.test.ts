@@ -12,6 +12,7 @@ import { Bolivar } from '../../sdk/src/index.ts';
 import { signatureHeader } from '../../src/domain/webhook-signature.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import { freePort, startService, type ServiceProcess } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** Bound of every wait for a process's output (the payout settles within about a second here). */
@@ -31,14 +32,13 @@ function run(script: string, env: Record<string, string>): Running {
   return { child, output: () => output };
 }
 
-async function waitFor(what: string, running: Running, pattern: RegExp): Promise<RegExpMatchArray> {
-  const deadline = Date.now() + OUTPUT_WAIT_MS;
-  while (Date.now() < deadline) {
-    const match = running.output().match(pattern);
-    if (match) return match;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-  throw new Error(`${what}: no ${pattern} within ${OUTPUT_WAIT_MS} ms:\n${running.output()}`);
+/** The first match of `pattern` in what `running` has printed, bounded by OUTPUT_WAIT_MS. */
+function waitFor(what: string, running: Running, pattern: RegExp): Promise<RegExpMatchArray> {
+  return until(`${what}: ${pattern}`, () => running.output().match(pattern) ?? undefined, {
+    timeoutMs: OUTPUT_WAIT_MS,
+    intervalMs: POLL_MS,
+    detail: () => running.output(),
+  });
 }
 
 async function exited(running: Running): Promise<number | null> {

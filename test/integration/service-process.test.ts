@@ -6,6 +6,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, runToExit, startService } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 /** How long the service may take to close its port once npm, its parent, has exited. */
 const ORPHAN_EXIT_BOUND_MS = 10_000;
@@ -74,13 +75,10 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       const code = await service.stop('SIGTERM');
       assert.equal(code, 0, service.output());
       // npm has exited; the service it started must be gone too, not still answering on the port.
-      const deadline = Date.now() + ORPHAN_EXIT_BOUND_MS;
-      let answering = true;
-      while (answering && Date.now() < deadline) {
-        answering = await fetch(`${service.baseUrl}/health/live`).then(() => true, () => false);
-        if (answering) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      assert.equal(answering, false, `something still answers on port ${port} ${ORPHAN_EXIT_BOUND_MS} ms after npm exited`);
+      await until(`nothing answering on port ${port} after npm exited`, async () => !(await fetch(`${service.baseUrl}/health/live`).then(() => true, () => false)), {
+        timeoutMs: ORPHAN_EXIT_BOUND_MS,
+        intervalMs: 100,
+      });
     } finally {
       // Whatever npm left behind, so a failure here cannot keep the test run waiting.
       try {

@@ -14,6 +14,7 @@ import pino from 'pino';
 import { client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 import { answer, deliveryRows, dispatcherFor, eventRow, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
+import { until } from '../support/until.ts';
 
 const TIMEOUT_MS = 200;
 
@@ -446,11 +447,10 @@ describe('webhook delivery to a real receiver', () => {
     for (let i = 0; i < 6; i += 1) await settledEvent(undefined, fastTenant);
 
     const d = dispatcher({ timeoutMs: 5000, concurrency: 4, originConcurrency: 2, batchMax: 4 });
-    const deadline = Date.now() + 4000;
-    while (fast.requests.length < 6 && Date.now() < deadline) {
+    await until('every event of the healthy receiver out', async () => {
       await d.runOnce();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+      return fast.requests.length >= 6;
+    }, { timeoutMs: 4000, intervalMs: 5 });
     assert.equal(fast.requests.length, 6, 'every event of the healthy receiver went out while the slow one hung');
     assert.equal(slow.requests.length, 2, 'the slow receiver holds only its share of the slots');
     slow.behaviour = answer(200);
@@ -473,16 +473,11 @@ describe('webhook delivery to a real receiver', () => {
     await settledEvent(undefined, slowTenant);
     const d = dispatcher({ timeoutMs: 5000, pollIntervalMs: 50 });
     const loop = startLoop({ name: 'webhook-dispatcher', intervalMs: 50, runOnce: () => d.runOnce(), log: pino({ level: 'silent' }) as never });
-    const waitFor = async (done: () => boolean, ms: number) => {
-      const deadline = Date.now() + ms;
-      while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
-      return done();
-    };
     try {
-      assert.ok(await waitFor(() => slow.requests.length === 1, 3000), 'the slow delivery is in flight');
+      await until('the slow delivery in flight', () => slow.requests.length === 1, { timeoutMs: 3000, intervalMs: 5 });
       await settledEvent(undefined, fastTenant);
       const startedAt = Date.now();
-      assert.ok(await waitFor(() => fast.requests.length === 1, 3000), 'the new event went out');
+      await until('the new event out', () => fast.requests.length === 1, { timeoutMs: 3000, intervalMs: 5 });
       assert.ok(Date.now() - startedAt < 1000, `it went out after ${Date.now() - startedAt} ms, not after the slow receiver's timeout`);
       assert.equal(slow.requests.length, 1);
     } finally {

@@ -10,6 +10,7 @@ import { setWebhookEndpoint } from '../../src/services/webhook-endpoints.ts';
 import { TENANT_DEFAULTS } from '../../src/services/tenants.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import { answer, dispatcherFor, TestReceiver } from '../support/webhooks.ts';
+import { until } from '../support/until.ts';
 
 interface Child {
   process: ChildProcessWithoutNullStreams;
@@ -99,12 +100,10 @@ describe('several dispatcher processes on one PostgreSQL', { skip: ENGINE !== 'p
     const doomed = startDispatcher(database.url!, { DISPATCH_FOREVER: '1', WEBHOOK_TIMEOUT_MS: '1000', LEASE_MARGIN_MS: '500', DISPATCH_BATCH: '20', WEBHOOK_CONCURRENCY: '20' });
     await doomed.ready;
     doomed.process.stdin.write('go\n');
-    const deadline = Date.now() + 10_000;
-    while (receiver.requests.length < EVENTS && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until('the whole batch in flight', () => receiver.requests.length >= EVENTS, { timeoutMs: 10_000, intervalMs: 10 });
     assert.equal(receiver.requests.length, EVENTS, 'the whole batch is in flight');
     doomed.process.kill('SIGKILL');
     await doomed.exited;
-    const killedAt = Date.now();
 
     receiver.behaviour = answer(200);
     receiver.releaseHanging();
@@ -113,8 +112,12 @@ describe('several dispatcher processes on one PostgreSQL', { skip: ENGINE !== 'p
     const early = await database.db.query<{ status: string }>(`SELECT status FROM outbox_events`);
     assert.ok(early.rows.every((r) => r.status === 'pending'), 'nothing recorded by the dead process, nothing taken before its lease ends');
 
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, 1600 - (Date.now() - killedAt))));
-    await survivor.dispatchDue();
+    // Once the dead process's lease (WEBHOOK_TIMEOUT_MS + LEASE_MARGIN_MS) has run out, the survivor takes its events.
+    const pending = async () => (await database.db.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM outbox_events WHERE status = 'pending'`)).rows[0]!.n;
+    await until('the survivor redelivers every event', async () => {
+      await survivor.dispatchDue();
+      return (await pending()) === 0n;
+    }, { timeoutMs: 10_000, intervalMs: 100 });
     await survivor.close();
 
     const { rows } = await database.db.query<{ status: string; attempts: number }>(`SELECT status, attempts FROM outbox_events`);

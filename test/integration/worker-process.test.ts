@@ -11,6 +11,7 @@ import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { freePort, startService } from '../support/process.ts';
 import { STARTED_LINE } from '../support/service-cluster.ts';
+import { until } from '../support/until.ts';
 
 /** Bound of the wait for the worker loops' first passes to show in /metrics. */
 const FIRST_PASSES_WAIT_MS = 15_000;
@@ -39,16 +40,14 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
 
       // Its own metrics: the loops' passes, the backlog, the process.
       let metrics = '';
-      const deadline = Date.now() + FIRST_PASSES_WAIT_MS;
-      while (Date.now() < deadline) {
+      await until('a pass of every loop', async () => {
         const response = await fetch(`${worker.baseUrl}/metrics`, { headers: metricsHeaders });
         assert.equal(response.status, 200);
         assert.match(String(response.headers.get('content-type')), /^text\/plain/);
         metrics = await response.text();
         const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge'].map((w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0);
-        if (passes.every((n) => n >= 1)) break;
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      }
+        return passes.every((n) => n >= 1);
+      }, { timeoutMs: FIRST_PASSES_WAIT_MS, intervalMs: POLL_MS, detail: () => metrics });
       for (const w of ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge']) {
         assert.ok((valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0) >= 1, `${w} passes show:\n${metrics}`);
       }

@@ -11,21 +11,14 @@ import { describe, it } from 'node:test';
 import { ENGINE } from '../support/harness.ts';
 import { PrivatePostgres, privatePostgresAvailable } from '../support/private-postgres.ts';
 import { freePort, runToExit, SERVICE_ARGS } from '../support/process.ts';
+import { until } from '../support/until.ts';
 
 /** Bound of each wait of these tests: the log line, readiness once the server is back, the exit. */
 const WAIT_MS = 30_000;
 const POLL_MS = 100;
 const PASSWORD = 'never-printed-pw';
 
-async function until<T>(what: string, check: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  while (Date.now() < deadline) {
-    const found = await check();
-    if (found !== undefined) return found;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-  }
-  throw new Error(`${what} within ${WAIT_MS} ms`);
-}
+const WAITS = { timeoutMs: WAIT_MS, intervalMs: POLL_MS };
 
 const clusterSkip = ENGINE !== 'postgres' ? 'PostgreSQL only (DATABASE_URL): the embedded engine has no server to wait for' : (privatePostgresAvailable() ?? false);
 
@@ -50,7 +43,7 @@ describe('a start while PostgreSQL is stopped', { skip: clusterSkip }, () => {
             .split('\n')
             .filter((line) => line.includes('"waiting for PostgreSQL"'))
             .map((line) => JSON.parse(line));
-        await until('two "waiting for PostgreSQL" lines', () => (waiting().length >= 2 ? true : undefined));
+        await until('two "waiting for PostgreSQL" lines', () => (waiting().length >= 2 ? true : undefined), WAITS);
         assert.equal(child.exitCode, null, `the service exited:\n${output}`);
         const [first, second] = waiting();
         assert.equal(first.database, `127.0.0.1:${server.port}/bds_wait`);
@@ -62,7 +55,7 @@ describe('a start while PostgreSQL is stopped', { skip: clusterSkip }, () => {
         await until('ready once the cluster runs', async () => {
           const answer = await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => undefined);
           return answer?.status === 200 ? true : undefined;
-        });
+        }, WAITS);
         assert.equal(child.exitCode, null);
         assert.ok(!output.includes(PASSWORD), 'the password is never printed');
         const me = await fetch(`http://127.0.0.1:${port}/v1/tenant/me`);

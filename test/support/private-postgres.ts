@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { freePort } from './process.ts';
+import { until } from './until.ts';
 
 const PG_ROOT = '/usr/lib/postgresql';
 const OS_USER = 'postgres';
@@ -229,21 +230,21 @@ export class PrivatePostgres {
   }
 
   private async waitAcceptingConnections(): Promise<void> {
-    const deadline = Date.now() + READY_TIMEOUT_MS;
     let lastError: unknown;
-    while (Date.now() < deadline) {
+    const accepting = await until('connections accepted', async () => {
       const client = new pg.Client({ connectionString: this.url('postgres'), connectionTimeoutMillis: 2000 });
       try {
         await client.connect();
         await client.query('SELECT 1');
         await client.end();
-        return;
+        return true;
       } catch (error) {
         lastError = error;
         await client.end().catch(() => undefined);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+        return false;
       }
-    }
+    }, { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100 }).catch(() => false);
+    if (accepting) return;
     throw new Error(`private PostgreSQL on port ${this.port} does not accept connections after ${READY_TIMEOUT_MS} ms: ${(lastError as Error)?.message}\n${this.logTail()}`);
   }
 

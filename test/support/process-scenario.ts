@@ -11,6 +11,7 @@ import { ChaosClient, type KeyRecord, type PayoutSpec } from './chaos-client.ts'
 import { createTestDatabase } from './harness.ts';
 import { ServiceCluster, type NodeSpec } from './service-cluster.ts';
 import { TestReceiver } from './webhooks.ts';
+import { until } from './until.ts';
 
 export const TERMINAL = ['settled', 'failed', 'reversed'] as const;
 /** Deliver amounts below this fail before the rail (USD 1 at the seeded 925.00 Bs rate). */
@@ -55,14 +56,12 @@ export async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 
   const client = new pg.Client({ connectionString: adminUrl, application_name: ASSERTIONS_APP });
   await client.connect();
   try {
-    const deadline = Date.now() + timeoutMs;
     let others = -1;
-    while (Date.now() < deadline) {
+    await until('no other session on the database', async () => {
       const r = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2`, [dbname, ASSERTIONS_APP]);
       others = r.rows[0].n;
-      if (others === 0) break;
-      await sleep(100);
-    }
+      return others === 0;
+    }, { timeoutMs, intervalMs: 100 }).catch(() => undefined); // reported as `others`
     await client.query('SELECT pg_stat_clear_snapshot()');
     const r = await client.query(`SELECT deadlocks::int AS deadlocks FROM pg_stat_database WHERE datname = $1`, [dbname]);
     return { deadlocks: r.rows[0]?.deadlocks ?? -1, others };
@@ -283,17 +282,17 @@ export async function waitFor(
 ): Promise<{ done: boolean; ms: number; detail: string }> {
   const started = Date.now();
   let detail = '(never probed)';
-  for (;;) {
+  const done = await until('the probe done', async () => {
     try {
       const r = await probe();
       detail = r.detail;
-      if (r.done) return { done: true, ms: Date.now() - started, detail };
+      return r.done;
     } catch (error) {
       detail = `probe failed: ${(error as Error).message}`;
+      return false;
     }
-    if (Date.now() - started >= timeoutMs) return { done: false, ms: Date.now() - started, detail };
-    await sleep(intervalMs);
-  }
+  }, { timeoutMs, intervalMs }).catch(() => false);
+  return { done, ms: Date.now() - started, detail };
 }
 
 /** Where the tenant's payouts and events stand: every payment terminal, every event published. */

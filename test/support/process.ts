@@ -1,6 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createServer } from 'node:net';
 import { TEST_METRICS_TOKEN } from './metrics.ts';
+import { until } from './until.ts';
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -53,16 +54,13 @@ export async function startService(env: Record<string, string>, port: number, re
       return exited;
     },
   };
-  while (Date.now() - startedAt < readyTimeoutMs) {
-    if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output}`);
-    try {
-      const response = await fetch(`${baseUrl}/health/ready`);
-      if (response.status === 200) return { ...service, readyMs: Date.now() - startedAt };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const state = await until('the service ready', async () => {
+    if (child.exitCode !== null) return 'exited';
+    const response = await fetch(`${baseUrl}/health/ready`).catch(() => undefined); // undefined: not listening yet
+    return response?.status === 200 ? 'ready' : undefined;
+  }, { timeoutMs: readyTimeoutMs - (Date.now() - startedAt), intervalMs: 100 }).catch(() => 'not ready' as const);
+  if (state === 'ready') return { ...service, readyMs: Date.now() - startedAt };
+  if (state === 'exited') throw new Error(`service exited with ${child.exitCode}:\n${output}`);
   await service.stop('SIGKILL');
   throw new Error(`service not ready within ${readyTimeoutMs} ms:\n${output}`);
 }

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TEST_METRICS_TOKEN } from './metrics.ts';
 import { freePort, SERVICE_ARGS } from './process.ts';
+import { until } from './until.ts';
 
 export type Role = 'all' | 'api' | 'worker';
 
@@ -63,7 +64,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 class ServiceNode {
   child: ChildProcessWithoutNullStreams | undefined;
@@ -278,17 +278,17 @@ export class ServiceCluster {
     });
     this.note(`started ${node.label} pid ${child.pid}`);
 
-    const deadline = startedAt + this.readyTimeoutMs;
-    while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) {
-        throw new Error(`${node.label} exited during start (code ${child.exitCode}, signal ${child.signalCode}):\n${node.current}`);
-      }
-      if (await this.isReady(node)) {
-        const readyMs = Date.now() - startedAt;
-        this.note(`${node.label} pid ${child.pid} ready in ${readyMs} ms`);
-        return { readyMs };
-      }
-      await sleep(50);
+    const state = await until(`${node.label} ready`, async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return 'exited';
+      return (await this.isReady(node)) ? 'ready' : undefined;
+    }, { timeoutMs: startedAt + this.readyTimeoutMs - Date.now(), intervalMs: 50 }).catch(() => 'not ready' as const);
+    if (state === 'exited') {
+      throw new Error(`${node.label} exited during start (code ${child.exitCode}, signal ${child.signalCode}):\n${node.current}`);
+    }
+    if (state === 'ready') {
+      const readyMs = Date.now() - startedAt;
+      this.note(`${node.label} pid ${child.pid} ready in ${readyMs} ms`);
+      return { readyMs };
     }
     node.expectingExit = true;
     child.kill('SIGKILL');

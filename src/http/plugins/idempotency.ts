@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config.ts';
 import { pgErrorCode, type Database } from '../../db/database.ts';
 import {
@@ -101,85 +101,115 @@ export function registerIdempotency(
   config: Pick<Config, 'idempotencyTtlHours'>,
   options: IdempotencyOptions = {},
 ): void {
-  const ttlMs = config.idempotencyTtlHours * 3_600_000;
-  const leaseMs = options.leaseMs ?? IDEMPOTENCY_LEASE_MS;
-  const pending = new WeakMap<FastifyRequest, Pending>();
-  const claims = new WeakMap<FastifyRequest, Claim>();
-
-  app.addHook('preValidation', async (request) => {
-    if (!request.routeOptions.config.idempotency || !request.auth) return;
-    const key = readIdempotencyKey(request);
-    if (key === undefined) return;
-    let fingerprint: string;
-    try {
-      fingerprint = requestFingerprint(request.method, request.routeOptions.url ?? request.url, request.params, request.body);
-    } catch (error) {
-      if (error instanceof RangeError) throw validationFailed([{ field: 'body', message: 'is nested too deeply' }]);
-      throw error;
-    }
-    pending.set(request, { key, fingerprint });
+  const keys: KeyLedger = {
+    db,
+    clock,
+    ttlMs: config.idempotencyTtlHours * 3_600_000,
+    leaseMs: options.leaseMs ?? IDEMPOTENCY_LEASE_MS,
+    pending: new WeakMap<FastifyRequest, Pending>(),
+    claims: new WeakMap<FastifyRequest, Claim>(),
+  };
+  app.addHook('preValidation', async function readRequestedKey(request) {
+    const wanted = requestedKey(request);
+    if (wanted) keys.pending.set(request, wanted);
   });
-
-  app.addHook('preHandler', async (request, reply) => {
-    const wanted = pending.get(request);
-    if (!wanted || !request.auth) return;
-    pending.delete(request);
-    if (request.routeOptions.config.idempotencyInWriter) {
-      request.idempotency = wanted;
-      return;
-    }
-    const scope: IdempotencyScope = { tenantId: request.auth.tenantId, mode: request.auth.mode, key: wanted.key };
-    const result = await claimIdempotencyKey(db, scope, wanted.fingerprint, { now: clock.now(), ttlMs, leaseMs });
-    switch (result.outcome) {
-      case 'claimed':
-        claims.set(request, { scope, owner: result.owner });
-        if (result.tookOver === 'lease') request.log.warn('idempotency: took over a key whose holder let its lease expire');
-        return;
-      case 'replay':
-        // The stored bytes as they were sent; a string with a JSON content type is not re-serialised.
-        return reply
-          .code(result.status)
-          .header(IDEMPOTENT_REPLAYED_HEADER, 'true')
-          .header('content-type', 'application/json; charset=utf-8')
-          .send(result.body);
-      case 'mismatch':
-        throw new ApiError(
-          'idempotency_key_reused',
-          'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
-        );
-      case 'in_progress':
-        throw new ApiError(
-          'idempotency_request_in_progress',
-          'A request with this Idempotency-Key is still being processed. Retry the same request in a moment: you will get its result once it finishes.',
-        );
-    }
+  app.addHook('preHandler', async function claimRequestedKey(request, reply) {
+    return claimKey(keys, request, reply);
   });
-
   // Also reached when the handler throws: the error handler renders the error with reply.send.
-  app.addHook('onSend', async (request, reply, payload) => {
-    const claim = claims.get(request);
-    if (!claim) return payload; // not idempotent, a replay, or rejected by our own 409s
-    claims.delete(request);
-    const status = reply.statusCode;
-    const body = payloadText(payload);
-    try {
-      if (isStoredStatus(status) && body !== undefined) {
-        const stored = await completeIdempotencyKey(db, claim.scope, claim.owner, { status, body });
-        if (!stored) request.log.warn('idempotency: the key was taken over before this request finished; its response is not the one kept');
-      } else {
-        if (body === undefined) request.log.warn('idempotency: a streamed response cannot be stored; the key is released');
-        await releaseIdempotencyKey(db, claim.scope, claim.owner);
-      }
-    } catch (error) {
-      // The response still goes out; the key stays in progress until its lease expires. Only the
-      // code and message are logged: a driver error's detail may quote the stored body.
-      request.log.error(
-        { code: pgErrorCode(error), message: (error as Error)?.message },
-        'idempotency: could not record the outcome of the request',
-      );
-    }
-    return payload;
+  app.addHook('onSend', async function recordAnswer(request, reply, payload) {
+    return recordOutcome(keys, request, reply, payload);
   });
+}
+
+/** What the three hooks share: the keys read (pending) and the keys claimed, per request. */
+interface KeyLedger {
+  db: Database;
+  clock: Clock;
+  ttlMs: number;
+  leaseMs: number;
+  pending: WeakMap<FastifyRequest, Pending>;
+  claims: WeakMap<FastifyRequest, Claim>;
+}
+
+/** The key and fingerprint of a keyed request on an idempotent route; undefined for any other. */
+function requestedKey(request: FastifyRequest): Pending | undefined {
+  if (!request.routeOptions.config.idempotency || !request.auth) return undefined;
+  const key = readIdempotencyKey(request);
+  if (key === undefined) return undefined;
+  let fingerprint: string;
+  try {
+    fingerprint = requestFingerprint(request.method, request.routeOptions.url ?? request.url, request.params, request.body);
+  } catch (error) {
+    if (error instanceof RangeError) throw validationFailed([{ field: 'body', message: 'is nested too deeply' }]);
+    throw error;
+  }
+  return { key, fingerprint };
+}
+
+/**
+ * Claims the key before the handler runs (or hands it to a route whose writer records it in its own
+ * transaction); a completed key is answered from what it stored.
+ */
+async function claimKey(keys: KeyLedger, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+  const wanted = keys.pending.get(request);
+  if (!wanted || !request.auth) return;
+  keys.pending.delete(request);
+  if (request.routeOptions.config.idempotencyInWriter) {
+    request.idempotency = wanted;
+    return;
+  }
+  const scope: IdempotencyScope = { tenantId: request.auth.tenantId, mode: request.auth.mode, key: wanted.key };
+  const result = await claimIdempotencyKey(keys.db, scope, wanted.fingerprint, { now: keys.clock.now(), ttlMs: keys.ttlMs, leaseMs: keys.leaseMs });
+  switch (result.outcome) {
+    case 'claimed':
+      keys.claims.set(request, { scope, owner: result.owner });
+      if (result.tookOver === 'lease') request.log.warn('idempotency: took over a key whose holder let its lease expire');
+      return;
+    case 'replay':
+      // The stored bytes as they were sent; a string with a JSON content type is not re-serialised.
+      return reply
+        .code(result.status)
+        .header(IDEMPOTENT_REPLAYED_HEADER, 'true')
+        .header('content-type', 'application/json; charset=utf-8')
+        .send(result.body);
+    case 'mismatch':
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
+      );
+    case 'in_progress':
+      throw new ApiError(
+        'idempotency_request_in_progress',
+        'A request with this Idempotency-Key is still being processed. Retry the same request in a moment: you will get its result once it finishes.',
+      );
+  }
+}
+
+/** Stores the answer under the claimed key, or releases the key when the answer is not one to keep. */
+async function recordOutcome<T>(keys: KeyLedger, request: FastifyRequest, reply: FastifyReply, payload: T): Promise<T> {
+  const claim = keys.claims.get(request);
+  if (!claim) return payload; // not idempotent, a replay, or rejected by our own 409s
+  keys.claims.delete(request);
+  const status = reply.statusCode;
+  const body = payloadText(payload);
+  try {
+    if (isStoredStatus(status) && body !== undefined) {
+      const stored = await completeIdempotencyKey(keys.db, claim.scope, claim.owner, { status, body });
+      if (!stored) request.log.warn('idempotency: the key was taken over before this request finished; its response is not the one kept');
+    } else {
+      if (body === undefined) request.log.warn('idempotency: a streamed response cannot be stored; the key is released');
+      await releaseIdempotencyKey(keys.db, claim.scope, claim.owner);
+    }
+  } catch (error) {
+    // The response still goes out; the key stays in progress until its lease expires. Only the
+    // code and message are logged: a driver error's detail may quote the stored body.
+    request.log.error(
+      { code: pgErrorCode(error), message: (error as Error)?.message },
+      'idempotency: could not record the outcome of the request',
+    );
+  }
+  return payload;
 }
 
 function payloadText(payload: unknown): string | undefined {

@@ -30,6 +30,12 @@ export function anomalyView(row: AnomalyRow) {
 
 /** The operator's queue of anomalies (platform key; outside the public contract). */
 export async function adminAnomalyRoutes(app: App, anomalies: AnomalyService): Promise<void> {
+  adminListAnomaliesRoute(app, anomalies);
+  adminGetAnomalyRoute(app, anomalies);
+  adminResolveAnomalyRoute(app, anomalies);
+}
+
+function adminListAnomaliesRoute(app: App, anomalies: AnomalyService): void {
   app.get(
     '/v1/admin/anomalies',
     {
@@ -44,13 +50,15 @@ export async function adminAnomalyRoutes(app: App, anomalies: AnomalyService): P
         response: { 200: AnomalyList, ...errorResponses(400) },
       },
     },
-    async (request) => {
+    async function adminListAnomalies(request) {
       const { status, kind, limit, cursor } = request.query;
       const page = await anomalies.list({ status, kind }, { limit: limit ?? 25, cursor });
       return { data: page.rows.map(anomalyView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function adminGetAnomalyRoute(app: App, anomalies: AnomalyService): void {
   app.get(
     '/v1/admin/anomalies/:id',
     {
@@ -64,9 +72,13 @@ export async function adminAnomalyRoutes(app: App, anomalies: AnomalyService): P
         response: { 200: Answer('The anomaly', Anomaly), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => anomalyView(await anomalies.get(request.params.id)),
+    async function adminGetAnomaly(request) {
+      return anomalyView(await anomalies.get(request.params.id));
+    },
   );
+}
 
+function adminResolveAnomalyRoute(app: App, anomalies: AnomalyService): void {
   app.post(
     '/v1/admin/anomalies/:id/resolve',
     {
@@ -82,7 +94,7 @@ export async function adminAnomalyRoutes(app: App, anomalies: AnomalyService): P
         response: { 200: Answer('The anomaly, resolved', Anomaly), ...errorResponses('resource_not_found', 'anomaly_already_resolved') },
       },
     },
-    async (request) => {
+    async function adminResolveAnomaly(request) {
       if (!request.auth) throw new Error('invariant: route reached without authentication');
       return anomalyView(await anomalies.resolve(request.params.id, request.body.note, auditActorOf(request)));
     },

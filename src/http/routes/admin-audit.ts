@@ -73,6 +73,10 @@ function auditView(row: AuditRow) {
 }
 
 export async function adminAuditRoutes(app: App, db: Database): Promise<void> {
+  adminListAuditRoute(app, db);
+}
+
+function adminListAuditRoute(app: App, db: Database): void {
   app.get(
     '/v1/admin/audit',
     {
@@ -91,7 +95,7 @@ What a key did: \`?actorKeyId=…\`; what was done to a tenant: \`?tenantId=…\
         response: { 200: AuditPage, ...errorResponses(400, 403) },
       },
     },
-    async (request) => {
+    async function adminListAudit(request) {
       const { limit = 25, cursor, from, to, ...filter } = request.query;
       const rows = await listAudit(db, {
         limit,

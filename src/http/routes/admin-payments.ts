@@ -40,6 +40,11 @@ const TenantPaymentParams = Type.Object({ id: Uuid(), paymentId: Uuid() });
 
 /** Operator views and actions on payments (platform key; outside the public contract). */
 export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): Promise<void> {
+  adminGetPaymentRoute(app, db);
+  adminRecheckPaymentRoute(app, db, clock);
+}
+
+function adminGetPaymentRoute(app: App, db: Database): void {
   app.get(
     '/v1/admin/tenants/:id/payments/:paymentId',
     {
@@ -54,7 +59,7 @@ export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): 
         response: { 200: Answer('The payment, with its tenant, mode and creating key', AdminPayment), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function adminGetPayment(request) {
       const { id: tenantId, paymentId } = request.params;
       const payment = (await findPayment(db, tenantId, 'test', paymentId)) ?? (await findPayment(db, tenantId, 'live', paymentId));
       if (!payment) throw notFound('payment');
@@ -62,7 +67,9 @@ export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): 
       return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, created_by_key_id: payment.created_by_key_id };
     },
   );
+}
 
+function adminRecheckPaymentRoute(app: App, db: Database, clock: Clock): void {
   app.post(
     '/v1/admin/payments/:id/recheck',
     {
@@ -79,7 +86,7 @@ with a fresh backoff, and records it in the audit trail. 409 \`payment_already_r
         response: { 200: Answer('The payment, back on the resolution schedule', Requeued), ...errorResponses('resource_not_found', 'payment_already_resolved') },
       },
     },
-    async (request) => {
+    async function adminRecheckPayment(request) {
       const row = await recheckPayment(db, clock, request.params.id, auditActorOf(request));
       return {
         id: row.id,

@@ -10,6 +10,11 @@ import { ADMIN } from './admin-tenants.ts';
 const rateView = (row: StoredRateRow) => ({ asset: row.asset, market: row.market_text, updatedAt: row.updated_at.toISOString() });
 
 export async function adminRateRoutes(app: App, rates: RateService): Promise<void> {
+  adminSetRateRoute(app, rates);
+  adminListRatesRoute(app, rates);
+}
+
+function adminSetRateRoute(app: App, rates: RateService): void {
   app.put(
     '/v1/admin/rates/:asset',
     {
@@ -24,9 +29,13 @@ export async function adminRateRoutes(app: App, rates: RateService): Promise<voi
         response: { 200: Answer('The rate, stored', StoredRate), ...errorResponses() },
       },
     },
-    async (request) => rateView(await rates.set(request.params.asset, request.body.market, auditActorOf(request))),
+    async function adminSetRate(request) {
+      return rateView(await rates.set(request.params.asset, request.body.market, auditActorOf(request)));
+    },
   );
+}
 
+function adminListRatesRoute(app: App, rates: RateService): void {
   app.get(
     '/v1/admin/rates',
     {
@@ -39,6 +48,8 @@ export async function adminRateRoutes(app: App, rates: RateService): Promise<voi
         response: { 200: Answer('Every stored rate', Type.Object({ data: Type.Array(StoredRate) })), ...errorResponses() },
       },
     },
-    async () => ({ data: (await rates.list()).map(rateView) }),
+    async function adminListRates() {
+      return { data: (await rates.list()).map(rateView) };
+    },
   );
 }

@@ -47,9 +47,13 @@ const READS = 'Reconciliation proves the books from the database; it never chang
 
 /** Reconciliation runs (platform key): start them, list them, read one with its evidence. */
 export async function adminReconciliationRoutes(app: App, reconciliation: ReconciliationService): Promise<void> {
-  // A run this process started on request ends (at its next page) before the process closes.
   app.addHook('onClose', () => reconciliation.stop());
+  adminStartReconciliationRoute(app, reconciliation);
+  adminListReconciliationRunsRoute(app, reconciliation);
+  adminGetReconciliationRunRoute(app, reconciliation);
+}
 
+function adminStartReconciliationRoute(app: App, reconciliation: ReconciliationService): void {
   app.post(
     '/v1/admin/reconciliation/runs',
     {
@@ -67,12 +71,14 @@ no second one: that run is answered. ${READS}`,
         response: { 202: Answer('The runs, queued (or already waiting or under way)', StartedRuns), ...errorResponses('resource_not_found') },
       },
     },
-    async (request, reply) => {
+    async function adminStartReconciliation(request, reply) {
       const runs = await reconciliation.request({ tenantId: request.body.tenantId, mode: request.body.mode }, auditActorOf(request));
       return reply.code(202).send({ data: runs.slice(0, STARTED_SHOWN_MAX).map(runView), total: runs.length });
     },
   );
+}
 
+function adminListReconciliationRunsRoute(app: App, reconciliation: ReconciliationService): void {
   app.get(
     '/v1/admin/reconciliation/runs',
     {
@@ -87,13 +93,15 @@ no second one: that run is answered. ${READS}`,
         response: { 200: Answer('One page of runs, newest first', ReconciliationRunList), ...errorResponses() },
       },
     },
-    async (request) => {
+    async function adminListReconciliationRuns(request) {
       const q = request.query;
       const page = await reconciliation.list({ limit: q.limit ?? 25, cursor: q.cursor, tenantId: q.tenantId, mode: q.mode, status: q.status });
       return { data: page.rows.map(runView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function adminGetReconciliationRunRoute(app: App, reconciliation: ReconciliationService): void {
   app.get(
     '/v1/admin/reconciliation/runs/:id',
     {
@@ -108,7 +116,7 @@ no second one: that run is answered. ${READS}`,
         response: { 200: Answer('The run and its evidence', ReconciliationRunDetail), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function adminGetReconciliationRun(request) {
       const { run, discrepancies } = await reconciliation.get(request.params.id);
       return { ...runView(run), discrepancies: discrepancies.map(discrepancyView) };
     },

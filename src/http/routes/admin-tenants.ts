@@ -70,6 +70,16 @@ function creditTerms(body: { creditLimit?: number | null; creditLimits?: Record<
 }
 
 export async function adminTenantRoutes(app: App, tenants: TenantService): Promise<void> {
+  adminCreateTenantRoute(app, tenants);
+  adminListTenantsRoute(app, tenants);
+  adminGetTenantRoute(app, tenants);
+  adminUpdateTenantRoute(app, tenants);
+  adminIssueApiKeyRoute(app, tenants);
+  adminListApiKeysRoute(app, tenants);
+  adminRevokeApiKeyRoute(app, tenants);
+}
+
+function adminCreateTenantRoute(app: App, tenants: TenantService): void {
   app.post(
     '/v1/admin/tenants',
     {
@@ -83,7 +93,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 201: Answer('The tenant, created', Tenant), ...errorResponses() },
       },
     },
-    async (request, reply) => {
+    async function adminCreateTenant(request, reply) {
       const body = request.body;
       const tenant = await tenants.create({
         name: body.name,
@@ -96,7 +106,9 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
       return reply.code(201).send(tenantView(tenant));
     },
   );
+}
 
+function adminListTenantsRoute(app: App, tenants: TenantService): void {
   app.get(
     '/v1/admin/tenants',
     {
@@ -111,12 +123,14 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: TenantList, ...errorResponses(400, 403) },
       },
     },
-    async (request) => {
+    async function adminListTenants(request) {
       const page = await tenants.list({ limit: request.query.limit ?? 25, cursor: request.query.cursor });
       return { data: page.rows.map(tenantView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function adminGetTenantRoute(app: App, tenants: TenantService): void {
   app.get(
     '/v1/admin/tenants/:id',
     {
@@ -130,9 +144,13 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: Answer('The tenant', Tenant), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => tenantView(await tenants.get(request.params.id)),
+    async function adminGetTenant(request) {
+      return tenantView(await tenants.get(request.params.id));
+    },
   );
+}
 
+function adminUpdateTenantRoute(app: App, tenants: TenantService): void {
   app.patch(
     '/v1/admin/tenants/:id',
     {
@@ -147,7 +165,7 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: Answer('The tenant, updated', Tenant), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function adminUpdateTenant(request) {
       const body = request.body;
       const tenant = await tenants.update(request.params.id, {
         name: body.name,
@@ -160,7 +178,9 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
       return tenantView(tenant);
     },
   );
+}
 
+function adminIssueApiKeyRoute(app: App, tenants: TenantService): void {
   app.post(
     '/v1/admin/tenants/:id/api-keys',
     {
@@ -175,12 +195,14 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 201: Answer('The API key; `key` is shown only in this answer', IssuedApiKey), ...errorResponses('resource_not_found') },
       },
     },
-    async (request, reply) => {
+    async function adminIssueApiKey(request, reply) {
       const issued = await tenants.issueKey(request.params.id, request.body.mode, auditActorOf(request), request.body.scopes);
       return reply.code(201).send({ ...keySummary(issued.row), key: issued.key });
     },
   );
+}
 
+function adminListApiKeysRoute(app: App, tenants: TenantService): void {
   app.get(
     '/v1/admin/tenants/:id/api-keys',
     {
@@ -194,9 +216,13 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: Answer("The tenant's API keys (never the keys themselves)", Type.Object({ data: Type.Array(ApiKeySummary) })), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => ({ data: (await tenants.listKeys(request.params.id)).map(keySummary) }),
+    async function adminListApiKeys(request) {
+      return { data: (await tenants.listKeys(request.params.id)).map(keySummary) };
+    },
   );
+}
 
+function adminRevokeApiKeyRoute(app: App, tenants: TenantService): void {
   app.delete(
     '/v1/admin/api-keys/:id',
     {
@@ -210,6 +236,8 @@ export async function adminTenantRoutes(app: App, tenants: TenantService): Promi
         response: { 200: Answer('The API key, revoked', RevokedApiKey), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => tenants.revokeKey(request.params.id, auditActorOf(request)),
+    async function adminRevokeApiKey(request) {
+      return tenants.revokeKey(request.params.id, auditActorOf(request));
+    },
   );
 }

@@ -13,18 +13,26 @@ import { auditActorOf, idempotencyOf, partitionOf } from '../context.ts';
 import { ADMIN } from './admin-tenants.ts';
 import { sendWriterAnswer } from './payouts.ts';
 
-export async function adminTreasuryRoutes(app: App, db: Database, treasury: TreasuryService): Promise<void> {
-  const customerTenant = async (id: string) => {
-    const tenant = await findTenant(db, id);
-    if (!tenant || tenant.is_platform) throw notFound('tenant');
-    return tenant;
-  };
-  const checkedSender = (input: Record<string, unknown>) => {
-    const result = validateSender(input, 'sender');
-    if (!result.ok) throw validationFailed(result.errors);
-    return result.sender;
-  };
+async function customerTenant(db: Database, id: string) {
+  const tenant = await findTenant(db, id);
+  if (!tenant || tenant.is_platform) throw notFound('tenant');
+  return tenant;
+}
 
+function checkedSender(input: Record<string, unknown>) {
+  const result = validateSender(input, 'sender');
+  if (!result.ok) throw validationFailed(result.errors);
+  return result.sender;
+}
+
+export async function adminTreasuryRoutes(app: App, db: Database, treasury: TreasuryService): Promise<void> {
+  adminFundTenantRoute(app, treasury);
+  adminCloseTenantRoute(app, treasury);
+  adminSetDefaultSenderRoute(app, db);
+  adminSetCustomerSenderRoute(app, db);
+}
+
+function adminFundTenantRoute(app: App, treasury: TreasuryService): void {
   app.post(
     '/v1/admin/tenants/:id/fundings',
     {
@@ -40,7 +48,7 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         response: { 201: Answer("The tenant's position in that asset, funded", TreasuryPosition), ...errorResponses('resource_not_found') },
       },
     },
-    async (request, reply) => {
+    async function adminFundTenant(request, reply) {
       const { mode, asset, amount } = request.body;
       const answer = await treasury.fund(
         { ...partitionOf(request.auth), ...idempotencyOf(request) },
@@ -51,7 +59,9 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
       return sendWriterAnswer(reply, answer);
     },
   );
+}
 
+function adminCloseTenantRoute(app: App, treasury: TreasuryService): void {
   app.post(
     '/v1/admin/tenants/:id/close',
     {
@@ -67,9 +77,13 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         response: { 200: Answer('The position after the close, and what it settled', ClosedPosition), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => treasury.close(request.params.id, request.body.mode, undefined, auditActorOf(request)),
+    async function adminCloseTenant(request) {
+      return treasury.close(request.params.id, request.body.mode, undefined, auditActorOf(request));
+    },
   );
+}
 
+function adminSetDefaultSenderRoute(app: App, db: Database): void {
   app.put(
     '/v1/admin/tenants/:id/default-sender',
     {
@@ -84,14 +98,16 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         response: { 200: Answer('The default sender, stored (normalised)', StoredSender), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
-      await customerTenant(request.params.id);
+    async function adminSetDefaultSender(request) {
+      await customerTenant(db, request.params.id);
       const sender = checkedSender(request.body.sender);
       await setProgramDefaultSender(db, { tenantId: request.params.id, mode: request.body.mode }, sender, auditActorOf(request));
       return { mode: request.body.mode, sender };
     },
   );
+}
 
+function adminSetCustomerSenderRoute(app: App, db: Database): void {
   app.put(
     '/v1/admin/tenants/:id/customers/:customerId',
     {
@@ -106,8 +122,8 @@ export async function adminTreasuryRoutes(app: App, db: Database, treasury: Trea
         response: { 200: Answer("The customer's sender, stored (normalised)", StoredSender), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
-      await customerTenant(request.params.id);
+    async function adminSetCustomerSender(request) {
+      await customerTenant(db, request.params.id);
       const sender = checkedSender(request.body.sender);
       await setCustomerStoredSender(db, { tenantId: request.params.id, mode: request.body.mode }, request.params.customerId, sender, auditActorOf(request));
       return { mode: request.body.mode, sender };

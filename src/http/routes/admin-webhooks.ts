@@ -8,6 +8,11 @@ import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 
 export async function adminWebhookRoutes(app: App, endpoints: WebhookEndpointService): Promise<void> {
+  adminSetWebhookEndpointRoute(app, endpoints);
+  adminRotateWebhookSecretRoute(app, endpoints);
+}
+
+function adminSetWebhookEndpointRoute(app: App, endpoints: WebhookEndpointService): void {
   app.put(
     '/v1/admin/tenants/:id/webhook-endpoint',
     {
@@ -23,9 +28,13 @@ export async function adminWebhookRoutes(app: App, endpoints: WebhookEndpointSer
         response: { 200: WebhookEndpoint, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => endpoints.setEndpoint(request.params.id, request.body.mode, request.body.url, auditActorOf(request)),
+    async function adminSetWebhookEndpoint(request) {
+      return endpoints.setEndpoint(request.params.id, request.body.mode, request.body.url, auditActorOf(request));
+    },
   );
+}
 
+function adminRotateWebhookSecretRoute(app: App, endpoints: WebhookEndpointService): void {
   app.post(
     '/v1/admin/tenants/:id/webhook-endpoint/rotate-secret',
     {
@@ -41,6 +50,8 @@ export async function adminWebhookRoutes(app: App, endpoints: WebhookEndpointSer
         response: { 200: RotatedSecret, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => endpoints.rotateSecret(request.params.id, request.body.mode, auditActorOf(request)),
+    async function adminRotateWebhookSecret(request) {
+      return endpoints.rotateSecret(request.params.id, request.body.mode, auditActorOf(request));
+    },
   );
 }

@@ -4,6 +4,10 @@ import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
 export async function bankRoutes(app: App, catalogue: BankCatalogue): Promise<void> {
+  listPayoutBanksRoute(app, catalogue);
+}
+
+function listPayoutBanksRoute(app: App, catalogue: BankCatalogue): void {
   app.get(
     '/v1/payouts/banks',
     {
@@ -18,6 +22,8 @@ export async function bankRoutes(app: App, catalogue: BankCatalogue): Promise<vo
         response: { 200: BankList, ...errorResponses() },
       },
     },
-    async (request) => ({ method: request.query.method, data: await catalogue.list(request.query.method) }),
+    async function listPayoutBanks(request) {
+      return { method: request.query.method, data: await catalogue.list(request.query.method) };
+    },
   );
 }

@@ -27,6 +27,12 @@ export function beneficiaryView(row: BeneficiaryRow) {
 }
 
 export async function beneficiaryRoutes(app: App, beneficiaries: BeneficiaryService): Promise<void> {
+  registerBeneficiaryRoute(app, beneficiaries);
+  listBeneficiariesRoute(app, beneficiaries);
+  getBeneficiaryRoute(app, beneficiaries);
+}
+
+function registerBeneficiaryRoute(app: App, beneficiaries: BeneficiaryService): void {
   app.post(
     '/v1/beneficiaries',
     {
@@ -48,12 +54,14 @@ Every field is validated before anything is stored; all violations come together
         },
       },
     },
-    async (request, reply) => {
+    async function registerBeneficiary(request, reply) {
       const { beneficiary, created } = await beneficiaries.register(partitionOf(request.auth), request.body);
       return reply.code(created ? 201 : 200).send({ ...beneficiaryView(beneficiary), created });
     },
   );
+}
 
+function listBeneficiariesRoute(app: App, beneficiaries: BeneficiaryService): void {
   app.get(
     '/v1/beneficiaries',
     {
@@ -68,12 +76,14 @@ Every field is validated before anything is stored; all violations come together
         response: { 200: BeneficiaryList, ...errorResponses() },
       },
     },
-    async (request) => {
+    async function listBeneficiaries(request) {
       const page = await beneficiaries.list(partitionOf(request.auth), { limit: request.query.limit ?? 25, cursor: request.query.cursor });
       return { data: page.rows.map(beneficiaryView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function getBeneficiaryRoute(app: App, beneficiaries: BeneficiaryService): void {
   app.get(
     '/v1/beneficiaries/:id',
     {
@@ -88,6 +98,8 @@ Every field is validated before anything is stored; all violations come together
         response: { 200: Beneficiary, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => beneficiaryView(await beneficiaries.get(partitionOf(request.auth), request.params.id)),
+    async function getBeneficiary(request) {
+      return beneficiaryView(await beneficiaries.get(partitionOf(request.auth), request.params.id));
+    },
   );
 }

@@ -78,26 +78,36 @@ function securityHeaders(reply: FastifyReply): FastifyReply {
 
 export async function consoleRoutes(app: App, dir = builtConsoleDir()): Promise<void> {
   const files = loadFiles(dir);
+  consolePageRoute(app, files);
+  consoleFileRoute(app, files);
+}
 
-  const send = (reply: FastifyReply, ifNoneMatch: string | undefined, name: string) => {
-    const file = files.get(name);
-    if (file === undefined) {
-      throw new ApiError(
-        'resource_not_found',
-        files.size === 0 ? 'The operator console is not built: run `npm run build`.' : 'No such file of the operator console.',
-      );
-    }
-    securityHeaders(reply).header('cache-control', file.cacheControl).header('etag', file.etag);
-    if (ifNoneMatch === file.etag) return reply.code(304).send();
-    return reply.type(file.type).send(file.body);
-  };
+function sendFile(files: Map<string, ConsoleFile>, reply: FastifyReply, ifNoneMatch: string | undefined, name: string) {
+  const file = files.get(name);
+  if (file === undefined) {
+    throw new ApiError(
+      'resource_not_found',
+      files.size === 0 ? 'The operator console is not built: run `npm run build`.' : 'No such file of the operator console.',
+    );
+  }
+  securityHeaders(reply).header('cache-control', file.cacheControl).header('etag', file.etag);
+  if (ifNoneMatch === file.etag) return reply.code(304).send();
+  return reply.type(file.type).send(file.body);
+}
 
-  const route = { config: { public: true }, schema: { hide: true } } as const;
-  app.get('/console', route, async (request, reply) => send(reply, request.headers['if-none-match'], 'index.html'));
-  app.get('/console/*', route, async (request, reply) => {
+const CONSOLE_ROUTE = { config: { public: true }, schema: { hide: true } } as const;
+
+function consolePageRoute(app: App, files: Map<string, ConsoleFile>): void {
+  app.get('/console', CONSOLE_ROUTE, async function consolePage(request, reply) {
+    return sendFile(files, reply, request.headers['if-none-match'], 'index.html');
+  });
+}
+
+function consoleFileRoute(app: App, files: Map<string, ConsoleFile>): void {
+  app.get('/console/*', CONSOLE_ROUTE, async function consoleFile(request, reply) {
     const rest = (request.params as { '*': string })['*'];
     // A file the page asks for is served or missing; any other path is a screen of the page.
     const name = rest.startsWith('assets/') || /\.[a-z0-9]+$/i.test(rest) ? rest : 'index.html';
-    return send(reply, request.headers['if-none-match'], name);
+    return sendFile(files, reply, request.headers['if-none-match'], name);
   });
 }

@@ -33,6 +33,13 @@ const RETRY_NOTE =
   'A requeued event is delivered again with the next attempt number. If an event whose 12 attempts are spent fails again, it goes straight back to `dead`: a manual retry is one more attempt, not a new schedule.';
 
 export async function eventRoutes(app: App, events: EventService): Promise<void> {
+  listEventsRoute(app, events);
+  getEventRoute(app, events);
+  retryDeadEventsRoute(app, events);
+  retryEventRoute(app, events);
+}
+
+function listEventsRoute(app: App, events: EventService): void {
   app.get(
     '/v1/events',
     {
@@ -47,7 +54,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         response: { 200: EventList, ...errorResponses() },
       },
     },
-    async (request) => {
+    async function listEvents(request) {
       const { status, eventType, paymentId, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : BigInt(cursor);
       if (before !== undefined && before > INT8_MAX) {
@@ -57,7 +64,9 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
       return { data: page.rows.map(eventView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function getEventRoute(app: App, events: EventService): void {
   app.get(
     '/v1/events/:id',
     {
@@ -72,12 +81,14 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         response: { 200: EventDetail, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function getEvent(request) {
       const { row, payload, deliveries } = await events.get(partitionOf(request.auth), BigInt(request.params.id));
       return { ...eventView(row), payload, deliveries: deliveries.map(deliveryView) };
     },
   );
+}
 
+function retryDeadEventsRoute(app: App, events: EventService): void {
   app.post(
     '/v1/events/retry-dead',
     {
@@ -90,9 +101,13 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         response: { 200: RetriedDeadEvents, ...errorResponses() },
       },
     },
-    async (request) => ({ requeued: await events.retryDead(partitionOf(request.auth), auditActorOf(request)) }),
+    async function retryDeadEvents(request) {
+      return { requeued: await events.retryDead(partitionOf(request.auth), auditActorOf(request)) };
+    },
   );
+}
 
+function retryEventRoute(app: App, events: EventService): void {
   app.post(
     '/v1/events/:id/retry',
     {
@@ -106,7 +121,7 @@ export async function eventRoutes(app: App, events: EventService): Promise<void>
         response: { 200: RetriedEvent, ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function retryEvent(request) {
       const { row, requeued } = await events.retry(partitionOf(request.auth), BigInt(request.params.id), auditActorOf(request));
       return { id: row.id.toString(), event_type: row.event_type, status: row.status, attempts: row.attempts, requeued };
     },

@@ -28,6 +28,13 @@ function ruleView(rule: StoredLimitRule) {
 const big = (value: number | null | undefined) => (value === undefined || value === null ? null : BigInt(value));
 
 export async function limitRoutes(app: App, limits: LimitService): Promise<void> {
+  adminCreateLimitRuleRoute(app, limits);
+  adminListLimitRulesRoute(app, limits);
+  adminDeleteLimitRuleRoute(app, limits);
+  getLimitUsageRoute(app, limits);
+}
+
+function adminCreateLimitRuleRoute(app: App, limits: LimitService): void {
   app.post(
     '/v1/admin/limit-rules',
     {
@@ -41,7 +48,7 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         response: { 201: Answer('The rule, in force now', LimitRuleView), ...errorResponses('resource_not_found') },
       },
     },
-    async (request, reply) => {
+    async function adminCreateLimitRule(request, reply) {
       const body = request.body;
       const rule = await limits.createRule({
         scope: body.scope,
@@ -56,7 +63,9 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
       return reply.code(201).send(ruleView(rule));
     },
   );
+}
 
+function adminListLimitRulesRoute(app: App, limits: LimitService): void {
   app.get(
     '/v1/admin/limit-rules',
     {
@@ -70,9 +79,13 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         response: { 200: Answer('Every rule in force', LimitRuleList), ...errorResponses() },
       },
     },
-    async (request) => ({ data: (await limits.listRules(request.query.tenantId)).map(ruleView) }),
+    async function adminListLimitRules(request) {
+      return { data: (await limits.listRules(request.query.tenantId)).map(ruleView) };
+    },
   );
+}
 
+function adminDeleteLimitRuleRoute(app: App, limits: LimitService): void {
   app.delete(
     '/v1/admin/limit-rules/:id',
     {
@@ -86,12 +99,14 @@ export async function limitRoutes(app: App, limits: LimitService): Promise<void>
         response: { 200: Answer('The rule, deleted', Type.Object({ id: Type.String(), deleted: Type.Boolean() })), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function adminDeleteLimitRule(request) {
       await limits.deleteRule(request.params.id, auditActorOf(request));
       return { id: request.params.id, deleted: true };
     },
   );
+}
 
+function getLimitUsageRoute(app: App, limits: LimitService): void {
   app.get(
     '/v1/limits/usage',
     {
@@ -107,7 +122,7 @@ and rule of that user of yours; otherwise the tenant's. The rule shown is the wi
         response: { 200: Answer('Usage today and this month, and the rule that applies', LimitUsage), ...errorResponses() },
       },
     },
-    async (request) => {
+    async function getLimitUsage(request) {
       const asset = request.query.asset ?? 'BS';
       const { consumed, rule } = await limits.usage(partitionOf(request.auth), asset, request.query.customerId);
       return {

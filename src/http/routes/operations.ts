@@ -12,10 +12,18 @@ import type { App } from '../types.ts';
  * `document: false` leaves out GET /v1/openapi.json (a worker process serves no API to describe);
  * `metrics` says who may read /metrics on this port.
  */
+const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
+
 export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean; metrics: MetricsAccess }): Promise<void> {
   const readiness = new Readiness(db);
-  const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
+  healthLiveRoute(app);
+  healthReadyRoute(app, db, readiness);
+  metricsRoute(app, registry, options.metrics);
+  if (options.document === false) return;
+  openApiDocumentRoute(app);
+}
 
+function healthLiveRoute(app: App): void {
   app.get(
     '/health/live',
     {
@@ -29,9 +37,13 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         response: { 200: Answer('The process is up', Health) },
       },
     },
-    async () => ({ status: 'ok' }),
+    async function healthLive() {
+      return { status: 'ok' };
+    },
   );
+}
 
+function healthReadyRoute(app: App, db: Database, readiness: Readiness): void {
   app.get(
     '/health/ready',
     {
@@ -50,22 +62,23 @@ export async function operationsRoutes(app: App, db: Database, registry: Registr
         },
       },
     },
-    async (request, reply) => {
+    async function healthReady(request, reply) {
       if (await readiness.ready()) return { status: 'ok', database: db.engine };
       return reply.code(503).send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
     },
   );
+}
 
-  metricsRoute(app, registry, options.metrics);
-
-  if (options.document === false) return;
+function openApiDocumentRoute(app: App): void {
   app.get(
     '/v1/openapi.json',
     {
       config: { public: true },
       schema: { hide: true },
     },
-    async () => app.swagger(),
+    async function openApiDocument() {
+      return app.swagger();
+    },
   );
 }
 
@@ -94,7 +107,7 @@ export function metricsRoute(app: App, registry: Registry, access: MetricsAccess
         },
       },
     },
-    async (request, reply) => {
+    async function metrics(request, reply) {
       checkMetricsAccess(access, request.headers.authorization, reply);
       const body = await registry.metrics();
       return reply.type(registry.contentType).send(body);

@@ -64,6 +64,11 @@ export function ledgerEntriesView(rows: PaymentLedgerRow[]) {
 }
 
 export async function paymentRoutes(app: App, db: Database): Promise<void> {
+  getPaymentRoute(app, db);
+  getPaymentLedgerRoute(app, db);
+}
+
+function getPaymentRoute(app: App, db: Database): void {
   app.get(
     '/v1/payments/:id',
     {
@@ -77,13 +82,16 @@ export async function paymentRoutes(app: App, db: Database): Promise<void> {
         response: { 200: Answer('The payment and its transition history', Payment), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function getPayment(request) {
       const { tenantId, mode } = partitionOf(request.auth);
       const payment = await findPayment(db, tenantId, mode, request.params.id);
       if (!payment) throw notFound('payment');
       return paymentView(payment, await listTransitions(db, tenantId, payment.id));
     },
   );
+}
+
+function getPaymentLedgerRoute(app: App, db: Database): void {
   app.get(
     '/v1/payments/:id/ledger',
     {
@@ -98,7 +106,7 @@ export async function paymentRoutes(app: App, db: Database): Promise<void> {
         response: { 200: Answer("The payment's ledger entries", PaymentLedger), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => {
+    async function getPaymentLedger(request) {
       const partition = partitionOf(request.auth);
       const payment = await findPayment(db, partition.tenantId, partition.mode, request.params.id);
       if (!payment) throw notFound('payment');

@@ -53,6 +53,10 @@ export function sendWriterAnswer(reply: { code(status: number): any }, answer: W
 }
 
 export async function payoutRoutes(app: App, payouts: PayoutService): Promise<void> {
+  createPayoutRoute(app, payouts);
+}
+
+function createPayoutRoute(app: App, payouts: PayoutService): void {
   app.post(
     '/v1/payouts',
     {
@@ -87,7 +91,7 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
         },
       },
     },
-    async (request, reply) => {
+    async function createPayout(request, reply) {
       const answer = await payouts.create(partitionOf(request.auth), request.body as never, { ...idempotencyOf(request), requestId: request.id, createdByKeyId: request.auth!.apiKeyId });
       return sendWriterAnswer(reply, answer);
     },

@@ -22,6 +22,11 @@ export function quoteView(row: QuoteRow, now: Date) {
 }
 
 export async function quoteRoutes(app: App, quotes: QuoteService): Promise<void> {
+  createQuoteRoute(app, quotes);
+  getQuoteRoute(app, quotes);
+}
+
+function createQuoteRoute(app: App, quotes: QuoteService): void {
   app.post(
     '/v1/quotes',
     {
@@ -44,12 +49,14 @@ A conversion needs a fresh rate; without one the answer is 503 \`rate_unavailabl
         response: { 201: Answer('The quote, open until `expires_at`', Quote), ...errorResponses('rate_unavailable') },
       },
     },
-    async (request, reply) => {
+    async function createQuote(request, reply) {
       const row = await quotes.create(partitionOf(request.auth), request.body);
       return reply.code(201).send(quoteView(row, quotes.now()));
     },
   );
+}
 
+function getQuoteRoute(app: App, quotes: QuoteService): void {
   app.get(
     '/v1/quotes/:id',
     {
@@ -63,6 +70,8 @@ A conversion needs a fresh rate; without one the answer is 503 \`rate_unavailabl
         response: { 200: Answer('The quote and its status now', Quote), ...errorResponses('resource_not_found') },
       },
     },
-    async (request) => quoteView(await quotes.get(partitionOf(request.auth), request.params.id), quotes.now()),
+    async function getQuote(request) {
+      return quoteView(await quotes.get(partitionOf(request.auth), request.params.id), quotes.now());
+    },
   );
 }

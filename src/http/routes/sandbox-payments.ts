@@ -55,6 +55,10 @@ is the payment's status.`;
 
 /** Sandbox tools that act on the caller's test payments. */
 export async function sandboxPaymentRoutes(app: App, simulation: SandboxSimulationService): Promise<void> {
+  simulatePaymentOutcomeRoute(app, simulation);
+}
+
+function simulatePaymentOutcomeRoute(app: App, simulation: SandboxSimulationService): void {
   app.post(
     '/v1/sandbox/payments/:id/simulate',
     {
@@ -72,7 +76,7 @@ export async function sandboxPaymentRoutes(app: App, simulation: SandboxSimulati
         },
       },
     },
-    async (request) => {
+    async function simulatePaymentOutcome(request) {
       const { payment, transitions } = await simulation.simulate(partitionOf(request.auth), request.params.id, request.body, auditActorOf(request));
       return paymentView(payment, transitions);
     },

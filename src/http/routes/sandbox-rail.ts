@@ -72,6 +72,10 @@ ${SANDBOX_NOTICES_PENDING_MAX} of your notifications wait at once; past that, 50
 
 /** Sandbox tools that act on the sandbox rail itself. */
 export async function sandboxRailRoutes(app: App, db: Database, clock: Clock): Promise<void> {
+  sendSandboxRailNotificationRoute(app, db, clock);
+}
+
+function sendSandboxRailNotificationRoute(app: App, db: Database, clock: Clock): void {
   app.post(
     '/v1/sandbox/rail-notifications',
     {
@@ -88,7 +92,7 @@ export async function sandboxRailRoutes(app: App, db: Database, clock: Clock): P
         },
       },
     },
-    async (request, reply) => {
+    async function sendSandboxRailNotification(request, reply) {
       const queued = await queueNotification(db, clock, partitionOf(request.auth), request.body);
       reply.code(202);
       return {

@@ -48,69 +48,81 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
-
-    scope.post(
-      '/v1/sandbox/webhooks/sink',
-      {
-        config: { public: true },
-        schema: {
-          tags: ['Sandbox'],
-          operationId: 'sandboxWebhookSink',
-          summary: 'Sandbox receiver that keeps the verified deliveries of test-mode events',
-          description:
-            'Point a test-mode endpoint at exactly this URL, without a query string (the first-start sandbox tenant is configured so). ' +
-            'The sink identifies the program from the delivery itself: `x-event-id` names a test-mode event, which gives the tenant, and the delivery must be signed ' +
-            '(`x-signature`, `x-timestamp` within ±5 minutes) with that program\'s endpoint secret, the current one or, during a rotation, the previous one; the body must be that event\'s (its `id` equals `x-event-id`). ' +
-            'Such a delivery is stored, headers and raw body exactly as received, and answered 200; read them with `GET /v1/sandbox/webhooks`. ' +
-            'Anything else, including an event of a live program, is answered 401 `webhook_signature_invalid`, the same answer whether or not the event or tenant exists, and nothing is stored. ' +
-            'A query string is accepted and ignored (`tenant` and `mode` are deprecated leftovers of the former URL). Needs no key (our dispatcher calls it).',
-          security: [],
-          querystring: SinkQuery,
-          body: WebhookBody,
-          response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large') },
-        },
-      },
-      async (request) => {
-        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const outcome = await sandbox.receive({ headers: receivedHeaders(request.headers), rawBody: raw });
-        if (!outcome.stored) {
-          request.log.info({ refusal: outcome.refusal }, 'sandbox sink refused a delivery');
-          throw new ApiError(
-            'webhook_signature_invalid',
-            "Not a correctly signed delivery of a test-mode event: the sink stores only what our dispatcher sent, signed with the program's endpoint secret. Nothing was stored.",
-          );
-        }
-        return { received: true, id: outcome.receipt.id.toString(), signature_verified: outcome.receipt.signature_verified };
-      },
-    );
-
-    scope.post(
-      '/v1/sandbox/webhooks/failing',
-      {
-        config: { public: true },
-        schema: {
-          tags: ['Sandbox'],
-          operationId: 'sandboxWebhookFailing',
-          summary: 'Sandbox receiver that always answers 500',
-          description:
-            'Point a test-mode endpoint here to watch the retry schedule, the `dead` queue and `POST /v1/events/retry-dead` at work. Always 500, whatever is sent, except a body over 64 KiB, which is refused with 413 `payload_too_large` before it is read (no delivery is that large). Needs no key.',
-          security: [],
-          body: WebhookBody,
-          response: { 500: FailingReceiverAnswer, ...errorResponses('payload_too_large') },
-        },
-      },
-      async (request, reply) =>
-        reply.code(500).send({
-          error: {
-            type: 'api_error',
-            code: 'sandbox_receiver_failure',
-            message: 'This sandbox receiver always answers 500, so that webhook retries can be observed.',
-            request_id: request.id,
-          },
-        }),
-    );
+    sandboxWebhookSinkRoute(scope, sandbox);
+    sandboxWebhookFailingRoute(scope);
   });
+  listSandboxWebhookDeliveriesRoute(app, sandbox);
+}
 
+/** Registered in the raw-body scope of sandboxWebhookRoutes: the body arrives as the bytes sent. */
+function sandboxWebhookSinkRoute(scope: App, sandbox: SandboxWebhookService): void {
+  scope.post(
+    '/v1/sandbox/webhooks/sink',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Sandbox'],
+        operationId: 'sandboxWebhookSink',
+        summary: 'Sandbox receiver that keeps the verified deliveries of test-mode events',
+        description:
+          'Point a test-mode endpoint at exactly this URL, without a query string (the first-start sandbox tenant is configured so). ' +
+          'The sink identifies the program from the delivery itself: `x-event-id` names a test-mode event, which gives the tenant, and the delivery must be signed ' +
+          '(`x-signature`, `x-timestamp` within ±5 minutes) with that program\'s endpoint secret, the current one or, during a rotation, the previous one; the body must be that event\'s (its `id` equals `x-event-id`). ' +
+          'Such a delivery is stored, headers and raw body exactly as received, and answered 200; read them with `GET /v1/sandbox/webhooks`. ' +
+          'Anything else, including an event of a live program, is answered 401 `webhook_signature_invalid`, the same answer whether or not the event or tenant exists, and nothing is stored. ' +
+          'A query string is accepted and ignored (`tenant` and `mode` are deprecated leftovers of the former URL). Needs no key (our dispatcher calls it).',
+        security: [],
+        querystring: SinkQuery,
+        body: WebhookBody,
+        response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large') },
+      },
+    },
+    async function sandboxWebhookSink(request) {
+      const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+      const outcome = await sandbox.receive({ headers: receivedHeaders(request.headers), rawBody: raw });
+      if (!outcome.stored) {
+        request.log.info({ refusal: outcome.refusal }, 'sandbox sink refused a delivery');
+        throw new ApiError(
+          'webhook_signature_invalid',
+          "Not a correctly signed delivery of a test-mode event: the sink stores only what our dispatcher sent, signed with the program's endpoint secret. Nothing was stored.",
+        );
+      }
+      return { received: true, id: outcome.receipt.id.toString(), signature_verified: outcome.receipt.signature_verified };
+    },
+  );
+}
+
+/** Registered in the raw-body scope of sandboxWebhookRoutes: any body is accepted unread. */
+function sandboxWebhookFailingRoute(scope: App): void {
+  scope.post(
+    '/v1/sandbox/webhooks/failing',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['Sandbox'],
+        operationId: 'sandboxWebhookFailing',
+        summary: 'Sandbox receiver that always answers 500',
+        description:
+          'Point a test-mode endpoint here to watch the retry schedule, the `dead` queue and `POST /v1/events/retry-dead` at work. Always 500, whatever is sent, except a body over 64 KiB, which is refused with 413 `payload_too_large` before it is read (no delivery is that large). Needs no key.',
+        security: [],
+        body: WebhookBody,
+        response: { 500: FailingReceiverAnswer, ...errorResponses('payload_too_large') },
+      },
+    },
+    async function sandboxWebhookFailing(request, reply) {
+      return reply.code(500).send({
+        error: {
+          type: 'api_error',
+          code: 'sandbox_receiver_failure',
+          message: 'This sandbox receiver always answers 500, so that webhook retries can be observed.',
+          request_id: request.id,
+        },
+      });
+    },
+  );
+}
+
+function listSandboxWebhookDeliveriesRoute(app: App, sandbox: SandboxWebhookService): void {
   app.get(
     '/v1/sandbox/webhooks',
     {
@@ -125,7 +137,7 @@ export async function sandboxWebhookRoutes(app: App, sandbox: SandboxWebhookServ
         response: { 200: SandboxDeliveryList, ...errorResponses() },
       },
     },
-    async (request) => {
+    async function listSandboxWebhookDeliveries(request) {
       const { limit, cursor, eventId } = request.query;
       const page = await sandbox.list(partitionOf(request.auth), {
         limit: limit ?? 25,

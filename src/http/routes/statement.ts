@@ -52,7 +52,11 @@ async function* csvChunks(first: IteratorResult<StatementPayment[]>, rest: Async
 
 export async function statementRoutes(app: App, db: Database): Promise<void> {
   const statement = new StatementService(db);
+  listPaymentsRoute(app, statement);
+  exportPaymentsRoute(app, statement);
+}
 
+function listPaymentsRoute(app: App, statement: StatementService): void {
   app.get(
     '/v1/payments',
     {
@@ -68,12 +72,14 @@ ${FILTERS_DESCRIPTION}`,
         response: { 200: StatementPage, ...errorResponses() },
       },
     },
-    async (request) => {
+    async function listPayments(request) {
       const page = await statement.page(partitionOf(request.auth), { ...request.query, limit: request.query.limit ?? DEFAULT_PAGE_ROWS });
       return { data: page.rows.map(statementRowView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
+}
 
+function exportPaymentsRoute(app: App, statement: StatementService): void {
   app.get(
     '/v1/payments/export',
     {
@@ -89,7 +95,7 @@ ${FILTERS_DESCRIPTION}`,
         response: { 200: StatementCsv, ...errorResponses() },
       },
     },
-    async (request, reply) => {
+    async function exportPayments(request, reply) {
       const filter = statementFilter(request.query);
       const batches = statement.exportBatches(partitionOf(request.auth), filter);
       // Read the first batch before the status line is sent: a database failure is then a 500 with

@@ -3,6 +3,10 @@ import { TenantContext } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
 export async function tenantRoutes(app: App): Promise<void> {
+  getTenantMeRoute(app);
+}
+
+function getTenantMeRoute(app: App): void {
   app.get(
     '/v1/tenant/me',
     {
@@ -15,7 +19,7 @@ export async function tenantRoutes(app: App): Promise<void> {
         response: { 200: Answer('The tenant, mode and scopes of this key', TenantContext), ...errorResponses() },
       },
     },
-    async (request) => {
+    async function getTenantMe(request) {
       const auth = request.auth!;
       return {
         tenantId: auth.tenantId,

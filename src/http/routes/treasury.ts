@@ -5,6 +5,10 @@ import { AssetQuery, TreasuryPosition } from '../schemas/payouts.ts';
 import type { App } from '../types.ts';
 
 export async function treasuryRoutes(app: App, treasury: TreasuryService): Promise<void> {
+  getTreasuryPositionRoute(app, treasury);
+}
+
+function getTreasuryPositionRoute(app: App, treasury: TreasuryService): void {
   app.get(
     '/v1/treasury/position',
     {
@@ -18,6 +22,8 @@ export async function treasuryRoutes(app: App, treasury: TreasuryService): Promi
         response: { 200: Answer('Your position in that asset', TreasuryPosition), ...errorResponses() },
       },
     },
-    async (request) => treasury.position(partitionOf(request.auth), request.query.asset ?? 'BS'),
+    async function getTreasuryPosition(request) {
+      return treasury.position(partitionOf(request.auth), request.query.asset ?? 'BS');
+    },
   );
 }

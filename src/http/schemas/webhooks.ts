@@ -9,6 +9,9 @@ import { SANDBOX_REVERSAL_REASON } from '../../rails/sandbox-rail.ts';
 import { SIGNATURE_SCHEME } from '../../domain/webhook-signature.ts';
 import { AmountString, Asset, Component, StringEnum, Uuid } from './common.ts';
 import { Metadata } from './metadata.ts';
+// The payout schemas are listed before the webhook schemas under components.schemas (the published
+// document's order, which follows the order the schema modules load in).
+import './payouts.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
 
 const PayloadFields = {

@@ -2,7 +2,7 @@
 //
 //   createdb …/bds_statement_bench
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/bds_statement_bench \
-//     node --import tsx scripts/seed-statement.ts [--rows 1000000] [--days 90] [--reads 1000] [--export-days 30]
+//     node --import tsx bench/seed-statement.ts [--rows 1000000] [--days 90] [--reads 1000] [--export-days 30]
 //
 // Migrates the database, creates a tenant and a key through the admin API, inserts the payments with
 // INSERT … SELECT generate_series (chunks of 100,000, in SQL: nothing goes through Node), plus noise in

@@ -1,0 +1,157 @@
+// The composition of the services: every service of a process built once, from the config and
+// the database, for the HTTP routes (src/app.ts) and the worker loops (src/workers/index.ts) alike.
+import type { FastifyBaseLogger } from 'fastify';
+import type { Registry } from 'prom-client';
+import type { Config } from '../config.ts';
+import type { Database } from '../db/database.ts';
+import { systemClock, type Clock } from '../domain/clock.ts';
+import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
+import { observedRail } from '../rails/observed-rail.ts';
+import type { RailAdapter } from '../rails/rail.ts';
+import { SandboxRail } from '../rails/sandbox-rail.ts';
+import { AnomalyService } from './anomalies.ts';
+import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './auth-failures.ts';
+import { Authenticator } from './authenticator.ts';
+import { BeneficiaryService } from './beneficiaries.ts';
+import { ownOriginOf } from './bootstrap.ts';
+import { Committer } from './committer.ts';
+import { EventService } from './events.ts';
+import { LimitService } from './limits.ts';
+import { MoneyMetrics } from './money-metrics.ts';
+import { PaymentOutcomes, resolutionScheduleOf } from './payment-outcomes.ts';
+import { PayoutService } from './payouts.ts';
+import type { PayoutAnswers } from './payout-lane.ts';
+import type { RailsByMode } from '../rails/send.ts';
+import { QuoteService } from './quotes.ts';
+import { RateService, StoredRateSource, type RateSource } from './rates.ts';
+import { ReconciliationMetrics } from './reconciliation-metrics.ts';
+import { openDiscrepancyAnomalies, ReconciliationService } from './reconciliation.ts';
+import { SandboxSimulationService } from './sandbox-simulation.ts';
+import { SandboxWebhookService } from './sandbox-webhooks.ts';
+import { TenantService } from './tenants.ts';
+import { TreasuryService } from './treasury.ts';
+import { WebhookEndpointService } from './webhook-endpoints.ts';
+
+/** What the services are built from. */
+export interface ServiceDeps {
+  config: Config;
+  db: Database;
+  clock?: Clock;
+  rateSource?: RateSource;
+  /** The rail's bank catalogue; default the shipped copy (what the sandbox rail serves). */
+  catalogueProvider?: BankCatalogueProvider;
+  /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
+  liveRail?: RailAdapter;
+  /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
+  testRail?: RailAdapter;
+  /** How a payout's answer is serialised (the HTTP layer's view): the bytes stored under its Idempotency-Key. */
+  payoutAnswers: PayoutAnswers;
+}
+
+/** The services every route may use, built once per app. */
+export interface Services {
+  config: Config;
+  db: Database;
+  clock: Clock;
+  authenticator: Authenticator;
+  authFailures: FailedAuthentications;
+  tenants: TenantService;
+  rates: RateService;
+  quotes: QuoteService;
+  catalogue: BankCatalogue;
+  beneficiaries: BeneficiaryService;
+  rails: RailsByMode;
+  treasury: TreasuryService;
+  committer: Committer;
+  outcomes: PaymentOutcomes;
+  payouts: PayoutService;
+  limitService: LimitService;
+  metrics: MoneyMetrics;
+  events: EventService;
+  webhookEndpoints: WebhookEndpointService;
+  sandboxWebhooks: SandboxWebhookService;
+  sandboxSimulation: SandboxSimulationService;
+  anomalies: AnomalyService;
+  reconciliation: ReconciliationService;
+}
+
+/** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
+const COMMIT_QUEUE_MAX = 8192;
+
+export function createServices(deps: ServiceDeps, registry: Registry, log?: FastifyBaseLogger): Services {
+  const { config, db } = deps;
+  const clock = deps.clock ?? systemClock;
+  const nowMs = () => clock.now().getTime();
+  const authenticator = new Authenticator(db, {
+    nowMs,
+    onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
+  });
+  const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
+  const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
+  const metrics = new MoneyMetrics(registry, db, clock);
+  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
+  const rails: RailsByMode = {
+    test: observedRail(testRail, metrics),
+    live: deps.liveRail && observedRail(deps.liveRail, metrics),
+  };
+  const limitService = new LimitService(db, clock);
+  // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
+  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
+  metrics.watchCommitter(() => committer.depth);
+  const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
+  const beneficiaries = new BeneficiaryService(db, catalogue);
+  const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
+  return {
+    config,
+    db,
+    clock,
+    authenticator,
+    authFailures: failedAuthenticationsOf(config, nowMs),
+    tenants: new TenantService(db),
+    rates,
+    quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
+    catalogue,
+    beneficiaries,
+    rails,
+    treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
+    committer,
+    outcomes,
+    limitService,
+    metrics,
+    payouts: new PayoutService(
+      db,
+      clock,
+      catalogue,
+      rails,
+      outcomes,
+      committer,
+      limitService,
+      { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs },
+      deps.payoutAnswers,
+      log,
+      metrics,
+    ),
+    events: new EventService(db, clock),
+    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
+    sandboxWebhooks: new SandboxWebhookService(db, clock),
+    sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
+    anomalies: new AnomalyService(db, clock),
+    reconciliation: new ReconciliationService(
+      db,
+      clock,
+      { intervalS: config.reconcileIntervalS, executesRuns: config.role !== 'api' },
+      new ReconciliationMetrics(registry, db, clock),
+      log,
+      openDiscrepancyAnomalies(metrics),
+    ),
+  };
+}
+
+/** The failed-authentication budgets: per client address, and per address prefix (AUTH_FAILURE_*). */
+function failedAuthenticationsOf(config: Config, nowMs: () => number): FailedAuthentications {
+  const windowMs = config.authFailureWindowS * 1000;
+  return new FailedAuthentications(
+    new AuthFailureLimiter({ limit: config.authFailureLimit, windowMs, addressesMax: AUTH_FAILURE_ADDRESSES_MAX }, nowMs),
+    new AuthFailureLimiter({ limit: config.authFailurePrefixLimit, windowMs, addressesMax: AUTH_FAILURE_PREFIXES_MAX }, nowMs),
+  );
+}

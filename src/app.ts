@@ -56,7 +56,7 @@ export interface AppDeps extends Omit<ServiceDeps, 'payoutAnswers'> {
   surface?: HttpSurface;
 }
 
-export type HttpSurface = 'api' | 'operations';
+type HttpSurface = 'api' | 'operations';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
 

@@ -13,7 +13,6 @@ export const CUSTOMER_SCOPES = [
   'events:read',
   'events:write',
 ] as const;
-type CustomerScope = (typeof CUSTOMER_SCOPES)[number];
 export const PLATFORM_SCOPE = 'platform:admin';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

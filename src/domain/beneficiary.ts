@@ -5,7 +5,7 @@
 import type { FieldError } from './errors.ts';
 import type { Metadata } from './metadata.ts';
 import { ASSET_DECIMALS, type Asset } from './money.ts';
-import { INSTRUMENTS, type Instrument } from './instrument.ts';
+import type { Instrument } from './instrument.ts';
 
 
 export const BENEFICIARY_STATUSES = ['active', 'blocked'] as const;

@@ -8,7 +8,7 @@ import type { FieldError } from '../domain/errors.ts';
 type JsonSchema = Record<string, unknown> & { type?: unknown; properties?: Record<string, JsonSchema> };
 
 /** Nesting a request body may have; deeper is refused before anything walks it. */
-export const BODY_DEPTH_MAX = 32;
+const BODY_DEPTH_MAX = 32;
 
 /**
  * Makes every object schema of a request part (body, querystring, params) refuse properties it does

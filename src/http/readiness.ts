@@ -4,7 +4,7 @@ import { ping } from '../db/ping.ts';
 /** How long one answer of the database probe is reused: /health/ready costs at most one query per this, per process. */
 export const READINESS_CACHE_MS = 1000;
 /** The longest the probe waits for the database. */
-export const READINESS_TIMEOUT_MS = 2000;
+const READINESS_TIMEOUT_MS = 2000;
 
 /**
  * The readiness probe's question to the database, asked at most once per READINESS_CACHE_MS and

@@ -35,7 +35,7 @@ function changesAMode(route: Pick<RouteOptions, 'method' | 'config' | 'schema'>)
 }
 
 /** The error codes a route has by its kind (see the file comment). */
-export function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Partial<Pick<RouteOptions, 'schema'>>): ErrorCode[] {
+function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Partial<Pick<RouteOptions, 'schema'>>): ErrorCode[] {
   const config = route.config ?? {};
   const codes: ErrorCode[] = ['validation_failed', 'internal_error', 'service_unavailable'];
   if (config.public !== true) {

@@ -5,7 +5,7 @@ import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type Bene
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 
 /** The caller's (tenant, mode) partition: every beneficiary read and write is scoped by it. */
 export interface BeneficiaryPage {

@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { isTransientDatabaseError, type Database, type TransactionHandle } from '../db/database.ts';
 import { inTransaction } from '../db/lock-order.ts';
 import { overloaded } from '../domain/errors.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 
 type Queue = { partition: Partition; lane: BatchLane<unknown, unknown>; items: Item[]; draining: boolean };
 

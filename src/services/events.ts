@@ -14,7 +14,7 @@ import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { EventStatus, EventType } from '../domain/webhooks.ts';
 import { notFound } from '../domain/errors.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 
 
 export const INT8_MAX = 9_223_372_036_854_775_807n;

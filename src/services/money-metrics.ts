@@ -17,15 +17,15 @@ export const REASON_LABELS_MAX = 64;
  * The backlog gauges are read from the database on scrape (see ScrapeSnapshot). A scrape waits at
  * most this long for them, then answers with the last values read.
  */
-export const BACKLOG_SCRAPE_WAIT_MS = 2_000;
+const BACKLOG_SCRAPE_WAIT_MS = 2_000;
 
 const SECONDS_BUCKETS_FAST = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const SECONDS_BUCKETS_REMOTE = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** Webhook delivery results: the receiver's status class, or why there was none. */
-export type DeliveryClass = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'error';
+type DeliveryClass = '2xx' | '3xx' | '4xx' | '5xx' | 'timeout' | 'error';
 
-export function deliveryClassOf(response: WebhookResponse): DeliveryClass {
+function deliveryClassOf(response: WebhookResponse): DeliveryClass {
   if (response.timedOut) return 'timeout';
   const code = response.statusCode;
   if (code === null || code < 200 || code > 599) return 'error';
@@ -55,7 +55,7 @@ export class BoundedLabel {
 }
 
 /** Open anomalies counted for `bolivar_anomalies_open`, at most (one bounded read of a partial index). */
-export const ANOMALIES_OPEN_COUNT_MAX = 10_000;
+const ANOMALIES_OPEN_COUNT_MAX = 10_000;
 
 /**
  * Figures read from the database on scrape rather than sampled by a loop (the backlog, the open

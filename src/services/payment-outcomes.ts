@@ -19,7 +19,7 @@ import {
 import type { TransitionActor } from '../domain/payment-state.ts';
 import type { BatchLane, Committer } from './committer.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 
 /** The longest a rail's "ask me again in" hint is honoured. */
 const RETRY_HINT_MAX_MS = 3_600_000;
@@ -85,7 +85,7 @@ export class PaymentOutcomes {
   private readonly lane: OutcomeLane;
 
   constructor(
-    private readonly clock: Clock,
+    clock: Clock,
     private readonly committer: Committer,
     schedule: ResolutionSchedule,
     metrics?: MoneyMetrics,

@@ -32,7 +32,7 @@ import { keyInProgress, keyReused, refusalError } from './payout-refusals.ts';
 import type { WriterAnswer } from './writer-answer.ts';
 
 /** The most payouts of one tenant in one transaction. */
-export const PAYOUT_BATCH_MAX = 128;
+const PAYOUT_BATCH_MAX = 128;
 
 /** How answers are written: the bytes sent are the bytes stored under the key. */
 export interface PayoutAnswers {

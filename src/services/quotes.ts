@@ -8,7 +8,7 @@ import { MoneyError, computeQuote, type Quote } from '../domain/money.ts';
 import { planQuote, type QuoteRequestInput } from '../domain/quote-request.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import type { RateService } from './rates.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 
 export type QuoteStatus = 'open' | 'consumed' | 'expired';
 

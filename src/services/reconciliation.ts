@@ -4,7 +4,7 @@
 // mode (a unique index), a queued run claimed by one worker (SKIP LOCKED), a run whose worker died
 // abandoned once its lease runs out — so any number of workers share one database.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Database, Queryable } from '../db/database.ts';
+import type { Database } from '../db/database.ts';
 import {
   abandonExpiredRuns,
   claimQueuedRun,

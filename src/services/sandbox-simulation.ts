@@ -54,7 +54,7 @@ export interface SimulationRequest {
 }
 
 /** The reason the outcome is recorded with, or a 400 naming `reason`. */
-export function reasonOf(request: SimulationRequest): string | undefined {
+function reasonOf(request: SimulationRequest): string | undefined {
   const { outcome, reason } = request;
   const refuse = (message: string) => validationFailed([{ field: 'reason', message }]);
   if (outcome === 'settle') {

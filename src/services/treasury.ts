@@ -32,8 +32,6 @@ export interface TreasuryPosition {
 
 /** The largest balance a ledger account can hold (PostgreSQL bigint). */
 const BALANCE_MAX = 2n ** 63n - 1n;
-/** Credit tenants closed per pass of the scheduled close, at most. */
-export const CLOSES_PER_PASS_MAX = 100;
 
 export interface ClosedAsset {
   asset: string;

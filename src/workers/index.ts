@@ -77,7 +77,7 @@ export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | '
 }
 
 /** Sandbox money for the bootstrap tenant: 1,000,000,000.00 Bs of test-mode prefunding. */
-export const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
+const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
 
 /**
  * First-start steps contributed by features: the sandbox tenant is prefunded (test mode), and its

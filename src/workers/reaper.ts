@@ -4,7 +4,7 @@ import { claimUnresolvedPayments, deferResolution, findPayment, findPaymentById,
 import { openAnomaly } from '../db/repositories/anomalies.ts';
 import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailReport, ResolutionSchedule } from '../domain/outcome-decision.ts';
+import type { RailReport } from '../domain/outcome-decision.ts';
 import { sendEndsMs } from '../domain/send-schedule.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';

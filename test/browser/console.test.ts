@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { chromium, type Page } from 'playwright-core';
+import { chromium } from 'playwright-core';
 import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';

@@ -13,9 +13,9 @@ import { ServiceCluster, type NodeSpec } from './service-cluster.ts';
 import { TestReceiver } from './webhooks.ts';
 import { until } from './until.ts';
 
-export const TERMINAL = ['settled', 'failed', 'reversed'] as const;
+const TERMINAL = ['settled', 'failed', 'reversed'] as const;
 /** Deliver amounts below this fail before the rail (USD 1 at the seeded 925.00 Bs rate). */
-export const RAIL_FLOOR_MINOR = 92_500;
+const RAIL_FLOOR_MINOR = 92_500;
 
 /** Short sandbox and worker delays: a payout resolves in well under a second. */
 export const FAST_ENV: Record<string, string> = {
@@ -38,7 +38,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const ASSERTIONS_APP = 'bds-test-assertions';
 
 /** A small pool on the test database; errors of idle connections (a server restart) are ignored. */
-export function openPool(url: string, max = 4): pg.Pool {
+function openPool(url: string, max = 4): pg.Pool {
   const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000, application_name: ASSERTIONS_APP });
   pool.on('error', () => undefined);
   return pool;
@@ -52,7 +52,7 @@ export async function rows<T = any>(pool: pg.Pool, sql: string, params: unknown[
  * `pg_stat_database.deadlocks` of `dbname`, read once no other session is connected to it (the
  * service processes have exited and their backends have flushed their statistics), bounded.
  */
-export async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 15_000): Promise<{ deadlocks: number; others: number }> {
+async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 15_000): Promise<{ deadlocks: number; others: number }> {
   const client = new pg.Client({ connectionString: adminUrl, application_name: ASSERTIONS_APP });
   await client.connect();
   try {
@@ -204,14 +204,14 @@ export type OutcomeId =
   | 'plain'
   | 'below_floor';
 
-export interface Expected {
+interface Expected {
   status: 'settled' | 'failed' | 'reversed';
   reason?: string;
   /** Fails before any rail call: nothing charged, no transfer at the rail. */
   beforeRail: boolean;
 }
 
-export function expectedOutcome(spec: PayoutSpec): Expected {
+function expectedOutcome(spec: PayoutSpec): Expected {
   if (spec.deliver < RAIL_FLOOR_MINOR) return { status: 'failed', reason: 'amount_below_rail_minimum', beforeRail: true };
   switch (spec.nationalId) {
     case 'V99990003':
@@ -296,7 +296,7 @@ export async function waitFor(
 }
 
 /** Where the tenant's payouts and events stand: every payment terminal, every event published. */
-export async function settlementProgress(pool: pg.Pool, tenantId: string, expectedPayments: number): Promise<{ done: boolean; detail: string }> {
+async function settlementProgress(pool: pg.Pool, tenantId: string, expectedPayments: number): Promise<{ done: boolean; detail: string }> {
   const [p] = await rows(
     pool,
     `SELECT count(*)::int AS total,
@@ -326,20 +326,20 @@ export async function settlementProgress(pool: pg.Pool, tenantId: string, expect
 }
 
 /** Writes every process's output and the client's records under a temporary directory; returns it. */
-export function saveArtifacts(name: string, parts: Record<string, string>): string {
+function saveArtifacts(name: string, parts: Record<string, string>): string {
   const dir = mkdtempSync(path.join(tmpdir(), `bds-${name}-`));
   for (const [file, text] of Object.entries(parts)) writeFileSync(path.join(dir, file), text);
   return dir;
 }
 
-export function clientDump(client: ChaosClient): string {
+function clientDump(client: ChaosClient): string {
   return [...client.records.values()].map((r) => ChaosClient.describe(r)).join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------
 // Invariants
 
-export interface InvariantInput {
+interface InvariantInput {
   pool: pg.Pool;
   tenant: Tenant;
   client: ChaosClient;
@@ -359,7 +359,7 @@ const show = (value: unknown, max = 15) => {
  * Every invariant of a finished run, client side and database side. Returns the violations (empty
  * when all hold), each naming the offending keys or rows.
  */
-export async function invariantViolations(input: InvariantInput): Promise<string[]> {
+async function invariantViolations(input: InvariantInput): Promise<string[]> {
   const { pool, tenant, client } = input;
   const t = tenant.tenantId;
   const violations: string[] = [];
@@ -596,7 +596,7 @@ export async function invariantViolations(input: InvariantInput): Promise<string
 }
 
 /** A compact account of a run for failure messages and logs. */
-export function runSummary(client: ChaosClient, records: KeyRecord[] = [...client.records.values()]): string {
+function runSummary(client: ChaosClient, records: KeyRecord[] = [...client.records.values()]): string {
   const latencies = records.filter((r) => r.finishedAt !== undefined).map((r) => r.finishedAt! - r.startedAt).sort((a, b) => a - b);
   const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
   return `${records.length} keys; per-key time p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${latencies.at(-1) ?? 0} ms; answers ${JSON.stringify(client.answerCounts())}`;

@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { componentSchemas } from '../schemas/common.ts';
 import { WEBHOOK_DELIVERY_HEADERS } from '../schemas/webhooks.ts';
 
-export const API_DESCRIPTION = `Deliver Venezuelan bolivares (BS) to a beneficiary's bank account by Pago Móvil or bank transfer.
+const API_DESCRIPTION = `Deliver Venezuelan bolivares (BS) to a beneficiary's bank account by Pago Móvil or bank transfer.
 
 The flow is three calls: quote (\`POST /v1/quotes\`), register the beneficiary (\`POST /v1/beneficiaries\`),
 disburse (\`POST /v1/payouts\`). The rail is asynchronous: the usual payout answer is \`submitted\`, and the

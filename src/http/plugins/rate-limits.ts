@@ -6,7 +6,7 @@ import { ApiError } from '../../domain/errors.ts';
 /** Every limiter counts over this window. */
 const WINDOW_MS = 1000;
 /** Counters kept at most per limiter (keys or addresses; the least recently used are dropped first). */
-export const RATE_LIMIT_COUNTERS_MAX = 10_000;
+const RATE_LIMIT_COUNTERS_MAX = 10_000;
 
 /**
  * The two request-rate limits, in memory per process:

@@ -15,7 +15,7 @@ function newRequestId(): string {
 }
 
 /** What Node's parser reported, as our code and a message an integrator can act on. */
-export function clientErrorOf(code: string | undefined): ApiError {
+function clientErrorOf(code: string | undefined): ApiError {
   switch (code) {
     case 'ERR_HTTP_REQUEST_TIMEOUT':
       return new ApiError('request_timeout', 'The request was not received in time; send it again.');
@@ -60,7 +60,7 @@ export function frameworkErrors(error: FastifyError, request: FastifyRequest, re
 }
 
 /** An `Expect` other than 100-continue (which Node answers itself): 417 in the envelope. */
-export function answerUnsupportedExpectation(server: Server): void {
+function answerUnsupportedExpectation(server: Server): void {
   server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
     const requestId = newRequestId();
     const body = JSON.stringify(

@@ -9,7 +9,7 @@ import { auditActorOf } from '../context.ts';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
-export function anomalyView(row: AnomalyRow) {
+function anomalyView(row: AnomalyRow) {
   return {
     id: row.id,
     kind: row.kind,

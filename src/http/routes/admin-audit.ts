@@ -11,7 +11,7 @@ const RecordedFields = Nullable(
   Type.Object({}, { additionalProperties: true, description: 'The fields the action changed, redacted: secrets and keys never, account numbers and phones by their last 4 digits' }),
 );
 
-export const AuditEntryView = Component(
+const AuditEntryView = Component(
   'AuditEntry',
   Type.Object(
     {

@@ -12,7 +12,7 @@ import { auditActorOf } from '../context.ts';
 /** Runs listed in the answer to a request that queued more. */
 const STARTED_SHOWN_MAX = 100;
 
-export function runView(row: RunRow) {
+function runView(row: RunRow) {
   return {
     id: row.id,
     tenantId: row.tenant_id,

@@ -25,7 +25,7 @@ export const ADMIN = { scopes: [PLATFORM_SCOPE] } as const;
 
 const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 
-export function tenantView(row: TenantRow) {
+function tenantView(row: TenantRow) {
   const ceiling = (asset: string) => creditCeiling(row.credit_limit, row.credit_limits, asset)?.toString() ?? null;
   return {
     id: row.id,

@@ -7,7 +7,7 @@ import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 
 /** The public shape: snake_case, no tenant, mode or instrument. */
-export function beneficiaryView(row: BeneficiaryRow) {
+function beneficiaryView(row: BeneficiaryRow) {
   return {
     id: row.id,
     full_name: row.full_name,

@@ -35,7 +35,7 @@ interface ConsoleFile {
  * Where the built console is: beside the bundle (dist/main.js → dist/console), or, when the service
  * runs from its TypeScript sources (the tests), in the build output of the repository.
  */
-export function builtConsoleDir(): string | undefined {
+function builtConsoleDir(): string | undefined {
   const here = path.dirname(fileURLToPath(import.meta.url));
   return [path.join(here, 'console'), path.resolve(here, '../../../dist/console')].find((dir) => existsSync(path.join(dir, 'index.html')));
 }

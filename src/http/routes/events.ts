@@ -9,7 +9,7 @@ import type { App } from '../types.ts';
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
 /** An event record, without the payload. */
-export function eventView(row: EventRow) {
+function eventView(row: EventRow) {
   return {
     id: row.id.toString(),
     event_type: row.event_type,
@@ -25,7 +25,7 @@ export function eventView(row: EventRow) {
   };
 }
 
-export function deliveryView(row: DeliveryRow) {
+function deliveryView(row: DeliveryRow) {
   return { attempt: row.attempt, status_code: row.status_code, ok: row.ok, error: row.error, duration_ms: row.duration_ms };
 }
 

@@ -50,7 +50,7 @@ export function paymentView(p: PaymentRow, transitions: TransitionRow[]) {
 }
 
 /** Rows of postings, one entry per ledger transaction (the rows come grouped, in order). */
-export function ledgerEntriesView(rows: PaymentLedgerRow[]) {
+function ledgerEntriesView(rows: PaymentLedgerRow[]) {
   const entries: Array<Static<typeof LedgerEntryView>> = [];
   for (const row of rows) {
     let entry = entries.at(-1);

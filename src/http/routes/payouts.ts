@@ -11,7 +11,7 @@ import { PayoutCallbacks } from '../schemas/webhooks.ts';
 import type { App } from '../types.ts';
 
 /** The payout result: the answer of POST /v1/payouts. */
-export function payoutView(p: PaymentRow) {
+function payoutView(p: PaymentRow) {
   const failed = p.status === 'failed';
   return {
     id: p.id,

@@ -6,7 +6,7 @@ import { IdParam } from '../schemas/tenant.ts';
 import { CreateQuoteBody, Quote } from '../schemas/quotes.ts';
 import type { App } from '../types.ts';
 
-export function quoteView(row: QuoteRow, now: Date) {
+function quoteView(row: QuoteRow, now: Date) {
   return {
     id: row.id,
     fixed: row.fixed,

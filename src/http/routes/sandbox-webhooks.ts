@@ -11,7 +11,7 @@ import type { App } from '../types.ts';
 // Documents the request body without constraining it: the sink reads the raw bytes and decides.
 const WebhookBody = Type.Unknown({ description: 'A webhook delivery body, exactly as our dispatcher sent it' });
 
-export function sandboxDeliveryView(row: SandboxReceiptRow) {
+function sandboxDeliveryView(row: SandboxReceiptRow) {
   return {
     id: row.id.toString(),
     event_id: row.event_id.toString(),

@@ -3,12 +3,12 @@ import { ANOMALY_KIND_MEANINGS, ANOMALY_KINDS, ANOMALY_STATUSES } from '../../do
 import { Component, DateTime, ModeSchema, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 
 /** The longest resolution note. */
-export const RESOLUTION_NOTE_LENGTH_MAX = 2000;
+const RESOLUTION_NOTE_LENGTH_MAX = 2000;
 
-export const AnomalyKind = StringEnum(ANOMALY_KINDS, {
+const AnomalyKind = StringEnum(ANOMALY_KINDS, {
   description: `What contradicts what:\n${ANOMALY_KINDS.map((kind) => `- \`${kind}\`: ${ANOMALY_KIND_MEANINGS[kind]}`).join('\n')}`,
 });
-export const AnomalyStatus = StringEnum(ANOMALY_STATUSES, { description: '`open` until an operator resolves it' });
+const AnomalyStatus = StringEnum(ANOMALY_STATUSES, { description: '`open` until an operator resolves it' });
 
 const Evidence = (description: string) => Type.Object({}, { additionalProperties: true, description });
 

@@ -6,7 +6,7 @@ export const BankMethodQuery = Type.Object({
   method: StringEnum(INSTRUMENTS, { description: 'The instrument whose catalogue to list' }),
 });
 
-export const Bank = Component(
+const Bank = Component(
   'Bank',
   Type.Object(
     {

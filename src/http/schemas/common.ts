@@ -21,7 +21,7 @@ export function Nullable<T extends TSchema>(schema: T) {
 export const VALIDATED_IN_CODE = 'x-validated-in-code';
 
 /** The keyword @fastify/swagger takes a response's description from (and leaves out of its schema). */
-export const RESPONSE_DESCRIPTION = 'x-response-description';
+const RESPONSE_DESCRIPTION = 'x-response-description';
 
 /**
  * A string-literal enum rendered as `{type: string, enum: [...]}` (OpenAPI-friendly, no anyOf), with
@@ -31,7 +31,7 @@ export function StringEnum<const T extends readonly string[]>(values: T, options
   return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], maxLength: Math.max(...values.map((v) => [...v].length)), ...options });
 }
 
-export const UUID_LENGTH = 36;
+const UUID_LENGTH = 36;
 
 export const Uuid = (description?: string) =>
   Type.String({ format: 'uuid', maxLength: UUID_LENGTH, description, 'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f' });
@@ -50,7 +50,7 @@ export const DateTime = (description?: string) => Type.String({ format: 'date-ti
 export const AmountString = (description?: string) =>
   Type.String({ pattern: '^-?[0-9]+$', description: description ?? 'Integer amount in minor units, as a string', example: '5000000' });
 
-export const MAX_AMOUNT_MINOR = Number.MAX_SAFE_INTEGER;
+const MAX_AMOUNT_MINOR = Number.MAX_SAFE_INTEGER;
 
 /** Amount in a request: a JSON integer in minor units (no decimals, no strings). */
 export const AmountInteger = (description?: string) =>
@@ -65,11 +65,11 @@ export const AmountInteger = (description?: string) =>
 export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 export const Asset = StringEnum(ASSETS, { description: 'Asset code' });
 
-export const MODES = ['test', 'live'] as const;
+const MODES = ['test', 'live'] as const;
 export const ModeSchema = StringEnum(MODES);
 
 /** Answers that can come on any request, before an operation is chosen: not listed per operation. */
-export const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];
+const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];
 
 export const ErrorEnvelope = Type.Object(
   {

@@ -5,8 +5,8 @@ import { Component, DateTime, ModeSchema, Nullable, PageLimit, StringEnum, Uuid 
 const NUMERIC_ID = '^[0-9]{1,19}$';
 const NUMERIC_ID_LENGTH = 19;
 
-export const EventType = StringEnum(EVENT_TYPES, { description: 'Event type' });
-export const EventStatus = StringEnum(EVENT_STATUSES, { description: '`pending` (queued or retrying), `published` (a 2xx was received) or `dead` (attempts exhausted; re-deliverable)' });
+const EventType = StringEnum(EVENT_TYPES, { description: 'Event type' });
+const EventStatus = StringEnum(EVENT_STATUSES, { description: '`pending` (queued or retrying), `published` (a 2xx was received) or `dead` (attempts exhausted; re-deliverable)' });
 
 const NumericId = (description: string) =>
   Type.String({ pattern: NUMERIC_ID, maxLength: NUMERIC_ID_LENGTH, description, example: '42', 'x-error-message': 'must be a numeric event id, such as 42' });
@@ -27,12 +27,12 @@ const EventFields = {
   created_at: DateTime(),
 };
 
-export const EventRecord = Component(
+const EventRecord = Component(
   'EventRecord',
   Type.Object(EventFields, { description: 'An outcome event and its delivery state; lists omit the payload' }),
 );
 
-export const Delivery = Component(
+const Delivery = Component(
   'EventDelivery',
   Type.Object(
     {
@@ -183,7 +183,7 @@ export const FailingReceiverAnswer = Type.Object(
   { description: 'Always 500: lets an integrator watch retries and the failed queue' },
 );
 
-export const SandboxDelivery = Component(
+const SandboxDelivery = Component(
   'SandboxWebhookDelivery',
   Type.Object(
     {

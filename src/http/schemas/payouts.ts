@@ -92,7 +92,7 @@ export const PayoutResult = Component(
 
 const PaymentStatus = (description: string) => StringEnum(PAYMENT_STATUSES, { description });
 
-export const TRANSITION_ACTORS = ['api', 'provider_event', 'reaper', 'system'] as const satisfies readonly TransitionActor[];
+const TRANSITION_ACTORS = ['api', 'provider_event', 'reaper', 'system'] as const satisfies readonly TransitionActor[];
 
 const KNOWN_TRANSITION_REASONS = [
   '`ledger_committed` (accepted and charged)',
@@ -103,7 +103,7 @@ const KNOWN_TRANSITION_REASONS = [
   "the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox)",
 ];
 
-export const Transition = Type.Object({
+const Transition = Type.Object({
   from_status: Nullable(PaymentStatus('The status before; null on the first transition (a payment created `submitted` or `failed`)')),
   to_status: PaymentStatus('The status after'),
   reason: Nullable(
@@ -152,8 +152,8 @@ export const PaymentFields = {
 
 export const Payment = Component('Payment', Type.Object(PaymentFields));
 
-export const LEDGER_ENTRY_KINDS = ['funding', 'payout', 'payout_settlement', 'payout_failure', 'payout_reversal', 'daily_close'] as const satisfies readonly LedgerEntryKind[];
-export const LEDGER_ACCOUNTS = ['prefunding', 'credit_receivable', 'in_flight', 'revenue', 'treasury', 'fx'] as const satisfies readonly AccountKind[];
+const LEDGER_ENTRY_KINDS = ['funding', 'payout', 'payout_settlement', 'payout_failure', 'payout_reversal', 'daily_close'] as const satisfies readonly LedgerEntryKind[];
+const LEDGER_ACCOUNTS = ['prefunding', 'credit_receivable', 'in_flight', 'revenue', 'treasury', 'fx'] as const satisfies readonly AccountKind[];
 
 export const LedgerEntryView = Component(
   'LedgerEntry',

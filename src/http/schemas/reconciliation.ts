@@ -3,7 +3,7 @@ import { CHECK_SUMMARIES, RECONCILIATION_CHECKS } from '../../domain/reconciliat
 import { DISCREPANCIES_STORED_PER_CHECK_MAX } from '../../services/reconciliation-run.ts';
 import { Component, DateTime, ModeSchema, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 
-export const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'abandoned'] as const;
+const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'abandoned'] as const;
 
 /** A tenant id the request names: a UUID, so at most 36 characters. */
 const TenantIdInput = (description: string) => ({ ...Uuid(description), maxLength: 36 });
@@ -49,9 +49,9 @@ const runFields = {
   error: Nullable(Type.String({ description: 'Why a run failed or was abandoned' })),
 };
 
-export const ReconciliationRun = Component('ReconciliationRun', Type.Object(runFields));
+const ReconciliationRun = Component('ReconciliationRun', Type.Object(runFields));
 
-export const ReconciliationDiscrepancy = Component(
+const ReconciliationDiscrepancy = Component(
   'ReconciliationDiscrepancy',
   Type.Object({
     check: StringEnum(RECONCILIATION_CHECKS),

@@ -44,7 +44,7 @@ export const StatementQuery = Type.Object({ ...StatementFilters, ...PageQuery })
 
 export const StatementExportQuery = Type.Object(StatementFilters);
 
-export const StatementRow = Component(
+const StatementRow = Component(
   'StatementRow',
   Type.Object(StatementRowFields, { description: 'One payment of the statement' }),
 );

@@ -79,7 +79,7 @@ export const TenantList = Component(
 
 export const TenantListQuery = Type.Object(PageQuery);
 
-export const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
+const Scopes = Type.Array(StringEnum(CUSTOMER_SCOPES), {
   minItems: 1,
   maxItems: CUSTOMER_SCOPES.length,
   uniqueItems: true,

@@ -23,7 +23,7 @@ const PayloadFields = {
 const Method = StringEnum(INSTRUMENTS, { description: 'Instrument used' });
 const BankReference = Type.String({ description: "Receipt the beneficiary sees at their bank: the settlement's reference" });
 
-export const PaymentSettledPayload = Component(
+const PaymentSettledPayload = Component(
   'PaymentSettledPayload',
   Type.Object(
     { ...PayloadFields, bankReference: BankReference, method: Method, metadata: Metadata },
@@ -31,7 +31,7 @@ export const PaymentSettledPayload = Component(
   ),
 );
 
-export const PaymentFailedPayload = Component(
+const PaymentFailedPayload = Component(
   'PaymentFailedPayload',
   Type.Object(
     {
@@ -44,7 +44,7 @@ export const PaymentFailedPayload = Component(
   ),
 );
 
-export const PaymentReversedPayload = Component(
+const PaymentReversedPayload = Component(
   'PaymentReversedPayload',
   Type.Object(
     {
@@ -72,12 +72,13 @@ const EventBody = (eventType: string, payload: TSchema, description: string) =>
     { description },
   );
 
-export const PaymentSettledEvent = Component(
+// Registered as components of the document (the bodies a webhook receiver gets); no route answers with them.
+Component(
   'PaymentSettledEvent',
   EventBody('payment.settled', PaymentSettledPayload, 'Body of a `payment.settled` delivery'),
 );
-export const PaymentFailedEvent = Component('PaymentFailedEvent', EventBody('payment.failed', PaymentFailedPayload, 'Body of a `payment.failed` delivery'));
-export const PaymentReversedEvent = Component(
+Component('PaymentFailedEvent', EventBody('payment.failed', PaymentFailedPayload, 'Body of a `payment.failed` delivery'));
+Component(
   'PaymentReversedEvent',
   EventBody('payment.reversed', PaymentReversedPayload, 'Body of a `payment.reversed` delivery'),
 );
@@ -88,7 +89,7 @@ const EVENT_COMPONENTS = {
   'payment.reversed': 'PaymentReversedEvent',
 } as const satisfies Record<(typeof EVENT_TYPES)[number], string>;
 
-export const WebhookEvent = Component(
+Component(
   'WebhookEvent',
   Type.Unsafe({
     description: 'Any webhook delivery body; `eventType` tells which',
@@ -132,7 +133,7 @@ const CALLBACK_RESPONSES = {
  * endpoint. Its URL is configured, not part of the request, so the key is a placeholder URL. (The
  * delivery headers are added to every callback operation by plugins/openapi.ts.)
  */
-export const WEBHOOK_ENDPOINT_PLACEHOLDER = 'https://your-webhook-endpoint.example';
+const WEBHOOK_ENDPOINT_PLACEHOLDER = 'https://your-webhook-endpoint.example';
 
 export const PayoutCallbacks = Object.fromEntries(
   Object.entries(EVENT_COMPONENTS).map(([type, name]) => [

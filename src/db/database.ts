@@ -61,6 +61,13 @@ export type Engine = 'pglite' | 'postgres';
 
 export interface TransactionOptions {
   /**
+   * true: a batch transaction (the committer's). Its BEGIN marks it as one for its own statements
+   * (SET LOCAL bolivar.in_batch = on, in the same message), which the lock statements test before they
+   * insert anything (IN_BATCH_TRANSACTION in db/lock-order.ts). On PostgreSQL that BEGIN is not waited
+   * for: it leaves with the batch's first statement, one round trip fewer per batch.
+   */
+  batch?: boolean;
+  /**
    * false: every statement of this transaction finds its rows by key, so the planner is told not to
    * scan whole tables (SET LOCAL enable_seqscan = off, in the same round trip as BEGIN), and to use each
    * prepared statement's generic plan, made once per connection, instead of planning it again at every
@@ -68,7 +75,7 @@ export interface TransactionOptions {
    * on the connection meanwhile — foreign-key checks, trigger queries, prepared statements — are made
    * as index lookups even when the tables were tiny at the time, instead of sequential scans that
    * stay cached while the tables grow (see PostgresDatabase's connection lifetime). No effect on
-   * correctness; where no index fits, PostgreSQL still scans.
+   * correctness (nothing tests these settings); where no index fits, PostgreSQL still scans.
    */
   seqScans?: boolean;
 }

@@ -150,14 +150,15 @@ export function slotOf(kind: string, inFlightSlot: InFlightSlot): string {
 }
 
 /**
- * SQL, true only inside a batch transaction (TransactionOptions.seqScans false: its BEGIN also sets
- * enable_seqscan off for the transaction). On PostgreSQL a batch's BEGIN is pipelined with its first
- * statement, the lock statement, so that statement is on the wire before BEGIN's answer; in the
- * (practically impossible) case that BEGIN failed on a live connection, the lock statement would run
- * on its own, committed at once. Every row it would insert is guarded by this, so it then writes
- * nothing; its caller sees BEGIN's error and the batch runs again.
+ * SQL, true only inside a batch transaction (TransactionOptions.batch: its BEGIN also sets
+ * bolivar.in_batch for the transaction; outside one the setting is unset or empty). On PostgreSQL a
+ * batch's BEGIN is pipelined with its first statement, the lock statement, so that statement is on
+ * the wire before BEGIN's answer; in the (practically impossible) case that BEGIN failed on a live
+ * connection, the lock statement would run on its own, committed at once. Every row it would insert
+ * is guarded by this, so it then writes nothing; its caller sees BEGIN's error and the batch runs
+ * again.
  */
-const IN_BATCH_TRANSACTION = "current_setting('enable_seqscan') = 'off'";
+const IN_BATCH_TRANSACTION = "current_setting('bolivar.in_batch', true) = 'on'";
 
 // ---------------------------------------------------------------------------------------------------
 // Shared parts

@@ -67,10 +67,19 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
   };
 }
 
-/** BEGIN of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT): one message. */
-const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
+/** What marks a batch transaction as one (TransactionOptions.batch), sent with its BEGIN. */
+const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
+/** The planner settings of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT). */
+const KEYED_PLANNER = 'SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
+/** BEGIN of a KEYED_STATEMENT's transaction: one message. */
+const BEGIN_KEYED = `BEGIN; ${KEYED_PLANNER}`;
 /** BEGIN of a QUEUE_HEAD statement's transaction: a keyed one that never sorts what its index already orders. */
 const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
+
+/** BEGIN of a transaction with these options, and what it sets for itself: one message. */
+function beginOf(options: TransactionOptions): string {
+  return ['BEGIN', ...(options.batch ? [IN_BATCH] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join('; ');
+}
 
 /**
  * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
@@ -83,7 +92,7 @@ const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
   const keyedBegin = sql.startsWith(KEYED_STATEMENT) ? BEGIN_KEYED : sql.startsWith(QUEUE_HEAD) ? BEGIN_QUEUE_HEAD : undefined;
   if (params !== undefined && keyedBegin !== undefined) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, keyedBegin);
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), keyedBegin, true);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
@@ -151,37 +160,36 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   }
 }
 
-/** One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on either pool). */
-async function transactionOn<T>(
-  pool: pg.Pool,
-  work: (tx: TransactionHandle) => Promise<T>,
-  options: TransactionOptions,
-  keyedBegin = BEGIN_KEYED,
-): Promise<T> {
+/**
+ * One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on
+ * either pool), opened by `begin`. `pipelined`: BEGIN's answer is not waited for before the work's
+ * first statement goes out.
+ */
+async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => Promise<T>, begin: string, pipelined: boolean): Promise<T> {
   const client = await pool.connect();
   const checkedOut = checkOut(client);
   let broken = false;
   try {
-    // Without parameters this is one simple-protocol message: both statements, one round trip.
-    // A batch transaction (seqScans false: the committer's) does not wait for its answer: the pool
-    // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
-    // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
-    // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
-    const pipelined = options.seqScans === false;
+    // Without parameters BEGIN and its settings are one simple-protocol message: one round trip.
+    // A batch transaction (TransactionOptions.batch: the committer's) does not wait for its answer:
+    // the pool pipelines, so BEGIN leaves together with the batch's first statement, one round trip
+    // fewer per batch. That statement answers only once BEGIN is seen to have succeeded, and it
+    // inserts nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts): only a
+    // successful BEGIN sets bolivar.in_batch.
     let tx: PgTransaction | undefined;
-    let begin: Promise<unknown>;
+    let begun: Promise<unknown>;
     let working: Promise<T>;
     if (pipelined) {
       // BEGIN and what the work issues before its first await leave in one write.
-      [begin, working] = together(client, () => {
-        const sent = client.query(keyedBegin);
+      [begun, working] = together(client, () => {
+        const sent = client.query(begin);
         sent.catch(() => undefined);
         tx = new PgTransaction(client, sent);
         return [sent, work(tx)] as const;
       });
     } else {
-      begin = client.query('BEGIN');
-      await begin;
+      begun = client.query(begin);
+      await begun;
       tx = new PgTransaction(client);
       working = work(tx);
     }
@@ -189,7 +197,7 @@ async function transactionOn<T>(
       if (tx!.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
       throw error;
     });
-    await begin;
+    await begun;
     if (!tx!.committed) await client.query('COMMIT');
     return result;
   } catch (error) {
@@ -298,7 +306,7 @@ export class PostgresDatabase implements Database {
   }
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return transactionOn(this.pool, work, options);
+    return transactionOn(this.pool, work, beginOf(options), options.batch === true);
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {

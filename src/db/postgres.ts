@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { KEYED_STATEMENT, QUEUE_HEAD, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { type Database, type PoolStats, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -69,12 +69,14 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 
 /** What marks a batch transaction as one (TransactionOptions.batch), sent with its BEGIN. */
 const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
-/** The planner settings of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT). */
+/** The planner settings of a keyed transaction (TransactionOptions.seqScans false, QueryOptions.plan 'keyed'). */
 const KEYED_PLANNER = 'SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
-/** BEGIN of a KEYED_STATEMENT's transaction: one message. */
-const BEGIN_KEYED = `BEGIN; ${KEYED_PLANNER}`;
-/** BEGIN of a QUEUE_HEAD statement's transaction: a keyed one that never sorts what its index already orders. */
-const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
+/** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
+const BEGIN_PLANNED = {
+  keyed: `BEGIN; ${KEYED_PLANNER}`,
+  /** A keyed one that never sorts what its index already orders. */
+  'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
+} as const;
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */
 function beginOf(options: TransactionOptions): string {
@@ -82,17 +84,16 @@ function beginOf(options: TransactionOptions): string {
 }
 
 /**
- * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
- * statement and COMMIT leave together (the pool pipelines) and come back in one round trip, as a batch
- * transaction's BEGIN and write do. If the statement fails, the server answers the COMMIT with
- * ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the statement would run
- * on its own, as keyed statements did before: each is one statement, atomic by itself.) A QUEUE_HEAD
- * runs the same way, its BEGIN also disabling sorts. Any other statement runs as it is.
+ * A query on a pool. A statement with a plan (QueryOptions.plan) runs in a transaction of its own:
+ * its BEGIN_PLANNED, the statement and COMMIT leave together (the pool pipelines) and come back in one
+ * round trip, as a batch transaction's BEGIN and write do. If the statement fails, the server answers
+ * the COMMIT with ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the
+ * statement would run on its own, as planned statements did before: each is one statement, atomic by
+ * itself.) Any other statement runs as it is.
  */
-async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
-  const keyedBegin = sql.startsWith(KEYED_STATEMENT) ? BEGIN_KEYED : sql.startsWith(QUEUE_HEAD) ? BEGIN_QUEUE_HEAD : undefined;
-  if (params !== undefined && keyedBegin !== undefined) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), keyedBegin, true);
+async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
+  if (params !== undefined && options?.plan !== undefined) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), BEGIN_PLANNED[options.plan], true);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
@@ -100,7 +101,8 @@ async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unkno
 
 class PgQueryable implements Queryable {
   constructor(protected readonly client: pg.PoolClient) {}
-  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+  /** `options` (a plan) mean nothing here: on one connection, or in a transaction, a statement runs as it is. */
+  async query<Row>(sql: string, params?: readonly unknown[], _options?: QueryOptions): Promise<QueryResult<Row>> {
     const result = await this.client.query(queryConfig(sql, params));
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
@@ -161,7 +163,7 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
 }
 
 /**
- * One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on
+ * One transaction on a connection of `pool` (PostgresDatabase.transaction, and planned statements on
  * either pool), opened by `begin`. `pipelined`: BEGIN's answer is not waited for before the work's
  * first statement goes out.
  */
@@ -264,7 +266,7 @@ export class PostgresDatabase implements Database {
       connectionString,
       // Queries issued together on one client go out together (pg's pipeline mode). The service
       // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
-      // keyed statement's transaction (poolQuery).
+      // planned statement's transaction (poolQuery).
       pipeline: true,
       max: poolSize,
       idleTimeoutMillis: 30_000,
@@ -288,8 +290,8 @@ export class PostgresDatabase implements Database {
     this.relaxedPool.on('error', () => undefined);
     const relaxedPool = this.relaxedPool;
     this.relaxed = {
-      async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-        return poolQuery<Row>(relaxedPool, sql, params);
+      async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
+        return poolQuery<Row>(relaxedPool, sql, params, options);
       },
       async exec(sql: string): Promise<void> {
         await relaxedPool.query(sql);
@@ -297,8 +299,8 @@ export class PostgresDatabase implements Database {
     };
   }
 
-  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    return poolQuery<Row>(this.pool, sql, params);
+  async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
+    return poolQuery<Row>(this.pool, sql, params, options);
   }
 
   async exec(sql: string): Promise<void> {

@@ -96,43 +96,63 @@ export async function inTransaction<T>(db: Database, work: (tx: TransactionHandl
   }
 }
 
-/** One typed row shape for the parts of a lock statement (UNION ALL needs one). */
-interface LockRow {
-  part: string;
-  a: string | null;
-  b: string | null;
-  c: string | null;
-  d: string | null;
-  e: string | null;
-  f: string | null;
-  amount: bigint | null;
-  count: bigint | null;
-  at1: Date | null;
-  at2: Date | null;
-  at3: Date | null;
-  flag: boolean | null;
-  n: number | null;
-}
+/**
+ * The columns of a lock statement's rows, by name and SQL type. UNION ALL needs one row shape for all
+ * its parts, so each part fills the columns it has and leaves the others NULL; a column several parts
+ * share means the same in each (a key's and a quote's expiry, a counter's and a month's subject).
+ */
+const LOCK_COLUMNS = {
+  // idempotency key (step 1)
+  key: 'text',
+  fingerprint: 'text',
+  owner: 'text',
+  payment_id: 'text',
+  response_status: 'integer',
+  response_body: 'text',
+  locked_until: 'timestamptz',
+  expires_at: 'timestamptz',
+  // quote (step 2) or payment (step 3): its id; status: a key's or a payment's
+  id: 'text',
+  status: 'text',
+  consumed_at: 'timestamptz',
+  // payment (step 3)
+  status_reason: 'text',
+  message: 'text',
+  bank_reference: 'text',
+  fee_amount: 'bigint',
+  settled_at: 'timestamptz',
+  next_check_at: 'timestamptz',
+  resolution_parked_at: 'timestamptz',
+  compensated: 'boolean',
+  check_attempts: 'integer',
+  // limit counter (step 4), and a subject's month to date
+  business_date: 'text',
+  subject_kind: 'text',
+  subject_id: 'text',
+  method: 'text',
+  amount: 'bigint',
+  count: 'bigint',
+  // ledger account (step 5)
+  asset: 'text',
+  kind: 'text',
+  balance: 'bigint',
+  // the tenant's credit settings and the limit rules' version, and the USD rate (read, not locked)
+  credit_enabled: 'boolean',
+  credit_limit: 'bigint',
+  credit_limits: 'text',
+  rule_epoch: 'bigint',
+  usd_market: 'text',
+} as const;
 
-const NULLS = {
-  a: 'NULL::text',
-  b: 'NULL::text',
-  c: 'NULL::text',
-  d: 'NULL::text',
-  e: 'NULL::text',
-  f: 'NULL::text',
-  amount: 'NULL::bigint',
-  count: 'NULL::bigint',
-  at1: 'NULL::timestamptz',
-  at2: 'NULL::timestamptz',
-  at3: 'NULL::timestamptz',
-  flag: 'NULL::boolean',
-  n: 'NULL::integer',
-};
+type LockColumn = keyof typeof LOCK_COLUMNS;
+type SqlValue<T extends string> = T extends 'text' ? string : T extends 'integer' ? number : T extends 'bigint' ? bigint : T extends 'boolean' ? boolean : Date;
 
-/** `SELECT '<part>' AS part, <columns>` with every column not given as a typed NULL. */
-function part(name: string, columns: Partial<Record<keyof typeof NULLS, string>>, from: string): string {
-  const list = (Object.keys(NULLS) as Array<keyof typeof NULLS>).map((c) => `${columns[c] ?? NULLS[c]} AS ${c}`).join(', ');
+/** One row of a lock statement: which part it comes from, and that part's columns (every other one NULL). */
+type LockRow = { part: string } & { [C in LockColumn]: SqlValue<(typeof LOCK_COLUMNS)[C]> | null };
+
+/** `SELECT '<part>' AS part, <columns>`: each column given as an expression, every other one a typed NULL. */
+function part(name: string, columns: Partial<Record<LockColumn, string>>, from: string): string {
+  const list = (Object.keys(LOCK_COLUMNS) as LockColumn[]).map((c) => `${columns[c] ?? `NULL::${LOCK_COLUMNS[c]}`} AS ${c}`).join(', ');
   return `SELECT '${name}'::text AS part, ${list} FROM ${from}`;
 }
 
@@ -185,7 +205,17 @@ const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires
 
 const IDEMPOTENCY_PART = part(
   'key',
-  { a: 'key', b: 'fingerprint', c: 'status', d: 'owner::text', e: 'response_body', f: 'payment_id::text', amount: 'response_status::bigint', at1: 'locked_until', at2: 'expires_at' },
+  {
+    key: 'key',
+    fingerprint: 'fingerprint',
+    status: 'status',
+    owner: 'owner::text',
+    payment_id: 'payment_id::text',
+    response_status: 'response_status',
+    response_body: 'response_body',
+    locked_until: 'locked_until',
+    expires_at: 'expires_at',
+  },
   'idem',
 );
 
@@ -199,7 +229,11 @@ const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: strin
   ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date) DO UPDATE SET amount = u.amount
   RETURNING u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count`;
 
-const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', c: 'subject_id::text', d: 'method', amount: 'amount', count: 'count' }, 'usage');
+const USAGE_PART = part(
+  'usage',
+  { business_date: 'business_date::text', subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount', count: 'count' },
+  'usage',
+);
 
 /**
  * Step 5: the existing accounts locked in the order given (sorted), then the missing ones created at
@@ -225,15 +259,15 @@ const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: s
   ON CONFLICT (tenant_id, mode, asset, kind, slot) DO NOTHING
   RETURNING a.asset, a.kind, a.balance`;
 
-const ACCOUNT_PART = `${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account')}
-UNION ALL ${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account_created')}`;
+const ACCOUNT_PART = `${part('account', { asset: 'asset', kind: 'kind', balance: 'balance' }, 'account')}
+UNION ALL ${part('account', { asset: 'asset', kind: 'kind', balance: 'balance' }, 'account_created')}`;
 
 function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; count: bigint }> {
   const usage = new Map<string, { amount: bigint; count: bigint }>();
   for (const r of rows) {
     if (r.part !== 'usage') continue;
-    const key: CounterKey = { kind: r.b as CounterKind, subjectId: r.c!, method: r.d as CounterKey['method'] };
-    usage.set(`${r.a}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
+    const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
+    usage.set(`${r.business_date}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
   }
   return usage;
 }
@@ -241,7 +275,7 @@ function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; coun
 /** Balances of the accounts locked or created; every requested account must be one or the other. */
 function readAccounts(rows: readonly LockRow[], requested: readonly AccountRef[]): Map<string, bigint> {
   const balances = new Map<string, bigint>();
-  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.a!, kind: r.b as AccountKind }), r.amount!);
+  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.asset!, kind: r.kind as AccountKind }), r.balance!);
   for (const a of requested) if (!balances.has(accountKeyOf(a))) throw new StaleBatchRead(`account ${accountKeyOf(a)} created meanwhile`);
   return balances;
 }
@@ -324,12 +358,16 @@ month AS (
     ) m
 )
 ${IDEMPOTENCY_PART}
-UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at' }, 'quote')}
+UNION ALL ${part('quote', { id: 'id::text', consumed_at: 'consumed_at', expires_at: 'expires_at' }, 'quote')}
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}
-UNION ALL ${part('month', { a: 'subject_kind', b: 'subject_id::text', c: 'method', amount: 'amount' }, 'month')}
-UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text', count: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' }, 'tenants WHERE id = $1')}
-UNION ALL ${part('rate', { a: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
+UNION ALL ${part('month', { subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount' }, 'month')}
+UNION ALL ${part(
+  'tenant',
+  { credit_enabled: 'credit_enabled', credit_limit: 'credit_limit', credit_limits: 'credit_limits::text', rule_epoch: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' },
+  'tenants WHERE id = $1',
+)}
+UNION ALL ${part('rate', { usd_market: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
 
 /**
  * Steps 1, 2, 4 and 5 for a payout batch in one round trip, plus the unlocked reads its decision
@@ -379,26 +417,26 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
     switch (r.part) {
       case 'key': {
         // Ours when the row's owner is the payment id this batch claimed the key with.
-        if (r.d !== null && r.d === claims.get(r.a!)) held.keys.set(r.a!, { owned: true });
-        else held.keys.set(r.a!, { owned: false, stored: storedKeyOf(r) });
+        if (r.owner !== null && r.owner === claims.get(r.key!)) held.keys.set(r.key!, { owned: true });
+        else held.keys.set(r.key!, { owned: false, stored: storedKeyOf(r) });
         break;
       }
       case 'quote': {
-        const state: QuoteLock = r.at1 !== null ? 'consumed' : r.at2!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
-        held.quotes.set(r.a!, state);
+        const state: QuoteLock = r.consumed_at !== null ? 'consumed' : r.expires_at!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
+        held.quotes.set(r.id!, state);
         break;
       }
       case 'month': {
-        const key: CounterKey = { kind: r.a as CounterKind, subjectId: r.b!, method: r.c as CounterKey['method'] };
+        const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
         held.pastMonth.set(counterKeyOf(key), r.amount!);
         break;
       }
       case 'tenant':
-        held.tenant = { creditEnabled: r.flag!, creditLimit: r.amount, creditLimits: JSON.parse(r.e ?? '{}') as Record<string, string | null> };
-        held.ruleEpoch = r.count!;
+        held.tenant = { creditEnabled: r.credit_enabled!, creditLimit: r.credit_limit, creditLimits: JSON.parse(r.credit_limits ?? '{}') as Record<string, string | null> };
+        held.ruleEpoch = r.rule_epoch!;
         break;
       case 'rate':
-        held.usdMarket = r.a!;
+        held.usdMarket = r.usd_market!;
         break;
     }
   }
@@ -407,13 +445,13 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
 
 function storedKeyOf(r: LockRow) {
   return {
-    fingerprint: r.b!,
-    status: r.c as 'in_progress' | 'completed',
-    paymentId: r.f,
-    responseStatus: r.amount === null ? null : Number(r.amount),
-    responseBody: r.e,
-    lockedUntil: r.at1,
-    expiresAt: r.at2!,
+    fingerprint: r.fingerprint!,
+    status: r.status as 'in_progress' | 'completed',
+    paymentId: r.payment_id,
+    responseStatus: r.response_status,
+    responseBody: r.response_body,
+    lockedUntil: r.locked_until,
+    expiresAt: r.expires_at!,
   };
 }
 
@@ -454,7 +492,7 @@ export async function lockIdempotencyKey(
   ]);
   const row = rows[0];
   if (!row) throw new Error('invariant: the key lock returned no row');
-  return row.d === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
+  return row.owner === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
 }
 
 const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4', inFlightSlot: IN_FLIGHT_SLOT.payout })}) ${ACCOUNT_PART}`;
@@ -510,17 +548,17 @@ const OUTCOME_LOCK_SQL = `WITH pay AS (
 ${part(
   'payment',
   {
-    a: 'id::text',
-    b: 'status',
-    c: 'status_reason',
-    d: 'message',
-    e: 'bank_reference',
-    amount: 'fee_amount',
-    at1: 'settled_at',
-    at2: 'next_check_at',
-    at3: 'resolution_parked_at',
-    flag: 'compensated',
-    n: 'check_attempts',
+    id: 'id::text',
+    status: 'status',
+    status_reason: 'status_reason',
+    message: 'message',
+    bank_reference: 'bank_reference',
+    fee_amount: 'fee_amount',
+    settled_at: 'settled_at',
+    next_check_at: 'next_check_at',
+    resolution_parked_at: 'resolution_parked_at',
+    compensated: 'compensated',
+    check_attempts: 'check_attempts',
   },
   'pay',
 )}
@@ -550,17 +588,17 @@ export async function lockOutcomeBatch(
   const payments = new Map<string, LockedPaymentState>();
   for (const r of rows) {
     if (r.part !== 'payment') continue;
-    payments.set(r.a!, {
-      status: r.b as PaymentStatus,
-      status_reason: r.c,
-      message: r.d,
-      bank_reference: r.e,
-      fee_amount: r.amount!,
-      settled_at: r.at1,
-      next_check_at: r.at2,
-      resolution_parked_at: r.at3,
-      compensated: r.flag!,
-      check_attempts: r.n!,
+    payments.set(r.id!, {
+      status: r.status as PaymentStatus,
+      status_reason: r.status_reason,
+      message: r.message,
+      bank_reference: r.bank_reference,
+      fee_amount: r.fee_amount!,
+      settled_at: r.settled_at,
+      next_check_at: r.next_check_at,
+      resolution_parked_at: r.resolution_parked_at,
+      compensated: r.compensated!,
+      check_attempts: r.check_attempts!,
     });
   }
   return { payments, counters: readUsage(rows), balances: readAccounts(rows, locks.accounts) };

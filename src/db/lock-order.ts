@@ -60,6 +60,7 @@ import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type Coun
 import type { PaymentStatus } from '../domain/payment-state.ts';
 import { isRetryableConflict, type Database, type Queryable, type TransactionHandle, type TransactionOptions } from './database.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
+import { Params } from './repositories/sql-params.ts';
 
 
 /**
@@ -321,39 +322,60 @@ export interface PayoutBatchHeld {
   ruleEpoch: bigint;
 }
 
-const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
-  tenant: '$1',
-  mode: '$2',
-  now: '$3',
-  expires: '$4',
-  keys: '$5',
-  fingerprints: '$6',
-  owners: '$7',
-  paymentIds: '$7',
-  leases: '$8',
-  guard: IN_BATCH_TRANSACTION,
-})}),
+/** The payout batch's lock statement (see lockPayoutBatch), its parameters added to `p` by name. */
+function payoutLockSql(p: Params, partition: Partition, locks: PayoutBatchLocks): string {
+  const tenant = p.add(partition.tenantId);
+  const mode = p.add(partition.mode);
+  // The batch claims a new key with the payment's id as its owner.
+  const claims = p.add(locks.keys.map((k) => k.paymentId));
+  const idem = IDEMPOTENCY_CTE({
+    tenant,
+    mode,
+    now: p.add(locks.now),
+    expires: p.add(locks.expiresAt),
+    keys: p.add(locks.keys.map((k) => k.key)),
+    fingerprints: p.add(locks.keys.map((k) => k.fingerprint)),
+    owners: claims,
+    paymentIds: claims,
+    leases: p.add(locks.keys.map((k) => k.lockedUntil)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const day = p.add(locks.day);
+  const usage = USAGE_CTE({
+    tenant,
+    mode,
+    days: p.add(locks.counters.map(() => locks.day)),
+    kinds: p.add(locks.counters.map((c) => c.kind)),
+    subjects: p.add(locks.counters.map((c) => c.subjectId)),
+    methods: p.add(locks.counters.map((c) => c.method)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const assets = p.add(locks.accounts.map((a) => a.asset));
+  const kinds = p.add(locks.accounts.map((a) => a.kind));
+  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION });
+  const subjects = p.unnest({ kind: ['text', locks.monthly.map((m) => m.kind)], subject_id: ['uuid', locks.monthly.map((m) => m.subjectId)] }, { alias: 's' });
+  return `WITH idem AS (${idem}),
 quote AS (
   -- One primary-key probe per quote, in the array's order, which is id order (assertSorted): a generic
   -- plan made while the table was nearly empty walked the tenant's every quote instead (\`id = ANY\`
   -- left as a filter), at a cost that grows with the tenant's quotes.
   SELECT q.id, q.consumed_at, q.expires_at
-    FROM unnest($9::uuid[]) AS v(id)
+    FROM unnest(${p.add(locks.quoteIds)}::uuid[]) AS v(id)
     CROSS JOIN LATERAL (
       SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
-       WHERE q.tenant_id = $1 AND q.id = v.id AND q.mode = $2
+       WHERE q.tenant_id = ${tenant} AND q.id = v.id AND q.mode = ${mode}
       OFFSET 0
          FOR UPDATE) q
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13', guard: IN_BATCH_TRANSACTION })}),
-account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION })}),
+), usage AS (${usage}),
+account AS (${account}),
 month AS (
   -- Per subject, a range of its own rows (LATERAL keeps it on the primary key, never the tenant's rows).
   SELECT s.kind AS subject_kind, s.subject_id, m.method, m.amount
-    FROM unnest($16::text[], $17::uuid[]) AS s(kind, subject_id)
+    FROM ${subjects}
     CROSS JOIN LATERAL (
       SELECT u.method, sum(u.amount)::bigint AS amount FROM limit_usage u
-       WHERE u.tenant_id = $1 AND u.mode = $2 AND u.subject_kind = s.kind AND u.subject_id = s.subject_id
-         AND u.business_date >= $18::date AND u.business_date < $19::date
+       WHERE u.tenant_id = ${tenant} AND u.mode = ${mode} AND u.subject_kind = s.kind AND u.subject_id = s.subject_id
+         AND u.business_date >= ${p.add(locks.monthStart)}::date AND u.business_date < ${day}::date
        GROUP BY u.method
     ) m
 )
@@ -365,9 +387,10 @@ UNION ALL ${part('month', { subject_kind: 'subject_kind', subject_id: 'subject_i
 UNION ALL ${part(
   'tenant',
   { credit_enabled: 'credit_enabled', credit_limit: 'credit_limit', credit_limits: 'credit_limits::text', rule_epoch: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' },
-  'tenants WHERE id = $1',
+  `tenants WHERE id = ${tenant}`,
 )}
 UNION ALL ${part('rate', { usd_market: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
+}
 
 /**
  * Steps 1, 2, 4 and 5 for a payout batch in one round trip, plus the unlocked reads its decision
@@ -380,27 +403,8 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
   assertSorted(locks.quoteIds, (q) => q, 'quotes');
   assertSorted(locks.counters, counterKeyOf, 'limit counters');
   assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
-  const { rows } = await tx.query<LockRow>(PAYOUT_LOCK_SQL, [
-    partition.tenantId,
-    partition.mode,
-    locks.now,
-    locks.expiresAt,
-    locks.keys.map((k) => k.key),
-    locks.keys.map((k) => k.fingerprint),
-    locks.keys.map((k) => k.paymentId),
-    locks.keys.map((k) => k.lockedUntil),
-    locks.quoteIds,
-    locks.counters.map(() => locks.day),
-    locks.counters.map((c) => c.kind),
-    locks.counters.map((c) => c.subjectId),
-    locks.counters.map((c) => c.method),
-    locks.accounts.map((a) => a.asset),
-    locks.accounts.map((a) => a.kind),
-    locks.monthly.map((m) => m.kind),
-    locks.monthly.map((m) => m.subjectId),
-    locks.monthStart,
-    locks.day,
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<LockRow>(payoutLockSql(p, partition, locks), p.values);
   const claims = new Map(locks.keys.map((k) => [k.key, k.paymentId]));
   const held: PayoutBatchHeld = {
     keys: new Map(),
@@ -458,18 +462,6 @@ function storedKeyOf(r: LockRow) {
 // ---------------------------------------------------------------------------------------------------
 // Funding: key → accounts.
 
-const KEY_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
-  tenant: '$1',
-  mode: '$2',
-  now: '$3',
-  expires: '$4',
-  keys: '$5',
-  fingerprints: '$6',
-  owners: '$7',
-  paymentIds: '$8',
-  leases: '$9',
-})}) ${IDEMPOTENCY_PART}`;
-
 /**
  * Step 1 alone for a writer that records its answer in its own transaction (a funding): claims the
  * key for `owner` or locks and returns what it holds.
@@ -479,29 +471,38 @@ export async function lockIdempotencyKey(
   partition: Partition,
   claim: { key: string; fingerprint: string; owner: string; now: Date; expiresAt: Date; lockedUntil: Date },
 ): Promise<KeyLock> {
-  const { rows } = await tx.query<LockRow>(KEY_LOCK_SQL, [
-    partition.tenantId,
-    partition.mode,
-    claim.now,
-    claim.expiresAt,
-    [claim.key],
-    [claim.fingerprint],
-    [claim.owner],
-    [null],
-    [claim.lockedUntil],
-  ]);
+  const p = new Params();
+  const idem = IDEMPOTENCY_CTE({
+    tenant: p.add(partition.tenantId),
+    mode: p.add(partition.mode),
+    now: p.add(claim.now),
+    expires: p.add(claim.expiresAt),
+    keys: p.add([claim.key]),
+    fingerprints: p.add([claim.fingerprint]),
+    owners: p.add([claim.owner]),
+    // A funding's key names no payment.
+    paymentIds: p.add([null]),
+    leases: p.add([claim.lockedUntil]),
+  });
+  const { rows } = await tx.query<LockRow>(`WITH idem AS (${idem}) ${IDEMPOTENCY_PART}`, p.values);
   const row = rows[0];
   if (!row) throw new Error('invariant: the key lock returned no row');
   return row.owner === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
 }
 
-const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4', inFlightSlot: IN_FLIGHT_SLOT.payout })}) ${ACCOUNT_PART}`;
-
 /** Step 5 alone (funding, daily close): balances by account key, created at zero when missing. */
 export async function lockAccounts(tx: Queryable, partition: Partition, accounts: readonly AccountRef[]): Promise<Map<string, bigint>> {
   assertSorted(accounts, accountKeyOf, 'ledger accounts');
   if (accounts.length === 0) return new Map();
-  const { rows } = await tx.query<LockRow>(ACCOUNTS_LOCK_SQL, [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)]);
+  const p = new Params();
+  const account = ACCOUNT_CTE({
+    tenant: p.add(partition.tenantId),
+    mode: p.add(partition.mode),
+    assets: p.add(accounts.map((a) => a.asset)),
+    kinds: p.add(accounts.map((a) => a.kind)),
+    inFlightSlot: IN_FLIGHT_SLOT.payout,
+  });
+  const { rows } = await tx.query<LockRow>(`WITH account AS (${account}) ${ACCOUNT_PART}`, p.values);
   return readAccounts(rows, accounts);
 }
 
@@ -531,21 +532,7 @@ export interface OutcomeBatchLocks {
   accounts: readonly AccountRef[];
 }
 
-const OUTCOME_LOCK_SQL = `WITH pay AS (
-  -- One primary-key probe per payment, in id order (the array is sorted), as for the payout batch's quotes.
-  SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
-         p.resolution_parked_at, p.compensated, p.check_attempts
-    FROM unnest($2::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
-             p.resolution_parked_at, p.compensated, p.check_attempts
-        FROM payments p
-       WHERE p.tenant_id = $1 AND p.id = v.id
-      OFFSET 0
-         FOR UPDATE) p
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6', guard: IN_BATCH_TRANSACTION })}
-), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION })})
-${part(
+const OUTCOME_PAYMENT_PART = part(
   'payment',
   {
     id: 'id::text',
@@ -561,9 +548,42 @@ ${part(
     check_attempts: 'check_attempts',
   },
   'pay',
-)}
+);
+
+/** The outcome batch's lock statement (see lockOutcomeBatch), its parameters added to `p` by name. */
+function outcomeLockSql(p: Params, partition: Partition, locks: OutcomeBatchLocks): string {
+  const tenant = p.add(partition.tenantId);
+  const mode = p.add(partition.mode);
+  const usage = USAGE_CTE({
+    tenant,
+    mode,
+    days: p.add(locks.counters.map((c) => c.day)),
+    kinds: p.add(locks.counters.map((c) => c.counter.kind)),
+    subjects: p.add(locks.counters.map((c) => c.counter.subjectId)),
+    methods: p.add(locks.counters.map((c) => c.counter.method)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const assets = p.add(locks.accounts.map((a) => a.asset));
+  const kinds = p.add(locks.accounts.map((a) => a.kind));
+  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION });
+  return `WITH pay AS (
+  -- One primary-key probe per payment, in id order (the array is sorted), as for the payout batch's quotes.
+  SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
+         p.resolution_parked_at, p.compensated, p.check_attempts
+    FROM unnest(${p.add(locks.paymentIds)}::uuid[]) AS v(id)
+    CROSS JOIN LATERAL (
+      SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
+             p.resolution_parked_at, p.compensated, p.check_attempts
+        FROM payments p
+       WHERE p.tenant_id = ${tenant} AND p.id = v.id
+      OFFSET 0
+         FOR UPDATE) p
+), usage AS (${usage}
+), account AS (${account})
+${OUTCOME_PAYMENT_PART}
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}`;
+}
 
 /** Steps 3, 4 and 5 for an outcome batch of one tenant and mode, in one round trip. */
 export async function lockOutcomeBatch(
@@ -574,17 +594,8 @@ export async function lockOutcomeBatch(
   assertSorted(locks.paymentIds, (id) => id, 'payments');
   assertSorted(locks.counters, counterLockKey, 'limit counters');
   assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
-  const { rows } = await tx.query<LockRow>(OUTCOME_LOCK_SQL, [
-    partition.tenantId,
-    locks.paymentIds,
-    locks.counters.map((c) => c.day),
-    locks.counters.map((c) => c.counter.kind),
-    locks.counters.map((c) => c.counter.subjectId),
-    locks.counters.map((c) => c.counter.method),
-    partition.mode,
-    locks.accounts.map((a) => a.asset),
-    locks.accounts.map((a) => a.kind),
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<LockRow>(outcomeLockSql(p, partition, locks), p.values);
   const payments = new Map<string, LockedPaymentState>();
   for (const r of rows) {
     if (r.part !== 'payment') continue;

@@ -43,21 +43,15 @@ interface Scope {
   now: string;
 }
 
-// Rows that already exist are reached by primary key, one probe per row (LATERAL, OFFSET 0), or by
-// INSERT … ON CONFLICT for multi-column keys. An UPDATE … FROM unnest(…) join, or `id = ANY(…)`, may
-// instead walk every row of the tenant in a generic plan made while the table was nearly empty, at a
-// cost that grows with the table. The quotes were locked by this transaction's lock statement, so the
-// row version each probe finds is the one updated, found by its ctid: nothing but the tid scan fits,
-// whatever the statistics (a key column beside it lets a plan walk the tenant's rows again).
+// Existing rows are reached by their primary key, joined to the batch's arrays (or by INSERT … ON
+// CONFLICT for multi-column keys). The quotes were locked, in id order, by this transaction's lock
+// statement: updating them here waits for nothing.
 function quotesConsumed(p: Params, s: Scope, quotes: PayoutBatchWrite['consumedQuotes']): string {
-  const ids = p.add(quotes.map((q) => q.quoteId));
-  const paymentIds = p.add(quotes.map((q) => q.paymentId));
+  const consumed = p.unnest({ id: ['uuid', quotes.map((q) => q.quoteId)], payment_id: ['uuid', quotes.map((q) => q.paymentId)] });
   return `
-  UPDATE quotes q SET consumed_at = ${s.now}, payment_id = (${paymentIds}::uuid[])[array_position(${ids}::uuid[], q.id)]
-   WHERE q.ctid = ANY(ARRAY(
-           SELECT p.ctid FROM unnest(${ids}::uuid[]) AS v(id)
-             CROSS JOIN LATERAL (SELECT q.ctid FROM quotes q WHERE q.tenant_id = ${s.tenant} AND q.id = v.id OFFSET 0) p))
-     AND q.mode = ${s.mode} AND q.consumed_at IS NULL
+  UPDATE quotes q SET consumed_at = ${s.now}, payment_id = v.payment_id
+    FROM ${consumed}
+   WHERE q.tenant_id = ${s.tenant} AND q.id = v.id AND q.mode = ${s.mode} AND q.consumed_at IS NULL
   RETURNING 1`;
 }
 

@@ -162,22 +162,16 @@ function balances(p: Params, s: Scope, batch: PayoutBatchWrite): string {
 
 /** Keys whose answer is final now, and keys of refusals not stored (free again). */
 function keyOutcomes(p: Params, s: Scope, batch: PayoutBatchWrite): string {
-  return `answer_row AS (
-  -- One probe by the whole primary key per key, then the update by ctid. OFFSET 0 keeps the probe a
-  -- subquery run per key: flattened into a join, it was planned as a walk over the tenant's keys
-  -- (9.7 ms at 45,000 keys), and so was a plain join or \`key = ANY(…)\` (the key became a filter).
-  SELECT k.ctid AS row_id, v.status, v.body
+  return `answer AS (
+  -- Each key by its primary key; the batch's lock statement locked them all (step 1).
+  UPDATE idempotency_keys k
+     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.status, response_body = v.body
     FROM ${p.unnest({
       key: ['text', batch.keyAnswers.map((a) => a.key)],
       status: ['integer', batch.keyAnswers.map((a) => a.status)],
       body: ['text', batch.keyAnswers.map((a) => a.body)],
     })}
-    CROSS JOIN LATERAL (SELECT ctid FROM idempotency_keys WHERE tenant_id = ${s.tenant} AND mode = ${s.mode} AND key = v.key OFFSET 0) k
-), answer AS (
-  UPDATE idempotency_keys k
-     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = a.status, response_body = a.body
-    FROM answer_row a
-   WHERE k.ctid = a.row_id AND k.status = 'in_progress'
+   WHERE k.tenant_id = ${s.tenant} AND k.mode = ${s.mode} AND k.key = v.key AND k.status = 'in_progress'
   RETURNING 1
 ), released AS (
   DELETE FROM idempotency_keys k

@@ -175,9 +175,7 @@ function keyOutcomes(p: Params, s: Scope, batch: PayoutBatchWrite): string {
   RETURNING 1
 ), released AS (
   DELETE FROM idempotency_keys k
-   USING (SELECT r.ctid AS row_id FROM unnest(${p.add(batch.keyReleases)}::text[]) AS v(key)
-            CROSS JOIN LATERAL (SELECT ctid FROM idempotency_keys WHERE tenant_id = ${s.tenant} AND mode = ${s.mode} AND key = v.key OFFSET 0) r) d
-   WHERE k.ctid = d.row_id AND k.status = 'in_progress'
+   WHERE k.tenant_id = ${s.tenant} AND k.mode = ${s.mode} AND k.key = ANY(${p.add(batch.keyReleases)}::text[]) AND k.status = 'in_progress'
   RETURNING 1
 )`;
 }

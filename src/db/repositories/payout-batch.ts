@@ -242,16 +242,14 @@ function registrationsSql(p: Params, partition: Partition, r: PayoutRegistration
   const locked = p.add([...new Set([...b.map((x) => x.expectedId), ...r.failures.map((f) => f.beneficiaryId)])].sort());
   const ids = p.add(b.map((x) => x.expectedId));
   const metadata = p.add(b.map((x) => (x.details.metadata === undefined ? null : JSON.stringify(x.details.metadata))));
-  const failed = p.add(r.failures.map((f) => f.beneficiaryId));
   return `WITH beneficiary_lock AS (
   -- Every existing beneficiary this statement changes, locked first and sorted by id (as an outcome
   -- batch locks them): the registrations' upsert and the failure history then wait for nothing more.
-  -- One primary-key probe per beneficiary, in the order of the array, which is sorted by id.
-  SELECT b.id, b.row_version FROM unnest(${locked}::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT b.id, b.ctid AS row_version FROM beneficiaries b WHERE b.tenant_id = ${tenant} AND b.id = v.id AND b.mode = ${mode}
-      OFFSET 0
-         FOR UPDATE) b
+  -- ORDER BY … FOR UPDATE locks the rows in that order.
+  SELECT b.id FROM beneficiaries b
+   WHERE b.tenant_id = ${tenant} AND b.id = ANY(${locked}::uuid[]) AND b.mode = ${mode}
+   ORDER BY b.id
+     FOR UPDATE
 ), registered AS (
   INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, last_failure_reason, metadata)
   SELECT ${tenant}, ${mode}, v.id, v.full_name, v.national_id, v.bank_code, v.account_number, v.phone, v.asset, v.country, v.instrument, v.failure,
@@ -280,8 +278,11 @@ function registrationsSql(p: Params, partition: Partition, r: PayoutRegistration
          metadata = coalesce((${metadata}::jsonb[])[array_position(${ids}::uuid[], EXCLUDED.id)], b.metadata)
   RETURNING b.id, b.national_id, b.bank_code, b.instrument
 ), failure AS (
-  UPDATE beneficiaries b SET last_failure_reason = (${p.add(r.failures.map((f) => f.reason))}::text[])[array_position(${failed}::uuid[], b.id)]
-   WHERE b.ctid = ANY(ARRAY(SELECT row_version FROM beneficiary_lock WHERE id = ANY(${failed}::uuid[])))
+  -- Only rows beneficiary_lock holds (read from it, so it has run first).
+  UPDATE beneficiaries b SET last_failure_reason = v.reason
+    FROM beneficiary_lock l
+    JOIN ${p.unnest({ id: ['uuid', r.failures.map((f) => f.beneficiaryId)], reason: ['text', r.failures.map((f) => f.reason)] })} ON v.id = l.id
+   WHERE b.tenant_id = ${tenant} AND b.id = l.id AND b.mode = ${mode}
 ), customer AS (
   INSERT INTO customers AS c (tenant_id, mode, id, sender)
   SELECT ${tenant}, ${mode}, v.id, v.sender

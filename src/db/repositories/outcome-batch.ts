@@ -32,40 +32,30 @@ interface Scope {
   now: string;
 }
 
-// Existing rows are reached by primary key (one probe per row, or ON CONFLICT), never by an UPDATE …
-// FROM unnest(…) join or `id = ANY(…)`, which a generic plan made while the table was nearly empty
-// may run over every row of the tenant. The payments were locked by this transaction's lock statement,
-// so the row version each probe finds is the one updated, found by its ctid alone (see the quotes'
-// update in payout-batch.ts).
+// Existing rows are reached by their primary key, joined to the batch's arrays (or by INSERT … ON
+// CONFLICT). The payments were locked, in id order, by this transaction's lock statement: updating
+// them here waits for nothing.
 function paymentsUpdated(p: Params, s: Scope, pays: OutcomeBatchWrite['payments']): string {
-  const ids = p.add(pays.map((x) => x.id));
-  return `v AS (
-  SELECT * FROM ${p.unnest(
-    {
-      id: ['uuid', ids],
-      status: ['text', pays.map((x) => x.after.status)],
-      status_reason: ['text', pays.map((x) => x.after.status_reason)],
-      message: ['text', pays.map((x) => x.after.message)],
-      bank_reference: ['text', pays.map((x) => x.after.bank_reference)],
-      settled_at: ['timestamptz', pays.map((x) => x.after.settled_at)],
-      compensated: ['boolean', pays.map((x) => x.after.compensated)],
-      fee_amount: ['bigint', pays.map((x) => x.after.fee_amount.toString())],
-      next_check_at: ['timestamptz', pays.map((x) => x.after.next_check_at)],
-      parked_at: ['timestamptz', pays.map((x) => x.after.resolution_parked_at)],
-      touched: ['boolean', pays.map((x) => x.touched)],
-    },
-    { ordinality: true },
-  )}
-), pay AS (
+  const after = p.unnest({
+    id: ['uuid', pays.map((x) => x.id)],
+    status: ['text', pays.map((x) => x.after.status)],
+    status_reason: ['text', pays.map((x) => x.after.status_reason)],
+    message: ['text', pays.map((x) => x.after.message)],
+    bank_reference: ['text', pays.map((x) => x.after.bank_reference)],
+    settled_at: ['timestamptz', pays.map((x) => x.after.settled_at)],
+    compensated: ['boolean', pays.map((x) => x.after.compensated)],
+    fee_amount: ['bigint', pays.map((x) => x.after.fee_amount.toString())],
+    next_check_at: ['timestamptz', pays.map((x) => x.after.next_check_at)],
+    parked_at: ['timestamptz', pays.map((x) => x.after.resolution_parked_at)],
+    touched: ['boolean', pays.map((x) => x.touched)],
+  });
+  return `pay AS (
   UPDATE payments p SET
       status = v.status, status_reason = v.status_reason, message = v.message, bank_reference = v.bank_reference,
       settled_at = v.settled_at, compensated = v.compensated, fee_amount = v.fee_amount, next_check_at = v.next_check_at,
       resolution_parked_at = v.parked_at, updated_at = CASE WHEN v.touched THEN ${s.now} ELSE p.updated_at END
-    FROM v
-   WHERE p.ctid = ANY(ARRAY(
-           SELECT l.ctid FROM v
-             CROSS JOIN LATERAL (SELECT p.ctid FROM payments p WHERE p.tenant_id = ${s.tenant} AND p.id = v.id OFFSET 0) l))
-     AND v.n = array_position(${ids}::uuid[], p.id)
+    FROM ${after}
+   WHERE p.tenant_id = ${s.tenant} AND p.id = v.id
   RETURNING 1
 )`;
 }

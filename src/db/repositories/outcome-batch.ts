@@ -1,6 +1,6 @@
 // The write of an outcome batch: every payment's new state, its transitions, ledger entries, limit
 // give-backs, outcome events and beneficiary history, in ONE statement after the batch took its locks
-// (db/lock-order.ts). The beneficiaries (the last step of the lock order) are locked here, sorted.
+// (db/lock-order.ts). The beneficiaries (step 6 of the lock order) are locked here, sorted.
 import type { Posting } from '../../domain/ledger.ts';
 import type { PaymentAfter } from '../../domain/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
@@ -143,23 +143,29 @@ function balancesAndEvents(p: Params, s: Scope, batch: OutcomeBatchWrite): strin
 )`;
 }
 
-/** The beneficiaries' history (the last step of the lock order): locked here, in id order. */
+/** The beneficiaries' history (step 6 of the lock order): locked here, in id order. */
 function beneficiariesUpdated(p: Params, s: Scope, beneficiaries: OutcomeBatchWrite['beneficiaries']): string {
-  const ids = p.add(beneficiaries.map((b) => b.id));
-  const of = (values: unknown[], type: string) => `(${p.add(values)}::${type}[])[array_position(${ids}::uuid[], b.id)]`;
+  const history = p.unnest({
+    id: ['uuid', beneficiaries.map((b) => b.id)],
+    successes: ['integer', beneficiaries.map((b) => b.successes)],
+    last_success_at: ['timestamptz', beneficiaries.map((b) => b.lastSuccessAt)],
+    last_failure_reason: ['text', beneficiaries.map((b) => b.lastFailureReason)],
+  });
   return `beneficiary_lock AS (
-  -- One primary-key probe per beneficiary, in the order of the array, which is sorted by id.
-  SELECT b.row_version FROM unnest(${ids}::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT b.ctid AS row_version FROM beneficiaries b WHERE b.tenant_id = ${s.tenant} AND b.id = v.id AND b.mode = ${s.mode}
-      OFFSET 0
-         FOR UPDATE) b
+  -- ORDER BY … FOR UPDATE locks the rows in id order.
+  SELECT b.id FROM beneficiaries b
+   WHERE b.tenant_id = ${s.tenant} AND b.id = ANY(${p.add(beneficiaries.map((b) => b.id))}::uuid[]) AND b.mode = ${s.mode}
+   ORDER BY b.id
+     FOR UPDATE
 ), beneficiary AS (
+  -- Only rows beneficiary_lock holds (read from it, so it has run first).
   UPDATE beneficiaries b
-     SET payout_count = b.payout_count + ${of(beneficiaries.map((b) => b.successes), 'integer')},
-         last_success_at = coalesce(${of(beneficiaries.map((b) => b.lastSuccessAt), 'timestamptz')}, b.last_success_at),
-         last_failure_reason = coalesce(${of(beneficiaries.map((b) => b.lastFailureReason), 'text')}, b.last_failure_reason)
-   WHERE b.ctid = ANY(ARRAY(SELECT row_version FROM beneficiary_lock))
+     SET payout_count = b.payout_count + v.successes,
+         last_success_at = coalesce(v.last_success_at, b.last_success_at),
+         last_failure_reason = coalesce(v.last_failure_reason, b.last_failure_reason)
+    FROM beneficiary_lock l
+    JOIN ${history} ON v.id = l.id
+   WHERE b.tenant_id = ${s.tenant} AND b.id = l.id AND b.mode = ${s.mode}
 )`;
 }
 
@@ -188,7 +194,7 @@ SELECT bds_invariant(
  * `last`: nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
  */
 export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partition, batch: OutcomeBatchWrite, options: { last: boolean }): Promise<void> {
-  // Locked one probe each in the array's order (beneficiary_lock): the caller sorted them by id.
+  // Distinct, sorted by id: the order beneficiary_lock locks them in.
   assertSorted(batch.beneficiaries, (b) => b.id, 'beneficiaries');
   const p = new Params();
   const s: Scope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(batch.now) };

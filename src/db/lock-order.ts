@@ -356,16 +356,11 @@ function payoutLockSql(p: Params, partition: Partition, locks: PayoutBatchLocks)
   const subjects = p.unnest({ kind: ['text', locks.monthly.map((m) => m.kind)], subject_id: ['uuid', locks.monthly.map((m) => m.subjectId)] }, { alias: 's' });
   return `WITH idem AS (${idem}),
 quote AS (
-  -- One primary-key probe per quote, in the array's order, which is id order (assertSorted): a generic
-  -- plan made while the table was nearly empty walked the tenant's every quote instead (\`id = ANY\`
-  -- left as a filter), at a cost that grows with the tenant's quotes.
-  SELECT q.id, q.consumed_at, q.expires_at
-    FROM unnest(${p.add(locks.quoteIds)}::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
-       WHERE q.tenant_id = ${tenant} AND q.id = v.id AND q.mode = ${mode}
-      OFFSET 0
-         FOR UPDATE) q
+  -- By primary key, locked in id order (ORDER BY … FOR UPDATE locks the rows in that order).
+  SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
+   WHERE q.tenant_id = ${tenant} AND q.id = ANY(${p.add(locks.quoteIds)}::uuid[]) AND q.mode = ${mode}
+   ORDER BY q.id
+     FOR UPDATE
 ), usage AS (${usage}),
 account AS (${account}),
 month AS (

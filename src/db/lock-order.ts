@@ -562,17 +562,13 @@ function outcomeLockSql(p: Params, partition: Partition, locks: OutcomeBatchLock
   const kinds = p.add(locks.accounts.map((a) => a.kind));
   const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION });
   return `WITH pay AS (
-  -- One primary-key probe per payment, in id order (the array is sorted), as for the payout batch's quotes.
+  -- By primary key, locked in id order, as the payout batch's quotes.
   SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
          p.resolution_parked_at, p.compensated, p.check_attempts
-    FROM unnest(${p.add(locks.paymentIds)}::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
-             p.resolution_parked_at, p.compensated, p.check_attempts
-        FROM payments p
-       WHERE p.tenant_id = ${tenant} AND p.id = v.id
-      OFFSET 0
-         FOR UPDATE) p
+    FROM payments p
+   WHERE p.tenant_id = ${tenant} AND p.id = ANY(${p.add(locks.paymentIds)}::uuid[])
+   ORDER BY p.id
+     FOR UPDATE
 ), usage AS (${usage}
 ), account AS (${account})
 ${OUTCOME_PAYMENT_PART}

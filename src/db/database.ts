@@ -31,7 +31,7 @@ export interface QueryOptions {
    * 'keyed': the statement finds every row it reads or writes by key, for many items at once (arrays
    * unnested against primary keys). PostgreSQL runs it as a keyed transaction does
    * (TransactionOptions.seqScans false): in a transaction of its own, pipelined in one round trip,
-   * with no sequential scans and its generic plan.
+   * with its generic plan.
    *
    * Why: PostgreSQL's plan cache would plan such a statement afresh at every call. Its generic plan is
    * costed for arrays of ten items, so a call with one or two always looks cheaper with a custom plan.
@@ -43,8 +43,8 @@ export interface QueryOptions {
    * 'queue-head': the statement reads the head of a queue: its first due rows, in the order of the
    * queue's index (a claim, which then locks each row it picks through the primary key, as
    * claimDueEvents does; or when the next row falls due). PostgreSQL runs it as a 'keyed' one with
-   * sorts disabled as well (SET LOCAL enable_sort = off), in the same round trip: the one plan left
-   * without a sort is the walk of the queue's index.
+   * sequential scans and sorts disabled as well (SET LOCAL enable_seqscan = off, enable_sort = off), in
+   * the same round trip: the one plan left without a scan or a sort is the walk of the queue's index.
    *
    * Why: a queue is nearly empty when its statistics are made and thousands deep during a payroll.
    * From those statistics, reading every due row and sorting them looked as cheap as reading the first
@@ -69,14 +69,10 @@ export interface TransactionOptions {
    */
   batch?: boolean;
   /**
-   * false: every statement of this transaction finds its rows by key, so the planner is told not to
-   * scan whole tables (SET LOCAL enable_seqscan = off, in the same round trip as BEGIN), and to use each
-   * prepared statement's generic plan, made once per connection, instead of planning it again at every
-   * call (PostgreSQL: SET LOCAL plan_cache_mode = force_generic_plan; see QueryOptions.plan 'keyed'). Plans cached
-   * on the connection meanwhile — foreign-key checks, trigger queries, prepared statements — are made
-   * as index lookups even when the tables were tiny at the time, instead of sequential scans that
-   * stay cached while the tables grow (see PostgresDatabase's connection lifetime). No effect on
-   * correctness (nothing tests these settings); where no index fits, PostgreSQL still scans.
+   * false: every statement of this transaction finds its rows by key, so PostgreSQL is told to use
+   * each prepared statement's generic plan, made once per connection, instead of planning it again at
+   * every call (SET LOCAL plan_cache_mode = force_generic_plan, in the same round trip as BEGIN; see
+   * QueryOptions.plan 'keyed'). No effect on correctness (nothing tests this setting); none on PGlite.
    */
   seqScans?: boolean;
 }

@@ -29,22 +29,14 @@ export interface TransactionHandle extends Queryable {
 export interface QueryOptions {
   /**
    * 'keyed': the statement finds every row it reads or writes by key, for many items at once (arrays
-   * unnested against primary keys). PostgreSQL runs it as a keyed transaction does
-   * (TransactionOptions.seqScans false): in a transaction of its own, pipelined in one round trip,
-   * with its generic plan.
-   *
-   * Why: PostgreSQL's plan cache would plan such a statement afresh at every call. Its generic plan is
-   * costed for arrays of ten items, so a call with one or two always looks cheaper with a custom plan.
-   * Planning these statements costs more than running them: on the payout path 0.2–0.6 ms a call
-   * against 0.1–0.5 ms to run, about a third of the database's time at 16 concurrent payouts. The
-   * generic plan is made once per connection from the statistics of that moment; connections are
-   * replaced after DB_CONNECTION_MAX_LIFETIME_S, so the plan is made again as the tables grow.
+   * unnested against primary keys). PostgreSQL runs it in a transaction of its own, pipelined in one
+   * round trip.
    *
    * 'queue-head': the statement reads the head of a queue: its first due rows, in the order of the
    * queue's index (a claim, which then locks each row it picks through the primary key, as
    * claimDueEvents does; or when the next row falls due). PostgreSQL runs it as a 'keyed' one with
-   * sequential scans and sorts disabled as well (SET LOCAL enable_seqscan = off, enable_sort = off), in
-   * the same round trip: the one plan left without a scan or a sort is the walk of the queue's index.
+   * sequential scans and sorts disabled (SET LOCAL enable_seqscan = off, enable_sort = off), in the
+   * same round trip: the one plan left without a scan or a sort is the walk of the queue's index.
    *
    * Why: a queue is nearly empty when its statistics are made and thousands deep during a payroll.
    * From those statistics, reading every due row and sorting them looked as cheap as reading the first
@@ -68,12 +60,7 @@ export interface TransactionOptions {
    * for: it leaves with the batch's first statement, one round trip fewer per batch.
    */
   batch?: boolean;
-  /**
-   * false: every statement of this transaction finds its rows by key, so PostgreSQL is told to use
-   * each prepared statement's generic plan, made once per connection, instead of planning it again at
-   * every call (SET LOCAL plan_cache_mode = force_generic_plan, in the same round trip as BEGIN; see
-   * QueryOptions.plan 'keyed'). No effect on correctness (nothing tests this setting); none on PGlite.
-   */
+  /** false: every statement of this transaction finds its rows by key (no setting follows from it any more). */
   seqScans?: boolean;
 }
 

@@ -69,23 +69,21 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 
 /** What marks a batch transaction as one (TransactionOptions.batch), sent with its BEGIN. */
 const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
-/** The planner settings of a keyed transaction (TransactionOptions.seqScans false, QueryOptions.plan 'keyed'). */
-const KEYED_PLANNER = 'SET LOCAL plan_cache_mode = force_generic_plan';
 /** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
 const BEGIN_PLANNED = {
-  keyed: `BEGIN; ${KEYED_PLANNER}`,
+  keyed: 'BEGIN',
   /**
    * A keyed one that never scans the whole queue nor sorts what its index already orders. Without
    * enable_seqscan off, the webhook claim's plan made from statistics that knew of no pending event
    * probed each picked event by a scan of the outbox (250,000 rows read for 100 picks of 2,500 due:
    * "the webhook claim on PostgreSQL" in test/integration/database.test.ts).
    */
-  'queue-head': `BEGIN; SET LOCAL enable_seqscan = off; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
+  'queue-head': 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off',
 } as const;
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */
 function beginOf(options: TransactionOptions): string {
-  return ['BEGIN', ...(options.batch ? [IN_BATCH] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join('; ');
+  return options.batch ? `BEGIN; ${IN_BATCH}` : 'BEGIN';
 }
 
 /**

@@ -101,51 +101,25 @@ describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'need
     await database.drop();
   });
 
-  const SETTINGS = `SELECT current_setting('plan_cache_mode') AS plans, $1::int AS probe`;
-
   for (const pool of ['main', 'relaxed'] as const) {
-    it(`on the ${pool} pool: the generic plan, for that statement only`, async () => {
-      const q = pool === 'main' ? db : db.relaxed;
-      const keyed = await q.query<{ plans: string }>(SETTINGS, [1], { plan: 'keyed' });
-      assert.deepEqual({ ...keyed.rows[0] }, { plans: 'force_generic_plan', probe: 1 });
-      const plain = await q.query<{ plans: string }>(SETTINGS, [2]);
-      assert.deepEqual({ ...plain.rows[0] }, { plans: 'auto', probe: 2 }, 'the session keeps its own settings');
-    });
-
-    it(`on the ${pool} pool: planned once per connection, never again at each call`, async () => {
-      const q = pool === 'main' ? db : db.relaxed;
-      const sql = `SELECT count(*) AS n FROM unnest($1::int[]) AS v(x) /* ${pool} plan probe */`;
-      for (let i = 0; i < 8; i += 1) await q.query(sql, [[i, i + 1]], { plan: 'keyed' });
-      const { rows } = await q.query<{ generic: string; custom: string }>(
-        `SELECT generic_plans::text AS generic, custom_plans::text AS custom FROM pg_prepared_statements WHERE statement LIKE '%' || $1 || ' plan probe%' AND statement NOT LIKE '%pg_prepared_statements%'`,
-        [pool],
-      );
-      assert.deepEqual(rows, [{ generic: '8', custom: '0' }]);
-    });
-
     it(`on the ${pool} pool: a failing keyed statement fails with its own error and leaves the connection usable`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
       await assert.rejects(q.query(`SELECT 1 / $1::int AS x`, [0], { plan: 'keyed' }), (error: { code?: string }) => error.code === '22012');
-      const plain = await q.query<{ plans: string }>(SETTINGS, [3]);
-      assert.deepEqual({ ...plain.rows[0] }, { plans: 'auto', probe: 3 }, 'its transaction is over');
+      const plain = await q.query<{ probe: number }>('SELECT $1::int AS probe', [3]);
+      assert.deepEqual({ ...plain.rows[0] }, { probe: 3 }, 'its transaction is over');
     });
   }
 
   for (const pool of ['main', 'relaxed'] as const) {
     it(`on the ${pool} pool: a queue claim also never sorts, for that statement only`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
-      const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('plan_cache_mode') AS plans, current_setting('enable_sort') AS sort, $1::int AS probe`;
+      const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_sort') AS sort, $1::int AS probe`;
       const claim = await q.query(sql, [1], { plan: 'queue-head' });
-      assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', plans: 'force_generic_plan', sort: 'off', probe: 1 });
+      assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', sort: 'off', probe: 1 });
       const plain = await q.query(sql, [2]);
-      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', sort: 'on', probe: 2 });
+      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', sort: 'on', probe: 2 });
     });
   }
-
-  it('a keyed transaction runs generic plans too', async () => {
-    const { rows } = await db.transaction((tx) => tx.query<{ plans: string }>(`SELECT current_setting('plan_cache_mode') AS plans`), { seqScans: false });
-    assert.equal(rows[0]!.plans, 'force_generic_plan');
-  });
 });
 
 describe('the webhook claim on PostgreSQL, planned while the queue looked empty', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {

@@ -28,26 +28,24 @@ export interface TransactionHandle extends Queryable {
 /** How PostgreSQL is to plan a statement run on its own, on a pool (not in a transaction). */
 export interface QueryOptions {
   /**
-   * 'keyed': the statement finds every row it reads or writes by key, for many items at once (arrays
-   * unnested against primary keys). PostgreSQL runs it in a transaction of its own, pipelined in one
-   * round trip.
-   *
    * 'queue-head': the statement reads the head of a queue: its first due rows, in the order of the
    * queue's index (a claim, which then locks each row it picks through the primary key, as
-   * claimDueEvents does; or when the next row falls due). PostgreSQL runs it as a 'keyed' one with
-   * sequential scans and sorts disabled (SET LOCAL enable_seqscan = off, enable_sort = off), in the
-   * same round trip: the one plan left without a scan or a sort is the walk of the queue's index.
+   * claimDueEvents does; or when the next row falls due). PostgreSQL runs it in a transaction of its
+   * own, pipelined in one round trip, with sequential scans and sorts disabled (SET LOCAL
+   * enable_seqscan = off, enable_sort = off): the one plan left without a scan or a sort is the walk
+   * of the queue's index.
    *
    * Why: a queue is nearly empty when its statistics are made and thousands deep during a payroll.
    * From those statistics, reading every due row and sorting them looked as cheap as reading the first
    * ones in index order, even when planned at each call with the call's own parameters: with 2,600
    * webhook events due, a claim read all 2,600 to pick the first 100 (about 2,900 buffers and 3–4 ms a
-   * claim, plus 0.5 ms of planning) instead of its look-ahead of 400 (600 buffers, 1.7 ms).
+   * claim, plus 0.5 ms of planning) instead of its look-ahead of 400 (600 buffers, 1.7 ms). The
+   * figures without each setting are with BEGIN_PLANNED in db/postgres.ts.
    *
    * Only how the statement is planned and sent, never what it does. Ignored inside a transaction or on
    * a connection of withConnection (the statement runs as it is), and on PGlite.
    */
-  plan?: 'keyed' | 'queue-head';
+  plan?: 'queue-head';
 }
 
 export type Engine = 'pglite' | 'postgres';
@@ -60,8 +58,6 @@ export interface TransactionOptions {
    * for: it leaves with the batch's first statement, one round trip fewer per batch.
    */
   batch?: boolean;
-  /** false: every statement of this transaction finds its rows by key (no setting follows from it any more). */
-  seqScans?: boolean;
 }
 
 /** One connection pool's occupancy, for the metrics (PostgreSQL only: PGlite has no pool). */

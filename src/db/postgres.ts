@@ -71,9 +71,8 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
 const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
 /** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
 const BEGIN_PLANNED = {
-  keyed: 'BEGIN',
   /**
-   * A keyed one that never scans the whole queue nor sorts what its index already orders. Measured by
+   * Never scans the whole queue nor sorts what its index already orders. Measured by
    * "the webhook claim on PostgreSQL" in test/integration/database.test.ts (2,500 due, a look-ahead of
    * 400, 100 picked: 600 rows of outbox_events read with both settings). Without enable_seqscan off,
    * the plan made from statistics that knew of no pending event probed each picked event by a scan of
@@ -93,8 +92,8 @@ function beginOf(options: TransactionOptions): string {
  * its BEGIN_PLANNED, the statement and COMMIT leave together (the pool pipelines) and come back in one
  * round trip, as a batch transaction's BEGIN and write do. If the statement fails, the server answers
  * the COMMIT with ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the
- * statement would run on its own, as planned statements did before: each is one statement, atomic by
- * itself.) Any other statement runs as it is.
+ * statement would run on its own, as it does without a plan: one statement, atomic by itself.) Any
+ * other statement runs as it is.
  */
 async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
   if (params !== undefined && options?.plan !== undefined) {

@@ -78,17 +78,17 @@ describe(`database layer on ${ENGINE}`, () => {
     assert.equal(result.rowCount, 2);
   });
 
-  it('runs a keyed statement and commits what it writes, on either engine', async () => {
+  it('runs a statement with a plan and commits what it writes, on either engine', async () => {
     await database.db.query('CREATE TABLE IF NOT EXISTS keyed_probe (id int PRIMARY KEY, v text)');
-    const { rows } = await database.db.query<{ id: number }>(`INSERT INTO keyed_probe SELECT * FROM unnest($1::int[], $2::text[]) RETURNING id`, [[1, 2], ['a', 'b']], { plan: 'keyed' });
+    const { rows } = await database.db.query<{ id: number }>(`INSERT INTO keyed_probe SELECT * FROM unnest($1::int[], $2::text[]) RETURNING id`, [[1, 2], ['a', 'b']], { plan: 'queue-head' });
     assert.deepEqual(rows.map((r) => r.id).sort(), [1, 2]);
-    await database.db.relaxed.query(`UPDATE keyed_probe SET v = 'c' WHERE id = ANY($1::int[])`, [[2]], { plan: 'keyed' });
+    await database.db.relaxed.query(`UPDATE keyed_probe SET v = 'c' WHERE id = ANY($1::int[])`, [[2]], { plan: 'queue-head' });
     const after = await database.db.query<{ v: string }>('SELECT v FROM keyed_probe ORDER BY id');
     assert.deepEqual(after.rows.map((r) => r.v), ['a', 'c']);
   });
 });
 
-describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
+describe('statements with a plan on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
   let database: TestDatabase;
   let db: PostgresDatabase;
   before(async () => {
@@ -102,9 +102,9 @@ describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'need
   });
 
   for (const pool of ['main', 'relaxed'] as const) {
-    it(`on the ${pool} pool: a failing keyed statement fails with its own error and leaves the connection usable`, async () => {
+    it(`on the ${pool} pool: a failing statement with a plan fails with its own error and leaves the connection usable`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
-      await assert.rejects(q.query(`SELECT 1 / $1::int AS x`, [0], { plan: 'keyed' }), (error: { code?: string }) => error.code === '22012');
+      await assert.rejects(q.query(`SELECT 1 / $1::int AS x`, [0], { plan: 'queue-head' }), (error: { code?: string }) => error.code === '22012');
       const plain = await q.query<{ probe: number }>('SELECT $1::int AS probe', [3]);
       assert.deepEqual({ ...plain.rows[0] }, { probe: 3 }, 'its transaction is over');
     });

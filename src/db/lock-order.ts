@@ -66,10 +66,11 @@ import type { KeyLock, QuoteLock } from '../domain/payout-decision.ts';
 import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../domain/payout-decision.ts';
 import type { PaymentStatus } from '../domain/payment-state.ts';
 import { isRetryableConflict, type Database, type Queryable, type TransactionHandle, type TransactionOptions } from './database.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
+import type { Partition } from '../domain/partition.ts';
 import { randomUUID } from 'node:crypto';
 import { assertBalanced, type LedgerEntry } from '../domain/ledger.ts';
 import { sortedValues } from '../domain/payout-decision.ts';
+import { Params } from './repositories/sql-params.ts';
 
 
 /**
@@ -85,7 +86,7 @@ export class StaleBatchRead extends Error {
 }
 
 /** Attempts of one transaction that PostgreSQL aborted as a deadlock or serialization victim. */
-export const TRANSACTION_ATTEMPTS_MAX = 4;
+const TRANSACTION_ATTEMPTS_MAX = 4;
 /** Upper bound of the random pause before attempt n+1 is n times this. */
 const RETRY_JITTER_MS = 20;
 
@@ -106,43 +107,63 @@ export async function inTransaction<T>(db: Database, work: (tx: TransactionHandl
   }
 }
 
-/** One typed row shape for the parts of a lock statement (UNION ALL needs one). */
-interface LockRow {
-  part: string;
-  a: string | null;
-  b: string | null;
-  c: string | null;
-  d: string | null;
-  e: string | null;
-  f: string | null;
-  amount: bigint | null;
-  count: bigint | null;
-  at1: Date | null;
-  at2: Date | null;
-  at3: Date | null;
-  flag: boolean | null;
-  n: number | null;
-}
+/**
+ * The columns of a lock statement's rows, by name and SQL type. UNION ALL needs one row shape for all
+ * its parts, so each part fills the columns it has and leaves the others NULL; a column several parts
+ * share means the same in each (a key's and a quote's expiry, a counter's and a month's subject).
+ */
+const LOCK_COLUMNS = {
+  // idempotency key (step 1)
+  key: 'text',
+  fingerprint: 'text',
+  owner: 'text',
+  payment_id: 'text',
+  response_status: 'integer',
+  response_body: 'text',
+  locked_until: 'timestamptz',
+  expires_at: 'timestamptz',
+  // quote (step 2) or payment (step 3): its id; status: a key's or a payment's
+  id: 'text',
+  status: 'text',
+  consumed_at: 'timestamptz',
+  // payment (step 3)
+  status_reason: 'text',
+  message: 'text',
+  bank_reference: 'text',
+  fee_amount: 'bigint',
+  settled_at: 'timestamptz',
+  next_check_at: 'timestamptz',
+  resolution_parked_at: 'timestamptz',
+  compensated: 'boolean',
+  check_attempts: 'integer',
+  // limit counter (step 4), and a subject's month to date
+  business_date: 'text',
+  subject_kind: 'text',
+  subject_id: 'text',
+  method: 'text',
+  amount: 'bigint',
+  count: 'bigint',
+  // ledger account (step 5)
+  asset: 'text',
+  kind: 'text',
+  balance: 'bigint',
+  // the tenant's credit settings and the limit rules' version, and the USD rate (read, not locked)
+  credit_enabled: 'boolean',
+  credit_limit: 'bigint',
+  credit_limits: 'text',
+  rule_epoch: 'bigint',
+  usd_market: 'text',
+} as const;
 
-const NULLS = {
-  a: 'NULL::text',
-  b: 'NULL::text',
-  c: 'NULL::text',
-  d: 'NULL::text',
-  e: 'NULL::text',
-  f: 'NULL::text',
-  amount: 'NULL::bigint',
-  count: 'NULL::bigint',
-  at1: 'NULL::timestamptz',
-  at2: 'NULL::timestamptz',
-  at3: 'NULL::timestamptz',
-  flag: 'NULL::boolean',
-  n: 'NULL::integer',
-};
+type LockColumn = keyof typeof LOCK_COLUMNS;
+type SqlValue<T extends string> = T extends 'text' ? string : T extends 'integer' ? number : T extends 'bigint' ? bigint : T extends 'boolean' ? boolean : Date;
 
-/** `SELECT '<part>' AS part, <columns>` with every column not given as a typed NULL. */
-function part(name: string, columns: Partial<Record<keyof typeof NULLS, string>>, from: string): string {
-  const list = (Object.keys(NULLS) as Array<keyof typeof NULLS>).map((c) => `${columns[c] ?? NULLS[c]} AS ${c}`).join(', ');
+/** One row of a lock statement: which part it comes from, and that part's columns (every other one NULL). */
+type LockRow = { part: string } & { [C in LockColumn]: SqlValue<(typeof LOCK_COLUMNS)[C]> | null };
+
+/** `SELECT '<part>' AS part, <columns>`: each column given as an expression, every other one a typed NULL. */
+function part(name: string, columns: Partial<Record<LockColumn, string>>, from: string): string {
+  const list = (Object.keys(LOCK_COLUMNS) as LockColumn[]).map((c) => `${columns[c] ?? `NULL::${LOCK_COLUMNS[c]}`} AS ${c}`).join(', ');
   return `SELECT '${name}'::text AS part, ${list} FROM ${from}`;
 }
 
@@ -160,14 +181,15 @@ export function slotOf(kind: string, inFlightSlot: InFlightSlot): string {
 }
 
 /**
- * SQL, true only inside a batch transaction (TransactionOptions.seqScans false: its BEGIN also sets
- * enable_seqscan off for the transaction). On PostgreSQL a batch's BEGIN is pipelined with its first
- * statement, the lock statement, so that statement is on the wire before BEGIN's answer; in the
- * (practically impossible) case that BEGIN failed on a live connection, the lock statement would run
- * on its own, committed at once. Every row it would insert is guarded by this, so it then writes
- * nothing; its caller sees BEGIN's error and the batch runs again.
+ * SQL, true only inside a batch transaction (TransactionOptions.batch: its BEGIN also sets
+ * bolivar.in_batch for the transaction; outside one the setting is unset or empty). On PostgreSQL a
+ * batch's BEGIN is pipelined with its first statement, the lock statement, so that statement is on
+ * the wire before BEGIN's answer; in the (practically impossible) case that BEGIN failed on a live
+ * connection, the lock statement would run on its own, committed at once. Every row it would insert
+ * is guarded by this, so it then writes nothing; its caller sees BEGIN's error and the batch runs
+ * again.
  */
-const IN_BATCH_TRANSACTION = "current_setting('enable_seqscan') = 'off'";
+const IN_BATCH_TRANSACTION = "current_setting('bolivar.in_batch', true) = 'on'";
 
 // ---------------------------------------------------------------------------------------------------
 // Shared parts
@@ -194,7 +216,17 @@ const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires
 
 const IDEMPOTENCY_PART = part(
   'key',
-  { a: 'key', b: 'fingerprint', c: 'status', d: 'owner::text', e: 'response_body', f: 'payment_id::text', amount: 'response_status::bigint', at1: 'locked_until', at2: 'expires_at' },
+  {
+    key: 'key',
+    fingerprint: 'fingerprint',
+    status: 'status',
+    owner: 'owner::text',
+    payment_id: 'payment_id::text',
+    response_status: 'response_status',
+    response_body: 'response_body',
+    locked_until: 'locked_until',
+    expires_at: 'expires_at',
+  },
   'idem',
 );
 
@@ -208,7 +240,11 @@ const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: strin
   ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date) DO UPDATE SET amount = u.amount
   RETURNING u.business_date, u.subject_kind, u.subject_id, u.method, u.amount, u.count`;
 
-const USAGE_PART = part('usage', { a: 'business_date::text', b: 'subject_kind', c: 'subject_id::text', d: 'method', amount: 'amount', count: 'count' }, 'usage');
+const USAGE_PART = part(
+  'usage',
+  { business_date: 'business_date::text', subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount', count: 'count' },
+  'usage',
+);
 
 /**
  * Step 5: the existing accounts locked in the order given (sorted), then the missing ones created at
@@ -234,15 +270,15 @@ const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: s
   ON CONFLICT (tenant_id, mode, asset, kind, slot) DO NOTHING
   RETURNING a.asset, a.kind, a.balance`;
 
-const ACCOUNT_PART = `${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account')}
-UNION ALL ${part('account', { a: 'asset', b: 'kind', amount: 'balance' }, 'account_created')}`;
+const ACCOUNT_PART = `${part('account', { asset: 'asset', kind: 'kind', balance: 'balance' }, 'account')}
+UNION ALL ${part('account', { asset: 'asset', kind: 'kind', balance: 'balance' }, 'account_created')}`;
 
 function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; count: bigint }> {
   const usage = new Map<string, { amount: bigint; count: bigint }>();
   for (const r of rows) {
     if (r.part !== 'usage') continue;
-    const key: CounterKey = { kind: r.b as CounterKind, subjectId: r.c!, method: r.d as CounterKey['method'] };
-    usage.set(`${r.a}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
+    const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
+    usage.set(`${r.business_date}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
   }
   return usage;
 }
@@ -250,7 +286,7 @@ function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigint; coun
 /** Balances of the accounts locked or created; every requested account must be one or the other. */
 function readAccounts(rows: readonly LockRow[], requested: readonly AccountRef[]): Map<string, bigint> {
   const balances = new Map<string, bigint>();
-  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.a!, kind: r.b as AccountKind }), r.amount!);
+  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.asset!, kind: r.kind as AccountKind }), r.balance!);
   for (const a of requested) if (!balances.has(accountKeyOf(a))) throw new StaleBatchRead(`account ${accountKeyOf(a)} created meanwhile`);
   return balances;
 }
@@ -296,49 +332,70 @@ export interface PayoutBatchHeld {
   ruleEpoch: bigint;
 }
 
-const PAYOUT_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
-  tenant: '$1',
-  mode: '$2',
-  now: '$3',
-  expires: '$4',
-  keys: '$5',
-  fingerprints: '$6',
-  owners: '$7',
-  paymentIds: '$7',
-  leases: '$8',
-  guard: IN_BATCH_TRANSACTION,
-})}),
+/** The payout batch's lock statement (see lockPayoutBatch), its parameters added to `p` by name. */
+function payoutLockSql(p: Params, partition: Partition, locks: PayoutBatchLocks): string {
+  const tenant = p.add(partition.tenantId);
+  const mode = p.add(partition.mode);
+  // The batch claims a new key with the payment's id as its owner.
+  const claims = p.add(locks.keys.map((k) => k.paymentId));
+  const idem = IDEMPOTENCY_CTE({
+    tenant,
+    mode,
+    now: p.add(locks.now),
+    expires: p.add(locks.expiresAt),
+    keys: p.add(locks.keys.map((k) => k.key)),
+    fingerprints: p.add(locks.keys.map((k) => k.fingerprint)),
+    owners: claims,
+    paymentIds: claims,
+    leases: p.add(locks.keys.map((k) => k.lockedUntil)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const day = p.add(locks.day);
+  const usage = USAGE_CTE({
+    tenant,
+    mode,
+    days: p.add(locks.counters.map(() => locks.day)),
+    kinds: p.add(locks.counters.map((c) => c.kind)),
+    subjects: p.add(locks.counters.map((c) => c.subjectId)),
+    methods: p.add(locks.counters.map((c) => c.method)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const assets = p.add(locks.accounts.map((a) => a.asset));
+  const kinds = p.add(locks.accounts.map((a) => a.kind));
+  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION });
+  const subjects = p.unnest({ kind: ['text', locks.monthly.map((m) => m.kind)], subject_id: ['uuid', locks.monthly.map((m) => m.subjectId)] }, { alias: 's' });
+  return `WITH idem AS (${idem}),
 quote AS (
-  -- One primary-key probe per quote, in the array's order, which is id order (assertSorted): a generic
-  -- plan made while the table was nearly empty walked the tenant's every quote instead (\`id = ANY\`
-  -- left as a filter), at a cost that grows with the tenant's quotes.
-  SELECT q.id, q.consumed_at, q.expires_at
-    FROM unnest($9::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
-       WHERE q.tenant_id = $1 AND q.id = v.id AND q.mode = $2
-      OFFSET 0
-         FOR UPDATE) q
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$2', days: '$10', kinds: '$11', subjects: '$12', methods: '$13', guard: IN_BATCH_TRANSACTION })}),
-account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$14', kinds: '$15', inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_BATCH_TRANSACTION })}),
+  -- By primary key, locked in id order (ORDER BY … FOR UPDATE locks the rows in that order).
+  SELECT q.id, q.consumed_at, q.expires_at FROM quotes q
+   WHERE q.tenant_id = ${tenant} AND q.id = ANY(${p.add(locks.quoteIds)}::uuid[]) AND q.mode = ${mode}
+   ORDER BY q.id
+     FOR UPDATE
+), usage AS (${usage}),
+account AS (${account}),
 month AS (
   -- Per subject, a range of its own rows (LATERAL keeps it on the primary key, never the tenant's rows).
   SELECT s.kind AS subject_kind, s.subject_id, m.method, m.amount
-    FROM unnest($16::text[], $17::uuid[]) AS s(kind, subject_id)
+    FROM ${subjects}
     CROSS JOIN LATERAL (
       SELECT u.method, sum(u.amount)::bigint AS amount FROM limit_usage u
-       WHERE u.tenant_id = $1 AND u.mode = $2 AND u.subject_kind = s.kind AND u.subject_id = s.subject_id
-         AND u.business_date >= $18::date AND u.business_date < $19::date
+       WHERE u.tenant_id = ${tenant} AND u.mode = ${mode} AND u.subject_kind = s.kind AND u.subject_id = s.subject_id
+         AND u.business_date >= ${p.add(locks.monthStart)}::date AND u.business_date < ${day}::date
        GROUP BY u.method
     ) m
 )
 ${IDEMPOTENCY_PART}
-UNION ALL ${part('quote', { a: 'id::text', at1: 'consumed_at', at2: 'expires_at' }, 'quote')}
+UNION ALL ${part('quote', { id: 'id::text', consumed_at: 'consumed_at', expires_at: 'expires_at' }, 'quote')}
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}
-UNION ALL ${part('month', { a: 'subject_kind', b: 'subject_id::text', c: 'method', amount: 'amount' }, 'month')}
-UNION ALL ${part('tenant', { flag: 'credit_enabled', amount: 'credit_limit', e: 'credit_limits::text', count: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' }, 'tenants WHERE id = $1')}
-UNION ALL ${part('rate', { a: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
+UNION ALL ${part('month', { subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount' }, 'month')}
+UNION ALL ${part(
+  'tenant',
+  { credit_enabled: 'credit_enabled', credit_limit: 'credit_limit', credit_limits: 'credit_limits::text', rule_epoch: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' },
+  `tenants WHERE id = ${tenant}`,
+)}
+UNION ALL ${part('rate', { usd_market: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
+}
 
 /**
  * Steps 1, 2, 4 and 5 for a payout batch in one round trip, plus the unlocked reads its decision
@@ -351,27 +408,8 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
   assertSorted(locks.quoteIds, (q) => q, 'quotes');
   assertSorted(locks.counters, counterKeyOf, 'limit counters');
   assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
-  const { rows } = await tx.query<LockRow>(PAYOUT_LOCK_SQL, [
-    partition.tenantId,
-    partition.mode,
-    locks.now,
-    locks.expiresAt,
-    locks.keys.map((k) => k.key),
-    locks.keys.map((k) => k.fingerprint),
-    locks.keys.map((k) => k.paymentId),
-    locks.keys.map((k) => k.lockedUntil),
-    locks.quoteIds,
-    locks.counters.map(() => locks.day),
-    locks.counters.map((c) => c.kind),
-    locks.counters.map((c) => c.subjectId),
-    locks.counters.map((c) => c.method),
-    locks.accounts.map((a) => a.asset),
-    locks.accounts.map((a) => a.kind),
-    locks.monthly.map((m) => m.kind),
-    locks.monthly.map((m) => m.subjectId),
-    locks.monthStart,
-    locks.day,
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<LockRow>(payoutLockSql(p, partition, locks), p.values);
   const claims = new Map(locks.keys.map((k) => [k.key, k.paymentId]));
   const held: PayoutBatchHeld = {
     keys: new Map(),
@@ -388,26 +426,26 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
     switch (r.part) {
       case 'key': {
         // Ours when the row's owner is the payment id this batch claimed the key with.
-        if (r.d !== null && r.d === claims.get(r.a!)) held.keys.set(r.a!, { owned: true });
-        else held.keys.set(r.a!, { owned: false, stored: storedKeyOf(r) });
+        if (r.owner !== null && r.owner === claims.get(r.key!)) held.keys.set(r.key!, { owned: true });
+        else held.keys.set(r.key!, { owned: false, stored: storedKeyOf(r) });
         break;
       }
       case 'quote': {
-        const state: QuoteLock = r.at1 !== null ? 'consumed' : r.at2!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
-        held.quotes.set(r.a!, state);
+        const state: QuoteLock = r.consumed_at !== null ? 'consumed' : r.expires_at!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
+        held.quotes.set(r.id!, state);
         break;
       }
       case 'month': {
-        const key: CounterKey = { kind: r.a as CounterKind, subjectId: r.b!, method: r.c as CounterKey['method'] };
+        const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
         held.pastMonth.set(counterKeyOf(key), r.amount!);
         break;
       }
       case 'tenant':
-        held.tenant = { creditEnabled: r.flag!, creditLimit: r.amount, creditLimits: JSON.parse(r.e ?? '{}') as Record<string, string | null> };
-        held.ruleEpoch = r.count!;
+        held.tenant = { creditEnabled: r.credit_enabled!, creditLimit: r.credit_limit, creditLimits: JSON.parse(r.credit_limits ?? '{}') as Record<string, string | null> };
+        held.ruleEpoch = r.rule_epoch!;
         break;
       case 'rate':
-        held.usdMarket = r.a!;
+        held.usdMarket = r.usd_market!;
         break;
     }
   }
@@ -416,30 +454,18 @@ export async function lockPayoutBatch(tx: Queryable, partition: Partition, locks
 
 function storedKeyOf(r: LockRow) {
   return {
-    fingerprint: r.b!,
-    status: r.c as 'in_progress' | 'completed',
-    paymentId: r.f,
-    responseStatus: r.amount === null ? null : Number(r.amount),
-    responseBody: r.e,
-    lockedUntil: r.at1,
-    expiresAt: r.at2!,
+    fingerprint: r.fingerprint!,
+    status: r.status as 'in_progress' | 'completed',
+    paymentId: r.payment_id,
+    responseStatus: r.response_status,
+    responseBody: r.response_body,
+    lockedUntil: r.locked_until,
+    expiresAt: r.expires_at!,
   };
 }
 
 // ---------------------------------------------------------------------------------------------------
 // Funding: key → accounts.
-
-const KEY_LOCK_SQL = `WITH idem AS (${IDEMPOTENCY_CTE({
-  tenant: '$1',
-  mode: '$2',
-  now: '$3',
-  expires: '$4',
-  keys: '$5',
-  fingerprints: '$6',
-  owners: '$7',
-  paymentIds: '$8',
-  leases: '$9',
-})}) ${IDEMPOTENCY_PART}`;
 
 /**
  * Step 1 alone for a writer that records its answer in its own transaction (a funding): claims the
@@ -450,29 +476,38 @@ export async function lockIdempotencyKey(
   partition: Partition,
   claim: { key: string; fingerprint: string; owner: string; now: Date; expiresAt: Date; lockedUntil: Date },
 ): Promise<KeyLock> {
-  const { rows } = await tx.query<LockRow>(KEY_LOCK_SQL, [
-    partition.tenantId,
-    partition.mode,
-    claim.now,
-    claim.expiresAt,
-    [claim.key],
-    [claim.fingerprint],
-    [claim.owner],
-    [null],
-    [claim.lockedUntil],
-  ]);
+  const p = new Params();
+  const idem = IDEMPOTENCY_CTE({
+    tenant: p.add(partition.tenantId),
+    mode: p.add(partition.mode),
+    now: p.add(claim.now),
+    expires: p.add(claim.expiresAt),
+    keys: p.add([claim.key]),
+    fingerprints: p.add([claim.fingerprint]),
+    owners: p.add([claim.owner]),
+    // A funding's key names no payment.
+    paymentIds: p.add([null]),
+    leases: p.add([claim.lockedUntil]),
+  });
+  const { rows } = await tx.query<LockRow>(`WITH idem AS (${idem}) ${IDEMPOTENCY_PART}`, p.values);
   const row = rows[0];
   if (!row) throw new Error('invariant: the key lock returned no row');
-  return row.d === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
+  return row.owner === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
 }
-
-const ACCOUNTS_LOCK_SQL = `WITH account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$2', assets: '$3', kinds: '$4', inFlightSlot: IN_FLIGHT_SLOT.payout })}) ${ACCOUNT_PART}`;
 
 /** Step 5 alone (funding, daily close): balances by account key, created at zero when missing. */
 export async function lockAccounts(tx: Queryable, partition: Partition, accounts: readonly AccountRef[]): Promise<Map<string, bigint>> {
   assertSorted(accounts, accountKeyOf, 'ledger accounts');
   if (accounts.length === 0) return new Map();
-  const { rows } = await tx.query<LockRow>(ACCOUNTS_LOCK_SQL, [partition.tenantId, partition.mode, accounts.map((a) => a.asset), accounts.map((a) => a.kind)]);
+  const p = new Params();
+  const account = ACCOUNT_CTE({
+    tenant: p.add(partition.tenantId),
+    mode: p.add(partition.mode),
+    assets: p.add(accounts.map((a) => a.asset)),
+    kinds: p.add(accounts.map((a) => a.kind)),
+    inFlightSlot: IN_FLIGHT_SLOT.payout,
+  });
+  const { rows } = await tx.query<LockRow>(`WITH account AS (${account}) ${ACCOUNT_PART}`, p.values);
   return readAccounts(rows, accounts);
 }
 
@@ -502,39 +537,54 @@ export interface OutcomeBatchLocks {
   accounts: readonly AccountRef[];
 }
 
-const OUTCOME_LOCK_SQL = `WITH pay AS (
-  -- One primary-key probe per payment, in id order (the array is sorted), as for the payout batch's quotes.
-  SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
-         p.resolution_parked_at, p.compensated, p.check_attempts
-    FROM unnest($2::uuid[]) AS v(id)
-    CROSS JOIN LATERAL (
-      SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
-             p.resolution_parked_at, p.compensated, p.check_attempts
-        FROM payments p
-       WHERE p.tenant_id = $1 AND p.id = v.id
-      OFFSET 0
-         FOR UPDATE) p
-), usage AS (${USAGE_CTE({ tenant: '$1', mode: '$7', days: '$3', kinds: '$4', subjects: '$5', methods: '$6', guard: IN_BATCH_TRANSACTION })}
-), account AS (${ACCOUNT_CTE({ tenant: '$1', mode: '$7', assets: '$8', kinds: '$9', inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION })})
-${part(
+const OUTCOME_PAYMENT_PART = part(
   'payment',
   {
-    a: 'id::text',
-    b: 'status',
-    c: 'status_reason',
-    d: 'message',
-    e: 'bank_reference',
-    amount: 'fee_amount',
-    at1: 'settled_at',
-    at2: 'next_check_at',
-    at3: 'resolution_parked_at',
-    flag: 'compensated',
-    n: 'check_attempts',
+    id: 'id::text',
+    status: 'status',
+    status_reason: 'status_reason',
+    message: 'message',
+    bank_reference: 'bank_reference',
+    fee_amount: 'fee_amount',
+    settled_at: 'settled_at',
+    next_check_at: 'next_check_at',
+    resolution_parked_at: 'resolution_parked_at',
+    compensated: 'compensated',
+    check_attempts: 'check_attempts',
   },
   'pay',
-)}
+);
+
+/** The outcome batch's lock statement (see lockOutcomeBatch), its parameters added to `p` by name. */
+function outcomeLockSql(p: Params, partition: Partition, locks: OutcomeBatchLocks): string {
+  const tenant = p.add(partition.tenantId);
+  const mode = p.add(partition.mode);
+  const usage = USAGE_CTE({
+    tenant,
+    mode,
+    days: p.add(locks.counters.map((c) => c.day)),
+    kinds: p.add(locks.counters.map((c) => c.counter.kind)),
+    subjects: p.add(locks.counters.map((c) => c.counter.subjectId)),
+    methods: p.add(locks.counters.map((c) => c.counter.method)),
+    guard: IN_BATCH_TRANSACTION,
+  });
+  const assets = p.add(locks.accounts.map((a) => a.asset));
+  const kinds = p.add(locks.accounts.map((a) => a.kind));
+  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_BATCH_TRANSACTION });
+  return `WITH pay AS (
+  -- By primary key, locked in id order, as the payout batch's quotes.
+  SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
+         p.resolution_parked_at, p.compensated, p.check_attempts
+    FROM payments p
+   WHERE p.tenant_id = ${tenant} AND p.id = ANY(${p.add(locks.paymentIds)}::uuid[])
+   ORDER BY p.id
+     FOR UPDATE
+), usage AS (${usage}
+), account AS (${account})
+${OUTCOME_PAYMENT_PART}
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}`;
+}
 
 /** Steps 3, 4 and 5 for an outcome batch of one tenant and mode, in one round trip. */
 export async function lockOutcomeBatch(
@@ -545,31 +595,22 @@ export async function lockOutcomeBatch(
   assertSorted(locks.paymentIds, (id) => id, 'payments');
   assertSorted(locks.counters, counterLockKey, 'limit counters');
   assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');
-  const { rows } = await tx.query<LockRow>(OUTCOME_LOCK_SQL, [
-    partition.tenantId,
-    locks.paymentIds,
-    locks.counters.map((c) => c.day),
-    locks.counters.map((c) => c.counter.kind),
-    locks.counters.map((c) => c.counter.subjectId),
-    locks.counters.map((c) => c.counter.method),
-    partition.mode,
-    locks.accounts.map((a) => a.asset),
-    locks.accounts.map((a) => a.kind),
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<LockRow>(outcomeLockSql(p, partition, locks), p.values);
   const payments = new Map<string, LockedPaymentState>();
   for (const r of rows) {
     if (r.part !== 'payment') continue;
-    payments.set(r.a!, {
-      status: r.b as PaymentStatus,
-      status_reason: r.c,
-      message: r.d,
-      bank_reference: r.e,
-      fee_amount: r.amount!,
-      settled_at: r.at1,
-      next_check_at: r.at2,
-      resolution_parked_at: r.at3,
-      compensated: r.flag!,
-      check_attempts: r.n!,
+    payments.set(r.id!, {
+      status: r.status as PaymentStatus,
+      status_reason: r.status_reason,
+      message: r.message,
+      bank_reference: r.bank_reference,
+      fee_amount: r.fee_amount!,
+      settled_at: r.settled_at,
+      next_check_at: r.next_check_at,
+      resolution_parked_at: r.resolution_parked_at,
+      compensated: r.compensated!,
+      check_attempts: r.check_attempts!,
     });
   }
   return { payments, counters: readUsage(rows), balances: readAccounts(rows, locks.accounts) };
@@ -584,22 +625,31 @@ export function sortedIds(ids: Iterable<string>): string[] {
 // Single entries: a funding, the daily close, the sandbox tenant's first funding — every ledger entry
 // that is not a payout batch's or an outcome batch's.
 
-const ENTRY_SQL = `WITH entry AS (
+function entrySql(p: Params, partition: Partition, entry: { id: string; kind: string; at: Date | null; postings: readonly { asset: string; account: string; amount: bigint }[] }): string {
+  const tenant = p.add(partition.tenantId);
+  const mode = p.add(partition.mode);
+  const id = p.add(entry.id);
+  const assets = p.add(entry.postings.map((posting) => posting.asset));
+  const kinds = p.add(entry.postings.map((posting) => posting.account));
+  const amounts = p.add(entry.postings.map((posting) => posting.amount));
+  const postings = p.unnest({ asset: ['text', assets], account_kind: ['text', kinds], amount: ['bigint', amounts] });
+  return `WITH entry AS (
   INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
-  VALUES ($1, $2, $3, $4, NULL, coalesce($5, now()))
+  VALUES (${tenant}, ${mode}, ${id}, ${p.add(entry.kind)}, NULL, coalesce(${p.add(entry.at)}, now()))
 ), posting AS (
   INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
-  SELECT $1, $3, $2, v.asset, v.account_kind, v.amount
-    FROM unnest($6::text[], $7::text[], $8::bigint[]) AS v(asset, account_kind, amount)
+  SELECT ${tenant}, ${id}, ${mode}, v.asset, v.account_kind, v.amount
+    FROM ${postings}
 ), account AS (
   -- The rows were locked (or created at zero) just before. (An INSERT … ON CONFLICT would check the
   -- CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.delta
-    FROM unnest($6::text[], $7::text[], $8::bigint[]) AS v(asset, kind, delta)
-   WHERE a.tenant_id = $1 AND a.mode = $2 AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
+  UPDATE ledger_accounts a SET balance = a.balance + v.amount
+    FROM ${postings}
+   WHERE a.tenant_id = ${tenant} AND a.mode = ${mode} AND a.asset = v.asset AND a.kind = v.account_kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM account)::int AS accounts`;
+}
 
 /**
  * The one writer of a single ledger entry: takes step 5 for the accounts `entry` posts to (sorted;
@@ -627,16 +677,9 @@ export async function lockAndPostEntry(
     }
   }
   const id = randomUUID();
-  const { rows } = await tx.query<{ accounts: number }>(ENTRY_SQL, [
-    partition.tenantId,
-    partition.mode,
-    id,
-    entry.kind,
-    options.at ?? null,
-    postings.map((p) => p.asset),
-    postings.map((p) => p.account),
-    postings.map((p) => p.amount),
-  ]);
+  const params = new Params();
+  const sql = entrySql(params, partition, { id, kind: entry.kind, at: options.at ?? null, postings });
+  const { rows } = await tx.query<{ accounts: number }>(sql, params.values);
   if (rows[0]?.accounts !== postings.length) throw new Error(`invariant: a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`);
   return { id, before: balances };
 }

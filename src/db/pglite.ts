@@ -1,7 +1,7 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Database, Queryable, QueryResult, TransactionHandle, TransactionOptions } from './database.ts';
+import type { Database, Queryable, QueryOptions, QueryResult, TransactionHandle, TransactionOptions } from './database.ts';
 
 const parsers = {
   [types.INT8]: (value: string) => BigInt(value),
@@ -61,13 +61,14 @@ export class PgliteDatabase implements Database {
     return new PgliteDatabase(db);
   }
 
-  query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+  /** `options` (a plan) mean nothing on the embedded engine: one connection, no plan cache to steer. */
+  query<Row>(sql: string, params?: readonly unknown[], _options?: QueryOptions): Promise<QueryResult<Row>> {
     return wrap(this.db as unknown as Tx).query<Row>(sql, params);
   }
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
-      if (options.seqScans === false) await tx.exec('SET LOCAL enable_seqscan = off');
+      if (options.batch) await tx.exec('SET LOCAL bolivar.in_batch = on');
       return work(wrap(tx as unknown as Tx));
     });
   }

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { KEYED_STATEMENT, QUEUE_HEAD, type Database, type PoolStats, type Queryable, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { type Database, type PoolStats, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -67,23 +67,37 @@ function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
   };
 }
 
-/** BEGIN of a keyed transaction (TransactionOptions.seqScans false, KEYED_STATEMENT): one message. */
-const BEGIN_KEYED = 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
-/** BEGIN of a QUEUE_HEAD statement's transaction: a keyed one that never sorts what its index already orders. */
-const BEGIN_QUEUE_HEAD = `${BEGIN_KEYED}; SET LOCAL enable_sort = off`;
+/** What marks a batch transaction as one (TransactionOptions.batch), sent with its BEGIN. */
+const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
+/** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
+const BEGIN_PLANNED = {
+  /**
+   * Never scans the whole queue nor sorts what its index already orders. Measured by
+   * "the webhook claim on PostgreSQL" in test/integration/database.test.ts (2,500 due, a look-ahead of
+   * 400, 100 picked: 600 rows of outbox_events read with both settings). Without enable_seqscan off,
+   * the plan made from statistics that knew of no pending event probed each picked event by a scan of
+   * the outbox (252,900 rows read); without enable_sort off, both plans read every due event and
+   * sorted them (2,700).
+   */
+  'queue-head': 'BEGIN; SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off',
+} as const;
+
+/** BEGIN of a transaction with these options, and what it sets for itself: one message. */
+function beginOf(options: TransactionOptions): string {
+  return options.batch ? `BEGIN; ${IN_BATCH}` : 'BEGIN';
+}
 
 /**
- * A query on a pool. A KEYED_STATEMENT runs in a keyed transaction of its own: BEGIN_KEYED, the
- * statement and COMMIT leave together (the pool pipelines) and come back in one round trip, as a batch
- * transaction's BEGIN and write do. If the statement fails, the server answers the COMMIT with
- * ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the statement would run
- * on its own, as keyed statements did before: each is one statement, atomic by itself.) A QUEUE_HEAD
- * runs the same way, its BEGIN also disabling sorts. Any other statement runs as it is.
+ * A query on a pool. A statement with a plan (QueryOptions.plan) runs in a transaction of its own:
+ * its BEGIN_PLANNED, the statement and COMMIT leave together (the pool pipelines) and come back in one
+ * round trip, as a batch transaction's BEGIN and write do. If the statement fails, the server answers
+ * the COMMIT with ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the
+ * statement would run on its own, as it does without a plan: one statement, atomic by itself.) Any
+ * other statement runs as it is.
  */
-async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined): Promise<QueryResult<Row>> {
-  const keyedBegin = sql.startsWith(KEYED_STATEMENT) ? BEGIN_KEYED : sql.startsWith(QUEUE_HEAD) ? BEGIN_QUEUE_HEAD : undefined;
-  if (params !== undefined && keyedBegin !== undefined) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), { seqScans: false }, keyedBegin);
+async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
+  if (params !== undefined && options?.plan !== undefined) {
+    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), BEGIN_PLANNED[options.plan], true);
   }
   const result = await pool.query(queryConfig(sql, params));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
@@ -91,7 +105,8 @@ async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unkno
 
 class PgQueryable implements Queryable {
   constructor(protected readonly client: pg.PoolClient) {}
-  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
+  /** `options` (a plan) mean nothing here: on one connection, or in a transaction, a statement runs as it is. */
+  async query<Row>(sql: string, params?: readonly unknown[], _options?: QueryOptions): Promise<QueryResult<Row>> {
     const result = await this.client.query(queryConfig(sql, params));
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
@@ -151,37 +166,36 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   }
 }
 
-/** One transaction on a connection of `pool` (PostgresDatabase.transaction, and keyed statements on either pool). */
-async function transactionOn<T>(
-  pool: pg.Pool,
-  work: (tx: TransactionHandle) => Promise<T>,
-  options: TransactionOptions,
-  keyedBegin = BEGIN_KEYED,
-): Promise<T> {
+/**
+ * One transaction on a connection of `pool` (PostgresDatabase.transaction, and planned statements on
+ * either pool), opened by `begin`. `pipelined`: BEGIN's answer is not waited for before the work's
+ * first statement goes out.
+ */
+async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => Promise<T>, begin: string, pipelined: boolean): Promise<T> {
   const client = await pool.connect();
   const checkedOut = checkOut(client);
   let broken = false;
   try {
-    // Without parameters this is one simple-protocol message: both statements, one round trip.
-    // A batch transaction (seqScans false: the committer's) does not wait for its answer: the pool
-    // pipelines, so BEGIN leaves together with the batch's first statement, one round trip fewer
-    // per batch. That statement answers only once BEGIN is seen to have succeeded, and it inserts
-    // nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts).
-    const pipelined = options.seqScans === false;
+    // Without parameters BEGIN and its settings are one simple-protocol message: one round trip.
+    // A batch transaction (TransactionOptions.batch: the committer's) does not wait for its answer:
+    // the pool pipelines, so BEGIN leaves together with the batch's first statement, one round trip
+    // fewer per batch. That statement answers only once BEGIN is seen to have succeeded, and it
+    // inserts nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts): only a
+    // successful BEGIN sets bolivar.in_batch.
     let tx: PgTransaction | undefined;
-    let begin: Promise<unknown>;
+    let begun: Promise<unknown>;
     let working: Promise<T>;
     if (pipelined) {
       // BEGIN and what the work issues before its first await leave in one write.
-      [begin, working] = together(client, () => {
-        const sent = client.query(keyedBegin);
+      [begun, working] = together(client, () => {
+        const sent = client.query(begin);
         sent.catch(() => undefined);
         tx = new PgTransaction(client, sent);
         return [sent, work(tx)] as const;
       });
     } else {
-      begin = client.query('BEGIN');
-      await begin;
+      begun = client.query(begin);
+      await begun;
       tx = new PgTransaction(client);
       working = work(tx);
     }
@@ -189,7 +203,7 @@ async function transactionOn<T>(
       if (tx!.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
       throw error;
     });
-    await begin;
+    await begun;
     if (!tx!.committed) await client.query('COMMIT');
     return result;
   } catch (error) {
@@ -207,15 +221,15 @@ async function transactionOn<T>(
 
 /**
  * No JIT compilation: every statement of the service is a short keyed one, and JIT costs hundreds of
- * milliseconds per execution when a plan's estimated cost crosses jit_above_cost — which any plan of a
- * transaction run with enable_seqscan off does (a disabled scan is costed at 1e10).
+ * milliseconds per execution when a plan's estimated cost crosses jit_above_cost (a generic plan
+ * costed from the statistics of a moment may).
  */
 const SESSION_OPTIONS = '-c jit=off';
 
-export const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
-export const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
-export const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
-export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
+const DEFAULT_STATEMENT_TIMEOUT_MS = 15_000;
+const DEFAULT_LOCK_TIMEOUT_MS = 5_000;
+const DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS = 30_000;
+const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 
 export interface PostgresOptions {
   maxLifetimeSeconds?: number;
@@ -256,7 +270,7 @@ export class PostgresDatabase implements Database {
       connectionString,
       // Queries issued together on one client go out together (pg's pipeline mode). The service
       // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
-      // keyed statement's transaction (poolQuery).
+      // planned statement's transaction (poolQuery).
       pipeline: true,
       max: poolSize,
       idleTimeoutMillis: 30_000,
@@ -280,8 +294,8 @@ export class PostgresDatabase implements Database {
     this.relaxedPool.on('error', () => undefined);
     const relaxedPool = this.relaxedPool;
     this.relaxed = {
-      async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-        return poolQuery<Row>(relaxedPool, sql, params);
+      async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
+        return poolQuery<Row>(relaxedPool, sql, params, options);
       },
       async exec(sql: string): Promise<void> {
         await relaxedPool.query(sql);
@@ -289,8 +303,8 @@ export class PostgresDatabase implements Database {
     };
   }
 
-  async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    return poolQuery<Row>(this.pool, sql, params);
+  async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
+    return poolQuery<Row>(this.pool, sql, params, options);
   }
 
   async exec(sql: string): Promise<void> {
@@ -298,7 +312,7 @@ export class PostgresDatabase implements Database {
   }
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return transactionOn(this.pool, work, options);
+    return transactionOn(this.pool, work, beginOf(options), options.batch === true);
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {

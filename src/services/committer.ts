@@ -38,8 +38,8 @@ interface Item {
   reject(error: unknown): void;
 }
 
-/** Every statement of a batch finds its rows by key (see TransactionOptions.seqScans). */
-const KEYED = { seqScans: false } as const;
+/** A batch transaction (TransactionOptions.batch). */
+const BATCH = { batch: true } as const;
 
 /**
  * Group commit for every money writer. Jobs of one tenant, mode and lane queue together; while a
@@ -128,7 +128,7 @@ export class Committer {
     let results: unknown[];
     const startedAt = performance.now();
     try {
-      results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), KEYED);
+      results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), BATCH);
       if (results.length !== batch.length) throw new Error(`invariant: a ${lane.name} batch of ${batch.length} gave ${results.length} results`);
       this.observer?.batch(lane.name, batch.length, (performance.now() - startedAt) / 1000, true);
     } catch (error) {

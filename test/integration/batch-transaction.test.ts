@@ -52,8 +52,31 @@ describe('a batch transaction, whose first and last statements are pipelined', (
     // Its accounts are missing, so the caller would run the batch again (after BEGIN's own error).
     assert.ok(held instanceof Error && /stale read in a batch/.test(held.message), String(held));
 
-    await t.db.transaction((tx) => lockPayoutBatch(tx, partition, locks('inside')), { seqScans: false });
+    await t.db.transaction((tx) => lockPayoutBatch(tx, partition, locks('inside')), { batch: true });
     assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+  });
+
+  it('inserts only in a transaction marked as a batch, whatever the planner settings', async () => {
+    const { tenantId } = await fundedTenant(t);
+    const partition = { tenantId, mode: 'test' as const };
+    const before = await rows(tenantId);
+
+    // Not a batch, though it plans as a batch once did (the old mark): the lock statement writes nothing.
+    const unmarked = await t.db.transaction(async (tx) => {
+      await tx.exec('SET LOCAL enable_seqscan = off');
+      return lockPayoutBatch(tx, partition, locks('unmarked')).catch((error: unknown) => error);
+    });
+    assert.ok(unmarked instanceof Error && /stale read in a batch/.test(unmarked.message), String(unmarked));
+    assert.deepEqual(await rows(tenantId), before, 'nothing written by a transaction not marked as a batch');
+
+    // A batch with the planner's defaults: it does.
+    await t.db.transaction(async (tx) => {
+      await tx.exec('SET LOCAL enable_seqscan = on');
+      await lockPayoutBatch(tx, partition, locks('marked'));
+    }, { batch: true });
+    assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+    const mark = await t.db.query<{ mark: string | null }>("SELECT current_setting('bolivar.in_batch', true) AS mark");
+    assert.notEqual(mark.rows[0]!.mark, 'on', 'the mark ends with its transaction');
   });
 
   it('a write that goes out with the COMMIT and fails its own checks commits nothing', async () => {
@@ -77,13 +100,13 @@ describe('a batch transaction, whose first and last statements are pipelined', (
 
     const failing = randomUUID();
     await assert.rejects(
-      t.db.transaction((tx) => writePayoutBatch(tx, partition, write('fx', failing), { last: true }), { seqScans: false }),
+      t.db.transaction((tx) => writePayoutBatch(tx, partition, write('fx', failing), { last: true }), { batch: true }),
       /invariant: the payout batch wrote 0 quote consumptions, 0 payments, 0 limit counters, 0 account balances/,
     );
     assert.equal(await events(failing), 0, 'the event written before the failed check was rolled back');
 
     const passing = randomUUID();
-    await t.db.transaction((tx) => writePayoutBatch(tx, partition, write('prefunding', passing), { last: true }), { seqScans: false });
+    await t.db.transaction((tx) => writePayoutBatch(tx, partition, write('prefunding', passing), { last: true }), { batch: true });
     assert.equal(await events(passing), 1, 'committed with its last statement');
   });
 });

@@ -1,7 +1,7 @@
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
-import { QUEUE_HEAD, type Queryable } from '../database.ts';
+import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
 
 export interface BeneficiarySnapshot {
@@ -130,8 +130,9 @@ export async function deferResolution(db: Queryable, payment: Pick<PaymentRow, '
  */
 export async function nextResolutionDue(db: Queryable): Promise<Date | undefined> {
   const { rows } = await db.query<{ at: Date | null }>(
-    `${QUEUE_HEAD} SELECT min(next_check_at) AS at FROM payments WHERE status IN ('submitted', 'unknown')`,
+    `SELECT min(next_check_at) AS at FROM payments WHERE status IN ('submitted', 'unknown')`,
     [],
+    { plan: 'queue-head' },
   );
   return rows[0]?.at ?? undefined;
 }

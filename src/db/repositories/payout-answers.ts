@@ -7,7 +7,7 @@
 import type { TransitionActor } from '../../domain/payment-state.ts';
 import { assertTransition } from '../../domain/payment-state.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
-import { KEYED_STATEMENT, relaxedOf, type Queryable } from '../database.ts';
+import { relaxedOf, type Queryable } from '../database.ts';
 import { KEY_COMPLETIONS_SQL, keyCompletionParams, type IdempotencyScope } from './idempotency.ts';
 
 export interface PayoutAnswer {
@@ -31,7 +31,7 @@ export interface PayoutAnswerRecorded {
 // Payments are share-locked in id order through a primary-key probe each, as every writer locks
 // them (db/lock-order.ts); nobody holding a payment ever waits for a key, so the two parts of this
 // statement never wait in a cycle with anyone.
-const SQL = `${KEYED_STATEMENT} WITH answer AS (
+const SQL = `WITH answer AS (
   ${KEY_COMPLETIONS_SQL}
 ), accepted AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)

@@ -1,6 +1,6 @@
 import type { StoredKey } from '../../domain/idempotency.ts';
 import type { Sender } from '../../domain/sender.ts';
-import { KEYED_STATEMENT, type Queryable } from '../database.ts';
+import type { Queryable } from '../database.ts';
 import type { BeneficiaryRow } from './beneficiaries.ts';
 import type { QuoteRow } from './quotes.ts';
 import type { Mode } from '../../domain/partition.ts';
@@ -14,7 +14,7 @@ const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response
 // One primary-key probe per payout and table, never a scan: LATERAL subqueries, and correlated scalar
 // subqueries for the senders (a LATERAL join there was planned as a scan of every customer of every
 // tenant, materialised and filtered). A payout without a customerId is for its quote's customer.
-const SQL = `${KEYED_STATEMENT} SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
+const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us,
        ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')},
        (SELECT sender FROM customers WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = coalesce(v.customer_id, q.customer_id)) AS customer_sender,

@@ -1,5 +1,5 @@
-// Building a statement's numbered parameters by what they hold, and the newest-first keyset page that
-// the admin and statement lists share.
+// Building a statement's numbered parameters by what they hold (each named where it is used), and the
+// newest-first keyset page that the admin and statement lists share.
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 
@@ -9,6 +9,23 @@ export class Params {
   add(value: unknown): string {
     this.values.push(value);
     return `$${this.values.length}`;
+  }
+
+  /**
+   * Rows from one array parameter per column, each column named where its values are given:
+   * `unnest($i::type[], …) AS alias(column, …)`, `WITH ORDINALITY` adding the row's position as `n`.
+   * A column's values may be a placeholder already added (a string), for an array the statement also
+   * uses elsewhere. A statement built from the same columns in the same order always has the same
+   * text (one prepared statement, whatever the arrays hold).
+   */
+  unnest(columns: Record<string, readonly [type: string, values: readonly unknown[] | string]>, options: { alias?: string; ordinality?: boolean } = {}): string {
+    const names = Object.keys(columns);
+    const arrays = names.map((name) => {
+      const [type, values] = columns[name]!;
+      return `${typeof values === 'string' ? values : this.add(values)}::${type}[]`;
+    });
+    const ordinality = options.ordinality === true;
+    return `unnest(${arrays.join(', ')})${ordinality ? ' WITH ORDINALITY' : ''} AS ${options.alias ?? 'v'}(${[...names, ...(ordinality ? ['n'] : [])].join(', ')})`;
   }
 }
 

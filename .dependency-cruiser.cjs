@@ -62,6 +62,15 @@ module.exports = {
       to: { path: '^src/(http|services|workers)/' },
     },
     {
+      name: 'webhooks-import-only-domain',
+      comment:
+        'webhooks/ is the delivery transport (HTTP client, address guard): what to send and when is decided by the ' +
+        'services and workers above it, so it needs nothing of ours but domain/.',
+      severity: 'error',
+      from: { path: '^src/webhooks/' },
+      to: { path: '^src/(http|services|workers|db|rails)/' },
+    },
+    {
       name: 'workers-never-import-http',
       comment: 'The background loops run without the API (a worker process serves no routes): nothing of http/ belongs in them.',
       severity: 'error',

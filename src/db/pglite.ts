@@ -68,7 +68,8 @@ export class PgliteDatabase implements Database {
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return this.db.transaction(async (tx) => {
-      if (options.batch) await tx.exec('SET LOCAL bolivar.in_batch = on');
+      const settings = [...(options.batch ? ['SET LOCAL bolivar.in_batch = on'] : []), ...(options.seqScans === false ? ['SET LOCAL enable_seqscan = off'] : [])];
+      if (settings.length > 0) await tx.exec(settings.join('; '));
       return work(wrap(tx as unknown as Tx));
     });
   }

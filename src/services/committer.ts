@@ -38,8 +38,8 @@ interface Item {
   reject(error: unknown): void;
 }
 
-/** A batch transaction (TransactionOptions.batch). */
-const BATCH = { batch: true } as const;
+/** A batch transaction (TransactionOptions.batch), whose every statement finds its rows by key (TransactionOptions.seqScans). */
+const BATCH = { batch: true, seqScans: false } as const;
 
 /**
  * Group commit for every money writer. Jobs of one tenant, mode and lane queue together; while a

@@ -79,17 +79,24 @@ describe(`database layer on ${ENGINE}`, () => {
     assert.equal(result.rowCount, 2);
   });
 
-  it('runs a statement with a plan and commits what it writes, on either engine', async () => {
+  it('a keyed transaction forbids table scans for itself only', async () => {
+    const setting = (q: { query: typeof database.db.query }) => q.query<{ enable_seqscan: string }>('SHOW enable_seqscan').then((r) => r.rows[0]!.enable_seqscan);
+    assert.equal(await database.db.transaction((tx) => setting(tx), { seqScans: false }), 'off');
+    assert.equal(await database.db.transaction((tx) => setting(tx)), 'on');
+    assert.equal(await setting(database.db), 'on');
+  });
+
+  it('runs a keyed statement and commits what it writes, on either engine', async () => {
     await database.db.query('CREATE TABLE IF NOT EXISTS keyed_probe (id int PRIMARY KEY, v text)');
-    const { rows } = await database.db.query<{ id: number }>(`INSERT INTO keyed_probe SELECT * FROM unnest($1::int[], $2::text[]) RETURNING id`, [[1, 2], ['a', 'b']], { plan: 'queue-head' });
+    const { rows } = await database.db.query<{ id: number }>(`INSERT INTO keyed_probe SELECT * FROM unnest($1::int[], $2::text[]) RETURNING id`, [[1, 2], ['a', 'b']], { plan: 'keyed' });
     assert.deepEqual(rows.map((r) => r.id).sort(), [1, 2]);
-    await database.db.relaxed.query(`UPDATE keyed_probe SET v = 'c' WHERE id = ANY($1::int[])`, [[2]], { plan: 'queue-head' });
+    await database.db.relaxed.query(`UPDATE keyed_probe SET v = 'c' WHERE id = ANY($1::int[])`, [[2]], { plan: 'keyed' });
     const after = await database.db.query<{ v: string }>('SELECT v FROM keyed_probe ORDER BY id');
     assert.deepEqual(after.rows.map((r) => r.v), ['a', 'c']);
   });
 });
 
-describe('statements with a plan on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
+describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {
   let database: TestDatabase;
   let db: PostgresDatabase;
   before(async () => {
@@ -102,25 +109,51 @@ describe('statements with a plan on PostgreSQL', { skip: ENGINE !== 'postgres' ?
     await database.drop();
   });
 
+  const SETTINGS = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('plan_cache_mode') AS plans, $1::int AS probe`;
+
   for (const pool of ['main', 'relaxed'] as const) {
-    it(`on the ${pool} pool: a failing statement with a plan fails with its own error and leaves the connection usable`, async () => {
+    it(`on the ${pool} pool: no table scans and the generic plan, for that statement only`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
-      await assert.rejects(q.query(`SELECT 1 / $1::int AS x`, [0], { plan: 'queue-head' }), (error: { code?: string }) => error.code === '22012');
-      const plain = await q.query<{ probe: number }>('SELECT $1::int AS probe', [3]);
-      assert.deepEqual({ ...plain.rows[0] }, { probe: 3 }, 'its transaction is over');
+      const keyed = await q.query<{ seqscan: string; plans: string }>(SETTINGS, [1], { plan: 'keyed' });
+      assert.deepEqual({ ...keyed.rows[0] }, { seqscan: 'off', plans: 'force_generic_plan', probe: 1 });
+      const plain = await q.query<{ seqscan: string; plans: string }>(SETTINGS, [2]);
+      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', probe: 2 }, 'the session keeps its own settings');
+    });
+
+    it(`on the ${pool} pool: planned once per connection, never again at each call`, async () => {
+      const q = pool === 'main' ? db : db.relaxed;
+      const sql = `SELECT count(*) AS n FROM unnest($1::int[]) AS v(x) /* ${pool} plan probe */`;
+      for (let i = 0; i < 8; i += 1) await q.query(sql, [[i, i + 1]], { plan: 'keyed' });
+      const { rows } = await q.query<{ generic: string; custom: string }>(
+        `SELECT generic_plans::text AS generic, custom_plans::text AS custom FROM pg_prepared_statements WHERE statement LIKE '%' || $1 || ' plan probe%' AND statement NOT LIKE '%pg_prepared_statements%'`,
+        [pool],
+      );
+      assert.deepEqual(rows, [{ generic: '8', custom: '0' }]);
+    });
+
+    it(`on the ${pool} pool: a failing keyed statement fails with its own error and leaves the connection usable`, async () => {
+      const q = pool === 'main' ? db : db.relaxed;
+      await assert.rejects(q.query(`SELECT 1 / $1::int AS x`, [0], { plan: 'keyed' }), (error: { code?: string }) => error.code === '22012');
+      const plain = await q.query<{ seqscan: string; plans: string }>(SETTINGS, [3]);
+      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', probe: 3 }, 'its transaction is over');
     });
   }
 
   for (const pool of ['main', 'relaxed'] as const) {
     it(`on the ${pool} pool: a queue claim also never sorts, for that statement only`, async () => {
       const q = pool === 'main' ? db : db.relaxed;
-      const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('enable_sort') AS sort, $1::int AS probe`;
+      const sql = `SELECT current_setting('enable_seqscan') AS seqscan, current_setting('plan_cache_mode') AS plans, current_setting('enable_sort') AS sort, $1::int AS probe`;
       const claim = await q.query(sql, [1], { plan: 'queue-head' });
-      assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', sort: 'off', probe: 1 });
+      assert.deepEqual({ ...claim.rows[0] }, { seqscan: 'off', plans: 'force_generic_plan', sort: 'off', probe: 1 });
       const plain = await q.query(sql, [2]);
-      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', sort: 'on', probe: 2 });
+      assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', sort: 'on', probe: 2 });
     });
   }
+
+  it('a keyed transaction runs generic plans too', async () => {
+    const { rows } = await db.transaction((tx) => tx.query<{ plans: string }>(`SELECT current_setting('plan_cache_mode') AS plans`), { seqScans: false });
+    assert.equal(rows[0]!.plans, 'force_generic_plan');
+  });
 });
 
 describe('the webhook claim on PostgreSQL, planned while the queue looked empty', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL)' : false }, () => {

@@ -58,7 +58,7 @@ async function recordMany(db: Queryable, items: readonly PayoutAnswer[]): Promis
     acceptances.map((i) => i.acceptance!.actor),
     acceptances.map((i) => JSON.stringify(i.acceptance!.metadata)),
     acceptances.map((i) => i.acceptance!.at),
-  ]);
+  ], { plan: 'keyed' });
   const answered = new Set(rows.filter((r) => r.part === 'answer').map((r) => r.id));
   const accepted = new Set(rows.filter((r) => r.part === 'accepted').map((r) => r.id));
   return items.map((i) => ({ answerStored: answered.has(i.paymentId), acceptanceRecorded: accepted.has(i.paymentId) }));

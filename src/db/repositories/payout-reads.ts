@@ -63,7 +63,7 @@ export async function readPayoutReferences(db: Queryable, items: readonly Payout
     items.map((i) => i.beneficiaryId ?? null),
     items.map((i) => i.key),
     items.map((i) => i.customerId ?? null),
-  ]);
+  ], { plan: 'keyed' });
   const byOrdinal = new Map(rows.map((row) => [Number(row.n), row]));
   return items.map((_, index) => {
     const row = byOrdinal.get(index + 1)!;

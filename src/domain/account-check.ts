@@ -13,7 +13,7 @@
  * moves its remainder between 0 and 10 (test/unit/account-check.test.ts).
  */
 
-const ACCOUNT_CHECKS = ['valid', 'invalid_check_digits', 'not_checked'] as const;
+export const ACCOUNT_CHECKS = ['valid', 'invalid_check_digits', 'not_checked'] as const;
 type AccountCheck = (typeof ACCOUNT_CHECKS)[number];
 
 const ENTITY_OFFICE_WEIGHTS = [3, 2, 7, 6, 5, 4, 3, 2] as const;

@@ -56,6 +56,10 @@ export type Beneficiary = {
      */
     bank_code: string;
     account_number: string | null;
+    /**
+     * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+     */
+    account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
     phone: string | null;
     /**
      * Asset code
@@ -87,6 +91,10 @@ export type RegisteredBeneficiary = {
      */
     bank_code: string;
     account_number: string | null;
+    /**
+     * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+     */
+    account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
     phone: string | null;
     /**
      * Asset code
@@ -174,6 +182,10 @@ export type PayoutResult = {
         nationalId: string;
         bankCode: string;
         instrument: 'pago_movil' | 'transferencia';
+        /**
+         * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+         */
+        accountCheck: 'valid' | 'invalid_check_digits' | 'not_checked';
     };
     metadata: Metadata;
 };

@@ -641,6 +641,7 @@ export type Tenant = {
      */
     feeFixed: string;
     spreadBps: number;
+    rejectInvalidAccounts: boolean;
     createdAt: string;
     updatedAt: string;
 };
@@ -2065,6 +2066,10 @@ export type AdminCreateTenantData = {
          * FX margin in basis points (default 50)
          */
         spreadBps?: number;
+        /**
+         * true: a `transferencia` payout to a 20-digit account number whose check digits do not agree (`account_check: invalid_check_digits`) fails before the rail with `invalid_destination_account` (201 `failed`, nothing charged). Default false: such payouts are sent
+         */
+        rejectInvalidAccounts?: boolean;
     };
     path?: never;
     query?: never;
@@ -2285,6 +2290,10 @@ export type AdminUpdateTenantData = {
          * FX margin in basis points (default 50)
          */
         spreadBps?: number;
+        /**
+         * true: a `transferencia` payout to a 20-digit account number whose check digits do not agree (`account_check: invalid_check_digits`) fails before the rail with `invalid_destination_account` (201 `failed`, nothing charged). Default false: such payouts are sent
+         */
+        rejectInvalidAccounts?: boolean;
     };
     path: {
         id: string;

@@ -61,6 +61,22 @@ describe('rejectInvalidAccounts', () => {
     assert.equal(rows.length, 0, 'the rail never saw it');
   });
 
+  it('on: a registered beneficiary paid by beneficiaryId fails the same way; registered again with the corrected number, it is sent', async () => {
+    const tenant = await fundedTenant(t, 1_000_000_000n, { rejectInvalidAccounts: true });
+    const registered = await tenant.api.post('/v1/beneficiaries', beneficiary('V60000003', { accountNumber: INVALID }));
+    assert.equal(registered.body.account_check, 'invalid_check_digits');
+    const refused = await payout(tenant.api, { method: 'transferencia', beneficiaryId: registered.body.id });
+    assert.equal(refused.status, 201, refused.raw);
+    assert.equal(refused.body.status, 'failed');
+    assert.equal(refused.body.reason, 'invalid_destination_account');
+    const corrected = await tenant.api.post('/v1/beneficiaries', beneficiary('V60000003', { accountNumber: VALID }));
+    assert.equal(corrected.body.id, registered.body.id);
+    assert.equal(corrected.body.account_check, 'valid');
+    const sent = await payout(tenant.api, { method: 'transferencia', beneficiaryId: registered.body.id });
+    assert.equal(sent.status, 201, sent.raw);
+    assert.notEqual(sent.body.status, 'failed', sent.raw);
+  });
+
   it('on: a valid account, an unchecked one and a Pago Móvil payout are sent as before', async () => {
     const tenant = await fundedTenant(t, 1_000_000_000n, { rejectInvalidAccounts: true });
     const cases: [string, Record<string, unknown>][] = [

@@ -10,6 +10,7 @@ export interface BeneficiaryRecord {
   national_id: string;
   bank_code: string;
   account_number: string | null;
+  account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
   phone: string | null;
   asset: string;
   country: string;
@@ -20,6 +21,12 @@ export interface BeneficiaryRecord {
   created_at: string;
   metadata: Record<string, unknown>;
 }
+
+const ACCOUNT_CHECK_LABELS: Record<BeneficiaryRecord['account_check'], string> = {
+  valid: 'valid check digits',
+  invalid_check_digits: 'invalid check digits: the bank will likely reject it',
+  not_checked: 'not checked (no 20-digit account number)',
+};
 
 export function BeneficiariesScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
@@ -55,7 +62,10 @@ export function BeneficiariesScreen({ api }: { api: Api }) {
                     </td>
                     <td>{b.national_id}</td>
                     <td>{b.bank_code}</td>
-                    <td>{b.account_number ? `account …${b.account_number.slice(-4)}` : b.phone ? `phone …${b.phone.slice(-4)}` : '—'}</td>
+                    <td>
+                      {b.account_number ? `account …${b.account_number.slice(-4)}` : b.phone ? `phone …${b.phone.slice(-4)}` : '—'}
+                      {b.account_check === 'invalid_check_digits' ? ' (invalid check digits)' : ''}
+                    </td>
                     <td class="num">{b.payout_count}</td>
                     <td>{b.last_failure_reason ?? '—'}</td>
                     <td>
@@ -101,6 +111,8 @@ export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id:
           <dd>{b.bank_code}</dd>
           <dt>Account</dt>
           <dd class="mono">{b.account_number ?? '—'}</dd>
+          <dt>Account check</dt>
+          <dd>{ACCOUNT_CHECK_LABELS[b.account_check]}</dd>
           <dt>Phone</dt>
           <dd>{b.phone ?? '—'}</dd>
           <dt>Status</dt>

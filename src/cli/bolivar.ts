@@ -128,6 +128,7 @@ const COMMANDS: Command[] = [
       'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000 (default 100)' },
       'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units (default 0)' },
       'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999 (default 50)' },
+      'reject-invalid-accounts': { type: 'boolean', description: 'fail transferencia payouts to account numbers with wrong check digits before the rail' },
     },
     run: (v) =>
       call('POST', '/v1/admin/tenants', {
@@ -137,6 +138,7 @@ const COMMANDS: Command[] = [
         feeBps: int(v['fee-bps'], 'fee-bps'),
         feeFixed: int(v['fee-fixed'], 'fee-fixed'),
         spreadBps: int(v['spread-bps'], 'spread-bps'),
+        ...(v['reject-invalid-accounts'] ? { rejectInvalidAccounts: true } : {}),
       }),
   },
   {
@@ -164,6 +166,7 @@ const COMMANDS: Command[] = [
       'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000' },
       'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units' },
       'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999' },
+      'reject-invalid-accounts': { type: 'string', value: 'on|off', description: 'on: fail transferencia payouts to account numbers with wrong check digits before the rail' },
     },
     run: (v) => {
       const body = {
@@ -173,6 +176,7 @@ const COMMANDS: Command[] = [
         feeBps: int(v['fee-bps'], 'fee-bps'),
         feeFixed: int(v['fee-fixed'], 'fee-fixed'),
         spreadBps: int(v['spread-bps'], 'spread-bps'),
+        rejectInvalidAccounts: onOff(v['reject-invalid-accounts'], 'reject-invalid-accounts'),
       };
       if (Object.values(body).every((value) => value === undefined)) throw new UsageError('tenants update: give at least one setting to change; see "bolivar tenants update --help"');
       return call('PATCH', `/v1/admin/tenants/${segment(v.tenant)}`, body);

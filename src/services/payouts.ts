@@ -8,6 +8,8 @@ import { recordPayoutAnswer } from '../db/repositories/payout-answers.ts';
 import { readPayoutReferences, type PayoutBeneficiary, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
 import { findPayment, type BeneficiarySnapshot, type PaymentRow } from '../db/repositories/payments.ts';
 import { findRate } from '../db/repositories/rates.ts';
+import { findTenant } from '../db/repositories/tenants.ts';
+import { checkAccountNumber } from '../domain/account-check.ts';
 import { validateBeneficiary, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError, notFound, validationFailed, type FieldError } from '../domain/errors.ts';
@@ -45,6 +47,17 @@ export interface PayoutRequest {
 export interface PayoutSettings extends SendTiming {
   idempotencyTtlMs: number;
 }
+
+/** The instrument a payout takes, or why none can carry it (decided before any money moves). */
+interface RouteOutcome {
+  rail: RailAdapter | undefined;
+  methodUsed: Instrument | null;
+  methodChanged: boolean;
+  routeFailure: { reason: string; message: string } | null;
+}
+
+const INVALID_CHECK_DIGITS_MESSAGE =
+  "The account number's check digits do not agree (account_check: invalid_check_digits), so it was not sent to the bank. Register the beneficiary with the corrected number and pay again with a new quote.";
 
 /**
  * POST /payouts. One writer: the payout batch (PayoutLane) records everything a payout decides in one
@@ -102,7 +115,8 @@ export class PayoutService {
     await this.ensureUsdRate();
 
     const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
-    const { methodUsed, methodChanged, routeFailure, rail } = await this.route(partition.mode, request, target, bankCodes);
+    const routed = await this.route(partition.mode, request, target, bankCodes);
+    const { methodUsed, methodChanged, routeFailure, rail } = await this.checkAccount(partition.tenantId, target, routed);
 
     const quote = reads.quote;
     const job: PayoutJob = {
@@ -169,6 +183,16 @@ export class PayoutService {
     return route.ok
       ? { rail, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null }
       : { rail, methodUsed: null, methodChanged: false, routeFailure: { reason: route.reason, message: route.message } };
+  }
+
+  /**
+   * A tenant with `rejectInvalidAccounts` fails a transferencia to an account whose check digits do
+   * not agree before the rail, as any route failure (nothing charged). The tenant is read only then.
+   */
+  private async checkAccount<R extends RouteOutcome>(tenantId: string, target: BeneficiarySnapshot, routed: R): Promise<R | RouteOutcome> {
+    if (routed.methodUsed !== 'transferencia' || checkAccountNumber(target.accountNumber) !== 'invalid_check_digits') return routed;
+    if (!(await findTenant(this.db, tenantId))?.reject_invalid_accounts) return routed;
+    return { rail: routed.rail, methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE } };
   }
 
   /** What a key found before or in the batch answers, or undefined when it is past its TTL. */

@@ -16,6 +16,7 @@ export const TENANT_DEFAULTS = {
   feeBps: 100,
   feeFixed: 0n,
   spreadBps: 50,
+  rejectInvalidAccounts: false,
 } as const;
 
 export interface TenantPage {
@@ -149,6 +150,7 @@ function settingsOf(row: TenantRow): Record<keyof TenantFields, unknown> {
     feeBps: row.fee_bps,
     feeFixed: row.fee_fixed,
     spreadBps: row.spread_bps,
+    rejectInvalidAccounts: row.reject_invalid_accounts,
   };
 }
 

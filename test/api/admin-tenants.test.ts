@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 
-const TENANT_KEYS = ['id', 'name', 'creditEnabled', 'creditLimit', 'creditLimits', 'feeBps', 'feeFixed', 'spreadBps', 'createdAt', 'updatedAt'];
+const TENANT_KEYS = ['id', 'name', 'creditEnabled', 'creditLimit', 'creditLimits', 'feeBps', 'feeFixed', 'spreadBps', 'rejectInvalidAccounts', 'createdAt', 'updatedAt'];
 
 /** 400 validation_failed whose meta.errors names exactly this field. */
 function assertInvalid(response: InjectResult, field: string): void {

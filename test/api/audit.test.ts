@@ -83,7 +83,7 @@ describe(`the audit trail on ${ENGINE}`, () => {
       assert.equal(row.targetTenantId, tenantId);
       assert.equal(row.targetMode, null);
       assert.equal(row.before, null);
-      assert.deepEqual(row.after, { name: 'Acme Remesas', creditEnabled: false, creditLimit: null, creditLimits: {}, feeBps: 120, feeFixed: '0', spreadBps: 50 });
+      assert.deepEqual(row.after, { name: 'Acme Remesas', creditEnabled: false, creditLimit: null, creditLimits: {}, feeBps: 120, feeFixed: '0', spreadBps: 50, rejectInvalidAccounts: false });
     });
 
     it('tenant.update: the fields sent, before and after', async () => {

@@ -16,7 +16,7 @@ const TRANSFERENCIA_CODES = new Set(SHIPPED.transferencia.map((b) => b.code));
 const PAGO_MOVIL_ONLY = [...PAGO_MOVIL_CODES].find((code) => !TRANSFERENCIA_CODES.has(code))!;
 
 const BENEFICIARY_KEYS = [
-  'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'phone', 'asset', 'country',
+  'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'account_check', 'phone', 'asset', 'country',
   'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at', 'metadata',
 ];
 
@@ -72,6 +72,8 @@ describe('beneficiaries', () => {
         national_id: body.nationalId,
         bank_code: '0102',
         account_number: account('0102'),
+        // 0102 0123 would carry the check digits 3 and 1 (01020123310123456789), not 4 and 5.
+        account_check: 'invalid_check_digits',
         phone: '04141234567',
         asset: 'BS',
         country: 'VE',
@@ -88,6 +90,43 @@ describe('beneficiaries', () => {
       assert.deepEqual(Object.keys(read.body), BENEFICIARY_KEYS);
       const { created: _created, ...withoutCreated } = created.body;
       assert.deepEqual(read.body, withoutCreated);
+    });
+
+    it('account_check: valid or invalid_check_digits for 20 digits, not_checked for shorter or none; the same on GET and in the list', async () => {
+      // Check digits worked out by hand in test/unit/account-check.test.ts.
+      const cases: [Record<string, unknown>, string][] = [
+        [{ bankCode: '0102', accountNumber: '01020123310123456789' }, 'valid'],
+        [{ bankCode: '0134', accountNumber: '01340001630000000001' }, 'valid'],
+        [{ bankCode: '0102', accountNumber: '01020123410123456789' }, 'invalid_check_digits'],
+        [{ bankCode: '0134', accountNumber: '01340001630000000002' }, 'invalid_check_digits'],
+        [{ bankCode: '0102', accountNumber: '0102012345678901' }, 'not_checked'],
+        [{ bankCode: '0102', accountNumber: '0102012331012345678' }, 'not_checked'],
+        [{ bankCode: '0102' }, 'not_checked'],
+        [{ bankCode: '0102', accountNumber: null }, 'not_checked'],
+      ];
+      const tenant = await createTenant(t);
+      const ids = new Map<string, string>();
+      for (const [overrides, expected] of cases) {
+        const created = await tenant.api.post('/v1/beneficiaries', valid(overrides));
+        assert.equal(created.status, 201, created.raw);
+        assert.equal(created.body.account_check, expected, JSON.stringify(overrides));
+        assert.equal((await tenant.api.get(`/v1/beneficiaries/${created.body.id}`)).body.account_check, expected);
+        ids.set(created.body.id, expected);
+      }
+      const listed = await tenant.api.get('/v1/beneficiaries?limit=100');
+      assert.equal(listed.body.data.length, cases.length);
+      for (const b of listed.body.data) assert.equal(b.account_check, ids.get(b.id), b.id);
+    });
+
+    it('account_check follows the stored number: registering the identity again with a corrected number makes it valid', async () => {
+      const body = valid({ accountNumber: '01020123410123456789' });
+      const first = await api.post('/v1/beneficiaries', body);
+      assert.equal(first.body.account_check, 'invalid_check_digits');
+      const corrected = await api.post('/v1/beneficiaries', { ...body, accountNumber: '01020123310123456789' });
+      assert.equal(corrected.status, 200, corrected.raw);
+      assert.equal(corrected.body.id, first.body.id);
+      assert.equal(corrected.body.account_check, 'valid');
+      assert.equal((await api.get(`/v1/beneficiaries/${first.body.id}`)).body.account_check, 'valid');
     });
 
     it('accountNumber and phone may be null or absent', async () => {

@@ -137,6 +137,23 @@ describe('POST /v1/payouts: request rules, sender resolution, scopes and isolati
     assert.equal(inline.body.beneficiaryId, registered.body.id);
   });
 
+  it("the answer's beneficiary carries accountCheck; invalid check digits refuse nothing (the payout is sent as before)", async () => {
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ accountNumber: '01020123310123456789' }, 'transferencia', 'valid'],
+      [{ accountNumber: '01020123410123456789' }, 'transferencia', 'invalid_check_digits'],
+      [{ accountNumber: '0102012345678901' }, 'transferencia', 'not_checked'],
+      [{}, 'pago_movil', 'not_checked'],
+    ];
+    let n = 50_000_040;
+    for (const [extra, method, expected] of cases) {
+      const made = await payout(tenant.api, { method, beneficiary: beneficiary(`V${(n += 1)}`, extra) });
+      assert.equal(made.status, 201, made.raw);
+      assert.notEqual(made.body.status, 'failed', made.raw);
+      assert.equal(made.body.beneficiary.accountCheck, expected, JSON.stringify(extra));
+      assert.equal((await tenant.api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`)).body.account_check, expected);
+    }
+  });
+
   it('an HTTP error consumes nothing: the quote stays open after a 422', async () => {
     const poor = await fundedTenant(t, 100n);
     const quoteId = await quote(poor.api, 1_000_000);

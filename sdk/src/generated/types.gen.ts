@@ -56,6 +56,10 @@ export type Beneficiary = {
      */
     bank_code: string;
     account_number: string | null;
+    /**
+     * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+     */
+    account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
     phone: string | null;
     /**
      * Asset code
@@ -87,6 +91,10 @@ export type RegisteredBeneficiary = {
      */
     bank_code: string;
     account_number: string | null;
+    /**
+     * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+     */
+    account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
     phone: string | null;
     /**
      * Asset code
@@ -174,6 +182,10 @@ export type PayoutResult = {
         nationalId: string;
         bankCode: string;
         instrument: 'pago_movil' | 'transferencia';
+        /**
+         * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
+         */
+        accountCheck: 'valid' | 'invalid_check_digits' | 'not_checked';
     };
     metadata: Metadata;
 };
@@ -629,6 +641,7 @@ export type Tenant = {
      */
     feeFixed: string;
     spreadBps: number;
+    rejectInvalidAccounts: boolean;
     createdAt: string;
     updatedAt: string;
 };
@@ -2053,6 +2066,10 @@ export type AdminCreateTenantData = {
          * FX margin in basis points (default 50)
          */
         spreadBps?: number;
+        /**
+         * true: a `transferencia` payout to a 20-digit account number whose check digits do not agree (`account_check: invalid_check_digits`) fails before the rail with `invalid_destination_account` (201 `failed`, nothing charged). Default false: such payouts are sent
+         */
+        rejectInvalidAccounts?: boolean;
     };
     path?: never;
     query?: never;
@@ -2273,6 +2290,10 @@ export type AdminUpdateTenantData = {
          * FX margin in basis points (default 50)
          */
         spreadBps?: number;
+        /**
+         * true: a `transferencia` payout to a 20-digit account number whose check digits do not agree (`account_check: invalid_check_digits`) fails before the rail with `invalid_destination_account` (201 `failed`, nothing charged). Default false: such payouts are sent
+         */
+        rejectInvalidAccounts?: boolean;
     };
     path: {
         id: string;

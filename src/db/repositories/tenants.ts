@@ -13,6 +13,7 @@ export interface TenantRow {
   fee_bps: number;
   fee_fixed: bigint;
   spread_bps: number;
+  reject_invalid_accounts: boolean;
   created_at: Date;
   updated_at: Date;
 }
@@ -26,18 +27,19 @@ export interface TenantFields {
   feeBps: number;
   feeFixed: bigint;
   spreadBps: number;
+  rejectInvalidAccounts: boolean;
 }
 
-const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, credit_limits, fee_bps, fee_fixed, spread_bps, created_at, updated_at';
+const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, credit_limits, fee_bps, fee_fixed, spread_bps, reject_invalid_accounts, created_at, updated_at';
 
 const storedLimits = (limits: Record<string, bigint | null>): string =>
   JSON.stringify(Object.fromEntries(Object.entries(limits).map(([asset, limit]) => [asset, limit === null ? null : limit.toString()])));
 
 export async function insertTenant(db: Queryable, id: string, fields: TenantFields, isPlatform = false): Promise<TenantRow> {
   const { rows } = await db.query<TenantRow>(
-    `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, credit_limits)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb) RETURNING ${COLUMNS}`,
-    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps, storedLimits(fields.creditLimits)],
+    `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, credit_limits, reject_invalid_accounts)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10) RETURNING ${COLUMNS}`,
+    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps, storedLimits(fields.creditLimits), fields.rejectInvalidAccounts],
   );
   return rows[0]!;
 }
@@ -102,6 +104,7 @@ export async function updateTenant(db: Queryable, id: string, patch: Partial<Ten
     feeBps: 'fee_bps',
     feeFixed: 'fee_fixed',
     spreadBps: 'spread_bps',
+    rejectInvalidAccounts: 'reject_invalid_accounts',
   };
   for (const [field, value] of Object.entries(patch) as [keyof TenantFields, unknown][]) {
     if (value === undefined) continue;

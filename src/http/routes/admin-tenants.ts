@@ -36,6 +36,7 @@ function tenantView(row: TenantRow) {
     feeBps: row.fee_bps,
     feeFixed: row.fee_fixed.toString(),
     spreadBps: row.spread_bps,
+    rejectInvalidAccounts: row.reject_invalid_accounts,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };
@@ -102,6 +103,7 @@ function adminCreateTenantRoute(app: App, tenants: TenantService): void {
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,
+        rejectInvalidAccounts: body.rejectInvalidAccounts,
       }, auditActorOf(request));
       return reply.code(201).send(tenantView(tenant));
     },
@@ -174,6 +176,7 @@ function adminUpdateTenantRoute(app: App, tenants: TenantService): void {
         feeBps: body.feeBps,
         feeFixed: toBig(body.feeFixed) ?? undefined,
         spreadBps: body.spreadBps,
+        rejectInvalidAccounts: body.rejectInvalidAccounts,
       }, auditActorOf(request));
       return tenantView(tenant);
     },

@@ -1,4 +1,5 @@
 import type { BeneficiaryRow } from '../../db/repositories/beneficiaries.ts';
+import { checkAccountNumber } from '../../domain/account-check.ts';
 import type { BeneficiaryService } from '../../services/beneficiaries.ts';
 import { partitionOf } from '../context.ts';
 import { BeneficiaryList, BeneficiaryListQuery, Beneficiary, RegisterBeneficiaryBody, RegisteredBeneficiary } from '../schemas/beneficiaries.ts';
@@ -14,6 +15,7 @@ function beneficiaryView(row: BeneficiaryRow) {
     national_id: row.national_id,
     bank_code: row.bank_code,
     account_number: row.account_number,
+    account_check: checkAccountNumber(row.account_number),
     phone: row.phone,
     asset: row.asset,
     country: row.country,

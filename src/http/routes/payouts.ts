@@ -1,4 +1,5 @@
 import type { PaymentRow } from '../../db/repositories/payments.ts';
+import { checkAccountNumber } from '../../domain/account-check.ts';
 import type { PayoutAnswers } from '../../services/payout-lane.ts';
 import type { PayoutService } from '../../services/payouts.ts';
 import type { WriterAnswer } from '../../services/writer-answer.ts';
@@ -34,6 +35,7 @@ function payoutView(p: PaymentRow) {
       nationalId: p.beneficiary.nationalId,
       bankCode: p.beneficiary.bankCode,
       instrument: p.beneficiary.instrument,
+      accountCheck: checkAccountNumber(p.beneficiary.accountNumber),
     },
     metadata: p.metadata,
   };

@@ -1,4 +1,5 @@
 import { Type } from '@sinclair/typebox';
+import { ACCOUNT_CHECKS } from '../../domain/account-check.ts';
 import { BENEFICIARY_STATUSES, FULL_NAME_LENGTH_MAX } from '../../domain/beneficiary.ts';
 import { ASSETS, Asset, Component, DateTime, lengthCheckedInCode, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
@@ -45,12 +46,19 @@ export const RegisterBeneficiaryBody = Type.Object({
   ),
 });
 
+/** Computed from the account number on every answer: informational, nothing is refused for it. */
+export const AccountCheckField = StringEnum(ACCOUNT_CHECKS, {
+  description:
+    'The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits',
+});
+
 const BeneficiaryFields = {
   id: Uuid(),
   full_name: Type.String(),
   national_id: Type.String(),
   bank_code: Type.String({ description: '4 digits' }),
   account_number: Nullable(Type.String()),
+  account_check: AccountCheckField,
   phone: Nullable(Type.String()),
   asset: Asset,
   country: Type.String(),

@@ -34,6 +34,10 @@ const TenantWritable = {
   feeBps: Type.Integer({ format: 'int32', minimum: 0, maximum: 10000, description: 'Fee in basis points of the delivered amount (default 100)' }),
   feeFixed: Type.Integer({ format: 'int64', minimum: 0, maximum: MAX_SAFE, description: 'Fixed fee in BS minor units (default 0)' }),
   spreadBps: Type.Integer({ format: 'int32', minimum: 0, maximum: 9999, description: 'FX margin in basis points (default 50)' }),
+  rejectInvalidAccounts: Type.Boolean({
+    description:
+      'true: a `transferencia` payout to a 20-digit account number whose check digits do not agree (`account_check: invalid_check_digits`) fails before the rail with `invalid_destination_account` (201 `failed`, nothing charged). Default false: such payouts are sent',
+  }),
 };
 
 export const CreateTenantBody = Type.Object({
@@ -44,6 +48,7 @@ export const CreateTenantBody = Type.Object({
   feeBps: Type.Optional(TenantWritable.feeBps),
   feeFixed: Type.Optional(TenantWritable.feeFixed),
   spreadBps: Type.Optional(TenantWritable.spreadBps),
+  rejectInvalidAccounts: Type.Optional(TenantWritable.rejectInvalidAccounts),
 });
 
 export const UpdateTenantBody = Type.Partial(Type.Object(TenantWritable), { minProperties: 1 });
@@ -60,6 +65,7 @@ export const Tenant = Component('Tenant', Type.Object(
     feeBps: Type.Integer(),
     feeFixed: AmountString(),
     spreadBps: Type.Integer(),
+    rejectInvalidAccounts: Type.Boolean(),
     createdAt: DateTime(),
     updatedAt: DateTime(),
   },

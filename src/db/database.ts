@@ -75,8 +75,9 @@ export interface TransactionOptions {
    * call (PostgreSQL: SET LOCAL plan_cache_mode = force_generic_plan; see QueryOptions.plan 'keyed'). Plans cached
    * on the connection meanwhile — foreign-key checks, trigger queries, prepared statements — are made
    * as index lookups even when the tables were tiny at the time, instead of sequential scans that
-   * stay cached while the tables grow (see PostgresDatabase's connection lifetime). No effect on
-   * correctness (nothing tests these settings); where no index fits, PostgreSQL still scans.
+   * stay cached while the tables grow (see PostgresDatabase's connection lifetime). Performance only
+   * (their measured gain is by KEYED_PLANNER in db/postgres.ts); where no index fits, PostgreSQL still
+   * scans. Ignored on PGlite, where it was never measured.
    */
   seqScans?: boolean;
 }

@@ -91,7 +91,7 @@ const BEGIN_PLANNED = {
    * the outbox (252,900 rows read); without enable_sort off, both plans read every due event and
    * sorted them (2,700).
    */
-  'queue-head': `BEGIN; SET LOCAL enable_seqscan = off; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
+  'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
 } as const;
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */

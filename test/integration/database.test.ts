@@ -79,13 +79,6 @@ describe(`database layer on ${ENGINE}`, () => {
     assert.equal(result.rowCount, 2);
   });
 
-  it('a keyed transaction forbids table scans for itself only', async () => {
-    const setting = (q: { query: typeof database.db.query }) => q.query<{ enable_seqscan: string }>('SHOW enable_seqscan').then((r) => r.rows[0]!.enable_seqscan);
-    assert.equal(await database.db.transaction((tx) => setting(tx), { seqScans: false }), 'off');
-    assert.equal(await database.db.transaction((tx) => setting(tx)), 'on');
-    assert.equal(await setting(database.db), 'on');
-  });
-
   it('runs a keyed statement and commits what it writes, on either engine', async () => {
     await database.db.query('CREATE TABLE IF NOT EXISTS keyed_probe (id int PRIMARY KEY, v text)');
     const { rows } = await database.db.query<{ id: number }>(`INSERT INTO keyed_probe SELECT * FROM unnest($1::int[], $2::text[]) RETURNING id`, [[1, 2], ['a', 'b']], { plan: 'keyed' });
@@ -149,6 +142,13 @@ describe('keyed statements on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'need
       assert.deepEqual({ ...plain.rows[0] }, { seqscan: 'on', plans: 'auto', sort: 'on', probe: 2 });
     });
   }
+
+  it('a keyed transaction forbids table scans for itself only', async () => {
+    const setting = (q: { query: typeof db.query }) => q.query<{ enable_seqscan: string }>('SHOW enable_seqscan').then((r) => r.rows[0]!.enable_seqscan);
+    assert.equal(await db.transaction((tx) => setting(tx), { seqScans: false }), 'off');
+    assert.equal(await db.transaction((tx) => setting(tx)), 'on');
+    assert.equal(await setting(db), 'on');
+  });
 
   it('a keyed transaction runs generic plans too', async () => {
     const { rows } = await db.transaction((tx) => tx.query<{ plans: string }>(`SELECT current_setting('plan_cache_mode') AS plans`), { seqScans: false });

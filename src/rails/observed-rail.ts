@@ -58,5 +58,7 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
     }),
     pendingNotifications: (limit) => rail.pendingNotifications(limit),
     acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
+    banks: (instrument) => rail.banks(instrument),
+    health: (signal) => rail.health(signal),
   };
 }

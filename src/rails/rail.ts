@@ -5,6 +5,25 @@
 
 import type { Instrument } from '../domain/instrument.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
+import type { Bank } from './catalogue.ts';
+
+/**
+ * Thrown by `submit` only when the rail PROVABLY did not receive the transfer: the connection was
+ * refused (or never opened) before a byte of the request was written. It is the one failure after
+ * which the transfer may go to another rail. Anything else that goes wrong mid-send — a reset after
+ * the request was written, a 5xx, a timeout — leaves the transfer's fate unknown, and it stays on this
+ * rail until the rail says what happened.
+ */
+export class RailNotReceivedError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'RailNotReceivedError';
+  }
+}
+
+/** Whether the rail answers right now (`health`): the circuit breaker's half-open probe, the console. */
+export type RailHealth = { ok: true } | { ok: false; message: string };
+
 export interface RailTransfer {
   /** Our reference: the payment id. Submitting the same reference twice creates one transfer. */
   reference: string;
@@ -91,4 +110,8 @@ export interface RailAdapter {
   /** Unacknowledged rail-side events, oldest first, at most `limit`. */
   pendingNotifications(limit: number): Promise<RailNotification[]>;
   acknowledgeNotification(id: string): Promise<void>;
+  /** The banks this rail reaches through `instrument` (its published catalogue); may fail (an outage). */
+  banks(instrument: Instrument): Promise<Bank[]>;
+  /** Cheap and without side effects: does the rail answer? Never throws; bounded by `signal`. */
+  health(signal: AbortSignal): Promise<RailHealth>;
 }

@@ -27,7 +27,8 @@ import {
   type SimulatedOutcome,
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailAdapter, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import { LocalBankCatalogue, type Bank } from './catalogue.ts';
+import type { RailAdapter, RailHealth, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
 
@@ -131,6 +132,7 @@ export class SandboxRail implements RailAdapter {
   private readonly settleDelayMs: number;
   private readonly reverseDelayMs: number;
   private readonly hangMs: number;
+  private readonly catalogue = new LocalBankCatalogue();
 
   constructor(
     private readonly db: Database,
@@ -224,6 +226,16 @@ export class SandboxRail implements RailAdapter {
     if (!UUID.test(reference) || !(await acknowledgeReversal(this.db, reference, now))) {
       throw new Error(`SandboxRail: unknown notification ${id}`);
     }
+  }
+
+  /** The shipped catalogue: the sandbox reaches every bank it lists. */
+  async banks(instrument: Instrument): Promise<Bank[]> {
+    return this.catalogue.banksOf(instrument);
+  }
+
+  /** The sandbox's state is our own database: it answers whenever the service does. */
+  async health(): Promise<RailHealth> {
+    return { ok: true };
   }
 
   /** The whole future of a transfer, decided once at receipt from its trigger. */

@@ -232,6 +232,8 @@ describe('the reaper asks on a backoff, and stops at its bound', () => {
           lookup: async () => ({ status: 'processing' }),
           pendingNotifications: async () => [],
           acknowledgeNotification: async () => undefined,
+    banks: async () => [],
+    health: async () => ({ ok: true }),
         }),
       },
     });

@@ -75,6 +75,8 @@ describe('a first look that comes before the payout path has sent', () => {
     lookup: async (reference) => (received.has(reference) ? { status: 'processing' } : { status: 'not_found' }),
     pendingNotifications: async () => [],
     acknowledgeNotification: async () => undefined,
+    banks: async () => [],
+    health: async () => ({ ok: true }),
   };
   before(async () => {
     clock = new ManualClock(new Date('2026-11-27T15:00:00Z'));

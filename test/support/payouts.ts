@@ -79,6 +79,8 @@ export function railLike(real: RailAdapter, overrides: Partial<RailAdapter>): Ra
     ...(real.lookupMany ? { lookupMany: (references: readonly string[], mode: 'test' | 'live') => real.lookupMany!(references, mode) } : {}),
     pendingNotifications: (limit) => real.pendingNotifications(limit),
     acknowledgeNotification: (id) => real.acknowledgeNotification(id),
+    banks: (instrument) => real.banks(instrument),
+    health: (signal) => real.health(signal),
     ...overrides,
   };
 }

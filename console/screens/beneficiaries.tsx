@@ -8,6 +8,7 @@ export interface BeneficiaryRecord {
   id: string;
   full_name: string;
   national_id: string;
+  national_id_check: 'valid' | 'invalid_check_digit' | 'not_checked';
   bank_code: string;
   account_number: string | null;
   account_check: 'valid' | 'invalid_check_digits' | 'not_checked';
@@ -26,6 +27,12 @@ const ACCOUNT_CHECK_LABELS: Record<BeneficiaryRecord['account_check'], string> =
   valid: 'valid check digits',
   invalid_check_digits: 'invalid check digits: the bank will likely reject it',
   not_checked: 'not checked (no 20-digit account number)',
+};
+
+const NATIONAL_ID_CHECK_LABELS: Record<BeneficiaryRecord['national_id_check'], string> = {
+  valid: 'RIF check digit valid',
+  invalid_check_digit: 'RIF check digit invalid: likely mistyped',
+  not_checked: '',
 };
 
 export function BeneficiariesScreen({ api }: { api: Api }) {
@@ -106,7 +113,10 @@ export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id:
           <dt>Id</dt>
           <dd class="mono">{b.id}</dd>
           <dt>National id</dt>
-          <dd>{b.national_id}</dd>
+          <dd>
+            {b.national_id}
+            {b.national_id_check === 'not_checked' ? '' : ` (${NATIONAL_ID_CHECK_LABELS[b.national_id_check]})`}
+          </dd>
           <dt>Bank</dt>
           <dd>{b.bank_code}</dd>
           <dt>Account</dt>

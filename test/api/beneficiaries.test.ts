@@ -16,7 +16,7 @@ const TRANSFERENCIA_CODES = new Set(SHIPPED.transferencia.map((b) => b.code));
 const PAGO_MOVIL_ONLY = [...PAGO_MOVIL_CODES].find((code) => !TRANSFERENCIA_CODES.has(code))!;
 
 const BENEFICIARY_KEYS = [
-  'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'account_check', 'phone', 'asset', 'country',
+  'id', 'full_name', 'national_id', 'national_id_check', 'bank_code', 'account_number', 'account_check', 'phone', 'asset', 'country',
   'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at', 'metadata',
 ];
 
@@ -70,6 +70,7 @@ describe('beneficiaries', () => {
       assert.deepEqual(rest, {
         full_name: 'María Pérez',
         national_id: body.nationalId,
+        national_id_check: 'not_checked',
         bank_code: '0102',
         account_number: account('0102'),
         // 0102 0123 would carry the check digits 3 and 1 (01020123310123456789), not 4 and 5.
@@ -116,6 +117,25 @@ describe('beneficiaries', () => {
       const listed = await tenant.api.get('/v1/beneficiaries?limit=100');
       assert.equal(listed.body.data.length, cases.length);
       for (const b of listed.body.data) assert.equal(b.account_check, ids.get(b.id), b.id);
+    });
+
+    it('national_id_check: the RIF check digit for J and G ids, not_checked for a cédula or a passport, on registration and GET', async () => {
+      // Check digits worked out by hand in test/unit/account-check.test.ts.
+      const cases: [string, string][] = [
+        ['J123456784', 'valid'],
+        ['G200099976', 'valid'],
+        ['J123456785', 'invalid_check_digit'],
+        ['G200099970', 'invalid_check_digit'],
+        [nationalId(), 'not_checked'],
+        ['P12345678', 'not_checked'],
+      ];
+      const tenant = await createTenant(t);
+      for (const [id, expected] of cases) {
+        const created = await tenant.api.post('/v1/beneficiaries', valid({ nationalId: id }));
+        assert.equal(created.status, 201, created.raw);
+        assert.equal(created.body.national_id_check, expected, id);
+        assert.equal((await tenant.api.get(`/v1/beneficiaries/${created.body.id}`)).body.national_id_check, expected, id);
+      }
     });
 
     it('account_check follows the stored number: registering the identity again with a corrected number makes it valid', async () => {

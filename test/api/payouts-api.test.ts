@@ -154,6 +154,16 @@ describe('POST /v1/payouts: request rules, sender resolution, scopes and isolati
     }
   });
 
+  it("the answer's beneficiary carries nationalIdCheck, the RIF check digit (information only: the payout is sent)", async () => {
+    // Check digits worked out by hand in test/unit/account-check.test.ts.
+    for (const [id, expected] of [['J123456784', 'valid'], ['J123456785', 'invalid_check_digit'], ['V50000060', 'not_checked']]) {
+      const made = await payout(tenant.api, { beneficiary: beneficiary(id!) });
+      assert.equal(made.status, 201, made.raw);
+      assert.notEqual(made.body.status, 'failed', made.raw);
+      assert.equal(made.body.beneficiary.nationalIdCheck, expected, id);
+    }
+  });
+
   it('an HTTP error consumes nothing: the quote stays open after a 422', async () => {
     const poor = await fundedTenant(t, 100n);
     const quoteId = await quote(poor.api, 1_000_000);

@@ -41,7 +41,7 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(body.methodRequested, 'pago_movil');
     assert.equal(body.methodChanged, false);
     assert.equal(body.reason, null);
-    assert.deepEqual(body.beneficiary, { fullName: 'María Pérez', nationalId: 'V20111222', bankCode: '0102', instrument: 'pago_movil', accountCheck: 'not_checked' });
+    assert.deepEqual(body.beneficiary, { fullName: 'María Pérez', nationalId: 'V20111222', bankCode: '0102', instrument: 'pago_movil', accountCheck: 'not_checked', nationalIdCheck: 'not_checked' });
 
     await advanceAndReap(t, clock, 4000);
     const payment = await tenant.api.get(`/v1/payments/${body.id}`);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { checkAccountNumber } from '../../src/domain/account-check.ts';
+import { checkAccountNumber, checkRif } from '../../src/domain/account-check.ts';
 
 // Entity+office weights 3,2,7,6,5,4,3,2; office+account weights 3,2,7,6,5,4,3,2,7,6,5,4,3,2.
 const KNOWN_GOOD = [
@@ -96,6 +96,58 @@ describe('a single changed digit of a valid account', () => {
         assert.equal(checkAccountNumber(changed.join('')), 'invalid_check_digits');
       }),
       { numRuns: 5_000 },
+    );
+  });
+});
+
+// Letter values V 1, E 2, J 3, P 4, G 5, then the first 8 digits; weights 4,3,2,7,6,5,4,3,2.
+const KNOWN_GOOD_RIFS = [
+  // J 12345678: 12+3+4+21+24+25+24+21+16 = 150, mod 11 = 7 → 4
+  'J123456784',
+  // G 20000003: 20+6+0+0+0+0+0+0+6 = 32, mod 11 = 10 → 1 (a published government RIF)
+  'G200000031',
+  // G 20009997: 20+6+0+0+0+45+36+27+14 = 148, mod 11 = 5 → 6 (a published bank's RIF)
+  'G200099976',
+  // J 00000000: 12, mod 11 = 1 → 10, written 0
+  'J000000000',
+  // J 00000005: 12+10 = 22, mod 11 = 0 → 11, written 0
+  'J000000050',
+];
+
+describe('RIF check digit', () => {
+  it('accepts RIFs whose check digit was worked out by hand, including the 10 → 0 and 11 → 0 cases', () => {
+    for (const rif of KNOWN_GOOD_RIFS) assert.equal(checkRif(rif), 'valid', rif);
+  });
+
+  it('refuses every other check digit of a valid RIF, and a letter changed between J and G', () => {
+    for (const rif of KNOWN_GOOD_RIFS) {
+      for (let digit = 0; digit <= 9; digit += 1) {
+        if (String(digit) === rif[9]) continue;
+        assert.equal(checkRif(rif.slice(0, 9) + digit), 'invalid_check_digit', rif.slice(0, 9) + digit);
+      }
+    }
+    assert.equal(checkRif('G123456784'), 'invalid_check_digit', 'J → G moves the sum by 8');
+  });
+
+  it('does not check a cédula, a passport, or a RIF that is not 9 digits', () => {
+    for (const id of ['V12345678', 'E81234567', 'P123456789', 'V123456784', 'J12345678', 'J1234567840', null, undefined]) {
+      assert.equal(checkRif(id), 'not_checked', String(id));
+    }
+  });
+
+  it('catches any change of one of the 8 digits unless the check digit is 0 (remainders 0 and 1 both write 0)', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('J', 'G'), fc.stringMatching(/^[0-9]{8}$/), fc.nat(7), fc.integer({ min: 1, max: 9 }), (letter, body, at, shift) => {
+        // An independent computation of the digit.
+        const weights = [4, 3, 2, 7, 6, 5, 4, 3, 2];
+        const values = [letter === 'J' ? 3 : 5, ...body.split('').map(Number)];
+        const r = values.reduce((sum, v, i) => sum + v * weights[i]!, 0) % 11;
+        const check = r <= 1 ? 0 : 11 - r;
+        const valid = `${letter}${body}${check}`;
+        assert.equal(checkRif(valid), 'valid');
+        const changed = `${letter}${body.slice(0, at)}${(Number(body[at]) + shift) % 10}${body.slice(at + 1)}${check}`;
+        if (check !== 0) assert.equal(checkRif(changed), 'invalid_check_digit', changed);
+      }),
     );
   });
 });

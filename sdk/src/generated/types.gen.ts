@@ -52,6 +52,10 @@ export type Beneficiary = {
     full_name: string;
     national_id: string;
     /**
+     * The check digit of a RIF `national_id` (`J` or `G` followed by 9 digits, the last one the check digit): `valid` when it agrees with the letter and the first 8 digits, `invalid_check_digit` when it does not (a mistyped RIF), `not_checked` for any other id (a cédula or a passport carries no check digit)
+     */
+    national_id_check: 'valid' | 'invalid_check_digit' | 'not_checked';
+    /**
      * 4 digits
      */
     bank_code: string;
@@ -86,6 +90,10 @@ export type RegisteredBeneficiary = {
     id: string;
     full_name: string;
     national_id: string;
+    /**
+     * The check digit of a RIF `national_id` (`J` or `G` followed by 9 digits, the last one the check digit): `valid` when it agrees with the letter and the first 8 digits, `invalid_check_digit` when it does not (a mistyped RIF), `not_checked` for any other id (a cédula or a passport carries no check digit)
+     */
+    national_id_check: 'valid' | 'invalid_check_digit' | 'not_checked';
     /**
      * 4 digits
      */
@@ -186,6 +194,10 @@ export type PayoutResult = {
          * The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits
          */
         accountCheck: 'valid' | 'invalid_check_digits' | 'not_checked';
+        /**
+         * The check digit of a RIF `national_id` (`J` or `G` followed by 9 digits, the last one the check digit): `valid` when it agrees with the letter and the first 8 digits, `invalid_check_digit` when it does not (a mistyped RIF), `not_checked` for any other id (a cédula or a passport carries no check digit)
+         */
+        nationalIdCheck: 'valid' | 'invalid_check_digit' | 'not_checked';
     };
     metadata: Metadata;
 };

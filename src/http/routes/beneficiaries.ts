@@ -1,5 +1,5 @@
 import type { BeneficiaryRow } from '../../db/repositories/beneficiaries.ts';
-import { checkAccountNumber } from '../../domain/account-check.ts';
+import { checkAccountNumber, checkRif } from '../../domain/account-check.ts';
 import type { BeneficiaryService } from '../../services/beneficiaries.ts';
 import { partitionOf } from '../context.ts';
 import { BeneficiaryList, BeneficiaryListQuery, Beneficiary, RegisterBeneficiaryBody, RegisteredBeneficiary } from '../schemas/beneficiaries.ts';
@@ -13,6 +13,7 @@ function beneficiaryView(row: BeneficiaryRow) {
     id: row.id,
     full_name: row.full_name,
     national_id: row.national_id,
+    national_id_check: checkRif(row.national_id),
     bank_code: row.bank_code,
     account_number: row.account_number,
     account_check: checkAccountNumber(row.account_number),

@@ -1,5 +1,5 @@
 import type { PaymentRow } from '../../db/repositories/payments.ts';
-import { checkAccountNumber } from '../../domain/account-check.ts';
+import { checkAccountNumber, checkRif } from '../../domain/account-check.ts';
 import type { PayoutAnswers } from '../../services/payout-lane.ts';
 import type { PayoutService } from '../../services/payouts.ts';
 import type { WriterAnswer } from '../../services/writer-answer.ts';
@@ -36,6 +36,7 @@ function payoutView(p: PaymentRow) {
       bankCode: p.beneficiary.bankCode,
       instrument: p.beneficiary.instrument,
       accountCheck: checkAccountNumber(p.beneficiary.accountNumber),
+      nationalIdCheck: checkRif(p.beneficiary.nationalId),
     },
     metadata: p.metadata,
   };

@@ -4,7 +4,7 @@ import type { TransitionActor } from '../../domain/payment-state.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
 import { AmountInteger, AmountString, Asset, Component, DateTime, lengthCheckedInCode, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
-import { AccountCheckField, RegisterBeneficiaryBody } from './beneficiaries.ts';
+import { AccountCheckField, NationalIdCheckField, RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
 
@@ -86,6 +86,7 @@ export const PayoutResult = Component(
       bankCode: Type.String(),
       instrument: Instrument,
       accountCheck: AccountCheckField,
+      nationalIdCheck: NationalIdCheckField,
     }),
     metadata: Metadata,
   }),

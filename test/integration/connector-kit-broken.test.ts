@@ -13,7 +13,14 @@ import type { ConnectorUnderTest } from '../support/connector-kit/bank-control.t
 import { kitChecks, type KitCheck } from '../support/connector-kit/kit.ts';
 import { sandboxConnector } from '../support/connector-kit/sandbox-bank.ts';
 
-const { concurrentSubmitsAreOneTransfer, duplicateSubmitIsOneTransfer, hangIsReportedAsUnknown, lookupsNeverSend, settleIsSettled } = kitChecks;
+const {
+  concurrentSubmitsAreOneTransfer,
+  duplicateSubmitIsOneTransfer,
+  hangIsReportedAsUnknown,
+  lookupsNeverSend,
+  notificationsUntilAcknowledged,
+  settleIsSettled,
+} = kitChecks;
 
 /** Passes everything through to the adapter it wraps; each fixture overrides what it gets wrong. */
 class Wrapped implements RailAdapter {
@@ -104,6 +111,15 @@ class SendsDuplicateAgain extends Wrapped {
   }
 }
 
+/** Hands each notification out once and forgets it: acknowledged before anyone has recorded it. */
+class ForgetsHandedOutNotifications extends Wrapped {
+  override async pendingNotifications(limit: number) {
+    const notifications = await this.inner.pendingNotifications(limit);
+    for (const notification of notifications) await this.inner.acknowledgeNotification(notification.id);
+    return notifications;
+  }
+}
+
 /** An AssertionError of the kit whose message says what broke. */
 const kitFailure = (what: RegExp) => (error: unknown) => {
   assert.ok(error instanceof assert.AssertionError, `the kit fails with an AssertionError, not ${String(error)}`);
@@ -149,6 +165,12 @@ describe(`the connector kit fails broken adapters on ${ENGINE}`, () => {
   it('an adapter that reports a timeout as "not received" fails the hang case', async () => {
     const make = (inner: RailAdapter, cut: ConnectorUnderTest) => new TimeoutAsNotReceived(inner, cut.railTimeoutMs / 2);
     await catches(hangIsReportedAsUnknown, make, /RailNotReceivedError for a transfer the bank received/);
+    await settleIsSettled(await broken(make));
+  });
+
+  it('an adapter that forgets a notification once handed out fails the at-least-once case', async () => {
+    const make = (inner: RailAdapter) => new ForgetsHandedOutNotifications(inner);
+    await catches(notificationsUntilAcknowledged, make, /a notice not acknowledged yet must be handed out again/);
     await settleIsSettled(await broken(make));
   });
 

@@ -1,6 +1,7 @@
 // Storage of the sandbox rail (migration 005): the simulated provider's own transfers, not our ledger.
-// Only src/rails/sandbox-rail.ts uses it. Every time comes from the caller (its injected clock), never
-// from the database's now(), so tests can move time by hand.
+// Only src/rails/sandbox-rail.ts uses it, and the connector kit's sandbox bank (test/support) reads what
+// the simulated bank received. Every time comes from the caller (its injected clock), never from the
+// database's now(), so tests can move time by hand.
 import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { RailFailureReason } from '../../domain/failure-reasons.ts';

@@ -32,6 +32,12 @@ export interface BankControl {
    * the kit asks for duplicates and for orders that contradict the transfer's history.
    */
   notify(reference: string, notices: readonly BankNotice[], options?: { times?: number }): Promise<void>;
+  /**
+   * Makes the bank reach now the outcome arranged for `reference` when it left the transfer pending at
+   * the submit (the sandbox moves its clock past its settle delay); it never changes that outcome.
+   * Absent when the bank decides on its own: the kit then asks the adapter until it has, bounded.
+   */
+  decide?(reference: string): Promise<void>;
   /** Takes the bank's catalogue down (or back up); absent when the bank's catalogue cannot fail. */
   catalogueDown?(down: boolean): Promise<void>;
   /** Makes the whole bank unreachable (or reachable again); absent when the bank cannot be down. */

@@ -5952,6 +5952,14 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
      * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
      */
     429: ErrorEnvelope & {
@@ -7101,6 +7109,14 @@ export type ReceiveRailCallbackErrors = {
     413: ErrorEnvelope & {
         error?: {
             code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
         };
     };
     /**

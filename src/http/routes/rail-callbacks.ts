@@ -51,7 +51,7 @@ export async function railCallbackRoutes(app: App, callbacks: RailCallbackServic
           security: [],
           params: RailParam,
           body: CallbackBody,
-          response: { 200: CallbackReceipt, ...errorResponsesDescribed({ 401: CALLBACK_401 }, 'rail_callback_signature_invalid', 'validation_failed', 'payload_too_large') },
+          response: { 200: CallbackReceipt, ...errorResponsesDescribed({ 401: CALLBACK_401 }, 'rail_callback_signature_invalid', 'validation_failed', 'payload_too_large', 'unsupported_media_type') },
         },
       },
       async function receiveRailCallback(request) {

@@ -23,7 +23,7 @@ import {
 import { HttpBankRail } from '../../src/rails/http-bank/adapter.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
-import { assertEnvelope, client, createTenant, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
 import { assertLedgerBalanced, beneficiary, idempotencyKey as newKey, payout, reaperOf, SENDER } from '../support/payouts.ts';
 import { until } from '../support/until.ts';
 
@@ -298,6 +298,23 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.deepEqual(pending.filter((n) => n.reference === made.body.id), [], 'acknowledged once the anomaly was stored');
       await assertLedgerBalanced(t);
     });
+
+    it('a failure later reported settled opens settled_after_failed and leaves our records as they were', async () => {
+      await sim.control('POST', '/_control/scenarios/nid:V30000005', { kind: 'fail', errorCode: 'ACCOUNT_INVALID' });
+      const made = await payout(api, { beneficiary: beneficiary('V30000005') });
+      assert.equal(made.body.status, 'failed', made.raw);
+      assert.equal(made.body.reason, 'invalid_destination_account');
+      const records = await recordsOf(made.body.id);
+      await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, { status: 'SETTLED' });
+      const kinds = await until('the anomaly opened', async () => {
+        await reaperOf(t).runOnce();
+        const { rows } = await t.db.query<{ kind: string }>(`SELECT kind FROM anomalies WHERE payment_id = $1`, [made.body.id]);
+        return rows.length > 0 && rows.map((r) => r.kind);
+      });
+      assert.deepEqual(kinds, ['settled_after_failed']);
+      assert.deepEqual(await recordsOf(made.body.id), records);
+      await assertLedgerBalanced(t);
+    });
   });
 });
 
@@ -367,5 +384,32 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
     } finally {
       await under.close();
     }
+  });
+});
+
+describe('the callback route is limited per client address like every route that needs no key', () => {
+  const MAX = 3;
+  let t: TestApp;
+
+  before(async () => {
+    t = await startTestApp({ env: { PUBLIC_RATE_LIMIT_RPS: String(MAX) } });
+  });
+
+  after(async () => {
+    await t?.close();
+  });
+
+  it(`at most ${MAX} a second from one address; then 429 in the envelope`, async () => {
+    const started = performance.now();
+    const answers = [];
+    for (let i = 0; i < 3 * MAX; i += 1) {
+      const answer = await t.app.inject({ method: 'POST', url: `/v1/rails/${RAIL}/callbacks`, remoteAddress: '198.51.100.9', headers: { 'content-type': 'application/json' }, payload: '{}' });
+      answers.push({ status: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body });
+    }
+    const statuses = answers.map((a) => a.status).join(',');
+    if (performance.now() - started < 1000) assert.equal(answers.filter((a) => a.status === 401).length, MAX, statuses);
+    const limited = answers.filter((a) => a.status === 429);
+    assert.ok(limited.length >= MAX, statuses);
+    for (const answer of limited) assertEnvelope(assert, answer, 429, 'rate_limited');
   });
 });

@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { countRailInboxEvents } from '../../src/db/repositories/rail-inbox.ts';
+import { acknowledgeRailInboxEvent, countRailInboxEvents, insertRailInboxEvent } from '../../src/db/repositories/rail-inbox.ts';
+import { RAIL_INBOX_RETENTION_MS, RailInboxPurge } from '../../src/workers/rail-inbox-purge.ts';
 import { signRailMessage } from '../../src/domain/rail-signature.ts';
 import { LocalBankCatalogue } from '../../src/rails/catalogue.ts';
 import { RailNotReceivedError, type RailAdapter, type RailTransfer } from '../../src/rails/rail.ts';
@@ -189,6 +190,19 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.equal(unreadable.statusCode, 400);
       assert.equal(unreadable.json().error.code, 'validation_failed');
       assert.equal(await countRailInboxEvents(t.db, RAIL), before);
+    });
+
+    it('the inbox keeps an acknowledged event RAIL_INBOX_RETENTION_MS, an unacknowledged one until it is applied', async () => {
+      const old = new Date(Date.now() - RAIL_INBOX_RETENTION_MS - 60_000);
+      const rail = `purge-${randomUUID().slice(0, 8)}`;
+      for (const eventId of ['applied-long-ago', 'applied-recently', 'never-applied']) {
+        await insertRailInboxEvent(t.db, { rail, eventId, payload: {}, occurredAt: old, receivedAt: old });
+      }
+      await acknowledgeRailInboxEvent(t.db, rail, 'applied-long-ago', old);
+      await acknowledgeRailInboxEvent(t.db, rail, 'applied-recently', new Date());
+      assert.equal(await new RailInboxPurge(t.db, systemClock).runOnce(), false);
+      const { rows } = await t.db.query<{ event_id: string }>(`SELECT event_id FROM rail_inbox WHERE rail = $1 ORDER BY event_id`, [rail]);
+      assert.deepEqual(rows.map((r) => r.event_id), ['applied-recently', 'never-applied']);
     });
 
     it("the gateway's own callbacks: a forged one is refused (401) and nothing is stored; duplicates are stored once", async () => {

@@ -16,3 +16,5 @@ CREATE TABLE rail_inbox (
 
 -- pendingNotifications: one rail's unacknowledged events, oldest first.
 CREATE INDEX rail_inbox_pending ON rail_inbox (rail, occurred_at, event_id) WHERE acknowledged_at IS NULL;
+-- The purge of acknowledged events past their retention (workers/rail-inbox-purge.ts).
+CREATE INDEX rail_inbox_acknowledged ON rail_inbox (acknowledged_at) WHERE acknowledged_at IS NOT NULL;

@@ -51,3 +51,19 @@ export async function countRailInboxEvents(db: Queryable, rail: string): Promise
   const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rail_inbox WHERE rail = $1`, [rail]);
   return rows[0]?.n ?? 0;
 }
+
+/** Deletes at most `limit` events acknowledged before `before`; how many it deleted. */
+export async function purgeAcknowledgedRailInbox(db: Queryable, before: Date, limit: number): Promise<number> {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  const result = await db.query(
+    `DELETE FROM rail_inbox
+      WHERE (rail, event_id) IN (
+              SELECT rail, event_id FROM rail_inbox
+               WHERE acknowledged_at IS NOT NULL AND acknowledged_at < $1
+               ORDER BY acknowledged_at
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
+  return result.rowCount;
+}

@@ -113,6 +113,11 @@ describe('gateway callbacks', () => {
     assert.deepEqual(readCallback([CURRENT], signRailMessage(PREVIOUS, raw, NOW), raw, NOW), { ok: false, refusal: 'unknown_key' });
     const junk = Buffer.from('{"eventId":"evt_2"}');
     assert.deepEqual(readCallback([CURRENT], signRailMessage(CURRENT, junk, NOW), junk, NOW), { ok: false, refusal: 'unreadable' });
+    // Text jsonb cannot hold (U+0000, an unpaired surrogate) is refused, not a 500 at the insert.
+    for (const text of ['a\\u0000b', '\\ud800']) {
+      const unstorable = Buffer.from(JSON.stringify({ ...callback, transfer: { ...callback.transfer, errorMessage: 'x' } }).replace('"x"', `"${text}"`));
+      assert.deepEqual(readCallback([CURRENT], signRailMessage(CURRENT, unstorable, NOW), unstorable, NOW), { ok: false, refusal: 'unreadable' }, text);
+    }
   });
 
   it('a callback that says nothing final is no notification', () => {

@@ -9,7 +9,27 @@ import { railStatusOf } from './status-map.ts';
 const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const REFERENCE_MAX_LENGTH = 100;
 const AMOUNT_MINOR = /^[1-9][0-9]{0,18}$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Whether every string in `value` can be stored in jsonb: no U+0000 and no unpaired surrogate
+ * (PostgreSQL refuses both). Iterative: a deeply nested body must not exhaust the stack.
+ */
+function storable(value: unknown): boolean {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      if (item.includes('\u0000') || LONE_SURROGATE.test(item)) return false;
+    } else if (typeof item === 'object' && item !== null) {
+      for (const [key, child] of Object.entries(item)) {
+        stack.push(key, child);
+      }
+    }
+  }
+  return true;
+}
 
 export type CallbackReading =
   | { ok: true; callback: GatewayCallback; occurredAt: Date }
@@ -38,7 +58,7 @@ export function readCallback(keys: readonly RailKey[], headers: Record<string, u
     transfer.reference.length > 0 &&
     transfer.reference.length <= REFERENCE_MAX_LENGTH &&
     typeof transfer.status === 'string';
-  if (!readable) return { ok: false, refusal: 'unreadable' };
+  if (!readable || !storable(parsed)) return { ok: false, refusal: 'unreadable' };
   return { ok: true, callback: callback as GatewayCallback, occurredAt: new Date(occurredAt) };
 }
 

@@ -275,6 +275,31 @@ describe('HTTP bank connector against the gateway simulator', () => {
       await assertLedgerBalanced(t);
     });
 
+    it('a 5xx to the send: the payout is unknown (never failed), the reaper finds the transfer the gateway recorded, sent once', async () => {
+      await sim.control('POST', '/_control/faults', { error5xx: 1 });
+      const made = await payout(api, { beneficiary: beneficiary('V30000006') });
+      assert.equal(made.status, 201, made.raw);
+      assert.equal(made.body.status, 'unknown', made.raw);
+      await reapUntil(made.body.id, 'settled');
+      assert.equal(await submissionsOf(made.body.id), 1);
+    });
+
+    it('the gateway refusing connections: the payout is unknown; the reaper, told the gateway never received it, sends it once it is back', async () => {
+      await sim.control('POST', '/_control/faults', { refuse: true });
+      let made;
+      try {
+        made = await payout(api, { beneficiary: beneficiary('V30000007') });
+      } finally {
+        await sim.control('POST', '/_control/faults', { refuse: false });
+      }
+      assert.equal(made.status, 201, made.raw);
+      assert.equal(made.body.status, 'unknown', made.raw);
+      assert.equal(await submissionsOf(made.body.id), 0, 'nothing reached the gateway');
+      await reapUntil(made.body.id, 'settled');
+      assert.equal(await submissionsOf(made.body.id), 1);
+      await assertLedgerBalanced(t);
+    });
+
     it('callbacks out of order (the return before the settlement) end in the transfer\'s history: reversed', async () => {
       await sim.control('POST', '/_control/scenarios/nid:V30000003', { kind: 'processing' });
       const made = await payout(api, { beneficiary: beneficiary('V30000003') });

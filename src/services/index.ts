@@ -100,7 +100,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
   const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const { liveConnector, ...connectorServices } = connectorsOf(deps, clock, metrics);
+  const { liveConnector, ...connectorServices } = connectorsOf(deps, clock, metrics, registry);
   const rails: RailsByMode = {
     test: observedRail(testRail, metrics),
     live: deps.liveRail ? observedRail(deps.liveRail, metrics) : liveConnector,
@@ -160,7 +160,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
 }
 
 /** The connectors (RAILS_FILE's, or a test's), observed, and which of them is the live rail. */
-function connectorsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics) {
+function connectorsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry) {
   const { config, db } = deps;
   const connectors = deps.connectors ?? config.connectors.map((connector) => new HttpBankRail(connector, db, clock));
   const observedConnectors = connectors.map((connector) => observedRail(connector, metrics));
@@ -171,7 +171,7 @@ function connectorsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics) {
   return {
     connectors: observedConnectors,
     liveConnector,
-    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver)),
+    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry),
     closeConnectors: async () => {
       await Promise.all(connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)));
     },

@@ -27,6 +27,7 @@ import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
 import { assertLedgerBalanced, beneficiary, idempotencyKey as newKey, payout, reaperOf, SENDER } from '../support/payouts.ts';
 import { until } from '../support/until.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 
 const RAIL = 'bank-sim';
 /** The payout path's rail timeout in these tests: the hang and slow faults outlast it. */
@@ -190,6 +191,10 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.equal(unreadable.statusCode, 400);
       assert.equal(unreadable.json().error.code, 'validation_failed');
       assert.equal(await countRailInboxEvents(t.db, RAIL), before);
+      const scraped = await client(t.app).get('/metrics', metricsHeaders);
+      assert.ok((valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: RAIL, result: 'refused' }) ?? 0) >= 4, 'counted by result');
+      assert.ok((valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'unknown', result: 'refused' }) ?? 0) >= 1, 'an unknown rail is one series');
+      assert.equal(valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'no-such-rail', result: 'refused' }), undefined);
     });
 
     it('the inbox keeps an acknowledged event RAIL_INBOX_RETENTION_MS, an unacknowledged one until it is applied', async () => {

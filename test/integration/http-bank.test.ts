@@ -289,6 +289,20 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.equal(await submissionsOf(made.body.id), 1);
     });
 
+    it('a send answered only past our timeout: the payout is unknown (never failed), resolved by asking, sent once', async () => {
+      await sim.control('POST', '/_control/faults', { slowMs: 3 * RAIL_TIMEOUT_MS });
+      let made;
+      try {
+        made = await payout(api, { beneficiary: beneficiary('V30000008') });
+      } finally {
+        await sim.control('POST', '/_control/faults', { slowMs: 0 });
+      }
+      assert.equal(made.status, 201, made.raw);
+      assert.equal(made.body.status, 'unknown', made.raw);
+      await reapUntil(made.body.id, 'settled');
+      assert.equal(await submissionsOf(made.body.id), 1);
+    });
+
     it('the gateway refusing connections: the payout is unknown; the reaper, told the gateway never received it, sends it once it is back', async () => {
       await sim.control('POST', '/_control/faults', { refuse: true });
       let made;

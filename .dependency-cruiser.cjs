@@ -71,6 +71,22 @@ module.exports = {
       to: { path: '^src/(http|services|workers|db|rails)/' },
     },
     {
+      name: 'nothing-imports-the-gateway-simulator',
+      comment:
+        'src/gateway-simulator/ is a separate process standing in for a bank: the service must reach it only over HTTP, ' +
+        'as it would a real gateway, so nothing else in src/ imports it (it may import the protocol and the signing it shares).',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/gateway-simulator/' },
+      to: { path: '^src/gateway-simulator/' },
+    },
+    {
+      name: 'gateway-simulator-imports-only-the-protocol',
+      comment: 'The simulator shares the wire protocol and the signing with the connector, nothing else of the service.',
+      severity: 'error',
+      from: { path: '^src/gateway-simulator/' },
+      to: { path: '^src/', pathNot: ['^src/gateway-simulator/', '^src/domain/rail-signature\\.ts$', '^src/rails/http-bank/protocol\\.ts$'] },
+    },
+    {
       name: 'workers-never-import-http',
       comment: 'The background loops run without the API (a worker process serves no routes): nothing of http/ belongs in them.',
       severity: 'error',

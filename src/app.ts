@@ -42,6 +42,7 @@ import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
+import { railCallbackRoutes } from './http/routes/rail-callbacks.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -91,6 +92,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   const registry = deps.metrics ?? createMetricsRegistry();
   const services = createServices({ ...deps, payoutAnswers }, registry, app.log);
+  app.addHook('onClose', () => services.closeConnectors());
 
   registerJsonBodies(app);
   registerInputHygiene(app);
@@ -223,4 +225,5 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
+  await railCallbackRoutes(app, services.railCallbacks);
 }

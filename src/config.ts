@@ -2,7 +2,9 @@
 // message that names the variable and what it accepts, so an operator never runs a half-configured
 // service.
 
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { parseRailsFile, type ConnectorConfig } from './rails/rails-file.ts';
 
 type Role = 'all' | 'api' | 'worker';
 type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -60,6 +62,8 @@ export interface Config {
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
   shutdownGraceMs: number;
+  /** The connectors of the RAILS_FILE (none without one): the rails beside the sandbox. */
+  connectors: ConnectorConfig[];
 }
 
 export class ConfigError extends Error {
@@ -171,6 +175,23 @@ function metricsPort(env: Env, name: string, apiPort: string | undefined): numbe
   return port;
 }
 
+const RAILS_FILE_ACCEPTS = 'the path of a readable JSON rails file, {"connectors": [ … ]} (docs/http-bank.md)';
+
+/** The connectors RAILS_FILE lists; its secrets may name other variables of `env` (secretEnv). */
+function railsFile(env: Env, name: string): ConnectorConfig[] {
+  const file = env[name];
+  if (file === undefined || file.trim() === '') return [];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `It cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+  }
+  const parsed = parseRailsFile(text, env);
+  if (!parsed.ok) throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `The file is not usable: ${parsed.problem}.`);
+  return parsed.connectors;
+}
+
 const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -218,6 +239,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
+    connectors: railsFile(env, 'RAILS_FILE'),
   };
 }
 
@@ -261,5 +283,6 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
   ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered'],
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
+  ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
 ];

@@ -110,6 +110,8 @@ function logStarted(
       http: surface === 'api' ? 'API, /health/live, /health/ready' : '/health/live, /health/ready (no API)',
       metrics: metricsOn,
       workers: started.workers,
+      // The configured connectors (never their keys); the first serving live carries live payouts.
+      connectors: config.connectors.map((connector) => ({ name: connector.name, modes: connector.modes, gateway: new URL(connector.baseUrl).origin })),
       startup_ms: Math.round(performance.now() - started.startedAtMs),
     },
     'bolivar disbursement service started',

@@ -9,6 +9,8 @@ import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '.
 import { observedRail } from '../rails/observed-rail.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
+import { HttpBankRail } from '../rails/http-bank/adapter.ts';
+import { isCallbackReceiver, RailCallbackService } from './rail-callbacks.ts';
 import { AnomalyService } from './anomalies.ts';
 import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './auth-failures.ts';
 import { Authenticator } from './authenticator.ts';
@@ -42,6 +44,8 @@ export interface ServiceDeps {
   catalogueProvider?: BankCatalogueProvider;
   /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
   liveRail?: RailAdapter;
+  /** Replaces the connectors RAILS_FILE configures (tests pass adapters they built). */
+  connectors?: RailAdapter[];
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
   /** How a payout's answer is serialised (the HTTP layer's view): the bytes stored under its Idempotency-Key. */
@@ -61,6 +65,12 @@ export interface Services {
   catalogue: BankCatalogue;
   beneficiaries: BeneficiaryService;
   rails: RailsByMode;
+  /** The configured connectors (RAILS_FILE), each observed like the other rails. */
+  connectors: RailAdapter[];
+  /** Receives the connectors' signed callbacks into our inbox. */
+  railCallbacks: RailCallbackService;
+  /** Closes the connectors' connections (the app's close). */
+  closeConnectors(): Promise<void>;
   treasury: TreasuryService;
   committer: Committer;
   outcomes: PaymentOutcomes;
@@ -90,9 +100,10 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
   const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
+  const { liveConnector, ...connectorServices } = connectorsOf(deps, clock, metrics, registry);
   const rails: RailsByMode = {
     test: observedRail(testRail, metrics),
-    live: deps.liveRail && observedRail(deps.liveRail, metrics),
+    live: deps.liveRail ? observedRail(deps.liveRail, metrics) : liveConnector,
   };
   const limitService = new LimitService(db, clock);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
@@ -113,6 +124,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     catalogue,
     beneficiaries,
     rails,
+    ...connectorServices,
     treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
     committer,
     outcomes,
@@ -144,6 +156,25 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       log,
       openDiscrepancyAnomalies(metrics),
     ),
+  };
+}
+
+/** The connectors (RAILS_FILE's, or a test's), observed, and which of them is the live rail. */
+function connectorsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry) {
+  const { config, db } = deps;
+  const connectors = deps.connectors ?? config.connectors.map((connector) => new HttpBankRail(connector, db, clock));
+  const observedConnectors = connectors.map((connector) => observedRail(connector, metrics));
+  // Until rails are routed by rules (a registry of named rails with routing and failover replaces
+  // this line): the first connector whose config serves live mode is the live rail (a test's own
+  // connectors, passed in deps, serve live in their order).
+  const liveConnector = observedConnectors.find((_, i) => deps.connectors !== undefined || config.connectors[i]!.modes.includes('live'));
+  return {
+    connectors: observedConnectors,
+    liveConnector,
+    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry),
+    closeConnectors: async () => {
+      await Promise.all(connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)));
+    },
   };
 }
 

@@ -6,6 +6,7 @@ import { fundingEntry } from '../domain/ledger.ts';
 import { ownOriginOf, type BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';
 import { IdempotencyPurge } from './idempotency-purge.ts';
+import { RailInboxPurge } from './rail-inbox-purge.ts';
 import { Reaper } from './reaper.ts';
 import { startLoop, type RunningLoop } from './run-loop.ts';
 import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
@@ -22,7 +23,7 @@ export interface RunningWorkers {
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency purge, reconciliation. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, reconciliation. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(
@@ -37,6 +38,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const close = new DailyCloseWorker(services.treasury, log);
   const dispatcher = webhookDispatcherOf(services, log);
   const purge = new IdempotencyPurge(services.db, services.clock);
+  const inboxPurge = new RailInboxPurge(services.db, services.clock);
   const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
@@ -44,6 +46,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log, metrics }),
     startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log, metrics }),
     startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log, metrics }),
+    startLoop({ name: 'rail-inbox-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => inboxPurge.runOnce(), log, metrics }),
     startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
   ];
   return {

@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -5964,6 +5964,14 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
      * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
      */
     429: ErrorEnvelope & {
@@ -7074,3 +7082,101 @@ export type AdminGetReconciliationRunResponses = {
 };
 
 export type AdminGetReconciliationRunResponse = AdminGetReconciliationRunResponses[keyof AdminGetReconciliationRunResponses];
+
+export type ReceiveRailCallbackData = {
+    /**
+     * A gateway callback, `{eventId, occurredAt, transfer}`, exactly as the gateway signed it
+     */
+    body: unknown;
+    path: {
+        /**
+         * The connector name the rails file gives the gateway
+         */
+        rail: string;
+    };
+    query?: never;
+    url: '/v1/rails/{rail}/callbacks';
+};
+
+export type ReceiveRailCallbackErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * `rail_callback_signature_invalid`: the `x-bank-key-id` is not one of the rail's callback keys, `x-bank-timestamp` is more than 5 minutes from our clock, `x-bank-signature` does not verify over the body, or there is no such rail. Nothing was stored.
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'rail_callback_signature_invalid';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable';
+        };
+    };
+};
+
+export type ReceiveRailCallbackError = ReceiveRailCallbackErrors[keyof ReceiveRailCallbackErrors];
+
+export type ReceiveRailCallbackResponses = {
+    /**
+     * The callback is recorded in our inbox; the reaper applies it
+     */
+    200: {
+        /**
+         * Always true: the event is recorded
+         */
+        received: boolean;
+        /**
+         * True when this event id was already recorded (a redelivery); it is stored once
+         */
+        duplicate: boolean;
+        /**
+         * The gateway's event id
+         */
+        event_id: string;
+    };
+};
+
+export type ReceiveRailCallbackResponse = ReceiveRailCallbackResponses[keyof ReceiveRailCallbackResponses];

@@ -47,6 +47,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Treasury', description: 'Prefunding balance, credit and limit usage' },
         { name: 'Events', description: 'Outcome events and their webhook deliveries' },
         { name: 'Sandbox', description: 'Test-mode tools: webhook receivers, and outcomes of test payments on demand' },
+        { name: 'Rails', description: "Called by bank gateways, not integrators: a connector's signed callbacks" },
         { name: 'Admin', description: 'Platform administration (platform key, scope platform:admin); outside the public contract' },
         { name: 'Operations', description: 'Health and metrics' },
       ],

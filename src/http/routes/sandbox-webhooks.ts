@@ -74,7 +74,7 @@ function sandboxWebhookSinkRoute(scope: App, sandbox: SandboxWebhookService): vo
         security: [],
         querystring: SinkQuery,
         body: WebhookBody,
-        response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large') },
+        response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large', 'unsupported_media_type') },
       },
     },
     async function sandboxWebhookSink(request) {

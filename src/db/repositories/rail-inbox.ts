@@ -1,0 +1,69 @@
+// The inbox of connectors' callbacks (migration 028). Written by the callback route, read and
+// acknowledged by the connector's adapter (pendingNotifications / acknowledgeNotification). Every time
+// comes from the caller's clock.
+import type { Queryable } from '../database.ts';
+
+export interface RailInboxRow {
+  rail: string;
+  event_id: string;
+  payload: unknown;
+  occurred_at: Date;
+  received_at: Date;
+  acknowledged_at: Date | null;
+}
+
+const COLUMNS = 'rail, event_id, payload, occurred_at, received_at, acknowledged_at';
+
+/** Stores an event once per (rail, event id): false when it was already there (a redelivery). */
+export async function insertRailInboxEvent(
+  db: Queryable,
+  event: { rail: string; eventId: string; payload: unknown; occurredAt: Date; receivedAt: Date },
+): Promise<boolean> {
+  const result = await db.query(
+    `INSERT INTO rail_inbox (rail, event_id, payload, occurred_at, received_at)
+     VALUES ($1, $2, $3::jsonb, $4, $5)
+     ON CONFLICT (rail, event_id) DO NOTHING`,
+    [event.rail, event.eventId, JSON.stringify(event.payload), event.occurredAt, event.receivedAt],
+  );
+  return result.rowCount === 1;
+}
+
+/** One rail's unacknowledged events, oldest first (by when they happened), at most `limit`. */
+export async function listPendingRailInbox(db: Queryable, rail: string, limit: number): Promise<RailInboxRow[]> {
+  const { rows } = await db.query<RailInboxRow>(
+    `SELECT ${COLUMNS} FROM rail_inbox
+      WHERE rail = $1 AND acknowledged_at IS NULL
+      ORDER BY occurred_at, event_id
+      LIMIT $2`,
+    [rail, limit],
+  );
+  return rows;
+}
+
+/** Marks an event acknowledged (idempotent: the first time stays); false when there is no such event. */
+export async function acknowledgeRailInboxEvent(db: Queryable, rail: string, eventId: string, at: Date): Promise<boolean> {
+  const result = await db.query(`UPDATE rail_inbox SET acknowledged_at = COALESCE(acknowledged_at, $3) WHERE rail = $1 AND event_id = $2`, [rail, eventId, at]);
+  return result.rowCount === 1;
+}
+
+/** How many events of a rail the inbox holds (acknowledged or not). */
+export async function countRailInboxEvents(db: Queryable, rail: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rail_inbox WHERE rail = $1`, [rail]);
+  return rows[0]?.n ?? 0;
+}
+
+/** Deletes at most `limit` events acknowledged before `before`; how many it deleted. */
+export async function purgeAcknowledgedRailInbox(db: Queryable, before: Date, limit: number): Promise<number> {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  const result = await db.query(
+    `DELETE FROM rail_inbox
+      WHERE (rail, event_id) IN (
+              SELECT rail, event_id FROM rail_inbox
+               WHERE acknowledged_at IS NOT NULL AND acknowledged_at < $1
+               ORDER BY acknowledged_at
+               LIMIT $2
+               FOR UPDATE SKIP LOCKED)`,
+    [before, limit],
+  );
+  return result.rowCount;
+}

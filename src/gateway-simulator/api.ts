@@ -1,0 +1,99 @@
+// The gateway's API as the protocol defines it (docs/http-bank.md), with the switchable faults the
+// control API sets: refused connections (the listening socket closed), 5xx answers, slow answers.
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { verifyRailMessage, type RailKey } from '../domain/rail-signature.ts';
+import { BULK_STATUS_MAX, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
+import type { GatewayState } from './gateway.ts';
+import { answer, parseJson, readBody } from './http.ts';
+
+const CATALOGUE_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'rails', 'data', 've-banks.json');
+
+export interface ApiFaults {
+  /** The next this-many API answers are 503 (null: every one). A transfer is still recorded first. */
+  error5xx: number | null | 0;
+  /** Every API answer is held this long (the work is done first). */
+  slowMs: number;
+  catalogueDown: boolean;
+}
+
+export class GatewayApi {
+  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false };
+  readonly server: Server;
+  private readonly catalogue = JSON.parse(readFileSync(CATALOGUE_FILE, 'utf8')) as Record<string, unknown>;
+
+  constructor(
+    private readonly state: GatewayState,
+    /** Our keys as the gateway knows them: the current and the previous one are both accepted. */
+    private readonly keys: readonly RailKey[],
+  ) {
+    this.server = createServer((request, response) => {
+      this.handle(request, response).catch((error: unknown) => {
+        if (!response.headersSent) answer(response, 500, { error: { code: 'INTERNAL', message: (error as Error).message } });
+      });
+    });
+  }
+
+  private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const raw = await readBody(request);
+    const verified = verifyRailMessage({ keys: this.keys, headers: request.headers, rawBody: raw, nowMs: Date.now() });
+    if (!verified.ok) return answer(response, 401, { error: { code: 'SIGNATURE_INVALID', message: verified.reason } });
+    const url = new URL(request.url ?? '/', 'http://gateway');
+    const result = this.route(request.method ?? 'GET', url, raw);
+    if (result === 'hang') return; // Received and recorded; the answer never comes.
+    if (this.faults.slowMs > 0) await new Promise((resolve) => setTimeout(resolve, this.faults.slowMs));
+    if (this.faults.error5xx === null || this.faults.error5xx > 0) {
+      if (this.faults.error5xx !== null) this.faults.error5xx -= 1;
+      return answer(response, 503, { error: { code: 'UNAVAILABLE', message: 'simulated outage' } });
+    }
+    answer(response, result.status, result.body);
+  }
+
+  private route(method: string, url: URL, raw: Buffer): { status: number; body: unknown } | 'hang' {
+    const path = url.pathname;
+    if (method === 'POST' && path === '/transfers') return this.submit(raw);
+    if (method === 'POST' && path === '/transfers/status') return this.bulkStatus(raw);
+    if (method === 'GET' && path.startsWith('/transfers/')) {
+      const found = this.state.find(decodeURIComponent(path.slice('/transfers/'.length)));
+      return found ? { status: 200, body: found } : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
+    }
+    if (method === 'GET' && path === '/banks') return this.banks(url.searchParams.get('instrument') ?? '');
+    if (method === 'GET' && path === '/health') return { status: 200, body: { status: 'ok' } };
+    return { status: 404, body: { error: { code: 'NOT_FOUND' } } };
+  }
+
+  private submit(raw: Buffer): { status: number; body: unknown } | 'hang' {
+    const request = parseJson(raw) as GatewayTransferRequest | undefined;
+    const valid =
+      typeof request?.reference === 'string' &&
+      request.reference.length > 0 &&
+      typeof request.amountMinor === 'string' &&
+      /^[1-9][0-9]{0,18}$/.test(request.amountMinor) &&
+      typeof request.beneficiary?.nationalId === 'string';
+    if (!valid) return { status: 400, body: { error: { code: 'INVALID_REQUEST' } } };
+    const submission = this.state.submit(request, Date.now());
+    if (submission.kind === 'hang') return 'hang';
+    if (submission.kind === 'conflict') return { status: 409, body: { error: { code: 'REFERENCE_REUSED' } } };
+    return { status: submission.created ? 201 : 200, body: submission.transfer };
+  }
+
+  private bulkStatus(raw: Buffer): { status: number; body: unknown } {
+    const references = (parseJson(raw) as { references?: unknown } | undefined)?.references;
+    if (!Array.isArray(references) || references.length > BULK_STATUS_MAX || !references.every((r) => typeof r === 'string')) {
+      return { status: 400, body: { error: { code: 'INVALID_REQUEST', message: `references: a list of at most ${BULK_STATUS_MAX}` } } };
+    }
+    const transfers = (references as string[]).map((reference) => {
+      const found = this.state.find(reference);
+      return found ? { found: true, ...found } : { found: false, reference };
+    });
+    return { status: 200, body: { transfers } };
+  }
+
+  private banks(instrument: string): { status: number; body: unknown } {
+    if (this.faults.catalogueDown) return { status: 503, body: { error: { code: 'CATALOGUE_UNAVAILABLE' } } };
+    const banks = Object.hasOwn(this.catalogue, instrument) ? this.catalogue[instrument] : undefined;
+    return Array.isArray(banks) ? { status: 200, body: { banks } } : { status: 400, body: { error: { code: 'INSTRUMENT_UNKNOWN' } } };
+  }
+}

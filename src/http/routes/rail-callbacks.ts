@@ -1,0 +1,69 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from '@sinclair/typebox';
+import { ApiError, validationFailed } from '../../domain/errors.ts';
+import type { RailCallbackService } from '../../services/rail-callbacks.ts';
+import { errorResponsesDescribed } from '../schemas/common.ts';
+import type { App } from '../types.ts';
+
+// Documents the body without constraining it: the route verifies the raw bytes and then reads them.
+const CallbackBody = Type.Unknown({ description: 'A gateway callback, `{eventId, occurredAt, transfer}`, exactly as the gateway signed it' });
+
+const RailParam = Type.Object({
+  rail: Type.String({ pattern: '^[a-z][a-z0-9-]{0,31}$', maxLength: 32, description: 'The connector name the rails file gives the gateway' }),
+});
+
+const CallbackReceipt = Type.Object(
+  {
+    received: Type.Boolean({ description: 'Always true: the event is recorded' }),
+    duplicate: Type.Boolean({ description: 'True when this event id was already recorded (a redelivery); it is stored once' }),
+    event_id: Type.String({ description: "The gateway's event id" }),
+  },
+  { description: 'The callback is recorded in our inbox; the reaper applies it' },
+);
+
+const CALLBACK_401 =
+  '`rail_callback_signature_invalid`: the `x-bank-key-id` is not one of the rail\'s callback keys, `x-bank-timestamp` is more than 5 minutes from our clock, `x-bank-signature` does not verify over the body, or there is no such rail. Nothing was stored.';
+
+/**
+ * A bank gateway's callbacks: public (the gateway has no API key; the signature is its
+ * authentication, and the public per-address rate limit applies). The body is read as raw bytes (its
+ * own content-type parser, in this plugin scope only) to verify the signature over exactly what arrived.
+ * 200 only once the event is committed to our inbox, so a gateway that got no 2xx redelivers it.
+ */
+export async function railCallbackRoutes(app: App, callbacks: RailCallbackService): Promise<void> {
+  await app.register(async (plugin) => {
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+    scope.post(
+      '/v1/rails/:rail/callbacks',
+      {
+        config: { public: true },
+        schema: {
+          tags: ['Rails'],
+          operationId: 'receiveRailCallback',
+          summary: "A bank gateway's signed callback (an outcome, a return)",
+          description:
+            'Called by a bank gateway configured in the rails file (docs/http-bank.md), not by integrators. The callback is signed with one of the rail\'s callback keys ' +
+            '(`x-bank-key-id`, `x-bank-timestamp` within ±5 minutes, `x-bank-signature`: hex HMAC-SHA256 of `<timestamp>.<raw body>`). ' +
+            'A verified callback is recorded once per `eventId` and answered 200 only once recorded (`duplicate: true` for a redelivery); the reaper applies it. ' +
+            'A signed body that is not a callback is 400 `validation_failed`; anything unsigned or signed wrongly is 401 `rail_callback_signature_invalid`; nothing is stored for either. Needs no key.',
+          security: [],
+          params: RailParam,
+          body: CallbackBody,
+          response: { 200: CallbackReceipt, ...errorResponsesDescribed({ 401: CALLBACK_401 }, 'rail_callback_signature_invalid', 'validation_failed', 'payload_too_large', 'unsupported_media_type') },
+        },
+      },
+      async function receiveRailCallback(request) {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const receipt = await callbacks.receive(request.params.rail, request.headers, raw);
+        if (receipt.stored) return { received: true, duplicate: receipt.duplicate, event_id: receipt.eventId };
+        request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
+        if (receipt.refusal === 'unreadable') {
+          throw validationFailed([{ field: 'body', message: 'not a gateway callback: {eventId, occurredAt, transfer: {reference, status, …}}' }]);
+        }
+        throw new ApiError('rail_callback_signature_invalid', 'The callback is not signed with a callback key of this rail (or the timestamp is outside ±5 minutes). Nothing was stored.');
+      },
+    );
+  });
+}

@@ -1,0 +1,155 @@
+// The HTTP bank connector: a RailAdapter that speaks the gateway protocol (docs/http-bank.md). It only
+// translates: our reference is the gateway's idempotency key, the gateway's words become ours through
+// one table (status-map.ts), and its callbacks reach the reaper through our inbox (rail_inbox).
+import { acknowledgeRailInboxEvent, insertRailInboxEvent, listPendingRailInbox } from '../../db/repositories/rail-inbox.ts';
+import type { Database } from '../../db/database.ts';
+import type { Clock } from '../../domain/clock.ts';
+import type { Instrument } from '../../domain/instrument.ts';
+import type { Bank } from '../catalogue.ts';
+import type { RailAdapter, RailHealth, RailLookup, RailNotification, RailStatus, RailTransfer } from '../rail.ts';
+import type { HttpBankConnectorConfig } from '../rails-file.ts';
+import { notificationOf, readCallback } from './callbacks.ts';
+import { GatewayClient, type GatewayAnswer } from './client.ts';
+import { BULK_STATUS_MAX, type GatewayBanksAnswer, type GatewayBulkStatusAnswer, type GatewayErrorAnswer, type GatewayCallback, type GatewayTransfer, type GatewayTransferRequest } from './protocol.ts';
+import { railStatusOf } from './status-map.ts';
+
+/** What the callback route learns from receiving one callback. */
+export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: string };
+
+/** Inbox rows read per call when most of them say nothing final (acknowledged on the spot and skipped). */
+const INBOX_SCAN_MAX = 500;
+
+function isTransfer(value: unknown): value is GatewayTransfer {
+  return typeof value === 'object' && value !== null && typeof (value as GatewayTransfer).reference === 'string' && typeof (value as GatewayTransfer).status === 'string';
+}
+
+/** An answer that says nothing certain: the caller treats the call as failed (unknown), never as a rejection. */
+function unexpected(what: string, answer: GatewayAnswer): Error {
+  const code: unknown = (answer.body as Partial<GatewayErrorAnswer> | undefined)?.error?.code;
+  return new Error(`the gateway answered ${what} with ${answer.status}${typeof code === 'string' ? ` ${code.slice(0, 64)}` : ''}`);
+}
+
+export class HttpBankRail implements RailAdapter {
+  readonly name: string;
+  readonly resolvesWithinMs?: number;
+  private readonly client: GatewayClient;
+
+  constructor(
+    private readonly config: HttpBankConnectorConfig,
+    private readonly db: Database,
+    private readonly clock: Clock,
+  ) {
+    this.name = config.name;
+    if (config.resolvesWithinMs !== undefined) this.resolvesWithinMs = config.resolvesWithinMs;
+    this.client = new GatewayClient(config.baseUrl, config.keys[0]!, config.timeoutMs, () => clock.now().getTime());
+  }
+
+  /** The gateway has no availability query: it answers INSTRUMENT_NOT_SUPPORTED to a send it cannot make. */
+  async instrumentAvailable(): Promise<boolean> {
+    return true;
+  }
+
+  async submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus> {
+    signal.throwIfAborted();
+    const body: GatewayTransferRequest = {
+      reference: transfer.reference,
+      amountMinor: transfer.amountMinor.toString(),
+      currency: 'VES',
+      instrument: transfer.instrument,
+      beneficiary: { ...transfer.beneficiary },
+      sender: { ...transfer.sender },
+      metadata: { tenantId: transfer.tenantId, mode: transfer.mode },
+    };
+    // A RailNotReceivedError (never connected) passes through; any other failure leaves the fate unknown.
+    const answer = await this.client.call('POST', '/transfers', body, signal);
+    if ((answer.status === 200 || answer.status === 201) && isTransfer(answer.body)) return railStatusOf(answer.body, this.clock.now());
+    throw unexpected('a transfer', answer);
+  }
+
+  async lookup(reference: string): Promise<RailLookup> {
+    const answer = await this.client.call('GET', `/transfers/${encodeURIComponent(reference)}`, undefined);
+    if (answer.status === 404) return { status: 'not_found' };
+    if (answer.status === 200 && isTransfer(answer.body)) return railStatusOf(answer.body, this.clock.now());
+    throw unexpected('a status question', answer);
+  }
+
+  /** In calls of at most BULK_STATUS_MAX references, one after the other. */
+  async lookupMany(references: readonly string[]): Promise<RailLookup[]> {
+    const found = new Map<string, RailLookup>();
+    for (let start = 0; start < references.length; start += BULK_STATUS_MAX) {
+      const chunk = references.slice(start, start + BULK_STATUS_MAX);
+      const answer = await this.client.call('POST', '/transfers/status', { references: chunk });
+      const transfers = (answer.body as GatewayBulkStatusAnswer | undefined)?.transfers;
+      if (answer.status !== 200 || !Array.isArray(transfers)) throw unexpected('a bulk status question', answer);
+      const now = this.clock.now();
+      for (const entry of transfers) {
+        if (entry?.found === false && typeof entry.reference === 'string') found.set(entry.reference, { status: 'not_found' });
+        else if (entry?.found === true && isTransfer(entry)) found.set(entry.reference, railStatusOf(entry, now));
+      }
+    }
+    return references.map((reference) => {
+      const lookup = found.get(reference);
+      if (lookup === undefined) throw new Error(`the gateway's bulk status left out ${reference}`);
+      return lookup;
+    });
+  }
+
+  /**
+   * The unacknowledged callbacks of our inbox, oldest first. One that says nothing final (still
+   * processing, or words not in the table) is acknowledged here and not handed out: there is nothing
+   * for the reaper to apply, and its questions resolve that transfer.
+   */
+  async pendingNotifications(limit: number): Promise<RailNotification[]> {
+    if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('HttpBankRail: limit must be a non-negative integer');
+    if (limit === 0) return [];
+    const rows = await listPendingRailInbox(this.db, this.name, Math.min(INBOX_SCAN_MAX, limit * 2));
+    const notifications: RailNotification[] = [];
+    for (const row of rows) {
+      const notification = notificationOf(row.event_id, row.payload as GatewayCallback, row.occurred_at);
+      if (notification === undefined) await acknowledgeRailInboxEvent(this.db, this.name, row.event_id, this.clock.now());
+      else notifications.push(notification);
+      if (notifications.length === limit) break;
+    }
+    return notifications;
+  }
+
+  /** Idempotent; throws for an id that was never handed out (a caller bug). */
+  async acknowledgeNotification(id: string): Promise<void> {
+    if (!(await acknowledgeRailInboxEvent(this.db, this.name, id, this.clock.now()))) throw new Error(`HttpBankRail ${this.name}: unknown notification ${id}`);
+  }
+
+  async banks(instrument: Instrument): Promise<Bank[]> {
+    const answer = await this.client.call('GET', `/banks?instrument=${encodeURIComponent(instrument)}`, undefined);
+    const banks: unknown = (answer.body as Partial<GatewayBanksAnswer> | undefined)?.banks;
+    if (answer.status !== 200 || !Array.isArray(banks)) throw unexpected('the bank catalogue', answer);
+    return banks as Bank[];
+  }
+
+  async health(signal: AbortSignal): Promise<RailHealth> {
+    try {
+      const answer = await this.client.call('GET', '/health', undefined, signal);
+      return answer.status === 200 ? { ok: true } : { ok: false, message: `the gateway's health answered ${answer.status}` };
+    } catch (error) {
+      return { ok: false, message: (error as Error).message };
+    }
+  }
+
+  /**
+   * A callback as it arrived on our route: verified with the connector's callback keys, read, and
+   * stored in our inbox once per event id. Resolves only once the row is committed; a redelivery of a
+   * stored event is `duplicate`.
+   */
+  async receiveCallback(headers: Record<string, unknown>, rawBody: Uint8Array): Promise<CallbackReceipt> {
+    const now = this.clock.now();
+    const reading = readCallback(this.config.callbackKeys, headers, rawBody, now.getTime());
+    if (!reading.ok) return { stored: false, refusal: reading.refusal };
+    const eventId = reading.callback.eventId;
+    const inserted = await insertRailInboxEvent(this.db, { rail: this.name, eventId, payload: reading.callback, occurredAt: reading.occurredAt, receivedAt: now });
+    return { stored: true, duplicate: !inserted, eventId };
+  }
+
+  /** Closes the connections to the gateway. */
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}

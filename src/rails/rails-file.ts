@@ -1,0 +1,124 @@
+// The rails file (RAILS_FILE): the connectors this service may send through, read once at start.
+// A JSON document `{ "connectors": [ … ] }`; each connector names its gateway, the keys we sign our
+// requests with, the keys its callbacks are signed with, its timeout and the modes it serves. A secret
+// is given inline (`secret`) or, better, as the name of an environment variable (`secretEnv`) so the
+// file itself can be committed. Any problem stops the start with a message naming it.
+import type { RailKey } from '../domain/rail-signature.ts';
+
+export interface HttpBankConnectorConfig {
+  name: string;
+  kind: 'http-bank';
+  baseUrl: string;
+  /** Our signing keys, the current one first: we sign with it; the gateway accepts it and the previous one. */
+  keys: RailKey[];
+  /** The keys the gateway signs its callbacks with (current and previous): any of them verifies one. */
+  callbackKeys: RailKey[];
+  /** Bound of one call to the gateway. */
+  timeoutMs: number;
+  modes: Array<'test' | 'live'>;
+  /** How long after a submit the gateway usually has the outcome (the reaper's first question). */
+  resolvesWithinMs?: number;
+}
+
+export type ConnectorConfig = HttpBankConnectorConfig;
+
+/** Connectors one file may list: each holds a connection pool and a reaper question per pass. */
+const CONNECTORS_MAX = 16;
+const NAME = /^[a-z][a-z0-9-]{0,31}$/;
+const KEY_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** A secret shorter than this is guessable: HMAC keys should be 32 random bytes. */
+const SECRET_MIN_LENGTH = 16;
+const TIMEOUT_MS_MAX = 60_000;
+
+type Env = Record<string, string | undefined>;
+
+class RailsFileProblem extends Error {}
+
+function fail(message: string): never {
+  throw new RailsFileProblem(message);
+}
+
+function objectAt(value: unknown, where: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) fail(`${where} must be an object`);
+  return value as Record<string, unknown>;
+}
+
+function keysAt(value: unknown, where: string, env: Env): RailKey[] {
+  if (!Array.isArray(value) || value.length === 0) fail(`${where} must be a non-empty list of {id, secret | secretEnv}`);
+  const ids = new Set<string>();
+  return value.map((entry, i) => {
+    const key = objectAt(entry, `${where}[${i}]`);
+    if (typeof key.id !== 'string' || !KEY_ID.test(key.id)) fail(`${where}[${i}].id must be 1 to 64 letters, digits, '.', '_' or '-'`);
+    if (ids.has(key.id)) fail(`${where} lists the key id ${key.id} twice`);
+    ids.add(key.id);
+    let secret: string | undefined;
+    if (typeof key.secret === 'string') secret = key.secret;
+    else if (typeof key.secretEnv === 'string') {
+      secret = env[key.secretEnv];
+      if (secret === undefined || secret === '') fail(`${where}[${i}].secretEnv names ${key.secretEnv}, which is not set`);
+    } else fail(`${where}[${i}] needs secret or secretEnv`);
+    if (secret.length < SECRET_MIN_LENGTH) fail(`${where}[${i}] (${key.id}): the secret must be at least ${SECRET_MIN_LENGTH} characters`);
+    return { id: key.id, secret };
+  });
+}
+
+function connectorAt(value: unknown, i: number, env: Env): ConnectorConfig {
+  const where = `connectors[${i}]`;
+  const c = objectAt(value, where);
+  if (typeof c.name !== 'string' || !NAME.test(c.name)) fail(`${where}.name must be 1 to 32 lower-case letters, digits or '-', starting with a letter`);
+  const at = `${where} (${c.name})`;
+  if (c.kind !== 'http-bank') fail(`${at}.kind must be "http-bank"`);
+  let baseUrl: URL;
+  try {
+    baseUrl = new URL(String(c.baseUrl));
+  } catch {
+    fail(`${at}.baseUrl must be an http:// or https:// URL`);
+  }
+  if (baseUrl.protocol !== 'https:' && baseUrl.protocol !== 'http:') fail(`${at}.baseUrl must be an http:// or https:// URL`);
+  const timeoutMs = c.timeoutMs ?? 5000;
+  if (!Number.isSafeInteger(timeoutMs) || (timeoutMs as number) < 1 || (timeoutMs as number) > TIMEOUT_MS_MAX) fail(`${at}.timeoutMs must be an integer from 1 to ${TIMEOUT_MS_MAX}`);
+  const modes = c.modes;
+  if (!Array.isArray(modes) || modes.length === 0 || !modes.every((m) => m === 'test' || m === 'live') || new Set(modes).size !== modes.length) {
+    fail(`${at}.modes must be a non-empty list of "test" and/or "live"`);
+  }
+  const resolvesWithinMs = c.resolvesWithinMs;
+  if (resolvesWithinMs !== undefined && (!Number.isSafeInteger(resolvesWithinMs) || (resolvesWithinMs as number) < 0)) fail(`${at}.resolvesWithinMs must be a non-negative integer`);
+  const known = new Set(['name', 'kind', 'baseUrl', 'keys', 'callbackKeys', 'timeoutMs', 'modes', 'resolvesWithinMs']);
+  const unknown = Object.keys(c).find((field) => !known.has(field));
+  if (unknown !== undefined) fail(`${at} has an unknown field ${unknown}`);
+  return {
+    name: c.name,
+    kind: 'http-bank',
+    baseUrl: baseUrl.toString(),
+    keys: keysAt(c.keys, `${at}.keys`, env),
+    callbackKeys: keysAt(c.callbackKeys, `${at}.callbackKeys`, env),
+    timeoutMs: timeoutMs as number,
+    modes: modes as Array<'test' | 'live'>,
+    ...(resolvesWithinMs === undefined ? {} : { resolvesWithinMs: resolvesWithinMs as number }),
+  };
+}
+
+/** The connectors a rails file's text lists, or the problem that makes it unusable. */
+export function parseRailsFile(text: string, env: Env): { ok: true; connectors: ConnectorConfig[] } | { ok: false; problem: string } {
+  try {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      fail(`it is not JSON (${(error as Error).message})`);
+    }
+    const list = objectAt(parsed, 'the file').connectors;
+    if (!Array.isArray(list)) fail('it must be {"connectors": [ … ]}');
+    if (list.length > CONNECTORS_MAX) fail(`it lists ${list.length} connectors; at most ${CONNECTORS_MAX}`);
+    const connectors = list.map((entry, i) => connectorAt(entry, i, env));
+    const names = new Set<string>();
+    for (const connector of connectors) {
+      if (connector.name === 'sandbox' || names.has(connector.name)) fail(`the connector name ${connector.name} is used twice (or is the sandbox's)`);
+      names.add(connector.name);
+    }
+    return { ok: true, connectors };
+  } catch (error) {
+    if (error instanceof RailsFileProblem) return { ok: false, problem: error.message };
+    throw error;
+  }
+}

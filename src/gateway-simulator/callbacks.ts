@@ -36,6 +36,8 @@ export class CallbackSender {
   private held: GatewayCallback[] = [];
   private running = false;
   private stopped = false;
+  /** The last event time given: each event's time is later, so events sort in the order they happened. */
+  private lastOccurredMs = 0;
 
   constructor(
     private readonly key: RailKey,
@@ -46,7 +48,10 @@ export class CallbackSender {
 
   /** Queues a callback about `transfer` (its status now), delivered `times` times (one event id). */
   send(transfer: GatewayTransfer, occurredAt: Date, times = this.faults.duplicate): void {
-    const event: GatewayCallback = { eventId: `evt_${randomUUID()}`, occurredAt: occurredAt.toISOString(), transfer };
+    // Two events in one millisecond would tie on their time, and a receiver ordering by it could not
+    // tell which came first: the later one is a millisecond later.
+    this.lastOccurredMs = Math.max(occurredAt.getTime(), this.lastOccurredMs + 1);
+    const event: GatewayCallback = { eventId: `evt_${randomUUID()}`, occurredAt: new Date(this.lastOccurredMs).toISOString(), transfer };
     const copies = Array.from({ length: Math.max(1, times) }, () => event);
     if (this.faults.hold) this.held.push(...copies);
     else this.enqueue(copies);

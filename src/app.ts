@@ -22,6 +22,7 @@ import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
 import { adminAuditRoutes } from './http/routes/admin-audit.ts';
 import { adminAnomalyRoutes } from './http/routes/admin-anomalies.ts';
+import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
@@ -223,4 +224,5 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
+  await adminRailStatementRoutes(app, services.railStatements);
 }

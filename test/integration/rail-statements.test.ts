@@ -42,8 +42,8 @@ describe(`rail statements on ${ENGINE}`, () => {
     return { id, status: rows[0]!.status, amount: rows[0]!.payout_amount, bankReference: rows[0]!.bank_reference ?? '' };
   }
 
-  function post(csv: string, query: string, rail = 'sandbox'): Promise<InjectResult> {
-    return inject(t, 'POST', `/v1/admin/rails/${rail}/statements?${query}`, csv);
+  function post(csv: string, query: string, rail = 'sandbox', contentType?: string): Promise<InjectResult> {
+    return inject(t, 'POST', `/v1/admin/rails/${rail}/statements?${query}`, csv, contentType);
   }
 
   async function stored() {
@@ -159,6 +159,7 @@ describe(`rail statements on ${ENGINE}`, () => {
     assertEnvelope(assert, unmapped, 400, 'statement_malformed');
     assert.equal(unmapped.body.error.meta.line, 1);
 
+    clock.advance(60_000); // posted a minute after the first (the list is newest first)
     const second = await post(csv, `day=${DAY}&columns=${mapping}`);
     assert.equal(second.status, 201, second.raw);
     assert.deepEqual(second.body.counts, { matched: 3, unknown_reference: 1, missing_at_rail: 1, amount_mismatch: 1, status_mismatch: 1, bank_reference_mismatch: 1 });
@@ -209,13 +210,17 @@ describe(`rail statements on ${ENGINE}`, () => {
     assertEnvelope(assert, await post(csv, `day=${DAY}&columns=colour:Color`), 400, 'validation_failed');
     const json = await admin.post(`/v1/admin/rails/sandbox/statements?day=${DAY}`, { csv });
     assertEnvelope(assert, json, 415, 'unsupported_media_type');
+    // A charset parameter is still CSV: an empty statement of another day, matched (nothing settled then).
+    const charset = await post(csv, 'day=2026-11-30', 'sandbox', 'text/csv; charset=utf-8');
+    assert.equal(charset.status, 201, charset.raw);
+    assert.equal(charset.body.lines, 0);
     assertEnvelope(assert, await admin.get(`/v1/admin/rails/other/statements/${randomUUID()}`), 404, 'resource_not_found');
   });
 });
 
 /** A request with a CSV body (the harness's client sends JSON only). */
-async function inject(t: TestApp, method: 'POST', url: string, csv: string): Promise<InjectResult> {
-  const response = await t.app.inject({ method, url, headers: { 'x-api-key': t.platformKey, 'content-type': 'text/csv' }, payload: csv });
+async function inject(t: TestApp, method: 'POST', url: string, csv: string, contentType = 'text/csv'): Promise<InjectResult> {
+  const response = await t.app.inject({ method, url, headers: { 'x-api-key': t.platformKey, 'content-type': contentType }, payload: csv });
   let body: unknown;
   try {
     body = JSON.parse(response.body);

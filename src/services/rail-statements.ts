@@ -15,6 +15,7 @@ import {
   insertStatement,
   listMismatches,
   listStatements,
+  lockStatementDay,
   railCarriedPayments,
   railPaymentsByIds,
   recordCounts,
@@ -115,6 +116,7 @@ export class RailStatementService {
 
   /** The matching, in the caller's transaction; undefined when the same file was stored meanwhile. */
   private async match(tx: TransactionHandle, input: StatementImport, spool: SpooledStatement, opened: AnomalyKind[]): Promise<RailStatementRow | undefined> {
+    await lockStatementDay(tx, { rail: input.rail, day: input.day });
     const now = this.clock.now();
     const id = await insertStatement(tx, {
       rail: input.rail,

@@ -202,6 +202,20 @@ describe(`rail statements on ${ENGINE}`, () => {
     assert.deepEqual(await stored(), before, 'nothing stored');
   });
 
+  it('statements of one day posted at once are matched one after the other: the same file is one statement, two files open no anomaly twice', async () => {
+    const csvWith = (note: string) => [`${HEADER},note`, ...statementLines().map((l) => [...l, note].join(','))].join('\n');
+    const before = await stored();
+    clock.advance(60_000);
+    const same = await Promise.all([post(csvWith('same'), `day=${DAY}`), post(csvWith('same'), `day=${DAY}`)]);
+    assert.deepEqual(same.map((a) => a.status).sort(), [200, 201], same.map((a) => a.raw).join('\n'));
+    assert.equal(same[0]!.body.id, same[1]!.body.id);
+    const two = await Promise.all([post(csvWith('first'), `day=${DAY}`), post(csvWith('second'), `day=${DAY}`)]);
+    assert.deepEqual(two.map((a) => a.status), [201, 201], two.map((a) => a.raw).join('\n'));
+    assert.notEqual(two[0]!.body.id, two[1]!.body.id);
+    assert.deepEqual(two.map((a) => a.body.anomaliesOpened), [0, 0]);
+    assert.deepEqual(await stored(), { statements: before.statements + 3, mismatches: before.mismatches + 15, anomalies: before.anomalies, audits: before.audits + 3 });
+  });
+
   it('an unknown rail is a 404; a bad day or mapping a 400; another content type a 415', async () => {
     const csv = `${HEADER}\n`;
     assertEnvelope(assert, await post(csv, `day=${DAY}`, 'no-such-bank'), 404, 'resource_not_found');

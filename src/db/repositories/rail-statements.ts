@@ -161,6 +161,16 @@ export async function railPaymentsByIds(db: Queryable, rail: string, ids: readon
 }
 
 /**
+ * Waits for any other statement of this rail and day being matched, and holds them off until the
+ * caller's transaction ends. Two files of one day open the same anomalies (one per rail, day, reference
+ * and kind), batch after batch: matched side by side, each could wait for a key the other inserted
+ * while holding one the other needs. One day of one rail is matched at a time instead.
+ */
+export async function lockStatementDay(tx: Queryable, key: { rail: string; day: string }): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || $1 || ':' || $2, 0))`, [key.rail, key.day]);
+}
+
+/**
  * Makes the caller's transaction remember the references a statement names (a temporary table, gone
  * at its end), so the payments it does not name are found by the database, not held in memory.
  */

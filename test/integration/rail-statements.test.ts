@@ -4,6 +4,7 @@
 // and opens one anomaly; posting the same file again stores nothing; a malformed file stores nothing.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
@@ -216,6 +217,17 @@ describe(`rail statements on ${ENGINE}`, () => {
     assert.deepEqual(await stored(), { statements: before.statements + 3, mismatches: before.mismatches + 15, anomalies: before.anomalies, audits: before.audits + 3 });
   });
 
+  it('a statement over the default body limit is asked for after Expect: 100-continue; one declared over its own limit is refused unread', async () => {
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const port = (t.app.server.address() as { port: number }).port;
+    // 200 KB: a header and blank lines (skipped), a statement of no transfers on a day nothing settled.
+    const body = Buffer.from(`${HEADER}\n${'\n'.repeat(200_000)}`);
+    const accepted = await postExpectingContinue(port, t.platformKey, '/v1/admin/rails/sandbox/statements?day=2026-11-29', body);
+    assert.deepEqual([accepted.status, accepted.continued, accepted.body.lines, accepted.body.fileBytes], [201, true, 0, body.length]);
+    const tooLarge = await postExpectingContinue(port, t.platformKey, '/v1/admin/rails/sandbox/statements?day=2026-11-28', body, 41 * 1024 * 1024);
+    assert.deepEqual([tooLarge.status, tooLarge.continued, tooLarge.body.error.code], [413, false, 'payload_too_large']);
+  });
+
   it('an unknown rail is a 404; a bad day or mapping a 400; another content type a 415', async () => {
     const csv = `${HEADER}\n`;
     assertEnvelope(assert, await post(csv, `day=${DAY}`, 'no-such-bank'), 404, 'resource_not_found');
@@ -231,6 +243,30 @@ describe(`rail statements on ${ENGINE}`, () => {
     assertEnvelope(assert, await admin.get(`/v1/admin/rails/other/statements/${randomUUID()}`), 404, 'resource_not_found');
   });
 });
+
+/**
+ * A POST over a real connection with `Expect: 100-continue` (as curl sends a file over 1 MB): the body
+ * goes only once the service says to continue; the answer, and whether the body was asked for.
+ */
+async function postExpectingContinue(port: number, key: string, path: string, body: Buffer, declaredLength = body.length): Promise<{ status: number; continued: boolean; body: any }> {
+  return new Promise((resolve, reject) => {
+    let continued = false;
+    const req = request({ host: '127.0.0.1', port, method: 'POST', path, headers: { 'x-api-key': key, 'content-type': 'text/csv', expect: '100-continue', 'content-length': declaredLength } });
+    req.on('continue', () => {
+      continued = true;
+      req.end(body);
+    });
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (part: Buffer) => parts.push(part));
+      res.on('end', () => {
+        resolve({ status: res.statusCode ?? 0, continued, body: JSON.parse(Buffer.concat(parts).toString('utf8')) });
+        req.destroy();
+      });
+    });
+    req.on('error', (error) => (continued ? reject(error) : undefined));
+  });
+}
 
 /** A request with a CSV body (the harness's client sends JSON only). */
 async function inject(t: TestApp, method: 'POST', url: string, csv: string, contentType = 'text/csv'): Promise<InjectResult> {

@@ -236,6 +236,7 @@ describe(`rail statements on ${ENGINE}`, () => {
     assertEnvelope(assert, await post(csv, `day=${DAY}&columns=colour:Color`), 400, 'validation_failed');
     const json = await admin.post(`/v1/admin/rails/sandbox/statements?day=${DAY}`, { csv });
     assertEnvelope(assert, json, 415, 'unsupported_media_type');
+    assert.match(json.body.error.message, /text\/csv/);
     // A charset parameter is still CSV: an empty statement of another day, matched (nothing settled then).
     const charset = await post(csv, 'day=2026-11-30', 'sandbox', 'text/csv; charset=utf-8');
     assert.equal(charset.status, 201, charset.raw);

@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { MismatchRow, RailStatementRow } from '../../db/repositories/rail-statements.ts';
-import { validationFailed } from '../../domain/errors.ts';
+import { ApiError, validationFailed } from '../../domain/errors.ts';
 import { mismatchCursor, mismatchesAfter, parseColumnMapping } from '../../domain/rail-statement.ts';
 import { STATEMENT_BYTES_MAX } from '../../services/rail-statement-file.ts';
 import type { RailStatementService } from '../../services/rail-statements.ts';
@@ -72,6 +72,9 @@ export async function adminRailStatementRoutes(app: App, statements: RailStateme
     scope.addContentTypeParser('text/csv', (request, payload, done) => {
       statementBodies.set(request, payload);
       done(null, '');
+    });
+    scope.addContentTypeParser('*', (_request, _payload, done) => {
+      done(new ApiError('unsupported_media_type', 'Send the statement as CSV, with `content-type: text/csv`.'), undefined);
     });
     adminImportStatementRoute(scope, statements);
   });

@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
@@ -139,6 +140,11 @@ describe(`rail statements on ${ENGINE}`, () => {
     const shown = await admin.get(`/v1/admin/anomalies/${rows[1]!.anomalyId}`);
     assert.equal(shown.body.tenantId, tenant.tenantId);
     assert.equal((shown.body.raw as { statementId: string }).statementId, first.body.id);
+
+    const metrics = (await client(t.app).get('/metrics', metricsHeaders)).raw;
+    for (const kind of ['statement_unknown_reference', 'statement_missing_at_rail', 'statement_amount_mismatch', 'statement_status_mismatch', 'statement_bank_reference_mismatch']) {
+      assert.equal(valueOf(metrics, 'bolivar_anomalies_total', { kind }), 1, kind);
+    }
 
     const before = await stored();
     const again = await post(csv, `day=${DAY}`);

@@ -22,7 +22,6 @@ import { adminRateRoutes } from './http/routes/admin-rates.ts';
 import { adminPaymentRoutes } from './http/routes/admin-payments.ts';
 import { adminAuditRoutes } from './http/routes/admin-audit.ts';
 import { adminAnomalyRoutes } from './http/routes/admin-anomalies.ts';
-import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 import { quoteRoutes } from './http/routes/quotes.ts';
 import { bankRoutes } from './http/routes/banks.ts';
 import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
@@ -43,6 +42,7 @@ import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
+import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 

@@ -1014,194 +1014,6 @@ export type AnomalyList = {
 };
 
 /**
- * RailStatement
- *
- * A rail's statement for a day, as matched against our payments of that rail
- */
-export type RailStatement = {
-    id: string;
-    rail: string;
-    /**
-     * The statement's value date
-     */
-    day: string;
-    /**
-     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
-     */
-    fileSha256: string;
-    fileBytes: number;
-    /**
-     * Data lines (the header not counted)
-     */
-    lines: number;
-    /**
-     * The header name each standard column was read from
-     */
-    columns: {
-        reference: string;
-        bank_reference: string;
-        amount: string;
-        status: string;
-        value_date: string;
-    };
-    /**
-     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
-     */
-    counts: {
-        /**
-         * Lines that agree with our payment in status, amount and bank reference
-         */
-        matched: number;
-        /**
-         * Lines naming a reference that is no payment of this rail
-         */
-        unknown_reference: number;
-        /**
-         * Our payments of this rail settled on the day that no line names
-         */
-        missing_at_rail: number;
-        amount_mismatch: number;
-        status_mismatch: number;
-        bank_reference_mismatch: number;
-    };
-    /**
-     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
-     */
-    anomaliesOpened: number;
-    createdAt: string;
-    /**
-     * The API key that posted it
-     */
-    createdBy: string;
-};
-
-/**
- * RailStatementList
- *
- * One page of a rail's statements, newest first
- */
-export type RailStatementList = {
-    data: Array<RailStatement>;
-    has_more: boolean;
-    /**
-     * Pass as `cursor` to read the next page; null on the last page
-     */
-    next_cursor: string | null;
-};
-
-/**
- * RailStatementMismatch
- */
-export type RailStatementMismatch = {
-    /**
-     * Its place in the statement: file order, then the payments missing at the rail
-     */
-    seq: number;
-    /**
-     * What disagrees (docs/rail-statements.md)
-     */
-    result: 'unknown_reference' | 'missing_at_rail' | 'amount_mismatch' | 'status_mismatch' | 'bank_reference_mismatch';
-    /**
-     * The file's line (the header is line 1); null for a payment the file does not name
-     */
-    line: number | null;
-    /**
-     * Our reference (the payment id) as the line gives it, or the missing payment id
-     */
-    reference: string;
-    tenantId: string | null;
-    mode: 'test' | 'live' | null;
-    /**
-     * null for a reference that is no payment of this rail
-     */
-    paymentId: string | null;
-    /**
-     * What our payment says: status, amount (minor units), bank reference, settledAt
-     */
-    ours: {
-        [key: string]: unknown;
-    };
-    /**
-     * What the line says: line, reference, status, amount (minor units), bank reference
-     */
-    theirs: {
-        [key: string]: unknown;
-    };
-    /**
-     * The anomaly it opened, or the one already open for it
-     */
-    anomalyId: string;
-};
-
-/**
- * RailStatementDetail
- */
-export type RailStatementDetail = {
-    id: string;
-    rail: string;
-    /**
-     * The statement's value date
-     */
-    day: string;
-    /**
-     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
-     */
-    fileSha256: string;
-    fileBytes: number;
-    /**
-     * Data lines (the header not counted)
-     */
-    lines: number;
-    /**
-     * The header name each standard column was read from
-     */
-    columns: {
-        reference: string;
-        bank_reference: string;
-        amount: string;
-        status: string;
-        value_date: string;
-    };
-    /**
-     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
-     */
-    counts: {
-        /**
-         * Lines that agree with our payment in status, amount and bank reference
-         */
-        matched: number;
-        /**
-         * Lines naming a reference that is no payment of this rail
-         */
-        unknown_reference: number;
-        /**
-         * Our payments of this rail settled on the day that no line names
-         */
-        missing_at_rail: number;
-        amount_mismatch: number;
-        status_mismatch: number;
-        bank_reference_mismatch: number;
-    };
-    /**
-     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
-     */
-    anomaliesOpened: number;
-    createdAt: string;
-    /**
-     * The API key that posted it
-     */
-    createdBy: string;
-    mismatches: {
-        data: Array<RailStatementMismatch>;
-        has_more: boolean;
-        /**
-         * Pass as `cursor` to read the next page of mismatches; null on the last page
-         */
-        next_cursor: string | null;
-    };
-};
-
-/**
  * Bank
  *
  * A bank catalogue entry
@@ -1882,6 +1694,194 @@ export type ReconciliationRunList = {
      * Pass as `cursor` to read the next page; null on the last page
      */
     next_cursor: string | null;
+};
+
+/**
+ * RailStatement
+ *
+ * A rail's statement for a day, as matched against our payments of that rail
+ */
+export type RailStatement = {
+    id: string;
+    rail: string;
+    /**
+     * The statement's value date
+     */
+    day: string;
+    /**
+     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
+     */
+    fileSha256: string;
+    fileBytes: number;
+    /**
+     * Data lines (the header not counted)
+     */
+    lines: number;
+    /**
+     * The header name each standard column was read from
+     */
+    columns: {
+        reference: string;
+        bank_reference: string;
+        amount: string;
+        status: string;
+        value_date: string;
+    };
+    /**
+     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
+     */
+    counts: {
+        /**
+         * Lines that agree with our payment in status, amount and bank reference
+         */
+        matched: number;
+        /**
+         * Lines naming a reference that is no payment of this rail
+         */
+        unknown_reference: number;
+        /**
+         * Our payments of this rail settled on the day that no line names
+         */
+        missing_at_rail: number;
+        amount_mismatch: number;
+        status_mismatch: number;
+        bank_reference_mismatch: number;
+    };
+    /**
+     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
+     */
+    anomaliesOpened: number;
+    createdAt: string;
+    /**
+     * The API key that posted it
+     */
+    createdBy: string;
+};
+
+/**
+ * RailStatementList
+ *
+ * One page of a rail's statements, newest first
+ */
+export type RailStatementList = {
+    data: Array<RailStatement>;
+    has_more: boolean;
+    /**
+     * Pass as `cursor` to read the next page; null on the last page
+     */
+    next_cursor: string | null;
+};
+
+/**
+ * RailStatementMismatch
+ */
+export type RailStatementMismatch = {
+    /**
+     * Its place in the statement: file order, then the payments missing at the rail
+     */
+    seq: number;
+    /**
+     * What disagrees (docs/rail-statements.md)
+     */
+    result: 'unknown_reference' | 'missing_at_rail' | 'amount_mismatch' | 'status_mismatch' | 'bank_reference_mismatch';
+    /**
+     * The file's line (the header is line 1); null for a payment the file does not name
+     */
+    line: number | null;
+    /**
+     * Our reference (the payment id) as the line gives it, or the missing payment id
+     */
+    reference: string;
+    tenantId: string | null;
+    mode: 'test' | 'live' | null;
+    /**
+     * null for a reference that is no payment of this rail
+     */
+    paymentId: string | null;
+    /**
+     * What our payment says: status, amount (minor units), bank reference, settledAt
+     */
+    ours: {
+        [key: string]: unknown;
+    };
+    /**
+     * What the line says: line, reference, status, amount (minor units), bank reference
+     */
+    theirs: {
+        [key: string]: unknown;
+    };
+    /**
+     * The anomaly it opened, or the one already open for it
+     */
+    anomalyId: string;
+};
+
+/**
+ * RailStatementDetail
+ */
+export type RailStatementDetail = {
+    id: string;
+    rail: string;
+    /**
+     * The statement's value date
+     */
+    day: string;
+    /**
+     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
+     */
+    fileSha256: string;
+    fileBytes: number;
+    /**
+     * Data lines (the header not counted)
+     */
+    lines: number;
+    /**
+     * The header name each standard column was read from
+     */
+    columns: {
+        reference: string;
+        bank_reference: string;
+        amount: string;
+        status: string;
+        value_date: string;
+    };
+    /**
+     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
+     */
+    counts: {
+        /**
+         * Lines that agree with our payment in status, amount and bank reference
+         */
+        matched: number;
+        /**
+         * Lines naming a reference that is no payment of this rail
+         */
+        unknown_reference: number;
+        /**
+         * Our payments of this rail settled on the day that no line names
+         */
+        missing_at_rail: number;
+        amount_mismatch: number;
+        status_mismatch: number;
+        bank_reference_mismatch: number;
+    };
+    /**
+     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
+     */
+    anomaliesOpened: number;
+    createdAt: string;
+    /**
+     * The API key that posted it
+     */
+    createdBy: string;
+    mismatches: {
+        data: Array<RailStatementMismatch>;
+        has_more: boolean;
+        /**
+         * Pass as `cursor` to read the next page of mismatches; null on the last page
+         */
+        next_cursor: string | null;
+    };
 };
 
 export type HealthLiveData = {

@@ -76,8 +76,18 @@ function checker(mapping: ColumnMapping, day: string, counted: { lines: number }
   });
 }
 
-/** A fault of the CSV itself (an unclosed quote, a line with another number of columns) as a 400 naming its line. */
+/** The request stream's errors when the client goes away mid-upload (no answer reaches it; nothing went wrong here). */
+const UPLOAD_CUT = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'ECONNABORTED']);
+
+/**
+ * A fault of the CSV itself (an unclosed quote, a line with another number of columns) as a 400 naming
+ * its line; an upload cut short as a 400 too, not as a fault of ours.
+ */
 function csvFault(error: unknown): unknown {
+  const code = (error as { code?: unknown })?.code;
+  if ((typeof code === 'string' && UPLOAD_CUT.has(code)) || (error as Error)?.message === 'aborted') {
+    return new ApiError('malformed_request', 'The statement upload ended before the whole body arrived; nothing was stored.');
+  }
   if (!(error instanceof CsvError)) return error;
   const line = (error as CsvError & { lines?: number }).lines ?? 1;
   return statementMalformed(line, `not a well-formed CSV line (${error.code})`);

@@ -9,6 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
+import { until } from '../support/until.ts';
 import { advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
@@ -232,6 +233,41 @@ describe(`rail statements on ${ENGINE}`, () => {
     assert.deepEqual([accepted.status, accepted.continued, accepted.body.lines, accepted.body.fileBytes], [201, true, 0, body.length]);
     const tooLarge = await postExpectingContinue(port, t.platformKey, '/v1/admin/rails/sandbox/statements?day=2026-11-28', body, 41 * 1024 * 1024);
     assert.deepEqual([tooLarge.status, tooLarge.continued, tooLarge.body.error.code], [413, false, 'payload_too_large']);
+  });
+
+  it('an upload cut short stores nothing and is answered as a client fault (the service goes on)', async () => {
+    const errors: Array<{ code?: string }> = [];
+    let reached = false;
+    const cut = await startTestApp({
+      beforeReady: (app) => {
+        app.addHook('preHandler', async () => {
+          reached = true;
+        });
+        app.addHook('onError', async (_request, _reply, error) => {
+          errors.push(error as { code?: string });
+        });
+      },
+    });
+    try {
+      await cut.app.listen({ port: 0, host: '127.0.0.1' });
+      const port = (cut.app.server.address() as { port: number }).port;
+      const req = request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: `/v1/admin/rails/sandbox/statements?day=${DAY}`,
+        headers: { 'x-api-key': cut.platformKey, 'content-type': 'text/csv', 'content-length': 1_000_000 },
+      });
+      req.on('error', () => undefined);
+      req.write(`${HEADER}\n${randomUUID()},1,100,settled,${DAY}\n`);
+      await until('the statement route to be reading the upload', () => reached);
+      req.destroy();
+      const [error] = await until('the cut upload to end its request', () => (errors.length > 0 ? errors : undefined));
+      assert.equal(error!.code, 'malformed_request');
+      assert.equal(Number((await cut.db.query<{ n: bigint }>(`SELECT count(*)::bigint AS n FROM rail_statements`)).rows[0]!.n), 0);
+    } finally {
+      await cut.close();
+    }
   });
 
   it('an unknown rail is a 404; a bad day or mapping a 400; another content type a 415', async () => {

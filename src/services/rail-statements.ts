@@ -132,6 +132,7 @@ export class RailStatementService {
     await beginStatementReferences(tx, MATCH_STATEMENT_TIMEOUT_MS);
     const counts = Object.fromEntries(STATEMENT_RESULTS.map((r) => [r, 0])) as Counts;
     const store = new MismatchWriter(tx, { id, rail: input.rail, day: input.day, sha256: spool.sha256, now }, counts, opened);
+    // At most STATEMENT_LINES_MAX / STATEMENT_BATCH_LINES batches: the spool holds no more lines.
     for await (const batch of spooledBatches(spool, STATEMENT_BATCH_LINES)) {
       await rememberBatch(tx, batch);
       const payments = new Map((await railPaymentsByIds(tx, input.rail, batch.map((l) => l.reference).filter(isPaymentId))).map((p) => [p.id, p]));
@@ -143,6 +144,7 @@ export class RailStatementService {
       }
       await store.write(mismatches);
     }
+    // Ends at the first short page: the rail's payments settled that day, MISSING_PAGE_SIZE at a time.
     for (let afterId = FIRST_ID; ; ) {
       const missing = await unnamedSettledPayments(tx, { rail: input.rail, day: input.day }, { afterId, limit: MISSING_PAGE_SIZE });
       await store.write(missing.map(missingAtRail));

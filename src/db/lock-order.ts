@@ -58,7 +58,7 @@
 // payments without locking them and writes its own rows and anomalies of its own kinds (statement_*,
 // which no outcome batch inserts). Two statements of one rail and day insert the same anomaly keys
 // batch after batch, so each first takes a transaction advisory lock on its rail and day
-// (lockStatementDay): they run one after the other, never waiting for each other in a cycle.
+// (beginStatementMatch): they run one after the other, never waiting for each other in a cycle.
 //
 // Reconciliation (services/reconciliation-run.ts) takes none of these locks: it reads the money tables in
 // READ ONLY snapshots, which writers never wait for, and writes only its own run rows (its queue claims

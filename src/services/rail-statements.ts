@@ -8,6 +8,7 @@ import type { Database, TransactionHandle } from '../db/database.ts';
 import { openAnomalies } from '../db/repositories/anomalies.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import {
+  beginStatementMatch,
   beginStatementReferences,
   findStatement,
   findStatementByFile,
@@ -15,7 +16,6 @@ import {
   insertStatement,
   listMismatches,
   listStatements,
-  lockStatementDay,
   railCarriedPayments,
   railPaymentsByIds,
   recordCounts,
@@ -54,9 +54,10 @@ const STATEMENT_BATCH_LINES = 1000;
 /** Payments the statement does not name, read per page (and their mismatches stored per page). */
 const MISSING_PAGE_SIZE = 1000;
 /**
- * Each statement of the matching transaction, at most: a batch is keyed reads and inserts of at most
- * STATEMENT_BATCH_LINES rows, milliseconds when the indexes are used; a minute means something is
- * wrong, and the import is rolled back rather than holding its transaction.
+ * Each statement of the matching transaction, at most, and the wait for another statement of the same
+ * rail and day being matched: a batch is keyed reads and inserts of at most STATEMENT_BATCH_LINES rows,
+ * milliseconds when the indexes are used, and a whole 100,000-line day took 6 to 13 s; a minute means
+ * something is wrong, and the import is rolled back (503, retry) rather than holding its transaction.
  */
 const MATCH_STATEMENT_TIMEOUT_MS = 60_000;
 
@@ -116,7 +117,7 @@ export class RailStatementService {
 
   /** The matching, in the caller's transaction; undefined when the same file was stored meanwhile. */
   private async match(tx: TransactionHandle, input: StatementImport, spool: SpooledStatement, opened: AnomalyKind[]): Promise<RailStatementRow | undefined> {
-    await lockStatementDay(tx, { rail: input.rail, day: input.day });
+    await beginStatementMatch(tx, { rail: input.rail, day: input.day }, MATCH_STATEMENT_TIMEOUT_MS);
     const now = this.clock.now();
     const id = await insertStatement(tx, {
       rail: input.rail,
@@ -129,7 +130,7 @@ export class RailStatementService {
       at: now,
     });
     if (id === undefined) return undefined;
-    await beginStatementReferences(tx, MATCH_STATEMENT_TIMEOUT_MS);
+    await beginStatementReferences(tx);
     const counts = Object.fromEntries(STATEMENT_RESULTS.map((r) => [r, 0])) as Counts;
     const store = new MismatchWriter(tx, { id, rail: input.rail, day: input.day, sha256: spool.sha256, now }, counts, opened);
     // At most STATEMENT_LINES_MAX / STATEMENT_BATCH_LINES batches: the spool holds no more lines.

@@ -166,7 +166,11 @@ export async function railPaymentsByIds(db: Queryable, rail: string, ids: readon
  * and kind), batch after batch: matched side by side, each could wait for a key the other inserted
  * while holding one the other needs. One day of one rail is matched at a time instead.
  */
-export async function lockStatementDay(tx: Queryable, key: { rail: string; day: string }): Promise<void> {
+export async function beginStatementMatch(tx: Queryable, key: { rail: string; day: string }, boundMs: number): Promise<void> {
+  if (!Number.isInteger(boundMs) || boundMs <= 0) throw new Error(`invariant: bound ${boundMs} is not a positive integer`);
+  // Each statement, and the wait for another statement of the day, bounded by `boundMs` instead of the
+  // pool's defaults (a day's lines are matched in one transaction: it may take longer than a payout).
+  await tx.exec(`SET LOCAL statement_timeout = ${boundMs}; SET LOCAL lock_timeout = ${boundMs}`);
   await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || $1 || ':' || $2, 0))`, [key.rail, key.day]);
 }
 
@@ -174,9 +178,8 @@ export async function lockStatementDay(tx: Queryable, key: { rail: string; day: 
  * Makes the caller's transaction remember the references a statement names (a temporary table, gone
  * at its end), so the payments it does not name are found by the database, not held in memory.
  */
-export async function beginStatementReferences(tx: Queryable, statementTimeoutMs: number): Promise<void> {
-  if (!Number.isInteger(statementTimeoutMs) || statementTimeoutMs <= 0) throw new Error(`invariant: statement timeout ${statementTimeoutMs} is not a positive integer`);
-  await tx.exec(`SET LOCAL statement_timeout = ${statementTimeoutMs}; CREATE TEMPORARY TABLE rail_statement_references (reference text PRIMARY KEY, line integer NOT NULL) ON COMMIT DROP`);
+export async function beginStatementReferences(tx: Queryable): Promise<void> {
+  await tx.exec(`CREATE TEMPORARY TABLE rail_statement_references (reference text PRIMARY KEY, line integer NOT NULL) ON COMMIT DROP`);
 }
 
 /**

@@ -43,6 +43,7 @@ import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
 import { railCallbackRoutes } from './http/routes/rail-callbacks.ts';
+import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -226,4 +227,5 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
   await railCallbackRoutes(app, services.railCallbacks);
+  await adminRailStatementRoutes(app, services.railStatements);
 }

@@ -32,6 +32,11 @@ const KIND_TITLES: Record<string, string> = {
   amount_mismatch: 'The rail reports another amount',
   bank_reference_mismatch: 'The rail reports another bank reference',
   reconciliation_discrepancy: 'Reconciliation found figures that disagree',
+  statement_unknown_reference: "A rail statement line names no payment of that rail",
+  statement_missing_at_rail: "A payment settled that day is missing from the rail's statement",
+  statement_amount_mismatch: "The rail's statement gives another amount",
+  statement_status_mismatch: "The rail's statement gives another status",
+  statement_bank_reference_mismatch: "The rail's statement gives another bank reference",
 };
 
 const NOTE_LENGTH_MAX = 2000;

@@ -5,9 +5,10 @@
 // Every command has its own `--help`. Failures are one line on stderr, never a stack trace: a usage
 // mistake exits 2, anything else (the service unreachable, an error answer, no platform key) exits 1.
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import ipaddr from 'ipaddr.js';
 import { CONFIG_DOC, ConfigError, loadConfig } from '../config.ts';
@@ -115,6 +116,76 @@ function onOff(value: string | boolean | undefined, name: string): boolean | und
   if (value === 'off') return false;
   throw new UsageError(`--${name} must be on or off, got ${JSON.stringify(value)}`);
 }
+
+/**
+ * `rails statement import`: how long the whole upload and matching may take. A 100,000-line statement
+ * (about 8 MB) takes seconds; the bound leaves room for the largest statement the service accepts.
+ */
+const STATEMENT_CALL_TIMEOUT_MS = 300_000;
+
+const RAIL: Flag = { type: 'string', value: 'NAME', required: true, description: 'the rail, by name (sandbox in test mode)' };
+
+/** The route of a rail's statements. */
+const statementsOf = (rail: string | boolean | undefined) => `/v1/admin/rails/${segment(rail)}/statements`;
+
+/** The statement file as a stream the request sends as it reads it (never read whole). */
+function statementFile(file: string): ReadableStream<Uint8Array> {
+  try {
+    if (!statSync(file).isFile()) throw new Error('not a file');
+  } catch (error) {
+    throw new CliError(`cannot read the statement file ${file}: ${(error as Error).message}`);
+  }
+  return Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>;
+}
+
+const RAIL_STATEMENT_COMMANDS: Command[] = [
+  {
+    name: 'rails statement import',
+    summary: "Match a rail's statement for a day against our payments (POST /v1/admin/rails/{rail}/statements)",
+    details:
+      'Sends the CSV file as it reads it and prints the statement with its counts by result (docs/rail-statements.md).\n' +
+      'The same file for the same rail and day again prints the statement stored the first time; nothing new is stored.\n' +
+      'A malformed file is refused with its line (400 statement_malformed) and nothing is stored.',
+    flags: {
+      rail: RAIL,
+      day: { type: 'string', value: 'YYYY-MM-DD', required: true, description: "the statement's value date (America/Caracas)" },
+      file: { type: 'string', value: 'PATH', required: true, description: 'the statement, CSV' },
+      columns: { type: 'string', value: 'MAP', description: 'header names of a bank that names columns otherwise, e.g. reference:Referencia,amount:Monto' },
+    },
+    run: (v) => {
+      const query = new URLSearchParams({ day: v.day as string });
+      if (typeof v.columns === 'string') query.set('columns', v.columns);
+      const data = statementFile(v.file as string);
+      return send('POST', `${statementsOf(v.rail)}?${query}`, { contentType: 'text/csv', data, timeoutMs: STATEMENT_CALL_TIMEOUT_MS });
+    },
+  },
+  {
+    name: 'rails statement list',
+    summary: "List a rail's statements, newest first (GET /v1/admin/rails/{rail}/statements)",
+    details: 'Prints one page with has_more and next_cursor, or every page with --all.',
+    flags: { rail: RAIL, ...pageFlags('statements') },
+    run: (v) => listPages(statementsOf(v.rail), {}, v),
+  },
+  {
+    name: 'rails statement show',
+    summary: 'Show a rail statement with a page of its mismatches (GET /v1/admin/rails/{rail}/statements/{id})',
+    details: 'Pass mismatches.next_cursor as --cursor for the next page of mismatches.',
+    flags: {
+      rail: RAIL,
+      statement: { type: 'string', value: 'ID', required: true, description: 'the statement id (import and list print it)' },
+      limit: { type: 'string', value: 'N', description: 'mismatches per page, 1 to 100 (default 25)' },
+      cursor: { type: 'string', value: 'CURSOR', description: 'the mismatches.next_cursor of the previous page' },
+    },
+    run: (v) => {
+      const query = new URLSearchParams();
+      const limit = int(v.limit, 'limit');
+      if (limit !== undefined) query.set('limit', String(limit));
+      if (typeof v.cursor === 'string') query.set('cursor', v.cursor);
+      const text = query.toString();
+      return call('GET', `${statementsOf(v.rail)}/${segment(v.statement)}${text ? `?${text}` : ''}`);
+    },
+  },
+];
 
 const COMMANDS: Command[] = [
   {
@@ -443,6 +514,7 @@ What a key did: --actor-key with its id (keys list shows it); what was done to a
     flags: { anomaly: ANOMALY, note: { type: 'string', value: 'TEXT', required: true, description: 'what was found and done, 1 to 2000 characters' } },
     run: (v) => call('POST', `/v1/admin/anomalies/${segment(v.anomaly)}/resolve`, { note: v.note }),
   },
+  ...RAIL_STATEMENT_COMMANDS,
   {
     name: 'migrate',
     summary: 'Apply pending migrations (DATABASE_URL, or the embedded database in DATA_DIR); needs no running service',
@@ -600,23 +672,38 @@ function errorAnswer(status: number, text: string, url: string): string {
 }
 
 async function call(method: string, route: string, body?: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  return send(method, route, body === undefined ? undefined : { contentType: 'application/json', data: JSON.stringify(body) }, headers);
+}
+
+/** A request with any body: a JSON text, or a stream sent as it is read (`stream`, e.g. a statement file). */
+interface Body {
+  contentType: string;
+  data: string | ReadableStream<Uint8Array>;
+  /** How long the whole call may take (default CALL_TIMEOUT_MS). */
+  timeoutMs?: number;
+}
+
+async function send(method: string, route: string, body?: Body, headers: Record<string, string> = {}): Promise<unknown> {
   const { base, source } = serviceBase();
   const key = platformKey();
   const url = `${base}${route}`;
+  const timeoutMs = body?.timeoutMs ?? CALL_TIMEOUT_MS;
   let response: Response;
   try {
     response = await fetch(url, {
       method,
-      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': body.contentType }), ...headers },
+      body: body?.data,
+      // A stream body is sent as it is read (fetch requires saying so).
+      ...(typeof body?.data === 'object' ? { duplex: 'half' } : {}),
       // Never follow a redirect with the platform key (the same refusal as 'error', but the answer
       // stays readable, so the message can say where it pointed).
       redirect: 'manual',
-      signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-    });
+      signal: AbortSignal.timeout(timeoutMs),
+    } as RequestInit);
   } catch (error) {
     if ((error as Error)?.name === 'TimeoutError') {
-      throw new CliError(`no answer from the service at ${base} (${source}) within ${CALL_TIMEOUT_MS / 1000} s`);
+      throw new CliError(`no answer from the service at ${base} (${source}) within ${timeoutMs / 1000} s`);
     }
     const code = networkCode(error);
     const why = code ? `${NETWORK_REASONS[code] ?? code}` : ((error as Error)?.message ?? String(error));
@@ -660,7 +747,7 @@ function resolve(argv: readonly string[]): { command?: Command; rest: string[]; 
     if (arg.startsWith('-')) break;
     words.push(arg);
   }
-  for (const count of [2, 1]) {
+  for (const count of [3, 2, 1]) {
     const name = words.slice(0, count).join(' ');
     const command = words.length >= count ? COMMANDS.find((c) => c.name === name) : undefined;
     if (command) return { command, rest: argv.slice(count), words };
@@ -701,13 +788,15 @@ export async function runCli(argv: readonly string[], out: (text: string) => voi
         out(`${overview()}\n`);
         return 0;
       }
-      const group = COMMANDS.filter((c) => c.name.startsWith(`${words[0]} `));
-      if (group.length > 0 && words.length === 1) {
+      const prefix = words.join(' ');
+      const group = COMMANDS.filter((c) => c.name.startsWith(`${prefix} `));
+      if (group.length > 0) {
         if (wantsHelp(argv)) {
-          out(`${overview(group, `Usage: bolivar ${words[0]} <${group.map((c) => c.name.split(' ')[1]).join('|')}> [flags]`)}\n`);
+          const next = [...new Set(group.map((c) => c.name.slice(prefix.length + 1).split(' ')[0]))];
+          out(`${overview(group, `Usage: bolivar ${prefix} <${next.join('|')}> [flags]`)}\n`);
           return 0;
         }
-        throw new UsageError(`"${words[0]}" needs a subcommand: ${group.map((c) => c.name).join(', ')}; see "bolivar ${words[0]} --help"`);
+        throw new UsageError(`"${prefix}" needs a subcommand: ${group.map((c) => c.name).join(', ')}; see "bolivar ${prefix} --help"`);
       }
       throw new UsageError(`unknown command "${words.join(' ')}"; see "bolivar --help" for the list`);
     }

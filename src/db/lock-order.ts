@@ -54,6 +54,12 @@
 // UNION ALL in order, and each part locks its rows through ORDER BY … FOR UPDATE or an ordered
 // INSERT … ON CONFLICT, so the order above is the order the locks are taken in.
 //
+// A rail statement's matching (services/rail-statements.ts) takes none of these locks either: it reads
+// payments without locking them and writes its own rows and anomalies of its own kinds (statement_*,
+// which no outcome batch inserts). Two statements of one rail and day insert the same anomaly keys
+// batch after batch, so each first takes a transaction advisory lock on its rail and day
+// (beginStatementMatch): they run one after the other, never waiting for each other in a cycle.
+//
 // Reconciliation (services/reconciliation-run.ts) takes none of these locks: it reads the money tables in
 // READ ONLY snapshots, which writers never wait for, and writes only its own run rows (its queue claims
 // them with SKIP LOCKED), never together with any row above.

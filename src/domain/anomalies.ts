@@ -14,6 +14,11 @@ export const ANOMALY_KINDS = [
   'amount_mismatch',
   'bank_reference_mismatch',
   'reconciliation_discrepancy',
+  'statement_unknown_reference',
+  'statement_missing_at_rail',
+  'statement_amount_mismatch',
+  'statement_status_mismatch',
+  'statement_bank_reference_mismatch',
 ] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
@@ -30,6 +35,11 @@ export const ANOMALY_KIND_MEANINGS: Readonly<Record<AnomalyKind, string>> = {
   amount_mismatch: "the rail reports an amount other than the payment's",
   bank_reference_mismatch: 'the rail reports a bank reference other than the one the payment settled with',
   reconciliation_discrepancy: 'a reconciliation run found two figures that disagree',
+  statement_unknown_reference: "a line of a rail's statement names a reference that is no payment of that rail",
+  statement_missing_at_rail: "a payment of ours settled on the statement's day through that rail is not in the rail's statement",
+  statement_amount_mismatch: "a rail's statement gives a payment an amount other than ours",
+  statement_status_mismatch: "a rail's statement gives a payment a status ours does not agree with",
+  statement_bank_reference_mismatch: "a rail's statement gives a payment a bank reference other than the one it settled with",
 };
 
 /** What one side says, as JSON: amounts as decimal strings of minor units. */

@@ -25,6 +25,7 @@ export const AUDIT_ACTIONS = [
   'sandbox.simulate',
   'anomaly.resolve',
   'reconciliation.start',
+  'rail_statement.import',
 ] as const;
 type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -42,6 +43,7 @@ export const AUDIT_TARGET_TYPES = [
   'payment',
   'anomaly',
   'reconciliation',
+  'rail_statement',
 ] as const;
 type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 

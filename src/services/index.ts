@@ -25,6 +25,7 @@ import { PayoutService } from './payouts.ts';
 import type { PayoutAnswers } from './payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
+import { RailStatementService } from './rail-statements.ts';
 import { RateService, StoredRateSource, type RateSource } from './rates.ts';
 import { ReconciliationMetrics } from './reconciliation-metrics.ts';
 import { openDiscrepancyAnomalies, ReconciliationService } from './reconciliation.ts';
@@ -83,6 +84,7 @@ export interface Services {
   sandboxSimulation: SandboxSimulationService;
   anomalies: AnomalyService;
   reconciliation: ReconciliationService;
+  railStatements: RailStatementService;
 }
 
 /** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
@@ -156,6 +158,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       log,
       openDiscrepancyAnomalies(metrics),
     ),
+    railStatements: new RailStatementService(db, clock, metrics),
   };
 }
 

@@ -70,6 +70,8 @@ interface Operation {
   path: string;
   params: Parameter[];
   body?: Schema;
+  /** The media type the document gives the body (application/json, or text/csv for a rail statement). */
+  bodyType?: string;
   access: 'public' | 'customer' | 'platform';
   /** The operation declares the Idempotency-Key header: a malformed one is refused. */
   takesIdempotencyKey: boolean;
@@ -99,6 +101,14 @@ function resolve(schema: Schema): Schema {
   return current ?? {};
 }
 
+/** An operation's body schema and media type: JSON, or the one other type it documents (a CSV). */
+function requestBodyOf(op: any): Pick<Operation, 'body' | 'bodyType'> {
+  const content: Record<string, { schema: Schema }> | undefined = op.requestBody?.content;
+  if (!content) return {};
+  const bodyType = 'application/json' in content ? 'application/json' : Object.keys(content)[0]!;
+  return { body: resolve(content[bodyType]!.schema), bodyType };
+}
+
 function documentedOperations(): Operation[] {
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries<any>(DOC.paths)) {
@@ -113,7 +123,7 @@ function documentedOperations(): Operation[] {
         method,
         path,
         params,
-        body: op.requestBody ? resolve(op.requestBody.content['application/json'].schema) : undefined,
+        ...requestBodyOf(op),
         access: op.security !== undefined && !op.security.some((scheme: Record<string, unknown>) => 'ApiKeyAuth' in scheme) ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
         takesIdempotencyKey: idempotencyKey !== undefined,
         requiresIdempotencyKey: idempotencyKey?.required === true,
@@ -398,7 +408,9 @@ function render(d: Draft): Sent {
   const path = d.operation.path.replace(/\{(\w+)\}/g, (_, name: string) => d.pathValues[name] ?? '');
   const query = d.query.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&');
   const headers = { ...d.headers, ...(d.contentType === undefined ? {} : { 'content-type': d.contentType }) };
-  const payload = d.payload ?? (d.body === undefined ? undefined : JSON.stringify(d.body));
+  // A body of another media type than JSON is text, sent as it is.
+  const raw = d.operation.bodyType !== undefined && d.operation.bodyType !== 'application/json' && typeof d.body === 'string';
+  const payload = d.payload ?? (d.body === undefined ? undefined : raw ? (d.body as string) : JSON.stringify(d.body));
   return { method: d.method, url: query ? `${path}?${query}` : path, headers, payload };
 }
 
@@ -437,7 +449,7 @@ function wellFormed(op: Operation, world: World): fc.Arbitrary<Draft> {
       pathValues: r.pathValues as Record<string, string>,
       query: r.query,
       body: r.body,
-      contentType: op.body ? 'application/json' : undefined,
+      contentType: op.body ? op.bodyType : undefined,
       headers: { ...authHeaders(op, world.keys), ...(op.method === 'GET' ? {} : { 'idempotency-key': r.idempotencyKey }) },
       keys: world.keys,
       kind: 'well-formed',

@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'statement_malformed' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -962,8 +962,13 @@ export type Anomaly = {
      * - `amount_mismatch`: the rail reports an amount other than the payment's
      * - `bank_reference_mismatch`: the rail reports a bank reference other than the one the payment settled with
      * - `reconciliation_discrepancy`: a reconciliation run found two figures that disagree
+     * - `statement_unknown_reference`: a line of a rail's statement names a reference that is no payment of that rail
+     * - `statement_missing_at_rail`: a payment of ours settled on the statement's day through that rail is not in the rail's statement
+     * - `statement_amount_mismatch`: a rail's statement gives a payment an amount other than ours
+     * - `statement_status_mismatch`: a rail's statement gives a payment a status ours does not agree with
+     * - `statement_bank_reference_mismatch`: a rail's statement gives a payment a bank reference other than the one it settled with
      */
-    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy';
+    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch';
     /**
      * `open` until an operator resolves it
      */
@@ -1701,6 +1706,194 @@ export type ReconciliationRunList = {
      * Pass as `cursor` to read the next page; null on the last page
      */
     next_cursor: string | null;
+};
+
+/**
+ * RailStatement
+ *
+ * A rail's statement for a day, as matched against our payments of that rail
+ */
+export type RailStatement = {
+    id: string;
+    rail: string;
+    /**
+     * The statement's value date
+     */
+    day: string;
+    /**
+     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
+     */
+    fileSha256: string;
+    fileBytes: number;
+    /**
+     * Data lines (the header not counted)
+     */
+    lines: number;
+    /**
+     * The header name each standard column was read from
+     */
+    columns: {
+        reference: string;
+        bank_reference: string;
+        amount: string;
+        status: string;
+        value_date: string;
+    };
+    /**
+     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
+     */
+    counts: {
+        /**
+         * Lines that agree with our payment in status, amount and bank reference
+         */
+        matched: number;
+        /**
+         * Lines naming a reference that is no payment of this rail
+         */
+        unknown_reference: number;
+        /**
+         * Our payments of this rail settled on the day that no line names
+         */
+        missing_at_rail: number;
+        amount_mismatch: number;
+        status_mismatch: number;
+        bank_reference_mismatch: number;
+    };
+    /**
+     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
+     */
+    anomaliesOpened: number;
+    createdAt: string;
+    /**
+     * The API key that posted it
+     */
+    createdBy: string;
+};
+
+/**
+ * RailStatementList
+ *
+ * One page of a rail's statements, newest first
+ */
+export type RailStatementList = {
+    data: Array<RailStatement>;
+    has_more: boolean;
+    /**
+     * Pass as `cursor` to read the next page; null on the last page
+     */
+    next_cursor: string | null;
+};
+
+/**
+ * RailStatementMismatch
+ */
+export type RailStatementMismatch = {
+    /**
+     * Its place in the statement: file order, then the payments missing at the rail
+     */
+    seq: number;
+    /**
+     * What disagrees (docs/rail-statements.md)
+     */
+    result: 'unknown_reference' | 'missing_at_rail' | 'amount_mismatch' | 'status_mismatch' | 'bank_reference_mismatch';
+    /**
+     * The file's line (the header is line 1); null for a payment the file does not name
+     */
+    line: number | null;
+    /**
+     * Our reference (the payment id) as the line gives it, or the missing payment id
+     */
+    reference: string;
+    tenantId: string | null;
+    mode: 'test' | 'live' | null;
+    /**
+     * null for a reference that is no payment of this rail
+     */
+    paymentId: string | null;
+    /**
+     * What our payment says: status, amount (minor units), bank reference, settledAt
+     */
+    ours: {
+        [key: string]: unknown;
+    };
+    /**
+     * What the line says: line, reference, status, amount (minor units), bank reference
+     */
+    theirs: {
+        [key: string]: unknown;
+    };
+    /**
+     * The anomaly it opened, or the one already open for it
+     */
+    anomalyId: string;
+};
+
+/**
+ * RailStatementDetail
+ */
+export type RailStatementDetail = {
+    id: string;
+    rail: string;
+    /**
+     * The statement's value date
+     */
+    day: string;
+    /**
+     * SHA-256 of the file as it came: with the rail and day, what makes a post of the same file the same statement
+     */
+    fileSha256: string;
+    fileBytes: number;
+    /**
+     * Data lines (the header not counted)
+     */
+    lines: number;
+    /**
+     * The header name each standard column was read from
+     */
+    columns: {
+        reference: string;
+        bank_reference: string;
+        amount: string;
+        status: string;
+        value_date: string;
+    };
+    /**
+     * Counts by result. A line may disagree in more than one way (each counted); `matched` counts lines with no disagreement
+     */
+    counts: {
+        /**
+         * Lines that agree with our payment in status, amount and bank reference
+         */
+        matched: number;
+        /**
+         * Lines naming a reference that is no payment of this rail
+         */
+        unknown_reference: number;
+        /**
+         * Our payments of this rail settled on the day that no line names
+         */
+        missing_at_rail: number;
+        amount_mismatch: number;
+        status_mismatch: number;
+        bank_reference_mismatch: number;
+    };
+    /**
+     * Anomalies this statement opened; a mismatch already seen (an earlier file of the same rail and day) keeps its open anomaly
+     */
+    anomaliesOpened: number;
+    createdAt: string;
+    /**
+     * The API key that posted it
+     */
+    createdBy: string;
+    mismatches: {
+        data: Array<RailStatementMismatch>;
+        has_more: boolean;
+        /**
+         * Pass as `cursor` to read the next page of mismatches; null on the last page
+         */
+        next_cursor: string | null;
+    };
 };
 
 export type HealthLiveData = {
@@ -3102,7 +3295,7 @@ export type AdminListAuditData = {
         /**
          * Only actions on this kind of target
          */
-        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation';
+        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation' | 'rail_statement';
         /**
          * Only actions on this target (with or without `targetType`)
          */
@@ -3114,7 +3307,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start';
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import';
         /**
          * Only actions at or after this instant
          */
@@ -3211,8 +3404,13 @@ export type AdminListAnomaliesData = {
          * - `amount_mismatch`: the rail reports an amount other than the payment's
          * - `bank_reference_mismatch`: the rail reports a bank reference other than the one the payment settled with
          * - `reconciliation_discrepancy`: a reconciliation run found two figures that disagree
+         * - `statement_unknown_reference`: a line of a rail's statement names a reference that is no payment of that rail
+         * - `statement_missing_at_rail`: a payment of ours settled on the statement's day through that rail is not in the rail's statement
+         * - `statement_amount_mismatch`: a rail's statement gives a payment an amount other than ours
+         * - `statement_status_mismatch`: a rail's statement gives a payment a status ours does not agree with
+         * - `statement_bank_reference_mismatch`: a rail's statement gives a payment a bank reference other than the one it settled with
          */
-        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy';
+        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch';
         /**
          * Page size, 1 to 100
          */
@@ -7180,3 +7378,307 @@ export type ReceiveRailCallbackResponses = {
 };
 
 export type ReceiveRailCallbackResponse = ReceiveRailCallbackResponses[keyof ReceiveRailCallbackResponses];
+
+export type AdminListRailStatementsData = {
+    body?: never;
+    path: {
+        /**
+         * The rail, by name (`sandbox` in test mode)
+         */
+        rail: string;
+    };
+    query?: {
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+    };
+    url: '/v1/admin/rails/{rail}/statements';
+};
+
+export type AdminListRailStatementsErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListRailStatementsError = AdminListRailStatementsErrors[keyof AdminListRailStatementsErrors];
+
+export type AdminListRailStatementsResponses = {
+    /**
+     * One page of statements, newest first
+     */
+    200: RailStatementList;
+};
+
+export type AdminListRailStatementsResponse = AdminListRailStatementsResponses[keyof AdminListRailStatementsResponses];
+
+export type AdminImportRailStatementData = {
+    /**
+     * The statement as CSV (UTF-8, comma-separated, quotes as RFC 4180): a header line, then one line per transfer with the columns `reference`, `bank_reference`, `amount`, `status`, `value_date` (in any order; other columns are ignored), at most 500000 lines. `status` is one of (without case) settled: settled, paid, completed, liquidada, liquidado, pagada, pagado, acreditada, acreditado, exitosa, aprobada; failed: failed, rejected, rechazada, rechazado, fallida, fallido; reversed: reversed, returned, devuelta, devuelto, reversada, reversado. See docs/rail-statements.md.
+     */
+    body: string;
+    path: {
+        /**
+         * The rail, by name (`sandbox` in test mode)
+         */
+        rail: string;
+    };
+    query: {
+        /**
+         * The statement's value date (YYYY-MM-DD, an America/Caracas business day): every line's `value_date` must be this day
+         */
+        day: string;
+        /**
+         * The header names of a bank that names the columns otherwise: comma-separated `column:Header name` pairs for any of `reference`, `bank_reference`, `amount`, `status`, `value_date` (the others keep their standard names; names are compared without case). Example: `reference:Referencia,bank_reference:Ref. banco,amount:Monto,status:Estado,value_date:Fecha valor`
+         */
+        columns?: string;
+    };
+    url: '/v1/admin/rails/{rail}/statements';
+};
+
+export type AdminImportRailStatementErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     * - `statement_malformed`: a rail statement that is not one: a missing or repeated column, a line that is not well-formed CSV, or a value that is not what its column holds; `meta.line` is the line of the file (the header is line 1) and `meta.problem` what is wrong. Nothing was stored
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json' | 'statement_malformed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminImportRailStatementError = AdminImportRailStatementErrors[keyof AdminImportRailStatementErrors];
+
+export type AdminImportRailStatementResponses = {
+    /**
+     * This rail, day and file was posted before: that statement
+     */
+    200: RailStatement;
+    /**
+     * The statement, matched and stored
+     */
+    201: RailStatement;
+};
+
+export type AdminImportRailStatementResponse = AdminImportRailStatementResponses[keyof AdminImportRailStatementResponses];
+
+export type AdminGetRailStatementData = {
+    body?: never;
+    path: {
+        /**
+         * The rail, by name (`sandbox` in test mode)
+         */
+        rail: string;
+        id: string;
+    };
+    query?: {
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+    };
+    url: '/v1/admin/rails/{rail}/statements/{id}';
+};
+
+export type AdminGetRailStatementErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminGetRailStatementError = AdminGetRailStatementErrors[keyof AdminGetRailStatementErrors];
+
+export type AdminGetRailStatementResponses = {
+    /**
+     * The statement and a page of its mismatches
+     */
+    200: RailStatementDetail;
+};
+
+export type AdminGetRailStatementResponse = AdminGetRailStatementResponses[keyof AdminGetRailStatementResponses];

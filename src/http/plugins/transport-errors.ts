@@ -109,8 +109,10 @@ export function registerTransportAnswers(app: FastifyInstance, bodyLimitBytes: n
   });
   app.addHook('preParsing', async (request, reply, payload) => {
     if (!expectsContinue(request) || request.is404) return payload;
+    // A route may take more than the default (a rail statement): its own limit applies.
+    const limit = request.routeOptions.bodyLimit ?? bodyLimitBytes;
     const declared = Number(request.headers['content-length'] ?? 0);
-    if (declared > bodyLimitBytes) throw new ApiError('payload_too_large', `The request body is larger than ${bodyLimitBytes / 1024} KiB.`);
+    if (declared > limit) throw new ApiError('payload_too_large', `The request body is larger than ${limit / 1024} KiB.`);
     reply.raw.writeContinue();
     continued.add(request);
     return payload;

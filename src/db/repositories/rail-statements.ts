@@ -1,0 +1,215 @@
+// Storage of rail statements (migration 030): the statement row with its counts, its mismatches, and
+// the reads of our payments a statement is checked against. Platform-wide, as a rail carries every
+// tenant's payments; the payments are read by the rail's own indexes, never the whole table.
+import { randomUUID } from 'node:crypto';
+import type { PagePosition } from '../../domain/page-cursor.ts';
+import type { ColumnMapping, StatementMismatchKind, StatementPayment, StatementResult } from '../../domain/rail-statement.ts';
+import type { Mode } from '../../domain/partition.ts';
+import type { Queryable } from '../database.ts';
+import { newestFirst, Params } from './sql-params.ts';
+
+export interface RailStatementRow {
+  id: string;
+  rail: string;
+  value_date: string;
+  file_sha256: string;
+  file_bytes: bigint;
+  line_count: number;
+  columns: ColumnMapping;
+  matched: number;
+  unknown_reference: number;
+  missing_at_rail: number;
+  amount_mismatch: number;
+  status_mismatch: number;
+  bank_reference_mismatch: number;
+  anomalies_opened: number;
+  created_at: Date;
+  created_by: string;
+}
+
+export type ListedRailStatementRow = RailStatementRow & { created_at_us: bigint };
+
+const COLUMNS = `id, rail, value_date::text AS value_date, file_sha256, file_bytes, line_count, columns, matched, unknown_reference,
+  missing_at_rail, amount_mismatch, status_mismatch, bank_reference_mismatch, anomalies_opened, created_at, created_by`;
+
+export interface MismatchRow {
+  seq: number;
+  result: StatementMismatchKind;
+  line: number | null;
+  reference: string;
+  tenant_id: string | null;
+  mode: Mode | null;
+  payment_id: string | null;
+  ours: Record<string, unknown>;
+  theirs: Record<string, unknown>;
+  anomaly_id: string;
+}
+
+/** The statement already stored for this rail, day and file, if any. */
+export async function findStatementByFile(db: Queryable, key: { rail: string; day: string; sha256: string }): Promise<RailStatementRow | undefined> {
+  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE rail = $1 AND value_date = $2::date AND file_sha256 = $3`, [
+    key.rail,
+    key.day,
+    key.sha256,
+  ]);
+  return rows[0];
+}
+
+export async function findStatement(db: Queryable, id: string): Promise<RailStatementRow | undefined> {
+  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE id = $1`, [id]);
+  return rows[0];
+}
+
+/**
+ * The statement's row, counts still zero, in the caller's transaction; undefined when this rail, day
+ * and file is stored already (a concurrent post of the same file waits here for the first to end).
+ */
+export async function insertStatement(
+  tx: Queryable,
+  statement: { rail: string; day: string; sha256: string; bytes: number; lines: number; columns: ColumnMapping; createdBy: string; at: Date },
+): Promise<string | undefined> {
+  const id = randomUUID();
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO rail_statements (id, rail, value_date, file_sha256, file_bytes, line_count, columns, created_at, created_by)
+     VALUES ($1, $2, $3::date, $4, $5, $6, $7::jsonb, $8, $9)
+     ON CONFLICT (rail, value_date, file_sha256) DO NOTHING
+     RETURNING id`,
+    [id, statement.rail, statement.day, statement.sha256, statement.bytes, statement.lines, JSON.stringify(statement.columns), statement.at, statement.createdBy],
+  );
+  return rows[0]?.id;
+}
+
+/** The statement's final counts. */
+export async function recordCounts(tx: Queryable, id: string, counts: Record<StatementResult, number>, anomaliesOpened: number): Promise<RailStatementRow> {
+  const { rows } = await tx.query<RailStatementRow>(
+    `UPDATE rail_statements
+        SET matched = $2, unknown_reference = $3, missing_at_rail = $4, amount_mismatch = $5, status_mismatch = $6, bank_reference_mismatch = $7, anomalies_opened = $8
+      WHERE id = $1
+      RETURNING ${COLUMNS}`,
+    [id, counts.matched, counts.unknown_reference, counts.missing_at_rail, counts.amount_mismatch, counts.status_mismatch, counts.bank_reference_mismatch, anomaliesOpened],
+  );
+  if (rows.length !== 1) throw new Error(`invariant: rail statement ${id} vanished before its counts were recorded`);
+  return rows[0]!;
+}
+
+export interface NewMismatch {
+  seq: number;
+  result: StatementMismatchKind;
+  line: number | null;
+  reference: string;
+  tenantId: string | null;
+  mode: Mode | null;
+  paymentId: string | null;
+  ours: Record<string, unknown>;
+  theirs: Record<string, unknown>;
+  anomalyId: string;
+}
+
+/** One batch of a statement's mismatches (the caller bounds it). */
+export async function insertMismatches(tx: Queryable, statementId: string, mismatches: readonly NewMismatch[]): Promise<void> {
+  if (mismatches.length === 0) return;
+  const params = new Params();
+  const col = <T>(pick: (m: NewMismatch) => T) => mismatches.map(pick);
+  const rows = params.unnest({
+    seq: ['integer', col((m) => m.seq)],
+    result: ['text', col((m) => m.result)],
+    line: ['integer', col((m) => m.line)],
+    reference: ['text', col((m) => m.reference)],
+    tenant_id: ['uuid', col((m) => m.tenantId)],
+    mode: ['text', col((m) => m.mode)],
+    payment_id: ['uuid', col((m) => m.paymentId)],
+    ours: ['jsonb', col((m) => JSON.stringify(m.ours))],
+    theirs: ['jsonb', col((m) => JSON.stringify(m.theirs))],
+    anomaly_id: ['uuid', col((m) => m.anomalyId)],
+  });
+  await tx.query(
+    `INSERT INTO rail_statement_mismatches (statement_id, seq, result, line, reference, tenant_id, mode, payment_id, ours, theirs, anomaly_id)
+     SELECT ${params.add(statementId)}::uuid, v.seq, v.result, v.line, v.reference, v.tenant_id, v.mode, v.payment_id, v.ours, v.theirs, v.anomaly_id FROM ${rows}`,
+    params.values,
+  );
+}
+
+/** A statement's mismatches in file order (missing payments last), `limit + 1` after `afterSeq`. */
+export async function listMismatches(db: Queryable, statementId: string, page: { limit: number; afterSeq: number }): Promise<MismatchRow[]> {
+  const { rows } = await db.query<MismatchRow>(
+    `SELECT seq, result, line, reference, tenant_id, mode, payment_id, ours, theirs, anomaly_id
+       FROM rail_statement_mismatches WHERE statement_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [statementId, page.afterSeq, page.limit + 1],
+  );
+  return rows;
+}
+
+/** A rail's statements, newest first: `limit + 1` rows after `after`, for pageOf. */
+export async function listStatements(db: Queryable, rail: string, page: { limit: number; after?: PagePosition }): Promise<ListedRailStatementRow[]> {
+  const params = new Params();
+  return newestFirst<ListedRailStatementRow>(db, { columns: COLUMNS, from: 'rail_statements', time: 'created_at', params, where: [`rail = ${params.add(rail)}`], ...page });
+}
+
+/** Whether any payment went through this rail (one index probe). */
+export async function railCarriedPayments(db: Queryable, rail: string): Promise<boolean> {
+  const { rows } = await db.query<{ used: boolean }>(`SELECT EXISTS (SELECT 1 FROM payments WHERE rail = $1) AS used`, [rail]);
+  return rows[0]?.used === true;
+}
+
+const PAYMENT_COLUMNS = 'tenant_id, mode, id::text AS id, status, payout_amount, bank_reference, settled_at';
+
+/** The payments of this rail among `ids` (payment ids, already known to be uuids). */
+export async function railPaymentsByIds(db: Queryable, rail: string, ids: readonly string[]): Promise<StatementPayment[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await db.query<StatementPayment>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE rail = $1 AND id = ANY($2::uuid[])`, [rail, ids]);
+  return rows;
+}
+
+/**
+ * Waits for any other statement of this rail and day being matched, and holds them off until the
+ * caller's transaction ends. Two files of one day open the same anomalies (one per rail, day, reference
+ * and kind), batch after batch: matched side by side, each could wait for a key the other inserted
+ * while holding one the other needs. One day of one rail is matched at a time instead.
+ */
+export async function beginStatementMatch(tx: Queryable, key: { rail: string; day: string }, boundMs: number): Promise<void> {
+  if (!Number.isInteger(boundMs) || boundMs <= 0) throw new Error(`invariant: bound ${boundMs} is not a positive integer`);
+  // Each statement, and the wait for another statement of the day, bounded by `boundMs` instead of the
+  // pool's defaults (a day's lines are matched in one transaction: it may take longer than a payout).
+  await tx.exec(`SET LOCAL statement_timeout = ${boundMs}; SET LOCAL lock_timeout = ${boundMs}`);
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || $1 || ':' || $2, 0))`, [key.rail, key.day]);
+}
+
+/**
+ * Makes the caller's transaction remember the references a statement names (a temporary table, gone
+ * at its end), so the payments it does not name are found by the database, not held in memory.
+ */
+export async function beginStatementReferences(tx: Queryable): Promise<void> {
+  await tx.exec(`CREATE TEMPORARY TABLE rail_statement_references (reference text PRIMARY KEY, line integer NOT NULL) ON COMMIT DROP`);
+}
+
+/**
+ * Remembers a batch of references (distinct within the batch); answers those named before, with the
+ * line that named them first.
+ */
+export async function rememberReferences(tx: Queryable, lines: ReadonlyArray<{ reference: string; line: number }>): Promise<Array<{ reference: string; line: number }>> {
+  if (lines.length === 0) return [];
+  const { rows } = await tx.query<{ reference: string; line: number }>(
+    `WITH given AS (SELECT * FROM unnest($1::text[], $2::integer[]) AS v(reference, line)),
+          added AS (INSERT INTO rail_statement_references (reference, line) SELECT reference, line FROM given ON CONFLICT (reference) DO NOTHING RETURNING reference)
+     -- The statement's own insert (added) is not visible here: only references named by earlier batches are found.
+     SELECT r.reference, r.line FROM rail_statement_references r JOIN given g ON g.reference = r.reference`,
+    [lines.map((l) => l.reference), lines.map((l) => l.line)],
+  );
+  return rows;
+}
+
+/**
+ * The next page of this rail's payments settled on `day` (America/Caracas) that the statement does not
+ * name: by id, after `afterId`, at most `limit`.
+ */
+export async function unnamedSettledPayments(tx: Queryable, key: { rail: string; day: string }, page: { afterId: string; limit: number }): Promise<StatementPayment[]> {
+  const { rows } = await tx.query<StatementPayment>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments p
+      WHERE p.rail = $1 AND p.settled_at IS NOT NULL AND ((p.settled_at AT TIME ZONE 'America/Caracas')::date) = $2::date AND p.id > $3::uuid
+        AND NOT EXISTS (SELECT 1 FROM rail_statement_references r WHERE r.reference = p.id::text)
+      ORDER BY p.id
+      LIMIT $4`,
+    [key.rail, key.day, page.afterId, page.limit],
+  );
+  return rows;
+}

@@ -42,6 +42,7 @@ import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
+import { adminRailRoutes } from './http/routes/admin-rails.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -223,4 +224,5 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
+  await adminRailRoutes(app, services.railAdmin);
 }

@@ -25,6 +25,9 @@ export const AUDIT_ACTIONS = [
   'sandbox.simulate',
   'anomaly.resolve',
   'reconciliation.start',
+  'rail.update',
+  'rail_route.create',
+  'rail_route.delete',
 ] as const;
 type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -42,6 +45,8 @@ export const AUDIT_TARGET_TYPES = [
   'payment',
   'anomaly',
   'reconciliation',
+  'rail',
+  'rail_route',
 ] as const;
 type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 

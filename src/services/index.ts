@@ -6,7 +6,6 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
-import { observedRail } from '../rails/observed-rail.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
 import { AnomalyService } from './anomalies.ts';
@@ -20,6 +19,9 @@ import { LimitService } from './limits.ts';
 import { MoneyMetrics } from './money-metrics.ts';
 import { PaymentOutcomes, resolutionScheduleOf } from './payment-outcomes.ts';
 import { PayoutService } from './payouts.ts';
+import { RailAdminService } from './rail-admin.ts';
+import { RailMetrics } from './rail-metrics.ts';
+import { RailRegistry } from './rail-registry.ts';
 import type { PayoutAnswers } from './payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
@@ -40,7 +42,12 @@ export interface ServiceDeps {
   rateSource?: RateSource;
   /** The rail's bank catalogue; default the shipped copy (what the sandbox rail serves). */
   catalogueProvider?: BankCatalogueProvider;
-  /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
+  /**
+   * The configured connectors: rails besides the sandbox, each serving the modes its configuration
+   * gives (RailAdapter.modes, default live) unless the rails settings say otherwise (docs/rails.md).
+   */
+  connectors?: RailAdapter[];
+  /** A live-mode rail: one more connector (none at all: live payouts fail with `no_route`). */
   liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
@@ -60,7 +67,12 @@ export interface Services {
   quotes: QuoteService;
   catalogue: BankCatalogue;
   beneficiaries: BeneficiaryService;
+  /** The sandbox (test) and the live default rail, as a single-rail caller sees them. */
   rails: RailsByMode;
+  /** Every rail of this process, its settings, routing rules and breakers. */
+  railRegistry: RailRegistry;
+  railMetrics: RailMetrics;
+  railAdmin: RailAdminService;
   treasury: TreasuryService;
   committer: Committer;
   outcomes: PaymentOutcomes;
@@ -90,10 +102,9 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
   const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const rails: RailsByMode = {
-    test: observedRail(testRail, metrics),
-    live: deps.liveRail && observedRail(deps.liveRail, metrics),
-  };
+  const railMetrics = new RailMetrics(registry, metrics, () => clock.now().toISOString());
+  const railRegistry = railRegistryOf(deps, clock, testRail, railMetrics, log);
+  const rails: RailsByMode = { test: railRegistry.named(testRail.name)!.adapter, live: railRegistry.railOf({ rail: null, mode: 'live' }) };
   const limitService = new LimitService(db, clock);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
@@ -113,6 +124,9 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     catalogue,
     beneficiaries,
     rails,
+    railRegistry,
+    railMetrics,
+    railAdmin: new RailAdminService(db, clock, railRegistry, railMetrics),
     treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
     committer,
     outcomes,
@@ -122,7 +136,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       db,
       clock,
       catalogue,
-      rails,
+      railRegistry,
       outcomes,
       committer,
       limitService,
@@ -145,6 +159,19 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       openDiscrepancyAnomalies(metrics),
     ),
   };
+}
+
+/** The rails of this process: the sandbox (or the test's replacement), the connectors, a live rail. */
+function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, metrics: RailMetrics, log?: FastifyBaseLogger): RailRegistry {
+  const { config } = deps;
+  return new RailRegistry(
+    deps.db,
+    clock,
+    { sandbox, connectors: [...(deps.connectors ?? []), ...(deps.liveRail ? [deps.liveRail] : [])] },
+    { failuresToOpen: config.railBreakerFailures, openMs: config.railBreakerOpenMs, probeTimeoutMs: config.sandboxRailTimeoutMs },
+    metrics,
+    log,
+  );
 }
 
 /** The failed-authentication budgets: per client address, and per address prefix (AUTH_FAILURE_*). */

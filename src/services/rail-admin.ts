@@ -55,12 +55,15 @@ export class RailAdminService {
   }
 
   /** Stores a rail's settings (the fields given; the others as in force now). 404 for a rail this process does not have. */
-  async update(name: string, patch: RailSettingsPatch, actor: AuditActor): Promise<RailView> {
+  async update(name: string, patch: RailSettingsPatch, actor: AuditActor, options: { testModeOnly: boolean }): Promise<RailView> {
     const rail = this.registry.named(name);
     if (!rail) throw railNotFound(name);
     await this.db.transaction(async (tx) => {
       const before = (await lockRailSetting(tx, name)) ?? rail.defaults;
-      const after = await upsertRailSetting(tx, { ...before, ...definedOnly(patch), name }, this.clock.now());
+      const next = { ...before, ...definedOnly(patch), name };
+      // A rail that serves live payouts, before or after, is a live change (as the mode a body names).
+      if (options.testModeOnly && (before.modes.includes('live') || next.modes.includes('live'))) throw liveChangeRefused();
+      const after = await upsertRailSetting(tx, next, this.clock.now());
       const fields = changedFields<RailSetting>(before, after, ['modes', 'instruments', 'enabled']);
       await recordAudit(tx, { actor, action: 'rail.update', target: { type: 'rail', id: name }, ...fields });
     });
@@ -102,6 +105,15 @@ export class RailAdminService {
 /** The rules in the order they apply (a stable order for the list and the console). */
 export function orderedRoutes(routes: readonly RailRoute[]): RailRoute[] {
   return [...routes].sort(byPriority);
+}
+
+function liveChangeRefused(): ApiError {
+  return new ApiError(
+    'bootstrap_key_test_only',
+    'This platform key was made by the first start (it is saved in bootstrap.json) and administers test mode only; a rail that serves live payouts is a live change. ' +
+      'Set PLATFORM_API_KEY to a platform key of your own, restart the service, and use that key.',
+    { mode: 'live' },
+  );
 }
 
 function railNotFound(name: string): ApiError {

@@ -7265,11 +7265,13 @@ export type AdminUpdateRailErrors = {
         };
     };
     /**
-     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
      */
     403: ErrorEnvelope & {
         error?: {
-            code?: 'scope_missing';
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
         };
     };
     /**

@@ -162,14 +162,16 @@ answered, and its health asked now; and the routing rules in the order they appl
         summary: "Change a rail's settings",
         description: `Stores the fields given (the others keep their value in force): the modes and instruments it serves, and
 whether it takes new payouts. Audited (\`rail.update\`). Every process routes by it within 5 s. 404 for a rail the
-deployment does not have.`,
+deployment does not have. The platform key of the first start may change only rails that serve test mode alone
+(403 \`bootstrap_key_test_only\` for a rail that serves live payouts, before or after).`,
         params: NameParam,
         body: UpdateRailBody,
-        response: { 200: Answer('The rail, as listed', Rail), ...errorResponses(400, 'resource_not_found') },
+        response: { 200: Answer('The rail, as listed', Rail), ...errorResponses(400, 'scope_missing', 'bootstrap_key_test_only', 'resource_not_found') },
       },
     },
     async function adminUpdateRail(request) {
-      return railView(await rails.update(request.params.name, request.body, auditActorOf(request)));
+      const testModeOnly = request.auth?.isPlatform === true && request.auth.keySource === 'bootstrap';
+      return railView(await rails.update(request.params.name, request.body, auditActorOf(request), { testModeOnly }));
     },
   );
 

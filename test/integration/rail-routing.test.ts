@@ -27,6 +27,11 @@ describe('several rails: routing, failover, breaker', () => {
     assert.equal(shown.status, 200, shown.raw);
     return shown.body.rail as string | null;
   };
+  /** Earlier cases' refusals and timeouts may have opened a breaker: each probe closes it (both rails are healthy). */
+  const closeBreakers = async () => {
+    clock.advance(30_000);
+    for (const name of ['alpha', 'beta']) assert.equal(await t.services.railRegistry.named(name)!.breaker.probeIfDue(), 'closed');
+  };
   const sends = (reference: string) => [...alpha.received, ...beta.received].filter((r) => r === reference).length;
 
   before(async () => {
@@ -129,9 +134,30 @@ describe('several rails: routing, failover, breaker', () => {
     assert.equal(sends(made.body.id), 1, 'never sent again, never sent to another rail');
   });
 
+  it('no rail received it: it stays submitted on the last rail tried, and the reaper sends it there once that rail answers', async () => {
+    await closeBreakers();
+    // The sandbox would be the third rail tried: out of the way, the two connectors are all there is.
+    assert.equal((await admin.patch('/v1/admin/rails/sandbox', { enabled: false })).status, 200);
+    alpha.behaviour = 'refuse';
+    beta.behaviour = 'refuse';
+    const made = await payout(api, { beneficiary: beneficiary() });
+    assert.equal((await admin.patch('/v1/admin/rails/sandbox', { enabled: true })).status, 200);
+    assert.equal(made.status, 201, made.raw);
+    assert.equal(made.body.status, 'submitted', 'nothing recorded: no rail has it');
+    assert.equal(await railOf(made.body.id), 'beta');
+    assert.equal(sends(made.body.id), 0);
+    beta.behaviour = 'ok';
+    clock.advance(60_000);
+    for (let i = 0; i < 3; i += 1) await reaper().runOnce();
+    alpha.behaviour = 'ok';
+    assert.deepEqual([beta.received.filter((r) => r === made.body.id).length, alpha.received.includes(made.body.id), alpha.lookups.includes(made.body.id)], [1, false, false]);
+    assert.equal(await railOf(made.body.id), 'beta', 'the reaper never moves a payment');
+  });
+
   it('an open breaker routes new payouts to the next rail without trying it; its health probe closes it', async () => {
+    await closeBreakers();
     // One success resets the count; then two refusals in a row open alpha's breaker.
-    assert.equal((await payout(api, { beneficiary: beneficiary() })).status, 201);
+    assert.equal(await railOf((await payout(api, { beneficiary: beneficiary() })).body.id), 'alpha');
     alpha.behaviour = 'refuse';
     for (let i = 0; i < 2; i += 1) assert.equal(await railOf((await payout(api, { beneficiary: beneficiary() })).body.id), 'beta');
     const breaker = t.services.railRegistry.named('alpha')!.breaker;
@@ -150,6 +176,12 @@ describe('several rails: routing, failover, breaker', () => {
     clock.advance(30_000);
     assert.equal(await breaker.probeIfDue(), 'closed');
     assert.equal(await railOf((await payout(api, { beneficiary: beneficiary() })).body.id), 'alpha');
+  });
+
+  it("the first start's platform key may not change a rail that serves live payouts", async () => {
+    const actor = { keyId: '00000000-0000-4000-8000-000000000001', tenantId: tenantId, requestId: null };
+    await assert.rejects(t.services.railAdmin.update('alpha', { modes: ['test', 'live'] }, actor, { testModeOnly: true }), { code: 'bootstrap_key_test_only' });
+    assert.deepEqual((await t.services.railAdmin.update('alpha', { enabled: true }, actor, { testModeOnly: true })).modes, ['test'], 'a test-only rail it may change');
   });
 
   it('a disabled rail takes no new payouts; the setting reaches routing at once in this process', async () => {

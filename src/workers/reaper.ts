@@ -157,7 +157,12 @@ export class Reaper {
    */
   private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | { deferUntil: Date } | undefined> {
     const rail = this.rails.railOf(payment);
-    if (!rail) return undefined;
+    if (!rail) {
+      // Its rail is not configured in this process (removed, or a worker configured unlike the API):
+      // asked again later, and never of another rail.
+      this.log?.warn({ paymentId: payment.id, rail: payment.rail, mode: payment.mode }, 'reaper: the payment is on a rail this process does not have; configure it to resolve the payment');
+      return undefined;
+    }
     try {
       const lookup = known ?? (await this.lookUp(rail, payment));
       if (lookup.status !== 'not_found') return lookup;

@@ -25,7 +25,7 @@ export interface RailCounts {
 export class RailMetrics implements RailObserver {
   private readonly failures: Counter<'rail' | 'reason'>;
   private readonly failovers: Counter<'from' | 'to'>;
-  private readonly breaker: Gauge<'rail'>;
+  private readonly breakers = new Map<string, () => BreakerState>();
   private readonly counts = new Map<string, RailCounts>();
 
   constructor(
@@ -46,17 +46,22 @@ export class RailMetrics implements RailObserver {
       labelNames: ['from', 'to'],
       registers,
     });
-    this.breaker = new Gauge({
+    const breakers = this.breakers;
+    new Gauge({
       name: 'bolivar_rail_breaker_state',
-      help: "A rail's circuit breaker in this process: 0 closed, 1 half-open (probing its health), 2 open (new payouts skip it)",
+      help: "A rail's circuit breaker in this process: 0 closed, 1 half-open (its open while is over: the next payout routed starts its health probe), 2 open (new payouts skip it)",
       labelNames: ['rail'],
       registers,
+      collect() {
+        // Read at each scrape: an open breaker becomes half-open by time alone, with no call to tell.
+        for (const [rail, state] of breakers) this.set({ rail }, BREAKER_VALUES[state()]);
+      },
     });
   }
 
-  /** A rail of this process: its series start at zero, so a dashboard sees it before its first call. */
-  known(rail: string): void {
-    this.breaker.set({ rail }, BREAKER_VALUES.closed);
+  /** A rail of this process and its breaker: its series start at zero, so a dashboard sees it before its first call. */
+  known(rail: string, breaker: () => BreakerState): void {
+    this.breakers.set(rail, breaker);
     this.countsOf(rail);
   }
 
@@ -82,10 +87,6 @@ export class RailMetrics implements RailObserver {
   failover(from: string, to: string): void {
     this.countsOf(from).failovers += 1;
     this.failovers.inc({ from, to });
-  }
-
-  breakerState(rail: string, state: BreakerState): void {
-    this.breaker.set({ rail }, BREAKER_VALUES[state]);
   }
 
   of(rail: string): RailCounts {

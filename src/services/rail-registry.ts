@@ -57,17 +57,11 @@ export class RailRegistry implements RailSet {
     const add = (adapter: RailAdapter, kind: RailKind, modes: readonly Mode[]) => {
       if (this.rails.has(adapter.name)) throw new Error(`two rails are named ${adapter.name}: a rail's name must be unique in a process`);
       const name = adapter.name;
-      metrics.known(name);
-      this.rails.set(name, {
-        name,
-        kind,
-        adapter: observedRail(adapter, metrics),
-        defaults: { name, modes, instruments: INSTRUMENTS, enabled: true },
-        breaker: new CircuitBreaker(breaker, nowMs, (signal) => adapter.health(signal), (state) => {
-          metrics.breakerState(name, state);
-          log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);
-        }),
+      const railBreaker = new CircuitBreaker(breaker, nowMs, (signal) => adapter.health(signal), (state) => {
+        log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);
       });
+      metrics.known(name, () => railBreaker.state);
+      this.rails.set(name, { name, kind, adapter: observedRail(adapter, metrics), defaults: { name, modes, instruments: INSTRUMENTS, enabled: true }, breaker: railBreaker });
     };
     add(adapters.sandbox, 'sandbox', adapters.sandbox.modes ?? ['test']);
     for (const connector of adapters.connectors) add(connector, 'connector', connector.modes ?? ['live']);

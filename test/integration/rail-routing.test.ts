@@ -8,6 +8,7 @@ import { RAIL_SETTINGS_TTL_MS } from '../../src/services/rail-registry.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { FixtureRail } from '../support/fixture-rail.ts';
 import { assertEnvelope, client, startTestApp, type Client, type TestApp } from '../support/harness.ts';
+import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { assertLedgerBalanced, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 
 const RAIL_TIMEOUT_MS = 300;
@@ -202,5 +203,23 @@ describe('several rails: routing, failover, breaker', () => {
       assert.ok((rail === 'beta' ? beta : alpha).received.includes(response.body.id), 'sent to the rail it records');
     }
     await assertLedgerBalanced(t);
+  });
+
+  it('the per-rail series: sends, failures by reason, latency, failovers, breaker state', async () => {
+    const scraped = await t.app.inject({ method: 'GET', url: '/metrics', headers: metricsHeaders });
+    assert.equal(scraped.statusCode, 200);
+    const text = scraped.body;
+    const sent = await admin.get('/v1/admin/rails');
+    const counts = (name: string) => sent.body.data.find((r: { name: string }) => r.name === name).counts;
+    assert.ok(valueOf(text, 'bolivar_rail_calls_total', { rail: 'beta', operation: 'submit' })! >= counts('beta').sends);
+    assert.equal(valueOf(text, 'bolivar_rail_failures_total', { rail: 'alpha', reason: 'not_received' }), counts('alpha').failures.not_received);
+    assert.equal(valueOf(text, 'bolivar_rail_failures_total', { rail: 'alpha', reason: 'timeout' }), 1);
+    assert.equal(valueOf(text, 'bolivar_rail_failovers_total', { from: 'alpha', to: 'beta' }), counts('alpha').failovers);
+    assert.ok(valueOf(text, 'bolivar_rail_call_duration_seconds_count', { rail: 'alpha', operation: 'submit' })! > 0);
+    const states = { closed: 0, half_open: 1, open: 2 } as const;
+    assert.equal(t.services.railRegistry.named('alpha')!.breaker.state, 'open', 'the refusals above opened it');
+    for (const name of ['alpha', 'beta', 'sandbox']) {
+      assert.equal(valueOf(text, 'bolivar_rail_breaker_state', { rail: name }), states[t.services.railRegistry.named(name)!.breaker.state], name);
+    }
   });
 });

@@ -167,7 +167,7 @@ function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, m
   return new RailRegistry(
     deps.db,
     clock,
-    { sandbox, connectors: [...(deps.connectors ?? []), ...(deps.liveRail ? [deps.liveRail] : [])] },
+    { sandbox, connectors: [...(deps.liveRail ? [deps.liveRail] : []), ...(deps.connectors ?? [])] },
     { failuresToOpen: config.railBreakerFailures, openMs: config.railBreakerOpenMs, probeTimeoutMs: config.sandboxRailTimeoutMs },
     metrics,
     log,

@@ -82,11 +82,14 @@ export class RailRegistry implements RailSet {
 
   /**
    * A payment's rail: the one it records; a payment from before rails were recorded (null) is its
-   * mode's default rail — the sandbox for test, the first connector serving live by default.
+   * mode's default rail — the sandbox for test; for live, the live rail, else the first connector
+   * serving live by default.
    */
   railOf(payment: { rail: string | null; mode: Mode }): RailAdapter | undefined {
     if (payment.rail !== null) return this.rails.get(payment.rail)?.adapter;
-    return this.list().find((rail) => rail.defaults.modes.includes(payment.mode))?.adapter;
+    // In the order the rails were given (the sandbox, then the live rail, then the connectors): the
+    // rail that carried such payments when each mode had one rail.
+    return [...this.rails.values()].find((rail) => rail.defaults.modes.includes(payment.mode))?.adapter;
   }
 
   answered(rail: string, ok: boolean): void {

@@ -21,6 +21,8 @@ describe('several rails: routing, failover, breaker', () => {
   const clock = new ManualClock('2026-03-02T15:00:00Z');
   const alpha = new FixtureRail('alpha', ['test']);
   const beta = new FixtureRail('beta', ['test']);
+  /** A connector whose configuration gives no modes: live. */
+  const gamma = new FixtureRail('gamma');
 
   const reaper = () => new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS });
   const railOf = async (paymentId: string) => {
@@ -36,7 +38,7 @@ describe('several rails: routing, failover, breaker', () => {
   const sends = (reference: string) => [...alpha.received, ...beta.received].filter((r) => r === reference).length;
 
   before(async () => {
-    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS), RAIL_BREAKER_FAILURES: '2', RAIL_BREAKER_OPEN_MS: '30000' }, deps: { connectors: [alpha, beta] } });
+    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS), RAIL_BREAKER_FAILURES: '2', RAIL_BREAKER_OPEN_MS: '30000' }, deps: { connectors: [alpha, beta, gamma] } });
     admin = client(t.app, t.platformKey);
     ({ tenantId, api } = await fundedTenant(t));
   });
@@ -47,7 +49,8 @@ describe('several rails: routing, failover, breaker', () => {
   it('connectors serve the modes their configuration gives; the list shows them in the default order, the sandbox last', async () => {
     const listed = await admin.get('/v1/admin/rails');
     assert.equal(listed.status, 200, listed.raw);
-    assert.deepEqual(listed.body.data.map((r: { name: string }) => r.name), ['alpha', 'beta', 'sandbox']);
+    assert.deepEqual(listed.body.data.map((r: { name: string }) => r.name), ['alpha', 'beta', 'gamma', 'sandbox']);
+    assert.deepEqual(listed.body.data.find((r: { name: string }) => r.name === 'gamma').modes, ['live']);
     const sandbox = listed.body.data.find((r: { name: string }) => r.name === 'sandbox');
     assert.deepEqual([sandbox.kind, sandbox.modes, sandbox.configured, sandbox.breaker.state, sandbox.health.ok], ['sandbox', ['test'], false, 'closed', true]);
   });
@@ -177,6 +180,31 @@ describe('several rails: routing, failover, breaker', () => {
     clock.advance(30_000);
     assert.equal(await breaker.probeIfDue(), 'closed');
     assert.equal(await railOf((await payout(api, { beneficiary: beneficiary() })).body.id), 'alpha');
+  });
+
+  it('a live payout goes to the connector serving live mode; test payouts never do', async () => {
+    const key = await admin.post(`/v1/admin/tenants/${tenantId}/api-keys`, { mode: 'live' });
+    assert.equal(key.status, 201, key.raw);
+    const funded = await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, { mode: 'live', asset: 'BS', amount: 100_000_000 }, { 'idempotency-key': `fund-live-${tenantId}` });
+    assert.equal(funded.status, 201, funded.raw);
+    const live = client(t.app, key.body.key);
+    const made = await payout(live, { beneficiary: beneficiary() });
+    assert.equal(made.status, 201, made.raw);
+    assert.equal(made.body.status, 'submitted');
+    assert.equal(await railOf(made.body.id), 'gamma');
+    assert.deepEqual(gamma.received, [made.body.id]);
+  });
+
+  it("a payment from before payments recorded their rail is asked of its mode's default rail, the sandbox for test", async () => {
+    for (const name of ['alpha', 'beta']) assert.equal((await admin.patch(`/v1/admin/rails/${name}`, { enabled: false })).status, 200);
+    const made = await payout(api, { beneficiary: beneficiary() });
+    for (const name of ['alpha', 'beta']) assert.equal((await admin.patch(`/v1/admin/rails/${name}`, { enabled: true })).status, 200);
+    assert.equal(await railOf(made.body.id), 'sandbox');
+    await t.db.query('UPDATE payments SET rail = NULL WHERE id = $1', [made.body.id]);
+    clock.advance(60_000);
+    for (let i = 0; i < 3; i += 1) await reaper().runOnce();
+    assert.equal((await api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled');
+    assert.deepEqual([alpha.lookups.includes(made.body.id), beta.lookups.includes(made.body.id)], [false, false]);
   });
 
   it("the first start's platform key may not change a rail that serves live payouts", async () => {

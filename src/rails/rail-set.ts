@@ -2,7 +2,8 @@
 // rail whose notifications it processes. The process's rail registry (services/rail-registry.ts) is
 // one; a single rail per mode (a test of one rail) is another.
 import type { RailAdapter } from './rail.ts';
-import type { RailsByMode } from './send.ts';
+import type { RailReport } from '../domain/outcome-decision.ts';
+import type { NotReceived, RailsByMode } from './send.ts';
 
 export interface RailSet {
   /**
@@ -14,6 +15,8 @@ export interface RailSet {
   all(): readonly RailAdapter[];
   /** A question to `rail` was answered (true) or not (false): its circuit breaker counts it. */
   answered(rail: string, ok: boolean): void;
+  /** What a submit to `rail` ended in: its breaker and its failures by reason count it. */
+  sent(rail: string, outcome: RailReport | NotReceived): void;
 }
 
 /** One rail per mode: every payment of a mode is that rail's, whatever it records. */
@@ -24,5 +27,6 @@ export function railSetOf(rails: RailsByMode | RailSet): RailSet {
     railOf: (payment) => (payment.mode === 'test' ? rails.test : rails.live),
     all: () => all,
     answered: () => undefined,
+    sent: () => undefined,
   };
 }

@@ -173,8 +173,7 @@ export class Reaper {
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
       if ((await railOfPayment(this.db, payment)) !== payment.rail) return undefined;
       const sent = await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
-      const transport = sent.status === 'not_received' || sent.status === 'timeout' || sent.status === 'error';
-      this.rails.answered(rail.name, !transport);
+      this.rails.sent(rail.name, sent);
       // Provably not received: nothing to record; it is sent again when its rail answers.
       return sent.status === 'not_received' ? undefined : sent;
     } catch (error) {

@@ -13,6 +13,9 @@
 import type { Instrument } from './instrument.ts';
 import type { Mode } from './partition.ts';
 
+/** What a rail's name may be (settings, rules and metrics labels name it): checked when a process starts. */
+export const RAIL_NAME_PATTERN = '^[a-z0-9][a-z0-9_-]{0,62}$';
+
 /** The sandbox rail's name: always present, last in the default order. */
 export const SANDBOX_RAIL = 'sandbox';
 

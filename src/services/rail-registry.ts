@@ -7,7 +7,7 @@ import { listRailRoutes, listRailSettings } from '../db/repositories/rails.ts';
 import type { Clock } from '../domain/clock.ts';
 import { INSTRUMENTS } from '../domain/instrument.ts';
 import type { Mode } from '../domain/partition.ts';
-import { candidateRails, defaultOrder, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
+import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
 import { observedRail } from '../rails/observed-rail.ts';
 import type { RailAdapter } from '../rails/rail.ts';
@@ -56,6 +56,7 @@ export class RailRegistry implements RailSet {
     const nowMs = () => clock.now().getTime();
     const add = (adapter: RailAdapter, kind: RailKind, modes: readonly Mode[]) => {
       if (this.rails.has(adapter.name)) throw new Error(`two rails are named ${adapter.name}: a rail's name must be unique in a process`);
+      if (!new RegExp(RAIL_NAME_PATTERN).test(adapter.name)) throw new Error(`a rail is named ${JSON.stringify(adapter.name)}: a rail's name is lower-case letters, digits, _ and - (${RAIL_NAME_PATTERN})`);
       const name = adapter.name;
       const railBreaker = new CircuitBreaker(breaker, nowMs, (signal) => adapter.health(signal), (state) => {
         log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);

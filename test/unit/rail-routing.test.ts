@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { byPriority, candidateRails, defaultOrder, railServes, routeMatches, SANDBOX_RAIL, type RailRoute, type RailSetting, type RoutedPayout } from '../../src/domain/rail-routing.ts';
+import { byPriority, candidateRails, defaultOrder, RAIL_NAME_PATTERN, railServes, routeMatches, SANDBOX_RAIL, type RailRoute, type RailSetting, type RoutedPayout } from '../../src/domain/rail-routing.ts';
 
 const ALL = ['pago_movil', 'transferencia'] as const;
 const setting = (name: string, overrides: Partial<RailSetting> = {}): RailSetting => ({ name, modes: ['test', 'live'], instruments: ALL, enabled: true, ...overrides });
@@ -60,6 +60,11 @@ describe('rail routing', () => {
     assert.deepEqual(candidateRails(payout(), settings, routes), ['c', 'a', 'b']);
     const [first, second] = [rule('x', { priority: 5 }), rule('y', { priority: 5 })];
     assert.ok(byPriority(first!, second!) < 0, 'the older of two equal priorities first');
+  });
+
+  it('a rail name is what the rails table and the admin paths accept', () => {
+    const pattern = new RegExp(RAIL_NAME_PATTERN);
+    assert.deepEqual(['sandbox', 'banco-a', 'bdv_2', 'BancoA', '-x', '', 'a'.repeat(64)].map((name) => pattern.test(name)), [true, true, true, false, false, false, false]);
   });
 
   it('a rule naming a rail that is not eligible is skipped', () => {

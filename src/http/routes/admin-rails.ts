@@ -1,15 +1,14 @@
 // The rails of the deployment, their settings and routing rules (platform key; docs/rails.md).
 import { Type } from '@sinclair/typebox';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
-import type { RailRoute } from '../../domain/rail-routing.ts';
+import { RAIL_NAME_PATTERN, type RailRoute } from '../../domain/rail-routing.ts';
 import { orderedRoutes, type RailAdminService, type RailView } from '../../services/rail-admin.ts';
 import { auditActorOf } from '../context.ts';
 import { AmountString, Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 
-const RAIL_NAME = '^[a-z0-9][a-z0-9_-]{0,62}$';
-const RailName = (description?: string) => Type.String({ pattern: RAIL_NAME, maxLength: 63, description });
+const RailName = (description?: string) => Type.String({ pattern: RAIL_NAME_PATTERN, maxLength: 63, description });
 const Instrument = StringEnum(INSTRUMENTS);
 const Health = Type.Object({ ok: Type.Boolean(), message: Type.Optional(Type.String()) });
 /** Amounts of a rule, BS minor units: bounded so that they stay exact as JSON integers. */

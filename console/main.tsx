@@ -10,6 +10,7 @@ import { BeneficiariesScreen, BeneficiaryScreen } from './screens/beneficiaries.
 import { EventScreen, EventsScreen } from './screens/events.tsx';
 import { PaymentScreen } from './screens/payment.tsx';
 import { PaymentsScreen } from './screens/payments.tsx';
+import { RailsScreen } from './screens/rails.tsx';
 import { NeedsReviewScreen } from './screens/review.tsx';
 import { SandboxScreen } from './screens/sandbox.tsx';
 import { TreasuryScreen } from './screens/treasury.tsx';
@@ -40,6 +41,7 @@ const PLATFORM_SCREENS: Screen[] = [
   { path: '/limits', label: 'Limits and rates', available: () => true },
   { path: '/audit', label: 'Audit trail', available: () => true },
   { path: '/review', label: 'Needs review', available: () => true },
+  { path: '/rails', label: 'Rail health', available: () => true },
 ];
 
 async function signIn(key: string): Promise<Session> {
@@ -106,6 +108,7 @@ function Screens({ session, path }: { session: Session; path: string }) {
     const tenantPayment = match('/tenants/:tenantId/payments/:id', path, { tenantId: 'uuid', id: 'uuid' });
     if (tenantPayment) return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
     if (match('/review', path)) return <NeedsReviewScreen api={api} />;
+    if (match('/rails', path)) return <RailsScreen api={api} />;
   } else {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path, { id: 'uuid' });

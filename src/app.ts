@@ -44,6 +44,7 @@ import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
 import { railCallbackRoutes } from './http/routes/rail-callbacks.ts';
 import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
+import { adminRailRoutes } from './http/routes/admin-rails.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -228,4 +229,5 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await adminReconciliationRoutes(app, services.reconciliation);
   await railCallbackRoutes(app, services.railCallbacks);
   await adminRailStatementRoutes(app, services.railStatements);
+  await adminRailRoutes(app, services.railAdmin);
 }

@@ -50,6 +50,10 @@ export interface Config {
   sandboxSettleDelayMs: number;
   sandboxReverseDelayMs: number;
   sandboxRailTimeoutMs: number;
+  /** Consecutive transport failures of one rail that open its circuit breaker (per process). */
+  railBreakerFailures: number;
+  /** How long an open breaker skips its rail before one health probe. */
+  railBreakerOpenMs: number;
   reaperIntervalMs: number;
   reaperCheckAttemptsMax: number;
   reaperBackoffMaxMs: number;
@@ -228,6 +232,8 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxSettleDelayMs: integer(env, 'SANDBOX_SETTLE_DELAY_MS', 3000, 0, 86_400_000),
     sandboxReverseDelayMs: integer(env, 'SANDBOX_REVERSE_DELAY_MS', 10_000, 0, 86_400_000),
     sandboxRailTimeoutMs: integer(env, 'SANDBOX_RAIL_TIMEOUT_MS', 2000, 1, 60_000),
+    railBreakerFailures: integer(env, 'RAIL_BREAKER_FAILURES', 5, 1, 1000),
+    railBreakerOpenMs: integer(env, 'RAIL_BREAKER_OPEN_MS', 30_000, 10, 3_600_000),
     reaperIntervalMs: integer(env, 'REAPER_INTERVAL_MS', 1000, 10, 3_600_000),
     reaperCheckAttemptsMax: integer(env, 'REAPER_CHECK_ATTEMPTS_MAX', 24, 1, 1000),
     reaperBackoffMaxMs: integer(env, 'REAPER_BACKOFF_MAX_MS', 600_000, 10, 86_400_000),
@@ -273,6 +279,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
   ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
   ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
+  ['RAIL_BREAKER_FAILURES', '5', 'Consecutive transport failures of one rail (refused, timed out, threw; not a rejection by the bank) that open its circuit breaker in this process: new payouts skip it (docs/rails.md)'],
+  ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again'],
   ['REAPER_INTERVAL_MS', '1000', 'The longest the reaper sleeps between passes when idle (it wakes sooner when the next unresolved payment falls due); also the first wait of its per-payment backoff'],
   ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],
   ['REAPER_BACKOFF_MAX_MS', '600000', 'The longest wait between two questions to the rail about one payment'],

@@ -26,6 +26,7 @@ interface AuditEntry {
 interface AdminPayment extends Payment {
   tenant_id: string;
   mode: string;
+  rail: string | null;
   created_by_key_id: string | null;
 }
 
@@ -172,7 +173,7 @@ export function AuditScreen({ api }: { api: Api }) {
   );
 }
 
-/** A tenant's payment as the platform sees it: the public view, its mode, and the key that created it. */
+/** A tenant's payment as the platform sees it: the public view, its mode, its rail, and the key that created it. */
 export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: string; id: string }) {
   const payment = useLoad(() => api.get<AdminPayment>(apiPath`/v1/admin/tenants/${tenantId}/payments/${id}`), [tenantId, id]);
   const p = payment.data;
@@ -192,6 +193,8 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
             <dd>
               <span class="mono">{p.tenant_id}</span> · {p.mode}
             </dd>
+            <dt>Rail</dt>
+            <dd>{p.rail ? <Link to="/rails">{p.rail}</Link> : <span class="muted">none (failed before any rail, or made before payments recorded their rail)</span>}</dd>
             <dt>Created by key</dt>
             <dd>
               {p.created_by_key_id ? (

@@ -123,7 +123,8 @@ function onOff(value: string | boolean | undefined, name: string): boolean | und
  */
 const STATEMENT_CALL_TIMEOUT_MS = 300_000;
 
-const RAIL: Flag = { type: 'string', value: 'NAME', required: true, description: 'the rail, by name (sandbox in test mode)' };
+
+const RAIL: Flag = { type: 'string', value: 'NAME', required: true, description: 'the rail name (rails list shows them)' };
 
 /** The route of a rail's statements. */
 const statementsOf = (rail: string | boolean | undefined) => `/v1/admin/rails/${segment(rail)}/statements`;
@@ -184,6 +185,77 @@ const RAIL_STATEMENT_COMMANDS: Command[] = [
       const text = query.toString();
       return call('GET', `${statementsOf(v.rail)}/${segment(v.statement)}${text ? `?${text}` : ''}`);
     },
+  },
+];
+
+/** A comma-separated list flag (`--modes test,live`); undefined when not given. */
+function listOf(value: string | boolean | undefined, name: string): string[] | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') throw new UsageError(`--${name} takes a comma-separated list`);
+  return value === '' ? [] : value.split(',').map((item) => item.trim());
+}
+
+/** The rails, their settings and routing rules (docs/rails.md). */
+const RAIL_COMMANDS: Command[] = [
+  {
+    name: 'rails list',
+    summary: 'List the rails with their settings, breaker, health and counts, and the routing rules (GET /v1/admin/rails)',
+    flags: {},
+    run: () => call('GET', '/v1/admin/rails'),
+  },
+  {
+    name: 'rails set',
+    summary: "Change a rail's settings (PATCH /v1/admin/rails/{name})",
+    details: 'Only the settings given change. Every process routes by them within a few seconds.',
+    flags: {
+      rail: RAIL,
+      modes: { type: 'string', value: 'test,live', description: 'the modes it serves (comma-separated; empty for none)' },
+      instruments: { type: 'string', value: 'pago_movil,transferencia', description: 'the instruments it serves (comma-separated)' },
+      enabled: { type: 'string', value: 'on|off', description: 'off: no new payout is routed to it' },
+    },
+    run: (v) => {
+      const body = { modes: listOf(v.modes, 'modes'), instruments: listOf(v.instruments, 'instruments'), enabled: onOff(v.enabled, 'enabled') };
+      if (Object.values(body).every((value) => value === undefined)) throw new UsageError('rails set: give at least one setting to change; see "bolivar rails set --help"');
+      return call('PATCH', `/v1/admin/rails/${segment(v.rail)}`, body);
+    },
+  },
+  {
+    name: 'rails routes',
+    summary: 'List the routing rules in the order they apply (GET /v1/admin/rails/routes)',
+    flags: {},
+    run: () => call('GET', '/v1/admin/rails/routes'),
+  },
+  {
+    name: 'rails add-route',
+    summary: 'Add a routing rule (POST /v1/admin/rails/routes)',
+    details: 'A payout matching every condition given is tried on the rail first; rules apply by priority, lowest first. Amounts are delivered BS, minor units.',
+    flags: {
+      priority: { type: 'string', value: 'N', required: true, description: 'lower applies first (0 to 1000000)' },
+      rail: RAIL,
+      tenant: { type: 'string', value: 'ID', description: "only this tenant's payouts" },
+      mode: { type: 'string', value: 'test|live', description: 'only this mode' },
+      method: { type: 'string', value: 'pago_movil|transferencia', description: 'only this instrument' },
+      bank: { type: 'string', value: 'CODE', description: "only this beneficiary bank code (4 digits)" },
+      min: { type: 'string', value: 'MINOR', description: 'only amounts delivered of at least this' },
+      max: { type: 'string', value: 'MINOR', description: 'only amounts delivered of at most this' },
+    },
+    run: (v) =>
+      call('POST', '/v1/admin/rails/routes', {
+        priority: int(v.priority, 'priority'),
+        rail: v.rail,
+        tenantId: v.tenant,
+        mode: v.mode,
+        instrument: v.method,
+        bankCode: v.bank,
+        minAmount: int(v.min, 'min'),
+        maxAmount: int(v.max, 'max'),
+      }),
+  },
+  {
+    name: 'rails delete-route',
+    summary: 'Remove a routing rule (DELETE /v1/admin/rails/routes/{id})',
+    flags: { rule: { type: 'string', value: 'ID', required: true, description: 'the rule id (rails routes shows it)' } },
+    run: (v) => call('DELETE', `/v1/admin/rails/routes/${segment(v.rule)}`),
   },
 ];
 
@@ -515,6 +587,7 @@ What a key did: --actor-key with its id (keys list shows it); what was done to a
     run: (v) => call('POST', `/v1/admin/anomalies/${segment(v.anomaly)}/resolve`, { note: v.note }),
   },
   ...RAIL_STATEMENT_COMMANDS,
+  ...RAIL_COMMANDS,
   {
     name: 'migrate',
     summary: 'Apply pending migrations (DATABASE_URL, or the embedded database in DATA_DIR); needs no running service',

@@ -26,6 +26,9 @@ export const AUDIT_ACTIONS = [
   'anomaly.resolve',
   'reconciliation.start',
   'rail_statement.import',
+  'rail.update',
+  'rail_route.create',
+  'rail_route.delete',
 ] as const;
 type AuditAction = (typeof AUDIT_ACTIONS)[number];
 
@@ -44,6 +47,8 @@ export const AUDIT_TARGET_TYPES = [
   'anomaly',
   'reconciliation',
   'rail_statement',
+  'rail',
+  'rail_route',
 ] as const;
 type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
 

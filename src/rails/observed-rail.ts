@@ -1,4 +1,4 @@
-import type { RailAdapter } from './rail.ts';
+import { RailNotReceivedError, type RailAdapter } from './rail.ts';
 
 export interface RailObserver {
   railCall(rail: string, operation: 'submit' | 'lookup', outcome: string, seconds: number): void;
@@ -28,7 +28,7 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
       },
       (error: unknown) => {
         signal?.removeEventListener('abort', onAbort);
-        count(signal?.aborted ? 'timeout' : 'error');
+        count(signal?.aborted ? 'timeout' : error instanceof RailNotReceivedError ? 'not_received' : 'error');
         throw error;
       },
     );
@@ -36,6 +36,7 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
     name: rail.name,
+    ...(rail.modes !== undefined && { modes: rail.modes }),
     ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
     instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
     submit: (transfer, signal) => timed('submit', () => rail.submit(transfer, signal), signal),

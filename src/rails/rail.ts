@@ -85,7 +85,13 @@ export type RailNotification = {
 );
 
 export interface RailAdapter {
+  /** How the rail is named in settings, routing rules, payments and metrics (`sandbox` is the sandbox's). */
   readonly name: string;
+  /**
+   * Optional: the modes this rail serves when the operator has not set them (the rails settings,
+   * docs/rails.md); a connector's configuration gives them. Default: live (the sandbox: test).
+   */
+  readonly modes?: readonly ('test' | 'live')[];
   /**
    * Optional: how long after a submit this rail usually has the transfer's outcome. The reaper's first
    * question about a payout then comes soon after it instead of a whole reaper interval later, but

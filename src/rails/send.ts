@@ -3,13 +3,19 @@
 import type { PaymentRow } from '../db/repositories/payments.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import type { Sender } from '../domain/sender.ts';
-import type { RailAdapter, RailTransfer } from './rail.ts';
+import { RailNotReceivedError, type RailAdapter, type RailTransfer } from './rail.ts';
 
-/** Which rail serves each mode. Test mode is always the sandbox; live needs a configured provider. */
+/** Which rail serves each mode, when a caller has one rail per mode (tests of one rail). */
 export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
 
+/**
+ * The one send outcome that is not a rail report: the rail provably did not receive the transfer
+ * (RailNotReceivedError). Nothing is recorded for it; the transfer may go to another rail.
+ */
+export type NotReceived = { status: 'not_received'; message: string };
+
 /** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
-export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport> {
+export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport | NotReceived> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<RailReport>((resolve) => {
@@ -21,6 +27,7 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   try {
     return await Promise.race([rail.submit(transfer, controller.signal), timeout]);
   } catch (error) {
+    if (error instanceof RailNotReceivedError && !controller.signal.aborted) return { status: 'not_received', message: error.message };
     // We cannot know whether the rail got it: unknown, resolved later by asking with our reference.
     return controller.signal.aborted ? { status: 'timeout' } : { status: 'error', message: (error as Error).message };
   } finally {

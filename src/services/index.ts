@@ -6,7 +6,6 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
-import { observedRail } from '../rails/observed-rail.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
 import { HttpBankRail } from '../rails/http-bank/adapter.ts';
@@ -22,6 +21,9 @@ import { LimitService } from './limits.ts';
 import { MoneyMetrics } from './money-metrics.ts';
 import { PaymentOutcomes, resolutionScheduleOf } from './payment-outcomes.ts';
 import { PayoutService } from './payouts.ts';
+import { RailAdminService } from './rail-admin.ts';
+import { RailMetrics } from './rail-metrics.ts';
+import { RailRegistry } from './rail-registry.ts';
 import type { PayoutAnswers } from './payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
@@ -43,10 +45,14 @@ export interface ServiceDeps {
   rateSource?: RateSource;
   /** The rail's bank catalogue; default the shipped copy (what the sandbox rail serves). */
   catalogueProvider?: BankCatalogueProvider;
-  /** The live-mode rail provider; none configured means live payouts fail with `no_route`. */
-  liveRail?: RailAdapter;
-  /** Replaces the connectors RAILS_FILE configures (tests pass adapters they built). */
+  /**
+   * Replaces the connectors RAILS_FILE configures (tests pass adapters they built): rails besides the
+   * sandbox, each serving the modes its configuration gives (RailAdapter.modes, default live) unless
+   * the rails settings say otherwise (docs/rails.md).
+   */
   connectors?: RailAdapter[];
+  /** A live-mode rail: one more connector (none at all: live payouts fail with `no_route`). */
+  liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
   /** How a payout's answer is serialised (the HTTP layer's view): the bytes stored under its Idempotency-Key. */
@@ -65,6 +71,7 @@ export interface Services {
   quotes: QuoteService;
   catalogue: BankCatalogue;
   beneficiaries: BeneficiaryService;
+  /** The sandbox (test) and the live default rail, as a single-rail caller sees them. */
   rails: RailsByMode;
   /** The configured connectors (RAILS_FILE), each observed like the other rails. */
   connectors: RailAdapter[];
@@ -72,6 +79,10 @@ export interface Services {
   railCallbacks: RailCallbackService;
   /** Closes the connectors' connections (the app's close). */
   closeConnectors(): Promise<void>;
+  /** Every rail of this process, its settings, routing rules and breakers. */
+  railRegistry: RailRegistry;
+  railMetrics: RailMetrics;
+  railAdmin: RailAdminService;
   treasury: TreasuryService;
   committer: Committer;
   outcomes: PaymentOutcomes;
@@ -101,12 +112,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
   const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
-  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const { liveConnector, ...connectorServices } = connectorsOf(deps, clock, metrics, registry);
-  const rails: RailsByMode = {
-    test: observedRail(testRail, metrics),
-    live: deps.liveRail ? observedRail(deps.liveRail, metrics) : liveConnector,
-  };
+  const { connectors, railMetrics, railRegistry, rails } = railsOf(deps, clock, metrics, registry, log);
   const limitService = new LimitService(db, clock);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
@@ -126,7 +132,10 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     catalogue,
     beneficiaries,
     rails,
-    ...connectorServices,
+    ...connectorServicesOf(connectors, railRegistry, registry),
+    railRegistry,
+    railMetrics,
+    railAdmin: new RailAdminService(db, clock, railRegistry, railMetrics),
     treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
     committer,
     outcomes,
@@ -136,7 +145,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       db,
       clock,
       catalogue,
-      rails,
+      railRegistry,
       outcomes,
       committer,
       limitService,
@@ -158,27 +167,43 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       log,
       openDiscrepancyAnomalies(metrics),
     ),
-    railStatements: new RailStatementService(db, clock, metrics),
+    railStatements: new RailStatementService(db, clock, railRegistry, metrics),
   };
 }
 
-/** The connectors (RAILS_FILE's, or a test's), observed, and which of them is the live rail. */
-function connectorsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry) {
+/** The rails of this process: the sandbox (or a test's), the connectors, their registry and metrics. */
+function railsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry, log?: FastifyBaseLogger) {
   const { config, db } = deps;
+  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
   const connectors = deps.connectors ?? config.connectors.map((connector) => new HttpBankRail(connector, db, clock));
-  const observedConnectors = connectors.map((connector) => observedRail(connector, metrics));
-  // Until rails are routed by rules (a registry of named rails with routing and failover replaces
-  // this line): the first connector whose config serves live mode is the live rail (a test's own
-  // connectors, passed in deps, serve live in their order).
-  const liveConnector = observedConnectors.find((_, i) => deps.connectors !== undefined || config.connectors[i]!.modes.includes('live'));
+  const railMetrics = new RailMetrics(registry, metrics, () => clock.now().toISOString());
+  const railRegistry = railRegistryOf(deps, clock, testRail, connectors, railMetrics, log);
+  const rails: RailsByMode = { test: railRegistry.named(testRail.name)!.adapter, live: railRegistry.railOf({ rail: null, mode: 'live' }) };
+  return { connectors, railMetrics, railRegistry, rails };
+}
+
+/** The connectors (RAILS_FILE's, or a test's) as the registry observes them, their callbacks, their close. */
+function connectorServicesOf(connectors: readonly RailAdapter[], railRegistry: RailRegistry, registry: Registry) {
   return {
-    connectors: observedConnectors,
-    liveConnector,
+    connectors: connectors.map((connector) => railRegistry.named(connector.name)!.adapter),
     railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry),
     closeConnectors: async () => {
       await Promise.all(connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)));
     },
   };
+}
+
+/** The rails of this process: the sandbox (or the test's replacement), the connectors, a live rail. */
+function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, connectors: readonly RailAdapter[], metrics: RailMetrics, log?: FastifyBaseLogger): RailRegistry {
+  const { config } = deps;
+  return new RailRegistry(
+    deps.db,
+    clock,
+    { sandbox, connectors: [...(deps.liveRail ? [deps.liveRail] : []), ...connectors] },
+    { failuresToOpen: config.railBreakerFailures, openMs: config.railBreakerOpenMs, probeTimeoutMs: config.sandboxRailTimeoutMs },
+    metrics,
+    log,
+  );
 }
 
 /** The failed-authentication budgets: per client address, and per address prefix (AUTH_FAILURE_*). */

@@ -23,14 +23,16 @@ import { decideRoute } from '../domain/payout-route.ts';
 import { validateSender, type Sender, type SenderInput } from '../domain/sender.ts';
 import { firstLookMs, sendWindowMs, unknownRecheckMs, type SendTiming } from '../domain/send-schedule.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
-import type { RailAdapter } from '../rails/rail.ts';
-import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
+import { movePaymentToRail } from '../db/repositories/rails.ts';
+import type { RoutedPayout } from '../domain/rail-routing.ts';
+import { callRail, transferOf, type NotReceived } from '../rails/send.ts';
 import type { Committer } from './committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
 import { PayoutLane, type PayoutAnswers, type PayoutJob } from './payout-lane.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
 import type { PaymentOutcomes } from './payment-outcomes.ts';
+import type { RailRegistry, RegisteredRail } from './rail-registry.ts';
 import type { WriterAnswer } from './writer-answer.ts';
 
 export interface PayoutRequest {
@@ -48,9 +50,16 @@ export interface PayoutSettings extends SendTiming {
   idempotencyTtlMs: number;
 }
 
+/**
+ * Rails a payout may be tried on, at most: the first, and the next ones it moves to when each
+ * provably did not receive it. Each try may take the rail timeout, so this bounds the payout call.
+ */
+export const RAILS_TRIED_MAX = 3;
+
 /** The instrument a payout takes, or why none can carry it (decided before any money moves). */
 interface RouteOutcome {
-  rail: RailAdapter | undefined;
+  /** The rails that may carry it, in the order they are tried (the first is recorded on the payment). */
+  rails: RegisteredRail[];
   methodUsed: Instrument | null;
   methodChanged: boolean;
   routeFailure: { reason: string; message: string } | null;
@@ -79,7 +88,7 @@ export class PayoutService {
     private readonly db: Database,
     private readonly clock: Clock,
     private readonly catalogue: BankCatalogue,
-    private readonly rails: RailsByMode,
+    private readonly rails: RailRegistry,
     private readonly outcomes: PaymentOutcomes,
     private readonly committer: Committer,
     rules: LimitRuleSource,
@@ -88,8 +97,9 @@ export class PayoutService {
     private readonly log?: FastifyBaseLogger,
     metrics?: MoneyMetrics,
   ) {
-    const firstLook = { test: firstLookMs(settings, rails.test.resolvesWithinMs), live: firstLookMs(settings, rails.live?.resolvesWithinMs) };
-    this.unknownRecheck = { test: unknownRecheckMs(settings, rails.test.resolvesWithinMs), live: unknownRecheckMs(settings, rails.live?.resolvesWithinMs) };
+    const resolvesWithinMs = (mode: Mode) => rails.railOf({ rail: null, mode })?.resolvesWithinMs;
+    const firstLook = { test: firstLookMs(settings, resolvesWithinMs('test')), live: firstLookMs(settings, resolvesWithinMs('live')) };
+    this.unknownRecheck = { test: unknownRecheckMs(settings, resolvesWithinMs('test')), live: unknownRecheckMs(settings, resolvesWithinMs('live')) };
     this.lane = new PayoutLane(clock, rules, settings, firstLook, answers, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
@@ -115,10 +125,10 @@ export class PayoutService {
     await this.ensureUsdRate();
 
     const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
-    const routed = await this.route(partition.mode, request, target, bankCodes);
-    const { methodUsed, methodChanged, routeFailure, rail } = await this.checkAccount(partition.tenantId, target, routed);
-
     const quote = reads.quote;
+    const routed = await this.route({ tenantId: partition.tenantId, mode: partition.mode, bankCode: target.bankCode, amountMinor: quote.deliver_amount }, request, target, bankCodes);
+    const { methodUsed, methodChanged, routeFailure, rails } = await this.checkAccount(partition.tenantId, target, routed);
+
     const job: PayoutJob = {
       candidate: {
         key: context.key,
@@ -145,7 +155,7 @@ export class PayoutService {
       methodChanged,
       methodUsed,
       routeFailureMessage: routeFailure?.message ?? null,
-      rail: rail?.name ?? null,
+      rail: rails[0]?.name ?? null,
       metadata: request.metadata ?? NO_METADATA,
     };
     const result = await this.committer.submit(this.lane, partition, job);
@@ -160,39 +170,45 @@ export class PayoutService {
         return answer;
       }
       case 'accepted':
-        return this.deliver(result.payment, job, result.batchStartedAt);
+        return this.deliver(result.payment, job, result.batchStartedAt, rails);
     }
   }
 
-  /** Which instrument can carry the payout, decided before any money moves (or why none can). */
-  private async route(mode: Mode, request: PayoutRequest, target: BeneficiarySnapshot, bankCodes: Record<Instrument, ReadonlySet<string>>) {
-    const rail = this.railFor(mode);
-    if (!rail) {
-      return { rail, methodUsed: null, methodChanged: false, routeFailure: { reason: 'no_route', message: 'No live rail provider is configured for this deployment.' } };
+  /**
+   * Which instrument can carry the payout, and on which rails, decided before any money moves (or why
+   * none can). An instrument is available when a rail that may carry the payout (eligible, its breaker
+   * not open) says it can deliver to this beneficiary through it; no rail serving the mode at all is
+   * `no_route`.
+   */
+  private async route(payout: Omit<RoutedPayout, 'instrument'>, request: PayoutRequest, target: BeneficiarySnapshot, bankCodes: Record<Instrument, ReadonlySet<string>>): Promise<RouteOutcome> {
+    const available = async (instrument: Instrument) => {
+      const rails = await this.rails.candidates({ ...payout, instrument });
+      const answers = await Promise.all(rails.map((rail) => rail.adapter.instrumentAvailable(target, instrument, request.method).catch(() => false)));
+      return { rails: rails.filter((_, i) => answers[i]), eligible: rails.length > 0 };
+    };
+    const [pagoMovil, transferencia] = [await available('pago_movil'), await available('transferencia')];
+    if (!pagoMovil.eligible && !transferencia.eligible && !(await this.rails.servesAny(payout.mode))) {
+      return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'no_route', message: `No rail serves ${payout.mode} payouts in this deployment.` } };
     }
     const route = decideRoute({
       requested: request.method,
       policy: request.methodPolicy ?? 'preferred',
       beneficiary: target,
       inCatalogue: (instrument, code) => bankCodes[instrument].has(code),
-      railAvailable: {
-        pago_movil: await rail.instrumentAvailable(target, 'pago_movil', request.method),
-        transferencia: await rail.instrumentAvailable(target, 'transferencia', request.method),
-      },
+      railAvailable: { pago_movil: pagoMovil.rails.length > 0, transferencia: transferencia.rails.length > 0 },
     });
-    return route.ok
-      ? { rail, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null }
-      : { rail, methodUsed: null, methodChanged: false, routeFailure: { reason: route.reason, message: route.message } };
+    if (!route.ok) return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: route.reason, message: route.message } };
+    return { rails: route.method === 'pago_movil' ? pagoMovil.rails : transferencia.rails, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null };
   }
 
   /**
    * A tenant with `rejectInvalidAccounts` fails a transferencia to an account whose check digits do
    * not agree before the rail, as any route failure (nothing charged). The tenant is read only then.
    */
-  private async checkAccount<R extends RouteOutcome>(tenantId: string, target: BeneficiarySnapshot, routed: R): Promise<R | RouteOutcome> {
+  private async checkAccount(tenantId: string, target: BeneficiarySnapshot, routed: RouteOutcome): Promise<RouteOutcome> {
     if (routed.methodUsed !== 'transferencia' || checkAccountNumber(target.accountNumber) !== 'invalid_check_digits') return routed;
     if (!(await findTenant(this.db, tenantId))?.reject_invalid_accounts) return routed;
-    return { rail: routed.rail, methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE } };
+    return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE } };
   }
 
   /** What a key found before or in the batch answers, or undefined when it is past its TTL. */
@@ -220,19 +236,22 @@ export class PayoutService {
    * is applied through the outcome batch. The payout path sends only within its window (sendWindowMs);
    * later the reaper sends it.
    */
-  private async deliver(payment: PaymentRow, job: PayoutJob, batchStartedAt: Date): Promise<WriterAnswer> {
+  private async deliver(payment: PaymentRow, job: PayoutJob, batchStartedAt: Date, rails: readonly RegisteredRail[]): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
-    if (this.clock.now().getTime() - batchStartedAt.getTime() <= sendWindowMs(this.settings)) {
-      const outcome = await callRail(this.railFor(payment.mode)!, transferOf(payment, job.sender!), this.settings.railTimeoutMs);
+    if (this.withinSendWindow(batchStartedAt)) {
+      const sent = await this.send(payment, job.sender!, batchStartedAt, rails);
+      const outcome = sent.outcome;
+      row = sent.payment;
       if (outcome.status === 'processing') accepted = true;
-      else {
+      // No rail received it: it stays submitted on the last rail tried, and the reaper sends it there.
+      else if (outcome.status !== 'not_received') {
         const applied = await this.outcomes.apply(payment, outcome, {
           actor: 'api',
           settledReason: 'rail_settled',
           recheck: { afterMs: this.unknownRecheck[payment.mode] },
         });
-        row = answerOfSend(payment, outcome, applied);
+        row = answerOfSend(sent.payment, outcome, applied);
       }
     }
     const body = this.answers.payment(row);
@@ -253,8 +272,38 @@ export class PayoutService {
     this.log?.warn({ code: pgErrorCode(error), message: (error as Error)?.message }, `payout: could not record ${what}; it is recovered later`);
   }
 
-  private railFor(mode: Mode): RailAdapter | undefined {
-    return mode === 'test' ? this.rails.test : this.rails.live;
+  private withinSendWindow(batchStartedAt: Date): boolean {
+    return this.clock.now().getTime() - batchStartedAt.getTime() <= sendWindowMs(this.settings);
+  }
+
+  /**
+   * Sends the payment to its rail (the first candidate, recorded by the batch). Only when that rail
+   * provably did not receive it (`not_received`) does it go to the next candidate whose breaker is
+   * not open: its new rail committed first (a crash then leaves the reaper asking the rail that was
+   * asked to send), at most RAILS_TRIED_MAX rails, and only within the send window, after which the
+   * reaper alone may send it. Any other answer — a timeout, an error, whose fate is unknown — keeps
+   * it on its rail: never two rails for one payment.
+   */
+  private async send(payment: PaymentRow, sender: Sender, batchStartedAt: Date, candidates: readonly RegisteredRail[]): Promise<{ outcome: RailReport | NotReceived; payment: PaymentRow }> {
+    let row = payment;
+    const transfer = transferOf(payment, sender);
+    for (let tried = 1; ; tried += 1) {
+      const rail = this.rails.railOf(row);
+      if (!rail) throw new Error(`invariant: payment ${row.id} is on rail ${row.rail}, which this process does not have`);
+      const outcome = await callRail(rail, transfer, this.settings.railTimeoutMs);
+      this.rails.sent(rail.name, outcome);
+      if (outcome.status !== 'not_received') return { outcome, payment: row };
+      const next = candidates.slice(candidates.findIndex((c) => c.name === rail.name) + 1).find((c) => c.breaker.admits());
+      if (!next || tried >= RAILS_TRIED_MAX || !this.withinSendWindow(batchStartedAt)) return { outcome, payment: row };
+      const moved = await movePaymentToRail(this.db, row, row.rail, next.name).catch((error: unknown) => {
+        this.logLost(`the move to rail ${next.name} (it stays on ${rail.name} for the reaper)`, error);
+        return false;
+      });
+      if (!moved) return { outcome, payment: row };
+      this.rails.failedOver(rail.name, next.name);
+      this.log?.warn({ paymentId: row.id, from: rail.name, to: next.name }, 'payout: the rail did not receive it; sent to the next rail');
+      row = { ...row, rail: next.name };
+    }
   }
 
   private async bankCodes(): Promise<Record<Instrument, ReadonlySet<string>>> {

@@ -3,6 +3,7 @@
 // one transaction, its lines are matched in bounded batches, every mismatch is stored with both
 // sides and opens an anomaly, and the statement's counts and its audit row commit with them — or,
 // on any fault, nothing does. Nothing here changes a payment or the ledger.
+import type { RailRegistry } from './rail-registry.ts';
 import type { Readable } from 'node:stream';
 import type { Database, TransactionHandle } from '../db/database.ts';
 import { openAnomalies } from '../db/repositories/anomalies.ts';
@@ -61,8 +62,6 @@ const MISSING_PAGE_SIZE = 1000;
  */
 const MATCH_STATEMENT_TIMEOUT_MS = 60_000;
 
-/** Rails that exist without having carried a payment yet. */
-const CONFIGURED_RAILS: readonly string[] = ['sandbox'];
 
 export interface StatementImport {
   rail: string;
@@ -78,15 +77,17 @@ export class RailStatementService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    private readonly rails: Pick<RailRegistry, 'named'>,
     private readonly metrics?: Pick<MoneyMetrics, 'anomalyRecorded'>,
   ) {}
 
   /**
-   * Whether a rail is one we know: a configured rail, or one that has carried a payment. The one place
-   * that decides it (a registry of rails answers it once there is one).
+   * Whether a rail is one we know: a rail of this deployment (the sandbox, a configured connector), or
+   * one that has carried a payment (a connector since removed from the rails file still has statements
+   * to match). The one place that decides it.
    */
   async isKnownRail(rail: string): Promise<boolean> {
-    return CONFIGURED_RAILS.includes(rail) || (await railCarriedPayments(this.db, rail));
+    return this.rails.named(rail) !== undefined || (await railCarriedPayments(this.db, rail));
   }
 
   /**

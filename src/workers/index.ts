@@ -29,7 +29,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const reaper = new Reaper(
     services.db,
     services.clock,
-    services.rails,
+    services.railRegistry,
     services.outcomes,
     { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs },
     log,

@@ -6,7 +6,9 @@ import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { sendEndsMs } from '../domain/send-schedule.ts';
+import { railOfPayment } from '../db/repositories/rails.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
+import { railSetOf, type RailSet } from '../rails/rail-set.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
@@ -45,6 +47,10 @@ export interface ReaperSettings {
  * lock order); one payment's failure never fails the others — its lease, which outlives the rail's
  * timeout by construction, expires and it is asked again.
  *
+ * Each payment is asked of ITS rail (the one it records), never of another: the reaper cannot prove
+ * after the fact that a rail did not receive a transfer, so it never moves a payment to another rail.
+ * A payment whose rail does not answer waits for it (its questions fail and are asked again).
+ *
  * It also applies the rail's own notifications (an outcome pushed to us, a settled payout returned by
  * the bank), and acknowledges one only once its effect — or the anomaly it is — is committed.
  *
@@ -56,16 +62,18 @@ export class Reaper {
   private readonly leaseMs: number;
   /** From a payment's batch start, how long its payout path may still be sending it. */
   private readonly sendEndsMs: number;
+  private readonly rails: RailSet;
 
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    private readonly rails: RailsByMode,
+    rails: RailsByMode | RailSet,
     private readonly outcomes: PaymentOutcomes,
     private readonly settings: ReaperSettings,
     private readonly log?: FastifyBaseLogger,
     private readonly metrics?: MoneyMetrics,
   ) {
+    this.rails = railSetOf(rails);
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
     this.sendEndsMs = sendEndsMs({ reaperIntervalMs: settings.intervalMs, railTimeoutMs: settings.railTimeoutMs });
   }
@@ -81,7 +89,7 @@ export class Reaper {
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
     const { known, unanswered } = await this.lookUpInBulk(claimed);
-    const asked = claimed.filter((payment) => !unanswered.has(payment.mode));
+    const asked = claimed.filter((payment) => !unanswered.has(payment));
     // The payments a silent bulk lookup left are questions that led nowhere, as a failed single one.
     if (asked.length < claimed.length) this.metrics?.resolution('error', claimed.length - asked.length);
     await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
@@ -99,34 +107,42 @@ export class Reaper {
     return next === undefined ? false : Math.max(REAPER_PAUSE_MIN_MS, next.getTime() - this.clock.now().getTime());
   }
 
-  private railFor(payment: { mode: 'test' | 'live' }): RailAdapter | undefined {
-    return payment.mode === 'test' ? this.rails.test : this.rails.live;
-  }
 
   /**
    * The statuses a rail can give in one call (RailAdapter.lookupMany), for every claimed payment of
-   * that rail: one question per pass instead of one per payment. A payment missing from the answer
-   * (no bulk lookup, or the call failed) is asked on its own by `ask`.
+   * that rail and mode: one question per rail per pass instead of one per payment. A payment missing
+   * from the answer (no bulk lookup, or the call failed) is asked on its own by `ask`.
    */
-  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<{ known: Map<PaymentRow, RailLookup>; unanswered: Set<'test' | 'live'> }> {
+  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<{ known: Map<PaymentRow, RailLookup>; unanswered: Set<PaymentRow> }> {
     const known = new Map<PaymentRow, RailLookup>();
-    const unanswered = new Set<'test' | 'live'>();
-    for (const mode of ['test', 'live'] as const) {
-      const rail = this.railFor({ mode });
-      const payments = claimed.filter((payment) => payment.mode === mode);
-      if (!rail?.lookupMany || payments.length === 0) continue;
-      try {
-        const answers = await bounded(rail.lookupMany(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
-        if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
-        payments.forEach((payment, i) => known.set(payment, answers[i]!));
-      } catch (error) {
-        if (error instanceof RailQuestionTimeout) {
-          // A rail that does not answer one question will not answer 200: this pass leaves them,
-          // and each is asked again when its lease expires.
-          unanswered.add(mode);
-          this.log?.warn({ mode, payments: payments.length, message: error.message }, 'reaper: the rail did not answer the bulk lookup; asking again later');
-        } else {
-          this.log?.warn({ mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+    const unanswered = new Set<PaymentRow>();
+    const groups = new Map<RailAdapter, { test: PaymentRow[]; live: PaymentRow[] }>();
+    for (const payment of claimed) {
+      const rail = this.rails.railOf(payment);
+      if (!rail?.lookupMany) continue;
+      const group = groups.get(rail) ?? { test: [], live: [] };
+      group[payment.mode].push(payment);
+      groups.set(rail, group);
+    }
+    for (const [rail, byMode] of groups) {
+      for (const mode of ['test', 'live'] as const) {
+        const payments = byMode[mode];
+        if (payments.length === 0) continue;
+        try {
+          const answers = await bounded(rail.lookupMany!(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
+          if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
+          this.rails.answered(rail.name, true);
+          payments.forEach((payment, i) => known.set(payment, answers[i]!));
+        } catch (error) {
+          this.rails.answered(rail.name, false);
+          if (error instanceof RailQuestionTimeout) {
+            // A rail that does not answer one question will not answer 200: this pass leaves them,
+            // and each is asked again when its lease expires.
+            for (const payment of payments) unanswered.add(payment);
+            this.log?.warn({ rail: rail.name, mode, payments: payments.length, message: error.message }, 'reaper: the rail did not answer the bulk lookup; asking again later');
+          } else {
+            this.log?.warn({ rail: rail.name, mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+          }
         }
       }
     }
@@ -140,19 +156,40 @@ export class Reaper {
    * sandbox settle delay): only the payout path may send it until then.
    */
   private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | { deferUntil: Date } | undefined> {
-    const rail = this.railFor(payment);
-    if (!rail) return undefined;
+    const rail = this.rails.railOf(payment);
+    if (!rail) {
+      // Its rail is not configured in this process (removed, or a worker configured unlike the API):
+      // asked again later, and never of another rail.
+      this.log?.warn({ paymentId: payment.id, rail: payment.rail, mode: payment.mode }, 'reaper: the payment is on a rail this process does not have; configure it to resolve the payment');
+      return undefined;
+    }
     try {
-      const lookup = known ?? (await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup'));
+      const lookup = known ?? (await this.lookUp(rail, payment));
       if (lookup.status !== 'not_found') return lookup;
       const sendEnds = payment.created_at.getTime() + this.sendEndsMs;
       if (payment.status === 'submitted' && this.clock.now().getTime() < sendEnds) return { deferUntil: new Date(sendEnds) };
-      // Committed but never sent (the payout path died first): send it now, by the same reference.
+      // Committed but never sent (the payout path died first): send it now, by the same reference, to
+      // the rail it is on now (the payout path may have moved it since this pass claimed it).
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
-      return await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
+      if ((await railOfPayment(this.db, payment)) !== payment.rail) return undefined;
+      const sent = await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
+      this.rails.sent(rail.name, sent);
+      // Provably not received: nothing to record; it is sent again when its rail answers.
+      return sent.status === 'not_received' ? undefined : sent;
     } catch (error) {
       this.failed(payment, 'ask the rail about', error);
       return undefined;
+    }
+  }
+
+  private async lookUp(rail: RailAdapter, payment: PaymentRow): Promise<RailLookup> {
+    try {
+      const lookup = await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup');
+      this.rails.answered(rail.name, true);
+      return lookup;
+    } catch (error) {
+      this.rails.answered(rail.name, false);
+      throw error;
     }
   }
 
@@ -183,22 +220,30 @@ export class Reaper {
 
   private async processNotifications(): Promise<number> {
     let handled = 0;
-    for (const mode of ['test', 'live'] as const) {
-      const rail = this.railFor({ mode });
-      if (!rail) continue;
-      const notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.settings.railTimeoutMs, 'the pending notifications');
+    let unread: unknown;
+    for (const rail of this.rails.all()) {
+      let notifications: RailNotification[];
+      try {
+        notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.settings.railTimeoutMs, 'the pending notifications');
+      } catch (error) {
+        // One rail that does not answer does not keep the others' notifications waiting; the pass
+        // still fails (counted by the loop) once they are handled.
+        unread ??= error;
+        continue;
+      }
       await forEachBounded(notifications, REAPER_RAIL_CONCURRENCY, async (notification) => {
         try {
-          await this.applyNotification(mode, rail, notification);
+          await this.applyNotification(rail, notification);
           // Only now: what it said is committed (applied, or stored as an anomaly).
           await bounded(rail.acknowledgeNotification(notification.id), this.settings.railTimeoutMs, 'an acknowledgement');
         } catch (error) {
           // Not acknowledged: the rail hands it out again on a later pass.
-          this.log?.warn({ notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
+          this.log?.warn({ rail: rail.name, notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
         }
       });
       handled += notifications.length;
     }
+    if (unread !== undefined) throw unread;
     return handled;
   }
 
@@ -207,12 +252,12 @@ export class Reaper {
    * an outcome of an unresolved payment, a return of a settled one. What contradicts our records — a
    * payment already final the other way, a return of a payment we never saw settle, an amount or bank
    * reference other than ours — is stored as an anomaly in the batch's transaction instead, and a
-   * reference we have no payment for (of this rail's mode) is stored as one too. Resolves once its
-   * effect is committed; the caller acknowledges it then.
+   * reference we have no payment for (on this rail) is stored as one too. Resolves once its effect is
+   * committed; the caller acknowledges it then.
    */
-  private async applyNotification(mode: 'test' | 'live', rail: RailAdapter, notification: RailNotification): Promise<void> {
-    const payment = await this.paymentNamedBy(mode, notification);
-    if (!payment) return this.recordUnknownReference(mode, notification);
+  private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<void> {
+    const payment = await this.paymentNamedBy(rail, notification);
+    if (!payment) return this.recordUnknownReference(rail, notification);
     let current = payment;
     if (notification.kind === 'reversed' && (current.status === 'submitted' || current.status === 'unknown')) {
       // A return of a payment we have not seen settle: the rail's own status first. A transfer it shows
@@ -234,18 +279,24 @@ export class Reaper {
   /**
    * The payment a notification names: by the primary key when the rail says whose transfer it was; by
    * the id alone otherwise, or when that names nothing (a rail's echo is not trusted to be right: a
-   * return is never dropped for it). A rail serves one mode: a payment of the other is not its.
+   * return is never dropped for it). A payment carried by another rail is not this rail's.
    */
-  private async paymentNamedBy(mode: 'test' | 'live', notification: RailNotification): Promise<PaymentRow | undefined> {
-    const keyed = notification.tenantId && notification.mode === mode ? await findPayment(this.db, notification.tenantId, mode, notification.reference) : undefined;
+  private async paymentNamedBy(rail: RailAdapter, notification: RailNotification): Promise<PaymentRow | undefined> {
+    const keyed = notification.tenantId && notification.mode ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference) : undefined;
     const payment = keyed ?? (await findPaymentById(this.db, notification.reference));
-    return payment?.mode === mode ? payment : undefined;
+    return payment && this.rails.railOf(payment) === rail ? payment : undefined;
   }
 
-  /** A notification naming a reference we have no payment for: an anomaly without a tenant. */
-  private async recordUnknownReference(mode: 'test' | 'live', notification: RailNotification): Promise<void> {
+  /**
+   * A notification naming a reference we have no payment for on this rail: an anomaly without a
+   * tenant. Its dedup scope is the mode for a mode's default rail (as before rails were many), the
+   * rail's name with it for any other (two rails' notification ids are not one space).
+   */
+  private async recordUnknownReference(rail: RailAdapter, notification: RailNotification): Promise<void> {
     const report = reportOfNotification(notification);
     const kind = 'unknown_reference';
+    const mode = notification.mode ?? null;
+    const scope = mode && this.rails.railOf({ rail: null, mode }) === rail ? mode : `${rail.name}/${mode ?? ''}`;
     const opened = await openAnomaly(
       this.db,
       {
@@ -254,9 +305,9 @@ export class Reaper {
         mode,
         paymentId: null,
         ours: { payment: null },
-        theirs: { reference: notification.reference, ...evidenceOfReport(report) },
+        theirs: { reference: notification.reference, rail: rail.name, ...evidenceOfReport(report) },
         raw: jsonOf(notification),
-        dedupKey: notificationDedupKey(kind, mode, notification.id),
+        dedupKey: notificationDedupKey(kind, scope, notification.id),
         reportedAt: notification.occurredAt,
       },
       this.clock.now(),
@@ -264,7 +315,7 @@ export class Reaper {
     if (!opened.created) return;
     this.metrics?.anomalyRecorded(kind);
     this.log?.error(
-      { anomalyId: opened.id, kind, mode, notification: notification.id },
+      { anomalyId: opened.id, kind, mode, rail: rail.name, notification: notification.id },
       'anomaly: the rail notified about a reference we have no payment for; it waits for an operator (GET /v1/admin/anomalies)',
     );
   }

@@ -90,7 +90,7 @@ describe('OpenAPI document', () => {
     // The platform routes whose body names a mode refuse a live change made with the first start's platform key.
     const guarded = operations.filter(([, path, op]) => path.startsWith('/v1/admin/') && codes(op.operationId!).includes('bootstrap_key_test_only')).map(([, , op]) => op.operationId).sort();
     assert.deepEqual(guarded, [
-      'adminCloseTenant', 'adminFundTenant', 'adminIssueApiKey', 'adminRotateWebhookSecret', 'adminSetCustomerSender', 'adminSetDefaultSender', 'adminSetWebhookEndpoint',
+      'adminCloseTenant', 'adminCreateRailRoute', 'adminFundTenant', 'adminIssueApiKey', 'adminRotateWebhookSecret', 'adminSetCustomerSender', 'adminSetDefaultSender', 'adminSetWebhookEndpoint', 'adminUpdateRail',
     ]);
   });
 

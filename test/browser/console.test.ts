@@ -5,13 +5,15 @@
 // key made a payment and read the audit trail; the strict CSP is served and obeyed (no violation), and
 // the key never appears in a URL.
 // requeued and delivered, make a test payout from the sandbox screen, resolve an anomaly on the platform
-// key's Needs review screen; the strict CSP is served and obeyed (no violation), and the key never
+// key's Needs review screen, see the rail that carried a payment and the rail-health screen (checked
+// by axe-core); the strict CSP is served and obeyed (no violation), and the key never
 // appears in a URL.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import axe from 'axe-core';
 import { chromium } from 'playwright-core';
 import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
@@ -47,6 +49,19 @@ async function call(baseUrl: string, key: string, method: string, url: string, b
 }
 
 const WAITS = { timeoutMs: WAIT_MS, intervalMs: 100 };
+
+
+/**
+ * axe-core's violations on the screen shown (its id and impact, and the elements), run in the page
+ * through the browser's own evaluation, so the console's CSP stays as strict as it is served.
+ */
+async function accessibilityViolations(page: { evaluate<R>(script: string): Promise<R> }): Promise<Array<{ id: string; impact: string | null; nodes: string[] }>> {
+  return page.evaluate(`(async () => {
+    ${axe.source}
+    const result = await axe.run(document.querySelector('#screen'), { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
+  })()`);
+}
 
 /** Closes the browser, stops the service (it must exit 0), drops its database and removes the folders. */
 async function tearDown(run: {
@@ -215,6 +230,8 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       assert.equal(new URL(page.url()).pathname, `/console/tenants/${saved.tenantId}/payments/${delivered}`);
       await page.getByText(tenantKeyId).waitFor();
       await page.getByRole('table', { name: 'Transitions' }).getByText('ledger_committed').waitFor();
+      // The rail that carried it, linked to the rail-health screen.
+      await page.getByRole('link', { name: 'sandbox', exact: true }).waitFor();
 
       // The audit trail: the platform key's two endpoint changes above and the tenant key's retry
       // from the events screen; then only what the tenant's key did, from the payment's page.
@@ -249,6 +266,18 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       assert.equal(stored.json.resolutionNote, 'Bank statement checked: the transfer did not leave. The rail was wrong.');
       assert.equal(stored.json.resolvedBy, (await call(base, admin, 'GET', '/v1/tenant/me')).json.apiKeyId);
       assert.equal((await api('GET', `/v1/payments/${contradicted}`)).json.status, 'failed', 'the payment is as it was');
+
+      // Rail health: the sandbox with its modes, breaker and health, what it sent; no routing rule yet.
+      await page.getByRole('link', { name: 'Rail health' }).click();
+      await page.getByRole('heading', { name: 'Rail health', level: 1 }).waitFor();
+      const rails = page.getByRole('table', { name: 'Rails' });
+      await rails.waitFor({ timeout: WAIT_MS });
+      const sandboxRow = await rails.getByRole('row', { name: /sandbox/ }).innerText();
+      assert.match(sandboxRow, /modes: test; instruments: pago_movil, transferencia/);
+      assert.match(sandboxRow, /closed/);
+      assert.match(sandboxRow, /answers/);
+      await page.getByText('No routing rule').waitFor();
+      assert.deepEqual(await accessibilityViolations(page), [], 'axe finds nothing on the rail-health screen');
 
       assert.deepEqual(problems, [], 'no script error and no CSP violation');
       assert.ok(urls.length > 0);

@@ -183,6 +183,29 @@ describe('bolivar CLI', () => {
       assertOneLine(refused, /400 validation_failed/);
     });
 
+    it('rails list, set, add-route, routes and delete-route are the admin API, audited', async () => {
+      const admin = client(t.app, t.platformKey);
+      const ok = async (args: string[]) => {
+        const run = await bolivar(args, env, cwd);
+        assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
+        return JSON.parse(run.stdout);
+      };
+      assert.deepEqual((await ok(['rails', 'list'])).data.map((r: { name: string }) => r.name), ['sandbox']);
+      const set = await ok(['rails', 'set', '--rail', 'sandbox', '--instruments', 'pago_movil,transferencia', '--enabled', 'on']);
+      assert.deepEqual([set.name, set.configured, set.instruments], ['sandbox', true, ['pago_movil', 'transferencia']]);
+      const rule = await ok(['rails', 'add-route', '--priority', '7', '--rail', 'sandbox', '--bank', '0134', '--min', '100', '--max', '900']);
+      assert.deepEqual([rule.rail, rule.bankCode, rule.minAmount, rule.maxAmount], ['sandbox', '0134', '100', '900']);
+      assert.deepEqual(await ok(['rails', 'routes']), (await admin.get('/v1/admin/rails/routes')).body);
+      assert.equal((await ok(['rails', 'delete-route', '--rule', rule.id])).id, rule.id);
+      const unknown = await bolivar(['rails', 'add-route', '--priority', '1', '--rail', 'ghost'], env, cwd);
+      assert.equal(unknown.code, 1);
+      assertOneLine(unknown, /404 resource_not_found/);
+      const usage = await bolivar(['rails', 'set', '--rail', 'sandbox'], env, cwd);
+      assert.equal(usage.code, 2);
+      const trail = (await admin.get('/v1/admin/audit?limit=3')).body.data.map((r: { action: string; target_id?: string; targetId?: string }) => r.action);
+      assert.deepEqual(trail, ['rail_route.delete', 'rail_route.create', 'rail.update']);
+    });
+
     it('reconcile --wait follows the run to its end: exit 0 when clean, 3 with the discrepancies; reconciliation list and show', async () => {
       const admin = client(t.app, t.platformKey);
       const tenant = (await admin.post('/v1/admin/tenants', { name: 'Cinco' })).body.id as string;

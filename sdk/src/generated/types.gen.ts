@@ -793,7 +793,7 @@ export type StoredRate = {
 /**
  * AdminPayment
  *
- * A payment as its tenant reads it, with what only the platform sees: its tenant, mode and the key that created it
+ * A payment as its tenant reads it, with what only the platform sees: its tenant, mode, rail and the key that created it
  */
 export type AdminPayment = {
     id: string;
@@ -871,6 +871,10 @@ export type AdminPayment = {
     }>;
     tenant_id: string;
     mode: 'test' | 'live';
+    /**
+     * The rail that carries the payment (null: failed before any rail, or made before payments recorded their rail). See GET /v1/admin/rails
+     */
+    rail: string | null;
     /**
      * The API key that made the payout (null for payments made before keys were recorded). Find it with GET /v1/admin/tenants/{id}/api-keys; what else it did with GET /v1/admin/audit?actorKeyId=…
      */
@@ -1894,6 +1898,93 @@ export type RailStatementDetail = {
          */
         next_cursor: string | null;
     };
+};
+
+/**
+ * Rail
+ */
+export type Rail = {
+    name: string;
+    kind: 'sandbox' | 'connector';
+    /**
+     * The modes whose payouts it may carry
+     */
+    modes: Array<'test' | 'live'>;
+    /**
+     * The instruments it may carry
+     */
+    instruments: Array<'pago_movil' | 'transferencia'>;
+    /**
+     * false: no new payout is routed to it (payments on it are still asked about)
+     */
+    enabled: boolean;
+    /**
+     * true: the settings were stored by an operator; false: its defaults apply
+     */
+    configured: boolean;
+    /**
+     * Its circuit breaker in the process that answered (each process has its own)
+     */
+    breaker: {
+        state: 'closed' | 'open' | 'half_open';
+        /**
+         * Transport failures in a row
+         */
+        failures: number;
+        lastProbe: {
+            ok: boolean;
+            message?: string;
+        } | null;
+    };
+    health: {
+        ok: boolean;
+        message?: string;
+    };
+    /**
+     * What it did since the answering process started
+     */
+    counts: {
+        sends: number;
+        /**
+         * Submits that did not end in an accepted transfer, by reason
+         */
+        failures: {
+            [key: string]: number;
+        };
+        /**
+         * Payouts moved from it to the next rail (it provably did not receive them)
+         */
+        failovers: number;
+        /**
+         * Mean time of its submits and lookups
+         */
+        meanLatencyMs: number | null;
+        lastSendAt: string | null;
+    };
+};
+
+/**
+ * RailRoute
+ *
+ * A routing rule: a payout matching every condition set (null: any) is tried on `rail` first; rules apply by priority, lowest first
+ */
+export type RailRoute = {
+    id: string;
+    priority: number;
+    rail: string;
+    tenantId: string | null;
+    mode: 'test' | 'live' | null;
+    instrument: 'pago_movil' | 'transferencia' | null;
+    bankCode: string | null;
+    /**
+     * Integer amount in minor units, as a string
+     */
+    minAmount: string | null;
+    /**
+     * Integer amount in minor units, as a string
+     */
+    maxAmount: string | null;
+    createdAt: string;
 };
 
 export type HealthLiveData = {
@@ -3295,7 +3386,7 @@ export type AdminListAuditData = {
         /**
          * Only actions on this kind of target
          */
-        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation' | 'rail_statement';
+        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation' | 'rail_statement' | 'rail' | 'rail_route';
         /**
          * Only actions on this target (with or without `targetType`)
          */
@@ -3307,7 +3398,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import';
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import' | 'rail.update' | 'rail_route.create' | 'rail_route.delete';
         /**
          * Only actions at or after this instant
          */
@@ -7682,3 +7773,487 @@ export type AdminGetRailStatementResponses = {
 };
 
 export type AdminGetRailStatementResponse = AdminGetRailStatementResponses[keyof AdminGetRailStatementResponses];
+
+export type AdminListRailsData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/admin/rails';
+};
+
+export type AdminListRailsErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListRailsError = AdminListRailsErrors[keyof AdminListRailsErrors];
+
+export type AdminListRailsResponses = {
+    /**
+     * The rails and routing rules
+     */
+    200: {
+        data: Array<Rail>;
+        routes: Array<RailRoute>;
+    };
+};
+
+export type AdminListRailsResponse = AdminListRailsResponses[keyof AdminListRailsResponses];
+
+export type AdminUpdateRailData = {
+    body: {
+        modes?: Array<'test' | 'live'>;
+        instruments?: Array<'pago_movil' | 'transferencia'>;
+        enabled?: boolean;
+    };
+    path: {
+        name: string;
+    };
+    query?: never;
+    url: '/v1/admin/rails/{name}';
+};
+
+export type AdminUpdateRailErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminUpdateRailError = AdminUpdateRailErrors[keyof AdminUpdateRailErrors];
+
+export type AdminUpdateRailResponses = {
+    /**
+     * The rail, as listed
+     */
+    200: Rail;
+};
+
+export type AdminUpdateRailResponse = AdminUpdateRailResponses[keyof AdminUpdateRailResponses];
+
+export type AdminListRailRoutesData = {
+    body?: never;
+    path?: never;
+    query?: never;
+    url: '/v1/admin/rails/routes';
+};
+
+export type AdminListRailRoutesErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListRailRoutesError = AdminListRailRoutesErrors[keyof AdminListRailRoutesErrors];
+
+export type AdminListRailRoutesResponses = {
+    /**
+     * The routing rules
+     */
+    200: {
+        data: Array<RailRoute>;
+    };
+};
+
+export type AdminListRailRoutesResponse = AdminListRailRoutesResponses[keyof AdminListRailRoutesResponses];
+
+export type AdminCreateRailRouteData = {
+    body: {
+        /**
+         * Lower applies first
+         */
+        priority: number;
+        /**
+         * The rail a matching payout is tried on first
+         */
+        rail: string;
+        tenantId?: string | null;
+        mode?: 'test' | 'live' | null;
+        instrument?: 'pago_movil' | 'transferencia' | null;
+        /**
+         * The beneficiary's bank code
+         */
+        bankCode?: string | null;
+        /**
+         * The smallest amount delivered (BS minor units) it matches
+         */
+        minAmount?: number | null;
+        /**
+         * The largest amount delivered (BS minor units) it matches
+         */
+        maxAmount?: number | null;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/admin/rails/routes';
+};
+
+export type AdminCreateRailRouteErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * Not allowed:
+     * - `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     * - `bootstrap_key_test_only`: a live-mode change made with the platform key of the first start (bootstrap.json), which administers test mode only; set `PLATFORM_API_KEY` and use that key
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing' | 'bootstrap_key_test_only';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminCreateRailRouteError = AdminCreateRailRouteErrors[keyof AdminCreateRailRouteErrors];
+
+export type AdminCreateRailRouteResponses = {
+    /**
+     * The rule, created
+     */
+    201: RailRoute;
+};
+
+export type AdminCreateRailRouteResponse = AdminCreateRailRouteResponses[keyof AdminCreateRailRouteResponses];
+
+export type AdminDeleteRailRouteData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query?: never;
+    url: '/v1/admin/rails/routes/{id}';
+};
+
+export type AdminDeleteRailRouteErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminDeleteRailRouteError = AdminDeleteRailRouteErrors[keyof AdminDeleteRailRouteErrors];
+
+export type AdminDeleteRailRouteResponses = {
+    /**
+     * The rule, removed
+     */
+    200: RailRoute;
+};
+
+export type AdminDeleteRailRouteResponse = AdminDeleteRailRouteResponses[keyof AdminDeleteRailRouteResponses];

@@ -28,11 +28,14 @@ const AdminPayment = Component(
       ...PaymentFields,
       tenant_id: Uuid(),
       mode: ModeSchema,
+      rail: Nullable(
+        Type.String({ description: 'The rail that carries the payment (null: failed before any rail, or made before payments recorded their rail). See GET /v1/admin/rails' }),
+      ),
       created_by_key_id: Nullable(
         Uuid('The API key that made the payout (null for payments made before keys were recorded). Find it with GET /v1/admin/tenants/{id}/api-keys; what else it did with GET /v1/admin/audit?actorKeyId=…'),
       ),
     },
-    { description: 'A payment as its tenant reads it, with what only the platform sees: its tenant, mode and the key that created it' },
+    { description: 'A payment as its tenant reads it, with what only the platform sees: its tenant, mode, rail and the key that created it' },
   ),
 );
 
@@ -53,8 +56,8 @@ function adminGetPaymentRoute(app: App, db: Database): void {
         tags: ['Admin'],
         operationId: 'adminGetPayment',
         summary: "Read one of a tenant's payments, with the key that created it",
-        description: `The payment as \`GET /v1/payments/{id}\` answers its tenant (in either mode), plus \`tenant_id\`, \`mode\` and
-\`created_by_key_id\`: the API key that made the payout. The tenant's own answers never show the key.`,
+        description: `The payment as \`GET /v1/payments/{id}\` answers its tenant (in either mode), plus \`tenant_id\`, \`mode\`, \`rail\`
+(the rail that carries it) and \`created_by_key_id\`: the API key that made the payout. The tenant's own answers never show the key.`,
         params: TenantPaymentParams,
         response: { 200: Answer('The payment, with its tenant, mode and creating key', AdminPayment), ...errorResponses('resource_not_found') },
       },
@@ -64,7 +67,7 @@ function adminGetPaymentRoute(app: App, db: Database): void {
       const payment = (await findPayment(db, tenantId, 'test', paymentId)) ?? (await findPayment(db, tenantId, 'live', paymentId));
       if (!payment) throw notFound('payment');
       const transitions = await listTransitions(db, tenantId, paymentId);
-      return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, created_by_key_id: payment.created_by_key_id };
+      return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, rail: payment.rail, created_by_key_id: payment.created_by_key_id };
     },
   );
 }

@@ -32,6 +32,8 @@ function unexpected(what: string, answer: GatewayAnswer): Error {
 export class HttpBankRail implements RailAdapter {
   readonly name: string;
   readonly resolvesWithinMs?: number;
+  /** The modes the rails file gives it: what it serves until the operator sets its modes. */
+  readonly modes: readonly ('test' | 'live')[];
   private readonly client: GatewayClient;
 
   constructor(
@@ -40,6 +42,7 @@ export class HttpBankRail implements RailAdapter {
     private readonly clock: Clock,
   ) {
     this.name = config.name;
+    this.modes = config.modes;
     if (config.resolvesWithinMs !== undefined) this.resolvesWithinMs = config.resolvesWithinMs;
     this.client = new GatewayClient(config.baseUrl, config.keys[0]!, config.timeoutMs, () => clock.now().getTime());
   }

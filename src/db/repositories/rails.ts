@@ -1,0 +1,108 @@
+import type { Instrument } from '../../domain/instrument.ts';
+import type { Mode } from '../../domain/partition.ts';
+import type { RailRoute, RailSetting } from '../../domain/rail-routing.ts';
+import type { Queryable } from '../database.ts';
+
+interface RailRow {
+  name: string;
+  modes: Mode[];
+  instruments: Instrument[];
+  enabled: boolean;
+  updated_at: Date;
+}
+
+interface RailRouteRow {
+  id: string;
+  priority: number;
+  rail: string;
+  tenant_id: string | null;
+  mode: Mode | null;
+  instrument: Instrument | null;
+  bank_code: string | null;
+  min_amount: bigint | null;
+  max_amount: bigint | null;
+  created_at: Date;
+}
+
+export type StoredRailSetting = RailSetting & { updatedAt: Date };
+
+const RAIL_COLUMNS = 'name, modes, instruments, enabled, updated_at';
+const ROUTE_COLUMNS = 'id, priority, rail, tenant_id, mode, instrument, bank_code, min_amount, max_amount, created_at';
+
+const settingOf = (row: RailRow): StoredRailSetting => ({ name: row.name, modes: row.modes, instruments: row.instruments, enabled: row.enabled, updatedAt: row.updated_at });
+
+const routeOf = (row: RailRouteRow): RailRoute => ({
+  id: row.id,
+  priority: row.priority,
+  rail: row.rail,
+  tenantId: row.tenant_id,
+  mode: row.mode,
+  instrument: row.instrument,
+  bankCode: row.bank_code,
+  minAmount: row.min_amount === null ? null : BigInt(row.min_amount),
+  maxAmount: row.max_amount === null ? null : BigInt(row.max_amount),
+  createdAt: row.created_at,
+});
+
+/** Every stored rail setting (a handful: one per configured rail). */
+export async function listRailSettings(db: Queryable): Promise<StoredRailSetting[]> {
+  const { rows } = await db.query<RailRow>(`SELECT ${RAIL_COLUMNS} FROM rails ORDER BY name`);
+  return rows.map(settingOf);
+}
+
+/** The rail's stored setting, locked for its update (the audit row records what it was). */
+export async function lockRailSetting(tx: Queryable, name: string): Promise<StoredRailSetting | undefined> {
+  const { rows } = await tx.query<RailRow>(`SELECT ${RAIL_COLUMNS} FROM rails WHERE name = $1 FOR UPDATE`, [name]);
+  return rows[0] && settingOf(rows[0]);
+}
+
+export async function upsertRailSetting(tx: Queryable, setting: RailSetting, now: Date): Promise<StoredRailSetting> {
+  const { rows } = await tx.query<RailRow>(
+    `INSERT INTO rails (name, modes, instruments, enabled, created_at, updated_at) VALUES ($1, $2::text[], $3::text[], $4, $5, $5)
+     ON CONFLICT (name) DO UPDATE SET modes = EXCLUDED.modes, instruments = EXCLUDED.instruments, enabled = EXCLUDED.enabled, updated_at = EXCLUDED.updated_at
+     RETURNING ${RAIL_COLUMNS}`,
+    [setting.name, [...setting.modes], [...setting.instruments], setting.enabled, now],
+  );
+  return settingOf(rows[0]!);
+}
+
+/** Every routing rule, in the order they apply. */
+export async function listRailRoutes(db: Queryable): Promise<RailRoute[]> {
+  const { rows } = await db.query<RailRouteRow>(`SELECT ${ROUTE_COLUMNS} FROM rail_routes ORDER BY priority, created_at, id`);
+  return rows.map(routeOf);
+}
+
+export async function insertRailRoute(tx: Queryable, route: RailRoute): Promise<RailRoute> {
+  const { rows } = await tx.query<RailRouteRow>(
+    `INSERT INTO rail_routes (id, priority, rail, tenant_id, mode, instrument, bank_code, min_amount, max_amount, created_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${ROUTE_COLUMNS}`,
+    [route.id, route.priority, route.rail, route.tenantId, route.mode, route.instrument, route.bankCode, route.minAmount, route.maxAmount, route.createdAt],
+  );
+  return routeOf(rows[0]!);
+}
+
+/** Removes a rule; what it was, or undefined when there was none. */
+export async function deleteRailRoute(tx: Queryable, id: string): Promise<RailRoute | undefined> {
+  const { rows } = await tx.query<RailRouteRow>(`DELETE FROM rail_routes WHERE id = $1 RETURNING ${ROUTE_COLUMNS}`, [id]);
+  return rows[0] && routeOf(rows[0]);
+}
+
+/**
+ * Moves a payment the payout path is sending to the next rail, after the previous one provably did
+ * not receive it: only while it is still `submitted` on the rail the caller tried, so that a payment
+ * someone else has moved or resolved meanwhile is left alone (false). Committed before the send, so
+ * that a crash in between leaves the reaper asking the rail that was asked to send.
+ */
+export async function movePaymentToRail(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }, from: string | null, to: string): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE payments SET rail = $5 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'submitted' AND rail IS NOT DISTINCT FROM $4`,
+    [payment.tenant_id, payment.mode, payment.id, from, to],
+  );
+  return rowCount === 1;
+}
+
+/** The rail a payment is on now (its row may have moved since a caller read it). */
+export async function railOfPayment(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }): Promise<string | null | undefined> {
+  const { rows } = await db.query<{ rail: string | null }>('SELECT rail FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3', [payment.tenant_id, payment.mode, payment.id]);
+  return rows[0]?.rail;
+}

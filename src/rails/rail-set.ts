@@ -1,0 +1,32 @@
+// The rails a process knows, as the reaper needs them: the rail that carries a payment, and every
+// rail whose notifications it processes. The process's rail registry (services/rail-registry.ts) is
+// one; a single rail per mode (a test of one rail) is another.
+import type { RailAdapter } from './rail.ts';
+import type { RailReport } from '../domain/outcome-decision.ts';
+import type { NotReceived, RailsByMode } from './send.ts';
+
+export interface RailSet {
+  /**
+   * The rail that carries a payment: the one it records, or, on a payment made before payments
+   * recorded their rail (null), its mode's default rail. Undefined: this process has no such rail.
+   */
+  railOf(payment: { rail: string | null; mode: 'test' | 'live' }): RailAdapter | undefined;
+  /** Every rail, each once (the reaper processes each one's notifications). */
+  all(): readonly RailAdapter[];
+  /** A question to `rail` was answered (true) or not (false): its circuit breaker counts it. */
+  answered(rail: string, ok: boolean): void;
+  /** What a submit to `rail` ended in: its breaker and its failures by reason count it. */
+  sent(rail: string, outcome: RailReport | NotReceived): void;
+}
+
+/** One rail per mode: every payment of a mode is that rail's, whatever it records. */
+export function railSetOf(rails: RailsByMode | RailSet): RailSet {
+  if ('railOf' in rails) return rails;
+  const all = rails.live && rails.live !== rails.test ? [rails.test, rails.live] : [rails.test];
+  return {
+    railOf: (payment) => (payment.mode === 'test' ? rails.test : rails.live),
+    all: () => all,
+    answered: () => undefined,
+    sent: () => undefined,
+  };
+}

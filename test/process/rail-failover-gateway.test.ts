@@ -3,8 +3,9 @@
 // simulator process; a routing rule makes gateway A the first choice. Mid-load A is SIGKILLed while
 // it holds transfers it received but never answered: its breaker opens, new payouts go to gateway B,
 // the payouts A held answer `unknown` and stay on A until it comes back (same port, same journal),
-// then resolve by asking it. Afterwards every chaos invariant holds, and the gateways agree with the
-// database: each payment received by exactly one gateway, once — the one it records.
+// then resolve by asking it; A carries new payouts again once its breaker closes. Afterwards every
+// chaos invariant holds, and the gateways agree with the database: each payment received by exactly
+// one gateway, once — the one it records.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -171,11 +172,14 @@ describe('failover between two gateways under load', { skip: ENGINE !== 'postgre
         const wrongHeld = heldTransitions.filter((p) => p.rail !== RAIL_A || p.status !== 'settled' || !(p.settled_at instanceof Date) || p.settled_at.getTime() < restartedAt);
         if (wrongHeld.length) violations.push(`held payouts not settled on A after it came back: ${JSON.stringify(wrongHeld)}`);
 
+        // Once A answers again its breaker's probe closes it, and the rule sends payouts to A again.
+        const aAfterRestart = atA.filter((r) => Date.parse(r.receivedAt) > upAt).length;
+        if (aAfterRestart < 1) violations.push('gateway A carried no payout after it came back (its breaker never closed)');
         const bAfterKill = atB.filter((r) => Date.parse(r.receivedAt) > killedAt).length;
         const summary =
-          `payouts ${payments.length}: gateway A ${atA.length} (${heldAtA.length} held in flight when killed), gateway B ${atB.length} (${bAfterKill} after the kill); ` +
+          `payouts ${payments.length}: gateway A ${atA.length} (${heldAtA.length} held in flight when killed, ${aAfterRestart} after it came back), gateway B ${atB.length} (${bAfterKill} after the kill); ` +
           `A down ${downMs} ms, restarted in ${upAt - restartedAt} ms; breaker seen open (after ${openSeen.breaker.failures} failures), ${failedOver} payouts failed over from A; ` +
-          `held payouts settled ${heldResolvedMs} ms after A was back; load done at ${loadMs} ms; every payment final ${resolvedMs} ms after A was back; ${result.summary}`;
+          `held payouts settled ${heldResolvedMs} ms after A was back; load done at ${loadMs} ms; every payment final ${resolvedMs} ms after A was back (the load went on meanwhile); ${result.summary}`;
         t.diagnostic(summary);
         assert.deepEqual(violations, [], failureReport({ ...result, violations, summary }, cluster, `gateway A output:\n${simA.output()}`));
       });

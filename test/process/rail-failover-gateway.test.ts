@@ -30,10 +30,11 @@ const HELD = 6;
 /** A settles a transfer this long after receiving it: the held ones are still PROCESSING there when it dies. */
 const A_SETTLE_DELAY_MS = 3_000;
 /**
- * The held sends' broken connections count HELD transport failures at the kill; the breaker needs a
- * few more — connections A refuses — so that payouts fail over (provably not received) before it opens.
+ * The kill breaks the held sends and any other send in flight (at most CONCURRENCY): that many
+ * transport failures at once. The breaker needs a few more — connections A refuses — so that some
+ * payouts provably fail over (not received) before it opens and A is skipped.
  */
-const BREAKER_FAILURES = HELD + 4;
+const BREAKER_FAILURES = HELD + CONCURRENCY + 4;
 /** Payouts gateway A carries before it is killed (the routing rule at work). */
 const BEFORE_KILL_MIN = 20;
 /** Payouts created after the kill that B must carry before A comes back. */

@@ -49,6 +49,7 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
   const transfer = /^\/_control\/transfers\/([^/]+)(\/outcome|\/notify)?$/.exec(path);
   const scenario = /^\/_control\/scenarios\/([^/]+)$/.exec(path);
   if (request.method === 'GET' && path === '/_control/state') return answer(response, 200, stateView(parts));
+  if (request.method === 'GET' && path === '/_control/transfers') return answer(response, 200, { data: parts.state.received() });
   if (request.method === 'POST' && path === '/_control/faults') return answer(response, 200, await setFaults(parts, body ?? {}));
   if (request.method === 'POST' && path === '/_control/callbacks') return answer(response, 200, setCallbacks(parts, body ?? {}));
   if (request.method === 'POST' && path === '/_control/callbacks/release') {

@@ -107,6 +107,17 @@ export class GatewayState {
     return this.transfers.size;
   }
 
+  /** Every transfer received, in the order received: what a test compares with the payments it made. */
+  received(): Array<{ reference: string; submissions: number; scenario: string; receivedAt: string; status: GatewayTransfer['status'] }> {
+    return [...this.transfers.values()].map((t) => ({
+      reference: t.reference,
+      submissions: t.submissions,
+      scenario: t.scenario,
+      receivedAt: new Date(t.receivedAt).toISOString(),
+      status: t.outcome.status,
+    }));
+  }
+
   /** Transfers whose planned outcome is due reach it (journaled, then called back). */
   settleDue(now: number): void {
     for (const transfer of this.transfers.values()) {

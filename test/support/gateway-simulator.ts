@@ -159,7 +159,6 @@ function outcomeOf(notice: BankNotice) {
   }
 }
 
-/** A BankControl over the simulator's control API. */
 /** Waits until every callback the gateway queued was delivered or given up (refused included). */
 export async function callbacksSettled(sim: GatewaySimulator): Promise<void> {
   await until('the gateway sent every callback it queued', async () => {
@@ -168,6 +167,7 @@ export async function callbacksSettled(sim: GatewaySimulator): Promise<void> {
   });
 }
 
+/** A BankControl over the simulator's control API. */
 export function simulatorBank(sim: GatewaySimulator): BankControl {
   return {
     failureReasons: RAIL_FAILURE_REASONS,

@@ -258,7 +258,7 @@ function outsideSeries(registers: Registers) {
     }),
     workerPasses: new Counter({
       name: 'bolivar_worker_passes_total',
-      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
+      help: 'Passes of each background loop (reaper, webhook-dispatcher, daily-close, idempotency-purge, rail-inbox-purge, reconciliation) by result; a loop whose rate falls to 0 is stuck',
       labelNames: ['worker', 'result'],
       registers,
     }),

@@ -1,10 +1,8 @@
 // The connector kit run for the HTTP bank connector against the reference gateway simulator (its own
 // process, a fresh one per case) with our service receiving its signed callbacks: every promise of
 // docs/connectors.md, including the catalogue outage and the unreachable bank the sandbox cannot play.
-// Half the cases here, half in connector-kit-http-bank-2.test.ts: each case starts a gateway and a
-// service (about 4 s a case on a busy machine), and one file of all 22 neared the runner's 120 s.
 import { ENGINE } from '../support/harness.ts';
 import { connectorKit } from '../support/connector-kit/kit.ts';
 import { httpBankUnderTest } from '../support/gateway-simulator.ts';
 
-connectorKit(`HTTP bank connector on ${ENGINE}`, () => httpBankUnderTest(), { part: { index: 0, of: 2 } });
+connectorKit(`HTTP bank connector on ${ENGINE}`, () => httpBankUnderTest());

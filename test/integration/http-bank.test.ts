@@ -45,8 +45,9 @@ describe('HTTP bank connector against the gateway simulator', () => {
   });
 
   after(async () => {
-    await t?.close();
+    // The gateway first: a callback in flight would hold the app's close for a keep-alive (75 s).
     await sim?.close();
+    await t?.close();
   });
 
   function transfer(overrides: Partial<RailTransfer> = {}): RailTransfer {
@@ -388,8 +389,9 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
   });
 
   after(async () => {
-    await t?.close();
+    // The gateway first: a callback in flight would hold the app's close for a keep-alive (75 s).
     await sim?.close();
+    await t?.close();
   });
 
   const transfer = (): RailTransfer => ({

@@ -207,8 +207,10 @@ export async function httpBankUnderTest(): Promise<ConnectorUnderTest> {
       mode: 'live',
       railTimeoutMs: t.config.sandboxRailTimeoutMs,
       async close() {
-        await t.close();
+        // The gateway first: a callback it is sending keeps a connection to the app busy, and the app's
+        // close then waits out that connection's keep-alive (72 s) once the callback is answered.
         await sim.close();
+        await t.close();
       },
     };
   } catch (error) {

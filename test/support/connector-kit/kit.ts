@@ -383,12 +383,9 @@ export const kitChecks = {
  * Declares the kit as a node:test suite for one adapter. `factory` makes a fresh adapter and bank for
  * each case; the case closes them.
  */
-export function connectorKit(name: string, factory: () => Promise<ConnectorUnderTest>, options: { part?: { index: number; of: number } } = {}): void {
-  // An adapter whose factory starts processes may split the kit across test files (every `of`-th case
-  // from `index`), so that no one file nears the test runner's per-file bound; together they run all.
-  const { index, of } = options.part ?? { index: 0, of: 1 };
-  describe(`connector kit: ${name}${of > 1 ? ` (part ${index + 1} of ${of})` : ''}`, () => {
-    for (const [title, check] of KIT_CASES.filter((_, i) => i % of === index)) {
+export function connectorKit(name: string, factory: () => Promise<ConnectorUnderTest>): void {
+  describe(`connector kit: ${name}`, () => {
+    for (const [title, check] of KIT_CASES) {
       it(title, { timeout: KIT_CASE_TIMEOUT_MS }, async (t) => {
         const cut = await factory();
         try {

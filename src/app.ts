@@ -156,12 +156,18 @@ function createFastify(deps: AppDeps, compilers: LazyCompilers): App {
 
 /**
  * During a graceful shutdown a request still arriving on a kept-alive connection is refused
- * before any work, so the client retries it on another process.
+ * before any work, so the client retries it on another process. A request in flight when the
+ * shutdown began is answered with `connection: close`: the server's close ends only idle connections
+ * once, and a connection that became idle afterwards would otherwise hold the close for the whole
+ * keep-alive (75 s), past the shutdown's grace.
  */
 function refuseWhileClosing(app: App): void {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
+  });
+  app.addHook('onSend', async (_request, reply) => {
+    if (closing) reply.header('connection', 'close');
   });
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;

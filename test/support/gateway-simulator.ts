@@ -13,6 +13,7 @@ import type { RailKey } from '../../src/domain/rail-signature.ts';
 import { gatewayErrorCodeOf } from '../../src/rails/http-bank/status-map.ts';
 import type { HttpBankConnectorConfig } from '../../src/rails/rails-file.ts';
 import type { BankControl, BankNotice, BankScenario, ConnectorUnderTest } from './connector-kit/bank-control.ts';
+import { reapedOnExit } from './child-reaper.ts';
 import { startTestApp, type TestApp } from './harness.ts';
 import { until } from './until.ts';
 
@@ -51,7 +52,7 @@ export interface GatewaySimulatorOptions {
 }
 
 function spawnSimulator(configFile: string): { child: ChildProcessWithoutNullStreams; output: () => string; ready: Promise<{ port: number; controlPort: number }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', configFile], { cwd: ROOT });
+  const child = reapedOnExit(spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', configFile], { cwd: ROOT }));
   let output = '';
   const ready = new Promise<{ port: number; controlPort: number }>((resolve, reject) => {
     child.stdout.on('data', (chunk: Buffer) => {

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reapedOnExit } from './child-reaper.ts';
 import { TEST_METRICS_TOKEN } from './metrics.ts';
 import { freePort, SERVICE_ARGS } from './process.ts';
 import { until } from './until.ts';
@@ -43,27 +44,6 @@ const DEFAULT_READY_TIMEOUT_MS = 45_000;
 const DEFAULT_STOP_TIMEOUT_MS = 15_000;
 /** Bound of the wait for a killed process to be reaped. */
 const EXIT_WAIT_MS = 10_000;
-
-// Whatever happens to the test (a failure, a timeout, Ctrl-C), no service process outlives the
-// test process.
-const liveChildren = new Set<ChildProcessWithoutNullStreams>();
-function killChildren(): void {
-  for (const child of liveChildren) {
-    try {
-      child.kill('SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-process.once('exit', killChildren);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    killChildren();
-    process.kill(process.pid, signal); // the default action, now that this listener is gone
-  });
-}
-
 
 class ServiceNode {
   child: ChildProcessWithoutNullStreams | undefined;
@@ -253,9 +233,8 @@ export class ServiceCluster {
       PORT: String(node.port),
       HOST: '127.0.0.1',
     };
-    const child = spawn(process.execPath, SERVICE_ARGS, { cwd: REPO_ROOT, env });
+    const child = reapedOnExit(spawn(process.execPath, SERVICE_ARGS, { cwd: REPO_ROOT, env }));
     node.child = child;
-    liveChildren.add(child);
     const header = `=== ${node.label} generation ${node.generation} pid ${child.pid} started at +${((startedAt - this.t0) / 1000).toFixed(2)}s ===\n`;
     node.chunks.push(header);
     const onData = (chunk: Buffer) => {
@@ -268,7 +247,6 @@ export class ServiceCluster {
     const generation = node.generation;
     node.exited = new Promise<ExitRecord>((resolve) => {
       child.on('exit', (code, signal) => {
-        liveChildren.delete(child);
         const record: ExitRecord = { node: i, role: node.spec.role, generation, pid: child.pid, code, signal, at: new Date(), expected: node.expectingExit };
         this.exits.push(record);
         this.note(`${node.label} pid ${child.pid} exited (code ${code}, signal ${signal})${record.expected ? '' : ' UNEXPECTEDLY'}`);

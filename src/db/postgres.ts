@@ -89,7 +89,7 @@ const BEGIN_PLANNED = {
    * 400, 100 picked: 600 rows of outbox_events read with both settings). Without enable_seqscan off,
    * the plan made from statistics that knew of no pending event probed each picked event by a scan of
    * the outbox (252,900 rows read); without enable_sort off, both plans read every due event and
-   * sorted them (2,700).
+   * sorted them (2,700): with both, 78 % fewer rows read than the better of the two without.
    */
   'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
 } as const;

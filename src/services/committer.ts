@@ -38,7 +38,11 @@ interface Item {
   reject(error: unknown): void;
 }
 
-/** A batch transaction (TransactionOptions.batch), whose every statement finds its rows by key (TransactionOptions.seqScans). */
+/**
+ * A batch transaction (TransactionOptions.batch), whose every statement finds its rows by key
+ * (TransactionOptions.seqScans false: payout c16 872/s with it, 341/s without, −61 %; the A/B is by
+ * KEYED_PLANNER in db/postgres.ts).
+ */
 const BATCH = { batch: true, seqScans: false } as const;
 
 /**

@@ -233,6 +233,8 @@ export function claimDueEventsParams(claim: DueEventsClaim): unknown[] {
  * a claimed event away from every other dispatcher until it is recorded or the lease expires.
  */
 export async function claimDueEvents(tx: Queryable, claim: DueEventsClaim): Promise<ClaimedEventRow[]> {
+  // queue-head: 600 outbox rows read instead of 252,900 (no seq scan) or 2,700 (no sort), −78 % at the
+  // least, measured by "the webhook claim on PostgreSQL" (test/integration/database.test.ts).
   const { rows } = await tx.query<ClaimedEventRow>(CLAIM_DUE_EVENTS_SQL, claimDueEventsParams(claim), { plan: 'queue-head' });
   return rows;
 }

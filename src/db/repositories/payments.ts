@@ -132,7 +132,6 @@ export async function nextResolutionDue(db: Queryable): Promise<Date | undefined
   const { rows } = await db.query<{ at: Date | null }>(
     `SELECT min(next_check_at) AS at FROM payments WHERE status IN ('submitted', 'unknown')`,
     [],
-    { plan: 'queue-head' },
   );
   return rows[0]?.at ?? undefined;
 }

@@ -63,6 +63,7 @@ export async function readPayoutReferences(db: Queryable, items: readonly Payout
     items.map((i) => i.beneficiaryId ?? null),
     items.map((i) => i.key),
     items.map((i) => i.customerId ?? null),
+    // keyed: part of the payout path measured by KEYED_PLANNER (db/postgres.ts): c16 872/s, 341/s without (−61 %).
   ], { plan: 'keyed' });
   const byOrdinal = new Map(rows.map((row) => [Number(row.n), row]));
   return items.map((_, index) => {

@@ -29,6 +29,7 @@ import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { statementRoutes } from './http/routes/statement.ts';
 import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
+import { payoutBatchRoutes } from './http/routes/payout-batches.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import { limitRoutes } from './http/routes/limits.ts';
 import type { App } from './http/types.ts';
@@ -222,6 +223,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await beneficiaryRoutes(app, services.beneficiaries);
   await bankRoutes(app, services.catalogue);
   await payoutRoutes(app, services.payouts);
+  await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems);
   await paymentRoutes(app, services.db);
   await statementRoutes(app, services.db);
   await treasuryRoutes(app, services.treasury);

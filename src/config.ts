@@ -63,6 +63,10 @@ export interface Config {
   webhookConcurrency: number;
   dispatcherIntervalMs: number;
   idempotencyTtlHours: number;
+  /** The most items of one payout batch. */
+  payoutBatchMaxItems: number;
+  /** Payout batches of one tenant and mode being recorded at once. */
+  payoutBatchesInProgressMax: number;
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
   shutdownGraceMs: number;
@@ -243,6 +247,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 64, 1, 1024),
     dispatcherIntervalMs: integer(env, 'DISPATCHER_INTERVAL_MS', 200, 10, 60_000),
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
+    payoutBatchMaxItems: integer(env, 'PAYOUT_BATCH_MAX_ITEMS', 1000, 1, 5000),
+    payoutBatchesInProgressMax: integer(env, 'PAYOUT_BATCHES_IN_PROGRESS_MAX', 4, 1, 64),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     connectors: railsFile(env, 'RAILS_FILE'),
@@ -289,7 +295,9 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['WEBHOOK_SECRET_OVERLAP_HOURS', '24', 'How long a rotated signing secret keeps signing'],
   ['WEBHOOK_CONCURRENCY', '64', 'Deliveries in flight per worker process'],
   ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
-  ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered'],
+  ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered (and a payout batch item\'s reference)'],
+  ['PAYOUT_BATCH_MAX_ITEMS', '1000', 'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item'],
+  ['PAYOUT_BATCHES_IN_PROGRESS_MAX', '4', 'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress'],
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
   ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],

@@ -21,6 +21,7 @@ import { LimitService } from './limits.ts';
 import { MoneyMetrics } from './money-metrics.ts';
 import { PaymentOutcomes, resolutionScheduleOf } from './payment-outcomes.ts';
 import { PayoutService } from './payouts.ts';
+import { PayoutBatchService } from './payout-batches.ts';
 import { RailAdminService } from './rail-admin.ts';
 import { RailMetrics } from './rail-metrics.ts';
 import { RailRegistry } from './rail-registry.ts';
@@ -87,6 +88,7 @@ export interface Services {
   committer: Committer;
   outcomes: PaymentOutcomes;
   payouts: PayoutService;
+  payoutBatches: PayoutBatchService;
   limitService: LimitService;
   metrics: MoneyMetrics;
   events: EventService;
@@ -120,6 +122,9 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
   const beneficiaries = new BeneficiaryService(db, catalogue);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
+  const quotes = new QuoteService(db, rates, clock, config.quoteTtlSeconds);
+  const payoutSettings = { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs };
+  const payouts = new PayoutService(db, clock, catalogue, railRegistry, outcomes, committer, limitService, payoutSettings, deps.payoutAnswers, log, metrics);
   return {
     config,
     db,
@@ -128,7 +133,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     authFailures: failedAuthenticationsOf(config, nowMs),
     tenants: new TenantService(db),
     rates,
-    quotes: new QuoteService(db, rates, clock, config.quoteTtlSeconds),
+    quotes,
     catalogue,
     beneficiaries,
     rails,
@@ -141,19 +146,8 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     outcomes,
     limitService,
     metrics,
-    payouts: new PayoutService(
-      db,
-      clock,
-      catalogue,
-      railRegistry,
-      outcomes,
-      committer,
-      limitService,
-      { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs },
-      deps.payoutAnswers,
-      log,
-      metrics,
-    ),
+    payouts,
+    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
     events: new EventService(db, clock),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),

@@ -62,6 +62,13 @@ export interface PayoutJob {
   rail: string | null;
   /** The payout's own metadata ({} when none was sent); an inline beneficiary's travels in `inline`. */
   metadata: Metadata;
+  /**
+   * An item of a payout batch (services/payout-batches.ts): its payment names the batch, the reaper
+   * sends it (the batch's answer does not wait for the rail), its key (derived from the item's
+   * reference) records the payment at once, and a refusal frees the key, so that the reference can
+   * pay once the cause is gone.
+   */
+  batch?: { id: string; item: number };
 }
 
 /** What a batch decided for one payout, for the log and the metrics once it has committed. */
@@ -254,10 +261,13 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
       funding: state.funding,
       usageDay: state.day,
       // The reaper asks once the rail usually has the outcome; a crash between this commit and the
-      // rail call is found then too, never before the payout path's own send has ended.
-      nextCheckAt: new Date(now.getTime() + this.firstLook[partition.mode]),
+      // rail call is found then too, never before the payout path's own send has ended. A batch's
+      // payout has no payout path sending it: the reaper sends it at once.
+      nextCheckAt: job.batch ? now : new Date(now.getTime() + this.firstLook[partition.mode]),
     });
     write.payments.push(payment);
+    // Nobody records a batch item's answer after the rail call: its key names the payment now.
+    if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: this.answers.payment(insertedPayment(payment)) });
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
     write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata: transitionMetadataOf(job) });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
@@ -285,7 +295,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   private recordRefused(write: PayoutBatchWrite, { job, candidate: c }: DecidedPayout, refusal: PayoutRefusal): PayoutResult {
     const error = refusalError(refusal);
     const tally = { status: 'refused', code: error.code } as const;
-    if (!isStoredStatus(error.status)) {
+    if (!isStoredStatus(error.status) || job.batch) {
       write.keyReleases.push(c.key);
       return { kind: 'error', error, tally };
     }
@@ -384,5 +394,6 @@ function newPayment(
     created_at: now,
     metadata: job.metadata,
     created_by_key_id: job.createdByKeyId,
+    batch_id: job.batch?.id ?? null,
   };
 }

@@ -46,6 +46,16 @@ export interface PayoutRequest {
   metadata?: Metadata;
 }
 
+/** Who asks for a payout: its key (a payout batch's item: one derived from its reference), and its batch. */
+export interface PayoutContext {
+  key: string;
+  fingerprint: string;
+  requestId: string;
+  createdByKeyId: string;
+  /** The payout batch and item it is, if any. */
+  batch?: { id: string; item: number };
+}
+
 export interface PayoutSettings extends SendTiming {
   idempotencyTtlMs: number;
 }
@@ -105,19 +115,45 @@ export class PayoutService {
   }
 
   /** `context.createdByKeyId`: the API key making the payout, stored with the payment. */
-  async create(
-    partition: Partition,
-    request: PayoutRequest,
-    context: { key: string; fingerprint: string; requestId: string; createdByKeyId: string },
-  ): Promise<WriterAnswer> {
+  async create(partition: Partition, request: PayoutRequest, context: PayoutContext): Promise<WriterAnswer> {
     const bankCodes = await this.bankCodes();
-    const { inline, blockSender } = validate(request, bankCodes);
-
+    const checked = validate(request, bankCodes);
     const reads = await this.reads.submit({ ...partition, key: context.key, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId, customerId: request.customerId });
     if (reads.key) {
       const answer = await this.answerFromKey(partition, reads.key, context.fingerprint);
       if (answer) return answer;
     }
+    const { job, rails } = await this.prepare(partition, request, checked, reads, context, bankCodes);
+    const result = await this.committer.submit(this.lane, partition, job);
+    switch (result.kind) {
+      case 'answered':
+        return result.answer;
+      case 'error':
+        throw result.error;
+      case 'key_taken': {
+        const answer = await this.answerFromKey(partition, result.stored, context.fingerprint);
+        if (!answer) throw new Error('invariant: a key taken in the batch was past its TTL');
+        return answer;
+      }
+      case 'accepted':
+        return this.deliver(result.payment, job, result.batchStartedAt, rails);
+    }
+  }
+
+  /**
+   * What a payout decides before its batch, needing no lock: its references exist (404), its user,
+   * sender, route and rails. Throws the ApiError a single payout answers with. Shared by the payout
+   * batches (services/payout-batches.ts), which read the references of many payouts at once.
+   */
+  async prepare(
+    partition: Partition,
+    request: PayoutRequest,
+    checked: CheckedPayout,
+    reads: PayoutReads,
+    context: PayoutContext,
+    bankCodes: Record<Instrument, ReadonlySet<string>>,
+  ): Promise<{ job: PayoutJob; rails: RegisteredRail[] }> {
+    const { inline, blockSender } = checked;
     if (!reads.quote) throw notFound('quote');
     if (request.beneficiaryId && !reads.beneficiary) throw notFound('beneficiary');
     const customerId = customerOf(request.customerId, reads.quote.customer_id);
@@ -157,21 +193,20 @@ export class PayoutService {
       routeFailureMessage: routeFailure?.message ?? null,
       rail: rails[0]?.name ?? null,
       metadata: request.metadata ?? NO_METADATA,
+      batch: context.batch,
     };
-    const result = await this.committer.submit(this.lane, partition, job);
-    switch (result.kind) {
-      case 'answered':
-        return result.answer;
-      case 'error':
-        throw result.error;
-      case 'key_taken': {
-        const answer = await this.answerFromKey(partition, result.stored, context.fingerprint);
-        if (!answer) throw new Error('invariant: a key taken in the batch was past its TTL');
-        return answer;
-      }
-      case 'accepted':
-        return this.deliver(result.payment, job, result.batchStartedAt, rails);
-    }
+    return { job, rails };
+  }
+
+  /** The payout batch (one transaction of many payouts) the payout path and the payout batches share. */
+  get payoutLane(): PayoutLane {
+    return this.lane;
+  }
+
+  /** The bank codes each instrument's catalogue holds, for `validate`. */
+  async bankCodes(): Promise<Record<Instrument, ReadonlySet<string>>> {
+    const [pagoMovil, transferencia] = await Promise.all([this.catalogue.codes('pago_movil'), this.catalogue.codes('transferencia')]);
+    return { pago_movil: pagoMovil, transferencia };
   }
 
   /**
@@ -306,11 +341,6 @@ export class PayoutService {
     }
   }
 
-  private async bankCodes(): Promise<Record<Instrument, ReadonlySet<string>>> {
-    const [pagoMovil, transferencia] = await Promise.all([this.catalogue.codes('pago_movil'), this.catalogue.codes('transferencia')]);
-    return { pago_movil: pagoMovil, transferencia };
-  }
-
   /** The rail floor needs a USD rate; the batch reads the current one, this only checks there is one. */
   private async ensureUsdRate(): Promise<void> {
     if (this.usdRateSeen) return;
@@ -333,7 +363,14 @@ function customerOf(requested: string | undefined, quoted: string | null): strin
   return requested ?? quoted ?? undefined;
 }
 
-function validate(request: PayoutRequest, bankCodes: Record<Instrument, ReadonlySet<string>>): { inline?: BeneficiaryDetails; blockSender?: Sender } {
+/** What a payout's own fields give once checked: its inline beneficiary and its sender block. */
+export interface CheckedPayout {
+  inline?: BeneficiaryDetails;
+  blockSender?: Sender;
+}
+
+/** The payout's own fields by the rules (400 `validation_failed` listing every violation). */
+export function validate(request: Omit<PayoutRequest, 'quoteId'>, bankCodes: Record<Instrument, ReadonlySet<string>>): CheckedPayout {
   const errors: FieldError[] = [];
   if ((request.beneficiaryId === undefined) === (request.beneficiary === undefined)) {
     errors.push({ field: 'beneficiaryId', message: 'send exactly one of beneficiaryId (a registered beneficiary) or beneficiary (inline)' });

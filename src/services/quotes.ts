@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
-import { findQuote, insertQuote, type QuoteRow } from '../db/repositories/quotes.ts';
+import { findQuote, insertQuote, type NewQuote, type QuoteRow } from '../db/repositories/quotes.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { Clock } from '../domain/clock.ts';
 import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
@@ -75,6 +75,49 @@ export class QuoteService {
       created_at: now,
       metadata: request.metadata ?? NO_METADATA,
     });
+  }
+
+  /**
+   * Deliver-mode quotes for many amounts at once (a payout batch's `deliver` items), computed exactly as
+   * `create` computes one, with the tenant's fee; not written (the batch writes them in one statement).
+   * An amount no quote can be made for is a field error at its index.
+   */
+  async deliverQuotes(partition: Partition, requests: ReadonlyArray<{ amount: number; customerId?: string } | undefined>): Promise<{ quotes: Array<NewQuote | undefined>; errors: Array<{ index: number; message: string }> }> {
+    const tenant = await findTenant(this.db, partition.tenantId);
+    if (!tenant) throw new Error('invariant: authenticated tenant has no row');
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
+    const errors: Array<{ index: number; message: string }> = [];
+    const quotes = requests.map((request, index): NewQuote | undefined => {
+      if (!request) return undefined;
+      let quote: Quote;
+      try {
+        quote = computeQuote({ mode: 'deliver', deliverAmount: BigInt(request.amount), feeBps: tenant.fee_bps, feeFixed: tenant.fee_fixed });
+      } catch (error) {
+        if (!(error instanceof MoneyError)) throw error;
+        errors.push({ index, message: error.message });
+        return undefined;
+      }
+      return {
+        tenant_id: partition.tenantId,
+        mode: partition.mode,
+        id: randomUUID(),
+        customer_id: request.customerId ?? null,
+        fixed: quote.fixed,
+        spend_asset: quote.spend.asset,
+        spend_amount: quote.spend.amount,
+        deliver_asset: quote.deliver.asset,
+        deliver_amount: quote.deliver.amount,
+        fee_amount: quote.fee.amount,
+        rate_value: quote.rate?.value ?? null,
+        rate_market: quote.rate?.market ?? null,
+        spread_bps: quote.rate?.spread_bps ?? null,
+        expires_at: expiresAt,
+        created_at: now,
+        metadata: NO_METADATA,
+      };
+    });
+    return { quotes, errors };
   }
 
   async get(partition: Partition, id: string): Promise<QuoteRow> {

@@ -15,6 +15,8 @@ export interface StatementQuery {
   status?: PaymentStatus;
   beneficiaryId?: string;
   customerId?: string;
+  /** Only the payments this payout batch created. */
+  batchId?: string;
   /** With `metadata_value`: one key of the payout's metadata, matched exactly. */
   metadata_key?: string;
   metadata_value?: string;
@@ -63,6 +65,7 @@ export function statementFilter(query: StatementQuery): StatementFilter {
     status: query.status,
     beneficiaryId: query.beneficiaryId,
     customerId: query.customerId,
+    batchId: query.batchId,
     metadata: query.metadata_key === undefined || query.metadata_value === undefined ? undefined : { key: query.metadata_key, value: query.metadata_value },
     settledFrom: query.from === undefined ? undefined : startOfBusinessDate(query.from),
     settledBefore: query.to === undefined ? undefined : startOfBusinessDate(nextDate(query.to)),

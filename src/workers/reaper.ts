@@ -167,8 +167,10 @@ export class Reaper {
       const lookup = known ?? (await this.lookUp(rail, payment));
       if (lookup.status !== 'not_found') return lookup;
       const sendEnds = payment.created_at.getTime() + this.sendEndsMs;
-      if (payment.status === 'submitted' && this.clock.now().getTime() < sendEnds) return { deferUntil: new Date(sendEnds) };
-      // Committed but never sent (the payout path died first): send it now, by the same reference, to
+      // A payout batch's payment has no payout path sending it: the reaper is its sender.
+      const beingSent = payment.status === 'submitted' && payment.batch_id === null && this.clock.now().getTime() < sendEnds;
+      if (beingSent) return { deferUntil: new Date(sendEnds) };
+      // Committed but never sent (a payout batch's, or the payout path died first): send it now, by the same reference, to
       // the rail it is on now (the payout path may have moved it since this pass claimed it).
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
       if ((await railOfPayment(this.db, payment)) !== payment.rail) return undefined;

@@ -63,7 +63,8 @@ describe('OpenAPI document', () => {
       assert.ok(operation.operationId, `${method} ${path} has an operationId`);
       const codesOf = (status: string) => response(operation.responses[status])?.content['application/json'].schema.allOf[1].properties.error.properties.code.enum;
       assert.deepEqual(codesOf('401'), ['api_key_missing', 'api_key_invalid'], `${method} ${path}`);
-      assert.deepEqual(codesOf('429'), ['rate_limited']);
+      // A payout batch may also be refused while the tenant has its maximum of batches being recorded.
+      assert.deepEqual(codesOf('429'), operation.operationId === 'createPayoutBatch' ? ['rate_limited', 'payout_batches_in_progress'] : ['rate_limited']);
       assert.deepEqual(codesOf('500'), ['internal_error']);
       assert.ok(codesOf('400').includes('validation_failed'));
     }
@@ -112,7 +113,7 @@ describe('OpenAPI document', () => {
   });
 
   it('declares the Idempotency-Key header where it is accepted, and idempotent-replayed on the answers a key stores', () => {
-    const expected: Record<string, boolean> = { createPayout: true, adminFundTenant: true, createQuote: false, registerBeneficiary: false };
+    const expected: Record<string, boolean> = { createPayout: true, createPayoutBatch: true, adminFundTenant: true, createQuote: false, registerBeneficiary: false };
     for (const [method, path, operation] of operations) {
       const parameter = operation.parameters?.find((p) => p.in === 'header' && p.name === 'Idempotency-Key');
       const id = operation.operationId ?? '';

@@ -15,7 +15,7 @@ export type ErrorEnvelope = {
         /**
          * Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry
          */
-        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'statement_malformed' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+        code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'payout_batch_too_large' | 'statement_malformed' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'reference_reused' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'payout_batches_in_progress' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
         /**
          * Readable explanation; not stable
          */
@@ -245,6 +245,10 @@ export type Payment = {
     settled_at: string | null;
     created_at: string;
     metadata: Metadata;
+    /**
+     * The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`
+     */
+    batch_id?: string;
     quote_id: string | null;
     /**
      * true if the ledger entry was reversed
@@ -835,6 +839,10 @@ export type AdminPayment = {
     settled_at: string | null;
     created_at: string;
     metadata: Metadata;
+    /**
+     * The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`
+     */
+    batch_id?: string;
     quote_id: string | null;
     /**
      * true if the ledger entry was reversed
@@ -1104,6 +1112,10 @@ export type StatementRow = {
     settled_at: string | null;
     created_at: string;
     metadata: Metadata;
+    /**
+     * The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`
+     */
+    batch_id?: string;
 };
 
 /**
@@ -1113,6 +1125,279 @@ export type StatementRow = {
  */
 export type StatementPage = {
     data: Array<StatementRow>;
+    /**
+     * true if another page follows
+     */
+    has_more: boolean;
+    /**
+     * Pass as `cursor` to read the next page; null on the last page
+     */
+    next_cursor: string | null;
+};
+
+/**
+ * PayoutBatchSummary
+ *
+ * A payout batch, without its items
+ */
+export type PayoutBatchSummary = {
+    /**
+     * The batch
+     */
+    id: string;
+    /**
+     * `receiving`: its items are being recorded (a request that stopped midway leaves it so until retried with the same key); `processing`: every item recorded, some payments not final; `completed`: every payment final (`settled`, `failed`, `returned` or `reversed`) or refused
+     */
+    status: 'receiving' | 'processing' | 'completed';
+    /**
+     * Items in the request
+     */
+    itemCount: number;
+    /**
+     * Items by status: a payment status, or `refused`
+     */
+    counts: {
+        /**
+         * Items whose payment is created
+         */
+        created: number;
+        /**
+         * Items whose payment is pending
+         */
+        pending: number;
+        /**
+         * Items whose payment is submitted
+         */
+        submitted: number;
+        /**
+         * Items whose payment is unknown
+         */
+        unknown: number;
+        /**
+         * Items whose payment is settled
+         */
+        settled: number;
+        /**
+         * Items whose payment is failed
+         */
+        failed: number;
+        /**
+         * Items whose payment is returned
+         */
+        returned: number;
+        /**
+         * Items whose payment is reversed
+         */
+        reversed: number;
+        /**
+         * Items refused (no payment)
+         */
+        refused: number;
+    };
+    /**
+     * Delivered amounts (BS minor units) by status
+     */
+    totals: {
+        /**
+         * BS minor units delivered by the items whose payment is created
+         */
+        created: string;
+        /**
+         * BS minor units delivered by the items whose payment is pending
+         */
+        pending: string;
+        /**
+         * BS minor units delivered by the items whose payment is submitted
+         */
+        submitted: string;
+        /**
+         * BS minor units delivered by the items whose payment is unknown
+         */
+        unknown: string;
+        /**
+         * BS minor units delivered by the items whose payment is settled
+         */
+        settled: string;
+        /**
+         * BS minor units delivered by the items whose payment is failed
+         */
+        failed: string;
+        /**
+         * BS minor units delivered by the items whose payment is returned
+         */
+        returned: string;
+        /**
+         * BS minor units delivered by the items whose payment is reversed
+         */
+        reversed: string;
+        /**
+         * BS minor units delivered by refused items had they been paid (their quoted amount; 0 when unknown)
+         */
+        refused: string;
+    };
+    createdAt: string;
+    /**
+     * When the last payment became final; null until then
+     */
+    completedAt: string | null;
+};
+
+/**
+ * PayoutBatch
+ *
+ * A payout batch: its counts and totals by status and every item's result
+ */
+export type PayoutBatch = {
+    /**
+     * The batch
+     */
+    id: string;
+    /**
+     * `receiving`: its items are being recorded (a request that stopped midway leaves it so until retried with the same key); `processing`: every item recorded, some payments not final; `completed`: every payment final (`settled`, `failed`, `returned` or `reversed`) or refused
+     */
+    status: 'receiving' | 'processing' | 'completed';
+    /**
+     * Items in the request
+     */
+    itemCount: number;
+    /**
+     * Items by status: a payment status, or `refused`
+     */
+    counts: {
+        /**
+         * Items whose payment is created
+         */
+        created: number;
+        /**
+         * Items whose payment is pending
+         */
+        pending: number;
+        /**
+         * Items whose payment is submitted
+         */
+        submitted: number;
+        /**
+         * Items whose payment is unknown
+         */
+        unknown: number;
+        /**
+         * Items whose payment is settled
+         */
+        settled: number;
+        /**
+         * Items whose payment is failed
+         */
+        failed: number;
+        /**
+         * Items whose payment is returned
+         */
+        returned: number;
+        /**
+         * Items whose payment is reversed
+         */
+        reversed: number;
+        /**
+         * Items refused (no payment)
+         */
+        refused: number;
+    };
+    /**
+     * Delivered amounts (BS minor units) by status
+     */
+    totals: {
+        /**
+         * BS minor units delivered by the items whose payment is created
+         */
+        created: string;
+        /**
+         * BS minor units delivered by the items whose payment is pending
+         */
+        pending: string;
+        /**
+         * BS minor units delivered by the items whose payment is submitted
+         */
+        submitted: string;
+        /**
+         * BS minor units delivered by the items whose payment is unknown
+         */
+        unknown: string;
+        /**
+         * BS minor units delivered by the items whose payment is settled
+         */
+        settled: string;
+        /**
+         * BS minor units delivered by the items whose payment is failed
+         */
+        failed: string;
+        /**
+         * BS minor units delivered by the items whose payment is returned
+         */
+        returned: string;
+        /**
+         * BS minor units delivered by the items whose payment is reversed
+         */
+        reversed: string;
+        /**
+         * BS minor units delivered by refused items had they been paid (their quoted amount; 0 when unknown)
+         */
+        refused: string;
+    };
+    createdAt: string;
+    /**
+     * When the last payment became final; null until then
+     */
+    completedAt: string | null;
+    /**
+     * One result per item, in item order
+     */
+    items: Array<{
+        /**
+         * Position of the item in the request, from 0
+         */
+        index: number;
+        /**
+         * The item's reference, as sent
+         */
+        reference: string;
+        /**
+         * Its payment's status as it stands now, or `refused`: no payment, as a single payout answered by an HTTP error
+         */
+        status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed' | 'refused';
+        /**
+         * The payment; null when refused
+         */
+        paymentId: string | null;
+        /**
+         * Why the payment failed (`failed`), as a payout's `reason`; else null
+         */
+        reason: string | null;
+        /**
+         * BS minor units the payment delivers, or that a refused item asked to deliver (null when its quote is unknown)
+         */
+        amount: string | null;
+        /**
+         * Only on `refused`: the error a single `POST /v1/payouts` would have answered
+         */
+        error: {
+            /**
+             * The error code a single payout would have answered
+             */
+            code: 'api_key_missing' | 'api_key_invalid' | 'webhook_signature_invalid' | 'rail_callback_signature_invalid' | 'metrics_token_invalid' | 'scope_missing' | 'bootstrap_key_test_only' | 'validation_failed' | 'malformed_request' | 'invalid_json' | 'idempotency_key_missing' | 'payout_batch_too_large' | 'statement_malformed' | 'resource_not_found' | 'route_not_found' | 'request_timeout' | 'idempotency_key_reused' | 'idempotency_request_in_progress' | 'quote_already_consumed' | 'reference_reused' | 'payment_already_resolved' | 'payment_not_settled' | 'anomaly_already_resolved' | 'payload_too_large' | 'uri_too_long' | 'unsupported_media_type' | 'expectation_failed' | 'quote_expired' | 'limit_exceeded' | 'insufficient_tenant_funds' | 'rate_limited' | 'payout_batches_in_progress' | 'headers_too_large' | 'rate_unavailable' | 'service_unavailable' | 'overloaded' | 'internal_error';
+            message: string;
+            meta?: {
+                [key: string]: unknown;
+            };
+        } | null;
+    }>;
+};
+
+/**
+ * PayoutBatchPage
+ *
+ * Payout batches, newest first
+ */
+export type PayoutBatchPage = {
+    data: Array<PayoutBatchSummary>;
     /**
      * true if another page follows
      */
@@ -2402,7 +2687,7 @@ export type AdminCreateTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -2636,7 +2921,7 @@ export type AdminUpdateTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -2830,7 +3115,7 @@ export type AdminIssueApiKeyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -2931,7 +3216,7 @@ export type AdminRevokeApiKeyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3035,7 +3320,7 @@ export type AdminSetRateErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3303,7 +3588,7 @@ export type AdminRecheckPaymentErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3723,7 +4008,7 @@ export type AdminResolveAnomalyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3907,7 +4192,7 @@ export type CreateQuoteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4215,7 +4500,7 @@ export type RegisterBeneficiaryErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4592,7 +4877,7 @@ export type CreatePayoutErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4657,6 +4942,403 @@ export type CreatePayoutResponses = {
 };
 
 export type CreatePayoutResponse = CreatePayoutResponses[keyof CreatePayoutResponses];
+
+export type ListPayoutBatchesData = {
+    body?: never;
+    path?: never;
+    query?: {
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+    };
+    url: '/v1/payout-batches';
+};
+
+export type ListPayoutBatchesErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type ListPayoutBatchesError = ListPayoutBatchesErrors[keyof ListPayoutBatchesErrors];
+
+export type ListPayoutBatchesResponses = {
+    /**
+     * Payout batches, newest first
+     */
+    200: PayoutBatchPage;
+};
+
+export type ListPayoutBatchesResponse = ListPayoutBatchesResponses[keyof ListPayoutBatchesResponses];
+
+export type CreatePayoutBatchData = {
+    body: {
+        /**
+         * The payouts, in the order they are decided (each against the balance and limits the items before it left). At most `PAYOUT_BATCH_MAX_ITEMS` (1,000 by default)
+         */
+        items: Array<{
+            /**
+             * Your id for this payout (a payroll line, an order): 1 to 64 of `A-Z a-z 0-9 . _ : / # -`, unique per mode for 24 h. A payout is made at most once per reference: an item whose reference already paid is answered with that payment, in any batch
+             */
+            reference: string;
+            /**
+             * A quote you made (any mode of quote). Send this or `deliver`, not both
+             */
+            quoteId?: string;
+            /**
+             * Quote the item at submission in deliver mode, with your fee, as `POST /v1/quotes` would: send this or `quoteId`
+             */
+            deliver?: {
+                /**
+                 * Bolivares: the only asset delivered
+                 */
+                asset: 'BS';
+                /**
+                 * What the beneficiary receives exactly, BS minor units
+                 */
+                amount: number;
+            };
+            /**
+             * Instrument requested
+             */
+            method: 'pago_movil' | 'transferencia';
+            /**
+             * `preferred` (default): may deliver through the other instrument, reported by `methodChanged`. `strict`: only the requested one
+             */
+            methodPolicy?: 'preferred' | 'strict';
+            /**
+             * A registered beneficiary (or send `beneficiary` inline)
+             */
+            beneficiaryId?: string;
+            /**
+             * Inline beneficiary, same rules as POST /v1/beneficiaries; registered or reused
+             */
+            beneficiary?: {
+                /**
+                 * Holder name exactly as the destination bank holds it; 1 to 100 characters
+                 */
+                fullName: string;
+                /**
+                 * V, E, J, G or P (upper case) followed by 6 to 9 digits
+                 */
+                nationalId: string;
+                /**
+                 * 4 digits; must be in the catalogue of the instrument used (`GET /v1/payouts/banks`)
+                 */
+                bankCode: string;
+                /**
+                 * Needed for `transferencia`: 16 to 20 digits starting with `bankCode`. Giving it makes the instrument `transferencia`; without it the instrument is `pago_movil`
+                 */
+                accountNumber?: string | null;
+                /**
+                 * Needed for both instruments: `04` followed by 9 digits
+                 */
+                phone?: string | null;
+                /**
+                 * Asset delivered to this beneficiary (default BS)
+                 */
+                asset?: 'BS' | 'USD' | 'USDC' | 'VESC';
+                /**
+                 * ISO 3166-1 alpha-2 country code (default VE)
+                 */
+                country?: string;
+                /**
+                 * Your own key-value pairs for reconciliation (an order or invoice id), stored as sent and never interpreted. Up to 50 keys of 1 to 40 characters, each value a string of at most 500 characters (no nested objects, arrays, numbers or null); anything else is 400 `validation_failed` naming the key (`metadata.<key>`), or `metadata` itself. Sending an identity that is already registered (same `nationalId`, `bankCode` and instrument) with `metadata` replaces its stored metadata (`{}` clears it); without `metadata` the stored metadata stays as it is.
+                 */
+                metadata?: {
+                    [key: string]: string;
+                };
+            };
+            /**
+             * Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user. Absent: the quote's customerId, if it was made with one; another user than the quote's is refused (400)
+             */
+            customerId?: string;
+            /**
+             * The originator: every field but `nationality` is required
+             */
+            sender?: {
+                /**
+                 * For a Venezuelan sender (nationality absent or VEN): V, E or J followed by 4 to 9 digits, upper case. For a foreign sender: 5 to 20 letters and digits as issued by the country of nationality
+                 */
+                nationalId: string;
+                /**
+                 * an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies
+                 */
+                nationality?: string;
+                /**
+                 * 2 to 100 characters (surrounding spaces do not count)
+                 */
+                firstName: string;
+                /**
+                 * 2 to 100 characters (surrounding spaces do not count)
+                 */
+                lastName: string;
+                /**
+                 * Venezuelan mobile (0412, 0414, 0416, 0424, 0426) as 04XXXXXXXXX, +584XXXXXXXXX or 4XXXXXXXXX; spaces, dashes and parentheses are ignored. Stored as 04XXXXXXXXX
+                 */
+                phone: string;
+                /**
+                 * Email address, local@domain.tld, at most 254 characters
+                 */
+                email: string;
+            };
+            /**
+             * Your own key-value pairs for reconciliation (an order or invoice id), stored as sent and never interpreted. Up to 50 keys of 1 to 40 characters, each value a string of at most 500 characters (no nested objects, arrays, numbers or null); anything else is 400 `validation_failed` naming the key (`metadata.<key>`), or `metadata` itself. The payout's: returned in its answer (replays included), by `GET /v1/payments/{id}` and the statement, and in the `payload` of its webhook events. Part of the request under the `Idempotency-Key`: the same key with other metadata is 409 `idempotency_key_reused`. The inline `beneficiary` takes its own `metadata`.
+             */
+            metadata?: {
+                [key: string]: string;
+            };
+        }>;
+    };
+    headers: {
+        /**
+         * Required: a unique string per operation (a UUID), 1 to 255 printable ASCII characters. A retry with the same key and body gets the original answer (`idempotent-replayed: true`), never a second operation; the same key with another body is 409 `idempotency_key_reused`. Without it: 400 `idempotency_key_missing`
+         */
+        'Idempotency-Key': string;
+    };
+    path?: never;
+    query?: never;
+    url: '/v1/payout-batches';
+};
+
+export type CreatePayoutBatchErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     * - `idempotency_key_missing`: no `Idempotency-Key` header on a call that requires one
+     * - `payout_batch_too_large`: a payout batch with more items than `PAYOUT_BATCH_MAX_ITEMS` (`meta`: maxItems, items); split it into several batches. Nothing was written
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json' | 'idempotency_key_missing' | 'payout_batch_too_large';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * Conflict:
+     * - `idempotency_key_reused`: the `Idempotency-Key` was used with a different request (route, path or body)
+     * - `idempotency_request_in_progress`: the first request with this `Idempotency-Key` is still running; retry it with the same key
+     */
+    409: ErrorEnvelope & {
+        error?: {
+            code?: 'idempotency_key_reused' | 'idempotency_request_in_progress';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * Too many requests:
+     * - `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     * - `payout_batches_in_progress`: the tenant already has `PAYOUT_BATCHES_IN_PROGRESS_MAX` payout batches being recorded; retry after `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited' | 'payout_batches_in_progress';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `rate_unavailable`: no fresh FX rate; retry after `Retry-After` seconds
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_unavailable' | 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type CreatePayoutBatchError = CreatePayoutBatchErrors[keyof CreatePayoutBatchErrors];
+
+export type CreatePayoutBatchResponses = {
+    /**
+     * The batch: counts and totals by status, and each item's result in item order
+     */
+    201: PayoutBatch;
+};
+
+export type CreatePayoutBatchResponse = CreatePayoutBatchResponses[keyof CreatePayoutBatchResponses];
+
+export type GetPayoutBatchData = {
+    body?: never;
+    path: {
+        /**
+         * The batch
+         */
+        id: string;
+    };
+    query?: never;
+    url: '/v1/payout-batches/{id}';
+};
+
+export type GetPayoutBatchErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type GetPayoutBatchError = GetPayoutBatchErrors[keyof GetPayoutBatchErrors];
+
+export type GetPayoutBatchResponses = {
+    /**
+     * A payout batch: its counts and totals by status and every item's result
+     */
+    200: PayoutBatch;
+};
+
+export type GetPayoutBatchResponse = GetPayoutBatchResponses[keyof GetPayoutBatchResponses];
 
 export type GetPaymentData = {
     body?: never;
@@ -4849,6 +5531,10 @@ export type ListPaymentsData = {
          */
         customerId?: string;
         /**
+         * Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column
+         */
+        batchId?: string;
+        /**
          * With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither
          */
         metadata_key?: string;
@@ -4958,6 +5644,10 @@ export type ExportPaymentsData = {
          * Only payments of this user of yours (the `customerId` of the payout)
          */
         customerId?: string;
+        /**
+         * Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column
+         */
+        batchId?: string;
         /**
          * With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither
          */
@@ -5187,7 +5877,7 @@ export type AdminFundTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5292,7 +5982,7 @@ export type AdminCloseTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5426,7 +6116,7 @@ export type AdminSetDefaultSenderErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5561,7 +6251,7 @@ export type AdminSetCustomerSenderErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5832,7 +6522,7 @@ export type RetryDeadEventsErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5936,7 +6626,7 @@ export type RetryEventErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6045,7 +6735,7 @@ export type AdminSetWebhookEndpointErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6150,7 +6840,7 @@ export type AdminRotateWebhookSecretErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6245,7 +6935,7 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6327,7 +7017,7 @@ export type SandboxWebhookFailingErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6517,7 +7207,7 @@ export type SimulatePaymentOutcomeErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6637,7 +7327,7 @@ export type SendSandboxRailNotificationErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6847,7 +7537,7 @@ export type AdminCreateLimitRuleErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6948,7 +7638,7 @@ export type AdminDeleteLimitRuleErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7235,7 +7925,7 @@ export type AdminStartReconciliationErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7405,7 +8095,7 @@ export type ReceiveRailCallbackErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7620,7 +8310,7 @@ export type AdminImportRailStatementErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7903,7 +8593,7 @@ export type AdminUpdateRailErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8103,7 +8793,7 @@ export type AdminCreateRailRouteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8204,7 +8894,7 @@ export type AdminDeleteRailRouteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB
+     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
      */
     413: ErrorEnvelope & {
         error?: {

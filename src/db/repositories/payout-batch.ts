@@ -81,15 +81,16 @@ function newPayments(p: Params, s: Scope, payments: readonly NewPayment[]): stri
     funding_account: ['text', col((x) => x.funding_account)],
     metadata: ['jsonb', col((x) => JSON.stringify(x.metadata))],
     created_by_key_id: ['uuid', col((x) => x.created_by_key_id)],
+    batch_id: ['uuid', col((x) => x.batch_id)],
   });
   return `
   INSERT INTO payments (tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message,
     source_asset, source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed,
-    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at, metadata, created_by_key_id)
+    beneficiary, sender, rail, next_check_at, usage_day, funding_account, created_at, updated_at, metadata, created_by_key_id, batch_id)
   SELECT ${s.tenant}, ${s.mode}, v.id, v.customer_id, v.beneficiary_id, v.quote_id, v.status, v.status_reason, v.message,
          v.source_asset, v.source_amount, v.payout_asset, v.payout_amount, v.fee_amount, v.method, v.method_requested,
          v.method_changed, v.beneficiary, v.sender, v.rail, v.next_check_at, v.usage_day, v.funding_account, ${s.now}, ${s.now}, v.metadata,
-         v.created_by_key_id
+         v.created_by_key_id, v.batch_id
     FROM ${rows}
   RETURNING 1`;
 }

@@ -1,3 +1,4 @@
+import { Params } from './sql-params.ts';
 import type { Queryable } from '../database.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Asset } from '../../domain/money.ts';
@@ -41,6 +42,38 @@ export async function insertQuote(db: Queryable, quote: NewQuote): Promise<Quote
     ],
   );
   return rows[0]!;
+}
+
+/** Many quotes in one statement (a payout batch's deliver-mode items), in the order given. */
+export async function insertQuotes(db: Queryable, quotes: readonly NewQuote[]): Promise<void> {
+  if (quotes.length === 0) return;
+  const p = new Params();
+  const col = <T>(pick: (q: NewQuote) => T) => quotes.map(pick);
+  const rows = p.unnest({
+    tenant_id: ['uuid', col((q) => q.tenant_id)],
+    mode: ['text', col((q) => q.mode)],
+    id: ['uuid', col((q) => q.id)],
+    customer_id: ['uuid', col((q) => q.customer_id)],
+    fixed: ['text', col((q) => q.fixed)],
+    spend_asset: ['text', col((q) => q.spend_asset)],
+    spend_amount: ['bigint', col((q) => q.spend_amount.toString())],
+    deliver_asset: ['text', col((q) => q.deliver_asset)],
+    deliver_amount: ['bigint', col((q) => q.deliver_amount.toString())],
+    fee_amount: ['bigint', col((q) => q.fee_amount.toString())],
+    rate_value: ['text', col((q) => q.rate_value)],
+    rate_market: ['text', col((q) => q.rate_market)],
+    spread_bps: ['integer', col((q) => q.spread_bps)],
+    expires_at: ['timestamptz', col((q) => q.expires_at)],
+    created_at: ['timestamptz', col((q) => q.created_at)],
+    metadata: ['jsonb', col((q) => JSON.stringify(q.metadata))],
+  });
+  await db.query(
+    `INSERT INTO quotes (tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
+       fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, metadata)
+     SELECT tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
+       fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, metadata FROM ${rows}`,
+    p.values,
+  );
 }
 
 export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<QuoteRow | undefined> {

@@ -26,6 +26,7 @@ export type StatementColumns = Pick<
   | 'settled_at'
   | 'created_at'
   | 'metadata'
+  | 'batch_id'
 >;
 
 /** A statement row as read, with its keyset position. */
@@ -38,6 +39,8 @@ export interface StatementFilter {
   status?: PaymentStatus;
   beneficiaryId?: string;
   customerId?: string;
+  /** Only the payments this payout batch created. */
+  batchId?: string;
   /** Only payments whose metadata holds this key with exactly this string value. */
   metadata?: { key: string; value: string };
   /** Settled at or after this instant (the start of the `from` day in Caracas). */
@@ -55,7 +58,7 @@ export interface StatementPageRequest {
 
 // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
 const COLUMNS = `id, customer_id, beneficiary_id, status, status_reason, source_asset, source_amount, payout_asset,
-  payout_amount, fee_amount, method, bank_reference, settled_at, created_at, metadata,
+  payout_amount, fee_amount, method, bank_reference, settled_at, created_at, metadata, batch_id,
   (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us`;
 
 /** The settlement day bucket; must be written exactly as in the indexes of migration 007. */
@@ -82,7 +85,7 @@ export async function listStatement(
   page: StatementPageRequest,
 ): Promise<StatementPayment[]> {
   const ranged = filter.settledFrom !== undefined || filter.settledBefore !== undefined;
-  if (ranged && filter.beneficiaryId === undefined && filter.customerId === undefined && filter.metadata === undefined) {
+  if (ranged && filter.beneficiaryId === undefined && filter.customerId === undefined && filter.batchId === undefined && filter.metadata === undefined) {
     return listBySettlementDays(db, tenantId, mode, filter, page);
   }
   return listByCreation(db, tenantId, mode, filter, page);
@@ -94,6 +97,8 @@ function conditions(params: Params, tenantId: string, mode: Mode, filter: Statem
   if (filter.status !== undefined) where.push(`status = ${params.add(filter.status)}`);
   if (filter.beneficiaryId !== undefined) where.push(`beneficiary_id = ${params.add(filter.beneficiaryId)}::uuid`);
   if (filter.customerId !== undefined) where.push(`customer_id = ${params.add(filter.customerId)}::uuid`);
+  // `batch_id IS NOT NULL` is the condition of the index payments_by_batch (migration 031).
+  if (filter.batchId !== undefined) where.push('batch_id IS NOT NULL', `batch_id = ${params.add(filter.batchId)}::uuid`);
   // Containment of a one-pair object is what jsonb_path_ops indexes; the value is a JSON string, so
   // only a string equal to it matches. `<> '{}'` is the index's own condition (migration 019): only
   // payments with metadata are in it, and a payment without any never matches a key anyway.

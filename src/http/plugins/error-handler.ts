@@ -32,7 +32,7 @@ export function registerErrorHandling(app: FastifyInstance, notFoundHint = 'See 
     const apiError = error instanceof ApiError ? error : fromFrameworkError(error as FastifyError);
     if (apiError) {
       if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-      if (apiError.status === 503) reply.header('retry-after', String(RETRY_AFTER_S));
+      if (apiError.status === 503 || apiError.code === 'payout_batches_in_progress') reply.header('retry-after', String(RETRY_AFTER_S));
       return reply.code(apiError.status).send(envelope(apiError, request.id));
     }
     if (isTransientDatabaseError(error)) {

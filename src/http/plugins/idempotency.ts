@@ -11,6 +11,9 @@ import {
 import type { Clock } from '../../domain/clock.ts';
 import { isStoredStatus } from '../../domain/idempotency.ts';
 import { ApiError, validationFailed } from '../../domain/errors.ts';
+import { canonicalJson } from '../../domain/canonical-json.ts';
+
+export { canonicalJson };
 
 // The Idempotency-Key layer for every route whose config says
 // `idempotency: 'required' | 'optional'`, when the request carries the header:
@@ -38,24 +41,6 @@ export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
 export const IDEMPOTENCY_KEY_PATTERN = '^[\\x20-\\x7e]+$';
 export const IDEMPOTENCY_KEY_FORMAT_MESSAGE = `must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} printable ASCII characters (a UUID is a good choice)`;
 const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
-
-/** JSON with object keys sorted recursively (UTF-16 code unit order); `undefined` → ''. */
-export function canonicalJson(value: unknown): string {
-  if (value === undefined) return '';
-  return canonical(value);
-}
-
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((item) => canonical(item)).join(',')}]`;
-  const object = value as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const key of Object.keys(object).sort()) {
-    if (object[key] === undefined) continue;
-    parts.push(`${JSON.stringify(key)}:${canonical(object[key])}`);
-  }
-  return `{${parts.join(',')}}`;
-}
 
 /**
  * sha256 hex of the method, the route template, the path parameters (when the route has any: the

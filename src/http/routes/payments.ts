@@ -28,6 +28,7 @@ export function statementRowView(p: StatementColumns) {
     settled_at: p.settled_at ? p.settled_at.toISOString() : null,
     created_at: p.created_at.toISOString(),
     metadata: p.metadata,
+    ...(p.batch_id ? { batch_id: p.batch_id } : {}),
   };
 }
 

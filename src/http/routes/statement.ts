@@ -13,7 +13,7 @@ const DEFAULT_PAGE_ROWS = 25;
 /** Bytes the export stream buffers ahead of a slow client before it stops reading batches. */
 const EXPORT_BUFFER_BYTES = 64 * 1024;
 
-const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\` and \`customerId\` match exactly; \`metadata_key\` with \`metadata_value\` (both or neither) keeps the payments whose \`metadata\` has that key with exactly that value (such as your order id). Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
+const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\`, \`customerId\` and \`batchId\` (the payout batch that created the payment) match exactly; \`metadata_key\` with \`metadata_value\` (both or neither) keeps the payments whose \`metadata\` has that key with exactly that value (such as your order id). Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
 
 // RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled; null is
 // the empty field. Every value is ours (ids, enums, amounts, timestamps, the rail's reference and
@@ -29,22 +29,25 @@ function csvLine(values: readonly (string | Metadata | null)[]): string {
   return `${values.map(csvField).join(',')}\r\n`;
 }
 
-function csvRows(batch: StatementPayment[]): string {
+/** The export's columns: the statement row's, and `batch_id` last in an export of one payout batch. */
+type CsvColumn = (typeof STATEMENT_CSV_COLUMNS)[number] | 'batch_id';
+
+function csvRows(batch: StatementPayment[], columns: readonly CsvColumn[]): string {
   let text = '';
   for (const payment of batch) {
     const row = statementRowView(payment);
-    text += csvLine(STATEMENT_CSV_COLUMNS.map((column) => row[column]));
+    text += csvLine(columns.map((column) => row[column] ?? null));
   }
   return text;
 }
 
 /** The header, then each batch as CSV text; the next batch is read only when the stream wants it. */
-async function* csvChunks(first: IteratorResult<StatementPayment[]>, rest: AsyncGenerator<StatementPayment[]>): AsyncGenerator<string> {
+async function* csvChunks(first: IteratorResult<StatementPayment[]>, rest: AsyncGenerator<StatementPayment[]>, columns: readonly CsvColumn[]): AsyncGenerator<string> {
   try {
-    yield csvLine(STATEMENT_CSV_COLUMNS);
+    yield csvLine(columns);
     if (first.done) return;
-    yield csvRows(first.value);
-    for await (const batch of rest) yield csvRows(batch);
+    yield csvRows(first.value, columns);
+    for await (const batch of rest) yield csvRows(batch, columns);
   } finally {
     await rest.return(undefined);
   }
@@ -101,12 +104,14 @@ ${FILTERS_DESCRIPTION}`,
       // Read the first batch before the status line is sent: a database failure is then a 500 with
       // the error envelope rather than a 200 cut short.
       const first = await batches.next();
-      const { from, to } = request.query;
+      const { from, to, batchId } = request.query;
+      const columns: readonly CsvColumn[] = batchId === undefined ? STATEMENT_CSV_COLUMNS : [...STATEMENT_CSV_COLUMNS, 'batch_id'];
+      const name = batchId === undefined ? `payments-${from ?? 'all'}-${to ?? 'all'}` : `payments-batch-${batchId}`;
       return reply
         .header('content-type', 'text/csv; charset=utf-8')
-        .header('content-disposition', `attachment; filename="payments-${from ?? 'all'}-${to ?? 'all'}.csv"`)
+        .header('content-disposition', `attachment; filename="${name}.csv"`)
         .header('cache-control', 'no-store')
-        .send(Readable.from(csvChunks(first, batches), { objectMode: false, highWaterMark: EXPORT_BUFFER_BYTES }));
+        .send(Readable.from(csvChunks(first, batches, columns), { objectMode: false, highWaterMark: EXPORT_BUFFER_BYTES }));
     },
   );
 }

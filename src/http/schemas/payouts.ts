@@ -142,6 +142,7 @@ export const StatementRowFields = {
   settled_at: Nullable(DateTime('When money actually left; the date `from`/`to` filter on')),
   created_at: DateTime(),
   metadata: Metadata,
+  batch_id: Type.Optional(Uuid('The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`')),
 };
 
 export const PaymentFields = {

@@ -23,6 +23,7 @@ const StatementFilters = {
   status: Type.Optional(StringEnum(PAYMENT_STATUSES, { description: 'Only payments in this status' })),
   beneficiaryId: Type.Optional(Uuid('Only payments to this beneficiary')),
   customerId: Type.Optional(Uuid('Only payments of this user of yours (the `customerId` of the payout)')),
+  batchId: Type.Optional(Uuid('Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column')),
   metadata_key: Type.Optional(
     Type.String({
       minLength: 1,
@@ -61,8 +62,8 @@ export const StatementPage = Component(
   ),
 );
 
-/** The CSV export's columns, in order: the statement row's fields. */
-export const STATEMENT_CSV_COLUMNS = Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[];
+/** The CSV export's columns, in order: the statement row's fields (`batch_id` only in an export of one payout batch). */
+export const STATEMENT_CSV_COLUMNS = (Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[]).filter((column) => column !== 'batch_id');
 
 export const StatementCsv = {
   description:

@@ -1,0 +1,199 @@
+// Payout batches as their callers see them (docs/payout-batches.md): the batch row its Idempotency-Key
+// names, the result of each item, and the counts and totals read from its items' payments. Not to be
+// confused with the payout batch *transaction* (payout-batch.ts), in which the committer writes many
+// payouts at once: a payout batch's items go through those transactions like any payout.
+//
+// Lock order (db/lock-order.ts): these statements run outside any transaction and each writes rows of
+// one kind only (a batch row, or its items), which only the request holding the batch writes.
+import type { Mode } from '../../domain/partition.ts';
+import type { PagePosition } from '../../domain/page-cursor.ts';
+import type { Queryable } from '../database.ts';
+import { newestFirst, Params } from './sql-params.ts';
+
+export interface BatchScope {
+  tenantId: string;
+  mode: Mode;
+}
+
+type PayoutBatchStatus = 'receiving' | 'processing' | 'completed';
+
+export interface PayoutBatchRow {
+  id: string;
+  idempotency_key: string;
+  fingerprint: string;
+  item_count: number;
+  status: PayoutBatchStatus;
+  leased_until: Date | null;
+  created_at: Date;
+  completed_at: Date | null;
+}
+
+const BATCH_COLUMNS = 'id, idempotency_key, fingerprint, item_count, status, leased_until, created_at, completed_at';
+
+export type BatchClaim =
+  | { kind: 'new'; batch: PayoutBatchRow }
+  | { kind: 'existing'; batch: PayoutBatchRow }
+  /** The tenant already has `inProgressMax` batches receiving their items. */
+  | { kind: 'too_many' };
+
+/**
+ * Creates the batch its key names, unless the key already names one (returned as it is), or unless the
+ * partition already has `inProgressMax` batches whose requests are recording their items.
+ */
+export async function claimPayoutBatch(
+  db: Queryable,
+  scope: BatchScope,
+  batch: { id: string; key: string; fingerprint: string; itemCount: number; createdByKeyId: string; now: Date; leasedUntil: Date; inProgressMax: number },
+): Promise<BatchClaim> {
+  const { rows } = await db.query<PayoutBatchRow>(
+    `INSERT INTO payout_batches (tenant_id, mode, id, idempotency_key, fingerprint, item_count, status, leased_until, created_by_key_id, created_at)
+     SELECT $1, $2, $3, $4, $5, $6, 'receiving', $7, $8, $9
+      WHERE (SELECT count(*) FROM payout_batches
+              WHERE tenant_id = $1 AND mode = $2 AND status = 'receiving' AND leased_until > $9) < $10
+     ON CONFLICT (tenant_id, mode, idempotency_key) DO NOTHING
+     RETURNING ${BATCH_COLUMNS}`,
+    [scope.tenantId, scope.mode, batch.id, batch.key, batch.fingerprint, batch.itemCount, batch.leasedUntil, batch.createdByKeyId, batch.now, batch.inProgressMax],
+  );
+  if (rows[0]) return { kind: 'new', batch: rows[0] };
+  const existing = await findPayoutBatchByKey(db, scope, batch.key);
+  return existing ? { kind: 'existing', batch: existing } : { kind: 'too_many' };
+}
+
+async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key: string): Promise<PayoutBatchRow | undefined> {
+  const { rows } = await db.query<PayoutBatchRow>(
+    `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE tenant_id = $1 AND mode = $2 AND idempotency_key = $3`,
+    [scope.tenantId, scope.mode, key],
+  );
+  return rows[0];
+}
+
+/**
+ * A retry takes over a batch whose request stopped recording its items (its lease has passed): true
+ * when this request now holds it (a concurrent retry may have taken it first).
+ */
+export async function takeOverPayoutBatch(db: Queryable, scope: BatchScope, batch: PayoutBatchRow, now: Date, leasedUntil: Date): Promise<boolean> {
+  const { rowCount } = await db.query(
+    `UPDATE payout_batches SET leased_until = $4
+      WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'receiving' AND leased_until <= $5 AND leased_until = $6`,
+    [scope.tenantId, scope.mode, batch.id, leasedUntil, now, batch.leased_until],
+  );
+  return rowCount === 1;
+}
+
+/** A request that failed lets a retry take its batch over at once instead of after the lease. */
+export async function releasePayoutBatch(db: Queryable, scope: BatchScope, id: string, now: Date): Promise<void> {
+  await db.query(
+    `UPDATE payout_batches SET leased_until = $4 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'receiving' AND leased_until > $4`,
+    [scope.tenantId, scope.mode, id, now],
+  );
+}
+
+export interface BatchItemRecord {
+  index: number;
+  reference: string;
+  paymentId: string | null;
+  /** BS minor units the item asked to deliver, when known (a refused item's quote may not exist). */
+  amount: bigint | null;
+  refusal: { code: string; message: string; meta?: Record<string, unknown> } | null;
+}
+
+/**
+ * Records the items' results and marks the batch received, in one statement: every item is written
+ * (again, on a retry that took the batch over) before the batch says it has them all.
+ */
+export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, batchId: string, items: readonly BatchItemRecord[], now: Date): Promise<void> {
+  const p = new Params();
+  const rows = p.unnest({
+    item_index: ['integer', items.map((i) => i.index)],
+    reference: ['text', items.map((i) => i.reference)],
+    payment_id: ['uuid', items.map((i) => i.paymentId)],
+    amount: ['bigint', items.map((i) => (i.amount === null ? null : i.amount.toString()))],
+    refusal: ['jsonb', items.map((i) => (i.refusal ? JSON.stringify(i.refusal) : null))],
+  });
+  const [tenant, mode, batch, at] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batchId), p.add(now)];
+  await db.query(
+    `WITH items AS (
+       INSERT INTO payout_batch_items (tenant_id, mode, batch_id, item_index, reference, payment_id, amount, refusal)
+       SELECT ${tenant}, ${mode}, ${batch}, v.item_index, v.reference, v.payment_id, v.amount, v.refusal FROM ${rows}
+       ON CONFLICT (tenant_id, mode, batch_id, item_index)
+         DO UPDATE SET reference = excluded.reference, payment_id = excluded.payment_id, amount = excluded.amount, refusal = excluded.refusal
+       RETURNING 1)
+     UPDATE payout_batches SET status = 'processing', leased_until = NULL, received_at = ${at}
+      WHERE tenant_id = ${tenant} AND mode = ${mode} AND id = ${batch}`,
+    p.values,
+  );
+}
+
+export interface BatchItemRow {
+  item_index: number;
+  reference: string;
+  payment_id: string | null;
+  refusal: { code: string; message: string; meta?: Record<string, unknown> } | null;
+  status: string | null;
+  status_reason: string | null;
+  amount: bigint | null;
+  updated_at: Date | null;
+}
+
+/** The batch and every item with its payment as it stands, in item order. */
+export async function findPayoutBatch(db: Queryable, scope: BatchScope, id: string): Promise<{ batch: PayoutBatchRow; items: BatchItemRow[] } | undefined> {
+  const { rows } = await db.query<PayoutBatchRow>(`SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [scope.tenantId, scope.mode, id]);
+  const batch = rows[0];
+  if (!batch) return undefined;
+  const items = await db.query<BatchItemRow>(
+    `SELECT i.item_index, i.reference, i.payment_id, i.refusal, p.status, p.status_reason, coalesce(p.payout_amount, i.amount) AS amount, p.updated_at
+       FROM payout_batch_items i
+       LEFT JOIN payments p ON p.tenant_id = i.tenant_id AND p.id = i.payment_id
+      WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = $3
+      ORDER BY i.item_index`,
+    [scope.tenantId, scope.mode, id],
+  );
+  return { batch, items: items.rows };
+}
+
+export interface BatchTally {
+  batch_id: string;
+  /** A payment status, or `refused`. */
+  status: string;
+  items: number;
+  amount: bigint;
+  /** The latest change of those payments (null for refusals). */
+  last_change: Date | null;
+}
+
+/** Items by status and their delivered amounts, for each of `batchIds`. */
+export async function tallyPayoutBatches(db: Queryable, scope: BatchScope, batchIds: readonly string[]): Promise<BatchTally[]> {
+  if (batchIds.length === 0) return [];
+  const { rows } = await db.query<BatchTally>(
+    `SELECT i.batch_id, coalesce(p.status, 'refused') AS status, count(*)::integer AS items,
+            coalesce(sum(coalesce(p.payout_amount, i.amount)), 0)::bigint AS amount, max(p.updated_at) AS last_change
+       FROM payout_batch_items i
+       LEFT JOIN payments p ON p.tenant_id = i.tenant_id AND p.id = i.payment_id
+      WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = ANY($3::uuid[])
+      GROUP BY i.batch_id, coalesce(p.status, 'refused')`,
+    [scope.tenantId, scope.mode, batchIds],
+  );
+  return rows;
+}
+
+/** Marks a batch completed once every item is final, at the time its last payment became final. */
+export async function completePayoutBatch(db: Queryable, scope: BatchScope, id: string, completedAt: Date): Promise<void> {
+  await db.query(
+    `UPDATE payout_batches SET status = 'completed', completed_at = $4 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'processing'`,
+    [scope.tenantId, scope.mode, id, completedAt],
+  );
+}
+
+/** One page of the partition's batches, newest first. */
+export async function listPayoutBatches(db: Queryable, scope: BatchScope, page: { limit: number; after?: PagePosition }): Promise<Array<PayoutBatchRow & { created_at_us: bigint }>> {
+  const params = new Params();
+  return newestFirst<PayoutBatchRow & { created_at_us: bigint }>(db, {
+    columns: BATCH_COLUMNS,
+    from: 'payout_batches',
+    time: 'created_at',
+    params,
+    where: [`tenant_id = ${params.add(scope.tenantId)}`, `mode = ${params.add(scope.mode)}`],
+    limit: page.limit,
+    after: page.after,
+  });
+}

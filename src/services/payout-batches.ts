@@ -1,0 +1,383 @@
+// POST /v1/payout-batches and its reads (docs/payout-batches.md): many payouts in one call. Each item
+// is a payout as POST /v1/payouts makes it — the same checks, the same payout batch transactions (the
+// committer's one-writer path, in the one lock order), the same states, webhooks and reaper — with
+// the request's own costs (authentication, parsing, the key, the reads of its references) paid once
+// per batch instead of once per payout.
+import { createHash, randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Database } from '../db/database.ts';
+import {
+  claimPayoutBatch,
+  completePayoutBatch,
+  findPayoutBatch,
+  listPayoutBatches,
+  recordPayoutBatchItems,
+  releasePayoutBatch,
+  tallyPayoutBatches,
+  takeOverPayoutBatch,
+  type BatchItemRecord,
+  type BatchItemRow,
+  type BatchScope,
+  type BatchTally,
+  type PayoutBatchRow,
+} from '../db/repositories/payout-batches.ts';
+import { readPayoutReferences, type PayoutReads } from '../db/repositories/payout-reads.ts';
+import { insertQuotes, type NewQuote } from '../db/repositories/quotes.ts';
+import type { Clock } from '../domain/clock.ts';
+import { ApiError, validationFailed, type FieldError } from '../domain/errors.ts';
+import { answerForStoredKey } from '../domain/idempotency.ts';
+import { pageOf, positionAfter } from '../domain/page-cursor.ts';
+import type { Partition } from '../domain/partition.ts';
+import type { Committer } from './committer.ts';
+import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
+import { keyInProgress, keyReused } from './payout-refusals.ts';
+import { validate, type CheckedPayout, type PayoutService } from './payouts.ts';
+import type { QuoteService } from './quotes.ts';
+import type { WriterAnswer } from './writer-answer.ts';
+
+export interface PayoutBatchSettings {
+  /** PAYOUT_BATCH_MAX_ITEMS: the most items one batch may carry. */
+  maxItems: number;
+  /** PAYOUT_BATCHES_IN_PROGRESS_MAX: batches of one tenant and mode recording their items at once. */
+  inProgressMax: number;
+}
+
+/**
+ * How long a request holds its batch while recording the items; past it (the process died) a retry
+ * with the same key takes the batch over. A batch of 1,000 is answered in well under 2 s; a retry that
+ * comes while the first request still runs is safe anyway (each item is paid once, by its reference).
+ */
+const PAYOUT_BATCH_LEASE_MS = 15_000;
+/** Items of one batch waiting in the committer at once: room for other payouts between its transactions. */
+const ITEMS_IN_COMMIT_MAX = 512;
+/** Field errors listed in one 400, at most (the message says how many more there were). */
+const FIELD_ERRORS_MAX = 100;
+
+/** A payment past these statuses changes no more (a settled one may still be returned). */
+const OPEN_STATUSES = new Set(['created', 'pending', 'submitted', 'unknown']);
+const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
+const NO_QUOTE = '00000000-0000-0000-0000-000000000000';
+
+export interface BatchContext {
+  key: string;
+  fingerprint: string;
+  requestId: string;
+  createdByKeyId: string;
+}
+
+export class PayoutBatchService {
+  constructor(
+    private readonly db: Database,
+    private readonly clock: Clock,
+    private readonly payouts: PayoutService,
+    private readonly quotes: QuoteService,
+    private readonly committer: Committer,
+    private readonly settings: PayoutBatchSettings,
+    private readonly log?: FastifyBaseLogger,
+  ) {}
+
+  async create(partition: Partition, items: readonly BatchItemRequest[], context: BatchContext): Promise<WriterAnswer> {
+    if (items.length > this.settings.maxItems) {
+      throw new ApiError(
+        'payout_batch_too_large',
+        `A batch carries at most ${this.settings.maxItems} items; this one has ${items.length}. Split it into several batches, each with its own Idempotency-Key (the SDK's payoutBatches.createAll does this).`,
+        { maxItems: this.settings.maxItems, items: items.length },
+      );
+    }
+    const bankCodes = await this.payouts.bankCodes();
+    const checked = checkItems(items, bankCodes);
+    const now = this.clock.now();
+    const scope: BatchScope = partition;
+    const claim = await claimPayoutBatch(this.db, scope, {
+      id: randomUUID(),
+      key: context.key,
+      fingerprint: context.fingerprint,
+      itemCount: items.length,
+      createdByKeyId: context.createdByKeyId,
+      now,
+      leasedUntil: new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS),
+      inProgressMax: this.settings.inProgressMax,
+    });
+    if (claim.kind === 'too_many') {
+      throw new ApiError('payout_batches_in_progress', `At most ${this.settings.inProgressMax} batches of a tenant are recorded at once; retry once one has been answered.`, { inProgressMax: this.settings.inProgressMax });
+    }
+    let batch = claim.batch;
+    if (claim.kind === 'existing') {
+      const held = await this.resume(scope, claim.batch, context.fingerprint, now);
+      if (held === 'replay') return { status: 201, body: await this.answer(scope, batch.id), replayed: true };
+      batch = held;
+    }
+    try {
+      const records = await this.decideItems(partition, batch, items, checked, bankCodes, context);
+      await recordPayoutBatchItems(this.db, scope, batch.id, records, this.clock.now());
+    } catch (error) {
+      // Let a retry take the batch over at once: its items already paid are answered by reference.
+      await releasePayoutBatch(this.db, scope, batch.id, this.clock.now()).catch(() => undefined);
+      throw error;
+    }
+    return { status: 201, body: await this.answer(scope, batch.id), replayed: claim.kind === 'existing' };
+  }
+
+  /** A batch the key already names: replayed, taken over (its request stopped), or refused. */
+  private async resume(scope: BatchScope, batch: PayoutBatchRow, fingerprint: string, now: Date): Promise<PayoutBatchRow | 'replay'> {
+    if (batch.fingerprint !== fingerprint) throw keyReused();
+    if (batch.status !== 'receiving') return 'replay';
+    if (batch.leased_until && batch.leased_until.getTime() > now.getTime()) throw keyInProgress();
+    const leasedUntil = new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS);
+    if (!(await takeOverPayoutBatch(this.db, scope, batch, now, leasedUntil))) throw keyInProgress();
+    this.log?.info({ batchId: batch.id }, 'payout batch: taken over from a request that stopped; its paid items are answered by reference');
+    return { ...batch, leased_until: leasedUntil };
+  }
+
+  /** Every item's outcome, in item order: each decided as a single payout would be, against the running totals. */
+  private async decideItems(
+    partition: Partition,
+    batch: PayoutBatchRow,
+    items: readonly BatchItemRequest[],
+    checked: readonly CheckedPayout[],
+    bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
+    context: BatchContext,
+  ): Promise<BatchItemRecord[]> {
+    const keys = items.map((item) => ({ key: itemKeyOf(item.reference), fingerprint: createHash('sha256').update(canonicalItem(item)).digest('hex') }));
+    const reads = await readPayoutReferences(
+      this.db,
+      items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
+    );
+    await this.quoteDeliverItems(partition, items, reads);
+    const outcomes: Array<Promise<ItemOutcome>> = [];
+    const window = new Window(ITEMS_IN_COMMIT_MAX);
+    for (const [i, item] of items.entries()) {
+      await window.slot();
+      const outcome = this.decideItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes);
+      outcomes.push(outcome.finally(() => window.release()));
+    }
+    const settled = await Promise.all(outcomes);
+    return settled.map((outcome, i) => ({
+      index: i,
+      reference: items[i]!.reference,
+      paymentId: outcome.kind === 'payment' ? outcome.paymentId : null,
+      amount: reads[i]!.quote?.deliver_amount ?? (items[i]!.deliver ? BigInt(items[i]!.deliver!.amount) : null),
+      refusal: outcome.kind === 'refused' ? outcome.refusal : null,
+    }));
+  }
+
+  /** One item: its payment (made now, or by an earlier item with its reference), or its refusal. */
+  private async decideItem(
+    partition: Partition,
+    item: BatchItemRequest,
+    checked: CheckedPayout,
+    reads: PayoutReads,
+    context: Parameters<PayoutService['prepare']>[4],
+    bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
+  ): Promise<ItemOutcome> {
+    try {
+      if (reads.key) {
+        const known = this.fromKey(reads.key, context.fingerprint);
+        if (known) return known;
+      }
+      const { job } = await this.payouts.prepare(partition, { ...item, quoteId: item.quoteId ?? reads.quote?.id ?? NO_QUOTE }, checked, reads, context, bankCodes);
+      const result = await this.committer.submit(this.payouts.payoutLane, partition, job);
+      switch (result.kind) {
+        case 'accepted':
+          return { kind: 'payment', paymentId: result.payment.id };
+        case 'answered':
+          return outcomeOfAnswer(result.answer.status, result.answer.body);
+        case 'error':
+          return refusalOf(result.error);
+        case 'key_taken':
+          return this.fromKey(result.stored, context.fingerprint) ?? refusalOf(keyInProgress());
+      }
+    } catch (error) {
+      if (error instanceof ApiError) return refusalOf(error);
+      throw error;
+    }
+  }
+
+  /** What an item's reference already holds: its payment, or why it cannot be paid again. */
+  private fromKey(stored: NonNullable<PayoutReads['key']>, fingerprint: string): ItemOutcome | undefined {
+    const answer = answerForStoredKey(stored, fingerprint, this.clock.now());
+    switch (answer.kind) {
+      case 'absent':
+        return undefined;
+      case 'mismatch':
+        return refusalOf(
+          new ApiError('reference_reused', 'This reference already paid a different payout within the last 24 hours: a reference pays once. Use a new reference for a new payout.', { paymentId: stored.paymentId }),
+        );
+      case 'in_progress':
+        return refusalOf(keyInProgress());
+      case 'replay':
+        return outcomeOfAnswer(answer.status, answer.body);
+      case 'payment':
+        return { kind: 'payment', paymentId: answer.paymentId };
+    }
+  }
+
+  /**
+   * Quotes the `deliver` items whose reference has not paid yet, as POST /v1/quotes would in deliver
+   * mode with the tenant's fee, written in one statement; each becomes its item's quote.
+   */
+  private async quoteDeliverItems(partition: Partition, items: readonly BatchItemRequest[], reads: PayoutReads[]): Promise<void> {
+    const wanted = items.map((item, i) => (item.deliver && !reads[i]!.key ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
+    if (!wanted.some((w) => w !== undefined)) return;
+    const { quotes, errors } = await this.quotes.deliverQuotes(partition, wanted);
+    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
+    await insertQuotes(this.db, quotes.filter((q): q is NewQuote => q !== undefined));
+    quotes.forEach((quote, i) => {
+      if (quote) reads[i]!.quote = { ...quote, consumed_at: null, payment_id: null };
+    });
+  }
+
+  /** The batch as it stands: GET /v1/payout-batches/{id}, and the answer of its POST. */
+  async get(partition: Partition, id: string): Promise<string> {
+    return this.answer(partition, id);
+  }
+
+  private async answer(scope: BatchScope, id: string): Promise<string> {
+    const found = await findPayoutBatch(this.db, scope, id);
+    if (!found) throw new ApiError('resource_not_found', 'No such payout batch.');
+    const tallies = tallyOf(found.items);
+    const batch = await this.completeIfFinal(scope, found.batch, tallies);
+    const view: PayoutBatchView = { ...summaryOf(batch, tallies), items: found.items.map(itemView) };
+    return JSON.stringify(view);
+  }
+
+  async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<{ data: PayoutBatchSummaryView[]; has_more: boolean; next_cursor: string | null }> {
+    const rows = await listPayoutBatches(this.db, partition, { limit: page.limit, after: positionAfter(page.cursor) });
+    const paged = pageOf(rows, page.limit);
+    const tallies = await tallyPayoutBatches(this.db, partition, paged.rows.map((r) => r.id));
+    const data: PayoutBatchSummaryView[] = [];
+    for (const row of paged.rows) {
+      const own = tallies.filter((t) => t.batch_id === row.id);
+      data.push(summaryOf(await this.completeIfFinal(partition, row, own), own));
+    }
+    return { data, has_more: paged.hasMore, next_cursor: paged.nextCursor };
+  }
+
+  /**
+   * A batch whose every item is final is marked completed, at the time its last payment became final:
+   * found on the read that first sees it, so the outcome path (which settles payments) writes nothing
+   * more for batches.
+   */
+  private async completeIfFinal(scope: BatchScope, batch: PayoutBatchRow, tallies: readonly BatchTally[]): Promise<PayoutBatchRow> {
+    if (batch.status !== 'processing' || tallies.some((t) => OPEN_STATUSES.has(t.status))) return batch;
+    const last = tallies.reduce<Date | null>((latest, t) => (t.last_change && (!latest || t.last_change > latest) ? t.last_change : latest), null) ?? this.clock.now();
+    await completePayoutBatch(this.db, scope, batch.id, last);
+    return { ...batch, status: 'completed', completed_at: last };
+  }
+}
+
+export interface PayoutBatchSummaryView {
+  id: string;
+  status: PayoutBatchRow['status'];
+  itemCount: number;
+  counts: Record<string, number>;
+  totals: Record<string, string>;
+  createdAt: string;
+  completedAt: string | null;
+}
+
+interface PayoutBatchView extends PayoutBatchSummaryView {
+  items: ReturnType<typeof itemView>[];
+}
+
+function summaryOf(batch: PayoutBatchRow, tallies: readonly BatchTally[]): PayoutBatchSummaryView {
+  const counts: Record<string, number> = Object.fromEntries(ITEM_STATUSES.map((s) => [s, 0]));
+  const totals: Record<string, bigint> = Object.fromEntries(ITEM_STATUSES.map((s) => [s, 0n]));
+  for (const t of tallies) {
+    counts[t.status] = (counts[t.status] ?? 0) + t.items;
+    totals[t.status] = (totals[t.status] ?? 0n) + BigInt(t.amount);
+  }
+  return {
+    id: batch.id,
+    status: batch.status,
+    itemCount: batch.item_count,
+    counts,
+    totals: Object.fromEntries(Object.entries(totals).map(([s, v]) => [s, v.toString()])),
+    createdAt: batch.created_at.toISOString(),
+    completedAt: batch.completed_at?.toISOString() ?? null,
+  };
+}
+
+/** The tallies of one batch from its items (the read that has them all anyway). */
+function tallyOf(items: readonly BatchItemRow[]): BatchTally[] {
+  const byStatus = new Map<string, BatchTally>();
+  for (const item of items) {
+    const status = item.status ?? 'refused';
+    const tally = byStatus.get(status) ?? { batch_id: '', status, items: 0, amount: 0n, last_change: null };
+    tally.items += 1;
+    tally.amount += item.amount === null ? 0n : BigInt(item.amount);
+    if (item.updated_at && (!tally.last_change || item.updated_at > tally.last_change)) tally.last_change = item.updated_at;
+    byStatus.set(status, tally);
+  }
+  return [...byStatus.values()];
+}
+
+function itemView(item: BatchItemRow) {
+  const refused = item.payment_id === null;
+  return {
+    index: item.item_index,
+    reference: item.reference,
+    status: refused ? 'refused' : item.status!,
+    paymentId: item.payment_id,
+    reason: item.status === 'failed' ? item.status_reason : null,
+    amount: item.amount === null ? null : item.amount.toString(),
+    error: item.refusal,
+  };
+}
+
+/** A payout's stored answer: 201 names its payment; anything else is the error it answered. */
+function outcomeOfAnswer(status: number, body: string): ItemOutcome {
+  const parsed = JSON.parse(body) as { id?: string; error?: { code: string; message: string; meta?: Record<string, unknown> } };
+  if (status === 201 && parsed.id) return { kind: 'payment', paymentId: parsed.id };
+  if (!parsed.error) throw new Error(`invariant: a stored payout answer (${status}) is neither a payment nor an error`);
+  return { kind: 'refused', refusal: { code: parsed.error.code, message: parsed.error.message, ...(parsed.error.meta ? { meta: parsed.error.meta } : {}) } };
+}
+
+/**
+ * Each item's own rules, before anything is written: exactly one of `quoteId` or `deliver`, a reference
+ * used once in the batch, and the payout's field rules. Any violation rejects the whole batch (400),
+ * every field named with its item's index.
+ */
+function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>): CheckedPayout[] {
+  const errors: FieldError[] = [];
+  const firstOf = new Map<string, number>();
+  const checked = items.map((item, i) => {
+    const at = (field: string) => `items.${i}.${field}`;
+    if ((item.quoteId === undefined) === (item.deliver === undefined)) {
+      errors.push({ field: at('quoteId'), message: 'send exactly one of quoteId (a quote you made) or deliver {asset: "BS", amount} (quoted now with your fee)' });
+    }
+    const first = firstOf.get(item.reference);
+    if (first !== undefined) errors.push({ field: at('reference'), message: `repeats the reference of items.${first}: each item of a batch has its own reference` });
+    else firstOf.set(item.reference, i);
+    try {
+      return validate(item, bankCodes);
+    } catch (error) {
+      const fields = error instanceof ApiError ? ((error.meta?.errors as FieldError[] | undefined) ?? []) : [];
+      if (fields.length === 0) throw error;
+      errors.push(...fields.map((e) => ({ field: at(e.field), message: e.message })));
+      return {};
+    }
+  });
+  if (errors.length > 0) {
+    const shown = errors.slice(0, FIELD_ERRORS_MAX);
+    const more = errors.length - shown.length;
+    throw validationFailed(shown, `${shown.map((e) => `${e.field}: ${e.message}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}. Nothing was written.`);
+  }
+  return checked;
+}
+
+/** At most `size` promises outstanding: `slot` waits for one to be released. */
+class Window {
+  private used = 0;
+  private readonly waiters: Array<() => void> = [];
+  constructor(private readonly size: number) {}
+  async slot(): Promise<void> {
+    while (this.used >= this.size) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    this.used += 1;
+  }
+  release(): void {
+    this.used -= 1;
+    this.waiters.shift()?.();
+  }
+}
+

@@ -29,6 +29,7 @@ import { answerForStoredKey } from '../domain/idempotency.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
 import type { Committer } from './committer.ts';
+import type { PayoutJob } from './payout-lane.ts';
 import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
 import { validate, type CheckedPayout, type PayoutService } from './payouts.ts';
@@ -50,6 +51,8 @@ export interface PayoutBatchSettings {
 const PAYOUT_BATCH_LEASE_MS = 15_000;
 /** Items of one batch waiting in the committer at once: room for other payouts between its transactions. */
 const ITEMS_IN_COMMIT_MAX = 512;
+/** Items of one batch being prepared at once (routing asks the rails whether they can deliver). */
+const PREPARE_CONCURRENCY = 32;
 /** Field errors listed in one 400, at most (the message says how many more there were). */
 const FIELD_ERRORS_MAX = 100;
 
@@ -129,7 +132,11 @@ export class PayoutBatchService {
     return { ...batch, leased_until: leasedUntil };
   }
 
-  /** Every item's outcome, in item order: each decided as a single payout would be, against the running totals. */
+  /**
+   * Every item's outcome, in item order: each decided as a single payout would be, against the running
+   * totals. What needs no lock is prepared for every item first (concurrently, bounded); the payouts
+   * then enter the committer strictly in item order, so its transactions decide them in that order.
+   */
   private async decideItems(
     partition: Partition,
     batch: PayoutBatchRow,
@@ -144,12 +151,18 @@ export class PayoutBatchService {
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
     await this.quoteDeliverItems(partition, items, reads);
-    const outcomes: Array<Promise<ItemOutcome>> = [];
+    const prepared = await mapBounded(items, PREPARE_CONCURRENCY, (item, i) =>
+      this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
+    );
     const window = new Window(ITEMS_IN_COMMIT_MAX);
-    for (const [i, item] of items.entries()) {
+    const outcomes: Array<Promise<ItemOutcome>> = [];
+    for (const [i, item] of prepared.entries()) {
+      if ('kind' in item) {
+        outcomes.push(Promise.resolve(item));
+        continue;
+      }
       await window.slot();
-      const outcome = this.decideItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes);
-      outcomes.push(outcome.finally(() => window.release()));
+      outcomes.push(this.commitItem(partition, item.job, keys[i]!.fingerprint).finally(() => window.release()));
     }
     const settled = await Promise.all(outcomes);
     return settled.map((outcome, i) => ({
@@ -161,21 +174,31 @@ export class PayoutBatchService {
     }));
   }
 
-  /** One item: its payment (made now, or by an earlier item with its reference), or its refusal. */
-  private async decideItem(
+  /** An item's payout ready for the committer, or its outcome already (its reference has paid, or a single payout would have refused it). */
+  private async prepareItem(
     partition: Partition,
     item: BatchItemRequest,
     checked: CheckedPayout,
     reads: PayoutReads,
     context: Parameters<PayoutService['prepare']>[4],
     bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
-  ): Promise<ItemOutcome> {
+  ): Promise<{ job: PayoutJob } | ItemOutcome> {
     try {
       if (reads.key) {
         const known = this.fromKey(reads.key, context.fingerprint);
         if (known) return known;
       }
       const { job } = await this.payouts.prepare(partition, { ...item, quoteId: item.quoteId ?? reads.quote?.id ?? NO_QUOTE }, checked, reads, context, bankCodes);
+      return { job };
+    } catch (error) {
+      if (error instanceof ApiError) return refusalOf(error);
+      throw error;
+    }
+  }
+
+  /** Submits one payout to the committer at once (the caller keeps item order) and reads what became of it. */
+  private async commitItem(partition: Partition, job: PayoutJob, fingerprint: string): Promise<ItemOutcome> {
+    try {
       const result = await this.committer.submit(this.payouts.payoutLane, partition, job);
       switch (result.kind) {
         case 'accepted':
@@ -185,7 +208,7 @@ export class PayoutBatchService {
         case 'error':
           return refusalOf(result.error);
         case 'key_taken':
-          return this.fromKey(result.stored, context.fingerprint) ?? refusalOf(keyInProgress());
+          return this.fromKey(result.stored, fingerprint) ?? refusalOf(keyInProgress());
       }
     } catch (error) {
       if (error instanceof ApiError) return refusalOf(error);
@@ -217,7 +240,10 @@ export class PayoutBatchService {
    * mode with the tenant's fee, written in one statement; each becomes its item's quote.
    */
   private async quoteDeliverItems(partition: Partition, items: readonly BatchItemRequest[], reads: PayoutReads[]): Promise<void> {
-    const wanted = items.map((item, i) => (item.deliver && !reads[i]!.key ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
+    // An item whose reference holds a live key is answered from it and needs no quote.
+    const now = this.clock.now().getTime();
+    const unpaid = (read: PayoutReads) => !read.key || read.key.expiresAt.getTime() <= now;
+    const wanted = items.map((item, i) => (item.deliver && unpaid(reads[i]!) ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
     if (!wanted.some((w) => w !== undefined)) return;
     const { quotes, errors } = await this.quotes.deliverQuotes(partition, wanted);
     if (errors.length > 0) throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
@@ -364,6 +390,21 @@ function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<Retur
     throw validationFailed(shown, `${shown.map((e) => `${e.field}: ${e.message}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}. Nothing was written.`);
   }
   return checked;
+}
+
+/** `work` over `items` with at most `concurrency` at once; the results in item order. */
+async function mapBounded<T, R>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next;
+      next += 1;
+      results[index] = await work(items[index]!, index);
+    }
+  });
+  await Promise.all(runners);
+  return results;
 }
 
 /** At most `size` promises outstanding: `slot` waits for one to be released. */

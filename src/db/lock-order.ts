@@ -47,7 +47,10 @@
 // payment FOR SHARE for the acceptance record: nobody holding a payment waits for a key), the reaper's claim
 // (payments, SKIP LOCKED: never waits) and its deferral of one claimed payment (one row), beneficiary
 // registration and a customer's stored sender (one row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
-// acknowledged return). So step 8 can come last: besides an outcome batch, only those statements,
+// acknowledged return). A payout batch's own rows (repositories/payout-batches.ts) are written the same
+// way: its claim, takeover or release locks its one payout_batches row; its items are inserted, with
+// that row, by one statement of the request holding the batch; their quotes are new rows. Its payouts
+// go through the payout batches above like any payout. So step 8 can come last: besides an outcome batch, only those statements,
 // which hold nothing else, ever take its rows.
 //
 // Steps 1–5 of a batch are taken by ONE statement (one round trip); PostgreSQL runs the parts of a

@@ -112,7 +112,9 @@ export class PayoutBatchService {
     }
     try {
       const records = await this.decideItems(partition, batch, items, checked, bankCodes, context);
-      await recordPayoutBatchItems(this.db, scope, batch.id, records, this.clock.now());
+      const held = await recordPayoutBatchItems(this.db, scope, batch.id, batch.leased_until!, records, this.clock.now());
+      // This request ran past its lease and a retry took the batch over: the retry's results stand.
+      if (!held) this.log?.warn({ batchId: batch.id }, 'payout batch: taken over by a retry while this request ran; its results are the retry\'s');
     } catch (error) {
       // Let a retry take the batch over at once: its items already paid are answered by reference.
       await releasePayoutBatch(this.db, scope, batch.id, this.clock.now()).catch(() => undefined);

@@ -98,10 +98,11 @@ export interface BatchItemRecord {
 }
 
 /**
- * Records the items' results and marks the batch received, in one statement: every item is written
- * (again, on a retry that took the batch over) before the batch says it has them all.
+ * Records the items' results and marks the batch received, in one statement, only while this request
+ * still holds the batch (`lease`: the leased_until it set): a request that lost its batch to a retry
+ * (it ran past its lease) writes nothing, and the retry's results stand. False when it wrote nothing.
  */
-export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, batchId: string, items: readonly BatchItemRecord[], now: Date): Promise<void> {
+export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, batchId: string, lease: Date, items: readonly BatchItemRecord[], now: Date): Promise<boolean> {
   const p = new Params();
   const rows = p.unnest({
     item_index: ['integer', items.map((i) => i.index)],
@@ -110,18 +111,23 @@ export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, b
     amount: ['bigint', items.map((i) => (i.amount === null ? null : i.amount.toString()))],
     refusal: ['jsonb', items.map((i) => (i.refusal ? JSON.stringify(i.refusal) : null))],
   });
-  const [tenant, mode, batch, at] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batchId), p.add(now)];
-  await db.query(
-    `WITH items AS (
+  const [tenant, mode, batch, at, held] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batchId), p.add(now), p.add(lease)];
+  const { rows: written } = await db.query<{ held: boolean }>(
+    `WITH received AS (
+       UPDATE payout_batches SET status = 'processing', leased_until = NULL, received_at = ${at}
+        WHERE tenant_id = ${tenant} AND mode = ${mode} AND id = ${batch} AND status = 'receiving' AND leased_until = ${held}
+       RETURNING 1),
+     items AS (
        INSERT INTO payout_batch_items (tenant_id, mode, batch_id, item_index, reference, payment_id, amount, refusal)
        SELECT ${tenant}, ${mode}, ${batch}, v.item_index, v.reference, v.payment_id, v.amount, v.refusal FROM ${rows}
+        WHERE EXISTS (SELECT 1 FROM received)
        ON CONFLICT (tenant_id, mode, batch_id, item_index)
          DO UPDATE SET reference = excluded.reference, payment_id = excluded.payment_id, amount = excluded.amount, refusal = excluded.refusal
        RETURNING 1)
-     UPDATE payout_batches SET status = 'processing', leased_until = NULL, received_at = ${at}
-      WHERE tenant_id = ${tenant} AND mode = ${mode} AND id = ${batch}`,
+     SELECT EXISTS (SELECT 1 FROM received) AS held, (SELECT count(*) FROM items) AS items`,
     p.values,
   );
+  return written[0]?.held === true;
 }
 
 export interface BatchItemRow {

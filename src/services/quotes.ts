@@ -57,11 +57,16 @@ export class QuoteService {
     }
 
     const now = this.clock.now();
-    return insertQuote(this.db, {
+    return insertQuote(this.db, this.rowOf(partition, quote, request.customerId, request.metadata ?? NO_METADATA, now));
+  }
+
+  /** The row a computed quote is stored as, expiring QUOTE_TTL_SECONDS from `now`. */
+  private rowOf(partition: Partition, quote: Quote, customerId: string | undefined, metadata: Metadata, now: Date): NewQuote {
+    return {
       tenant_id: partition.tenantId,
       mode: partition.mode,
       id: randomUUID(),
-      customer_id: request.customerId ?? null,
+      customer_id: customerId ?? null,
       fixed: quote.fixed,
       spend_asset: quote.spend.asset,
       spend_amount: quote.spend.amount,
@@ -73,8 +78,8 @@ export class QuoteService {
       spread_bps: quote.rate?.spread_bps ?? null,
       expires_at: new Date(now.getTime() + this.ttlSeconds * 1000),
       created_at: now,
-      metadata: request.metadata ?? NO_METADATA,
-    });
+      metadata,
+    };
   }
 
   /**
@@ -86,7 +91,6 @@ export class QuoteService {
     const tenant = await findTenant(this.db, partition.tenantId);
     if (!tenant) throw new Error('invariant: authenticated tenant has no row');
     const now = this.clock.now();
-    const expiresAt = new Date(now.getTime() + this.ttlSeconds * 1000);
     const errors: Array<{ index: number; message: string }> = [];
     const quotes = requests.map((request, index): NewQuote | undefined => {
       if (!request) return undefined;
@@ -98,24 +102,7 @@ export class QuoteService {
         errors.push({ index, message: error.message });
         return undefined;
       }
-      return {
-        tenant_id: partition.tenantId,
-        mode: partition.mode,
-        id: randomUUID(),
-        customer_id: request.customerId ?? null,
-        fixed: quote.fixed,
-        spend_asset: quote.spend.asset,
-        spend_amount: quote.spend.amount,
-        deliver_asset: quote.deliver.asset,
-        deliver_amount: quote.deliver.amount,
-        fee_amount: quote.fee.amount,
-        rate_value: quote.rate?.value ?? null,
-        rate_market: quote.rate?.market ?? null,
-        spread_bps: quote.rate?.spread_bps ?? null,
-        expires_at: expiresAt,
-        created_at: now,
-        metadata: NO_METADATA,
-      };
+      return this.rowOf(partition, quote, request.customerId, NO_METADATA, now);
     });
     return { quotes, errors };
   }

@@ -193,6 +193,21 @@ export function Answer<T extends TSchema>(description: string, schema: T) {
   return Type.Unsafe<Static<T>>({ ...schema, [typeof schema.$ref === 'string' ? 'description' : RESPONSE_DESCRIPTION]: description });
 }
 
+/** A component of one page of a cursor list: `data`, `has_more` and `next_cursor`. */
+export function CursorPage<T extends TSchema>(name: string, item: T, description: string) {
+  return Component(
+    name,
+    Type.Object(
+      {
+        data: Type.Array(item),
+        has_more: Type.Boolean({ description: 'true if another page follows' }),
+        next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+      },
+      { description },
+    ),
+  );
+}
+
 /** `limit` of a list: 1 to 100 items a page. */
 export const PageLimit = () => Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' });
 

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Component, DateTime, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import { AmountInteger, AmountString, Component, CursorPage, DateTime, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 import { CreatePayoutBody, PAYMENT_STATUSES } from './payouts.ts';
 import { ERROR_CODE_LIST } from '../../domain/errors.ts';
 
@@ -102,17 +102,7 @@ export const PayoutBatch = Component(
   ),
 );
 
-export const PayoutBatchPage = Component(
-  'PayoutBatchPage',
-  Type.Object(
-    {
-      data: Type.Array(PayoutBatchSummary),
-      has_more: Type.Boolean({ description: 'true if another page follows' }),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
-    },
-    { description: 'Payout batches, newest first' },
-  ),
-);
+export const PayoutBatchPage = CursorPage('PayoutBatchPage', PayoutBatchSummary, 'Payout batches, newest first');
 
 export const PayoutBatchListQuery = Type.Object(PageQuery);
 export const PayoutBatchParams = Type.Object({ id: Uuid('The batch') });

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { METADATA_KEY_LENGTH_MAX, METADATA_VALUE_LENGTH_MAX } from '../../domain/metadata.ts';
-import { Component, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import { Component, CursorPage, PageQuery, StringEnum, Uuid } from './common.ts';
 import { PAYMENT_STATUSES, StatementRowFields } from './payouts.ts';
 
 const CalendarDate = (description: string) =>
@@ -50,17 +50,7 @@ const StatementRow = Component(
   Type.Object(StatementRowFields, { description: 'One payment of the statement' }),
 );
 
-export const StatementPage = Component(
-  'StatementPage',
-  Type.Object(
-    {
-      data: Type.Array(StatementRow),
-      has_more: Type.Boolean({ description: 'true if another page follows' }),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
-    },
-    { description: 'One page of the statement, newest first' },
-  ),
-);
+export const StatementPage = CursorPage('StatementPage', StatementRow, 'One page of the statement, newest first');
 
 /** The CSV export's columns, in order: the statement row's fields (`batch_id` only in an export of one payout batch). */
 export const STATEMENT_CSV_COLUMNS = (Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[]).filter((column) => column !== 'batch_id');

@@ -12,7 +12,8 @@ import { request } from 'undici';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
-import { describeCpu, runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
+import { describeCpu, type PayrollContext } from './end-to-end.ts';
+import { runPayroll, runSoak, type PayrollFigures } from './payroll.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

@@ -12,7 +12,9 @@ import { request } from 'undici';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
 import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
-import { describeCpu, runPayroll, runSoak, type PayrollContext, type PayrollFigures } from './payroll.ts';
+import { describeCpu, type PayrollContext } from './end-to-end.ts';
+import { runPayroll, runSoak, type PayrollFigures } from './payroll.ts';
+import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -28,6 +30,10 @@ const SOAK_PAYOUTS_PER_S = 2500;
 const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
 const HISTORY_ROWS = QUICK ? 20_000 : 100_000;
 const PAYROLL_PAYOUTS = QUICK ? 2000 : 10_000;
+const PAYROLL_BATCH_ITEMS = 1000;
+/** Batches in flight at once (`--batch-concurrency=N`): 2 to 4, the service records 4 per tenant at once. */
+const PAYROLL_BATCH_CONCURRENCY = Number(process.argv.find((a) => a.startsWith('--batch-concurrency='))?.slice(20) ?? 4);
+if (!Number.isInteger(PAYROLL_BATCH_CONCURRENCY) || PAYROLL_BATCH_CONCURRENCY < 1) throw new Error('bench: --batch-concurrency=N takes a whole number of batches, 1 or more');
 const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
 // Page latency is the figure that matters for the statement: moderate concurrency, not saturation.
 const STATEMENT_CONCURRENCY = 4;
@@ -411,6 +417,12 @@ async function main(): Promise<void> {
     if (runs('payroll')) {
       for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
     }
+    // The same payroll as a payroll file: batches through POST /v1/payout-batches.
+    const payrollBatch: Record<string, PayrollBatchFigures> = {};
+    if (runs('payroll-batch')) {
+      const shape = { payouts: PAYROLL_PAYOUTS, itemsPerBatch: PAYROLL_BATCH_ITEMS, concurrency: PAYROLL_BATCH_CONCURRENCY };
+      for (const topology of ['all', 'api+worker'] as const) payrollBatch[topology] = await runPayrollBatch(payrollContext, topology, shape);
+    }
 
     // Memory over a long run, in the payroll setup (an api process and a worker).
     const soak = SOAK_S > 0 ? await runSoak(payrollContext, SOAK_S, SOAK_WARMUP_MS, SOAK_PAYOUTS_PER_S) : undefined;
@@ -439,19 +451,13 @@ async function main(): Promise<void> {
       },
       scenarios,
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
+      ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
       ...(soak ? { soak } : {}),
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
     printTable(results.scenarios);
-    for (const p of Object.values(payroll)) {
-      process.stdout.write(
-        `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
-          `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
-          `CPU per payout: ${describeCpu(p)}`,
-      );
-    }
-    if (Object.keys(payroll).length > 0) process.stdout.write('\n');
+    printPayrolls(payroll, payrollBatch);
     if (soak) {
       process.stdout.write(
         `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +
@@ -472,6 +478,23 @@ async function main(): Promise<void> {
     if (!process.env.BENCH_KEEP_DB) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
+}
+
+/** Per topology, the payroll paid one request per payout beside the same payroll in batches. */
+function printPayrolls(payroll: Record<string, PayrollFigures>, payrollBatch: Record<string, PayrollBatchFigures>): void {
+  for (const topology of ['all', 'api+worker'] as const) {
+    const p = payroll[topology];
+    if (p) {
+      process.stdout.write(
+        `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
+          `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
+          `CPU per payout: ${describeCpu(p)}`,
+      );
+    }
+    const b = payrollBatch[topology];
+    if (b) process.stdout.write(`\n${describePayrollBatch(b)}`);
+  }
+  if (Object.keys(payroll).length + Object.keys(payrollBatch).length > 0) process.stdout.write('\n');
 }
 
 function printTable(scenarios: Record<string, Scenario>): void {

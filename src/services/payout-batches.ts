@@ -29,6 +29,7 @@ import { answerForStoredKey } from '../domain/idempotency.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
 import type { Committer } from './committer.ts';
+import type { PayoutResult } from './payout-lane.ts';
 import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
 import { validate, type CheckedPayout, type PayoutService } from './payouts.ts';
@@ -146,9 +147,15 @@ export class PayoutBatchService {
     await this.quoteDeliverItems(partition, items, reads);
     const outcomes: Array<Promise<ItemOutcome>> = [];
     const window = new Window(ITEMS_IN_COMMIT_MAX);
+    let previous: Promise<void> = Promise.resolve();
     for (const [i, item] of items.entries()) {
       await window.slot();
-      const outcome = this.decideItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes);
+      let done!: () => void;
+      const turn: Turn = { previous, done: () => done() };
+      // The next item's turn comes once this one and every one before it has entered the committer
+      // or finished without it (an item refused before: a 404, a reference already paid).
+      previous = Promise.all([previous, new Promise<void>((resolve) => (done = resolve))]).then(() => undefined);
+      const outcome = this.decideItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes, turn);
       outcomes.push(outcome.finally(() => window.release()));
     }
     const settled = await Promise.all(outcomes);
@@ -169,14 +176,28 @@ export class PayoutBatchService {
     reads: PayoutReads,
     context: Parameters<PayoutService['prepare']>[4],
     bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
+    turn: Turn,
   ): Promise<ItemOutcome> {
+    let committed: Promise<PayoutResult>;
     try {
       if (reads.key) {
         const known = this.fromKey(reads.key, context.fingerprint);
         if (known) return known;
       }
       const { job } = await this.payouts.prepare(partition, { ...item, quoteId: item.quoteId ?? reads.quote?.id ?? NO_QUOTE }, checked, reads, context, bankCodes);
-      const result = await this.committer.submit(this.payouts.payoutLane, partition, job);
+      // The committer decides its jobs in arrival order: the item enters it after the one before it,
+      // however long its own preparation took (one whose account check reads the tenant's setting),
+      // so that it is decided against the totals the items before it left.
+      await turn.previous;
+      committed = this.committer.submit(this.payouts.payoutLane, partition, job);
+    } catch (error) {
+      if (error instanceof ApiError) return refusalOf(error);
+      throw error;
+    } finally {
+      turn.done();
+    }
+    try {
+      const result = await committed;
       switch (result.kind) {
         case 'accepted':
           return { kind: 'payment', paymentId: result.payment.id };
@@ -364,6 +385,12 @@ function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<Retur
     throw validationFailed(shown, `${shown.map((e) => `${e.field}: ${e.message}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}. Nothing was written.`);
   }
   return checked;
+}
+
+/** An item's place in the committer's queue: after `previous` entered it; `done` once this one has (or never will). */
+interface Turn {
+  previous: Promise<void>;
+  done(): void;
 }
 
 /** At most `size` promises outstanding: `slot` waits for one to be released. */

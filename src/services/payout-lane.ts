@@ -77,7 +77,7 @@ type PayoutTally =
   | { status: 'failed'; paymentId: string; reason: string }
   | { status: 'refused'; code: string };
 
-type PayoutResult =
+export type PayoutResult =
   /** Committed and charged: it goes to the rail now. */
   | { kind: 'accepted'; payment: PaymentRow; batchStartedAt: Date }
   /** Its answer is final and stored under the key (a failure before the rail, a refusal). */

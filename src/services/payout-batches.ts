@@ -87,6 +87,7 @@ export class PayoutBatchService {
     }
     const bankCodes = await this.payouts.bankCodes();
     const checked = checkItems(items, bankCodes);
+    const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
     const claim = await claimPayoutBatch(this.db, scope, {
@@ -109,7 +110,7 @@ export class PayoutBatchService {
       batch = held;
     }
     try {
-      const records = await this.decideItems(partition, batch, items, checked, bankCodes, context);
+      const records = await this.decideItems(partition, batch, items, checked, quoted, bankCodes, context);
       await recordPayoutBatchItems(this.db, scope, batch.id, records, this.clock.now());
     } catch (error) {
       // Let a retry take the batch over at once: its items already paid are answered by reference.
@@ -136,6 +137,7 @@ export class PayoutBatchService {
     batch: PayoutBatchRow,
     items: readonly BatchItemRequest[],
     checked: readonly CheckedPayout[],
+    quoted: ReadonlyArray<NewQuote | undefined>,
     bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
     context: BatchContext,
   ): Promise<BatchItemRecord[]> {
@@ -144,7 +146,7 @@ export class PayoutBatchService {
       this.db,
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
-    await this.quoteDeliverItems(partition, items, reads);
+    await this.quoteDeliverItems(quoted, reads);
     const outcomes: Array<Promise<ItemOutcome>> = [];
     const window = new Window(ITEMS_IN_COMMIT_MAX);
     let previous: Promise<void> = Promise.resolve();
@@ -234,14 +236,25 @@ export class PayoutBatchService {
   }
 
   /**
-   * Quotes the `deliver` items whose reference has not paid yet, as POST /v1/quotes would in deliver
-   * mode with the tenant's fee, written in one statement; each becomes its item's quote.
+   * The quote of each `deliver` item, as POST /v1/quotes would make it in deliver mode with the
+   * tenant's fee; not written. Worked out before the batch is claimed: an amount no quote can be made
+   * for is a malformed item (400 naming it), and a malformed batch writes nothing.
    */
-  private async quoteDeliverItems(partition: Partition, items: readonly BatchItemRequest[], reads: PayoutReads[]): Promise<void> {
-    const wanted = items.map((item, i) => (item.deliver && !reads[i]!.key ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
-    if (!wanted.some((w) => w !== undefined)) return;
+  private async priceDeliverItems(partition: Partition, items: readonly BatchItemRequest[]): Promise<Array<NewQuote | undefined>> {
+    const wanted = items.map((item) => (item.deliver ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
+    if (!wanted.some((w) => w !== undefined)) return [];
     const { quotes, errors } = await this.quotes.deliverQuotes(partition, wanted);
     if (errors.length > 0) throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
+    return quotes;
+  }
+
+  /**
+   * Writes the quotes of the `deliver` items whose reference has not paid yet, in one statement; each
+   * becomes its item's quote.
+   */
+  private async quoteDeliverItems(quoted: ReadonlyArray<NewQuote | undefined>, reads: PayoutReads[]): Promise<void> {
+    const quotes = quoted.map((quote, i) => (reads[i]!.key ? undefined : quote));
+    if (!quotes.some((q) => q !== undefined)) return;
     await insertQuotes(this.db, quotes.filter((q): q is NewQuote => q !== undefined));
     quotes.forEach((quote, i) => {
       if (quote) reads[i]!.quote = { ...quote, consumed_at: null, payment_id: null };

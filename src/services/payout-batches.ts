@@ -58,6 +58,8 @@ const FIELD_ERRORS_MAX = 100;
 const OPEN_STATUSES = new Set(['created', 'pending', 'submitted', 'unknown']);
 const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
 const NO_QUOTE = '00000000-0000-0000-0000-000000000000';
+/** What the payout batch transaction answers the second of two payouts with one key in it. */
+const SAME_KEY_IN_TRANSACTION = new Set(['idempotency_request_in_progress', 'idempotency_key_reused']);
 
 export interface BatchContext {
   key: string;
@@ -206,7 +208,10 @@ export class PayoutBatchService {
         case 'answered':
           return outcomeOfAnswer(result.answer.status, result.answer.body);
         case 'error':
-          return refusalOf(result.error);
+          if (!SAME_KEY_IN_TRANSACTION.has(result.error.code)) return refusalOf(result.error);
+          // Another item with this reference (a concurrent batch's) was decided first in the same
+          // transaction, now committed: its key tells what the reference became.
+          return (await this.fromKeyNow(partition, context.key, context.fingerprint)) ?? refusalOf(result.error);
         case 'key_taken':
           return this.fromKey(result.stored, context.fingerprint) ?? refusalOf(keyInProgress());
       }
@@ -214,6 +219,12 @@ export class PayoutBatchService {
       if (error instanceof ApiError) return refusalOf(error);
       throw error;
     }
+  }
+
+  /** What an item's reference holds as committed now, read again (undefined: nothing, it may pay). */
+  private async fromKeyNow(partition: Partition, key: string, fingerprint: string): Promise<ItemOutcome | undefined> {
+    const [reads] = await readPayoutReferences(this.db, [{ ...partition, key, quoteId: NO_QUOTE, beneficiaryId: undefined, customerId: undefined }]);
+    return reads?.key ? this.fromKey(reads.key, fingerprint) : undefined;
   }
 
   /** What an item's reference already holds: its payment, or why it cannot be paid again. */

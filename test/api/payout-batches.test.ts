@@ -449,7 +449,9 @@ describe('payout batches under concurrency (PostgreSQL)', { skip: ENGINE !== 'po
   it('two concurrent batches with different keys sharing references: each reference paid once', async () => {
     const tenant = await fundedTenant(t);
     const items = many('s', 30);
-    const [a, b] = await Promise.all([postBatch(tenant.api, items), postBatch(tenant.api, [...items].reverse())]);
+    // In the same order, the two batches' items with one reference reach the committer together and
+    // are often decided in one transaction: the second must still be answered with the first's payment.
+    const [a, b] = await Promise.all([postBatch(tenant.api, items), postBatch(tenant.api, items)]);
     assert.equal(a.status, 201, a.raw);
     assert.equal(b.status, 201, b.raw);
     const byRef = new Map<string, Set<string>>();
@@ -459,6 +461,22 @@ describe('payout batches under concurrency (PostgreSQL)', { skip: ENGINE !== 'po
     }
     for (const [ref, ids] of byRef) assert.equal(ids.size, 1, `${ref} named ${[...ids]}`);
     await assertReferencesPaidOnce(t, tenant, 30);
+
+    // The same references with other content at once: each paid by one batch, refused reference_reused in the other.
+    const fresh = many('c', 20);
+    const other = fresh.map((i) => ({ ...i, deliver: { asset: 'BS', amount: 100_100 } }));
+    const [c, d] = await Promise.all([postBatch(tenant.api, fresh), postBatch(tenant.api, other)]);
+    assert.equal(c.status, 201, c.raw);
+    assert.equal(d.status, 201, d.raw);
+    c.body.items.forEach((ci: any, n: number) => {
+      const di = d.body.items[n];
+      const [paidItem, refusedItem] = ci.paymentId ? [ci, di] : [di, ci];
+      assert.ok(paidItem.paymentId, `one of the two pays ${ci.reference}: ${JSON.stringify([ci, di])}`);
+      assert.equal(refusedItem.paymentId, null, JSON.stringify([ci, di]));
+      assert.equal(refusedItem.error?.code, 'reference_reused', JSON.stringify([ci, di]));
+      assert.deepEqual(refusedItem.error.meta, { paymentId: paidItem.paymentId });
+    });
+    await assertReferencesPaidOnce(t, tenant, 50);
   });
 
   it('concurrent batches draining one balance: never negative, what was accepted fits the funding', async () => {

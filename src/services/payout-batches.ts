@@ -60,6 +60,8 @@ const FIELD_ERRORS_MAX = 100;
 const OPEN_STATUSES = new Set(['created', 'pending', 'submitted', 'unknown']);
 const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
 const NO_QUOTE = '00000000-0000-0000-0000-000000000000';
+/** What the payout batch transaction answers the second of two payouts with one key in it. */
+const SAME_KEY_IN_TRANSACTION = new Set(['idempotency_request_in_progress', 'idempotency_key_reused']);
 
 export interface BatchContext {
   key: string;
@@ -89,6 +91,7 @@ export class PayoutBatchService {
     }
     const bankCodes = await this.payouts.bankCodes();
     const checked = checkItems(items, bankCodes);
+    const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
     const claim = await claimPayoutBatch(this.db, scope, {
@@ -111,7 +114,7 @@ export class PayoutBatchService {
       batch = held;
     }
     try {
-      const records = await this.decideItems(partition, batch, items, checked, bankCodes, context);
+      const records = await this.decideItems(partition, batch, items, checked, quoted, bankCodes, context);
       const held = await recordPayoutBatchItems(this.db, scope, batch.id, batch.leased_until!, records, this.clock.now());
       // This request ran past its lease and a retry took the batch over: the retry's results stand.
       if (!held) this.log?.warn({ batchId: batch.id }, 'payout batch: taken over by a retry while this request ran; its results are the retry\'s');
@@ -144,6 +147,7 @@ export class PayoutBatchService {
     batch: PayoutBatchRow,
     items: readonly BatchItemRequest[],
     checked: readonly CheckedPayout[],
+    quoted: ReadonlyArray<NewQuote | undefined>,
     bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
     context: BatchContext,
   ): Promise<BatchItemRecord[]> {
@@ -152,7 +156,7 @@ export class PayoutBatchService {
       this.db,
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
-    await this.quoteDeliverItems(partition, items, reads);
+    await this.quoteDeliverItems(quoted, reads);
     const prepared = await mapBounded(items, PREPARE_CONCURRENCY, (item, i) =>
       this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
     );
@@ -164,7 +168,7 @@ export class PayoutBatchService {
         continue;
       }
       await window.slot();
-      outcomes.push(this.commitItem(partition, item.job, keys[i]!.fingerprint).finally(() => window.release()));
+      outcomes.push(this.commitItem(partition, item.job, keys[i]!).finally(() => window.release()));
     }
     const settled = await Promise.all(outcomes);
     return settled.map((outcome, i) => ({
@@ -199,7 +203,7 @@ export class PayoutBatchService {
   }
 
   /** Submits one payout to the committer at once (the caller keeps item order) and reads what became of it. */
-  private async commitItem(partition: Partition, job: PayoutJob, fingerprint: string): Promise<ItemOutcome> {
+  private async commitItem(partition: Partition, job: PayoutJob, { key, fingerprint }: { key: string; fingerprint: string }): Promise<ItemOutcome> {
     try {
       const result = await this.committer.submit(this.payouts.payoutLane, partition, job);
       switch (result.kind) {
@@ -208,7 +212,10 @@ export class PayoutBatchService {
         case 'answered':
           return outcomeOfAnswer(result.answer.status, result.answer.body);
         case 'error':
-          return refusalOf(result.error);
+          if (!SAME_KEY_IN_TRANSACTION.has(result.error.code)) return refusalOf(result.error);
+          // Another item with this reference (a concurrent batch's) was decided first in the same
+          // transaction, now committed: its key tells what the reference became.
+          return (await this.fromKeyNow(partition, key, fingerprint)) ?? refusalOf(result.error);
         case 'key_taken':
           return this.fromKey(result.stored, fingerprint) ?? refusalOf(keyInProgress());
       }
@@ -216,6 +223,12 @@ export class PayoutBatchService {
       if (error instanceof ApiError) return refusalOf(error);
       throw error;
     }
+  }
+
+  /** What an item's reference holds as committed now, read again (undefined: nothing, it may pay). */
+  private async fromKeyNow(partition: Partition, key: string, fingerprint: string): Promise<ItemOutcome | undefined> {
+    const [reads] = await readPayoutReferences(this.db, [{ ...partition, key, quoteId: NO_QUOTE, beneficiaryId: undefined, customerId: undefined }]);
+    return reads?.key ? this.fromKey(reads.key, fingerprint) : undefined;
   }
 
   /** What an item's reference already holds: its payment, or why it cannot be paid again. */
@@ -238,17 +251,26 @@ export class PayoutBatchService {
   }
 
   /**
-   * Quotes the `deliver` items whose reference has not paid yet, as POST /v1/quotes would in deliver
-   * mode with the tenant's fee, written in one statement; each becomes its item's quote.
+   * The quote of each `deliver` item, as POST /v1/quotes would make it in deliver mode with the
+   * tenant's fee; not written. Worked out before the batch is claimed: an amount no quote can be made
+   * for is a malformed item (400 naming it), and a malformed batch writes nothing.
    */
-  private async quoteDeliverItems(partition: Partition, items: readonly BatchItemRequest[], reads: PayoutReads[]): Promise<void> {
-    // An item whose reference holds a live key is answered from it and needs no quote.
-    const now = this.clock.now().getTime();
-    const unpaid = (read: PayoutReads) => !read.key || read.key.expiresAt.getTime() <= now;
-    const wanted = items.map((item, i) => (item.deliver && unpaid(reads[i]!) ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
-    if (!wanted.some((w) => w !== undefined)) return;
+  private async priceDeliverItems(partition: Partition, items: readonly BatchItemRequest[]): Promise<Array<NewQuote | undefined>> {
+    const wanted = items.map((item) => (item.deliver ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
+    if (!wanted.some((w) => w !== undefined)) return [];
     const { quotes, errors } = await this.quotes.deliverQuotes(partition, wanted);
     if (errors.length > 0) throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
+    return quotes;
+  }
+
+  /**
+   * Writes the quotes of the `deliver` items whose reference has not paid (no live key: an item whose
+   * reference holds one is answered from it), in one statement; each becomes its item's quote.
+   */
+  private async quoteDeliverItems(quoted: ReadonlyArray<NewQuote | undefined>, reads: PayoutReads[]): Promise<void> {
+    const now = this.clock.now().getTime();
+    const quotes = quoted.map((quote, i) => (reads[i]!.key && reads[i]!.key!.expiresAt.getTime() > now ? undefined : quote));
+    if (!quotes.some((q) => q !== undefined)) return;
     await insertQuotes(this.db, quotes.filter((q): q is NewQuote => q !== undefined));
     quotes.forEach((quote, i) => {
       if (quote) reads[i]!.quote = { ...quote, consumed_at: null, payment_id: null };

@@ -11,6 +11,7 @@ import {
   TenantResource,
   TreasuryResource,
 } from './resources/customer.js';
+import { PayoutBatchesResource } from './resources/payout-batches.js';
 import { Transport, type FetchLike } from './transport.js';
 
 export interface BolivarOptions {
@@ -31,6 +32,7 @@ export class Bolivar {
   readonly quotes: QuotesResource;
   readonly beneficiaries: BeneficiariesResource;
   readonly payouts: PayoutsResource;
+  readonly payoutBatches: PayoutBatchesResource;
   readonly payments: PaymentsResource;
   readonly treasury: TreasuryResource;
   readonly limits: LimitsResource;
@@ -45,6 +47,7 @@ export class Bolivar {
     this.quotes = new QuotesResource(transport);
     this.beneficiaries = new BeneficiariesResource(transport);
     this.payouts = new PayoutsResource(transport);
+    this.payoutBatches = new PayoutBatchesResource(transport);
     this.payments = new PaymentsResource(transport);
     this.treasury = new TreasuryResource(transport);
     this.limits = new LimitsResource(transport);

@@ -4,6 +4,13 @@ export { BolivarConnectionError, BolivarError, UNEXPECTED_RESPONSE, type ErrorCo
 export { toApiAmount, type AmountInput } from './amounts.js';
 export { Paginated, type PageAnswer } from './pagination.js';
 export {
+  DEFAULT_BATCH_MAX_ITEMS,
+  PayoutBatchesIncompleteError,
+  PayoutBatchWaitTimeoutError,
+  type PayoutBatchItem,
+  type PayoutBatchOptions,
+} from './resources/payout-batches.js';
+export {
   BASE_BACKOFF_MS,
   DEFAULT_MAX_RETRIES,
   DEFAULT_TIMEOUT_MS,

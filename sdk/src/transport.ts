@@ -74,7 +74,8 @@ export function retryAfterMs(value: string | null, nowMs = Date.now()): number |
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs);
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
     const timer = setTimeout(() => {

@@ -48,7 +48,9 @@
 // (payments, SKIP LOCKED: never waits) and its deferral of one claimed payment (one row), beneficiary
 // registration and a customer's stored sender (one row each), and the sandbox rail's own writes (its transfers, by reference: a submission, an
 // acknowledged return). A payout batch's own rows (repositories/payout-batches.ts) are written the same
-// way: its claim, takeover or release locks its one payout_batches row; its items are inserted, with
+// way: its claim takes a transaction advisory lock on its tenant and mode (the in-progress bound: the
+// count and the insert as one step; nothing else takes it) and then inserts its one payout_batches
+// row; its takeover or release locks that one row; its items are inserted, with
 // that row, by one statement of the request holding the batch; their quotes are new rows. Its payouts
 // go through the payout batches above like any payout. So step 8 can come last: besides an outcome batch, only those statements,
 // which hold nothing else, ever take its rows.

@@ -78,7 +78,7 @@ export const ERROR_CODE_SUMMARIES: Record<ErrorCode, string> = {
   payment_already_resolved: 'the payment is already final (`meta.status`); nothing changed',
   payment_not_settled: 'only a settled payment can be reversed (`meta.status`); nothing changed',
   anomaly_already_resolved: 'the anomaly was already resolved (`meta`: resolved_at, resolved_by); nothing changed',
-  payload_too_large: 'the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)',
+  payload_too_large: 'the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)',
   uri_too_long: 'a path parameter is longer than 100 characters',
   unsupported_media_type: 'a body sent with a `content-type` other than `application/json`',
   expectation_failed: 'an `Expect` header other than `100-continue`',

@@ -6,6 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../db/database.ts';
+import { inTransaction } from '../db/lock-order.ts';
 import {
   claimPayoutBatch,
   completePayoutBatch,
@@ -94,7 +95,7 @@ export class PayoutBatchService {
     const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
-    const claim = await claimPayoutBatch(this.db, scope, {
+    const claim = await inTransaction(this.db, (tx) => claimPayoutBatch(tx, scope, {
       id: randomUUID(),
       key: context.key,
       fingerprint: context.fingerprint,
@@ -103,7 +104,7 @@ export class PayoutBatchService {
       now,
       leasedUntil: new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS),
       inProgressMax: this.settings.inProgressMax,
-    });
+    }));
     if (claim.kind === 'too_many') {
       throw new ApiError('payout_batches_in_progress', `At most ${this.settings.inProgressMax} batches of a tenant are recorded at once; retry once one has been answered.`, { inProgressMax: this.settings.inProgressMax });
     }
@@ -310,7 +311,8 @@ export class PayoutBatchService {
    */
   private async completeIfFinal(scope: BatchScope, batch: PayoutBatchRow, tallies: readonly BatchTally[]): Promise<PayoutBatchRow> {
     if (batch.status !== 'processing' || tallies.some((t) => OPEN_STATUSES.has(t.status))) return batch;
-    const last = tallies.reduce<Date | null>((latest, t) => (t.last_change && (!latest || t.last_change > latest) ? t.last_change : latest), null) ?? this.clock.now();
+    // Items all paid before the batch (by earlier batches with their references) completed it as it was made.
+    const last = tallies.reduce<Date>((latest, t) => (t.last_change && t.last_change > latest ? t.last_change : latest), batch.created_at);
     await completePayoutBatch(this.db, scope, batch.id, last);
     return { ...batch, status: 'completed', completed_at: last };
   }

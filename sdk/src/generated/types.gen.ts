@@ -2687,7 +2687,7 @@ export type AdminCreateTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -2921,7 +2921,7 @@ export type AdminUpdateTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3115,7 +3115,7 @@ export type AdminIssueApiKeyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3216,7 +3216,7 @@ export type AdminRevokeApiKeyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3320,7 +3320,7 @@ export type AdminSetRateErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -3588,7 +3588,7 @@ export type AdminRecheckPaymentErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4008,7 +4008,7 @@ export type AdminResolveAnomalyErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4192,7 +4192,7 @@ export type CreateQuoteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4500,7 +4500,7 @@ export type RegisterBeneficiaryErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -4877,7 +4877,7 @@ export type CreatePayoutErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5197,7 +5197,7 @@ export type CreatePayoutBatchErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5877,7 +5877,7 @@ export type AdminFundTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -5982,7 +5982,7 @@ export type AdminCloseTenantErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6116,7 +6116,7 @@ export type AdminSetDefaultSenderErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6251,7 +6251,7 @@ export type AdminSetCustomerSenderErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6522,7 +6522,7 @@ export type RetryDeadEventsErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6626,7 +6626,7 @@ export type RetryEventErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6735,7 +6735,7 @@ export type AdminSetWebhookEndpointErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6840,7 +6840,7 @@ export type AdminRotateWebhookSecretErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -6935,7 +6935,7 @@ export type SandboxWebhookSinkErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7017,7 +7017,7 @@ export type SandboxWebhookFailingErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7207,7 +7207,7 @@ export type SimulatePaymentOutcomeErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7327,7 +7327,7 @@ export type SendSandboxRailNotificationErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7537,7 +7537,7 @@ export type AdminCreateLimitRuleErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7638,7 +7638,7 @@ export type AdminDeleteLimitRuleErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -7925,7 +7925,7 @@ export type AdminStartReconciliationErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8095,7 +8095,7 @@ export type ReceiveRailCallbackErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8310,7 +8310,7 @@ export type AdminImportRailStatementErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8593,7 +8593,7 @@ export type AdminUpdateRailErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8793,7 +8793,7 @@ export type AdminCreateRailRouteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {
@@ -8894,7 +8894,7 @@ export type AdminDeleteRailRouteErrors = {
         };
     };
     /**
-     * `payload_too_large`: the body is over 64 KiB (4 MiB on `POST /v1/payout-batches`)
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
      */
     413: ErrorEnvelope & {
         error?: {

@@ -38,14 +38,18 @@ export type BatchClaim =
 
 /**
  * Creates the batch its key names, unless the key already names one (returned as it is), or unless the
- * partition already has `inProgressMax` batches whose requests are recording their items.
+ * partition already has `inProgressMax` batches whose requests are recording their items. The count
+ * and the insert are one step per tenant and mode (a transaction advisory lock on them, held by this
+ * transaction only, which waits for nothing else), so concurrent claims in any process never pass the
+ * bound together. `tx` must be a transaction.
  */
 export async function claimPayoutBatch(
-  db: Queryable,
+  tx: Queryable,
   scope: BatchScope,
   batch: { id: string; key: string; fingerprint: string; itemCount: number; createdByKeyId: string; now: Date; leasedUntil: Date; inProgressMax: number },
 ): Promise<BatchClaim> {
-  const { rows } = await db.query<PayoutBatchRow>(
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('payout_batches:' || $1 || ':' || $2, 0))`, [scope.tenantId, scope.mode]);
+  const { rows } = await tx.query<PayoutBatchRow>(
     `INSERT INTO payout_batches (tenant_id, mode, id, idempotency_key, fingerprint, item_count, status, leased_until, created_by_key_id, created_at)
      SELECT $1, $2, $3, $4, $5, $6, 'receiving', $7, $8, $9
       WHERE (SELECT count(*) FROM payout_batches
@@ -55,7 +59,7 @@ export async function claimPayoutBatch(
     [scope.tenantId, scope.mode, batch.id, batch.key, batch.fingerprint, batch.itemCount, batch.leasedUntil, batch.createdByKeyId, batch.now, batch.inProgressMax],
   );
   if (rows[0]) return { kind: 'new', batch: rows[0] };
-  const existing = await findPayoutBatchByKey(db, scope, batch.key);
+  const existing = await findPayoutBatchByKey(tx, scope, batch.key);
   return existing ? { kind: 'existing', batch: existing } : { kind: 'too_many' };
 }
 

@@ -267,11 +267,12 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     });
     write.payments.push(payment);
     // Nobody records a batch item's answer after the rail call: its key names the payment now.
-    if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: this.answers.payment(insertedPayment(payment)) });
+    const row = insertedPayment(payment);
+    if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: this.answers.payment(row) });
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
     write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata: transitionMetadataOf(job) });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
-    return { kind: 'accepted', payment: insertedPayment(payment), batchStartedAt: now };
+    return { kind: 'accepted', payment: row, batchStartedAt: now };
   }
 
   /** A payout failed before the rail: its payment (failed), its quote consumed, its event, and its answer stored under the key. */

@@ -4,7 +4,8 @@
 // the service refuses is marked from its 400), submitted as a payout batch whose first answer is
 // lost on the way back (Submit pressed again pays nothing twice), and followed until completed, its
 // counts and items those of GET /v1/payout-batches/{id}; then the batch from the list. axe-core finds
-// nothing on the preview and the progress; no CSP violation, no script error.
+// nothing on the preview and the progress; no CSP violation, no script error. Against a service bound
+// to 2 items a batch, the file is split again at that bound and followed as several batches.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -177,6 +178,50 @@ describe(`the payroll screen in Chromium, on ${ENGINE}`, { skip: existsSync(CHRO
         [],
         'no script error and no CSP violation (but the answer this test cut, and the 400 it provoked)',
       );
+    } finally {
+      await tearDown({ context, service, database, profile, dataDir });
+    }
+  });
+});
+
+describe(`the payroll screen in Chromium, on ${ENGINE}, with a service bound to 2 items a batch`, { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent` }, () => {
+  it('splits the file again at the service\'s bound and follows every batch, each row under its own', { timeout: 120_000 }, async () => {
+    const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-payroll-'));
+    const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
+    const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', PAYOUT_BATCH_MAX_ITEMS: '2' }, await freePort());
+    const base = service.baseUrl;
+    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    try {
+      const key: string = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).apiKey;
+      const page = context.pages()[0] ?? (await context.newPage());
+      const problems: string[] = [];
+      page.on('console', (message) => message.type() === 'error' && problems.push(message.text()));
+      page.on('pageerror', (error) => problems.push(String(error)));
+      const keys: string[] = [];
+      page.on('request', (request) => request.method() === 'POST' && keys.push(request.headers()['idempotency-key'] ?? ''));
+      await page.goto(`${base}/console/payroll`);
+      await page.getByLabel('API key').fill(key);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Payroll', level: 1 }).waitFor({ timeout: WAIT_MS });
+
+      const rows = [1, 2, 3, 4, 5].map((n) => `split-${n},${1000 + n},pago_movil,,Ana Mora,V99990001,0102,0414123456${n},,${SENDER}`);
+      await upload(page, 'split.csv', payroll(...rows), /5 rows, 5 valid, 0 with problems/);
+      await submit(page, 5);
+      for (const n of [1, 2, 3]) {
+        await page.getByRole('region', { name: `Batch ${n} of 3` }).getByRole('status').filter({ hasText: /^completed/ }).waitFor({ timeout: WAIT_MS });
+      }
+      // The first try (5 items) was refused whole (payout_batch_too_large); then 3 batches under a new upload key.
+      assert.equal(keys.length, 4, keys.join('\n'));
+      const upload3 = keys[1]!.replace(/:0$/, '');
+      assert.deepEqual(keys.slice(1), [0, 1, 2].map((n) => `${upload3}:${n}`));
+      assert.notEqual(keys[0], keys[1]);
+      const listed = (await call(base, key, 'GET', '/v1/payout-batches')).json.data as Array<{ itemCount: number; counts: { settled: number } }>;
+      assert.deepEqual(listed.map((b) => [b.itemCount, b.counts.settled]), [[1, 1], [2, 2], [2, 2]]);
+      // Each batch's items are named by the rows of the file they came from.
+      assert.match(await page.getByRole('table', { name: 'Batch 3 of 3 items' }).innerText(), /\n6\s+split-5\s+settled\s+1,005\.00 Bs/);
+      assert.match(await page.getByRole('table', { name: 'Batch 2 of 3 items' }).innerText(), /\n4\s+split-3\s+settled[\s\S]*\n5\s+split-4\s+settled/);
+      assert.deepEqual(problems.filter((p) => !/status of 400/.test(p)), [], 'no script error and no CSP violation');
     } finally {
       await tearDown({ context, service, database, profile, dataDir });
     }

@@ -117,7 +117,7 @@ function Screens({ session, path }: { session: Session; path: string }) {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path, { id: 'uuid' });
     if (payment) return <PaymentScreen api={api} me={me} id={payment.id!} />;
-    if (match('/payroll', path) && hasScope(me, 'payments:write')) return <PayrollScreen api={api} />;
+    if (match('/payroll', path) && hasScope(me, 'payments:write') && hasScope(me, 'payments:read')) return <PayrollScreen api={api} />;
     if (match('/batches', path)) return <BatchesScreen api={api} />;
     const batch = match('/batches/:id', path, { id: 'uuid' });
     if (batch) return <BatchScreen api={api} id={batch.id!} />;

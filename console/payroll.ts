@@ -94,6 +94,8 @@ export function bolivaresToMinor(text: string): { minor: bigint } | { problem: s
 /** The header's columns by position, or the problem with it. */
 function readHeader(header: string[]): { columns: Column[] } | { problem: string } {
   const names = header.map((name) => name.trim().toLowerCase());
+  // A spreadsheet set to decimal commas (Spanish locales) writes "CSV" with semicolons.
+  if (names.length === 1 && names[0]!.includes(';')) return { problem: 'the columns are separated by semicolons: save the sheet as CSV with commas (and amounts with a decimal point)' };
   const unknown = names.filter((name) => !(PAYROLL_COLUMNS as readonly string[]).includes(name));
   if (unknown.length > 0) return { problem: `unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')}: the columns are ${PAYROLL_COLUMNS.join(', ')}` };
   const repeated = names.filter((name, i) => names.indexOf(name) !== i);

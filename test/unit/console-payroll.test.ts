@@ -149,6 +149,7 @@ describe('payroll rows', () => {
     assert.match(problem('reference,amount\nr,1')!, /missing column method/);
     assert.match(problem(`${HEADER},acount_number\n`)!, /unknown column "acount_number"/);
     assert.match(problem('reference,amount,method,amount\n')!, /column amount appears twice/);
+    assert.match(problem('reference;amount;method\nr-1;1500,50;pago_movil\n')!, /separated by semicolons: save the sheet as CSV with commas/);
   });
 
   it('read the template offered to operators without a problem', () => {

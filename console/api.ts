@@ -24,6 +24,8 @@ export class ApiFailure extends Error {
     readonly code: string,
     message: string,
     readonly requestId: string | null,
+    /** The envelope's `meta` (a 400's `errors[]` of `{field, message}`, a limit's figures…). */
+    readonly meta: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -48,8 +50,8 @@ function queryString(query: Query = {}): string {
 async function failureOf(response: Response): Promise<ApiFailure> {
   const requestId = response.headers.get('x-request-id');
   try {
-    const body = (await response.json()) as { error?: { code?: string; message?: string; request_id?: string } };
-    if (body.error?.code) return new ApiFailure(response.status, body.error.code, body.error.message ?? body.error.code, body.error.request_id ?? requestId);
+    const body = (await response.json()) as { error?: { code?: string; message?: string; request_id?: string; meta?: Record<string, unknown> } };
+    if (body.error?.code) return new ApiFailure(response.status, body.error.code, body.error.message ?? body.error.code, body.error.request_id ?? requestId, body.error.meta);
   } catch {
     // not the envelope
   }
@@ -90,17 +92,25 @@ export class Api {
   async download(path: ApiPath, query: Query, fallbackName: string): Promise<void> {
     const response = await this.send('GET', path, query);
     const name = /filename="([^"]+)"/.exec(response.headers.get('content-disposition') ?? '')?.[1] ?? fallbackName;
-    const url = URL.createObjectURL(await response.blob());
-    try {
-      const link = document.createElement('a');
-      link.href = url;
-      link.download = name;
-      document.body.append(link);
-      link.click();
-      link.remove();
-    } finally {
-      setTimeout(() => URL.revokeObjectURL(url), 10_000);
-    }
+    saveFile(await response.blob(), name);
+  }
+}
+
+/**
+ * Saves a file through a blob: URL of this page (a download, which the CSP's fetch directives do
+ * not govern: nothing is requested from anywhere).
+ */
+export function saveFile(blob: Blob, name: string): void {
+  const url = URL.createObjectURL(blob);
+  try {
+    const link = document.createElement('a');
+    link.href = url;
+    link.download = name;
+    document.body.append(link);
+    link.click();
+    link.remove();
+  } finally {
+    setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 }
 

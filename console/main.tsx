@@ -6,10 +6,12 @@ import './console.css';
 import { match, navigate, usePath } from './router.ts';
 import { LimitRulesScreen, TenantScreen, TenantsScreen } from './screens/admin.tsx';
 import { AdminPaymentScreen, AuditScreen } from './screens/audit.tsx';
+import { BatchesScreen, BatchScreen } from './screens/batches.tsx';
 import { BeneficiariesScreen, BeneficiaryScreen } from './screens/beneficiaries.tsx';
 import { EventScreen, EventsScreen } from './screens/events.tsx';
 import { PaymentScreen } from './screens/payment.tsx';
 import { PaymentsScreen } from './screens/payments.tsx';
+import { PayrollScreen } from './screens/payroll.tsx';
 import { RailsScreen } from './screens/rails.tsx';
 import { NeedsReviewScreen } from './screens/review.tsx';
 import { SandboxScreen } from './screens/sandbox.tsx';
@@ -30,6 +32,8 @@ interface Screen {
 
 const CUSTOMER_SCREENS: Screen[] = [
   { path: '/payments', label: 'Payments', available: (me) => hasScope(me, 'payments:read') },
+  { path: '/payroll', label: 'Payroll', available: (me) => hasScope(me, 'payments:write') && hasScope(me, 'payments:read') },
+  { path: '/batches', label: 'Payout batches', available: (me) => hasScope(me, 'payments:read') },
   { path: '/events', label: 'Events', available: (me) => hasScope(me, 'events:read') },
   { path: '/treasury', label: 'Treasury and limits', available: (me) => hasScope(me, 'treasury:read') || hasScope(me, 'payments:read') },
   { path: '/beneficiaries', label: 'Beneficiaries', available: (me) => hasScope(me, 'beneficiaries:read') },
@@ -113,6 +117,10 @@ function Screens({ session, path }: { session: Session; path: string }) {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path, { id: 'uuid' });
     if (payment) return <PaymentScreen api={api} me={me} id={payment.id!} />;
+    if (match('/payroll', path) && hasScope(me, 'payments:write') && hasScope(me, 'payments:read')) return <PayrollScreen api={api} />;
+    if (match('/batches', path)) return <BatchesScreen api={api} />;
+    const batch = match('/batches/:id', path, { id: 'uuid' });
+    if (batch) return <BatchScreen api={api} id={batch.id!} />;
     if (match('/events', path)) return <EventsScreen api={api} me={me} />;
     const event = match('/events/:id', path, { id: 'numeric' });
     if (event) return <EventScreen api={api} me={me} id={event.id!} />;

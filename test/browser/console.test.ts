@@ -9,75 +9,26 @@
 // by axe-core); the strict CSP is served and obeyed (no violation), and the key never
 // appears in a URL.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import axe from 'axe-core';
 import { chromium } from 'playwright-core';
 import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
+import { accessibilityViolations, call, CHROMIUM, CHROMIUM_ARGS, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 /** Bound of every wait on the service (settlement, dead queue, delivery) and on the page. */
 const WAIT_MS = 30_000;
 
 const UNKNOWN_PAYMENT = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 const SENDER = { nationalId: 'V11222333', firstName: 'Ana', lastName: 'Rojas', phone: '04121234567', email: 'ana@example.com' };
 
-async function call(baseUrl: string, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
-  const response = await fetch(baseUrl + url, {
-    method,
-    headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, text, json: text ? JSON.parse(text) : undefined };
-}
-
 const WAITS = { timeoutMs: WAIT_MS, intervalMs: 100 };
 
-
-/**
- * axe-core's violations on the screen shown (its id and impact, and the elements), run in the page
- * through the browser's own evaluation, so the console's CSP stays as strict as it is served.
- */
-async function accessibilityViolations(page: { evaluate<R>(script: string): Promise<R> }): Promise<Array<{ id: string; impact: string | null; nodes: string[] }>> {
-  return page.evaluate(`(async () => {
-    ${axe.source}
-    const result = await axe.run(document.querySelector('#screen'), { resultTypes: ['violations'] });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }));
-  })()`);
-}
-
-/** Closes the browser, stops the service (it must exit 0), drops its database and removes the folders. */
-async function tearDown(run: {
-  context: { close(): Promise<void> };
-  service: Awaited<ReturnType<typeof startService>>;
-  database: { drop(): Promise<void> } | undefined;
-  profile: string;
-  dataDir: string;
-}): Promise<void> {
-  await run.context.close();
-  const code = await run.service.stop('SIGTERM');
-  await run.database?.drop();
-  rmSync(run.profile, { recursive: true, force: true });
-  rmSync(run.dataDir, { recursive: true, force: true });
-  assert.equal(code, 0, run.service.output());
-}
 
 describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CHROMIUM) ? false : `${CHROMIUM} is absent: install the Debian package chromium to run the browser test` }, () => {
   it('signs in, shows a payout\'s timeline, exports the statement, and retries a dead event', { timeout: 120_000 }, async () => {

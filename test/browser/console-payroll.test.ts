@@ -11,10 +11,10 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { formatMinor } from '../../console/format.ts';
 import { PAYROLL_COLUMNS, PAYROLL_TEMPLATE } from '../../console/payroll.ts';
-import { accessibilityViolations, call, CHROMIUM, CHROMIUM_ARGS, tearDown } from '../support/console-browser.ts';
+import { accessibilityViolations, call, CHROMIUM, launchConsoleBrowser, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
@@ -56,13 +56,7 @@ describe(`the payroll screen in Chromium, on ${ENGINE}`, { skip: existsSync(CHRO
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200' }, await freePort());
     const base = service.baseUrl;
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 800 },
-      acceptDownloads: true,
-    });
+    const context = await launchConsoleBrowser(profile);
     try {
       const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       const key: string = saved.apiKey;
@@ -191,7 +185,7 @@ describe(`the payroll screen in Chromium, on ${ENGINE}, with a service bound to 
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', PAYOUT_BATCH_MAX_ITEMS: '2' }, await freePort());
     const base = service.baseUrl;
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    const context = await launchConsoleBrowser(profile);
     try {
       const key: string = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).apiKey;
       const page = context.pages()[0] ?? (await context.newPage());

@@ -13,10 +13,9 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { chromium } from 'playwright-core';
 import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
-import { accessibilityViolations, call, CHROMIUM, CHROMIUM_ARGS, tearDown } from '../support/console-browser.ts';
+import { accessibilityViolations, call, CHROMIUM, launchConsoleBrowser, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { freePort, startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
@@ -41,13 +40,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       port,
     );
     const base = service.baseUrl;
-    const context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1280, height: 800 },
-      acceptDownloads: true,
-    });
+    const context = await launchConsoleBrowser(profile);
     try {
       const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       const key: string = saved.apiKey;
@@ -248,7 +241,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' }, await freePort());
     const base = service.baseUrl;
-    const context = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    const context = await launchConsoleBrowser(profile);
     try {
       const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
       const page = context.pages()[0] ?? (await context.newPage());

@@ -5,9 +5,10 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import axe from 'axe-core';
 import type { startService } from './process.ts';
+import { chromium } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
-export const CHROMIUM_ARGS = [
+const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
   '--disable-gpu',
@@ -55,3 +56,9 @@ export async function tearDown(run: {
   rmSync(run.dataDir, { recursive: true, force: true });
   assert.equal(code, 0, run.service.output());
 }
+
+/** The system's Chromium, headless, on a profile directory of the test's own (never a downloaded browser). */
+export function launchConsoleBrowser(profile: string) {
+  return chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+}
+

@@ -134,6 +134,15 @@ export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, b
   return written[0]?.held === true;
 }
 
+/**
+ * An item's payment, found by its primary key: one probe per item. As a plain join the planner, which
+ * cannot know how few items a batch has, hashed the partition's payments instead: 400 ms for a batch
+ * of 1,000 once the table held 100,000 payments, and growing with it (each answer of the payroll bench
+ * slower than the last). The LIMIT keeps the subquery from being flattened into that join.
+ */
+const PAYMENT_OF_ITEM = `SELECT status, status_reason, payout_amount, updated_at FROM payments
+   WHERE tenant_id = i.tenant_id AND id = i.payment_id LIMIT 1`;
+
 export interface BatchItemRow {
   item_index: number;
   reference: string;
@@ -153,7 +162,7 @@ export async function findPayoutBatch(db: Queryable, scope: BatchScope, id: stri
   const items = await db.query<BatchItemRow>(
     `SELECT i.item_index, i.reference, i.payment_id, i.refusal, p.status, p.status_reason, coalesce(p.payout_amount, i.amount) AS amount, p.updated_at
        FROM payout_batch_items i
-       LEFT JOIN payments p ON p.tenant_id = i.tenant_id AND p.id = i.payment_id
+       LEFT JOIN LATERAL (${PAYMENT_OF_ITEM}) p ON true
       WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = $3
       ORDER BY i.item_index`,
     [scope.tenantId, scope.mode, id],
@@ -178,7 +187,7 @@ export async function tallyPayoutBatches(db: Queryable, scope: BatchScope, batch
     `SELECT i.batch_id, coalesce(p.status, 'refused') AS status, count(*)::integer AS items,
             coalesce(sum(coalesce(p.payout_amount, i.amount)), 0)::bigint AS amount, max(p.updated_at) AS last_change
        FROM payout_batch_items i
-       LEFT JOIN payments p ON p.tenant_id = i.tenant_id AND p.id = i.payment_id
+       LEFT JOIN LATERAL (${PAYMENT_OF_ITEM}) p ON true
       WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = ANY($3::uuid[])
       GROUP BY i.batch_id, coalesce(p.status, 'refused')`,
     [scope.tenantId, scope.mode, batchIds],

@@ -28,6 +28,7 @@ import { beneficiaryRoutes } from './http/routes/beneficiaries.ts';
 import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { statementRoutes } from './http/routes/statement.ts';
+import { reportRoutes } from './http/routes/reports.ts';
 import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { payoutBatchRoutes } from './http/routes/payout-batches.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
@@ -226,6 +227,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems);
   await paymentRoutes(app, services.db);
   await statementRoutes(app, services.db);
+  await reportRoutes(app, services.payoutReports);
   await treasuryRoutes(app, services.treasury);
   await adminTreasuryRoutes(app, services.db, services.treasury);
   await eventRoutes(app, services.events);

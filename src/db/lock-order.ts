@@ -82,6 +82,7 @@ import { randomUUID } from 'node:crypto';
 import { assertBalanced, type LedgerEntry } from '../domain/ledger.ts';
 import { sortedValues } from '../domain/payout-decision.ts';
 import { Params } from './repositories/sql-params.ts';
+import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from './balance-history.ts';
 
 
 /**
@@ -640,13 +641,14 @@ function entrySql(p: Params, partition: Partition, entry: { id: string; kind: st
   const tenant = p.add(partition.tenantId);
   const mode = p.add(partition.mode);
   const id = p.add(entry.id);
+  const at = p.add(entry.at);
   const assets = p.add(entry.postings.map((posting) => posting.asset));
   const kinds = p.add(entry.postings.map((posting) => posting.account));
   const amounts = p.add(entry.postings.map((posting) => posting.amount));
   const postings = p.unnest({ asset: ['text', assets], account_kind: ['text', kinds], amount: ['bigint', amounts] });
   return `WITH entry AS (
   INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
-  VALUES (${tenant}, ${mode}, ${id}, ${p.add(entry.kind)}, NULL, coalesce(${p.add(entry.at)}, now()))
+  VALUES (${tenant}, ${mode}, ${id}, ${p.add(entry.kind)}, NULL, coalesce(${at}::timestamptz, now()))
 ), posting AS (
   INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
   SELECT ${tenant}, ${id}, ${mode}, v.asset, v.account_kind, v.amount
@@ -654,11 +656,11 @@ function entrySql(p: Params, partition: Partition, entry: { id: string; kind: st
 ), account AS (
   -- The rows were locked (or created at zero) just before. (An INSERT … ON CONFLICT would check the
   -- CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.amount
+  UPDATE ledger_accounts a SET balance = a.balance + v.amount, ${balanceStampSql(`coalesce(${at}::timestamptz, now())`)}
     FROM ${postings}
    WHERE a.tenant_id = ${tenant} AND a.mode = ${mode} AND a.asset = v.asset AND a.kind = v.account_kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
-  RETURNING 1
-)
+  RETURNING ${BALANCE_RETURNING}
+), ${balanceHistorySql(tenant, mode)}
 SELECT (SELECT count(*) FROM account)::int AS accounts`;
 }
 

@@ -5,6 +5,7 @@ import type { Registry } from 'prom-client';
 import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
+import { PayoutReportService } from './payout-report.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
@@ -89,6 +90,7 @@ export interface Services {
   outcomes: PaymentOutcomes;
   payouts: PayoutService;
   payoutBatches: PayoutBatchService;
+  payoutReports: PayoutReportService;
   limitService: LimitService;
   metrics: MoneyMetrics;
   events: EventService;
@@ -147,6 +149,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     limitService,
     metrics,
     payouts,
+    payoutReports: new PayoutReportService(db, clock, catalogue),
     payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
     events: new EventService(db, clock),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),

@@ -20,6 +20,10 @@ export interface StatementQuery {
   /** With `metadata_value`: one key of the payout's metadata, matched exactly. */
   metadata_key?: string;
   metadata_value?: string;
+  /** Created at or after this instant (ISO 8601). */
+  createdFrom?: string;
+  /** Created before this instant (ISO 8601). */
+  createdBefore?: string;
 }
 
 export interface StatementPage {
@@ -60,8 +64,15 @@ export function statementFilter(query: StatementQuery): StatementFilter {
   if (query.metadata_value !== undefined && query.metadata_key === undefined) {
     errors.push({ field: 'metadata_key', message: 'is required with `metadata_value`: the key to match' });
   }
+  const createdFrom = query.createdFrom === undefined ? undefined : new Date(query.createdFrom);
+  const createdBefore = query.createdBefore === undefined ? undefined : new Date(query.createdBefore);
+  if (createdFrom && createdBefore && !(createdFrom.getTime() < createdBefore.getTime())) {
+    errors.push({ field: 'createdFrom', message: `must be before \`createdBefore\` (${query.createdBefore})` });
+  }
   if (errors.length > 0) throw validationFailed(errors);
   return {
+    createdFrom,
+    createdBefore,
     status: query.status,
     beneficiaryId: query.beneficiaryId,
     customerId: query.customerId,

@@ -1136,6 +1136,342 @@ export type StatementPage = {
 };
 
 /**
+ * ReportStatusTallies
+ *
+ * Payments by their status now, with their payout amounts
+ */
+export type ReportStatusTallies = {
+    created: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    pending: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    submitted: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    unknown: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    settled: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    failed: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    returned: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+    reversed: {
+        /**
+         * Payments in this status
+         */
+        count: number;
+        /**
+         * Sum of their `payoutAmount` (BS minor units)
+         */
+        amount: string;
+    };
+};
+
+/**
+ * ReportBalance
+ */
+export type ReportBalance = {
+    /**
+     * Asset code (BS, USD, USDC, VESC)
+     */
+    asset: string;
+    /**
+     * Prefunded money held for the tenant at the bucket's end; null before the first ledger entry that recorded it
+     */
+    prefundingBalance: string | null;
+    /**
+     * Credit drawn and not yet settled at the bucket's end; null before the first ledger entry that recorded it
+     */
+    creditDrawn: string | null;
+};
+
+/**
+ * ReportBucket
+ */
+export type ReportBucket = {
+    /**
+     * Start of the bucket, inclusive
+     */
+    start: string;
+    /**
+     * End of the bucket, exclusive
+     */
+    end: string;
+    /**
+     * Payments created in the bucket
+     */
+    count: number;
+    /**
+     * `payoutAmount` of the bucket's payments that are `settled` now
+     */
+    deliveredAmount: string;
+    byStatus: ReportStatusTallies;
+    /**
+     * Time from creation to the outcome: to `settled_at` for payments that settled (a later return or reversal does not count), to the failure for failed ones
+     */
+    timeToOutcome: {
+        /**
+         * Payments of the bucket with a final outcome (settled, failed, returned or reversed)
+         */
+        count: number;
+        /**
+         * Median time from creation to the outcome, in milliseconds; null when count is 0
+         */
+        p50Ms: number | null;
+        /**
+         * 95th percentile of that time; null when count is 0
+         */
+        p95Ms: number | null;
+    };
+    /**
+     * Webhook delivery attempts made in the bucket (each retry is an attempt), by outcome, and how long they took
+     */
+    webhooks: {
+        /**
+         * Attempts the endpoint answered 2xx
+         */
+        delivered: number;
+        /**
+         * Attempts the endpoint answered with another status
+         */
+        rejected: number;
+        /**
+         * Attempts with no HTTP answer: timeout, refused connection, no endpoint configured
+         */
+        unreachable: number;
+        /**
+         * Median attempt duration, in milliseconds; null when there was no attempt
+         */
+        p50Ms: number | null;
+        /**
+         * 95th percentile attempt duration; null when there was no attempt
+         */
+        p95Ms: number | null;
+    };
+    /**
+     * The treasury at the bucket's end (at the report's time for the bucket under way; null amounts for buckets not begun), one per asset the tenant holds
+     */
+    balances: Array<ReportBalance>;
+};
+
+/**
+ * ReportBank
+ */
+export type ReportBank = {
+    /**
+     * The beneficiary bank's 4-digit code
+     */
+    bankCode: string;
+    /**
+     * Its name in the bank catalogue; null for a code the catalogue does not list
+     */
+    bankName: string | null;
+    /**
+     * Payments created in the range
+     */
+    count: number;
+    /**
+     * Of which `settled` now
+     */
+    settled: number;
+    /**
+     * Of which `failed`
+     */
+    failed: number;
+    /**
+     * Of which `returned`
+     */
+    returned: number;
+    /**
+     * Of which `reversed`
+     */
+    reversed: number;
+    /**
+     * Of which with no outcome yet (`created`, `pending`, `submitted`, `unknown`)
+     */
+    inFlight: number;
+    /**
+     * settled ÷ (settled + failed + returned + reversed), to 4 decimals; null when none has an outcome yet
+     */
+    successRate: number | null;
+};
+
+/**
+ * ReportInstrument
+ */
+export type ReportInstrument = {
+    /**
+     * The instrument the payment went by; null for payments that failed before one was chosen
+     */
+    method: 'pago_movil' | 'transferencia' | null;
+    /**
+     * Payments created in the range
+     */
+    count: number;
+    /**
+     * Of which `settled` now
+     */
+    settled: number;
+    /**
+     * Of which `failed`
+     */
+    failed: number;
+    /**
+     * Of which `returned`
+     */
+    returned: number;
+    /**
+     * Of which `reversed`
+     */
+    reversed: number;
+    /**
+     * Of which with no outcome yet (`created`, `pending`, `submitted`, `unknown`)
+     */
+    inFlight: number;
+    /**
+     * settled ÷ (settled + failed + returned + reversed), to 4 decimals; null when none has an outcome yet
+     */
+    successRate: number | null;
+};
+
+/**
+ * ReportFailureReason
+ */
+export type ReportFailureReason = {
+    status: 'failed' | 'returned' | 'reversed';
+    /**
+     * The `reason` of the payment (`status_reason`)
+     */
+    reason: string | null;
+    /**
+     * Payments created in the range with this status and reason
+     */
+    count: number;
+    /**
+     * Sum of their `payoutAmount`
+     */
+    amount: string;
+};
+
+/**
+ * PayoutReport
+ *
+ * Payouts over a time range: what a payments operator checks first each morning
+ */
+export type PayoutReport = {
+    /**
+     * The tenant reported on; null for the platform key's report on every tenant
+     */
+    tenantId: string | null;
+    mode: 'test' | 'live';
+    granularity: 'hour' | 'day';
+    /**
+     * First Caracas day, inclusive
+     */
+    from: string;
+    /**
+     * Last Caracas day, inclusive
+     */
+    to: string;
+    timeZone: 'America/Caracas';
+    /**
+     * Start of the range: 00:00 Caracas time on `from`
+     */
+    start: string;
+    /**
+     * End of the range, exclusive: 00:00 Caracas time on the day after `to`
+     */
+    end: string;
+    /**
+     * When the report was computed: buckets after it are empty
+     */
+    generatedAt: string;
+    totals: {
+        /**
+         * Payments created in the range
+         */
+        count: number;
+        /**
+         * `payoutAmount` of those `settled` now
+         */
+        deliveredAmount: string;
+        byStatus: ReportStatusTallies;
+    };
+    /**
+     * Every bucket of the range in time order, empty ones included
+     */
+    buckets: Array<ReportBucket>;
+    /**
+     * Payments created in the range by beneficiary bank, most payments first
+     */
+    banks: Array<ReportBank>;
+    /**
+     * Payments created in the range by instrument, most payments first
+     */
+    instruments: Array<ReportInstrument>;
+    /**
+     * Failed, returned and reversed payments created in the range by reason, most first
+     */
+    failureReasons: Array<ReportFailureReason>;
+};
+
+/**
  * PayoutBatchSummary
  *
  * A payout batch, without its items
@@ -5535,6 +5871,14 @@ export type ListPaymentsData = {
          */
         batchId?: string;
         /**
+         * Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`
+         */
+        createdFrom?: string;
+        /**
+         * Only payments created before this instant: the `end` of a report bucket
+         */
+        createdBefore?: string;
+        /**
          * With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither
          */
         metadata_key?: string;
@@ -5649,6 +5993,14 @@ export type ExportPaymentsData = {
          */
         batchId?: string;
         /**
+         * Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`
+         */
+        createdFrom?: string;
+        /**
+         * Only payments created before this instant: the `end` of a report bucket
+         */
+        createdBefore?: string;
+        /**
          * With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither
          */
         metadata_key?: string;
@@ -5725,6 +6077,100 @@ export type ExportPaymentsResponses = {
 };
 
 export type ExportPaymentsResponse = ExportPaymentsResponses[keyof ExportPaymentsResponses];
+
+export type GetPayoutReportData = {
+    body?: never;
+    path?: never;
+    query: {
+        /**
+         * First day of the report, inclusive: a calendar day in America/Caracas (00:00 Caracas time)
+         */
+        from: string;
+        /**
+         * Last day of the report, inclusive, in America/Caracas
+         */
+        to: string;
+        /**
+         * Bucket size: `hour` (ranges of up to 31 days) or `day` (Caracas calendar days, up to 366 days)
+         */
+        granularity?: 'hour' | 'day';
+        /**
+         * Platform key only: one tenant. Without it the platform key reports on every tenant together
+         */
+        tenantId?: string;
+        /**
+         * Platform key only, and required with it: the mode to report on. A tenant key reports on its own key's mode
+         */
+        mode?: 'test' | 'live';
+    };
+    url: '/v1/reports/payouts';
+};
+
+export type GetPayoutReportErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type GetPayoutReportError = GetPayoutReportErrors[keyof GetPayoutReportErrors];
+
+export type GetPayoutReportResponses = {
+    /**
+     * Payouts over a time range: what a payments operator checks first each morning
+     */
+    200: PayoutReport;
+};
+
+export type GetPayoutReportResponse = GetPayoutReportResponses[keyof GetPayoutReportResponses];
 
 export type GetTreasuryPositionData = {
     body?: never;

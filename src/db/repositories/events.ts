@@ -280,10 +280,10 @@ export async function recordAttempts(db: Queryable, records: readonly AttemptRec
               lease_token = NULL
          FROM input r
         WHERE o.tenant_id = r.tenant_id AND o.id = r.id AND o.lease_token = r.lease_token AND o.attempts = r.attempt - 1
-        RETURNING o.tenant_id, o.id
+        RETURNING o.tenant_id, o.id, o.mode
      )
-     INSERT INTO webhook_deliveries (tenant_id, event_id, attempt, status_code, ok, error, duration_ms, created_at)
-     SELECT r.tenant_id, r.id, r.attempt, r.status_code, r.ok, r.error, r.duration_ms, r.at
+     INSERT INTO webhook_deliveries (tenant_id, event_id, attempt, status_code, ok, error, duration_ms, created_at, mode)
+     SELECT r.tenant_id, r.id, r.attempt, r.status_code, r.ok, r.error, r.duration_ms, r.at, m.mode
        FROM input r JOIN moved m ON m.tenant_id = r.tenant_id AND m.id = r.id
      RETURNING tenant_id, event_id`,
     [

@@ -7,6 +7,7 @@ import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { TransactionHandle } from '../database.ts';
 import { assertSorted, IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
 import { Params } from './sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
@@ -103,15 +104,15 @@ function balancesAndEvents(p: Params, s: Scope, batch: OutcomeBatchWrite): strin
   return `account AS (
   -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.delta
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
     FROM ${p.unnest({
       asset: ['text', batch.accountDeltas.map((d) => d.account.asset)],
       kind: ['text', batch.accountDeltas.map((d) => d.account.kind)],
       delta: ['bigint', batch.accountDeltas.map((d) => d.delta.toString())],
     })}
    WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.outcome)}
-  RETURNING 1
-), usage AS (
+  RETURNING ${BALANCE_RETURNING}
+), ${balanceHistorySql(s.tenant, s.mode)}, usage AS (
   -- The proposed row is never inserted (the counter was locked, so it exists): the conflict path
   -- subtracts. amount/count of the proposed row are the give-back, positive, so its CHECKs pass.
   INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)

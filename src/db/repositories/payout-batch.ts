@@ -10,6 +10,7 @@ import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
 import type { Posting } from '../../domain/ledger.ts';
 import type { Queryable, TransactionHandle } from '../database.ts';
 import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
 import { identityKeyOf } from './beneficiaries.ts';
 import type { NewPayment } from './payments.ts';
 import { Params } from './sql-params.ts';
@@ -150,15 +151,15 @@ function balances(p: Params, s: Scope, batch: PayoutBatchWrite): string {
 ), account AS (
   -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.delta
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
     FROM ${p.unnest({
       asset: ['text', batch.accountDeltas.map((d) => d.account.asset)],
       kind: ['text', batch.accountDeltas.map((d) => d.account.kind)],
       delta: ['bigint', batch.accountDeltas.map((d) => d.delta.toString())],
     })}
    WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
-  RETURNING 1
-)`;
+  RETURNING ${BALANCE_RETURNING}
+), ${balanceHistorySql(s.tenant, s.mode)}`;
 }
 
 /** Keys whose answer is final now, and keys of refusals not stored (free again). */

@@ -47,6 +47,10 @@ export interface StatementFilter {
   settledFrom?: Date;
   /** Settled before this instant (the start of the day after `to` in Caracas). */
   settledBefore?: Date;
+  /** Created at or after this instant. */
+  createdFrom?: Date;
+  /** Created before this instant. */
+  createdBefore?: Date;
 }
 
 export interface StatementPageRequest {
@@ -109,6 +113,9 @@ function conditions(params: Params, tenantId: string, mode: Mode, filter: Statem
   if (filter.settledFrom !== undefined || filter.settledBefore !== undefined) where.push('settled_at IS NOT NULL');
   if (filter.settledFrom !== undefined) where.push(`settled_at >= ${params.add(filter.settledFrom)}::timestamptz`);
   if (filter.settledBefore !== undefined) where.push(`settled_at < ${params.add(filter.settledBefore)}::timestamptz`);
+  // A creation range bounds the ordered scan of every plan: it starts at createdBefore and stops at createdFrom.
+  if (filter.createdFrom !== undefined) where.push(`created_at >= ${params.add(filter.createdFrom)}::timestamptz`);
+  if (filter.createdBefore !== undefined) where.push(`created_at < ${params.add(filter.createdBefore)}::timestamptz`);
   if (after !== undefined) {
     where.push(`(created_at, id) < (${params.add(microsToTimestamp(after.createdAtUs))}::timestamptz, ${params.add(after.id)}::uuid)`);
   }

@@ -45,6 +45,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Payouts', description: 'Move money' },
         { name: 'Payments', description: 'What happened afterwards: payment state and statement' },
         { name: 'Treasury', description: 'Prefunding balance, credit and limit usage' },
+        { name: 'Reports', description: 'Aggregates over time for dashboards: payouts by status, bank and instrument, settlement times, webhooks, treasury' },
         { name: 'Events', description: 'Outcome events and their webhook deliveries' },
         { name: 'Sandbox', description: 'Test-mode tools: webhook receivers, and outcomes of test payments on demand' },
         { name: 'Rails', description: "Called by bank gateways, not integrators: a connector's signed callbacks" },

@@ -8,7 +8,9 @@ import { AccountCheckField, NationalIdCheckField, RegisterBeneficiaryBody } from
 import { Metadata, MetadataInput } from './metadata.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
 
-export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
+import { PAYMENT_STATUSES } from '../../domain/payment-state.ts';
+
+export { PAYMENT_STATUSES };
 const Instrument = StringEnum(INSTRUMENTS);
 
 const NAME_RULE = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters (surrounding spaces do not count)`;

@@ -24,6 +24,12 @@ const StatementFilters = {
   beneficiaryId: Type.Optional(Uuid('Only payments to this beneficiary')),
   customerId: Type.Optional(Uuid('Only payments of this user of yours (the `customerId` of the payout)')),
   batchId: Type.Optional(Uuid('Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column')),
+  createdFrom: Type.Optional(
+    Type.String({ format: 'date-time', maxLength: 40, description: 'Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`', example: '2026-03-01T04:00:00.000Z' }),
+  ),
+  createdBefore: Type.Optional(
+    Type.String({ format: 'date-time', maxLength: 40, description: 'Only payments created before this instant: the `end` of a report bucket', example: '2026-03-02T04:00:00.000Z' }),
+  ),
   metadata_key: Type.Optional(
     Type.String({
       minLength: 1,

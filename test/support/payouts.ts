@@ -108,4 +108,15 @@ export async function assertLedgerBalanced(t: TestApp): Promise<void> {
     `SELECT count(*)::bigint AS n FROM ledger_accounts WHERE (kind = 'prefunding' AND balance > 0) OR (kind = 'credit_receivable' AND balance < 0)`,
   );
   assert.equal(rows[0]!.n, 0n, 'no prefunding balance is negative, no credit drawn below zero');
+  // The payout report's balance history: the last row of every charted account is its balance now.
+  const history = await t.db.query<{ tenant_id: string; mode: string; asset: string; kind: string; balance: bigint; last: bigint | null }>(
+    `SELECT a.tenant_id, a.mode, a.asset, a.kind, a.balance,
+            (SELECT h.balance FROM ledger_balance_history h
+              WHERE h.tenant_id = a.tenant_id AND h.mode = a.mode AND h.asset = a.asset AND h.kind = a.kind
+              ORDER BY h.at DESC, h.id DESC LIMIT 1) AS last
+       FROM ledger_accounts a WHERE a.kind IN ('prefunding', 'credit_receivable') AND a.balance_changed_at IS NOT NULL`,
+  );
+  for (const row of history.rows) {
+    assert.equal(row.last, row.balance, `the balance history of ${row.tenant_id} ${row.mode} ${row.asset} ${row.kind} ends at ${row.last}, the account holds ${row.balance}`);
+  }
 }

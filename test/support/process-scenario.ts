@@ -499,6 +499,17 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
       GROUP BY 1, 2, 3, 4`,
   );
   if (postingsWithoutAccount.length) fail('postings to accounts that have no balance row', postingsWithoutAccount);
+  // The payout report's balance history ends, for every charted account, at the balance it holds.
+  const historyDrift = await rows(
+    pool,
+    `SELECT a.tenant_id, a.mode, a.asset, a.kind, a.balance::text, h.balance::text AS history
+       FROM ledger_accounts a
+       LEFT JOIN LATERAL (SELECT balance FROM ledger_balance_history h
+                           WHERE h.tenant_id = a.tenant_id AND h.mode = a.mode AND h.asset = a.asset AND h.kind = a.kind
+                           ORDER BY h.at DESC, h.id DESC LIMIT 1) h ON true
+      WHERE a.kind IN ('prefunding', 'credit_receivable') AND a.balance_changed_at IS NOT NULL AND h.balance IS DISTINCT FROM a.balance`,
+  );
+  if (historyDrift.length) fail('charted accounts whose balance history does not end at their balance', historyDrift);
 
   const entryKinds = await rows(
     pool,

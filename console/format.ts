@@ -33,6 +33,13 @@ export function parseMajor(text: string, asset = 'BS'): bigint | undefined {
   return BigInt(match[1]!.replace(/,/g, '')) * 10n ** BigInt(decimals) + BigInt(fraction.padEnd(decimals, '0') || '0');
 }
 
+/** A count or a duration as the console shows integers: 1234567 → "1,234,567"; null → "—". */
+export function formatCount(value: number | string | null | undefined): string {
+  if (value === null || value === undefined) return '—';
+  const text = String(value);
+  return INTEGER.test(text) ? text.replace(/\B(?=(\d{3})+(?!\d))/g, ',') : text;
+}
+
 const CARACAS = new Intl.DateTimeFormat('en-CA', {
   timeZone: 'America/Caracas',
   year: 'numeric',

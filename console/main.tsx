@@ -13,6 +13,7 @@ import { PaymentScreen } from './screens/payment.tsx';
 import { PaymentsScreen } from './screens/payments.tsx';
 import { PayrollScreen } from './screens/payroll.tsx';
 import { RailsScreen } from './screens/rails.tsx';
+import { OverviewScreen } from './screens/overview.tsx';
 import { NeedsReviewScreen } from './screens/review.tsx';
 import { SandboxScreen } from './screens/sandbox.tsx';
 import { TreasuryScreen } from './screens/treasury.tsx';
@@ -31,6 +32,7 @@ interface Screen {
 }
 
 const CUSTOMER_SCREENS: Screen[] = [
+  { path: '/overview', label: 'Overview', available: (me) => hasScope(me, 'payments:read') },
   { path: '/payments', label: 'Payments', available: (me) => hasScope(me, 'payments:read') },
   { path: '/payroll', label: 'Payroll', available: (me) => hasScope(me, 'payments:write') && hasScope(me, 'payments:read') },
   { path: '/batches', label: 'Payout batches', available: (me) => hasScope(me, 'payments:read') },
@@ -41,6 +43,7 @@ const CUSTOMER_SCREENS: Screen[] = [
 ];
 
 const PLATFORM_SCREENS: Screen[] = [
+  { path: '/overview', label: 'Overview', available: () => true },
   { path: '/tenants', label: 'Tenants', available: () => true },
   { path: '/limits', label: 'Limits and rates', available: () => true },
   { path: '/audit', label: 'Audit trail', available: () => true },
@@ -103,6 +106,7 @@ function SignIn({ onSession, note }: { onSession: (session: Session, key: string
 
 function Screens({ session, path }: { session: Session; path: string }) {
   const { api, me } = session;
+  if (match('/overview', path) && (me.isPlatform || hasScope(me, 'payments:read'))) return <OverviewScreen api={api} me={me} />;
   if (me.isPlatform) {
     if (match('/tenants', path)) return <TenantsScreen api={api} />;
     const tenant = match('/tenants/:id', path, { id: 'uuid' });

@@ -2,6 +2,8 @@
 import { useState } from 'preact/hooks';
 import type { Api, Page, Query } from '../api.ts';
 import { apiPath } from '../api.ts';
+import { formatTimes } from '../format.ts';
+import { BASE } from '../router.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
 const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
@@ -30,9 +32,51 @@ interface Filters {
   status: string;
   beneficiaryId: string;
   customerId: string;
+  /** A bucket of the overview: created at or after (ISO instant), and before. */
+  createdFrom: string;
+  createdBefore: string;
 }
 
-const NO_FILTERS: Filters = { from: '', to: '', status: '', beneficiaryId: '', customerId: '' };
+const NO_FILTERS: Filters = { from: '', to: '', status: '', beneficiaryId: '', customerId: '', createdFrom: '', createdBefore: '' };
+
+const INSTANT = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$/;
+
+/**
+ * The filters an address carries (`?status=…&createdFrom=…&createdBefore=…`, what a bar of the
+ * overview links to). Only a known status and instants of the API's form are taken; the API checks
+ * them again.
+ */
+function filtersFromQuery(search: string): Filters {
+  const params = new URLSearchParams(search);
+  const status = params.get('status') ?? '';
+  const instant = (name: string) => {
+    const value = params.get(name) ?? '';
+    return INSTANT.test(value) ? value : '';
+  };
+  return {
+    ...NO_FILTERS,
+    status: (PAYMENT_STATUSES as readonly string[]).includes(status) ? status : '',
+    createdFrom: instant('createdFrom'),
+    createdBefore: instant('createdBefore'),
+  };
+}
+
+/** The created range from the address, in Caracas time, with a way to drop it. */
+function CreatedRange({ filters, onClear }: { filters: Filters; onClear: () => void }) {
+  if (!filters.createdFrom && !filters.createdBefore) return null;
+  const at = (iso: string) => (iso ? `${formatTimes(iso)?.caracas ?? iso} Caracas` : 'any time');
+  return (
+    <p class="notice active-filter" role="status">
+      <span>
+        Created from {at(filters.createdFrom)} to before {at(filters.createdBefore)}
+        {filters.status ? `, status ${filters.status}` : ''}.
+      </span>
+      <button type="button" onClick={onClear}>
+        Clear created range
+      </button>
+    </p>
+  );
+}
 
 export function PaymentTable({ rows, showBeneficiary = true }: { rows: StatementRow[]; showBeneficiary?: boolean }) {
   if (rows.length === 0) return <p class="muted">No payments.</p>;
@@ -98,13 +142,23 @@ export function PaymentTable({ rows, showBeneficiary = true }: { rows: Statement
 }
 
 export function PaymentsScreen({ api }: { api: Api }) {
-  const [draft, setDraft] = useState<Filters>(NO_FILTERS);
-  const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  const [draft, setDraft] = useState<Filters>(() => filtersFromQuery(location.search));
+  const [filters, setFilters] = useState<Filters>(() => filtersFromQuery(location.search));
   const [exportError, setExportError] = useState<unknown>(undefined);
   const [exporting, setExporting] = useState(false);
   const paging = useCursor([filters]);
   const query: Query = { ...filters, limit: '25', cursor: paging.cursor };
   const page = useLoad(() => api.get<Page<StatementRow>>(apiPath`/v1/payments`, query), [filters, paging.cursor]);
+  const apply = (next: Filters) => {
+    setFilters(next);
+    // The address keeps what a link can carry (a bucket of the overview), so a reload shows the same.
+    const params = new URLSearchParams();
+    if (next.createdFrom || next.createdBefore) {
+      for (const name of ['status', 'createdFrom', 'createdBefore'] as const) if (next[name]) params.set(name, next[name]);
+    }
+    const search = params.toString();
+    history.replaceState(null, '', `${BASE}/payments${search === '' ? '' : `?${search}`}`);
+  };
   const field = (name: keyof Filters) => ({
     id: `filter-${name}`,
     name,
@@ -120,7 +174,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
         aria-label="Statement filters"
         onSubmit={(event) => {
           event.preventDefault();
-          setFilters({ ...draft });
+          apply({ ...draft });
         }}
       >
         <div>
@@ -158,7 +212,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
             type="button"
             onClick={() => {
               setDraft(NO_FILTERS);
-              setFilters(NO_FILTERS);
+              apply(NO_FILTERS);
             }}
           >
             Clear
@@ -182,6 +236,14 @@ export function PaymentsScreen({ api }: { api: Api }) {
           </button>
         </div>
       </form>
+      <CreatedRange
+        filters={filters}
+        onClear={() => {
+          const next = { ...filters, createdFrom: '', createdBefore: '' };
+          setDraft({ ...draft, createdFrom: '', createdBefore: '' });
+          apply(next);
+        }}
+      />
       <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>
       <ErrorNote error={exportError} />
       <Loading loaded={page} />

@@ -80,7 +80,7 @@ describe(`the payroll screen in Chromium, on ${ENGINE}`, { skip: existsSync(CHRO
       await page.goto(`${base}/console`);
       await page.getByLabel('API key').fill(key);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Payments', level: 1 }).waitFor({ timeout: WAIT_MS });
+      await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor({ timeout: WAIT_MS });
       await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Payroll' }).click();
       await page.getByRole('heading', { name: 'Payroll', level: 1 }).waitFor();
 

@@ -92,8 +92,11 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       // Sign in with the sandbox tenant's key.
       await page.getByLabel('API key').fill(key);
       await page.getByRole('button', { name: 'Sign in' }).click();
+      // The overview is the home screen; the statement is one link away.
+      await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor({ timeout: WAIT_MS });
+      assert.equal(new URL(page.url()).pathname, '/console/overview');
+      await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Payments' }).click();
       await page.getByRole('heading', { name: 'Payments', level: 1 }).waitFor({ timeout: WAIT_MS });
-      assert.equal(new URL(page.url()).pathname, '/console/payments');
 
       // The statement lists the payout made through the API; its page shows the timeline.
       await page.getByRole('link', { name: delivered }).click();
@@ -161,6 +164,8 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByLabel('API key').fill(admin);
       await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor({ timeout: WAIT_MS });
+      await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Tenants' }).click();
       await page.getByRole('heading', { name: 'Tenants', level: 1 }).waitFor({ timeout: WAIT_MS });
       await page.getByText("It cannot read a tenant's payments").waitFor();
       await page.getByRole('link', { name: 'Sandbox' }).click();
@@ -275,7 +280,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
         }
       };
 
-      await signIn(saved.apiKey, 'Payments');
+      await signIn(saved.apiKey, 'Overview');
       await crafted([
         '/payments/..%2F..%2Fadmin%2Ftenants',
         `/payments/${UNKNOWN_PAYMENT}%2F..%2F..%2F..%2Fv1%2Fadmin%2Ftenants`,
@@ -291,7 +296,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       assert.ok(apiCalls.every((p) => p === '/v1/tenant/me' || p.startsWith(`/v1/payments/${UNKNOWN_PAYMENT}`)), apiCalls.join(' '));
 
       await page.getByRole('button', { name: 'Sign out' }).click();
-      await signIn(saved.platformApiKey, 'Tenants');
+      await signIn(saved.platformApiKey, 'Overview');
       await crafted(['/tenants/..%2F..%2Fadmin%2Frates', '/tenants/%2E%2E%2Fapi-keys', `/tenants/${UNKNOWN_PAYMENT}%2Fapi-keys`]);
 
       // The API reference: rendered, its operations listed and tried on this origin, under its CSP.

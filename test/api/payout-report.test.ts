@@ -470,18 +470,28 @@ describe('payout report: GET /v1/reports/payouts', () => {
     assert.equal(offset.length, first.count);
   });
 
-  it('createdFrom at or after createdBefore, or not an instant, is 400 validation_failed', async () => {
+  it('createdFrom at or after createdBefore, or not an instant the database holds, is 400 validation_failed', async () => {
     const start = encodeURIComponent(at(9).toISOString());
     for (const url of [`/v1/payments?createdFrom=${start}&createdBefore=${start}`, `/v1/payments/export?createdFrom=${encodeURIComponent(at(10).toISOString())}&createdBefore=${start}`]) {
       const response = await a.api.get(url);
       assertEnvelope(assert, response, 400, 'validation_failed');
       assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), ['createdFrom'], response.raw);
     }
-    for (const [field, value] of [['createdFrom', 'yesterday'], ['createdBefore', D1], ['createdFrom', '2026-02-30T00:00:00Z']]) {
-      const response = await a.api.get(`/v1/payments?${field}=${encodeURIComponent(value!)}`);
-      assertEnvelope(assert, response, 400, 'validation_failed');
-      assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), [field], response.raw);
+    // Beyond the format: a leap second, year 0000 and a year past 9999 once the offset applies.
+    const invalid = [
+      ['createdFrom', 'yesterday'], ['createdBefore', D1], ['createdFrom', '2026-02-30T00:00:00Z'], ['createdFrom', '2026-06-30T23:59:60Z'],
+      ['createdBefore', '2016-12-31T23:59:60Z'], ['createdFrom', '0000-01-01T00:00:00Z'], ['createdBefore', '9999-12-31T23:59:59-23:59'],
+    ];
+    for (const [field, value] of invalid) {
+      for (const path of ['/v1/payments', '/v1/payments/export']) {
+        const response = await a.api.get(`${path}?${field}=${encodeURIComponent(value!)}`);
+        assertEnvelope(assert, response, 400, 'validation_failed');
+        assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), [field], response.raw);
+      }
     }
+    // The bounds themselves are accepted.
+    const bounds = await statement(a.api, `createdFrom=${encodeURIComponent('1970-01-01T00:00:00Z')}&createdBefore=${encodeURIComponent('9999-12-30T00:00:00Z')}`);
+    assert.equal(bounds.length, facts.get(a)!.length);
   });
 });
 

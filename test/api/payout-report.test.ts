@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/webhooks.ts';
@@ -419,7 +420,7 @@ describe('payout report: GET /v1/reports/payouts', () => {
     assert.equal(live.body.buckets.length, 48);
   });
 
-  it('an invalid request is 400 validation_failed naming the field', async () => {
+  it('an invalid request is 400 validation_failed naming the field; an unknown tenant 404', async () => {
     const fields = (response: InjectResult, field: string) => {
       assertEnvelope(assert, response, 400, 'validation_failed');
       assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), [field], response.raw);
@@ -438,6 +439,10 @@ describe('payout report: GET /v1/reports/payouts', () => {
     fields(await admin.get(query({ from: D1, to: D2, mode: 'test', tenantId: 'not-a-uuid' })), 'tenantId');
     fields(await a.api.get(query({ from: D1, to: D2, tenantId: b.tenantId })), 'tenantId');
     fields(await a.api.get(query({ from: D1, to: D2, mode: 'live' })), 'mode');
+    // A tenant the platform key names must be a customer tenant: not an all-zero report for a typo.
+    for (const tenantId of ['3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f', PLATFORM_TENANT_ID]) {
+      assertEnvelope(assert, await admin.get(query({ from: D1, to: D2, mode: 'test', tenantId })), 404, 'resource_not_found');
+    }
     const writer = await createTenant(t, { scopes: ['payments:write'] });
     assertEnvelope(assert, await writer.api.get(query({ from: D1, to: D2 })), 403, 'scope_missing');
   });

@@ -378,6 +378,10 @@ describe('payout report: GET /v1/reports/payouts', () => {
       assert.equal(response.body.granularity, 'day', 'day is the default');
       assert.deepEqual(response.body.buckets[2].balances, [{ asset: 'BS', prefundingBalance: null, creditDrawn: null }]);
     }
+    // A range wholly after the report's time has no bucket begun, so no balance was read: none listed.
+    const future = await a.api.get(query({ from: D3, to: D3 }));
+    assert.equal(future.status, 200, future.raw);
+    assert.deepEqual(future.body.buckets.map((bucket: any) => [bucket.count, bucket.balances]), [[0, []]]);
     // The payout of 23:59 on D1 is D1's, though it settled on D2.
     const days = (await a.api.get(query({ from: D1, to: D2, granularity: 'day' }))).body.buckets;
     assert.equal(days[0].end, new Date(caracasMidnight(D2)).toISOString());

@@ -12,6 +12,7 @@ import {
   TreasuryResource,
 } from './resources/customer.js';
 import { PayoutBatchesResource } from './resources/payout-batches.js';
+import { ReportsResource } from './resources/reports.js';
 import { Transport, type FetchLike } from './transport.js';
 
 export interface BolivarOptions {
@@ -37,6 +38,8 @@ export class Bolivar {
   readonly treasury: TreasuryResource;
   readonly limits: LimitsResource;
   readonly events: EventsResource;
+  /** The payout report; the platform key reports on any tenant, or all of them, in a mode it names. */
+  readonly reports: ReportsResource;
   readonly sandbox: SandboxResource;
   /** The admin API: needs the platform key. */
   readonly admin: AdminResource;
@@ -52,6 +55,7 @@ export class Bolivar {
     this.treasury = new TreasuryResource(transport);
     this.limits = new LimitsResource(transport);
     this.events = new EventsResource(transport);
+    this.reports = new ReportsResource(transport);
     this.sandbox = new SandboxResource(transport);
     this.admin = new AdminResource(transport);
   }

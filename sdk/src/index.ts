@@ -10,6 +10,7 @@ export {
   type PayoutBatchItem,
   type PayoutBatchOptions,
 } from './resources/payout-batches.js';
+export { ReportsResource, type PayoutReportQuery } from './resources/reports.js';
 export {
   BASE_BACKOFF_MS,
   DEFAULT_MAX_RETRIES,

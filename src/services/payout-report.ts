@@ -1,7 +1,8 @@
 import type { Database } from '../db/database.ts';
+import { findTenant } from '../db/repositories/tenants.ts';
 import { balancesAt, paymentAggregates, webhookAggregates, type BalanceAtRow, type PaymentAggregates, type ReportScope, type WebhookBucketRow } from '../db/repositories/payout-report.ts';
 import type { Clock } from '../domain/clock.ts';
-import { validationFailed, type FieldError } from '../domain/errors.ts';
+import { notFound, validationFailed, type FieldError } from '../domain/errors.ts';
 import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
 import type { AuthContext, Mode } from '../domain/partition.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../domain/payment-state.ts';
@@ -111,6 +112,11 @@ export class PayoutReportService {
     const scope = scopeOf(auth, request);
     const range = reportRangeOf({ from: request.from, to: request.to, granularity: request.granularity ?? 'day' });
     if (Array.isArray(range)) throw validationFailed(range);
+    // A tenant the platform key names must exist: a mistyped id would otherwise read as a tenant with no payouts.
+    if (scope.tenantId !== null && auth.isPlatform) {
+      const tenant = await findTenant(this.db, scope.tenantId);
+      if (!tenant || tenant.is_platform) throw notFound('tenant');
+    }
     const now = this.clock.now();
     const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts };
     const instants = balanceInstants(range, now);

@@ -47,6 +47,20 @@ function dateError(field: 'from' | 'to', value: string | undefined): FieldError 
   return undefined;
 }
 
+// The instants `createdFrom`/`createdBefore` accept: the days' range above. The date-time format
+// admits what a JavaScript Date cannot hold (a leap second, 23:59:60) or the database cannot (year
+// 0000, a year past 9999 once the offset is applied): those are the caller's error, not a 500.
+const INSTANT_MIN = Date.parse(`${DATE_MIN}T00:00:00Z`);
+const INSTANT_MAX = Date.parse(`${DATE_MAX}T00:00:00Z`);
+
+function instantOf(field: 'createdFrom' | 'createdBefore', value: string | undefined, errors: FieldError[]): Date | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (at.getTime() >= INSTANT_MIN && at.getTime() <= INSTANT_MAX) return at;
+  errors.push({ field, message: `must be an instant from ${DATE_MIN}T00:00:00Z to ${DATE_MAX}T00:00:00Z (RFC 3339, no leap second), such as 2026-03-01T04:00:00.000Z` });
+  return undefined;
+}
+
 /**
  * The repository filter of a query, or 400 `validation_failed` naming every invalid parameter.
  * `from`/`to` are whole days in America/Caracas on settled_at: the range is
@@ -64,8 +78,8 @@ export function statementFilter(query: StatementQuery): StatementFilter {
   if (query.metadata_value !== undefined && query.metadata_key === undefined) {
     errors.push({ field: 'metadata_key', message: 'is required with `metadata_value`: the key to match' });
   }
-  const createdFrom = query.createdFrom === undefined ? undefined : new Date(query.createdFrom);
-  const createdBefore = query.createdBefore === undefined ? undefined : new Date(query.createdBefore);
+  const createdFrom = instantOf('createdFrom', query.createdFrom, errors);
+  const createdBefore = instantOf('createdBefore', query.createdBefore, errors);
   if (createdFrom && createdBefore && !(createdFrom.getTime() < createdBefore.getTime())) {
     errors.push({ field: 'createdFrom', message: `must be before \`createdBefore\` (${query.createdBefore})` });
   }

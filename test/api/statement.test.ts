@@ -664,11 +664,11 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     assert.deepEqual(exp.tags, ['Payments']);
     assert.deepEqual(
       list.parameters.map((q: { name: string }) => q.name).sort(),
-      ['batchId', 'beneficiaryId', 'cursor', 'customerId', 'from', 'limit', 'metadata_key', 'metadata_value', 'status', 'to'],
+      ['batchId', 'beneficiaryId', 'createdBefore', 'createdFrom', 'cursor', 'customerId', 'from', 'limit', 'metadata_key', 'metadata_value', 'status', 'to'],
     );
     assert.deepEqual(
       exp.parameters.map((q: { name: string }) => q.name).sort(),
-      ['batchId', 'beneficiaryId', 'customerId', 'from', 'metadata_key', 'metadata_value', 'status', 'to'],
+      ['batchId', 'beneficiaryId', 'createdBefore', 'createdFrom', 'customerId', 'from', 'metadata_key', 'metadata_value', 'status', 'to'],
     );
     assert.equal(list.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/StatementPage');
     assert.equal(exp.responses['200'].content['text/csv'].schema.type, 'string');

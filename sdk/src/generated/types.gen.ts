@@ -6134,6 +6134,14 @@ export type GetPayoutReportErrors = {
         };
     };
     /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
      * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
      */
     429: ErrorEnvelope & {

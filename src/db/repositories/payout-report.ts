@@ -51,8 +51,9 @@ const SCOPE = `scope AS (
 const PAYMENTS_IN_RANGE = `${SCOPE}, p AS MATERIALIZED (
   SELECT width_bucket(x.created_at, $4::timestamptz[]) AS b, x.status, x.status_reason, x.payout_amount, x.method,
          x.beneficiary->>'bankCode' AS bank_code,
-         greatest(0, floor(extract(epoch FROM (CASE WHEN x.settled_at IS NOT NULL THEN x.settled_at
-                                                    WHEN x.status = 'failed' THEN x.updated_at END) - x.created_at) * 1000))::bigint AS outcome_ms
+         -- greatest() skips a null: the CASE outside it keeps a payment without an outcome out.
+         CASE WHEN x.settled_at IS NOT NULL OR x.status = 'failed'
+              THEN greatest(0, floor(extract(epoch FROM coalesce(x.settled_at, x.updated_at) - x.created_at) * 1000))::bigint END AS outcome_ms
     FROM scope s
     CROSS JOIN LATERAL (
       SELECT created_at, status, status_reason, payout_amount, method, beneficiary, settled_at, updated_at

@@ -24,9 +24,9 @@ export async function reportRoutes(app: App, reports: PayoutReportService): Prom
 
 Every bucket of the range is listed, empty ones included. A bucket's payments are exactly those \`GET /v1/payments\` lists with \`createdFrom\` = its \`start\` and \`createdBefore\` = its \`end\`.
 
-A tenant's key (scope \`payments:read\`) reports on its own tenant in its own mode. The platform key reports on one tenant (\`tenantId\`) or on every tenant together, in the \`mode\` it names (required). An invalid range (\`from\` after \`to\`, longer than the granularity allows) is 400 \`validation_failed\`.`,
+A tenant's key (scope \`payments:read\`) reports on its own tenant in its own mode. The platform key reports on one tenant (\`tenantId\`) or on every tenant together, in the \`mode\` it names (required). An invalid range (\`from\` after \`to\`, longer than the granularity allows) is 400 \`validation_failed\`; a \`tenantId\` the platform key names that is not a customer tenant is 404 \`resource_not_found\`.`,
         querystring: PayoutReportQuery,
-        response: { 200: PayoutReport, ...errorResponses() },
+        response: { 200: PayoutReport, ...errorResponses('resource_not_found') },
       },
     },
     async function getPayoutReport(request) {

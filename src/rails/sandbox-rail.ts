@@ -99,10 +99,18 @@ function receiptStatus(row: SandboxTransferRow, now: Date): RailStatus {
 /**
  * A statement on the sandbox bank's tables, which are in the service's own database: whatever fails
  * there is that database failing (a lost connection, a restart), never the rail (ServiceDatabaseError).
+ * With `signal`, a statement still waiting when the caller gives up is that database's slowness too:
+ * the call ends then, said so (the statement may still commit: the transfer's fate is unknown).
  */
-function ofDatabase<T>(statement: Promise<T>): Promise<T> {
-  return statement.catch((error: unknown) => {
+function ofDatabase<T>(statement: Promise<T>, signal?: AbortSignal): Promise<T> {
+  const failed = statement.catch((error: unknown) => {
     throw new ServiceDatabaseError(error);
+  });
+  if (!signal) return failed;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new ServiceDatabaseError(new Error('the sandbox bank\'s statement had not answered when the caller gave up')));
+    signal.addEventListener('abort', onAbort, { once: true });
+    failed.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
 }
 
@@ -171,7 +179,7 @@ export class SandboxRail implements RailAdapter {
     if (!UUID.test(transfer.reference)) throw new Error('SandboxRail: the reference must be a payment id (uuid)');
     if (transfer.amountMinor <= 0n) throw new RangeError('SandboxRail: amountMinor must be positive');
 
-    const { row, inserted } = await ofDatabase(insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now())));
+    const { row, inserted } = await ofDatabase(insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now())), signal);
     if (!inserted) {
       // Known reference: the same transfer again (counted). Never a second transfer, never a second hang.
       assertSameTransfer(row, transfer);

@@ -15,11 +15,11 @@ export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
 export type NotReceived = { status: 'not_received'; message: string };
 
 /**
- * A send that failed in the service's own database, not at the rail (ServiceDatabaseError): its fate
- * is unknown as after any error (it is one to the outcome batches), but the rail's circuit breaker
- * does not count it.
+ * A send that failed, or was still waiting, in the service's own database when it ended, not at the
+ * rail (ServiceDatabaseError): its fate is unknown as after any error or timeout (it is one to the
+ * outcome batches), but the rail's circuit breaker does not count it.
  */
-type DatabaseFailed = { status: 'error'; message: string; database: true };
+type DatabaseFailed = { status: 'error'; message: string; database: true } | { status: 'timeout'; database: true };
 
 /** What a send ended in: the rail's report, a provable non-receipt, or our database failing under it. */
 export type SendOutcome = RailReport | NotReceived | DatabaseFailed;
@@ -31,7 +31,9 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   const timeout = new Promise<RailReport>((resolve) => {
     timer = setTimeout(() => {
       controller.abort();
-      resolve({ status: 'timeout' });
+      // After the abort's own consequences: an adapter that gives up then says why first (the
+      // sandbox: its statement on our database had not answered).
+      setImmediate(() => resolve({ status: 'timeout' }));
     }, timeoutMs);
   });
   try {
@@ -39,7 +41,7 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   } catch (error) {
     if (error instanceof RailNotReceivedError && !controller.signal.aborted) return { status: 'not_received', message: error.message };
     // We cannot know whether the rail got it: unknown, resolved later by asking with our reference.
-    if (controller.signal.aborted) return { status: 'timeout' };
+    if (controller.signal.aborted) return isRailFailure(error) ? { status: 'timeout' } : { status: 'timeout', database: true };
     const message = (error as Error).message;
     return isRailFailure(error) ? { status: 'error', message } : { status: 'error', message, database: true };
   } finally {

@@ -285,7 +285,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
   ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
   ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
-  ['RAIL_BREAKER_FAILURES', '5', 'Consecutive transport failures of one rail (refused, timed out, threw; not a rejection by the bank) that open its circuit breaker in this process: new payouts skip it (docs/rails.md)'],
+  ['RAIL_BREAKER_FAILURES', '5', 'Consecutive transport failures of one rail (refused, timed out, threw; not a rejection by the bank, nor our own database failing under the sandbox) that open its circuit breaker in this process: new payouts skip it (docs/rails.md)'],
   ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again'],
   ['REAPER_INTERVAL_MS', '1000', 'The longest the reaper sleeps between passes when idle (it wakes sooner when the next unresolved payment falls due); also the first wait of its per-payment backoff'],
   ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],

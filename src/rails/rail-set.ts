@@ -2,8 +2,7 @@
 // rail whose notifications it processes. The process's rail registry (services/rail-registry.ts) is
 // one; a single rail per mode (a test of one rail) is another.
 import type { RailAdapter } from './rail.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
-import type { NotReceived, RailsByMode } from './send.ts';
+import type { RailsByMode, SendOutcome } from './send.ts';
 
 export interface RailSet {
   /**
@@ -13,10 +12,15 @@ export interface RailSet {
   railOf(payment: { rail: string | null; mode: 'test' | 'live' }): RailAdapter | undefined;
   /** Every rail, each once (the reaper processes each one's notifications). */
   all(): readonly RailAdapter[];
-  /** A question to `rail` was answered (true) or not (false): its circuit breaker counts it. */
-  answered(rail: string, ok: boolean): void;
+  /** A question to `rail` was answered: its circuit breaker's failures in a row end. */
+  answered(rail: string): void;
+  /**
+   * A question to `rail` failed with `error`: its circuit breaker counts it when it is the rail's
+   * failure, not when the service's own database failed under it (isRailFailure).
+   */
+  unanswered(rail: string, error: unknown): void;
   /** What a submit to `rail` ended in: its breaker and its failures by reason count it. */
-  sent(rail: string, outcome: RailReport | NotReceived): void;
+  sent(rail: string, outcome: SendOutcome): void;
 }
 
 /** One rail per mode: every payment of a mode is that rail's, whatever it records. */
@@ -27,6 +31,7 @@ export function railSetOf(rails: RailsByMode | RailSet): RailSet {
     railOf: (payment) => (payment.mode === 'test' ? rails.test : rails.live),
     all: () => all,
     answered: () => undefined,
+    unanswered: () => undefined,
     sent: () => undefined,
   };
 }

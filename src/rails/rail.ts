@@ -21,6 +21,34 @@ export class RailNotReceivedError extends Error {
   }
 }
 
+/**
+ * Thrown by an adapter whose call failed in the service's own database, not at the rail: the sandbox's
+ * bank is tables of ours, so a lost connection, a restarting server or a full pool fails its calls
+ * while nothing is wrong with the rail. Its circuit breaker does not count it (`isRailFailure`):
+ * skipping the rail cannot help a payout whose own commit needs that same database, and an open
+ * breaker would fail, as `instrument_unsupported`, payouts the database's return would have carried.
+ * The transfer's fate is unknown, as after any error. `code` and `message` are the database's, so
+ * whatever tells a database error by them (a 503, a log's code) still does.
+ */
+export class ServiceDatabaseError extends Error {
+  readonly code: string | undefined;
+
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    this.name = 'ServiceDatabaseError';
+    const code = (cause as { code?: unknown } | null | undefined)?.code;
+    this.code = typeof code === 'string' ? code : undefined;
+  }
+}
+
+/**
+ * Is a failed call the rail's own failure, which its circuit breaker counts (it refused, threw, did
+ * not answer)? Everything but the service's database failing under it (ServiceDatabaseError).
+ */
+export function isRailFailure(error: unknown): boolean {
+  return !(error instanceof ServiceDatabaseError);
+}
+
 /** Whether the rail answers right now (`health`): the circuit breaker's half-open probe, the console. */
 export type RailHealth = { ok: true } | { ok: false; message: string };
 

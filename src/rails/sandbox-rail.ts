@@ -28,7 +28,7 @@ import {
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
 import { LocalBankCatalogue, type Bank } from './catalogue.ts';
-import type { RailAdapter, RailHealth, RailLookup, RailNotification, RailStatus, RailTransfer } from './rail.ts';
+import { ServiceDatabaseError, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatus, type RailTransfer } from './rail.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
 
@@ -96,6 +96,24 @@ function receiptStatus(row: SandboxTransferRow, now: Date): RailStatus {
   return { status: row.pending_status, retryAfterMs: Math.max(0, row.settle_at.getTime() - now.getTime()) };
 }
 
+/**
+ * A statement on the sandbox bank's tables, which are in the service's own database: whatever fails
+ * there is that database failing (a lost connection, a restart), never the rail (ServiceDatabaseError).
+ * With `signal`, a statement still waiting when the caller gives up is that database's slowness too:
+ * the call ends then, said so (the statement may still commit: the transfer's fate is unknown).
+ */
+function ofDatabase<T>(statement: Promise<T>, signal?: AbortSignal): Promise<T> {
+  const failed = statement.catch((error: unknown) => {
+    throw new ServiceDatabaseError(error);
+  });
+  if (!signal) return failed;
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new ServiceDatabaseError(new Error('the sandbox bank\'s statement had not answered when the caller gave up')));
+    signal.addEventListener('abort', onAbort, { once: true });
+    failed.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
 /** A bank reference as the sandbox rail writes them: 12 digits. */
 export function newBankReference(): string {
   return String(randomInt(0, 1_000_000_000_000)).padStart(12, '0');
@@ -161,7 +179,7 @@ export class SandboxRail implements RailAdapter {
     if (!UUID.test(transfer.reference)) throw new Error('SandboxRail: the reference must be a payment id (uuid)');
     if (transfer.amountMinor <= 0n) throw new RangeError('SandboxRail: amountMinor must be positive');
 
-    const { row, inserted } = await insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now()));
+    const { row, inserted } = await ofDatabase(insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now())), signal);
     if (!inserted) {
       // Known reference: the same transfer again (counted). Never a second transfer, never a second hang.
       assertSameTransfer(row, transfer);
@@ -176,13 +194,13 @@ export class SandboxRail implements RailAdapter {
 
   async lookup(reference: string, mode: 'test' | 'live'): Promise<RailLookup> {
     if (!UUID.test(reference)) return { status: 'not_found' };
-    const row = await findSandboxTransfer(this.db, reference, mode);
+    const row = await ofDatabase(findSandboxTransfer(this.db, reference, mode));
     if (row === undefined) return { status: 'not_found' };
     return sandboxStatusAt(row, this.clock.now());
   }
 
   async lookupMany(references: readonly string[], mode: 'test' | 'live'): Promise<RailLookup[]> {
-    const rows = await findSandboxTransfers(this.db, references.filter((reference) => UUID.test(reference)), mode);
+    const rows = await ofDatabase(findSandboxTransfers(this.db, references.filter((reference) => UUID.test(reference)), mode));
     const now = this.clock.now();
     return references.map((reference) => {
       const row = rows.get(reference);
@@ -195,7 +213,7 @@ export class SandboxRail implements RailAdapter {
     if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('SandboxRail: limit must be a non-negative integer');
     if (limit === 0) return [];
     const now = this.clock.now();
-    const [reversals, notices] = await Promise.all([listDueReversals(this.db, now, limit), listPendingNotices(this.db, now, limit)]);
+    const [reversals, notices] = await ofDatabase(Promise.all([listDueReversals(this.db, now, limit), listPendingNotices(this.db, now, limit)]));
     const scheduled = reversals.map(
       (row): RailNotification => ({
         id: NOTIFICATION_PREFIX + row.reference,
@@ -219,11 +237,11 @@ export class SandboxRail implements RailAdapter {
     const now = this.clock.now();
     if (id.startsWith(NOTICE_PREFIX)) {
       const notice = id.slice(NOTICE_PREFIX.length);
-      if (UUID.test(notice) && (await acknowledgeNotice(this.db, notice, now))) return;
+      if (UUID.test(notice) && (await ofDatabase(acknowledgeNotice(this.db, notice, now)))) return;
       throw new Error(`SandboxRail: unknown notification ${id}`);
     }
     const reference = id.startsWith(NOTIFICATION_PREFIX) ? id.slice(NOTIFICATION_PREFIX.length) : '';
-    if (!UUID.test(reference) || !(await acknowledgeReversal(this.db, reference, now))) {
+    if (!UUID.test(reference) || !(await ofDatabase(acknowledgeReversal(this.db, reference, now)))) {
       throw new Error(`SandboxRail: unknown notification ${id}`);
     }
   }

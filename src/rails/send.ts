@@ -3,7 +3,7 @@
 import type { PaymentRow } from '../db/repositories/payments.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import type { Sender } from '../domain/sender.ts';
-import { RailNotReceivedError, type RailAdapter, type RailTransfer } from './rail.ts';
+import { isRailFailure, RailNotReceivedError, type RailAdapter, type RailTransfer } from './rail.ts';
 
 /** Which rail serves each mode, when a caller has one rail per mode (tests of one rail). */
 export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
@@ -14,14 +14,26 @@ export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
  */
 export type NotReceived = { status: 'not_received'; message: string };
 
+/**
+ * A send that failed, or was still waiting, in the service's own database when it ended, not at the
+ * rail (ServiceDatabaseError): its fate is unknown as after any error or timeout (it is one to the
+ * outcome batches), but the rail's circuit breaker does not count it.
+ */
+type DatabaseFailed = { status: 'error'; message: string; database: true } | { status: 'timeout'; database: true };
+
+/** What a send ended in: the rail's report, a provable non-receipt, or our database failing under it. */
+export type SendOutcome = RailReport | NotReceived | DatabaseFailed;
+
 /** Asks the rail to send, with a hard timeout; never throws (a timeout or error is an outcome). */
-export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<RailReport | NotReceived> {
+export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeoutMs: number): Promise<SendOutcome> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<RailReport>((resolve) => {
     timer = setTimeout(() => {
       controller.abort();
-      resolve({ status: 'timeout' });
+      // After the abort's own consequences: an adapter that gives up then says why first (the
+      // sandbox: its statement on our database had not answered).
+      setImmediate(() => resolve({ status: 'timeout' }));
     }, timeoutMs);
   });
   try {
@@ -29,7 +41,9 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   } catch (error) {
     if (error instanceof RailNotReceivedError && !controller.signal.aborted) return { status: 'not_received', message: error.message };
     // We cannot know whether the rail got it: unknown, resolved later by asking with our reference.
-    return controller.signal.aborted ? { status: 'timeout' } : { status: 'error', message: (error as Error).message };
+    if (controller.signal.aborted) return isRailFailure(error) ? { status: 'timeout' } : { status: 'timeout', database: true };
+    const message = (error as Error).message;
+    return isRailFailure(error) ? { status: 'error', message } : { status: 'error', message, database: true };
   } finally {
     clearTimeout(timer);
   }

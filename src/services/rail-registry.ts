@@ -10,10 +10,9 @@ import type { Mode } from '../domain/partition.ts';
 import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
 import { observedRail } from '../rails/observed-rail.ts';
-import type { RailAdapter } from '../rails/rail.ts';
+import { isRailFailure, type RailAdapter } from '../rails/rail.ts';
 import type { RailSet } from '../rails/rail-set.ts';
-import type { NotReceived } from '../rails/send.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import type { SendOutcome } from '../rails/send.ts';
 import type { RailMetrics } from './rail-metrics.ts';
 
 /**
@@ -93,10 +92,16 @@ export class RailRegistry implements RailSet {
     return [...this.rails.values()].find((rail) => rail.defaults.modes.includes(payment.mode))?.adapter;
   }
 
-  answered(rail: string, ok: boolean): void {
-    const breaker = this.rails.get(rail)?.breaker;
-    if (ok) breaker?.success();
-    else breaker?.failure();
+  answered(rail: string): void {
+    this.rails.get(rail)?.breaker.success();
+  }
+
+  /**
+   * Only the rail's own failures count: one of the service's database (the sandbox's bank is in it)
+   * neither counts nor ends the failures in a row, as the rail was not asked anything it could fail.
+   */
+  unanswered(rail: string, error: unknown): void {
+    if (isRailFailure(error)) this.rails.get(rail)?.breaker.failure();
   }
 
   /** The settings and rules, as cached (read again once older than RAIL_SETTINGS_TTL_MS). */
@@ -138,11 +143,14 @@ export class RailRegistry implements RailSet {
 
   /**
    * What a submit to `rail` ended in: its breaker counts a transport failure (not received, timed out,
-   * threw) or a success (any answer, a rejection included), and a failure is counted by reason.
+   * threw) or a success (any answer, a rejection included), and a failure is counted by reason. A
+   * send our own database failed (DatabaseFailed) is counted by reason only: it is not the rail's.
    */
-  sent(rail: string, outcome: RailReport | NotReceived): void {
+  sent(rail: string, outcome: SendOutcome): void {
     const transport = outcome.status === 'not_received' || outcome.status === 'timeout' || outcome.status === 'error';
-    this.answered(rail, !transport);
+    const breaker = this.rails.get(rail)?.breaker;
+    if (!transport) breaker?.success();
+    else if (!('database' in outcome)) breaker?.failure();
     if (transport) this.metrics.sendFailed(rail, outcome.status);
     else if (outcome.status === 'failed') this.metrics.sendFailed(rail, outcome.reason);
   }

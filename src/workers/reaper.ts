@@ -131,10 +131,10 @@ export class Reaper {
         try {
           const answers = await bounded(rail.lookupMany!(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
           if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
-          this.rails.answered(rail.name, true);
+          this.rails.answered(rail.name);
           payments.forEach((payment, i) => known.set(payment, answers[i]!));
         } catch (error) {
-          this.rails.answered(rail.name, false);
+          this.rails.unanswered(rail.name, error);
           if (error instanceof RailQuestionTimeout) {
             // A rail that does not answer one question will not answer 200: this pass leaves them,
             // and each is asked again when its lease expires.
@@ -187,10 +187,10 @@ export class Reaper {
   private async lookUp(rail: RailAdapter, payment: PaymentRow): Promise<RailLookup> {
     try {
       const lookup = await bounded(rail.lookup(payment.id, payment.mode), this.settings.railTimeoutMs, 'a lookup');
-      this.rails.answered(rail.name, true);
+      this.rails.answered(rail.name);
       return lookup;
     } catch (error) {
-      this.rails.answered(rail.name, false);
+      this.rails.unanswered(rail.name, error);
       throw error;
     }
   }

@@ -5,11 +5,24 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { sendEndsMs } from '../../src/domain/send-schedule.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, ENGINE, startInstances, type Client, type Instances, type TestApp, type TestDatabase } from '../support/harness.ts';
 import { assertLedgerBalanced, beneficiary, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '1000', SANDBOX_REVERSE_DELAY_MS: '1000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '500' };
+/**
+ * The bound on one rail call, the payout path's and the reapers' alike: seconds, as in production.
+ * The sandbox's calls are statements on this database and take what a loaded machine gives them: at
+ * 300 ms a reaper's question about the notifications once timed out, and so did the whole pass.
+ */
+const RAIL_TIMEOUT_MS = 5_000;
+const REAPER_INTERVAL_MS = 500;
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '1000', SANDBOX_REVERSE_DELAY_MS: '1000', SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) };
+/**
+ * How long after its creation a payout the rail has not heard of may still be on its way from the
+ * payout path (its send window, then the rail timeout): only after that does a reaper send it itself.
+ */
+const SEND_ENDS_MS = sendEndsMs({ reaperIntervalMs: REAPER_INTERVAL_MS, railTimeoutMs: RAIL_TIMEOUT_MS });
 const INSTANCES = 3;
 
 describe('the money path on PostgreSQL, from several instances at once', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the embedded engine has one connection, so no race' : false }, () => {
@@ -49,7 +62,8 @@ describe('the money path on PostgreSQL, from several instances at once', { skip:
 
   async function reapEverywhere(ms: number, passes = 3): Promise<void> {
     clock.advance(ms);
-    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.rails, t.services.outcomes, { intervalMs: 500, railTimeoutMs: 300 }));
+    // As the instances' own reapers would be configured: the payout path's timeout is theirs.
+    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.rails, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs }));
     for (let i = 0; i < passes; i += 1) await Promise.all(reapers.map((r) => r.runOnce()));
   }
 
@@ -144,6 +158,9 @@ describe('the money path on PostgreSQL, from several instances at once', { skip:
       const value = (s as PromiseFulfilledResult<{ status?: number; raw?: string } | undefined>).value;
       if (value?.status !== undefined) assert.ok(value.status < 500, value.raw);
     }
+    // Past every payout's settlement and return; and past the end of any send the payout path did not
+    // make (a send that failed before the rail had it), which a reaper then makes, then settled and returned.
+    await reapEverywhere(SEND_ENDS_MS + 2000);
     await reapEverywhere(2000);
     await reapEverywhere(2000);
     await admin.post(`/v1/admin/tenants/${tenantId}/close`, { mode: 'test' });

@@ -46,44 +46,83 @@ const SCOPE = `scope AS (
   SELECT id AS tenant_id FROM tenants WHERE CASE WHEN $1::uuid IS NULL THEN NOT is_platform ELSE id = $1::uuid END
 )`;
 
-// Time to the outcome: to settled_at for payments that settled (returned and reversed ones too); to
-// the last change for failed ones, which a failure is (a failed payment is never written again).
-const PAYMENTS_IN_RANGE = `${SCOPE}, p AS MATERIALIZED (
-  SELECT width_bucket(x.created_at, $4::timestamptz[]) AS b, x.status, x.status_reason, x.payout_amount, x.method,
-         x.beneficiary->>'bankCode' AS bank_code,
-         -- greatest() skips a null: the CASE outside it keeps a payment without an outcome out.
-         CASE WHEN x.settled_at IS NOT NULL OR x.status = 'failed'
-              THEN greatest(0, floor(extract(epoch FROM coalesce(x.settled_at, x.updated_at) - x.created_at) * 1000))::bigint END AS outcome_ms
+// The scope's payments created in the window, each in its bucket: an index range per tenant.
+function paymentsInRange(columns: string): string {
+  return `SELECT width_bucket(x.created_at, $4::timestamptz[]) AS b, ${columns}
     FROM scope s
     CROSS JOIN LATERAL (
       SELECT created_at, status, status_reason, payout_amount, method, beneficiary, settled_at, updated_at
         FROM payments
        WHERE tenant_id = s.tenant_id AND mode = $2 AND created_at >= $3 AND created_at < $5
-    ) x
-)`;
+    ) x`;
+}
 
-/** Payments created in the window: counts and amounts by bucket, bank, instrument and reason, in one pass. */
-export async function paymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
-  const { rows } = await db.query<PaymentAggregates>(
-    `WITH ${PAYMENTS_IN_RANGE}
-     SELECT
-       (SELECT coalesce(json_agg(json_build_array(b, status, n, amount)), '[]')
-          FROM (SELECT b, status, count(*) AS n, sum(payout_amount)::text AS amount FROM p GROUP BY b, status) t) AS "byBucket",
-       (SELECT coalesce(json_agg(json_build_array(b, n, p50, p95)), '[]')
-          FROM (SELECT b, count(*) AS n,
-                       percentile_disc(0.5) WITHIN GROUP (ORDER BY outcome_ms) AS p50,
-                       percentile_disc(0.95) WITHIN GROUP (ORDER BY outcome_ms) AS p95
-                  FROM p WHERE outcome_ms IS NOT NULL GROUP BY b) t) AS timing,
-       (SELECT coalesce(json_agg(json_build_array(bank_code, status, n)), '[]')
-          FROM (SELECT bank_code, status, count(*) AS n FROM p GROUP BY bank_code, status) t) AS banks,
-       (SELECT coalesce(json_agg(json_build_array(method, status, n)), '[]')
-          FROM (SELECT method, status, count(*) AS n FROM p GROUP BY method, status) t) AS methods,
-       (SELECT coalesce(json_agg(json_build_array(status, status_reason, n, amount)), '[]')
-          FROM (SELECT status, status_reason, count(*) AS n, sum(payout_amount)::text AS amount
-                  FROM p WHERE status IN ('failed', 'returned', 'reversed') GROUP BY status, status_reason) t) AS reasons`,
-    [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end],
+// GROUPING() of (b, bank_code, method, status_reason): a bit is set for each column a set leaves out.
+const SET_BUCKET = 0b0111;
+const SET_BANK = 0b1011;
+const SET_METHOD = 0b1101;
+const SET_REASON = 0b1110;
+
+interface TallyRow {
+  set: number;
+  b: number | null;
+  status: PaymentStatus;
+  bank_code: string | null;
+  method: Instrument | null;
+  status_reason: string | null;
+  n: number;
+  amount: string;
+}
+
+/**
+ * Counts and amounts by bucket, bank, instrument and reason: one scan of the range, one hash
+ * aggregate of four grouping sets (a few hundred rows out, whatever the range holds).
+ */
+async function paymentTallies(db: Queryable, params: unknown[]): Promise<TallyRow[]> {
+  const { rows } = await db.query<TallyRow>(
+    `WITH ${SCOPE}
+     SELECT GROUPING(b, bank_code, method, status_reason)::int AS set, b, status, bank_code, method, status_reason,
+            count(*)::int AS n, sum(payout_amount)::text AS amount
+       FROM (${paymentsInRange(`x.status, x.beneficiary->>'bankCode' AS bank_code, x.method, x.status_reason, x.payout_amount`)}) p
+      GROUP BY GROUPING SETS ((b, status), (bank_code, status), (method, status), (status, status_reason))`,
+    params,
   );
-  return rows[0]!;
+  return rows;
+}
+
+// Time to the outcome: to settled_at for payments that settled (returned and reversed ones too); to
+// the last change for failed ones, which a failure is (a failed payment is never written again).
+// greatest() skips a null: the CASE outside it keeps a payment without an outcome out.
+const OUTCOME_MS = `CASE WHEN x.settled_at IS NOT NULL OR x.status = 'failed'
+  THEN greatest(0, floor(extract(epoch FROM coalesce(x.settled_at, x.updated_at) - x.created_at) * 1000))::bigint END`;
+
+/** Per bucket: payments with an outcome, and the p50 and p95 of their time to it (nearest rank). */
+async function outcomeTimes(db: Queryable, params: unknown[]): Promise<BucketTimingRow[]> {
+  const { rows } = await db.query<{ b: number; n: number; p50: string; p95: string }>(
+    `WITH ${SCOPE}
+     SELECT b, count(*)::int AS n,
+            percentile_disc(0.5) WITHIN GROUP (ORDER BY outcome_ms)::text AS p50,
+            percentile_disc(0.95) WITHIN GROUP (ORDER BY outcome_ms)::text AS p95
+       FROM (${paymentsInRange(`${OUTCOME_MS} AS outcome_ms`)}) p
+      WHERE outcome_ms IS NOT NULL
+      GROUP BY b`,
+    params,
+  );
+  return rows.map((r) => [r.b, r.n, Number(r.p50), Number(r.p95)]);
+}
+
+/** Payments created in the window: counts and amounts by bucket, bank, instrument and reason, and times to outcome. */
+export async function paymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
+  const params = [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end];
+  const [tallies, timing] = await Promise.all([paymentTallies(db, params), outcomeTimes(db, params)]);
+  const out: PaymentAggregates = { byBucket: [], timing, banks: [], methods: [], reasons: [] };
+  for (const r of tallies) {
+    if (r.set === SET_BUCKET) out.byBucket.push([r.b!, r.status, r.n, r.amount]);
+    else if (r.set === SET_BANK) out.banks.push([r.bank_code, r.status, r.n]);
+    else if (r.set === SET_METHOD) out.methods.push([r.method, r.status, r.n]);
+    else if (r.set === SET_REASON && (r.status === 'failed' || r.status === 'returned' || r.status === 'reversed')) out.reasons.push([r.status, r.status_reason, r.n, r.amount]);
+  }
+  return out;
 }
 
 /** [bucket, delivered, rejected, unreachable, p50 ms, p95 ms]. */

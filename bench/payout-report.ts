@@ -37,6 +37,8 @@ export interface ReportSeries extends ScenarioFigures {
   concurrency: number;
   requests: number;
   payments_in_range: number;
+  /** Answers by HTTP status (a statement past DB_STATEMENT_TIMEOUT_MS is answered 503). */
+  statuses: Record<string, number>;
   target_p99_ms: number;
   target_met: boolean;
   load_average: [number, number];
@@ -166,6 +168,7 @@ function figures(result: LoadResult, s: Series, concurrency: number, inRange: nu
     concurrency,
     requests: result.requests,
     payments_in_range: inRange,
+    statuses: result.statuses,
     throughput_per_s: Number(result.throughputPerS.toFixed(1)),
     p50_ms: Number(result.p50Ms.toFixed(2)),
     p99_ms: Number(result.p99Ms.toFixed(2)),

@@ -7,9 +7,10 @@
 -- not all-visible yet) and no JIT is spent. Interleaved A/B of the query on the same data (16 runs
 -- each, a loaded 2-core machine): 30 days by day 608 → 494 ms median (-19 %), 7 days by hour
 -- 163 → 136 ms (-17 %), the platform key's 30 days over every tenant 2,146 → 689 ms (-68 %).
--- EXPLAIN ANALYZE of the 30-day payment aggregate in the two bench runs: 1,169 → 370 ms. Over HTTP
--- (two full bench runs, so the machine's load differed: load average 12-16 without, 10-11 with):
--- 30 days p50 929 → 395 ms, 7 days by hour p50 175 → 89 ms, 366 days p50 8.6 → 4.4 s.
+-- EXPLAIN ANALYZE of the 30-day payment aggregate in full bench runs: 1,169 → 370 ms (load average
+-- 12-16 without, 10-11 with), 438 → 285 ms (load 3 without, 6-7 with). Over HTTP the runs' load
+-- differed too much to isolate the index: 30 days sequential p50 929 → 395 ms in the first pair,
+-- 227 (load 3) → 249 ms (load 7) in the second; the platform's 30 days 434 → 382 ms in the second.
 --
 -- `beneficiary` is included whole because the query reads `beneficiary->>'bankCode'`: PostgreSQL
 -- considers an index-only scan only when every column the query names is in the index, so an

@@ -15,6 +15,7 @@ import { measureStartup, type StartupFigures } from './startup.ts';
 import { describeCpu, type PayrollContext } from './end-to-end.ts';
 import { runPayroll, runSoak, type PayrollFigures } from './payroll.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
+import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -28,6 +29,9 @@ const SOAK_WARMUP_MS = 20_000;
 /** Quotes seeded per second of soak: more than the service can use, so the list never runs out. */
 const SOAK_PAYOUTS_PER_S = 2500;
 const STATEMENT_ROWS = QUICK ? 100_000 : 1_000_000;
+/** The payout report's tenant: a year of payouts (the requirement's 1,000,000), and two neighbours of 100,000. */
+const REPORT_PAYMENTS = QUICK ? 100_000 : 1_000_000;
+const REPORT_NEIGHBOUR_PAYMENTS = QUICK ? 10_000 : 100_000;
 const HISTORY_ROWS = QUICK ? 20_000 : 100_000;
 const PAYROLL_PAYOUTS = QUICK ? 2000 : 10_000;
 const PAYROLL_BATCH_ITEMS = 1000;
@@ -417,6 +421,16 @@ async function main(): Promise<void> {
       seedBeneficiaries: (tenantId, count) => seedBeneficiaries(db, tenantId, count),
       quiesce: () => quiesce(db),
     };
+    // The payout report over a year of one tenant's payouts, the service running every role.
+    let payoutReport: PayoutReportFigures | undefined;
+    if (runs('payout-report')) {
+      payoutReport = await runPayoutReport(payrollContext, {
+        adminOrigin: origin, payments: REPORT_PAYMENTS, neighbourPayments: REPORT_NEIGHBOUR_PAYMENTS, beneficiaries: QUICK ? 500 : 2000,
+        sequentialBudgetMs: QUICK ? 4000 : 15_000, concurrentMs: QUICK ? 2000 : 6000, warmupRequests: QUICK ? 2 : 5, ceilingPerS: ceilingA.throughputPerS,
+      });
+      for (const [name, s] of Object.entries(payoutReport.series)) scenarios[name] = { ...s };
+    }
+
     const payroll: Record<string, PayrollFigures> = {};
     if (runs('payroll')) {
       for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
@@ -454,6 +468,7 @@ async function main(): Promise<void> {
         seconds: Math.round((Date.now() - startedAt) / 1000),
       },
       scenarios,
+      ...(payoutReport ? { payout_report: payoutReport } : {}),
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
       ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
       ...(soak ? { soak } : {}),
@@ -462,6 +477,7 @@ async function main(): Promise<void> {
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
     printTable(results.scenarios);
     printPayrolls(payroll, payrollBatch);
+    if (payoutReport) process.stdout.write(describePayoutReport(payoutReport));
     if (soak) {
       process.stdout.write(
         `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +

@@ -52,10 +52,17 @@ export interface QueryOptions {
    * webhook events due, a claim read all 2,600 to pick the first 100 (about 2,900 buffers and 3–4 ms a
    * claim, plus 0.5 ms of planning) instead of its look-ahead of 400 (600 buffers, 1.7 ms).
    *
+   * 'aggregate': the statement aggregates many rows of an index range (the payout report). PostgreSQL
+   * runs it in a transaction of its own with JIT compilation off and 32 MB of work memory for its
+   * sorts and hash tables. JIT pays off for queries that run for seconds; a report's cost crossed its
+   * threshold from 30 days of a 1,000,000-payment tenant on, and compiling took 0.1 s there and
+   * 0.6–2 s at 366 days (bench `payout-report`), more than it saved. With the default 4 MB the
+   * percentile sort of 81,000 payments spilled to disk.
+   *
    * Only how the statement is planned and sent, never what it does. Ignored inside a transaction or on
    * a connection of withConnection (the statement runs as it is), and on PGlite.
    */
-  plan?: 'keyed' | 'queue-head';
+  plan?: 'keyed' | 'queue-head' | 'aggregate';
 }
 
 type Engine = 'pglite' | 'postgres';

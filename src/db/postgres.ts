@@ -92,6 +92,8 @@ const BEGIN_PLANNED = {
    * sorted them (2,700): with both, 78 % fewer rows read than the better of the two without.
    */
   'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
+  /** See QueryOptions.plan 'aggregate'. */
+  aggregate: `BEGIN; SET LOCAL jit = off; SET LOCAL work_mem = '32MB'`,
 } as const;
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */

@@ -51,7 +51,8 @@ function paymentsInRange(columns: string): string {
   return `SELECT width_bucket(x.created_at, $4::timestamptz[]) AS b, ${columns}
     FROM scope s
     CROSS JOIN LATERAL (
-      SELECT created_at, status, status_reason, payout_amount, method, beneficiary, settled_at, updated_at
+      -- Only columns of payments_report (migration 033): an index-only scan.
+      SELECT created_at, status, status_reason, payout_amount, method, bank_code, settled_at, updated_at
         FROM payments
        WHERE tenant_id = s.tenant_id AND mode = $2 AND created_at >= $3 AND created_at < $5
     ) x`;
@@ -83,9 +84,10 @@ async function paymentTallies(db: Queryable, params: unknown[]): Promise<TallyRo
     `WITH ${SCOPE}
      SELECT GROUPING(b, bank_code, method, status_reason)::int AS set, b, status, bank_code, method, status_reason,
             count(*)::int AS n, sum(payout_amount)::text AS amount
-       FROM (${paymentsInRange(`x.status, x.beneficiary->>'bankCode' AS bank_code, x.method, x.status_reason, x.payout_amount`)}) p
+       FROM (${paymentsInRange(`x.status, x.bank_code, x.method, x.status_reason, x.payout_amount`)}) p
       GROUP BY GROUPING SETS ((b, status), (bank_code, status), (method, status), (status, status_reason))`,
     params,
+    { plan: 'aggregate' },
   );
   return rows;
 }
@@ -107,6 +109,7 @@ async function outcomeTimes(db: Queryable, params: unknown[]): Promise<BucketTim
       WHERE outcome_ms IS NOT NULL
       GROUP BY b`,
     params,
+    { plan: 'aggregate' },
   );
   return rows.map((r) => [r.b, r.n, Number(r.p50), Number(r.p95)]);
 }
@@ -146,6 +149,7 @@ export async function webhookAggregates(db: Queryable, scope: ReportScope, windo
                ) d
               GROUP BY 1) t`,
     [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end],
+    { plan: 'aggregate' },
   );
   return rows[0]!.buckets;
 }

@@ -7,7 +7,8 @@
 // (payments, webhook attempts, balances) and of the 366-day payments part, run on the same data.
 import os from 'node:os';
 import type { Queryable, QueryResult } from '../src/db/database.ts';
-import { balancesAt, paymentAggregates, webhookAggregates, type ReportScope } from '../src/db/repositories/payout-report.ts';
+import { balancesAt, paymentAggregates, webhookAggregates } from '../src/db/repositories/payout-report.ts';
+import type { ReportScope } from '../src/db/repositories/payout-report-rows.ts';
 import { businessDate } from '../src/domain/caracas-time.ts';
 import { reportRangeOf, type ReportGranularity, type ReportRange } from '../src/domain/payout-report.ts';
 import { startTopology, type PayrollContext } from './end-to-end.ts';
@@ -123,7 +124,7 @@ async function reportQueries(scope: ReportScope, range: ReportRange, now: Date):
     },
     async exec() {},
   };
-  const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts };
+  const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
   await paymentAggregates(capture, scope, window);
   await webhookAggregates(capture, scope, window);
   await balancesAt(capture, scope, balanceInstants(range, now));

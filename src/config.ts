@@ -55,6 +55,7 @@ export interface Config {
   /** How long an open breaker skips its rail before one health probe. */
   railBreakerOpenMs: number;
   reaperIntervalMs: number;
+  reportFoldIntervalMs: number;
   reaperCheckAttemptsMax: number;
   reaperBackoffMaxMs: number;
   webhookBackoffScale: number;
@@ -239,6 +240,7 @@ export function loadConfig(env: Env = process.env): Config {
     railBreakerFailures: integer(env, 'RAIL_BREAKER_FAILURES', 5, 1, 1000),
     railBreakerOpenMs: integer(env, 'RAIL_BREAKER_OPEN_MS', 30_000, 10, 3_600_000),
     reaperIntervalMs: integer(env, 'REAPER_INTERVAL_MS', 1000, 10, 3_600_000),
+    reportFoldIntervalMs: integer(env, 'REPORT_FOLD_INTERVAL_MS', 1000, 10, 3_600_000),
     reaperCheckAttemptsMax: integer(env, 'REAPER_CHECK_ATTEMPTS_MAX', 24, 1, 1000),
     reaperBackoffMaxMs: integer(env, 'REAPER_BACKOFF_MAX_MS', 600_000, 10, 86_400_000),
     webhookBackoffScale: decimal(env, 'WEBHOOK_BACKOFF_SCALE', 1, 0, 1000),
@@ -289,6 +291,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again'],
   ['REAPER_INTERVAL_MS', '1000', 'The longest the reaper sleeps between passes when idle (it wakes sooner when the next unresolved payment falls due); also the first wait of its per-payment backoff'],
   ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],
+  ['REPORT_FOLD_INTERVAL_MS', '1000', 'How often a worker folds new payment changes and webhook attempts into the payout report\'s rollups (one worker at a time; reports read what is not folded yet from the history, so this bounds their work, not their freshness)'],
   ['REAPER_BACKOFF_MAX_MS', '600000', 'The longest wait between two questions to the rail about one payment'],
   ['WEBHOOK_BACKOFF_SCALE', '1', 'Multiplies every wait of the webhook retry schedule'],
   ['WEBHOOK_TIMEOUT_MS', '5000', 'Webhook receiver timeout'],

@@ -69,6 +69,11 @@
 // READ ONLY snapshots, which writers never wait for, and writes only its own run rows (its queue claims
 // them with SKIP LOCKED), never together with any row above.
 //
+// The report fold (db/repositories/report-rollups.ts) takes none of these locks: it reads payments,
+// their transitions and webhook attempts without locking them, locks its one report_fold row (SKIP
+// LOCKED: a second fold skips its turn, never waits) and then writes only the report's rollup rows,
+// which nothing else writes.
+//
 // A deadlock is therefore a bug in this module. `inTransaction` still retries a transaction that
 // PostgreSQL aborted as a deadlock or serialization victim (bounded, with jitter), as a safety net.
 

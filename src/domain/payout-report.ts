@@ -73,3 +73,11 @@ export function successRate(tally: { settled: number; failed: number; returned: 
   if (decided === 0) return null;
   return Math.round((tally.settled / decided) * 10_000) / 10_000;
 }
+
+/** The statuses whose reason the report tallies: the ways a payout did not deliver. */
+export const FAILURE_STATUSES = ['failed', 'returned', 'reversed'] as const;
+export type FailureStatus = (typeof FAILURE_STATUSES)[number];
+
+export function isFailureStatus(status: string): status is FailureStatus {
+  return (FAILURE_STATUSES as readonly string[]).includes(status);
+}

@@ -1,6 +1,7 @@
 import type { Database } from '../db/database.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
-import { balancesAt, paymentAggregates, webhookAggregates, type BalanceAtRow, type PaymentAggregates, type ReportScope, type WebhookBucketRow } from '../db/repositories/payout-report.ts';
+import { balancesAt, paymentAggregates, webhookAggregates, type BalanceAtRow } from '../db/repositories/payout-report.ts';
+import type { PaymentAggregates, ReportScope, WebhookBucketRow } from '../db/repositories/payout-report-rows.ts';
 import type { Clock } from '../domain/clock.ts';
 import { notFound, validationFailed, type FieldError } from '../domain/errors.ts';
 import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
@@ -118,7 +119,7 @@ export class PayoutReportService {
       if (!tenant || tenant.is_platform) throw notFound('tenant');
     }
     const now = this.clock.now();
-    const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts };
+    const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
     const instants = balanceInstants(range, now);
     const [payments, webhooks, balances, bankNames] = await Promise.all([
       paymentAggregates(this.db, scope, window),

@@ -8,6 +8,7 @@ import { DailyCloseWorker } from './daily-close.ts';
 import { IdempotencyPurge } from './idempotency-purge.ts';
 import { RailInboxPurge } from './rail-inbox-purge.ts';
 import { Reaper } from './reaper.ts';
+import { ReportFold } from './report-fold.ts';
 import { startLoop, type RunningLoop } from './run-loop.ts';
 import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
 import { HttpWebhookTransport } from '../webhooks/sender.ts';
@@ -23,7 +24,7 @@ export interface RunningWorkers {
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, reconciliation. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(
@@ -39,6 +40,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const dispatcher = webhookDispatcherOf(services, log);
   const purge = new IdempotencyPurge(services.db, services.clock);
   const inboxPurge = new RailInboxPurge(services.db, services.clock);
+  const reportFold = new ReportFold(services.db, log);
   const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
@@ -47,6 +49,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log, metrics }),
     startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log, metrics }),
     startLoop({ name: 'rail-inbox-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => inboxPurge.runOnce(), log, metrics }),
+    startLoop({ name: 'report-fold', intervalMs: config.reportFoldIntervalMs, runOnce: () => reportFold.runOnce(), log, metrics }),
     startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
   ];
   return {

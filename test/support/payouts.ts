@@ -1,3 +1,4 @@
+import { foldReportRollups, reportRollupDrift } from '../../src/db/repositories/report-rollups.ts';
 import assert from 'node:assert/strict';
 import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
 import type { ManualClock } from '../../src/domain/clock.ts';
@@ -119,4 +120,7 @@ export async function assertLedgerBalanced(t: TestApp): Promise<void> {
   for (const row of history.rows) {
     assert.equal(row.last, row.balance, `the balance history of ${row.tenant_id} ${row.mode} ${row.asset} ${row.kind} ends at ${row.last}, the account holds ${row.balance}`);
   }
+  // The payout report's rollups, folded now and with what is left unfolded, agree with the payments.
+  await foldReportRollups(t.db);
+  assert.deepEqual(await reportRollupDrift(t.db), [], 'the report rollups agree with the payments and webhook attempts');
 }

@@ -1,6 +1,7 @@
 // What the multi-process suites (test/process/) share: the tenant set-up through the admin API of a
 // running process, the payout mixes, bounded condition waits, and the invariants read straight from
 // the database (pg), each reported with the offending rows.
+import { reportRollupDrift } from '../../src/db/repositories/report-rollups.ts';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -25,6 +26,7 @@ export const FAST_ENV: Record<string, string> = {
   REAPER_INTERVAL_MS: '200',
   WEBHOOK_BACKOFF_SCALE: '0.01',
   DISPATCHER_INTERVAL_MS: '50',
+  REPORT_FOLD_INTERVAL_MS: '200',
   WEBHOOK_TIMEOUT_MS: '2000',
   QUOTE_TTL_SECONDS: '600',
 };
@@ -510,6 +512,10 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
       WHERE a.kind IN ('prefunding', 'credit_receivable') AND a.balance_changed_at IS NOT NULL AND h.balance IS DISTINCT FROM a.balance`,
   );
   if (historyDrift.length) fail('charted accounts whose balance history does not end at their balance', historyDrift);
+  // The payout report's rollups, as the workers folded them while payouts ran and processes were
+  // killed, plus what they have not folded yet, agree with the payments and attempts themselves.
+  const rollupDrift = await reportRollupDrift({ query: (sql, params) => pool.query(sql, params as unknown[]) as never, exec: async (sql) => void (await pool.query(sql)) });
+  if (rollupDrift.length) fail('payout report rollups that disagree with the payments and webhook attempts', rollupDrift);
 
   const entryKinds = await rows(
     pool,

@@ -1,157 +1,134 @@
 import type { PaymentStatus } from '../../domain/payment-state.ts';
-import type { Mode } from '../../domain/partition.ts';
 import type { Instrument } from '../../domain/instrument.ts';
+import type { PaymentAggregates, ReportScope, ReportWindow, WebhookBucketRow } from './payout-report-rows.ts';
+import { binLastMs, TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
+import { rawPaymentAggregates, rawWebhookAggregates } from './payout-report-raw.ts';
+import { REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
 
-// The payout report's aggregates (GET /v1/reports/payouts). Every read is a range of one index per
-// tenant: payments by (tenant, mode, created_at) (payments_statement), delivery attempts by
-// (tenant, mode, created_at) (webhook_deliveries_by_time), and one probe of the balance history per
-// account and bucket end. A report across tenants reads each tenant's range in turn (LATERAL), so
-// it never scans outside the range asked either. Buckets are given as their start times; rows are
-// assigned to them by width_bucket (1-based; the range filter keeps 0 and beyond-the-end out).
+// The payout report's aggregates (GET /v1/reports/payouts): the rollups the report fold keeps
+// (report-rollups.ts), plus the changes committed since its last run, read in the same statement as
+// the rollups so the two agree (the fold records the snapshot it folded up to with them). Every
+// read is a range of one index per tenant: rollup rows by (tenant, mode, period, bucket start), and
+// one probe of the balance history per account and bucket end; the changes since the last fold are
+// one range of the history's txid index. A report across tenants reads each tenant's range in turn
+// (LATERAL), never a scan across tenants. Buckets are given as their start times; rows are assigned
+// to them by width_bucket (1-based; the range filter keeps 0 and beyond-the-end out).
 
-/** Who the report covers: one tenant, or every tenant but the platform (`tenantId` null). */
-export interface ReportScope {
-  tenantId: string | null;
-  mode: Mode;
+/** Whether the report fold has built the rollups (until its first run, reports read the payments themselves). */
+async function rollupsBuilt(db: Queryable): Promise<boolean> {
+  const { rows } = await db.query<{ built: boolean }>('SELECT folded IS NOT NULL AS built FROM report_fold');
+  return rows[0]?.built === true;
 }
 
-export interface ReportWindow {
-  start: Date;
-  end: Date;
-  bucketStarts: readonly Date[];
-}
+// $1 tenant or null, $2 mode, $3 start, $4 bucket starts, $5 end, $6 granularity, $7 time bin starts (not in COUNTS_SQL).
+const windowParams = (scope: ReportScope, window: ReportWindow) =>
+  [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end, window.granularity, TIME_BIN_STARTS];
 
-/** [bucket (1-based), status, count, payout amount]. */
-type BucketStatusRow = [number, PaymentStatus, number, string];
-/** [bucket, payments with an outcome, p50 ms, p95 ms]. */
-type BucketTimingRow = [number, number, number, number];
-/** [bank code, status, count]. */
-type BankStatusRow = [string | null, PaymentStatus, number];
-/** [method, status, count]. */
-type MethodStatusRow = [Instrument | null, PaymentStatus, number];
-/** [status, reason, count, payout amount]. */
-type ReasonRow = [PaymentStatus, string | null, number, string];
+const FOLD = `fold AS (SELECT folded FROM report_fold)`;
+const IN_WINDOW = (t: string) => `${t}.tenant_id IN (SELECT tenant_id FROM scope) AND ${t}.mode = $2 AND ${t}.created_at >= $3 AND ${t}.created_at < $5`;
+// The rollup rows of one table in the window, per tenant of the scope: one index range each.
+const rollupRows = (table: string, columns: string, period: string, where = 'true') => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
+    SELECT ${columns} FROM ${table}
+     WHERE tenant_id = s.tenant_id AND mode = $2 AND period = ${period} AND bucket_start >= $3 AND bucket_start < $5 AND ${where}
+  ) r`;
 
-export interface PaymentAggregates {
-  byBucket: BucketStatusRow[];
-  timing: BucketTimingRow[];
-  banks: BankStatusRow[];
-  methods: MethodStatusRow[];
-  reasons: ReasonRow[];
-}
-
-// The tenants of a scope: one, or every customer tenant (tenants is a small table).
-const SCOPE = `scope AS (
-  SELECT id AS tenant_id FROM tenants WHERE CASE WHEN $1::uuid IS NULL THEN NOT is_platform ELSE id = $1::uuid END
-)`;
-
-// The scope's payments created in the window, each in its bucket: an index range per tenant.
-function paymentsInRange(columns: string): string {
-  return `SELECT width_bucket(x.created_at, $4::timestamptz[]) AS b, ${columns}
-    FROM scope s
-    CROSS JOIN LATERAL (
-      -- Only columns of payments_report (migration 033): an index-only scan.
-      SELECT created_at, status, status_reason, payout_amount, method, bank_code, settled_at, updated_at
-        FROM payments
-       WHERE tenant_id = s.tenant_id AND mode = $2 AND created_at >= $3 AND created_at < $5
-    ) x`;
-}
-
-// GROUPING() of (b, bank_code, method, status_reason): a bit is set for each column a set leaves out.
-const SET_BUCKET = 0b0111;
-const SET_BANK = 0b1011;
-const SET_METHOD = 0b1101;
-const SET_REASON = 0b1110;
-
-interface TallyRow {
-  set: number;
-  b: number | null;
+interface CountRow {
+  b: number;
+  dimension: 'status' | 'bank' | 'method' | 'reason';
+  key: string | null;
   status: PaymentStatus;
-  bank_code: string | null;
-  method: Instrument | null;
-  status_reason: string | null;
   n: number;
   amount: string;
 }
 
-/**
- * Counts and amounts by bucket, bank, instrument and reason: one scan of the range, one hash
- * aggregate of four grouping sets (a few hundred rows out, whatever the range holds).
- */
-async function paymentTallies(db: Queryable, params: unknown[]): Promise<TallyRow[]> {
-  const { rows } = await db.query<TallyRow>(
-    `WITH ${SCOPE}
-     SELECT GROUPING(b, bank_code, method, status_reason)::int AS set, b, status, bank_code, method, status_reason,
-            count(*)::int AS n, sum(payout_amount)::text AS amount
-       FROM (${paymentsInRange(`x.status, x.bank_code, x.method, x.status_reason, x.payout_amount`)}) p
-      GROUP BY GROUPING SETS ((b, status), (bank_code, status), (method, status), (status, status_reason))`,
-    params,
-    { plan: 'aggregate' },
-  );
-  return rows;
+// Counts per bucket come from the granularity's rows; counts over the range (bank, instrument,
+// reason) from day rows, whatever the granularity, since a range is whole days.
+const COUNTS_SQL = `WITH ${SCOPE}, ${FOLD},
+change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))}),
+counted AS (
+  SELECT CASE WHEN dimension = 'status' THEN width_bucket(bucket_start, $4::timestamptz[]) ELSE 0 END AS b, dimension, key, status, payments, amount
+    FROM (${rollupRows('report_payment_counts', 'bucket_start, dimension, key, status, payments, amount', '$6')}) r
+  UNION ALL
+  SELECT 0, dimension, key, status, payments, amount
+    FROM (${rollupRows('report_payment_counts', 'dimension, key, status, payments, amount', "'day'", "$6 = 'hour' AND dimension <> 'status'")}) r
+  UNION ALL
+  SELECT CASE WHEN k.dimension = 'status' THEN width_bucket(c.created_at, $4::timestamptz[]) ELSE 0 END, k.dimension, k.key, c.status, c.sign, c.sign * c.payout_amount
+    FROM change c
+   CROSS JOIN LATERAL (VALUES ('status', NULL::text), ('bank', c.bank_code), ('method', c.method), ('reason', c.reason)) k(dimension, key)
+   WHERE k.dimension <> 'reason' OR c.status IN ${REASONED_STATUSES}
+)
+SELECT b, dimension, key, status, sum(payments)::int AS n, sum(amount)::text AS amount
+  FROM counted GROUP BY b, dimension, key, status HAVING sum(payments) <> 0`;
+
+// Percentiles from a histogram per bucket (nearest rank: the first bin whose running count reaches
+// p × n, in integers), as the bins' starts.
+const percentilesOf = (hist: string) => `bin AS (SELECT b, lo_ms, sum(n) AS n FROM (${hist}) h GROUP BY b, lo_ms),
+running AS (SELECT b, lo_ms, sum(n) OVER (PARTITION BY b ORDER BY lo_ms) AS below, sum(n) OVER (PARTITION BY b) AS total FROM bin),
+pct AS (
+  SELECT b, total::int AS n, min(lo_ms) FILTER (WHERE below * 100 >= total * 50)::text AS p50, min(lo_ms) FILTER (WHERE below * 100 >= total * 95)::text AS p95
+    FROM running GROUP BY b, total
+)`;
+
+const TIMING_SQL = `WITH ${SCOPE}, ${FOLD},
+change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))}),
+${percentilesOf(`SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, lo_ms, payments AS n
+    FROM (${rollupRows('report_outcome_times', 'bucket_start, lo_ms, payments', '$6')}) r
+  UNION ALL
+  SELECT width_bucket(created_at, $4::timestamptz[]), ($7::bigint[])[width_bucket(outcome_ms, $7::bigint[])], 1 FROM change WHERE outcome_ms IS NOT NULL`)}
+SELECT b, n, p50, p95 FROM pct`;
+
+async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
+  const params = windowParams(scope, window);
+  const [counts, timing] = await Promise.all([
+    db.query<CountRow>(COUNTS_SQL, params.slice(0, 6), { plan: 'aggregate' }),
+    db.query<{ b: number; n: number; p50: string; p95: string }>(TIMING_SQL, params, { plan: 'aggregate' }),
+  ]);
+  const out: PaymentAggregates = { byBucket: [], timing: [], banks: [], methods: [], reasons: [] };
+  for (const r of counts.rows) {
+    if (r.dimension === 'status') out.byBucket.push([r.b, r.status, r.n, r.amount]);
+    else if (r.dimension === 'bank') out.banks.push([r.key, r.status, r.n]);
+    else if (r.dimension === 'method') out.methods.push([r.key as Instrument | null, r.status, r.n]);
+    else out.reasons.push([r.status, r.key, r.n, r.amount]);
+  }
+  out.timing = timing.rows.map((r) => [r.b, r.n, binLastMs(Number(r.p50)), binLastMs(Number(r.p95))]);
+  return out;
 }
 
-// Time to the outcome: to settled_at for payments that settled (returned and reversed ones too); to
-// the last change for failed ones, which a failure is (a failed payment is never written again).
-// greatest() skips a null: the CASE outside it keeps a payment without an outcome out.
-const OUTCOME_MS = `CASE WHEN x.settled_at IS NOT NULL OR x.status = 'failed'
-  THEN greatest(0, floor(extract(epoch FROM coalesce(x.settled_at, x.updated_at) - x.created_at) * 1000))::bigint END`;
+const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD},
+attempt AS (
+  SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, outcome, lo_ms, attempts AS n
+    FROM (${rollupRows('report_webhook_attempts', 'bucket_start, outcome, lo_ms, attempts', '$6')}) r
+  UNION ALL
+  SELECT width_bucket(created_at, $4::timestamptz[]), outcome, ($7::bigint[])[width_bucket(duration_ms, $7::bigint[])], 1
+    FROM (${unfoldedDeliveries(IN_WINDOW('d'))}) d
+),
+${percentilesOf('SELECT b, lo_ms, n FROM attempt')},
+outcomes AS (
+  SELECT b, sum(n) FILTER (WHERE outcome = 'delivered') AS delivered, sum(n) FILTER (WHERE outcome = 'rejected') AS rejected,
+         sum(n) FILTER (WHERE outcome = 'unreachable') AS unreachable
+    FROM attempt GROUP BY b
+)
+SELECT o.b, coalesce(o.delivered, 0)::int AS delivered, coalesce(o.rejected, 0)::int AS rejected, coalesce(o.unreachable, 0)::int AS unreachable, p.p50, p.p95
+  FROM outcomes o JOIN pct p USING (b)`;
 
-/** Per bucket: payments with an outcome, and the p50 and p95 of their time to it (nearest rank). */
-async function outcomeTimes(db: Queryable, params: unknown[]): Promise<BucketTimingRow[]> {
-  const { rows } = await db.query<{ b: number; n: number; p50: string; p95: string }>(
-    `WITH ${SCOPE}
-     SELECT b, count(*)::int AS n,
-            percentile_disc(0.5) WITHIN GROUP (ORDER BY outcome_ms)::text AS p50,
-            percentile_disc(0.95) WITHIN GROUP (ORDER BY outcome_ms)::text AS p95
-       FROM (${paymentsInRange(`${OUTCOME_MS} AS outcome_ms`)}) p
-      WHERE outcome_ms IS NOT NULL
-      GROUP BY b`,
-    params,
+async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
+  const { rows } = await db.query<{ b: number; delivered: number; rejected: number; unreachable: number; p50: string; p95: string }>(
+    WEBHOOKS_SQL,
+    windowParams(scope, window),
     { plan: 'aggregate' },
   );
-  return rows.map((r) => [r.b, r.n, Number(r.p50), Number(r.p95)]);
+  return rows.map((r) => [r.b, r.delivered, r.rejected, r.unreachable, binLastMs(Number(r.p50)), binLastMs(Number(r.p95))]);
 }
 
 /** Payments created in the window: counts and amounts by bucket, bank, instrument and reason, and times to outcome. */
 export async function paymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
-  const params = [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end];
-  const [tallies, timing] = await Promise.all([paymentTallies(db, params), outcomeTimes(db, params)]);
-  const out: PaymentAggregates = { byBucket: [], timing, banks: [], methods: [], reasons: [] };
-  for (const r of tallies) {
-    if (r.set === SET_BUCKET) out.byBucket.push([r.b!, r.status, r.n, r.amount]);
-    else if (r.set === SET_BANK) out.banks.push([r.bank_code, r.status, r.n]);
-    else if (r.set === SET_METHOD) out.methods.push([r.method, r.status, r.n]);
-    else if (r.set === SET_REASON && (r.status === 'failed' || r.status === 'returned' || r.status === 'reversed')) out.reasons.push([r.status, r.status_reason, r.n, r.amount]);
-  }
-  return out;
+  return (await rollupsBuilt(db)) ? rollupPaymentAggregates(db, scope, window) : rawPaymentAggregates(db, scope, window);
 }
-
-/** [bucket, delivered, rejected, unreachable, p50 ms, p95 ms]. */
-export type WebhookBucketRow = [number, number, number, number, number, number];
 
 /** Webhook delivery attempts made in the window, by bucket and outcome, with their durations. */
 export async function webhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
-  const { rows } = await db.query<{ buckets: WebhookBucketRow[] }>(
-    `WITH ${SCOPE}
-     SELECT coalesce(json_agg(json_build_array(b, delivered, rejected, unreachable, p50, p95)), '[]') AS buckets
-       FROM (SELECT width_bucket(d.created_at, $4::timestamptz[]) AS b,
-                    count(*) FILTER (WHERE d.ok) AS delivered,
-                    count(*) FILTER (WHERE NOT d.ok AND d.status_code IS NOT NULL) AS rejected,
-                    count(*) FILTER (WHERE d.status_code IS NULL) AS unreachable,
-                    percentile_disc(0.5) WITHIN GROUP (ORDER BY d.duration_ms) AS p50,
-                    percentile_disc(0.95) WITHIN GROUP (ORDER BY d.duration_ms) AS p95
-               FROM scope s
-               CROSS JOIN LATERAL (
-                 SELECT created_at, ok, status_code, duration_ms FROM webhook_deliveries
-                  WHERE tenant_id = s.tenant_id AND mode = $2 AND created_at >= $3 AND created_at < $5
-               ) d
-              GROUP BY 1) t`,
-    [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end],
-    { plan: 'aggregate' },
-  );
-  return rows[0]!.buckets;
+  return (await rollupsBuilt(db)) ? rollupWebhookAggregates(db, scope, window) : rawWebhookAggregates(db, scope, window);
 }
 
 /** One asset's balances at one instant: sums over the scope's tenants; null where none was recorded. */

@@ -1,0 +1,100 @@
+import { TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
+import type { Database, Queryable, TransactionHandle } from '../database.ts';
+import { ALL_DELIVERIES, ALL_PAYMENTS, countKeysOf, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+
+// The report fold: adds the payment changes and webhook delivery attempts committed since its last
+// run to the report's rollups (migration 034), and records the snapshot it folded up to, all in one
+// statement. Locks (db/lock-order.ts): the one report_fold row, SKIP LOCKED, so a second process's
+// fold skips its turn instead of waiting; then the rollup rows, which nothing else writes. The
+// statement reads a snapshot taken after that lock is held, so it always starts from where the
+// previous fold committed.
+
+export interface FoldResult {
+  /** False when another process's fold held the lock: nothing was done. */
+  ran: boolean;
+  /** True when this run built the rollups from the payments themselves (their first run). */
+  built: boolean;
+  paymentChanges: number;
+  deliveries: number;
+}
+
+// Signed payment rows (`payment_change`) and delivery attempts (`delivery`) into the rollups. $1:
+// the time bins' starts; a duration's bin is the last start at or below it.
+const INTO_ROLLUPS = `counts AS (
+  INSERT INTO report_payment_counts AS r (tenant_id, mode, period, bucket_start, dimension, key, status, payments, amount)
+  SELECT c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension, k.key, c.status, sum(c.sign), sum(c.sign * c.payout_amount)
+    FROM payment_change c ${countKeysOf('c')}
+   GROUP BY 1, 2, 3, 4, 5, 6, 7
+  ON CONFLICT ON CONSTRAINT report_payment_counts_key
+  DO UPDATE SET payments = r.payments + excluded.payments, amount = r.amount + excluded.amount
+), times AS (
+  INSERT INTO report_outcome_times AS r (tenant_id, mode, period, bucket_start, lo_ms, payments)
+  SELECT c.tenant_id, c.mode, k.period, k.bucket_start, ($1::bigint[])[width_bucket(c.outcome_ms, $1::bigint[])], count(*)
+    FROM payment_change c ${timeKeysOf('c')}
+   WHERE c.outcome_ms IS NOT NULL
+   GROUP BY 1, 2, 3, 4, 5
+  ON CONFLICT (tenant_id, mode, period, bucket_start, lo_ms) DO UPDATE SET payments = r.payments + excluded.payments
+), attempts AS (
+  INSERT INTO report_webhook_attempts AS r (tenant_id, mode, period, bucket_start, outcome, lo_ms, attempts)
+  SELECT d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome, ($1::bigint[])[width_bucket(d.duration_ms, $1::bigint[])], count(*)
+    FROM delivery d ${timeKeysOf('d')}
+   GROUP BY 1, 2, 3, 4, 5, 6
+  ON CONFLICT (tenant_id, mode, period, bucket_start, outcome, lo_ms) DO UPDATE SET attempts = r.attempts + excluded.attempts
+)`;
+
+const foldSql = (payments: string, deliveries: string): string => `WITH fold AS (SELECT folded FROM report_fold),
+payment_change AS (${payments}),
+delivery AS (${deliveries}),
+${INTO_ROLLUPS}
+UPDATE report_fold SET folded = pg_current_snapshot(), folded_at = now()
+RETURNING (SELECT count(*) FROM payment_change)::int AS changes, (SELECT count(*) FROM delivery)::int AS deliveries`;
+
+const FOLD_SQL = foldSql(unfoldedPaymentChanges(), unfoldedDeliveries());
+const BUILD_SQL = foldSql(ALL_PAYMENTS, ALL_DELIVERIES);
+
+async function foldOnce(tx: TransactionHandle): Promise<FoldResult> {
+  const { rows: lock } = await tx.query<{ unbuilt: boolean }>('SELECT folded IS NULL AS unbuilt FROM report_fold FOR UPDATE SKIP LOCKED');
+  if (lock.length === 0) return { ran: false, built: false, paymentChanges: 0, deliveries: 0 };
+  const built = lock[0]!.unbuilt;
+  // A first build starts from empty rollups (an operator rebuilds by setting `folded` to null).
+  if (built) await tx.exec('DELETE FROM report_payment_counts; DELETE FROM report_outcome_times; DELETE FROM report_webhook_attempts');
+  const { rows } = await tx.query<{ changes: number; deliveries: number }>(built ? BUILD_SQL : FOLD_SQL, [TIME_BIN_STARTS]);
+  return { ran: true, built, paymentChanges: rows[0]!.changes, deliveries: rows[0]!.deliveries };
+}
+
+/** One fold: the first builds the rollups from the payments and attempts themselves, later ones add what changed since. */
+export function foldReportRollups(db: Database): Promise<FoldResult> {
+  return db.transaction((tx) => foldOnce(tx));
+}
+
+// The rollups plus the changes not folded yet, against the payments and attempts themselves, in one
+// statement (one snapshot for both sides): every rollup key whose figures differ. $1: the time bins.
+const binOf = (ms: string) => `($1::bigint[])[width_bucket(${ms}, $1::bigint[])]`;
+const DRIFT_SQL = `WITH fold AS (SELECT folded FROM report_fold),
+change AS (${unfoldedPaymentChanges()}),
+delivery AS (${unfoldedDeliveries()}),
+raw_payment AS (${ALL_PAYMENTS}),
+raw_delivery AS (${ALL_DELIVERIES}),
+keyed AS (
+  SELECT 'counts' AS rollup, tenant_id, mode, period, bucket_start, dimension || ':' || coalesce(key, '') || ':' || status AS key, payments AS have, amount AS have_amount, 0 AS want, 0 AS want_amount FROM report_payment_counts
+  UNION ALL SELECT 'counts', c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension || ':' || coalesce(k.key, '') || ':' || c.status, c.sign, c.sign * c.payout_amount, 0, 0 FROM change c ${countKeysOf('c')}
+  UNION ALL SELECT 'counts', c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension || ':' || coalesce(k.key, '') || ':' || c.status, 0, 0, 1, c.payout_amount FROM raw_payment c ${countKeysOf('c')}
+  UNION ALL SELECT 'times', tenant_id, mode, period, bucket_start, lo_ms::text, payments, 0, 0, 0 FROM report_outcome_times
+  UNION ALL SELECT 'times', c.tenant_id, c.mode, k.period, k.bucket_start, ${binOf('c.outcome_ms')}::text, 1, 0, 0, 0 FROM change c ${timeKeysOf('c')} WHERE c.outcome_ms IS NOT NULL
+  UNION ALL SELECT 'times', c.tenant_id, c.mode, k.period, k.bucket_start, ${binOf('c.outcome_ms')}::text, 0, 0, 1, 0 FROM raw_payment c ${timeKeysOf('c')} WHERE c.outcome_ms IS NOT NULL
+  UNION ALL SELECT 'attempts', tenant_id, mode, period, bucket_start, outcome || ':' || lo_ms, attempts, 0, 0, 0 FROM report_webhook_attempts
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome || ':' || ${binOf('d.duration_ms')}, 1, 0, 0, 0 FROM delivery d ${timeKeysOf('d')}
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome || ':' || ${binOf('d.duration_ms')}, 0, 0, 1, 0 FROM raw_delivery d ${timeKeysOf('d')}
+)
+SELECT rollup, tenant_id, mode, period, bucket_start, key, sum(have)::text AS have, sum(want)::text AS want, sum(have_amount)::text AS have_amount, sum(want_amount)::text AS want_amount
+  FROM keyed GROUP BY rollup, tenant_id, mode, period, bucket_start, key
+HAVING sum(have) <> sum(want) OR sum(have_amount) <> sum(want_amount)
+ LIMIT 100`;
+
+/** Rollup keys whose figures differ from the payments and attempts themselves (none when the fold is right); empty before the first build. */
+export async function reportRollupDrift(db: Queryable): Promise<Record<string, unknown>[]> {
+  const { rows: fold } = await db.query<{ built: boolean }>('SELECT folded IS NOT NULL AS built FROM report_fold');
+  if (!fold[0]?.built) return [];
+  const { rows } = await db.query<Record<string, unknown>>(DRIFT_SQL, [TIME_BIN_STARTS]);
+  return rows;
+}

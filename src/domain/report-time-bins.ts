@@ -1,0 +1,45 @@
+// The bins of the payout report's time histograms (time to outcome, webhook delivery duration).
+// A report's p50 and p95 come from its rollups, which keep counts per bin rather than every
+// duration, so a percentile is known to its bin: the report gives the bin's last millisecond, an
+// upper bound at most 12.5 % above the exact value (exact below 16 ms). Bins start at 0..15 ms, then
+// eight per power of two (16, 18, 20, … 30, 32, 36, … 60, …): every start is an integer, so the
+// database and this module place a duration in the same bin.
+
+const EXACT_BELOW_MS = 16;
+const BINS_PER_DOUBLING = 8;
+/** The last doubling: bins reach 15 × 2^37 ms (about 65 years), beyond any payout's or webhook's time. */
+const LAST_EXPONENT = 40;
+
+/** Every bin's first millisecond, ascending; a duration's bin is the last start at or below it. */
+export const TIME_BIN_STARTS: readonly number[] = (() => {
+  const starts: number[] = [];
+  for (let ms = 0; ms < EXACT_BELOW_MS; ms += 1) starts.push(ms);
+  for (let e = Math.log2(EXACT_BELOW_MS); e <= LAST_EXPONENT; e += 1) {
+    for (let m = BINS_PER_DOUBLING; m < 2 * BINS_PER_DOUBLING; m += 1) starts.push(m * 2 ** (e - 3));
+  }
+  return starts;
+})();
+
+function binIndexOf(ms: number): number {
+  let lo = 0;
+  let hi = TIME_BIN_STARTS.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (TIME_BIN_STARTS[mid]! <= ms) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/** What the report says for a duration of `ms`: the last millisecond of its bin. */
+export function reportedDurationMs(ms: number): number {
+  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`invariant: a duration is a whole number of ms ≥ 0, not ${ms}`);
+  return binLastMs(TIME_BIN_STARTS[binIndexOf(ms)]!);
+}
+
+/** The last millisecond of the bin that starts at `startMs` (a start the rollups recorded); the last bin's own start. */
+export function binLastMs(startMs: number): number {
+  const i = binIndexOf(startMs);
+  if (TIME_BIN_STARTS[i] !== startMs) throw new Error(`invariant: ${startMs} ms is not the start of a report time bin`);
+  return i + 1 < TIME_BIN_STARTS.length ? TIME_BIN_STARTS[i + 1]! - 1 : startMs;
+}

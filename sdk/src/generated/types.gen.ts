@@ -1271,11 +1271,11 @@ export type ReportBucket = {
          */
         count: number;
         /**
-         * Median time from creation to the outcome, in milliseconds; null when count is 0
+         * Median time from creation to the outcome (nearest rank), in milliseconds, as the last millisecond of its histogram bin: at most 12.5 % above the exact value, exact below 16 ms; null when count is 0
          */
         p50Ms: number | null;
         /**
-         * 95th percentile of that time; null when count is 0
+         * 95th percentile of that time, given to its histogram bin as p50Ms is; null when count is 0
          */
         p95Ms: number | null;
     };
@@ -1296,11 +1296,11 @@ export type ReportBucket = {
          */
         unreachable: number;
         /**
-         * Median attempt duration, in milliseconds; null when there was no attempt
+         * Median attempt duration (nearest rank), in milliseconds, as the last millisecond of its histogram bin: at most 12.5 % above the exact value, exact below 16 ms; null when there was no attempt
          */
         p50Ms: number | null;
         /**
-         * 95th percentile attempt duration; null when there was no attempt
+         * 95th percentile attempt duration, given to its histogram bin as p50Ms is; null when there was no attempt
          */
         p95Ms: number | null;
     };

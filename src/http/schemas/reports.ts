@@ -43,8 +43,8 @@ const ByStatus = Component(
 const TimeToOutcome = Type.Object(
   {
     count: Count('Payments of the bucket with a final outcome (settled, failed, returned or reversed)'),
-    p50Ms: Milliseconds('Median time from creation to the outcome, in milliseconds; null when count is 0'),
-    p95Ms: Milliseconds('95th percentile of that time; null when count is 0'),
+    p50Ms: Milliseconds('Median time from creation to the outcome (nearest rank), in milliseconds, as the last millisecond of its histogram bin: at most 12.5 % above the exact value, exact below 16 ms; null when count is 0'),
+    p95Ms: Milliseconds('95th percentile of that time, given to its histogram bin as p50Ms is; null when count is 0'),
   },
   { description: 'Time from creation to the outcome: to `settled_at` for payments that settled (a later return or reversal does not count), to the failure for failed ones' },
 );
@@ -54,8 +54,8 @@ const WebhookTally = Type.Object(
     delivered: Count('Attempts the endpoint answered 2xx'),
     rejected: Count('Attempts the endpoint answered with another status'),
     unreachable: Count('Attempts with no HTTP answer: timeout, refused connection, no endpoint configured'),
-    p50Ms: Milliseconds('Median attempt duration, in milliseconds; null when there was no attempt'),
-    p95Ms: Milliseconds('95th percentile attempt duration; null when there was no attempt'),
+    p50Ms: Milliseconds('Median attempt duration (nearest rank), in milliseconds, as the last millisecond of its histogram bin: at most 12.5 % above the exact value, exact below 16 ms; null when there was no attempt'),
+    p95Ms: Milliseconds('95th percentile attempt duration, given to its histogram bin as p50Ms is; null when there was no attempt'),
   },
   { description: 'Webhook delivery attempts made in the bucket (each retry is an attempt), by outcome, and how long they took' },
 );

@@ -52,12 +52,21 @@ RETURNING (SELECT count(*) FROM payment_change)::int AS changes, (SELECT count(*
 const FOLD_SQL = foldSql(unfoldedPaymentChanges(), unfoldedDeliveries());
 const BUILD_SQL = foldSql(ALL_PAYMENTS, ALL_DELIVERIES);
 
+/**
+ * The longest a first build may run: it reads every payment and webhook attempt once (about a
+ * minute for millions of rows), so the service's per-statement bound would stop it on a large
+ * database. A fold of what changed since the last one keeps that bound.
+ */
+const BUILD_STATEMENT_TIMEOUT_MS = 30 * 60_000;
+
 async function foldOnce(tx: TransactionHandle): Promise<FoldResult> {
   const { rows: lock } = await tx.query<{ unbuilt: boolean }>('SELECT folded IS NULL AS unbuilt FROM report_fold FOR UPDATE SKIP LOCKED');
   if (lock.length === 0) return { ran: false, built: false, paymentChanges: 0, deliveries: 0 };
   const built = lock[0]!.unbuilt;
   // A first build starts from empty rollups (an operator rebuilds by setting `folded` to null).
-  if (built) await tx.exec('DELETE FROM report_payment_counts; DELETE FROM report_outcome_times; DELETE FROM report_webhook_attempts');
+  if (built) {
+    await tx.exec(`SET LOCAL statement_timeout = ${BUILD_STATEMENT_TIMEOUT_MS}; DELETE FROM report_payment_counts; DELETE FROM report_outcome_times; DELETE FROM report_webhook_attempts`);
+  }
   const { rows } = await tx.query<{ changes: number; deliveries: number }>(built ? BUILD_SQL : FOLD_SQL, [TIME_BIN_STARTS]);
   return { ran: true, built, paymentChanges: rows[0]!.changes, deliveries: rows[0]!.deliveries };
 }

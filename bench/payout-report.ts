@@ -125,7 +125,8 @@ async function reportQueries(scope: ReportScope, range: ReportRange, now: Date):
       // The probe whether the rollups are built: they are.
       if (sql.startsWith('SELECT folded IS NOT NULL')) return { rows: [{ built: true } as Row], rowCount: 1 };
       captured.push({ sql, params });
-      return { rows: [{ buckets: [], rows: [] } as Row], rowCount: 1 };
+      // The balances' statement answers one row of JSON; the others, rows of figures: none here.
+      return sql.includes('ledger_balance_history') ? { rows: [{ rows: [] } as Row], rowCount: 1 } : { rows: [], rowCount: 0 };
     },
     async exec() {},
   };

@@ -1,6 +1,6 @@
 // Behind PgBouncer in transaction pooling mode (DATABASE_POOLER=transaction): 6 API and 2 worker
-// processes, each with a pool of DB_POOL_SIZE=24 (+8 relaxed) connections to the pooler — 256 client
-// connections, far more than the server's own max_connections of 100 — share the pooler's 20 server
+// processes, each with a pool of DB_POOL_SIZE=24 (+8 relaxed) connections to the pooler — up to 256
+// client connections, far more than the server's own max_connections of 100 — share the pooler's 20 server
 // connections. A few thousand payouts of every sandbox outcome from retrying clients, with processes
 // SIGKILLed and restarted mid-run. Afterwards every invariant of the chaos test holds, and PostgreSQL
 // never saw more sessions on the database than the pooler's 20 plus the direct ones named below.
@@ -15,6 +15,7 @@ import { ASSERTIONS_APP, deadlocksOf, failureReport, FAST_ENV, finishRun, paced,
 import { startKiller } from '../support/service-cluster.ts';
 
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+/** Sized for under 90 s on the shared 2-core test machine: 47 to 64 s in three runs at load averages up to 14. */
 const PAYOUTS = knob('BDS_POOLER_PAYOUTS', 2000);
 const CONCURRENCY = knob('BDS_POOLER_CONCURRENCY', 48);
 /** Payout i starts no earlier than i × PACE_MS: the load lasts about 30 s, through several kills. */
@@ -159,7 +160,7 @@ describe('behind PgBouncer in transaction pooling mode', { skip }, () => {
       if (answered < PAYOUTS * 0.9) result.violations.push(`only ${answered} of ${PAYOUTS} payouts were created`);
       // The pooler's sessions never exceed its pool; all of them, with the test's assertion pool and one
       // migration connection per service process at its start (direct, DATABASE_DIRECT_URL), stay within
-      // POOLER_SIZE + ASSERTION_CONNECTIONS + the number of processes, whatever the 256 client connections do.
+      // POOLER_SIZE + ASSERTION_CONNECTIONS + the number of processes, however many clients the pooler serves.
       const bound = POOLER_SIZE + ASSERTION_CONNECTIONS + nodes.length;
       if (!peak || peak.samples === 0) result.violations.push(`no sample of pg_stat_activity was taken ${samplingError}`);
       else {

@@ -73,6 +73,12 @@ describe('DATABASE_POOLER=transaction', { skip: ENGINE !== 'postgres' ? 'Postgre
       assertService((await db.transaction((tx) => tx.query<Settings>(SETTINGS_SQL, [2]), { batch: true, seqScans: false })).rows[0], 'on');
       assertService((await db.relaxed.query<Settings>(SETTINGS_SQL, [3])).rows[0], 'off');
       assert.equal((await db.query<Settings>(SETTINGS_SQL, [4])).rows[0]!.prepared, 0);
+      // The settings take no snapshot: a transaction may still choose its isolation (the reconciliation's reads do).
+      const isolation = await db.transaction(async (tx) => {
+        await tx.exec('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+        return (await tx.query<{ level: string }>(`SELECT current_setting('transaction_isolation') AS level`)).rows[0]!.level;
+      });
+      assert.equal(isolation, 'repeatable read');
     } finally {
       await db.close();
     }

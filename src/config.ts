@@ -20,6 +20,10 @@ export interface Config {
   dbLockTimeoutMs: number;
   /** How long a start waits for an unreachable or restarting PostgreSQL before giving up. */
   dbConnectWaitS: number;
+  /** What DATABASE_URL reaches: PostgreSQL itself (none) or a transaction pooler such as PgBouncer (docs/pooler.md). */
+  databasePooler: 'none' | 'transaction';
+  /** PostgreSQL itself, for the work that needs a session (migrations' lock); required behind a transaction pooler. */
+  databaseDirectUrl: string | undefined;
   bootstrap: boolean;
   platformApiKey: string | undefined;
   publicBaseUrl: string | undefined;
@@ -201,6 +205,20 @@ function railsFile(env: Env, name: string): ConnectorConfig[] {
   return parsed.connectors;
 }
 
+const pooler = (env: Env) => oneOf<Config['databasePooler']>(env, 'DATABASE_POOLER', 'none', ['none', 'transaction']);
+
+/**
+ * DATABASE_DIRECT_URL, which DATABASE_POOLER=transaction requires with DATABASE_URL: migrations hold
+ * a session advisory lock, which a transaction pooler would leave on one of its server connections.
+ */
+function directUrl(env: Env, mode: Config['databasePooler']): string | undefined {
+  const direct = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  if (mode === 'transaction' && env.DATABASE_URL && direct === undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL', 'a postgres:// URL of the same database that reaches PostgreSQL itself, not the pooler', '', 'DATABASE_POOLER=transaction needs it: migrations hold a session lock (docs/pooler.md).');
+  }
+  return direct;
+}
+
 const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
 export function loadConfig(env: Env = process.env): Config {
@@ -218,6 +236,8 @@ export function loadConfig(env: Env = process.env): Config {
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 15_000, 100, 3_600_000),
     dbLockTimeoutMs: integer(env, 'DB_LOCK_TIMEOUT_MS', 5_000, 10, 3_600_000),
     dbConnectWaitS: integer(env, 'DB_CONNECT_WAIT_S', 60, 0, 3_600),
+    databasePooler: pooler(env),
+    databaseDirectUrl: directUrl(env, pooler(env)),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
     platformApiKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
@@ -267,6 +287,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
   ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
   ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
+  ['DATABASE_POOLER', 'none', 'What DATABASE_URL reaches: none (PostgreSQL itself) or transaction (a transaction pooler such as PgBouncer with pool_mode=transaction: statements go unnamed and the service\'s settings are made in each transaction, never per session; docs/pooler.md)'],
+  ['DATABASE_DIRECT_URL', '(unset)', 'postgres://… of the same database straight to PostgreSQL, not through the pooler: required with DATABASE_POOLER=transaction, for migrations (they hold a session lock)'],
   ['DB_CONNECT_WAIT_S', '60', 'PostgreSQL: how long a start waits for a database that is unreachable or restarting, retrying with a logged, doubling wait (0.25 s to 5 s); past it the start fails naming the database (exit 69)'],
   ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant (created by the first api or all process, never a worker)'],
   ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… admin key accepted as given (stored hashed)'],

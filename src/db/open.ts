@@ -20,7 +20,8 @@ export interface OpenOptions {
  * released when the database is closed, or when the process exits.
  */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize' | 'dbConnectionMaxLifetimeS' | 'dbStatementTimeoutMs' | 'dbLockTimeoutMs'>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize' | 'dbConnectionMaxLifetimeS' | 'dbStatementTimeoutMs' | 'dbLockTimeoutMs'> &
+    Pick<Config, 'databasePooler' | 'databaseDirectUrl'>,
   options: OpenOptions = {},
 ): Promise<Database> {
   if (config.databaseUrl) {
@@ -28,6 +29,8 @@ export async function openDatabase(
       maxLifetimeSeconds: config.dbConnectionMaxLifetimeS,
       statementTimeoutMs: config.dbStatementTimeoutMs,
       lockTimeoutMs: config.dbLockTimeoutMs,
+      pooler: config.databasePooler,
+      directUrl: config.databaseDirectUrl,
     });
   }
   ensureDataDir(config.dataDir);

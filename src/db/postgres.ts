@@ -28,9 +28,14 @@ function statementName(sql: string): string | undefined {
   return name;
 }
 
-function queryConfig(sql: string, params: readonly unknown[] | undefined): pg.QueryConfig {
+/**
+ * `named` false: behind a transaction pooler (DATABASE_POOLER=transaction), whose next transaction may
+ * run on another server connection, where a statement prepared on this one does not exist. An
+ * unnamed statement is parsed with each call and lives only until the next.
+ */
+function queryConfig(sql: string, params: readonly unknown[] | undefined, named: boolean): pg.QueryConfig {
   if (params === undefined) return { text: sql, types } as pg.QueryConfig;
-  return { name: statementName(sql), text: sql, values: params as unknown[], types } as pg.QueryConfig;
+  return { name: named ? statementName(sql) : undefined, text: sql, values: params as unknown[], types } as pg.QueryConfig;
 }
 
 /**
@@ -39,7 +44,7 @@ function queryConfig(sql: string, params: readonly unknown[] | undefined): pg.Qu
  * issued together were three writes and three wake-ups of the server. Writes nest (pg corks each
  * extended-protocol query itself); the last uncork sends them all.
  */
-function together<T>(client: pg.PoolClient, issue: () => T): T {
+function together<T>(client: pg.ClientBase, issue: () => T): T {
   const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
   stream?.cork?.();
   try {
@@ -55,7 +60,7 @@ function together<T>(client: pg.PoolClient, issue: () => T): T {
  * process. The query in flight fails on its own; this listener only keeps the event handled, and the
  * client is then released as broken so the pool replaces it.
  */
-function checkOut(client: pg.PoolClient): { broken(): boolean; done(): void } {
+function checkOut(client: pg.ClientBase): { broken(): boolean; done(): void } {
   let failed = false;
   const onError = () => {
     failed = true;
@@ -102,6 +107,24 @@ function beginOf(options: TransactionOptions): string {
 }
 
 /**
+ * One pool and how its connections carry the service's session settings. `local`: '' when each
+ * connection got them at its start (startup options, direct to PostgreSQL); behind a transaction
+ * pooler, which refuses startup options and hands each transaction any server connection, the
+ * `SET LOCAL …` that opens every transaction instead (`opening`).
+ */
+interface Target {
+  pool: pg.Pool;
+  /** Statements are prepared under a name, once per connection (queryConfig). */
+  named: boolean;
+  local: string;
+}
+
+/** `begin` (a BEGIN and its own settings, one message) with the target's session settings first. */
+function opening(target: Target, begin: string): string {
+  return target.local === '' ? begin : begin.replace(/^BEGIN/, `BEGIN; ${target.local}`);
+}
+
+/**
  * A query on a pool. A statement with a plan (QueryOptions.plan) runs in a transaction of its own:
  * its BEGIN_PLANNED, the statement and COMMIT leave together (the pool pipelines) and come back in one
  * round trip, as a batch transaction's BEGIN and write do. If the statement fails, the server answers
@@ -109,19 +132,31 @@ function beginOf(options: TransactionOptions): string {
  * statement would run on its own, as planned statements did before: each is one statement, atomic by
  * itself.) Any other statement runs as it is.
  */
-async function poolQuery<Row>(pool: pg.Pool, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
+async function poolQuery<Row>(target: Target, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
   if (params !== undefined && options?.plan !== undefined) {
-    return transactionOn(pool, (tx) => tx.queryAndCommit<Row>(sql, params), BEGIN_PLANNED[options.plan], true);
+    return transactionOn(target, (tx) => tx.queryAndCommit<Row>(sql, params), BEGIN_PLANNED[options.plan], true);
   }
-  const result = await pool.query(queryConfig(sql, params));
+  // Behind a transaction pooler a statement gets its settings (its timeouts above all) only from a
+  // transaction's SET LOCAL: it runs in one of its own, sent in the same round trip.
+  if (target.local !== '') return transactionOn(target, (tx) => tx.queryAndCommit<Row>(sql, params), 'BEGIN', true);
+  const result = await target.pool.query(queryConfig(sql, params, target.named));
   return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
 }
 
+/** A parameterless script on a pool; behind a transaction pooler, in a transaction of its own (poolQuery). */
+async function poolExec(target: Target, sql: string): Promise<void> {
+  if (target.local !== '') await poolQuery(target, sql, undefined, undefined);
+  else await target.pool.query(sql);
+}
+
 class PgQueryable implements Queryable {
-  constructor(protected readonly client: pg.PoolClient) {}
+  constructor(
+    protected readonly client: pg.ClientBase,
+    private readonly named: boolean,
+  ) {}
   /** `options` (a plan) mean nothing here: on one connection, or in a transaction, a statement runs as it is. */
   async query<Row>(sql: string, params?: readonly unknown[], _options?: QueryOptions): Promise<QueryResult<Row>> {
-    const result = await this.client.query(queryConfig(sql, params));
+    const result = await this.client.query(queryConfig(sql, params, this.named));
     return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 };
   }
   async exec(sql: string): Promise<void> {
@@ -140,9 +175,10 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
 
   constructor(
     client: pg.PoolClient,
+    named: boolean,
     private begin?: Promise<unknown>,
   ) {
-    super(client);
+    super(client, named);
   }
 
   override async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
@@ -181,12 +217,13 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
 }
 
 /**
- * One transaction on a connection of `pool` (PostgresDatabase.transaction, and planned statements on
- * either pool), opened by `begin`. `pipelined`: BEGIN's answer is not waited for before the work's
- * first statement goes out.
+ * One transaction on a connection of `target` (PostgresDatabase.transaction, and planned statements on
+ * either pool), opened by `begin` (after the target's session settings, if it has any to set). `pipelined`:
+ * BEGIN's answer is not waited for before the work's first statement goes out.
  */
-async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => Promise<T>, begin: string, pipelined: boolean): Promise<T> {
-  const client = await pool.connect();
+async function transactionOn<T>(target: Target, work: (tx: TransactionHandle) => Promise<T>, begin: string, pipelined: boolean): Promise<T> {
+  const client = await target.pool.connect();
+  const opened = opening(target, begin);
   const checkedOut = checkOut(client);
   let broken = false;
   try {
@@ -202,15 +239,15 @@ async function transactionOn<T>(pool: pg.Pool, work: (tx: TransactionHandle) => 
     if (pipelined) {
       // BEGIN and what the work issues before its first await leave in one write.
       [begun, working] = together(client, () => {
-        const sent = client.query(begin);
+        const sent = client.query(opened);
         sent.catch(() => undefined);
-        tx = new PgTransaction(client, sent);
+        tx = new PgTransaction(client, target.named, sent);
         return [sent, work(tx)] as const;
       });
     } else {
-      begun = client.query(begin);
+      begun = client.query(opened);
       await begun;
-      tx = new PgTransaction(client);
+      tx = new PgTransaction(client, target.named);
       working = work(tx);
     }
     const result = await working.catch((error: unknown) => {
@@ -255,13 +292,54 @@ export interface PostgresOptions {
   idleInTransactionTimeoutMs?: number;
   /** How long a request waits for a free pool connection. */
   connectTimeoutMs?: number;
+  /**
+   * DATABASE_POOLER: 'transaction' when the connection string names a transaction pooler (PgBouncer
+   * pool_mode=transaction): statements go unnamed and every setting is SET LOCAL in each transaction.
+   */
+  pooler?: 'none' | 'transaction';
+  /** DATABASE_DIRECT_URL: PostgreSQL itself, for work that needs a session of its own (withConnection). */
+  directUrl?: string;
+}
+
+type Timeouts = Record<'statement_timeout' | 'lock_timeout' | 'idle_in_transaction_session_timeout', number>;
+
+/** What every connection of a pool runs with; the relaxed pool's commits also do not wait for the WAL flush. */
+function sessionSettings(timeouts: Timeouts, relaxed: boolean): string[] {
+  const settings = ['jit = off', ...Object.entries(timeouts).map(([name, ms]) => `${name} = ${ms}`)];
+  return relaxed ? [...settings, 'synchronous_commit = off'] : settings;
+}
+
+/**
+ * A pool of `max` connections and how it carries its session settings: direct to PostgreSQL, as
+ * startup options of each connection; behind a transaction pooler, as SET LOCAL in each transaction.
+ */
+function openTarget(connectionString: string, max: number, options: PostgresOptions, timeouts: Timeouts, relaxed: boolean): Target {
+  const pooled = options.pooler === 'transaction';
+  const pool = new pg.Pool({
+    connectionString,
+    // Queries issued together on one client go out together (pg's pipeline mode). The service
+    // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
+    // planned statement's transaction (poolQuery).
+    pipeline: true,
+    max,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
+    maxLifetimeSeconds: options.maxLifetimeSeconds ?? 0,
+    ...(pooled ? {} : { options: relaxed ? `${SESSION_OPTIONS} -c synchronous_commit=off` : SESSION_OPTIONS, ...timeouts }),
+  });
+  // An idle client that loses its server must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  const local = pooled ? sessionSettings(timeouts, relaxed).map((setting) => `SET LOCAL ${setting}`).join('; ') : '';
+  return { pool, named: !pooled, local };
 }
 
 export class PostgresDatabase implements Database {
   readonly engine = 'postgres' as const;
-  private readonly pool: pg.Pool;
-  private readonly relaxedPool: pg.Pool;
+  private readonly main: Target;
+  private readonly relaxedTarget: Target;
   readonly relaxed: Queryable;
+  /** How withConnection reaches PostgreSQL directly; undefined: through the main pool. */
+  private readonly direct: { url: string | undefined; timeouts: Timeouts; connectTimeoutMs: number } | undefined;
 
   /**
    * `maxLifetimeSeconds` replaces each connection after that long. A connection keeps the plans it
@@ -269,74 +347,72 @@ export class PostgresDatabase implements Database {
    * queries — until the statistics of their tables change. Where autovacuum is off, or has not yet
    * analysed a table that grew from empty, a plan made when the table was tiny (a sequential scan)
    * stays, and every payout pays a scan of the whole ledger. A new connection plans again against the
-   * current table sizes. 0 keeps connections for as long as they are used.
+   * current table sizes. 0 keeps connections for as long as they are used. (Behind a pooler it is the
+   * pooler's server connections that keep plans: its server_lifetime plays this part, docs/pooler.md.)
    */
   constructor(connectionString: string, poolSize: number, options: PostgresOptions = {}) {
-    const maxLifetimeSeconds = options.maxLifetimeSeconds ?? 0;
     // Every statement and lock wait of the service is bounded: a stuck query or a lock held by a
     // stalled transaction fails its request (503, retryable) instead of holding a connection forever.
-    const timeouts = {
+    const timeouts: Timeouts = {
       statement_timeout: options.statementTimeoutMs ?? DEFAULT_STATEMENT_TIMEOUT_MS,
       lock_timeout: options.lockTimeoutMs ?? DEFAULT_LOCK_TIMEOUT_MS,
       idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs ?? DEFAULT_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     };
-    this.pool = new pg.Pool({
-      connectionString,
-      // Queries issued together on one client go out together (pg's pipeline mode). The service
-      // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
-      // planned statement's transaction (poolQuery).
-      pipeline: true,
-      max: poolSize,
-      idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      maxLifetimeSeconds,
-      options: SESSION_OPTIONS,
-      ...timeouts,
-    });
-    // An idle client that loses its server must not crash the process; the pool replaces it.
-    this.pool.on('error', () => undefined);
-    this.relaxedPool = new pg.Pool({
-      connectionString,
-      pipeline: true,
-      max: Math.max(2, Math.ceil(poolSize / 3)),
-      idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
-      maxLifetimeSeconds,
-      options: `${SESSION_OPTIONS} -c synchronous_commit=off`,
-      ...timeouts,
-    });
-    this.relaxedPool.on('error', () => undefined);
-    const relaxedPool = this.relaxedPool;
+    this.main = openTarget(connectionString, poolSize, options, timeouts, false);
+    const relaxedTarget = openTarget(connectionString, Math.max(2, Math.ceil(poolSize / 3)), options, timeouts, true);
+    this.relaxedTarget = relaxedTarget;
     this.relaxed = {
       async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
-        return poolQuery<Row>(relaxedPool, sql, params, options);
+        return poolQuery<Row>(relaxedTarget, sql, params, options);
       },
       async exec(sql: string): Promise<void> {
-        await relaxedPool.query(sql);
+        await poolExec(relaxedTarget, sql);
       },
     };
+    this.direct =
+      options.pooler === 'transaction' ? { url: options.directUrl, timeouts, connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS } : undefined;
   }
 
   async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
-    return poolQuery<Row>(this.pool, sql, params, options);
+    return poolQuery<Row>(this.main, sql, params, options);
   }
 
   async exec(sql: string): Promise<void> {
-    await this.pool.query(sql);
+    await poolExec(this.main, sql);
   }
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return transactionOn(this.pool, work, beginOf(options), options.batch === true);
+    return transactionOn(this.main, work, beginOf(options), options.batch === true);
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    if (this.direct) return this.withDirectConnection(work);
+    const client = await this.main.pool.connect();
     const checkedOut = checkOut(client);
     try {
-      return await work(new PgQueryable(client));
+      return await work(new PgQueryable(client, true));
     } finally {
       checkedOut.done();
       client.release(checkedOut.broken());
+    }
+  }
+
+  /**
+   * Behind a transaction pooler a session of our own (a session advisory lock: migrations) would be
+   * split across server connections, and a lock taken on one would outlive us on a connection the
+   * pooler keeps: such work gets a connection straight to PostgreSQL, opened for it and closed after.
+   */
+  private async withDirectConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
+    const { url, timeouts, connectTimeoutMs } = this.direct!;
+    if (url === undefined) throw new Error('invariant: behind a transaction pooler, work that needs a session of its own needs DATABASE_DIRECT_URL');
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, options: SESSION_OPTIONS, ...timeouts });
+    await client.connect();
+    const checkedOut = checkOut(client);
+    try {
+      return await work(new PgQueryable(client, false));
+    } finally {
+      checkedOut.done();
+      await client.end().catch(() => undefined);
     }
   }
 
@@ -350,7 +426,7 @@ export class PostgresDatabase implements Database {
       idle: p.idleCount,
       waiting: p.idleCount > 0 ? 0 : p.waitingCount,
     });
-    return [of('main', this.pool), of('relaxed', this.relaxedPool)];
+    return [of('main', this.main.pool), of('relaxed', this.relaxedTarget.pool)];
   }
 
   private closed = false;
@@ -359,7 +435,7 @@ export class PostgresDatabase implements Database {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.relaxedPool.end();
-    await this.pool.end();
+    await this.relaxedTarget.pool.end();
+    await this.main.pool.end();
   }
 }

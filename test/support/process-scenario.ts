@@ -37,7 +37,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 // Database access for assertions
 
 /** The application_name of the test's own sessions (deadlocksOf does not wait for them). */
-const ASSERTIONS_APP = 'bds-test-assertions';
+export const ASSERTIONS_APP = 'bds-test-assertions';
 
 /** A small pool on the test database; errors of idle connections (a server restart) are ignored. */
 function openPool(url: string, max = 4): pg.Pool {
@@ -54,7 +54,7 @@ export async function rows<T = any>(pool: pg.Pool, sql: string, params: unknown[
  * `pg_stat_database.deadlocks` of `dbname`, read once no other session is connected to it (the
  * service processes have exited and their backends have flushed their statistics), bounded.
  */
-async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 15_000): Promise<{ deadlocks: number; others: number }> {
+export async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 15_000): Promise<{ deadlocks: number; others: number }> {
   const client = new pg.Client({ connectionString: adminUrl, application_name: ASSERTIONS_APP });
   await client.connect();
   try {

@@ -1,4 +1,4 @@
-import { isTransientDatabaseError, type Database, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { isTransientDatabaseError, pgErrorCode, type Database, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
 import { PostgresDatabase } from './postgres.ts';
 import { ReplicaLag, type ReplicaRefusal } from './replica-lag.ts';
 
@@ -15,6 +15,15 @@ export interface ReplicaObserver {
   /** Each server's part of each lag sample: `error` when it failed. */
   sampled?(server: 'primary' | 'replica', error?: unknown): void;
 }
+
+/**
+ * The statement ran past DB_STATEMENT_TIMEOUT_MS: it would most likely do so on the primary too, and
+ * running it again there would double the load at the worst moment. It fails as it would without a
+ * replica (503, retryable).
+ */
+const STATEMENT_TIMED_OUT = '57014';
+/** A conflict with recovery cancelled the statement: the replica itself is fine, the primary runs it. */
+const RECOVERY_CONFLICT = '40001';
 
 /**
  * A replica's connections wait this long for a free connection or a TCP connect: a replica that went
@@ -63,8 +72,9 @@ export class ReplicaReads implements Database {
       return await this.replica.query<Row>(sql, params, options);
     } catch (error) {
       // Anything else (a bug in the SQL, a constraint) would fail the same way on the primary.
-      if (!isTransientDatabaseError(error)) throw error;
-      this.lag.failed(error);
+      const code = pgErrorCode(error);
+      if (!isTransientDatabaseError(error) || code === STATEMENT_TIMED_OUT) throw error;
+      if (code !== RECOVERY_CONFLICT) this.lag.failed();
       this.observer.fallback('query_failed');
       return this.primary.query<Row>(sql, params, options);
     }

@@ -1,4 +1,4 @@
-import { isTransientDatabaseError, type Queryable } from './database.ts';
+import type { Queryable } from './database.ts';
 
 // How far behind the primary a streaming replica is, in time, measured without asking anything per
 // request: a background loop samples both servers every LAG_SAMPLE interval, and a request only reads
@@ -116,8 +116,8 @@ export class ReplicaLag {
   }
 
   /** A query on the replica failed for want of it: it serves nothing until a sample reaches it again. */
-  failed(error: unknown): void {
-    if (isTransientDatabaseError(error)) this.reachable = false;
+  failed(): void {
+    this.reachable = false;
   }
 
   /**

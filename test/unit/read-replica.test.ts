@@ -124,6 +124,24 @@ describe('read replica: a failing replica never fails the read', () => {
     assert.deepEqual(s.fallbacks, ['query_failed', 'unreachable'], 'no second try of the replica before a sample reaches it');
   });
 
+  it('a conflict with recovery runs the query on the primary, and leaves the replica serving', async () => {
+    const s = setUp();
+    await s.lag.sample();
+    s.replica.down = Object.assign(new Error('canceling statement due to conflict with recovery'), { code: '40001' });
+    assert.equal(await s.served(), 'primary');
+    s.replica.down = undefined;
+    assert.equal(await s.served(), 'replica');
+    assert.deepEqual(s.fallbacks, ['query_failed']);
+  });
+
+  it('a statement timeout is not run again on the primary', async () => {
+    const s = setUp();
+    await s.lag.sample();
+    s.replica.down = Object.assign(new Error('canceling statement due to statement timeout'), { code: '57014' });
+    await assert.rejects(s.served(), /statement timeout/);
+    assert.deepEqual(s.fallbacks, []);
+  });
+
   it('an error of the query itself is not hidden by a second run on the primary', async () => {
     const s = setUp();
     await s.lag.sample();

@@ -97,6 +97,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   const registry = deps.metrics ?? createMetricsRegistry();
   const services = createServices({ ...deps, payoutAnswers }, registry, app.log);
   app.addHook('onClose', () => services.closeConnectors());
+  app.addHook('onClose', () => services.closeReads());
 
   registerJsonBodies(app);
   registerInputHygiene(app);
@@ -218,7 +219,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);
   await adminPaymentRoutes(app, services.db, services.clock);
-  await adminAuditRoutes(app, services.db);
+  await adminAuditRoutes(app, services.reads);
   await adminAnomalyRoutes(app, services.anomalies);
   await quoteRoutes(app, services.quotes);
   await beneficiaryRoutes(app, services.beneficiaries);
@@ -226,7 +227,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await payoutRoutes(app, services.payouts);
   await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems);
   await paymentRoutes(app, services.db);
-  await statementRoutes(app, services.db);
+  await statementRoutes(app, services.reads);
   await reportRoutes(app, services.payoutReports);
   await treasuryRoutes(app, services.treasury);
   await adminTreasuryRoutes(app, services.db, services.treasury);

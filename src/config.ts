@@ -77,6 +77,10 @@ export interface Config {
   shutdownGraceMs: number;
   /** The connectors of the RAILS_FILE (none without one): the rails beside the sandbox. */
   connectors: ConnectorConfig[];
+  /** A streaming replica of DATABASE_URL that serves the list reads (docs/read-replica.md); PostgreSQL only. */
+  databaseReadUrl: string | undefined;
+  /** Past this lag behind the primary, the replica's reads go to the primary. */
+  readReplicaMaxLagMs: number;
 }
 
 export class ConfigError extends Error {
@@ -274,7 +278,18 @@ export function loadConfig(env: Env = process.env): Config {
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     connectors: railsFile(env, 'RAILS_FILE'),
+    databaseReadUrl: readUrl(env, 'DATABASE_READ_URL'),
+    readReplicaMaxLagMs: integer(env, 'READ_REPLICA_MAX_LAG_MS', 5_000, 100, 600_000),
   };
+}
+
+/** A replica of the PostgreSQL of DATABASE_URL: the embedded engine has none, so it is refused without one. */
+function readUrl(env: Env, name: string): string | undefined {
+  const value = url(env, name, ['postgres:', 'postgresql:']);
+  if (value !== undefined && !env.DATABASE_URL) {
+    throw new ConfigError(name, 'a postgres:// URL of a streaming replica of DATABASE_URL\'s server, with DATABASE_URL set', redactUrl(value), 'The embedded engine (DATABASE_URL unset) has no replica: unset DATABASE_READ_URL, or set DATABASE_URL.');
+  }
+  return value;
 }
 
 /** The documented table, used by the README and by `bolivar config`. */
@@ -326,4 +341,6 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
   ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
+  ['DATABASE_READ_URL', '(unset)', 'PostgreSQL only: postgres://… of a streaming replica of DATABASE_URL\'s server, which then serves the statement, its export, the payout report and the other list reads (docs/read-replica.md). Refused (exit 78) without DATABASE_URL'],
+  ['READ_REPLICA_MAX_LAG_MS', '5000', 'How far behind the primary (100 to 600000 ms) the replica may be and still serve reads; past it, or while it is unreachable, they go to the primary (bolivar_read_replica_fallbacks_total)'],
 ];

@@ -1,7 +1,7 @@
 // The operator's side of anomalies: list them, read one, resolve it with a note. Nothing here
 // changes a payment or the ledger: an anomaly is resolved by a person who looked (and, where money
 // moved contrary to the ledger, corrected it with a new, audited entry), never by editing records.
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findAnomaly, listAnomalies, lockAnomaly, markAnomalyResolved, type AnomalyFilter, type AnomalyRow } from '../db/repositories/anomalies.ts';
 import type { AuditActor } from '../domain/audit.ts';
@@ -13,11 +13,13 @@ export class AnomalyService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    /** The list's handle: the read replica's (docs/read-replica.md), or `db`. */
+    private readonly reads: Queryable = db,
   ) {}
 
   async list(filter: AnomalyFilter, page: { limit: number; cursor?: string }) {
     const after = positionAfter(page.cursor);
-    return pageOf(await listAnomalies(this.db, filter, { limit: page.limit, after }), page.limit);
+    return pageOf(await listAnomalies(this.reads, filter, { limit: page.limit, after }), page.limit);
   }
 
   async get(id: string): Promise<AnomalyRow> {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
 import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
@@ -23,6 +23,8 @@ export class BeneficiaryService {
   constructor(
     private readonly db: Database,
     private readonly catalogue: BankCatalogue,
+    /** The list's handle: the read replica's (docs/read-replica.md), or `db`. */
+    private readonly reads: Queryable = db,
   ) {}
 
   /** The catalogue's codes per instrument, as `validateBeneficiary` needs them (cached by the catalogue). */
@@ -59,6 +61,6 @@ export class BeneficiaryService {
 
   async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<BeneficiaryPage> {
     const after = positionAfter(page.cursor);
-    return pageOf(await listBeneficiaries(this.db, partition.tenantId, partition.mode, { limit: page.limit, after }), page.limit);
+    return pageOf(await listBeneficiaries(this.reads, partition.tenantId, partition.mode, { limit: page.limit, after }), page.limit);
   }
 }

@@ -1,4 +1,4 @@
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import {
   findEvent,
@@ -35,10 +35,12 @@ export class EventService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
+    /** The list's handle: the read replica's (docs/read-replica.md), or `db`. */
+    private readonly reads: Queryable = db,
   ) {}
 
   async list(partition: Partition, query: { status?: EventStatus; eventType?: EventType; paymentId?: string; limit: number; cursor?: bigint }): Promise<EventPage> {
-    const rows = await listEvents(this.db, { ...partition, status: query.status, eventType: query.eventType, paymentId: query.paymentId, beforeId: query.cursor, limit: query.limit + 1 });
+    const rows = await listEvents(this.reads, { ...partition, status: query.status, eventType: query.eventType, paymentId: query.paymentId, beforeId: query.cursor, limit: query.limit + 1 });
     const hasMore = rows.length > query.limit;
     const page = rows.slice(0, query.limit);
     return { rows: page, hasMore, nextCursor: hasMore ? page.at(-1)!.id.toString() : null };

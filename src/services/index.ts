@@ -6,6 +6,7 @@ import type { Config } from '../config.ts';
 import type { Database } from '../db/database.ts';
 import { systemClock, type Clock } from '../domain/clock.ts';
 import { PayoutReportService } from './payout-report.ts';
+import { readsOf } from './read-replica.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
@@ -65,6 +66,14 @@ export interface ServiceDeps {
 export interface Services {
   config: Config;
   db: Database;
+  /**
+   * The read handle of the list routes (docs/read-replica.md): the streaming replica of
+   * DATABASE_READ_URL while it is near enough, else the primary; `db` itself without a replica.
+   * Never for a write, a read in a money path, or a read the client expects to follow its own write.
+   */
+  reads: Database;
+  /** Stops the replica's lag sampling and closes its connections (the app's close). */
+  closeReads(): Promise<void>;
   clock: Clock;
   authenticator: Authenticator;
   authFailures: FailedAuthentications;
@@ -109,6 +118,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;
   const nowMs = () => clock.now().getTime();
+  const reads = readsOf(config, db, registry, log);
   const authenticator = new Authenticator(db, {
     nowMs,
     onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
@@ -122,7 +132,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
   metrics.watchCommitter(() => committer.depth);
   const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
-  const beneficiaries = new BeneficiaryService(db, catalogue);
+  const beneficiaries = new BeneficiaryService(db, catalogue, reads.db);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
   const quotes = new QuoteService(db, rates, clock, config.quoteTtlSeconds);
   const payoutSettings = { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs };
@@ -130,6 +140,8 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   return {
     config,
     db,
+    reads: reads.db,
+    closeReads: reads.close,
     clock,
     authenticator,
     authFailures: failedAuthenticationsOf(config, nowMs),
@@ -149,13 +161,13 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     limitService,
     metrics,
     payouts,
-    payoutReports: new PayoutReportService(db, clock, catalogue),
+    payoutReports: new PayoutReportService(reads.db, clock, catalogue),
     payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
-    events: new EventService(db, clock),
+    events: new EventService(db, clock, reads.db),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
-    anomalies: new AnomalyService(db, clock),
+    anomalies: new AnomalyService(db, clock, reads.db),
     reconciliation: new ReconciliationService(
       db,
       clock,

@@ -20,7 +20,7 @@ const COMMAND_TIMEOUT_MS = 60_000;
 const READY_TIMEOUT_MS = 30_000;
 
 /** The newest /usr/lib/postgresql/<version>/bin holding initdb and pg_ctl, or undefined. */
-function postgresBinDir(): string | undefined {
+export function postgresBinDir(): string | undefined {
   if (!existsSync(PG_ROOT)) return undefined;
   const versions = readdirSync(PG_ROOT)
     .filter((v) => /^\d+(\.\d+)?$/.test(v))
@@ -32,11 +32,11 @@ function postgresBinDir(): string | undefined {
   return undefined;
 }
 
-function isRoot(): boolean {
+export function isRoot(): boolean {
   return typeof process.getuid === 'function' && process.getuid() === 0;
 }
 
-function osUserIds(user: string): { uid: number; gid: number } | undefined {
+export function osUserIds(user: string): { uid: number; gid: number } | undefined {
   const uid = spawnSync('id', ['-u', user], { encoding: 'utf8' });
   const gid = spawnSync('id', ['-g', user], { encoding: 'utf8' });
   if (uid.status !== 0 || gid.status !== 0) return undefined;

@@ -85,6 +85,20 @@ describe('configuration', () => {
     });
   }
 
+  it('DATABASE_READ_URL needs DATABASE_URL: the embedded engine has no replica', () => {
+    assert.equal(loadConfig({}).databaseReadUrl, undefined);
+    assert.equal(loadConfig({}).readReplicaMaxLagMs, 5_000);
+    const config = loadConfig({ DATABASE_URL: 'postgres://db/bds', DATABASE_READ_URL: 'postgres://replica/bds', READ_REPLICA_MAX_LAG_MS: '2000' });
+    assert.equal(config.databaseReadUrl, 'postgres://replica/bds');
+    assert.equal(config.readReplicaMaxLagMs, 2_000);
+    assert.throws(
+      () => loadConfig({ DATABASE_READ_URL: 'postgres://u:hunter2@replica/bds' }),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'DATABASE_READ_URL' && /embedded engine/.test(error.message) && !error.message.includes('hunter2'),
+    );
+    assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/bds', READ_REPLICA_MAX_LAG_MS: '10' }), (error: unknown) => error instanceof ConfigError && error.variable === 'READ_REPLICA_MAX_LAG_MS');
+  });
+
   it('never echoes a database password or platform key in the message', () => {
     assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }), (error: Error) => !error.message.includes('hunter2'));
     assert.throws(() => loadConfig({ PLATFORM_API_KEY: 'bsk_platform_secret' }), (error: Error) => !error.message.includes('secret'));

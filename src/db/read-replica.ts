@@ -1,5 +1,5 @@
 import { isTransientDatabaseError, pgErrorCode, type Database, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
-import { PostgresDatabase } from './postgres.ts';
+import { PostgresDatabase, type PostgresOptions } from './postgres.ts';
 import { ReplicaLag, type ReplicaRefusal } from './replica-lag.ts';
 
 /**
@@ -39,6 +39,8 @@ export interface ReadReplicaSettings {
   poolSize: number;
   maxLifetimeSeconds: number;
   statementTimeoutMs: number;
+  /** DATABASE_POOLER: a replica behind its own PgBouncer is pooled the same way as the primary. */
+  pooler: PostgresOptions['pooler'];
 }
 
 /**
@@ -110,6 +112,7 @@ export function openReadReplica(primary: Database, settings: ReadReplicaSettings
     maxLifetimeSeconds: settings.maxLifetimeSeconds,
     statementTimeoutMs: settings.statementTimeoutMs,
     connectTimeoutMs: REPLICA_CONNECT_TIMEOUT_MS,
+    pooler: settings.pooler,
   });
   const lag = new ReplicaLag(primary, replica, { maxLagMs: settings.maxLagMs, onSample: observer.sampled?.bind(observer) });
   lag.start();

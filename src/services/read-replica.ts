@@ -29,6 +29,7 @@ export function readsOf(config: Config, db: Database, registry: Registry, log?: 
       poolSize: config.dbPoolSize,
       maxLifetimeSeconds: config.dbConnectionMaxLifetimeS,
       statementTimeoutMs: config.dbStatementTimeoutMs,
+      pooler: config.databasePooler,
     },
     observer,
   );

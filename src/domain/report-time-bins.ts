@@ -43,3 +43,29 @@ export function binLastMs(startMs: number): number {
   if (TIME_BIN_STARTS[i] !== startMs) throw new Error(`invariant: ${startMs} ms is not the start of a report time bin`);
   return i + 1 < TIME_BIN_STARTS.length ? TIME_BIN_STARTS[i + 1]! - 1 : startMs;
 }
+
+/** A histogram: bin start (ms) → how many durations fell in the bin. */
+export type TimeHistogram = Map<number, number>;
+
+/** Adds the bins of a rollup's document ({"<bin start>": count}) to `into`. */
+export function addBins(into: TimeHistogram, bins: Record<string, number>): void {
+  for (const [start, n] of Object.entries(bins)) into.set(Number(start), (into.get(Number(start)) ?? 0) + Number(n));
+}
+
+/**
+ * The count, p50 and p95 of a histogram (nearest rank: the first bin whose running count reaches
+ * p × count, in integers), each as its bin's last millisecond; null percentiles when it is empty.
+ */
+export function histogramPercentiles(histogram: TimeHistogram): { count: number; p50Ms: number | null; p95Ms: number | null } {
+  const bins = [...histogram.entries()].filter(([, n]) => n !== 0).sort(([a], [b]) => a - b);
+  const count = bins.reduce((total, [, n]) => total + n, 0);
+  const rank = (percent: number): number | null => {
+    let below = 0;
+    for (const [start, n] of bins) {
+      below += n;
+      if (below * 100 >= count * percent) return binLastMs(start);
+    }
+    return null;
+  };
+  return { count, p50Ms: rank(50), p95Ms: rank(95) };
+}

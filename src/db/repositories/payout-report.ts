@@ -1,10 +1,10 @@
 import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type { Instrument } from '../../domain/instrument.ts';
-import type { PaymentAggregates, ReportScope, ReportWindow, WebhookBucketRow } from './payout-report-rows.ts';
-import { binLastMs, TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
+import type { BucketTimingRow, PaymentAggregates, ReportScope, ReportWindow, WebhookBucketRow } from './payout-report-rows.ts';
+import { addBins, histogramPercentiles, TIME_BIN_STARTS, type TimeHistogram } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
 import { rawPaymentAggregates, rawWebhookAggregates } from './payout-report-raw.ts';
-import { REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { binOf, REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
 
 // The payout report's aggregates (GET /v1/reports/payouts): the rollups the report fold keeps
 // (report-rollups.ts), plus the changes committed since its last run, read in the same statement as
@@ -61,28 +61,37 @@ counted AS (
 SELECT b, dimension, key, status, sum(payments)::int AS n, sum(amount)::text AS amount
   FROM counted GROUP BY b, dimension, key, status HAVING sum(payments) <> 0`;
 
-// Percentiles from a histogram per bucket (nearest rank: the first bin whose running count reaches
-// p × n, in integers), as the bins' starts.
-const percentilesOf = (hist: string) => `bin AS (SELECT b, lo_ms, sum(n) AS n FROM (${hist}) h GROUP BY b, lo_ms),
-running AS (SELECT b, lo_ms, sum(n) OVER (PARTITION BY b ORDER BY lo_ms) AS below, sum(n) OVER (PARTITION BY b) AS total FROM bin),
-pct AS (
-  SELECT b, total::int AS n, min(lo_ms) FILTER (WHERE below * 100 >= total * 50)::text AS p50, min(lo_ms) FILTER (WHERE below * 100 >= total * 95)::text AS p95
-    FROM running GROUP BY b, total
-)`;
-
+// Time histograms per bucket: the rollups' documents of the window, and the changes not folded yet
+// gathered into one document per bucket. Their sum per bucket gives the percentiles (addBins).
 const TIMING_SQL = `WITH ${SCOPE}, ${FOLD},
-change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))}),
-${percentilesOf(`SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, lo_ms, payments AS n
-    FROM (${rollupRows('report_outcome_times', 'bucket_start, lo_ms, payments', '$6')}) r
-  UNION ALL
-  SELECT width_bucket(created_at, $4::timestamptz[]), ($7::bigint[])[width_bucket(outcome_ms, $7::bigint[])], 1 FROM change WHERE outcome_ms IS NOT NULL`)}
-SELECT b, n, p50, p95 FROM pct`;
+change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))})
+SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, bins
+  FROM (${rollupRows('report_outcome_times', 'bucket_start, bins', '$6')}) r
+UNION ALL
+SELECT b, jsonb_object_agg(lo_ms, n)
+  FROM (SELECT width_bucket(created_at, $4::timestamptz[]) AS b, ${binOf('outcome_ms', '$7')} AS lo_ms, count(*) AS n
+          FROM change WHERE outcome_ms IS NOT NULL GROUP BY 1, 2) x
+ GROUP BY b`;
+
+/** Per bucket: the histograms' sum, as [bucket, count, p50, p95]. */
+function timingOf(rows: readonly { b: number; bins: Record<string, number> }[]): BucketTimingRow[] {
+  const byBucket = new Map<number, TimeHistogram>();
+  for (const r of rows) {
+    const histogram = byBucket.get(r.b) ?? new Map<number, number>();
+    addBins(histogram, r.bins);
+    byBucket.set(r.b, histogram);
+  }
+  return [...byBucket].flatMap(([b, histogram]) => {
+    const { count, p50Ms, p95Ms } = histogramPercentiles(histogram);
+    return count === 0 ? [] : [[b, count, p50Ms!, p95Ms!] as BucketTimingRow];
+  });
+}
 
 async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
   const params = windowParams(scope, window);
   const [counts, timing] = await Promise.all([
     db.query<CountRow>(COUNTS_SQL, params.slice(0, 6), { plan: 'aggregate' }),
-    db.query<{ b: number; n: number; p50: string; p95: string }>(TIMING_SQL, params, { plan: 'aggregate' }),
+    db.query<{ b: number; bins: Record<string, number> }>(TIMING_SQL, params, { plan: 'aggregate' }),
   ]);
   const out: PaymentAggregates = { byBucket: [], timing: [], banks: [], methods: [], reasons: [] };
   for (const r of counts.rows) {
@@ -91,34 +100,46 @@ async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window
     else if (r.dimension === 'method') out.methods.push([r.key as Instrument | null, r.status, r.n]);
     else out.reasons.push([r.status, r.key, r.n, r.amount]);
   }
-  out.timing = timing.rows.map((r) => [r.b, r.n, binLastMs(Number(r.p50)), binLastMs(Number(r.p95))]);
+  out.timing = timingOf(timing.rows);
   return out;
 }
 
-const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD},
-attempt AS (
-  SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, outcome, lo_ms, attempts AS n
-    FROM (${rollupRows('report_webhook_attempts', 'bucket_start, outcome, lo_ms, attempts', '$6')}) r
-  UNION ALL
-  SELECT width_bucket(created_at, $4::timestamptz[]), outcome, ($7::bigint[])[width_bucket(duration_ms, $7::bigint[])], 1
-    FROM (${unfoldedDeliveries(IN_WINDOW('d'))}) d
-),
-${percentilesOf('SELECT b, lo_ms, n FROM attempt')},
-outcomes AS (
-  SELECT b, sum(n) FILTER (WHERE outcome = 'delivered') AS delivered, sum(n) FILTER (WHERE outcome = 'rejected') AS rejected,
-         sum(n) FILTER (WHERE outcome = 'unreachable') AS unreachable
-    FROM attempt GROUP BY b
-)
-SELECT o.b, coalesce(o.delivered, 0)::int AS delivered, coalesce(o.rejected, 0)::int AS rejected, coalesce(o.unreachable, 0)::int AS unreachable, p.p50, p.p95
-  FROM outcomes o JOIN pct p USING (b)`;
+// Attempts per bucket by outcome, with their durations' histogram: the rollups' rows of the window,
+// and the attempts not folded yet gathered into one row per bucket.
+const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD}
+SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, delivered::int, rejected::int, unreachable::int, bins
+  FROM (${rollupRows('report_webhook_attempts', 'bucket_start, delivered, rejected, unreachable, bins', '$6')}) r
+UNION ALL
+SELECT b, sum(delivered)::int, sum(rejected)::int, sum(unreachable)::int, jsonb_object_agg(lo_ms, n)
+  FROM (SELECT width_bucket(created_at, $4::timestamptz[]) AS b, ${binOf('duration_ms', '$7')} AS lo_ms, count(*) AS n,
+               count(*) FILTER (WHERE outcome = 'delivered') AS delivered, count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
+               count(*) FILTER (WHERE outcome = 'unreachable') AS unreachable
+          FROM (${unfoldedDeliveries(IN_WINDOW('d'))}) d GROUP BY 1, 2) x
+ GROUP BY b`;
+
+interface AttemptRow {
+  b: number;
+  delivered: number;
+  rejected: number;
+  unreachable: number;
+  bins: Record<string, number>;
+}
 
 async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
-  const { rows } = await db.query<{ b: number; delivered: number; rejected: number; unreachable: number; p50: string; p95: string }>(
-    WEBHOOKS_SQL,
-    windowParams(scope, window),
-    { plan: 'aggregate' },
-  );
-  return rows.map((r) => [r.b, r.delivered, r.rejected, r.unreachable, binLastMs(Number(r.p50)), binLastMs(Number(r.p95))]);
+  const { rows } = await db.query<AttemptRow>(WEBHOOKS_SQL, windowParams(scope, window), { plan: 'aggregate' });
+  const byBucket = new Map<number, { delivered: number; rejected: number; unreachable: number; histogram: TimeHistogram }>();
+  for (const r of rows) {
+    const bucket = byBucket.get(r.b) ?? { delivered: 0, rejected: 0, unreachable: 0, histogram: new Map<number, number>() };
+    bucket.delivered += r.delivered;
+    bucket.rejected += r.rejected;
+    bucket.unreachable += r.unreachable;
+    addBins(bucket.histogram, r.bins);
+    byBucket.set(r.b, bucket);
+  }
+  return [...byBucket].flatMap(([b, x]) => {
+    const { count, p50Ms, p95Ms } = histogramPercentiles(x.histogram);
+    return count === 0 ? [] : [[b, x.delivered, x.rejected, x.unreachable, p50Ms!, p95Ms!] as WebhookBucketRow];
+  });
 }
 
 /** Payments created in the window: counts and amounts by bucket, bank, instrument and reason, and times to outcome. */

@@ -1,6 +1,6 @@
 import { TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
 import type { Database, Queryable, TransactionHandle } from '../database.ts';
-import { ALL_DELIVERIES, ALL_PAYMENTS, countKeysOf, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { ALL_DELIVERIES, ALL_PAYMENTS, binOf, countKeysOf, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
 
 // The report fold: adds the payment changes and webhook delivery attempts committed since its last
 // run to the report's rollups (migration 034), and records the snapshot it folded up to, all in one
@@ -19,7 +19,10 @@ export interface FoldResult {
 }
 
 // Signed payment rows (`payment_change`) and delivery attempts (`delivery`) into the rollups. $1:
-// the time bins' starts; a duration's bin is the last start at or below it.
+// the time bins' starts (binOf). A histogram document gains the counts of its bins.
+const mergedBins = (a: string, b: string) => `(SELECT jsonb_object_agg(key, n) FROM (
+      SELECT key, sum(value::bigint) AS n FROM (SELECT * FROM jsonb_each_text(${a}) UNION ALL SELECT * FROM jsonb_each_text(${b})) e GROUP BY key
+    ) t)`;
 const INTO_ROLLUPS = `counts AS (
   INSERT INTO report_payment_counts AS r (tenant_id, mode, period, bucket_start, dimension, key, status, payments, amount)
   SELECT c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension, k.key, c.status, sum(c.sign), sum(c.sign * c.payout_amount)
@@ -28,18 +31,26 @@ const INTO_ROLLUPS = `counts AS (
   ON CONFLICT ON CONSTRAINT report_payment_counts_key
   DO UPDATE SET payments = r.payments + excluded.payments, amount = r.amount + excluded.amount
 ), times AS (
-  INSERT INTO report_outcome_times AS r (tenant_id, mode, period, bucket_start, lo_ms, payments)
-  SELECT c.tenant_id, c.mode, k.period, k.bucket_start, ($1::bigint[])[width_bucket(c.outcome_ms, $1::bigint[])], count(*)
-    FROM payment_change c ${timeKeysOf('c')}
-   WHERE c.outcome_ms IS NOT NULL
-   GROUP BY 1, 2, 3, 4, 5
-  ON CONFLICT (tenant_id, mode, period, bucket_start, lo_ms) DO UPDATE SET payments = r.payments + excluded.payments
+  INSERT INTO report_outcome_times AS r (tenant_id, mode, period, bucket_start, bins)
+  SELECT tenant_id, mode, period, bucket_start, jsonb_object_agg(lo_ms, n)
+    FROM (SELECT c.tenant_id, c.mode, k.period, k.bucket_start, ${binOf('c.outcome_ms')} AS lo_ms, count(*) AS n
+            FROM payment_change c ${timeKeysOf('c')}
+           WHERE c.outcome_ms IS NOT NULL
+           GROUP BY 1, 2, 3, 4, 5) x
+   GROUP BY 1, 2, 3, 4
+  ON CONFLICT (tenant_id, mode, period, bucket_start) DO UPDATE SET bins = ${mergedBins('r.bins', 'excluded.bins')}
 ), attempts AS (
-  INSERT INTO report_webhook_attempts AS r (tenant_id, mode, period, bucket_start, outcome, lo_ms, attempts)
-  SELECT d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome, ($1::bigint[])[width_bucket(d.duration_ms, $1::bigint[])], count(*)
-    FROM delivery d ${timeKeysOf('d')}
-   GROUP BY 1, 2, 3, 4, 5, 6
-  ON CONFLICT (tenant_id, mode, period, bucket_start, outcome, lo_ms) DO UPDATE SET attempts = r.attempts + excluded.attempts
+  INSERT INTO report_webhook_attempts AS r (tenant_id, mode, period, bucket_start, delivered, rejected, unreachable, bins)
+  SELECT tenant_id, mode, period, bucket_start, sum(delivered), sum(rejected), sum(unreachable), jsonb_object_agg(lo_ms, n)
+    FROM (SELECT d.tenant_id, d.mode, k.period, k.bucket_start, ${binOf('d.duration_ms')} AS lo_ms, count(*) AS n,
+                 count(*) FILTER (WHERE d.outcome = 'delivered') AS delivered, count(*) FILTER (WHERE d.outcome = 'rejected') AS rejected,
+                 count(*) FILTER (WHERE d.outcome = 'unreachable') AS unreachable
+            FROM delivery d ${timeKeysOf('d')}
+           GROUP BY 1, 2, 3, 4, 5) x
+   GROUP BY 1, 2, 3, 4
+  ON CONFLICT (tenant_id, mode, period, bucket_start) DO UPDATE SET
+    delivered = r.delivered + excluded.delivered, rejected = r.rejected + excluded.rejected,
+    unreachable = r.unreachable + excluded.unreachable, bins = ${mergedBins('r.bins', 'excluded.bins')}
 )`;
 
 const foldSql = (payments: string, deliveries: string): string => `WITH fold AS (SELECT folded FROM report_fold),
@@ -78,7 +89,6 @@ export function foldReportRollups(db: Database): Promise<FoldResult> {
 
 // The rollups plus the changes not folded yet, against the payments and attempts themselves, in one
 // statement (one snapshot for both sides): every rollup key whose figures differ. $1: the time bins.
-const binOf = (ms: string) => `($1::bigint[])[width_bucket(${ms}, $1::bigint[])]`;
 const DRIFT_SQL = `WITH fold AS (SELECT folded FROM report_fold),
 change AS (${unfoldedPaymentChanges()}),
 delivery AS (${unfoldedDeliveries()}),
@@ -88,12 +98,16 @@ keyed AS (
   SELECT 'counts' AS rollup, tenant_id, mode, period, bucket_start, dimension || ':' || coalesce(key, '') || ':' || status AS key, payments AS have, amount AS have_amount, 0 AS want, 0 AS want_amount FROM report_payment_counts
   UNION ALL SELECT 'counts', c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension || ':' || coalesce(k.key, '') || ':' || c.status, c.sign, c.sign * c.payout_amount, 0, 0 FROM change c ${countKeysOf('c')}
   UNION ALL SELECT 'counts', c.tenant_id, c.mode, k.period, k.bucket_start, k.dimension || ':' || coalesce(k.key, '') || ':' || c.status, 0, 0, 1, c.payout_amount FROM raw_payment c ${countKeysOf('c')}
-  UNION ALL SELECT 'times', tenant_id, mode, period, bucket_start, lo_ms::text, payments, 0, 0, 0 FROM report_outcome_times
+  UNION ALL SELECT 'times', r.tenant_id, r.mode, r.period, r.bucket_start, b.key, b.value::bigint, 0, 0, 0 FROM report_outcome_times r CROSS JOIN LATERAL jsonb_each_text(r.bins) b
   UNION ALL SELECT 'times', c.tenant_id, c.mode, k.period, k.bucket_start, ${binOf('c.outcome_ms')}::text, 1, 0, 0, 0 FROM change c ${timeKeysOf('c')} WHERE c.outcome_ms IS NOT NULL
   UNION ALL SELECT 'times', c.tenant_id, c.mode, k.period, k.bucket_start, ${binOf('c.outcome_ms')}::text, 0, 0, 1, 0 FROM raw_payment c ${timeKeysOf('c')} WHERE c.outcome_ms IS NOT NULL
-  UNION ALL SELECT 'attempts', tenant_id, mode, period, bucket_start, outcome || ':' || lo_ms, attempts, 0, 0, 0 FROM report_webhook_attempts
-  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome || ':' || ${binOf('d.duration_ms')}, 1, 0, 0, 0 FROM delivery d ${timeKeysOf('d')}
-  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome || ':' || ${binOf('d.duration_ms')}, 0, 0, 1, 0 FROM raw_delivery d ${timeKeysOf('d')}
+  UNION ALL SELECT 'attempts', r.tenant_id, r.mode, r.period, r.bucket_start, b.key, b.value::bigint, 0, 0, 0 FROM report_webhook_attempts r CROSS JOIN LATERAL jsonb_each_text(r.bins) b
+  UNION ALL SELECT 'attempts', r.tenant_id, r.mode, r.period, r.bucket_start, o.outcome, o.n, 0, 0, 0
+    FROM report_webhook_attempts r CROSS JOIN LATERAL (VALUES ('delivered', r.delivered), ('rejected', r.rejected), ('unreachable', r.unreachable)) o(outcome, n)
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, ${binOf('d.duration_ms')}::text, 1, 0, 0, 0 FROM delivery d ${timeKeysOf('d')}
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome, 1, 0, 0, 0 FROM delivery d ${timeKeysOf('d')}
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, ${binOf('d.duration_ms')}::text, 0, 0, 1, 0 FROM raw_delivery d ${timeKeysOf('d')}
+  UNION ALL SELECT 'attempts', d.tenant_id, d.mode, k.period, k.bucket_start, d.outcome, 0, 0, 1, 0 FROM raw_delivery d ${timeKeysOf('d')}
 )
 SELECT rollup, tenant_id, mode, period, bucket_start, key, sum(have)::text AS have, sum(want)::text AS want, sum(have_amount)::text AS have_amount, sum(want_amount)::text AS want_amount
   FROM keyed GROUP BY rollup, tenant_id, mode, period, bucket_start, key

@@ -25,6 +25,9 @@ export const countKeysOf = (c: string): string => `CROSS JOIN LATERAL (VALUES
 export const timeKeysOf = (row: string): string =>
   `CROSS JOIN LATERAL (VALUES ('hour', ${hourOf(`${row}.created_at`)}), ('day', ${dayOf(`${row}.created_at`)})) k(period, bucket_start)`;
 
+/** The start of the time bin of a duration in ms: the last of the bins' starts ($1 of the fold, $7 of a report) at or below it. */
+export const binOf = (ms: string, bins = '$1'): string => `(${bins}::bigint[])[width_bucket(${ms}, ${bins}::bigint[])]`;
+
 /** Statuses whose reason the report tallies (failure reasons), as an SQL list. */
 export const REASONED_STATUSES = `(${FAILURE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
 

@@ -2,6 +2,7 @@
 // Caracas days, as the report takes them) and the statement query of one bucket. Pure functions, no
 // DOM.
 import { formatTimes } from './format.ts';
+import { statementScreenPath, type TenantStatement } from './statement.ts';
 
 export const REPORT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
 export type ReportStatus = (typeof REPORT_STATUSES)[number];
@@ -95,11 +96,14 @@ export function rangeFromQuery(search: string, now: Date): ReportRange {
   return { preset: 'custom', from, to, granularity };
 }
 
-/** The statement's address for a bucket, and for one status of it: what the bucket counted. */
-export function statementPath(bucket: { start: string; end: string }, status?: ReportStatus): string {
+/**
+ * The statement's address for a bucket, and for one status of it: what the bucket counted. `of`: the
+ * platform key's report on one tenant opens that tenant's statement in the report's mode.
+ */
+export function statementPath(bucket: { start: string; end: string }, status?: ReportStatus, of?: TenantStatement): string {
   const params = new URLSearchParams({ createdFrom: bucket.start, createdBefore: bucket.end });
   if (status) params.set('status', status);
-  return `/payments?${params.toString()}`;
+  return statementScreenPath(of, params);
 }
 
 /** How a bar stacks the statuses, from the bottom: the outcomes first, then what is still in flight. */

@@ -1,8 +1,9 @@
 // The overview, the console's home: GET /v1/reports/payouts over a range of Caracas days, as charts
 // each followed by its table (the same numbers, for screen readers and for copying). A bar, or a
 // count in a table, opens the statement of that bucket and status. The platform key sees every
-// tenant or one, in the mode it picks, and cards for what needs it: open anomalies, the last
-// reconciliation run and the rails' health.
+// tenant or one, in the mode it picks (the bars of one tenant open that tenant's statement through
+// the admin API), and cards for what needs it: open anomalies, the last reconciliation run and the
+// rails' health.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { apiPath, type Api, type Page, type TenantMe } from '../api.ts';
@@ -71,17 +72,20 @@ function ChartCard({ title, wide, children, table }: { title: string; wide?: boo
   );
 }
 
-function StatusCell({ bucket, status, linked }: { bucket: ReportBucket; status: ReportStatus; linked: boolean }) {
+/** The statement a bucket (and one status of it) opens; undefined when the key has none to open. */
+type StatementOf = ((bucket: ReportBucket, status?: ReportStatus) => string) | undefined;
+
+function StatusCell({ bucket, status, statementOf }: { bucket: ReportBucket; status: ReportStatus; statementOf: StatementOf }) {
   const count = bucket.byStatus[status].count;
-  if (!linked || count === 0) return <td class="num">{formatCount(count)}</td>;
+  if (!statementOf || count === 0) return <td class="num">{formatCount(count)}</td>;
   return (
     <td class="num">
-      <Link to={statementPath(bucket, status)}>{formatCount(count)}</Link>
+      <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link>
     </td>
   );
 }
 
-function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean }) {
+function StatusChart({ report, statementOf }: { report: PayoutReport; statementOf: StatementOf }) {
   const buckets = report.buckets;
   // Running totals from the bottom of the stack, drawn tallest first so each covers the one below.
   const stacked: ChartSeries[] = STACK_ORDER.map((status, i) => ({
@@ -117,9 +121,9 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
             {buckets.map((bucket) => (
               <tr key={bucket.start}>
                 <th scope="row">{bucketLabel(report, bucket)}</th>
-                <td class="num">{linked && bucket.count > 0 ? <Link to={statementPath(bucket)}>{formatCount(bucket.count)}</Link> : formatCount(bucket.count)}</td>
+                <td class="num">{statementOf && bucket.count > 0 ? <Link to={statementOf(bucket)}>{formatCount(bucket.count)}</Link> : formatCount(bucket.count)}</td>
                 {REPORT_STATUSES.map((status) => (
-                  <StatusCell key={status} bucket={bucket} status={status} linked={linked} />
+                  <StatusCell key={status} bucket={bucket} status={status} statementOf={statementOf} />
                 ))}
                 <td class="num">{formatMinor(bucket.deliveredAmount)}</td>
               </tr>
@@ -135,11 +139,11 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
         series={stacked}
         integers
         onPick={
-          linked
+          statementOf
             ? (index, value) => {
                 const bucket = buckets[index];
                 const status = bucket ? statusAtHeight(bucket.byStatus, value) : undefined;
-                if (bucket && status) navigate(statementPath(bucket, status));
+                if (bucket && status) navigate(statementOf(bucket, status));
               }
             : undefined
         }
@@ -152,10 +156,10 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
         yFormat={majorTick}
         ySize={64}
         onPick={
-          linked
+          statementOf
             ? (index) => {
                 const bucket = buckets[index];
-                if (bucket && bucket.byStatus.settled.count > 0) navigate(statementPath(bucket, 'settled'));
+                if (bucket && bucket.byStatus.settled.count > 0) navigate(statementOf(bucket, 'settled'));
               }
             : undefined
         }
@@ -538,8 +542,12 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
     return api.get<PayoutReport>(apiPath`/v1/reports/payouts`, query);
   }, [range.from, range.to, range.granularity, scope.tenantId, scope.mode]);
   const data = report.data;
-  // The platform key cannot list a tenant's payments: its bars open nothing.
-  const linked = !me.isPlatform;
+  // The platform key opens the admin statement of the tenant the report shown is on (not the one
+  // just picked, whose report may still be loading); over every tenant together there is no one
+  // statement a bar could open.
+  const tenant = me.isPlatform && data?.tenantId ? { tenantId: data.tenantId, mode: data.mode } : undefined;
+  const statementOf: StatementOf = me.isPlatform && !tenant ? undefined : (bucket, status) => statementPath(bucket, status, tenant);
+  const pickTenant = me.isPlatform && !scope.tenantId;
   return (
     <section>
       <ScreenTitle>Overview</ScreenTitle>
@@ -548,13 +556,15 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
       <RangePicker key={`${range.from}/${range.to}/${range.granularity}`} range={range} onRange={setRange} />
       <p class="muted">
         Payments created from {range.from} to {range.to} (Caracas days), per {range.granularity}, by their status now.{' '}
-        {linked ? 'A bar, or a count in a table, opens the statement of that bucket and status.' : "The platform key cannot list a tenant's payments: sign in with a tenant's key to open the statement from a bar."}
+        {pickTenant
+          ? 'Over all tenants together the bars open nothing: pick a tenant to open its statement from a bar, or a count in a table.'
+          : 'A bar, or a count in a table, opens the statement of that bucket and status.'}
       </p>
       <Loading loaded={report} />
       {data ? (
         <div class="charts" aria-busy={report.loading}>
           <Totals report={data} />
-          <StatusChart report={data} linked={linked} />
+          <StatusChart report={data} statementOf={statementOf} />
           <SuccessChart title="Success rate by bank" rows={data.banks} nameOf={(row) => ('bankCode' in row ? `${row.bankCode} ${row.bankName ?? ''}`.trim() : '')} />
           <SuccessChart title="Success rate by instrument" rows={data.instruments} nameOf={(row) => ('method' in row ? (row.method ?? 'none chosen') : '')} />
           <FailureChart report={data} />

@@ -75,14 +75,61 @@ function ChartCard({ title, wide, children, table }: { title: string; wide?: boo
 /** The statement a bucket (and one status of it) opens; undefined when the key has none to open. */
 type StatementOf = ((bucket: ReportBucket, status?: ReportStatus) => string) | undefined;
 
-function StatusCell({ bucket, status, statementOf }: { bucket: ReportBucket; status: ReportStatus; statementOf: StatementOf }) {
-  const count = bucket.byStatus[status].count;
-  if (!statementOf || count === 0) return <td class="num">{formatCount(count)}</td>;
+/** A count of a bucket (of one status, or all of them), linked to the statement of those payments when there is one to open. */
+function countLink(bucket: ReportBucket, count: number, statementOf: StatementOf, status?: ReportStatus): ComponentChildren {
+  return statementOf && count > 0 ? <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link> : formatCount(count);
+}
+
+/** A column of the table behind a chart: its heading and each row's cell; figures are right-aligned, and one column names the row. */
+interface Column<R> {
+  head: string;
+  cell: (row: R) => ComponentChildren;
+  num?: boolean;
+  rowHeader?: boolean;
+}
+
+/** Figure columns, one per heading, from the row's figures in the same order. */
+function figures<R>(heads: readonly string[], values: (row: R) => ComponentChildren[]): Column<R>[] {
+  return heads.map((head, i) => ({ head, num: true, cell: (row) => values(row)[i] }));
+}
+
+/** The table behind a chart: the same numbers, for screen readers and for copying. */
+function ChartTable<R>({ title, rows, keyOf, columns }: { title: string; rows: readonly R[]; keyOf: (row: R) => string; columns: Column<R>[] }) {
   return (
-    <td class="num">
-      <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link>
-    </td>
+    <table aria-label={title}>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th key={column.head} scope="col" class={column.num ? 'num' : undefined}>
+              {column.head}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={keyOf(row)}>
+            {columns.map((column) =>
+              column.rowHeader ? (
+                <th key={column.head} scope="row">
+                  {column.cell(row)}
+                </th>
+              ) : (
+                <td key={column.head} class={column.num ? 'num' : undefined}>
+                  {column.cell(row)}
+                </td>
+              ),
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
+}
+
+/** The first column of a per-bucket table: the bucket's start, in Caracas time. */
+function bucketColumn(report: PayoutReport): Column<ReportBucket> {
+  return { head: report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)', rowHeader: true, cell: (bucket) => bucketLabel(report, bucket) };
 }
 
 function StatusChart({ report, statementOf }: { report: PayoutReport; statementOf: StatementOf }) {
@@ -100,36 +147,17 @@ function StatusChart({ report, statementOf }: { report: PayoutReport; statementO
       title={title}
       wide
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">{report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)'}</th>
-              <th scope="col" class="num">
-                Payments
-              </th>
-              {REPORT_STATUSES.map((status) => (
-                <th key={status} scope="col" class="num">
-                  {status}
-                </th>
-              ))}
-              <th scope="col" class="num">
-                Delivered
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {buckets.map((bucket) => (
-              <tr key={bucket.start}>
-                <th scope="row">{bucketLabel(report, bucket)}</th>
-                <td class="num">{statementOf && bucket.count > 0 ? <Link to={statementOf(bucket)}>{formatCount(bucket.count)}</Link> : formatCount(bucket.count)}</td>
-                {REPORT_STATUSES.map((status) => (
-                  <StatusCell key={status} bucket={bucket} status={status} statementOf={statementOf} />
-                ))}
-                <td class="num">{formatMinor(bucket.deliveredAmount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={buckets}
+          keyOf={(bucket) => bucket.start}
+          columns={[
+            bucketColumn(report),
+            { head: 'Payments', num: true, cell: (bucket) => countLink(bucket, bucket.count, statementOf) },
+            ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({ head: status, num: true, cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status) })),
+            { head: 'Delivered', num: true, cell: (bucket) => formatMinor(bucket.deliveredAmount) },
+          ]}
+        />
       }
     >
       <Legend items={STACK_ORDER.map((status) => [status, STATUS_COLORS[status]])} />
@@ -182,37 +210,25 @@ function Legend({ items }: { items: Array<[string, string]> }) {
 }
 
 type Tally = PayoutReport['banks'][number] | PayoutReport['instruments'][number];
+type FailureReason = PayoutReport['failureReasons'][number];
 
 function SuccessChart({ title, rows, nameOf }: { title: string; rows: Tally[]; nameOf: (row: Tally) => string }) {
   return (
     <ChartCard
       title={title}
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">{title.endsWith('bank') ? 'Bank' : 'Instrument'}</th>
-              {['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'].map((name) => (
-                <th key={name} scope="col" class="num">
-                  {name}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={nameOf(row)}>
-                <th scope="row">{nameOf(row)}</th>
-                {[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map((n, i) => (
-                  <td key={i} class="num">
-                    {formatCount(n)}
-                  </td>
-                ))}
-                <td class="num">{formatRate(row.successRate)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={rows}
+          keyOf={nameOf}
+          columns={[
+            { head: title.endsWith('bank') ? 'Bank' : 'Instrument', rowHeader: true, cell: nameOf },
+            ...figures<Tally>(['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'], (row) => [
+              ...[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map(formatCount),
+              formatRate(row.successRate),
+            ]),
+          ]}
+        />
       }
     >
       {rows.length === 0 ? (
@@ -238,30 +254,16 @@ function FailureChart({ report }: { report: PayoutReport }) {
     <ChartCard
       title={title}
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">Status</th>
-              <th scope="col">Reason</th>
-              <th scope="col" class="num">
-                Payments
-              </th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={`${row.status}:${row.reason}`}>
-                <td>{row.status}</td>
-                <th scope="row">{row.reason ?? '—'}</th>
-                <td class="num">{formatCount(row.count)}</td>
-                <td class="num">{formatMinor(row.amount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={rows}
+          keyOf={(row) => `${row.status}:${row.reason}`}
+          columns={[
+            { head: 'Status', cell: (row) => row.status },
+            { head: 'Reason', rowHeader: true, cell: (row) => row.reason ?? '—' },
+            ...figures<FailureReason>(['Payments', 'Amount'], (row) => [formatCount(row.count), formatMinor(row.amount)]),
+          ]}
+        />
       }
     >
       {rows.length === 0 ? (
@@ -287,33 +289,9 @@ function FailureChart({ report }: { report: PayoutReport }) {
   );
 }
 
+/** A table of one row per bucket: the bucket, then its figures. */
 function BucketTable({ report, title, head, cells }: { report: PayoutReport; title: string; head: string[]; cells: (bucket: ReportBucket) => string[] }) {
-  return (
-    <table aria-label={title}>
-      <thead>
-        <tr>
-          <th scope="col">{report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)'}</th>
-          {head.map((name) => (
-            <th key={name} scope="col" class="num">
-              {name}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {report.buckets.map((bucket) => (
-          <tr key={bucket.start}>
-            <th scope="row">{bucketLabel(report, bucket)}</th>
-            {cells(bucket).map((cell, i) => (
-              <td key={i} class="num">
-                {cell}
-              </td>
-            ))}
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+  return <ChartTable title={title} rows={report.buckets} keyOf={(bucket) => bucket.start} columns={[bucketColumn(report), ...figures(head, cells)]} />;
 }
 
 const ms = (value: number | null) => (value === null ? '—' : `${formatCount(value)} ms`);

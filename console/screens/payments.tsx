@@ -163,7 +163,7 @@ export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) 
   const paging = useCursor([filters]);
   const list = statementApi(of);
   const query: Query = { ...list.query, ...filters, limit: '25', cursor: paging.cursor };
-  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [filters, paging.cursor]);
+  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [of?.tenantId, of?.mode, filters, paging.cursor]);
   const apply = (next: Filters) => {
     setFilters(next);
     // The address keeps what a link can carry (a bucket of the overview), so a reload shows the same.

@@ -2,32 +2,18 @@
 // key, the same screen lists one tenant's statement in a mode (GET /v1/admin/tenants/{id}/payments),
 // which has no export.
 import { useState } from 'preact/hooks';
+import type { StatementRow } from '../../sdk/src/generated/types.gen.ts';
 import type { Api, Page, Query } from '../api.ts';
 import { apiPath } from '../api.ts';
 import { formatTimes } from '../format.ts';
+// A report counts every payment status: its list is the status filter's.
+import { REPORT_STATUSES as PAYMENT_STATUSES } from '../report.ts';
 import { BASE } from '../router.ts';
 import { paymentScreenPath, statementApi, statementScreenPath, type TenantStatement } from '../statement.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
-const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
-
-export interface StatementRow {
-  id: string;
-  customer_id: string | null;
-  beneficiary_id: string | null;
-  status: string;
-  status_reason: string | null;
-  source_asset: string;
-  source_amount: string;
-  payout_asset: string;
-  payout_amount: string;
-  fee_amount: string;
-  method: string | null;
-  bank_reference: string | null;
-  settled_at: string | null;
-  created_at: string;
-  metadata: Record<string, unknown>;
-}
+// A row of the statement is the API's, as the SDK's generated types state it (type-only).
+export type { StatementRow };
 
 interface Filters {
   from: string;

@@ -3,10 +3,11 @@
 // read once, may be imported from any floor but domain/):
 //
 //   domain/    the payment rules as pure functions and types: imports only domain/
+//   contract/  the shapes the API serves that a use case builds (TypeBox schemas, their types): domain/
 //   db/        SQL and the engines: domain/
 //   rails/     the rail adapters: db/, domain/
 //   webhooks/  delivery transport: domain/
-//   services/  the use cases: db/, rails/, webhooks/, domain/
+//   services/  the use cases: db/, rails/, webhooks/, contract/, domain/
 //   workers/   the background loops: services/ and below, never http/
 //   http/      the API: services/ and below
 //   app.ts     wires them together; only main.ts imports it
@@ -24,6 +25,15 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/domain/' },
       to: { pathNot: ['^src/domain/', '^node_modules/'], dependencyTypesNot: ['core'] },
+    },
+    {
+      name: 'contract-imports-only-domain',
+      comment:
+        'contract/ holds the answers a use case returns and a route serves (its schema and its type, one definition): ' +
+        'it sits below services/ so both can read it, and so it imports nothing of ours but domain/.',
+      severity: 'error',
+      from: { path: '^src/contract/' },
+      to: { pathNot: ['^src/(contract|domain)/', '^node_modules/'], dependencyTypesNot: ['core'] },
     },
     {
       name: 'db-never-imports-above',

@@ -17,6 +17,7 @@ import { OverviewScreen } from './screens/overview.tsx';
 import { NeedsReviewScreen } from './screens/review.tsx';
 import { SandboxScreen } from './screens/sandbox.tsx';
 import { TreasuryScreen } from './screens/treasury.tsx';
+import { tenantStatementOf } from './statement.ts';
 import { ErrorNote, Link } from './ui.tsx';
 
 interface Session {
@@ -113,6 +114,8 @@ function Screens({ session, path }: { session: Session; path: string }) {
     if (tenant) return <TenantScreen api={api} id={tenant.id!} />;
     if (match('/limits', path)) return <LimitRulesScreen api={api} />;
     if (match('/audit', path)) return <AuditScreen api={api} />;
+    const statement = match('/tenants/:tenantId/payments', path, { tenantId: 'uuid' });
+    if (statement) return <PaymentsScreen api={api} of={tenantStatementOf(statement.tenantId, location.search)} />;
     const tenantPayment = match('/tenants/:tenantId/payments/:id', path, { tenantId: 'uuid', id: 'uuid' });
     if (tenantPayment) return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
     if (match('/review', path)) return <NeedsReviewScreen api={api} />;

@@ -1,54 +1,23 @@
 // The overview's data: the answer of GET /v1/reports/payouts, the ranges the picker offers (whole
 // Caracas days, as the report takes them) and the statement query of one bucket. Pure functions, no
 // DOM.
+import type { PayoutReport, ReportBucket, ReportStatusTallies } from '../sdk/src/generated/types.gen.ts';
 import { formatTimes } from './format.ts';
+import { statementScreenPath, type TenantStatement } from './statement.ts';
 
-export const REPORT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
-export type ReportStatus = (typeof REPORT_STATUSES)[number];
+// The report's shape is the API's, as the SDK's generated types state it (from the OpenAPI
+// document): the console writes none of it again. Type-only, so nothing of the SDK is bundled.
+export type { PayoutReport, ReportBucket };
 
-export interface StatusTally {
-  count: number;
-  amount: string;
-}
+export type ReportStatus = keyof ReportStatusTallies;
+type Granularity = PayoutReport['granularity'];
 
-export interface ReportBucket {
-  start: string;
-  end: string;
-  count: number;
-  deliveredAmount: string;
-  byStatus: Record<ReportStatus, StatusTally>;
-  timeToOutcome: { count: number; p50Ms: number | null; p95Ms: number | null };
-  webhooks: { delivered: number; rejected: number; unreachable: number; p50Ms: number | null; p95Ms: number | null };
-  balances: Array<{ asset: string; prefundingBalance: string | null; creditDrawn: string | null }>;
-}
-
-interface OutcomeTally {
-  count: number;
-  settled: number;
-  failed: number;
-  returned: number;
-  reversed: number;
-  inFlight: number;
-  successRate: number | null;
-}
-
-export interface PayoutReport {
-  tenantId: string | null;
-  mode: 'test' | 'live';
-  granularity: Granularity;
-  from: string;
-  to: string;
-  start: string;
-  end: string;
-  generatedAt: string;
-  totals: { count: number; deliveredAmount: string; byStatus: Record<ReportStatus, StatusTally> };
-  buckets: ReportBucket[];
-  banks: Array<OutcomeTally & { bankCode: string; bankName: string | null }>;
-  instruments: Array<OutcomeTally & { method: 'pago_movil' | 'transferencia' | null }>;
-  failureReasons: Array<{ status: 'failed' | 'returned' | 'reversed'; reason: string | null; count: number; amount: string }>;
-}
-
-type Granularity = 'hour' | 'day';
+/**
+ * Every status a report counts, in the order its tables list them: a key for each of the API's
+ * statuses, no other (the typecheck fails on a status added to the API and not here).
+ */
+const STATUS_COLUMNS: Record<ReportStatus, true> = { created: true, pending: true, submitted: true, unknown: true, settled: true, failed: true, returned: true, reversed: true };
+export const REPORT_STATUSES = Object.keys(STATUS_COLUMNS) as ReportStatus[];
 
 /** What the range picker asks for: whole Caracas days, inclusive, and the bucket size. */
 export interface ReportRange {
@@ -95,11 +64,14 @@ export function rangeFromQuery(search: string, now: Date): ReportRange {
   return { preset: 'custom', from, to, granularity };
 }
 
-/** The statement's address for a bucket, and for one status of it: what the bucket counted. */
-export function statementPath(bucket: { start: string; end: string }, status?: ReportStatus): string {
+/**
+ * The statement's address for a bucket, and for one status of it: what the bucket counted. `of`: the
+ * platform key's report on one tenant opens that tenant's statement in the report's mode.
+ */
+export function statementPath(bucket: { start: string; end: string }, status?: ReportStatus, of?: TenantStatement): string {
   const params = new URLSearchParams({ createdFrom: bucket.start, createdBefore: bucket.end });
   if (status) params.set('status', status);
-  return `/payments?${params.toString()}`;
+  return statementScreenPath(of, params);
 }
 
 /** How a bar stacks the statuses, from the bottom: the outcomes first, then what is still in flight. */
@@ -109,7 +81,7 @@ export const STACK_ORDER: readonly ReportStatus[] = ['settled', 'failed', 'retur
  * Which status of a stacked bar a count reached from the bottom falls in (the bar stacks them in
  * STACK_ORDER). Undefined above the bar or for an empty one.
  */
-export function statusAtHeight(byStatus: Record<ReportStatus, StatusTally>, height: number): ReportStatus | undefined {
+export function statusAtHeight(byStatus: ReportStatusTallies, height: number): ReportStatus | undefined {
   let top = 0;
   for (const status of STACK_ORDER) {
     const count = byStatus[status].count;

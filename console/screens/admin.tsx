@@ -1,7 +1,9 @@
 // The platform key's screens. The platform key has one scope, platform:admin: the API refuses it
-// every tenant route (payments, events, beneficiaries, treasury), so these read the admin API only.
+// every tenant route (payments, events, beneficiaries, treasury), so these read the admin API only
+// (a tenant's statement and payments included).
 import type { Api, Page } from '../api.ts';
 import { apiPath } from '../api.ts';
+import { statementScreenPath } from '../statement.ts';
 import { Amount, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { auditPath, FindPayment } from './audit.tsx';
 
@@ -44,8 +46,8 @@ interface LimitRule {
 export function PlatformNotice() {
   return (
     <p class="notice">
-      Signed in with the platform key: it administers tenants, keys, limit rules and rates. It cannot read a tenant's payments, events, beneficiaries or
-      treasury (the API answers it 403 scope_missing); sign in with that tenant's own key for those screens.
+      Signed in with the platform key: it administers tenants, keys, limit rules and rates, and reads a tenant's statement and payments. It cannot read a
+      tenant's events, beneficiaries or treasury (the API answers it 403 scope_missing); sign in with that tenant's own key for those screens.
     </p>
   );
 }
@@ -230,9 +232,16 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
         </table>
       )}
       <h2>Payments and audit</h2>
-      <p>
-        <Link to={auditPath({ tenantId: id })}>Every recorded action on this tenant</Link>
-      </p>
+      <ul>
+        {(['test', 'live'] as const).map((mode) => (
+          <li key={mode}>
+            <Link to={statementScreenPath({ tenantId: id, mode }, new URLSearchParams())}>Statement, {mode} mode</Link>
+          </li>
+        ))}
+        <li>
+          <Link to={auditPath({ tenantId: id })}>Every recorded action on this tenant</Link>
+        </li>
+      </ul>
       <FindPayment tenantId={id} />
       <h2>Limit rules that can apply to it</h2>
       {rules.data ? <LimitRules rules={rules.data.data} /> : <Loading loaded={rules} />}

@@ -218,7 +218,7 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
   );
 }
 
-/** Opens a tenant's payment by its id (the platform key cannot list a tenant's payments). */
+/** Opens a tenant's payment by its id, without looking for it in the statement. */
 export function FindPayment({ tenantId }: { tenantId: string }) {
   const [paymentId, setPaymentId] = useState('');
   return (

@@ -1,8 +1,9 @@
 // The overview, the console's home: GET /v1/reports/payouts over a range of Caracas days, as charts
 // each followed by its table (the same numbers, for screen readers and for copying). A bar, or a
 // count in a table, opens the statement of that bucket and status. The platform key sees every
-// tenant or one, in the mode it picks, and cards for what needs it: open anomalies, the last
-// reconciliation run and the rails' health.
+// tenant or one, in the mode it picks (the bars of one tenant open that tenant's statement through
+// the admin API), and cards for what needs it: open anomalies, the last reconciliation run and the
+// rails' health.
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import { apiPath, type Api, type Page, type TenantMe } from '../api.ts';
@@ -71,17 +72,67 @@ function ChartCard({ title, wide, children, table }: { title: string; wide?: boo
   );
 }
 
-function StatusCell({ bucket, status, linked }: { bucket: ReportBucket; status: ReportStatus; linked: boolean }) {
-  const count = bucket.byStatus[status].count;
-  if (!linked || count === 0) return <td class="num">{formatCount(count)}</td>;
+/** The statement a bucket (and one status of it) opens; undefined when the key has none to open. */
+type StatementOf = ((bucket: ReportBucket, status?: ReportStatus) => string) | undefined;
+
+/** A count of a bucket (of one status, or all of them), linked to the statement of those payments when there is one to open. */
+function countLink(bucket: ReportBucket, count: number, statementOf: StatementOf, status?: ReportStatus): ComponentChildren {
+  return statementOf && count > 0 ? <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link> : formatCount(count);
+}
+
+/** A column of the table behind a chart: its heading and each row's cell; figures are right-aligned, and one column names the row. */
+interface Column<R> {
+  head: string;
+  cell: (row: R) => ComponentChildren;
+  num?: boolean;
+  rowHeader?: boolean;
+}
+
+/** Figure columns, one per heading, from the row's figures in the same order. */
+function figures<R>(heads: readonly string[], values: (row: R) => ComponentChildren[]): Column<R>[] {
+  return heads.map((head, i) => ({ head, num: true, cell: (row) => values(row)[i] }));
+}
+
+/** The table behind a chart: the same numbers, for screen readers and for copying. */
+function ChartTable<R>({ title, rows, keyOf, columns }: { title: string; rows: readonly R[]; keyOf: (row: R) => string; columns: Column<R>[] }) {
   return (
-    <td class="num">
-      <Link to={statementPath(bucket, status)}>{formatCount(count)}</Link>
-    </td>
+    <table aria-label={title}>
+      <thead>
+        <tr>
+          {columns.map((column) => (
+            <th key={column.head} scope="col" class={column.num ? 'num' : undefined}>
+              {column.head}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((row) => (
+          <tr key={keyOf(row)}>
+            {columns.map((column) =>
+              column.rowHeader ? (
+                <th key={column.head} scope="row">
+                  {column.cell(row)}
+                </th>
+              ) : (
+                <td key={column.head} class={column.num ? 'num' : undefined}>
+                  {column.cell(row)}
+                </td>
+              ),
+            )}
+          </tr>
+        ))}
+      </tbody>
+    </table>
   );
 }
 
-function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean }) {
+/** The first column of a per-bucket table: the bucket's start, in Caracas time. */
+function bucketColumn(report: PayoutReport): Column<ReportBucket> {
+  return { head: report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)', rowHeader: true, cell: (bucket) => bucketLabel(report, bucket) };
+}
+
+function StatusChart({ report, statementOf }: { report: PayoutReport; statementOf: StatementOf }) {
   const buckets = report.buckets;
   // Running totals from the bottom of the stack, drawn tallest first so each covers the one below.
   const stacked: ChartSeries[] = STACK_ORDER.map((status, i) => ({
@@ -96,36 +147,17 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
       title={title}
       wide
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">{report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)'}</th>
-              <th scope="col" class="num">
-                Payments
-              </th>
-              {REPORT_STATUSES.map((status) => (
-                <th key={status} scope="col" class="num">
-                  {status}
-                </th>
-              ))}
-              <th scope="col" class="num">
-                Delivered
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {buckets.map((bucket) => (
-              <tr key={bucket.start}>
-                <th scope="row">{bucketLabel(report, bucket)}</th>
-                <td class="num">{linked && bucket.count > 0 ? <Link to={statementPath(bucket)}>{formatCount(bucket.count)}</Link> : formatCount(bucket.count)}</td>
-                {REPORT_STATUSES.map((status) => (
-                  <StatusCell key={status} bucket={bucket} status={status} linked={linked} />
-                ))}
-                <td class="num">{formatMinor(bucket.deliveredAmount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={buckets}
+          keyOf={(bucket) => bucket.start}
+          columns={[
+            bucketColumn(report),
+            { head: 'Payments', num: true, cell: (bucket) => countLink(bucket, bucket.count, statementOf) },
+            ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({ head: status, num: true, cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status) })),
+            { head: 'Delivered', num: true, cell: (bucket) => formatMinor(bucket.deliveredAmount) },
+          ]}
+        />
       }
     >
       <Legend items={STACK_ORDER.map((status) => [status, STATUS_COLORS[status]])} />
@@ -135,11 +167,11 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
         series={stacked}
         integers
         onPick={
-          linked
+          statementOf
             ? (index, value) => {
                 const bucket = buckets[index];
                 const status = bucket ? statusAtHeight(bucket.byStatus, value) : undefined;
-                if (bucket && status) navigate(statementPath(bucket, status));
+                if (bucket && status) navigate(statementOf(bucket, status));
               }
             : undefined
         }
@@ -152,10 +184,10 @@ function StatusChart({ report, linked }: { report: PayoutReport; linked: boolean
         yFormat={majorTick}
         ySize={64}
         onPick={
-          linked
+          statementOf
             ? (index) => {
                 const bucket = buckets[index];
-                if (bucket && bucket.byStatus.settled.count > 0) navigate(statementPath(bucket, 'settled'));
+                if (bucket && bucket.byStatus.settled.count > 0) navigate(statementOf(bucket, 'settled'));
               }
             : undefined
         }
@@ -178,37 +210,25 @@ function Legend({ items }: { items: Array<[string, string]> }) {
 }
 
 type Tally = PayoutReport['banks'][number] | PayoutReport['instruments'][number];
+type FailureReason = PayoutReport['failureReasons'][number];
 
 function SuccessChart({ title, rows, nameOf }: { title: string; rows: Tally[]; nameOf: (row: Tally) => string }) {
   return (
     <ChartCard
       title={title}
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">{title.endsWith('bank') ? 'Bank' : 'Instrument'}</th>
-              {['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'].map((name) => (
-                <th key={name} scope="col" class="num">
-                  {name}
-                </th>
-              ))}
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={nameOf(row)}>
-                <th scope="row">{nameOf(row)}</th>
-                {[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map((n, i) => (
-                  <td key={i} class="num">
-                    {formatCount(n)}
-                  </td>
-                ))}
-                <td class="num">{formatRate(row.successRate)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={rows}
+          keyOf={nameOf}
+          columns={[
+            { head: title.endsWith('bank') ? 'Bank' : 'Instrument', rowHeader: true, cell: nameOf },
+            ...figures<Tally>(['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'], (row) => [
+              ...[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map(formatCount),
+              formatRate(row.successRate),
+            ]),
+          ]}
+        />
       }
     >
       {rows.length === 0 ? (
@@ -234,30 +254,16 @@ function FailureChart({ report }: { report: PayoutReport }) {
     <ChartCard
       title={title}
       table={
-        <table aria-label={title}>
-          <thead>
-            <tr>
-              <th scope="col">Status</th>
-              <th scope="col">Reason</th>
-              <th scope="col" class="num">
-                Payments
-              </th>
-              <th scope="col" class="num">
-                Amount
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {rows.map((row) => (
-              <tr key={`${row.status}:${row.reason}`}>
-                <td>{row.status}</td>
-                <th scope="row">{row.reason ?? '—'}</th>
-                <td class="num">{formatCount(row.count)}</td>
-                <td class="num">{formatMinor(row.amount)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <ChartTable
+          title={title}
+          rows={rows}
+          keyOf={(row) => `${row.status}:${row.reason}`}
+          columns={[
+            { head: 'Status', cell: (row) => row.status },
+            { head: 'Reason', rowHeader: true, cell: (row) => row.reason ?? '—' },
+            ...figures<FailureReason>(['Payments', 'Amount'], (row) => [formatCount(row.count), formatMinor(row.amount)]),
+          ]}
+        />
       }
     >
       {rows.length === 0 ? (
@@ -283,33 +289,9 @@ function FailureChart({ report }: { report: PayoutReport }) {
   );
 }
 
+/** A table of one row per bucket: the bucket, then its figures. */
 function BucketTable({ report, title, head, cells }: { report: PayoutReport; title: string; head: string[]; cells: (bucket: ReportBucket) => string[] }) {
-  return (
-    <table aria-label={title}>
-      <thead>
-        <tr>
-          <th scope="col">{report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)'}</th>
-          {head.map((name) => (
-            <th key={name} scope="col" class="num">
-              {name}
-            </th>
-          ))}
-        </tr>
-      </thead>
-      <tbody>
-        {report.buckets.map((bucket) => (
-          <tr key={bucket.start}>
-            <th scope="row">{bucketLabel(report, bucket)}</th>
-            {cells(bucket).map((cell, i) => (
-              <td key={i} class="num">
-                {cell}
-              </td>
-            ))}
-          </tr>
-        ))}
-      </tbody>
-    </table>
-  );
+  return <ChartTable title={title} rows={report.buckets} keyOf={(bucket) => bucket.start} columns={[bucketColumn(report), ...figures(head, cells)]} />;
 }
 
 const ms = (value: number | null) => (value === null ? '—' : `${formatCount(value)} ms`);
@@ -538,8 +520,12 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
     return api.get<PayoutReport>(apiPath`/v1/reports/payouts`, query);
   }, [range.from, range.to, range.granularity, scope.tenantId, scope.mode]);
   const data = report.data;
-  // The platform key cannot list a tenant's payments: its bars open nothing.
-  const linked = !me.isPlatform;
+  // The platform key opens the admin statement of the tenant the report shown is on (not the one
+  // just picked, whose report may still be loading); over every tenant together there is no one
+  // statement a bar could open.
+  const tenant = me.isPlatform && data?.tenantId ? { tenantId: data.tenantId, mode: data.mode } : undefined;
+  const statementOf: StatementOf = me.isPlatform && !tenant ? undefined : (bucket, status) => statementPath(bucket, status, tenant);
+  const pickTenant = me.isPlatform && !scope.tenantId;
   return (
     <section>
       <ScreenTitle>Overview</ScreenTitle>
@@ -548,13 +534,15 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
       <RangePicker key={`${range.from}/${range.to}/${range.granularity}`} range={range} onRange={setRange} />
       <p class="muted">
         Payments created from {range.from} to {range.to} (Caracas days), per {range.granularity}, by their status now.{' '}
-        {linked ? 'A bar, or a count in a table, opens the statement of that bucket and status.' : "The platform key cannot list a tenant's payments: sign in with a tenant's key to open the statement from a bar."}
+        {pickTenant
+          ? 'Over all tenants together the bars open nothing: pick a tenant to open its statement from a bar, or a count in a table.'
+          : 'A bar, or a count in a table, opens the statement of that bucket and status.'}
       </p>
       <Loading loaded={report} />
       {data ? (
         <div class="charts" aria-busy={report.loading}>
           <Totals report={data} />
-          <StatusChart report={data} linked={linked} />
+          <StatusChart report={data} statementOf={statementOf} />
           <SuccessChart title="Success rate by bank" rows={data.banks} nameOf={(row) => ('bankCode' in row ? `${row.bankCode} ${row.bankName ?? ''}`.trim() : '')} />
           <SuccessChart title="Success rate by instrument" rows={data.instruments} nameOf={(row) => ('method' in row ? (row.method ?? 'none chosen') : '')} />
           <FailureChart report={data} />

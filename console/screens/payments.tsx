@@ -1,30 +1,19 @@
-// The statement: GET /v1/payments with its filters and cursor, and its CSV export.
+// The statement: GET /v1/payments with its filters and cursor, and its CSV export. For the platform
+// key, the same screen lists one tenant's statement in a mode (GET /v1/admin/tenants/{id}/payments),
+// which has no export.
 import { useState } from 'preact/hooks';
+import type { StatementRow } from '../../sdk/src/generated/types.gen.ts';
 import type { Api, Page, Query } from '../api.ts';
 import { apiPath } from '../api.ts';
 import { formatTimes } from '../format.ts';
+// A report counts every payment status: its list is the status filter's.
+import { REPORT_STATUSES as PAYMENT_STATUSES } from '../report.ts';
 import { BASE } from '../router.ts';
+import { paymentScreenPath, statementApi, statementScreenPath, type TenantStatement } from '../statement.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
-const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
-
-export interface StatementRow {
-  id: string;
-  customer_id: string | null;
-  beneficiary_id: string | null;
-  status: string;
-  status_reason: string | null;
-  source_asset: string;
-  source_amount: string;
-  payout_asset: string;
-  payout_amount: string;
-  fee_amount: string;
-  method: string | null;
-  bank_reference: string | null;
-  settled_at: string | null;
-  created_at: string;
-  metadata: Record<string, unknown>;
-}
+// A row of the statement is the API's, as the SDK's generated types state it (type-only).
+export type { StatementRow };
 
 interface Filters {
   from: string;
@@ -78,7 +67,7 @@ function CreatedRange({ filters, onClear }: { filters: Filters; onClear: () => v
   );
 }
 
-export function PaymentTable({ rows, showBeneficiary = true }: { rows: StatementRow[]; showBeneficiary?: boolean }) {
+export function PaymentTable({ rows, showBeneficiary = true, of }: { rows: StatementRow[]; showBeneficiary?: boolean; of?: TenantStatement }) {
   if (rows.length === 0) return <p class="muted">No payments.</p>;
   return (
     <table>
@@ -105,7 +94,7 @@ export function PaymentTable({ rows, showBeneficiary = true }: { rows: Statement
               <Time iso={row.created_at} />
             </td>
             <td>
-              <Link to={`/payments/${row.id}`} class="mono">
+              <Link to={paymentScreenPath(of, row.id)} class="mono">
                 {row.id}
               </Link>
             </td>
@@ -141,14 +130,26 @@ export function PaymentTable({ rows, showBeneficiary = true }: { rows: Statement
   );
 }
 
-export function PaymentsScreen({ api }: { api: Api }) {
+/** Whose statement the screen shows, under its title: nothing for the tenant's own, the tenant and mode for the platform. */
+function StatementOwner({ api, of }: { api: Api; of: TenantStatement }) {
+  const tenant = useLoad(() => api.get<{ name: string }>(apiPath`/v1/admin/tenants/${of.tenantId}`), [of.tenantId]);
+  return (
+    <p>
+      <Link to={`/tenants/${encodeURIComponent(of.tenantId)}`}>← {tenant.data?.name ?? 'Tenant'}</Link> · {of.mode} mode, read with the platform key
+    </p>
+  );
+}
+
+/** The statement of the signed-in tenant, or (`of`, the platform key) of one tenant in a mode. */
+export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) {
   const [draft, setDraft] = useState<Filters>(() => filtersFromQuery(location.search));
   const [filters, setFilters] = useState<Filters>(() => filtersFromQuery(location.search));
   const [exportError, setExportError] = useState<unknown>(undefined);
   const [exporting, setExporting] = useState(false);
   const paging = useCursor([filters]);
-  const query: Query = { ...filters, limit: '25', cursor: paging.cursor };
-  const page = useLoad(() => api.get<Page<StatementRow>>(apiPath`/v1/payments`, query), [filters, paging.cursor]);
+  const list = statementApi(of);
+  const query: Query = { ...list.query, ...filters, limit: '25', cursor: paging.cursor };
+  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [of?.tenantId, of?.mode, filters, paging.cursor]);
   const apply = (next: Filters) => {
     setFilters(next);
     // The address keeps what a link can carry (a bucket of the overview), so a reload shows the same.
@@ -156,8 +157,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
     if (next.createdFrom || next.createdBefore) {
       for (const name of ['status', 'createdFrom', 'createdBefore'] as const) if (next[name]) params.set(name, next[name]);
     }
-    const search = params.toString();
-    history.replaceState(null, '', `${BASE}/payments${search === '' ? '' : `?${search}`}`);
+    history.replaceState(null, '', BASE + statementScreenPath(of, params));
   };
   const field = (name: keyof Filters) => ({
     id: `filter-${name}`,
@@ -169,6 +169,7 @@ export function PaymentsScreen({ api }: { api: Api }) {
   return (
     <section>
       <ScreenTitle>Payments</ScreenTitle>
+      {of ? <StatementOwner api={api} of={of} /> : null}
       <form
         class="filters"
         aria-label="Statement filters"
@@ -217,23 +218,25 @@ export function PaymentsScreen({ api }: { api: Api }) {
           >
             Clear
           </button>
-          <button
-            type="button"
-            disabled={exporting}
-            onClick={async () => {
-              setExportError(undefined);
-              setExporting(true);
-              try {
-                await api.download(apiPath`/v1/payments/export`, { ...filters }, 'payments.csv');
-              } catch (error) {
-                setExportError(error);
-              } finally {
-                setExporting(false);
-              }
-            }}
-          >
-            {exporting ? 'Exporting…' : 'Export CSV'}
-          </button>
+          {of ? null : (
+            <button
+              type="button"
+              disabled={exporting}
+              onClick={async () => {
+                setExportError(undefined);
+                setExporting(true);
+                try {
+                  await api.download(apiPath`/v1/payments/export`, { ...filters }, 'payments.csv');
+                } catch (error) {
+                  setExportError(error);
+                } finally {
+                  setExporting(false);
+                }
+              }}
+            >
+              {exporting ? 'Exporting…' : 'Export CSV'}
+            </button>
+          )}
         </div>
       </form>
       <CreatedRange
@@ -244,12 +247,12 @@ export function PaymentsScreen({ api }: { api: Api }) {
           apply(next);
         }}
       />
-      <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>
+      {of ? null : <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>}
       <ErrorNote error={exportError} />
       <Loading loaded={page} />
       {page.data ? (
         <>
-          <PaymentTable rows={page.data.data} />
+          <PaymentTable rows={page.data.data} of={of} showBeneficiary={!of} />
           <Pager paging={paging} nextCursor={page.data.next_cursor} label="Statement" />
         </>
       ) : null}

@@ -1,3 +1,4 @@
+import type { PayoutReport, PayoutReportRequest } from '../contract/payout-report.ts';
 import type { Database } from '../db/database.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import { balancesAt, paymentAggregates, webhookAggregates, type BalanceAtRow } from '../db/repositories/payout-report.ts';
@@ -5,60 +6,13 @@ import type { PaymentAggregates, ReportScope, WebhookBucketRow } from '../db/rep
 import type { Clock } from '../domain/clock.ts';
 import { notFound, validationFailed, type FieldError } from '../domain/errors.ts';
 import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
-import type { AuthContext, Mode } from '../domain/partition.ts';
+import type { AuthContext } from '../domain/partition.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../domain/payment-state.ts';
-import { reportRangeOf, successRate, type ReportGranularity, type ReportRange } from '../domain/payout-report.ts';
+import { reportRangeOf, successRate, type ReportRange } from '../domain/payout-report.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
 
-export interface PayoutReportRequest {
-  from: string;
-  to: string;
-  granularity?: ReportGranularity;
-  tenantId?: string;
-  mode?: Mode;
-}
-
-interface StatusTally {
-  count: number;
-  amount: string;
-}
-type ByStatus = Record<PaymentStatus, StatusTally>;
-
-interface OutcomeTally {
-  count: number;
-  settled: number;
-  failed: number;
-  returned: number;
-  reversed: number;
-  inFlight: number;
-  successRate: number | null;
-}
-
-export interface PayoutReport {
-  tenantId: string | null;
-  mode: Mode;
-  granularity: ReportGranularity;
-  from: string;
-  to: string;
-  timeZone: 'America/Caracas';
-  start: string;
-  end: string;
-  generatedAt: string;
-  totals: { count: number; deliveredAmount: string; byStatus: ByStatus };
-  buckets: {
-    start: string;
-    end: string;
-    count: number;
-    deliveredAmount: string;
-    byStatus: ByStatus;
-    timeToOutcome: { count: number; p50Ms: number | null; p95Ms: number | null };
-    webhooks: { delivered: number; rejected: number; unreachable: number; p50Ms: number | null; p95Ms: number | null };
-    balances: { asset: string; prefundingBalance: string | null; creditDrawn: string | null }[];
-  }[];
-  banks: ({ bankCode: string; bankName: string | null } & OutcomeTally)[];
-  instruments: ({ method: Instrument | null } & OutcomeTally)[];
-  failureReasons: { status: 'failed' | 'returned' | 'reversed'; reason: string | null; count: number; amount: string }[];
-}
+type ByStatus = PayoutReport['totals']['byStatus'];
+type OutcomeTally = Omit<PayoutReport['banks'][number], 'bankCode' | 'bankName'>;
 
 const emptyByStatus = (): ByStatus => Object.fromEntries(PAYMENT_STATUSES.map((s) => [s, { count: 0, amount: '0' }])) as ByStatus;
 

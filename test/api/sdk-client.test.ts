@@ -150,6 +150,20 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     assert.ok(Array.isArray(deliveries.data));
   });
 
+  it("admin API: a tenant's statement in a mode is the tenant's own, page after page", async () => {
+    for (const n of [1, 2, 3]) await pay(`V9999010${n}`, { order_id: 'admin-walk' });
+    const filters = { metadata_key: 'order_id', metadata_value: 'admin-walk' };
+    const own = await client.payments.list(filters).toArray();
+    assert.equal(own.length, 3);
+    assert.deepEqual(await admin.admin.payments.list(tenantId, { mode: 'test', ...filters, limit: 2 }).toArray(), own);
+    const first = await admin.admin.payments.listPage(tenantId, { mode: 'test', ...filters, limit: 2 });
+    assert.deepEqual(first.data, own.slice(0, 2));
+    assert.equal(first.has_more, true);
+    assert.deepEqual((await admin.admin.payments.listPage(tenantId, { mode: 'live', ...filters })).data, []);
+    const unknown = await admin.admin.payments.listPage(UNKNOWN, { mode: 'test' }).catch((e: unknown) => e);
+    assert.ok(unknown instanceof BolivarError && unknown.status === 404 && unknown.code === 'resource_not_found', String(unknown));
+  });
+
   it('admin API: tenants, keys, rates, limit rules, webhook endpoint, senders, recheck', async () => {
     const tenant = await admin.admin.tenants.get(tenantId);
     assert.equal(tenant.name, 'SDK Remesas');

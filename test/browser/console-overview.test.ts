@@ -4,7 +4,9 @@
 // home, whose tables (behind the charts) must show exactly what GET /v1/reports/payouts answers. A
 // click on a bar of the status chart, and a count in its table, open the statement of that bucket and
 // status, which must list exactly those payments. The same for the platform key across tenants, with
-// its cards. axe-core (WCAG 2.1 A/AA) finds nothing on either; no CSP violation, no script error.
+// its cards; its bars open nothing over every tenant, and, for one tenant, that tenant's statement
+// through the admin API. axe-core (WCAG 2.1 A/AA) finds nothing on any of them; no CSP violation, no
+// script error.
 // With CONSOLE_SCREENSHOT=docs/console-overview.png the tenant's overview is saved there.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -156,7 +158,7 @@ describe(`the console's overview in Chromium, on ${ENGINE}`, { skip: existsSync(
       step('click-through');
       await accessibility(page, 'the tenant overview');
       step('axe-core on the tenant overview');
-      await platformView(page, base, admin, today);
+      await platformView(page, base, admin, today, payments);
       await accessibility(page, 'the platform overview');
       step('platform overview');
       assert.deepEqual(problems, []);
@@ -185,11 +187,8 @@ async function seed(base: string, key: string): Promise<string[]> {
   return ids;
 }
 
-/**
- * A click on the settled part of the busiest bucket's bar, then on the failed count in its table row:
- * each opens the statement of exactly that bucket and status.
- */
-async function clickThrough(page: Page, report: PayoutReport, payments: Seeded[]): Promise<void> {
+/** The busiest bucket of a report, and the ids of the seeded payments of a status created in it. */
+function busiestBucket(report: PayoutReport, payments: Seeded[]) {
   const index = report.buckets.reduce((best, b, i) => (b.count > report.buckets[best]!.count ? i : best), 0);
   const bucket = report.buckets[index]!;
   const inBucket = (status: ReportStatus) =>
@@ -197,17 +196,29 @@ async function clickThrough(page: Page, report: PayoutReport, payments: Seeded[]
       .filter((p) => p.status === status && Date.parse(p.created_at) >= Date.parse(bucket.start) && Date.parse(p.created_at) < Date.parse(bucket.end))
       .map((p) => p.id)
       .sort();
-  const settled = bucket.byStatus.settled.count;
-  assert.ok(settled > 0 && bucket.byStatus.failed.count > 0, JSON.stringify(bucket));
+  return { index, bucket, inBucket };
+}
 
-  // The bar: uPlot's x range is the buckets with half a bucket on each side, its y range 0 to 1.1 × the tallest bar.
+/** A click on the settled part of the bar of bucket `index` in the status chart. */
+async function clickSettledBar(page: Page, report: PayoutReport, index: number): Promise<void> {
+  // uPlot's x range is the buckets with half a bucket on each side, its y range 0 to 1.1 × the tallest bar.
   const plot = page.locator('section[aria-label="Payouts by status, per hour"] .u-over').first();
   const box = (await plot.boundingBox())!;
   const tallest = Math.max(...report.buckets.map((b) => b.count));
   const x = (box.width * (index + 0.5)) / report.buckets.length;
-  const y = box.height * (1 - settled / 2 / (tallest * 1.1));
+  const y = box.height * (1 - report.buckets[index]!.byStatus.settled.count / 2 / (tallest * 1.1));
   assert.equal(STACK_ORDER[0], 'settled');
   await plot.click({ position: { x, y } });
+}
+
+/**
+ * A click on the settled part of the busiest bucket's bar, then on the failed count in its table row:
+ * each opens the statement of exactly that bucket and status.
+ */
+async function clickThrough(page: Page, report: PayoutReport, payments: Seeded[]): Promise<void> {
+  const { index, bucket, inBucket } = busiestBucket(report, payments);
+  assert.ok(bucket.byStatus.settled.count > 0 && bucket.byStatus.failed.count > 0, JSON.stringify(bucket));
+  await clickSettledBar(page, report, index);
   assert.deepEqual((await statementIds(page)).sort(), inBucket('settled'));
   const address = new URL(page.url());
   assert.deepEqual(Object.fromEntries(address.searchParams), { status: 'settled', createdFrom: bucket.start, createdBefore: bucket.end });
@@ -238,7 +249,7 @@ async function accessibility(page: Page, what: string): Promise<void> {
 }
 
 /** The platform key: the same report over every tenant (test mode), then one tenant, and the cards. */
-async function platformView(page: Page, base: string, admin: string, today: string): Promise<void> {
+async function platformView(page: Page, base: string, admin: string, today: string, payments: Seeded[]): Promise<void> {
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').fill(admin);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -247,6 +258,9 @@ async function platformView(page: Page, base: string, admin: string, today: stri
   assert.equal(all.tenantId, null);
   await page.locator('table[aria-label="Payouts by status, per hour"]').waitFor({ state: 'attached', timeout: WAIT_MS });
   await assertTablesMatch(page, all);
+  // Over every tenant together there is no one statement to open: no bar or count links, and the screen says why.
+  assert.equal(await page.locator('table[aria-label="Payouts by status, per hour"] a').count(), 0);
+  await page.getByText('pick a tenant to open its statement').waitFor();
   // The cards: no anomaly is open, the rails are listed, no reconciliation has run.
   await page.getByRole('region', { name: 'Open anomalies' }).getByText('0', { exact: true }).waitFor({ timeout: WAIT_MS });
   await page.getByRole('region', { name: 'Rails' }).getByText(/rails: \d+ healthy/).waitFor({ timeout: WAIT_MS });
@@ -263,6 +277,25 @@ async function platformView(page: Page, base: string, admin: string, today: stri
     return JSON.stringify(rows) === JSON.stringify(expectedTables(one)['Prefunded balance and credit drawn']) ? true : undefined;
   }, WAITS);
   await assertTablesMatch(page, one);
-  // The platform key cannot list payments: no bar or count links to the statement.
-  assert.equal(await page.locator('table[aria-label="Payouts by status, per hour"] a').count(), 0);
+  await platformClickThrough(page, one, payments, tenant.id);
+}
+
+/** The platform's bar of one tenant opens that tenant's statement through the admin API: the bucket's payments of that status, no more. */
+async function platformClickThrough(page: Page, report: PayoutReport, payments: Seeded[], tenantId: string): Promise<void> {
+  const { index, bucket, inBucket } = busiestBucket(report, payments);
+  assert.equal(inBucket('settled').length, bucket.byStatus.settled.count);
+  await clickSettledBar(page, report, index);
+  assert.deepEqual((await statementIds(page)).sort(), inBucket('settled'));
+  const address = new URL(page.url());
+  assert.equal(address.pathname, `/console/tenants/${tenantId}/payments`);
+  assert.deepEqual(Object.fromEntries(address.searchParams), { mode: 'test', status: 'settled', createdFrom: bucket.start, createdBefore: bucket.end });
+  await page.getByText('test mode, read with the platform key').waitFor();
+  // A row opens the platform's view of that payment.
+  const first = page.locator('table tbody tr td:nth-child(2) a').first();
+  assert.equal(await first.getAttribute('href'), `/console/tenants/${tenantId}/payments/${await first.textContent()}`);
+  await accessibility(page, "the platform's statement of one tenant");
+  await page.goBack();
+  await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor({ timeout: WAIT_MS });
+  await page.locator('table[aria-label="Payouts by status, per hour"]').waitFor({ state: 'attached', timeout: WAIT_MS });
+  assert.ok((await page.locator('table[aria-label="Payouts by status, per hour"] a').count()) > 0, 'the counts of one tenant link to its statement');
 }

@@ -167,7 +167,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       await page.getByRole('heading', { name: 'Overview', level: 1 }).waitFor({ timeout: WAIT_MS });
       await page.getByRole('navigation', { name: 'Screens' }).getByRole('link', { name: 'Tenants' }).click();
       await page.getByRole('heading', { name: 'Tenants', level: 1 }).waitFor({ timeout: WAIT_MS });
-      await page.getByText("It cannot read a tenant's payments").waitFor();
+      await page.getByText("It cannot read a tenant's events").waitFor();
       await page.getByRole('link', { name: 'Sandbox' }).click();
       await page.getByRole('heading', { name: 'Sandbox', level: 1 }).waitFor();
 

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { formatCount } from '../../console/format.ts';
 import { bucketLabel, caracasDay, formatRate, presetRange, rangeFromQuery, REPORT_STATUSES, STACK_ORDER, statementPath, statusAtHeight } from '../../console/report.ts';
+import { paymentScreenPath, statementApi, tenantStatementOf } from '../../console/statement.ts';
 
 // 02:30 UTC on the 1st of March is still the last day of February in Caracas (UTC−4).
 const NIGHT = new Date('2026-03-01T02:30:00Z');
@@ -59,6 +60,20 @@ describe('a bar of the overview', () => {
     const bucket = { start: '2026-03-01T04:00:00.000Z', end: '2026-03-01T05:00:00.000Z' };
     assert.equal(statementPath(bucket, 'failed'), '/payments?createdFrom=2026-03-01T04%3A00%3A00.000Z&createdBefore=2026-03-01T05%3A00%3A00.000Z&status=failed');
     assert.equal(statementPath(bucket), '/payments?createdFrom=2026-03-01T04%3A00%3A00.000Z&createdBefore=2026-03-01T05%3A00%3A00.000Z');
+    // The platform key's report on one tenant: that tenant's statement, in the report's mode.
+    const tenant = { tenantId: '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f', mode: 'live' as const };
+    assert.equal(
+      statementPath(bucket, 'settled', tenant),
+      '/tenants/3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f/payments?mode=live&createdFrom=2026-03-01T04%3A00%3A00.000Z&createdBefore=2026-03-01T05%3A00%3A00.000Z&status=settled',
+    );
+    // The screen reads the tenant's statement back from that address, and its rows open the platform's view of a payment.
+    const read = tenantStatementOf(tenant.tenantId, '?mode=live&status=settled');
+    assert.deepEqual(read, tenant);
+    assert.equal(tenantStatementOf(tenant.tenantId, '?mode=sandbox').mode, 'test');
+    assert.deepEqual(statementApi(read), { path: `/v1/admin/tenants/${tenant.tenantId}/payments`, query: { mode: 'live' } });
+    assert.deepEqual(statementApi(undefined), { path: '/v1/payments', query: {} });
+    assert.equal(paymentScreenPath(read, 'p1'), `/tenants/${tenant.tenantId}/payments/p1`);
+    assert.equal(paymentScreenPath(undefined, 'p1'), '/payments/p1');
     assert.equal(bucketLabel({ granularity: 'hour' }, bucket), '2026-03-01 00:00');
     assert.equal(bucketLabel({ granularity: 'day' }, bucket), '2026-03-01');
   });

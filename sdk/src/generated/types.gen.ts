@@ -6078,6 +6078,142 @@ export type ExportPaymentsResponses = {
 
 export type ExportPaymentsResponse = ExportPaymentsResponses[keyof ExportPaymentsResponses];
 
+export type AdminListPaymentsData = {
+    body?: never;
+    path: {
+        id: string;
+    };
+    query: {
+        /**
+         * Required: the tenant's statement of this mode (a tenant's key lists its own key's mode)
+         */
+        mode: 'test' | 'live';
+        /**
+         * First day, inclusive, on which the payments settled (`settled_at`), as a calendar day in America/Caracas. Payments not settled are then excluded
+         */
+        from?: string;
+        /**
+         * Last day, inclusive, on which the payments settled (`settled_at`), in America/Caracas. A payment created at 23:59 and settled at 00:01 belongs to the second day
+         */
+        to?: string;
+        /**
+         * Only payments in this status
+         */
+        status?: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
+        /**
+         * Only payments to this beneficiary
+         */
+        beneficiaryId?: string;
+        /**
+         * Only payments of this user of yours (the `customerId` of the payout)
+         */
+        customerId?: string;
+        /**
+         * Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column
+         */
+        batchId?: string;
+        /**
+         * Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`
+         */
+        createdFrom?: string;
+        /**
+         * Only payments created before this instant: the `end` of a report bucket
+         */
+        createdBefore?: string;
+        /**
+         * With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither
+         */
+        metadata_key?: string;
+        /**
+         * With `metadata_key`: the exact string value (case-sensitive, no pattern)
+         */
+        metadata_value?: string;
+        /**
+         * Page size, 1 to 100
+         */
+        limit?: number;
+        /**
+         * The `next_cursor` of the previous page
+         */
+        cursor?: string;
+    };
+    url: '/v1/admin/tenants/{id}/payments';
+};
+
+export type AdminListPaymentsErrors = {
+    /**
+     * `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminListPaymentsError = AdminListPaymentsErrors[keyof AdminListPaymentsErrors];
+
+export type AdminListPaymentsResponses = {
+    /**
+     * One page of the statement, newest first
+     */
+    200: StatementPage;
+};
+
+export type AdminListPaymentsResponse = AdminListPaymentsResponses[keyof AdminListPaymentsResponses];
+
 export type GetPayoutReportData = {
     body?: never;
     path?: never;

@@ -15,6 +15,7 @@ import type {
   AdminIssueApiKeyResponse,
   AdminListApiKeysResponse,
   AdminListLimitRulesData,
+  AdminListPaymentsData,
   AdminListRatesResponse,
   AdminListTenantsData,
   AdminRecheckPaymentResponse,
@@ -31,10 +32,11 @@ import type {
   AdminSetWebhookEndpointResponse,
   AdminUpdateTenantData,
   LimitRuleList,
+  StatementRow,
   Tenant,
 } from '../generated/index.js';
 import { Paginated, type PageAnswer } from '../pagination.js';
-import type { RequestOptions, Transport } from '../transport.js';
+import type { Query, RequestOptions, Transport } from '../transport.js';
 import { segment, type BodyOf, type FiltersOf, type QueryOf } from './types.js';
 
 export class AdminTenantsResource {
@@ -149,6 +151,18 @@ export class AdminLimitRulesResource {
 
 export class AdminPaymentsResource {
   constructor(private readonly transport: Transport) {}
+
+  /** One page of a tenant's statement in a mode, as `payments.listPage` reads it with the tenant's key. */
+  async listPage(tenantId: string, query: QueryOf<AdminListPaymentsData>, options?: RequestOptions): Promise<PageAnswer<StatementRow>> {
+    return (
+      await this.transport.request<PageAnswer<StatementRow>>({ method: 'GET', path: `/v1/admin/tenants/${segment(tenantId)}/payments`, query: query as Query, options })
+    ).data;
+  }
+
+  /** A tenant's statement in a mode, newest first, page after page. */
+  list(tenantId: string, query: FiltersOf<AdminListPaymentsData>, options?: RequestOptions): Paginated<StatementRow> {
+    return new Paginated((cursor) => this.listPage(tenantId, { ...query, cursor }, options));
+  }
 
   /** Puts an unresolved payment back in the reaper's queue, due now. */
   async recheck(id: string, options?: RequestOptions): Promise<AdminRecheckPaymentResponse> {

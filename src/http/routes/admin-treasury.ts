@@ -1,23 +1,16 @@
 import type { Database } from '../../db/database.ts';
-import { findTenant } from '../../db/repositories/tenants.ts';
 import { validateSender } from '../../domain/sender.ts';
 import { setCustomerStoredSender, setProgramDefaultSender } from '../../services/senders.ts';
 import type { TreasuryService } from '../../services/treasury.ts';
-import { notFound, validationFailed } from '../../domain/errors.ts';
+import { validationFailed } from '../../domain/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { auditActorOf, idempotencyOf, partitionOf } from '../context.ts';
-import { ADMIN } from './admin-tenants.ts';
+import { ADMIN, customerTenant } from './admin-tenants.ts';
 import { sendWriterAnswer } from './payouts.ts';
-
-async function customerTenant(db: Database, id: string) {
-  const tenant = await findTenant(db, id);
-  if (!tenant || tenant.is_platform) throw notFound('tenant');
-  return tenant;
-}
 
 function checkedSender(input: Record<string, unknown>) {
   const result = validateSender(input, 'sender');

@@ -2,7 +2,7 @@ import type { PayoutReportService } from '../../services/payout-report.ts';
 import { REPORT_DAYS_MAX } from '../../domain/payout-report.ts';
 import { PLATFORM_SCOPE } from '../../domain/api-keys.ts';
 import { errorResponses } from '../schemas/common.ts';
-import { PayoutReport, PayoutReportQuery } from '../schemas/reports.ts';
+import { PayoutReport, PayoutReportQuery } from '../../contract/payout-report.ts';
 import type { App } from '../types.ts';
 
 export async function reportRoutes(app: App, reports: PayoutReportService): Promise<void> {

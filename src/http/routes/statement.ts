@@ -2,11 +2,14 @@ import { Readable } from 'node:stream';
 import type { Database } from '../../db/database.ts';
 import type { StatementPayment } from '../../db/repositories/statement.ts';
 import type { Metadata } from '../../domain/metadata.ts';
-import { StatementService, statementFilter } from '../../services/statement.ts';
+import type { Partition } from '../../domain/partition.ts';
+import { StatementService, statementFilter, type StatementQuery as StatementRequest } from '../../services/statement.ts';
 import { partitionOf } from '../context.ts';
 import { errorResponses } from '../schemas/common.ts';
-import { STATEMENT_CSV_COLUMNS, StatementCsv, StatementExportQuery, StatementPage, StatementQuery } from '../schemas/statement.ts';
+import { IdParam } from '../schemas/tenant.ts';
+import { AdminStatementQuery, STATEMENT_CSV_COLUMNS, StatementCsv, StatementExportQuery, StatementPage, StatementQuery } from '../schemas/statement.ts';
 import type { App } from '../types.ts';
+import { ADMIN, customerTenant } from './admin-tenants.ts';
 import { statementRowView } from './payments.ts';
 
 const DEFAULT_PAGE_ROWS = 25;
@@ -57,6 +60,13 @@ export async function statementRoutes(app: App, db: Database): Promise<void> {
   const statement = new StatementService(db);
   listPaymentsRoute(app, statement);
   exportPaymentsRoute(app, statement);
+  adminListPaymentsRoute(app, db, statement);
+}
+
+/** One page of a partition's statement, as both the tenant's list and the platform's read of it answer. */
+async function statementPage(statement: StatementService, partition: Partition, query: StatementRequest & { limit?: number; cursor?: string }) {
+  const page = await statement.page(partition, { ...query, limit: query.limit ?? DEFAULT_PAGE_ROWS });
+  return { data: page.rows.map(statementRowView), has_more: page.hasMore, next_cursor: page.nextCursor };
 }
 
 function listPaymentsRoute(app: App, statement: StatementService): void {
@@ -76,8 +86,32 @@ ${FILTERS_DESCRIPTION}`,
       },
     },
     async function listPayments(request) {
-      const page = await statement.page(partitionOf(request.auth), { ...request.query, limit: request.query.limit ?? DEFAULT_PAGE_ROWS });
-      return { data: page.rows.map(statementRowView), has_more: page.hasMore, next_cursor: page.nextCursor };
+      return statementPage(statement, partitionOf(request.auth), request.query);
+    },
+  );
+}
+
+function adminListPaymentsRoute(app: App, db: Database, statement: StatementService): void {
+  app.get(
+    '/v1/admin/tenants/:id/payments',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminListPayments',
+        summary: "Statement: list a tenant's payments",
+        description: `The tenant's statement in the \`mode\` named (required), exactly as \`GET /v1/payments\` lists it to the tenant's own key: the same rows, order, pages and filters. The overview of the console opens it from a bar of \`GET /v1/reports/payouts\` for one tenant. Each payment, with its creating key and rail, is \`GET /v1/admin/tenants/{id}/payments/{paymentId}\`. An unknown tenant, or the platform's own, is 404 \`resource_not_found\`.
+
+${FILTERS_DESCRIPTION}`,
+        params: IdParam,
+        querystring: AdminStatementQuery,
+        response: { 200: StatementPage, ...errorResponses('resource_not_found') },
+      },
+    },
+    async function adminListPayments(request) {
+      const { mode, ...query } = request.query;
+      await customerTenant(db, request.params.id);
+      return statementPage(statement, { tenantId: request.params.id, mode }, query);
     },
   );
 }

@@ -1,14 +1,10 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Component, Nullable, StringEnum } from '../../contract/schema.ts';
 import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../../domain/errors.ts';
 
-// OpenAPI 3.0.3 has no `type: null`; nullable fields use `nullable: true`, which AJV and
-// fast-json-stringify both understand. Static type stays `T | null`. An enum lists null among its
-// values too: under OpenAPI 3.0.3's reading of `nullable`, it does not widen `enum`, so a validator
-// would otherwise refuse the null the field may hold.
-export function Nullable<T extends TSchema>(schema: T) {
-  const values = (schema as { enum?: unknown[] }).enum;
-  return Type.Unsafe<Static<T> | null>({ ...schema, nullable: true, ...(values ? { enum: [...values, null] } : {}) });
-}
+// The building blocks live below services/ (a use case may return a shape the API serves); the
+// schemas of http/ take them from here with the rest.
+export { AmountString, Component, componentSchemas, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from '../../contract/schema.ts';
 
 /**
  * Marks keywords of a request schema node that the service's own rules check, because they explain
@@ -24,31 +20,12 @@ export const VALIDATED_IN_CODE = 'x-validated-in-code';
 const RESPONSE_DESCRIPTION = 'x-response-description';
 
 /**
- * A string-literal enum rendered as `{type: string, enum: [...]}` (OpenAPI-friendly, no anyOf), with
- * the `maxLength` of its longest value: every string the document accepts states its bound.
- */
-export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
-  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], maxLength: Math.max(...values.map((v) => [...v].length)), ...options });
-}
-
-const UUID_LENGTH = 36;
-
-export const Uuid = (description?: string) =>
-  Type.String({ format: 'uuid', maxLength: UUID_LENGTH, description, 'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f' });
-
-/**
  * The `maxLength` of a request field whose own rules (domain code) check its length and format
  * after trimming surrounding spaces, with a message that names the format: the document states the
  * bound, and the request validator leaves that keyword to those rules, so no request they accept is
  * refused by the schema.
  */
 export const lengthCheckedInCode = (maxLength: number) => ({ maxLength, [VALIDATED_IN_CODE]: ['maxLength'] });
-
-export const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
-
-/** Amount in a response: integer minor units as a decimal string. */
-export const AmountString = (description?: string) =>
-  Type.String({ pattern: '^-?[0-9]+$', description: description ?? 'Integer amount in minor units, as a string', example: '5000000' });
 
 const MAX_AMOUNT_MINOR = Number.MAX_SAFE_INTEGER;
 
@@ -64,9 +41,6 @@ export const AmountInteger = (description?: string) =>
 
 export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 export const Asset = StringEnum(ASSETS, { description: 'Asset code' });
-
-const MODES = ['test', 'live'] as const;
-export const ModeSchema = StringEnum(MODES);
 
 /** Answers that can come on any request, before an operation is chosen: not listed per operation. */
 const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];
@@ -92,20 +66,8 @@ export const ErrorEnvelope = Type.Object(
   },
 );
 
-const COMPONENTS = new Map<string, TSchema>([['ErrorEnvelope', ErrorEnvelope]]);
-
-/**
- * A named schema: listed once under `components.schemas` of the OpenAPI document and referenced
- * from every route that uses it (the serializer resolves the reference too).
- */
-export function Component<T extends TSchema>(name: string, schema: T) {
-  COMPONENTS.set(name, { ...schema, $id: name, title: name });
-  return Type.Unsafe<Static<T>>(Type.Ref(name));
-}
-
-export function componentSchemas(): TSchema[] {
-  return [...COMPONENTS.values()];
-}
+// Listed under components.schemas: every error answer references it.
+Component('ErrorEnvelope', ErrorEnvelope);
 
 const STATUS_LEADS: Record<number, string> = {
   400: 'Invalid request',

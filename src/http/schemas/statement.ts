@@ -49,6 +49,13 @@ const StatementFilters = {
 
 export const StatementQuery = Type.Object({ ...StatementFilters, ...PageQuery });
 
+/** The platform's read of a tenant's statement: the tenant's filters and pages, in the mode it names. */
+export const AdminStatementQuery = Type.Object({
+  mode: StringEnum(['test', 'live'] as const, { description: "Required: the tenant's statement of this mode (a tenant's key lists its own key's mode)" }),
+  ...StatementFilters,
+  ...PageQuery,
+});
+
 export const StatementExportQuery = Type.Object(StatementFilters);
 
 const StatementRow = Component(

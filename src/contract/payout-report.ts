@@ -1,7 +1,9 @@
-import { Type } from '@sinclair/typebox';
-import { REPORT_DAYS_MAX, REPORT_GRANULARITIES } from '../../domain/payout-report.ts';
-import { AmountString, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './common.ts';
-import { PAYMENT_STATUSES } from './payouts.ts';
+// GET /v1/reports/payouts: its query and its answer. Below services/, so that the report's use case
+// (services/payout-report.ts) returns the very type the route serves and the document describes.
+import { Type, type Static } from '@sinclair/typebox';
+import { PAYMENT_STATUSES } from '../domain/payment-state.ts';
+import { REPORT_DAYS_MAX, REPORT_GRANULARITIES } from '../domain/payout-report.ts';
+import { AmountString, Component, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from './schema.ts';
 
 const CalendarDay = (description: string) =>
   Type.String({ format: 'date', maxLength: 10, description, example: '2026-03-01', 'x-error-message': 'must be a calendar date YYYY-MM-DD, such as 2026-03-01' });
@@ -167,3 +169,8 @@ export const PayoutReport = Component(
   ),
 );
 
+/** A report's query, as the route validated it. */
+export type PayoutReportRequest = Static<typeof PayoutReportQuery>;
+
+/** A report, as the route serves it. */
+export type PayoutReport = Static<typeof PayoutReport>;

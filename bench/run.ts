@@ -14,6 +14,7 @@ import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
 import { describeCpu, type PayrollContext } from './end-to-end.ts';
 import { runPayroll, runSoak, type PayrollFigures } from './payroll.ts';
+import { describeComponentCpu } from './cpu.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
 
@@ -413,7 +414,7 @@ async function main(): Promise<void> {
 
     // The headline: a payroll settled and notified end to end, with every role running.
     const payrollContext: PayrollContext = {
-      db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
+      db, databaseUrl: dbUrl.toString(), env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
       freePort, waitReady, load, api, log, rssMb,
       startService: (serviceEnv) => startProcess([SERVICE_ENTRY], serviceEnv),
       stop: stopProcess,
@@ -508,7 +509,8 @@ function printPayrolls(payroll: Record<string, PayrollFigures>, payrollBatch: Re
       process.stdout.write(
         `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
           `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
-          `CPU per payout: ${describeCpu(p)}`,
+          `CPU per payout: ${describeCpu(p)}` +
+          (p.cpu_by_component ? `; ${describeComponentCpu(p.cpu_by_component)}` : ''),
       );
     }
     const b = payrollBatch[topology];

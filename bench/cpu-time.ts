@@ -4,17 +4,18 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
-let ticksPerSecond: number | undefined;
+let cachedClockTicks: number | undefined;
 
-function clockTicks(): number {
-  if (ticksPerSecond === undefined) {
+/** The kernel's clock ticks per second (`getconf CLK_TCK`), the unit of /proc's CPU times. */
+export function clockTicks(): number {
+  if (cachedClockTicks === undefined) {
     try {
-      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+      cachedClockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
     } catch {
-      ticksPerSecond = 100;
+      cachedClockTicks = 100;
     }
   }
-  return ticksPerSecond;
+  return cachedClockTicks;
 }
 
 /** The fields of /proc/PID/stat after the command name (which may hold spaces), or undefined. */
@@ -34,10 +35,20 @@ const STIME = 12;
 const CUTIME = 13;
 const CSTIME = 14;
 
+/**
+ * Clock ticks (user + system) the process has used so far, with `children` also those of its children
+ * it has reaped; undefined without /proc or once it exited.
+ */
+export function statCpuTicks(pid: number, options: { children?: boolean } = {}): number | undefined {
+  const f = statFields(pid);
+  if (!f) return undefined;
+  return Number(f[UTIME]) + Number(f[STIME]) + (options.children ? Number(f[CUTIME]) + Number(f[CSTIME]) : 0);
+}
+
 /** CPU seconds (user + system) the process has used so far; undefined without /proc or once it exited. */
 export function processCpuSeconds(pid: number): number | undefined {
-  const f = statFields(pid);
-  return f ? (Number(f[UTIME]) + Number(f[STIME])) / clockTicks() : undefined;
+  const t = statCpuTicks(pid);
+  return t === undefined ? undefined : t / clockTicks();
 }
 
 /** Whether the process is a PostgreSQL one (a remote server's pid may name any process here). */

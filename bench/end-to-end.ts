@@ -6,6 +6,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type pg from 'pg';
 import { request } from 'undici';
+import { describeComponentCpu, startComponentCpu, type ComponentCpuFigures, type ComponentCpuMeter } from './cpu.ts';
 import { machineCpuSeconds, postmasterOf, processCpuSeconds, serverCpuSeconds } from './cpu-time.ts';
 import type { LoadJob, LoadResult } from './load.ts';
 
@@ -19,7 +20,11 @@ export type Topology = 'all' | 'api+worker';
 
 export interface PayrollContext {
   db: pg.Client;
+  /** The bench database, direct (not through a pooler): where the service's connections are counted. */
+  databaseUrl: string;
   env: Record<string, string>;
+  /** The PgBouncer the service's DATABASE_URL goes through, when it does: its CPU is counted too. */
+  poolerPid?: number;
   platformKey: string;
   receiverOrigin: string;
   ceilingPerS: number;
@@ -54,6 +59,8 @@ export interface EndToEndFigures {
   cpu_ms_per_payout: { service: Record<string, number>; postgres: number | null } | null;
   /** How busy the machine's cores were over the same span (100 = every core all the time). */
   machine_busy_pct: number | null;
+  /** CPU seconds and payouts per CPU-second per component, and PostgreSQL connections (bench/cpu.ts); null without /proc. */
+  cpu_by_component: ComponentCpuFigures | null;
 }
 
 type CpuFigures = Pick<EndToEndFigures, 'cpu_ms_per_payout' | 'machine_busy_pct'>;
@@ -220,9 +227,10 @@ export interface Submission<Prepared, Submitted> {
  * One payroll, submitted by `submission` to the service in `topology`, from the first request to
  * the last webhook: earlier scenarios' open payments are set aside, the tenant is fresh.
  */
-export async function runEndToEnd<P, S>(ctx: PayrollContext, topology: Topology, submission: Submission<P, S>): Promise<{ submitted: S; figures: EndToEndFigures }> {
+export async function runEndToEnd<P, S extends { cpuSeconds?: number }>(ctx: PayrollContext, topology: Topology, submission: Submission<P, S>): Promise<{ submitted: S; figures: EndToEndFigures }> {
   const label = `${submission.name} (${topology})`;
   const { origin, processes } = await startTopology(ctx, topology);
+  let meter: ComponentCpuMeter | undefined;
   try {
     const tenant = await payrollTenant(ctx, origin, `bench-${submission.name}-${topology}`);
     const prepared = await submission.prepare(tenant);
@@ -231,11 +239,14 @@ export async function runEndToEnd<P, S>(ctx: PayrollContext, topology: Topology,
     const { rows: backend } = await ctx.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const postmasterPid = postmasterOf(backend[0]!.pid);
 
+    const components = { service: processes.map((p) => ({ role: p.role, pid: p.child.pid! })), poolerPid: ctx.poolerPid };
+    meter = await startComponentCpu(components, ctx.databaseUrl);
     const cpuBefore = cpuSnapshot(processes, postmasterPid);
     const startedMs = Date.now();
     const submitted = await submission.submit(origin, prepared);
     const { settledAtMs, lastWebhookAtMs } = await awaitSettledAndNotified(ctx, label, tenant.tenantId, submission.payouts, startedMs);
     const cpu = cpuPerPayout(cpuBefore, cpuSnapshot(processes, postmasterPid), submission.payouts);
+    const byComponent = (await meter?.stop(submission.payouts, submitted.cpuSeconds)) ?? null;
     await dumpMetrics(submission.name, topology, processes, ctx.env.METRICS_TOKEN);
     const secondsToLastWebhook = (lastWebhookAtMs - startedMs) / 1000;
     const figures: EndToEndFigures = {
@@ -248,11 +259,14 @@ export async function runEndToEnd<P, S>(ctx: PayrollContext, topology: Topology,
       end_to_end_ratio: Number((submission.payouts / secondsToLastWebhook / ctx.ceilingPerS).toFixed(2)),
       rss_mb_after: Object.fromEntries(processes.map((p) => [p.role, ctx.rssMb(p.child.pid!)])),
       ...cpu,
+      cpu_by_component: byComponent,
     };
     ctx.log(`${label}: all settled after ${figures.seconds_to_all_settled} s, last webhook after ${figures.seconds_to_last_webhook} s: ${figures.end_to_end_per_s}/s end to end (ratio ${figures.end_to_end_ratio})`);
     if (cpu.cpu_ms_per_payout) ctx.log(`${label}: CPU per payout ${describeCpu(cpu)}`);
+    if (byComponent) ctx.log(`${label}: ${describeComponentCpu(byComponent)}`);
     return { submitted, figures };
   } finally {
+    await meter?.close();
     for (const p of processes) await ctx.stop(p.child);
   }
 }

@@ -48,6 +48,12 @@ export interface LoadResult {
   itemErrors: number;
   /** With `expectItemStatus`: the first few unexpected answers and items, to say what went wrong. */
   errorSamples: string[];
+  /**
+   * CPU seconds (user + system) the load generator used over its whole life, start-up included: the
+   * kernel's count (getrusage, the figures of /proc/PID/stat), read by the process itself just before
+   * it exits, since its parent can no longer read its /proc entry afterwards.
+   */
+  cpuSeconds: number;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -151,7 +157,7 @@ function requestSource(job: LoadJob): () => LoadJob['requests'][number] | undefi
   };
 }
 
-async function run(job: LoadJob): Promise<LoadResult> {
+async function run(job: LoadJob): Promise<Omit<LoadResult, 'cpuSeconds'>> {
   const pool = new Pool(job.origin, { connections: job.concurrency, pipelining: 1, keepAliveTimeout: 60_000 });
   const take = requestSource(job);
   const latencies: number[] = [];
@@ -225,5 +231,7 @@ if (process.argv[1] && process.argv[1].endsWith('load.ts')) {
   process.stdin.setEncoding('utf8');
   for await (const chunk of process.stdin) input += chunk;
   const result = await run(JSON.parse(input) as LoadJob);
-  process.stdout.write(JSON.stringify(result) + '\n');
+  const used = process.cpuUsage();
+  const cpuSeconds = Number(((used.user + used.system) / 1e6).toFixed(3));
+  process.stdout.write(JSON.stringify({ ...result, cpuSeconds } satisfies LoadResult) + '\n');
 }

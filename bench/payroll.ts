@@ -25,14 +25,15 @@ async function payoutRequests(ctx: PayrollContext, tenant: PayrollTenant, count:
   }));
 }
 
-export async function runPayroll(ctx: PayrollContext, topology: Topology, payouts: number): Promise<PayrollFigures> {
+/** `name` tells runs apart in logs, tenant names and metrics files (`payroll-pooler` behind PgBouncer). */
+export async function runPayroll(ctx: PayrollContext, topology: Topology, payouts: number, name = 'payroll'): Promise<PayrollFigures> {
   const { submitted, figures } = await runEndToEnd(ctx, topology, {
-    name: 'payroll',
+    name,
     payouts,
     prepare: (tenant) => payoutRequests(ctx, tenant, payouts),
     submit: async (origin, requests): Promise<LoadResult> => {
       const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], requests });
-      ctx.log(`payroll (${topology}): ${payouts} submitted at ${Math.round(result.throughputPerS)}/s (ratio ${(result.throughputPerS / ctx.ceilingPerS).toFixed(2)}), p99 ${result.p99Ms.toFixed(1)} ms, errors ${result.errors} ${JSON.stringify(result.statuses)}`);
+      ctx.log(`${name} (${topology}): ${payouts} submitted at ${Math.round(result.throughputPerS)}/s (ratio ${(result.throughputPerS / ctx.ceilingPerS).toFixed(2)}), p99 ${result.p99Ms.toFixed(1)} ms, errors ${result.errors} ${JSON.stringify(result.statuses)}`);
       return result;
     },
   });

@@ -14,6 +14,8 @@ import { SERVICE_ENTRY, startFlags } from './start-command.ts';
 import { measureStartup, type StartupFigures } from './startup.ts';
 import { describeCpu, type PayrollContext } from './end-to-end.ts';
 import { runPayroll, runSoak, type PayrollFigures } from './payroll.ts';
+import { describePooledPayroll, runPooledPayrolls, type PooledPayrollFigures } from './payroll-pooler.ts';
+import { describeComponentCpu } from './cpu.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
 
@@ -413,7 +415,7 @@ async function main(): Promise<void> {
 
     // The headline: a payroll settled and notified end to end, with every role running.
     const payrollContext: PayrollContext = {
-      db, env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
+      db, databaseUrl: dbUrl.toString(), env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
       freePort, waitReady, load, api, log, rssMb,
       startService: (serviceEnv) => startProcess([SERVICE_ENTRY], serviceEnv),
       stop: stopProcess,
@@ -435,6 +437,8 @@ async function main(): Promise<void> {
     if (runs('payroll')) {
       for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
     }
+    // The same payroll behind PgBouncer (transaction mode), beside the direct one above.
+    const payrollPooler = runs('payroll-pooler') ? await runPooledPayrolls(payrollContext, ['all', 'api+worker'], PAYROLL_PAYOUTS, payroll) : undefined;
     // The same payroll as a payroll file: batches through POST /v1/payout-batches.
     const payrollBatch: Record<string, PayrollBatchFigures> = {};
     if (runs('payroll-batch')) {
@@ -470,13 +474,14 @@ async function main(): Promise<void> {
       scenarios,
       ...(payoutReport ? { payout_report: payoutReport } : {}),
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
+      ...(payrollPooler === undefined ? {} : typeof payrollPooler === 'string' ? { payroll_pooler_skipped: payrollPooler } : { payroll_pooler: payrollPooler }),
       ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
       ...(soak ? { soak } : {}),
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
     printTable(results.scenarios);
-    printPayrolls(payroll, payrollBatch);
+    printPayrolls(payroll, payrollPooler, payrollBatch);
     if (payoutReport) process.stdout.write(describePayoutReport(payoutReport));
     if (soak) {
       process.stdout.write(
@@ -500,21 +505,25 @@ async function main(): Promise<void> {
   }
 }
 
-/** Per topology, the payroll paid one request per payout beside the same payroll in batches. */
-function printPayrolls(payroll: Record<string, PayrollFigures>, payrollBatch: Record<string, PayrollBatchFigures>): void {
+/** Per topology, the payroll paid one request per payout, the same behind PgBouncer, and the same in batches. */
+function printPayrolls(payroll: Record<string, PayrollFigures>, pooler: Record<string, PooledPayrollFigures> | string | undefined, payrollBatch: Record<string, PayrollBatchFigures>): void {
   for (const topology of ['all', 'api+worker'] as const) {
     const p = payroll[topology];
     if (p) {
       process.stdout.write(
         `\npayroll (${p.topology}, ${p.payouts} payouts, c64): submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
           `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
-          `CPU per payout: ${describeCpu(p)}`,
+          `CPU per payout: ${describeCpu(p)}` +
+          (p.cpu_by_component ? `; ${describeComponentCpu(p.cpu_by_component)}` : ''),
       );
     }
+    const pooled = typeof pooler === 'object' ? pooler[topology] : undefined;
+    if (pooled) process.stdout.write(`\n${describePooledPayroll(pooled)}`);
     const b = payrollBatch[topology];
     if (b) process.stdout.write(`\n${describePayrollBatch(b)}`);
   }
-  if (Object.keys(payroll).length + Object.keys(payrollBatch).length > 0) process.stdout.write('\n');
+  if (typeof pooler === 'string') process.stdout.write(`\npayroll-pooler: ${pooler}`);
+  if (Object.keys(payroll).length + Object.keys(payrollBatch).length > 0 || pooler !== undefined) process.stdout.write('\n');
 }
 
 function printTable(scenarios: Record<string, Scenario>): void {

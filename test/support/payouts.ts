@@ -6,6 +6,14 @@ import type { RailsByMode } from '../../src/rails/send.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { client, createTenant, type Client, type TestApp } from './harness.ts';
 
+/**
+ * SANDBOX_RAIL_TIMEOUT_MS for a test where the rail's timeout is not what is tested. The sandbox rail
+ * answers from the database, which on a loaded machine can take longer than a short timeout: the
+ * send would then time out and answer `unknown` instead of the outcome the test expects. A test that
+ * makes a rail call time out on purpose gives that call (or that app) a short timeout of its own.
+ */
+export const AMPLE_RAIL_TIMEOUT_MS = 15_000;
+
 export const SENDER = {
   nationalId: 'V12345678',
   firstName: 'Ana',

@@ -12,7 +12,7 @@ import { DISPATCH_LEASE_MARGIN_MS, NO_ENDPOINT_ERROR } from '../../src/workers/w
 import { startLoop } from '../../src/workers/run-loop.ts';
 import pino from 'pino';
 import { client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout } from '../support/payouts.ts';
 import { answer, deliveryRows, dispatcherFor, eventRow, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 import { until } from '../support/until.ts';
 
@@ -55,7 +55,7 @@ describe('webhook delivery to a real receiver', () => {
 
   before(async () => {
     clock = new ManualClock(new Date());
-    t = await startTestApp({ clock, env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ clock, env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
   });
   afterEach(async () => {
     // Whatever a test left pending must not be retried by the next one.

@@ -9,7 +9,7 @@ import { keyHeldMs } from '../../src/domain/send-schedule.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reapUntil, reaperOf, SENDER } from '../support/payouts.ts';
 import { metricsHeaders } from '../support/metrics.ts';
 import { until } from '../support/until.ts';
 
@@ -20,8 +20,6 @@ const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000'
  * held on a loaded machine; the test waits for that late answer at its end.
  */
 const DYING_RAIL_TIMEOUT_MS = 3_000;
-/** Bound of the reaper passes (one clock second apart) until the payment the rail never got settles. */
-const SETTLE_PASSES_MAX = 60;
 
 async function events(t: TestApp, paymentId: string): Promise<string[]> {
   const { rows } = await t.db.query<{ event_type: string }>(`SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`, [paymentId]);
@@ -336,9 +334,7 @@ describe('a crash between the batch commit and the answer', () => {
 
     // The rail never got it: once a send by the payout path can no longer be running, the reaper sends
     // it by our reference and it settles, once.
-    const status = async () => (await tenant.api.get(`/v1/payments/${paymentId}`)).body.status as string;
-    for (let pass = 0; pass < SETTLE_PASSES_MAX && (await status()) !== 'settled'; pass += 1) await advanceAndReap(t, clock, 1000, 1);
-    assert.equal(await status(), 'settled');
+    await reapUntil(t, clock, 'the payment settled', async () => (await tenant.api.get(`/v1/payments/${paymentId}`)).body.status === 'settled');
     assert.deepEqual(await events(t, paymentId), ['payment.settled']);
     const { rows } = await t.db.query<{ submissions: number }>(`SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1`, [paymentId]);
     assert.deepEqual(rows, [{ submissions: 1 }]);

@@ -100,6 +100,22 @@ export async function advanceAndReap(t: TestApp, clock: ManualClock, ms: number,
   for (let i = 0; i < passes; i += 1) await reaper.runOnce();
 }
 
+/** Bound of the reaper passes `reapUntil` makes, one reaper interval of the clock apart. */
+const REAP_PASSES_MAX = 60;
+
+/**
+ * Advances the clock one reaper interval at a time, the reaper running after each step, until `done`:
+ * for a test whose next step depends on when the reaper may act (after the payout path's send can no
+ * longer be running, which the rail timeout sets), not on a clock step computed from that timeout.
+ */
+export async function reapUntil(t: TestApp, clock: ManualClock, what: string, done: () => Promise<boolean>): Promise<void> {
+  for (let pass = 0; pass < REAP_PASSES_MAX; pass += 1) {
+    if (await done()) return;
+    await advanceAndReap(t, clock, t.config.reaperIntervalMs, 1);
+  }
+  if (!(await done())) throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes`);
+}
+
 export async function position(api: Client) {
   const response = await api.get('/v1/treasury/position');
   assert.equal(response.status, 200, response.raw);

@@ -11,9 +11,10 @@ import { until } from './until.ts';
  * every test process of the suite (they run in parallel). A port the kernel calls free is free only
  * until something binds it: between `freePort` closing it and the service binding it, another test
  * process's `freePort` could be given the same one, and its service's /health/ready would then answer
- * for ours. A reservation here keeps each port to one test process for that process's life.
+ * for ours. A reservation here keeps each port to one test process for that process's life (and
+ * so across suites that the same user runs at once on this machine).
  */
-const RESERVATIONS_DIR = path.join(tmpdir(), 'bds-test-ports');
+const RESERVATIONS_DIR = path.join(tmpdir(), `bds-test-ports-${process.getuid?.() ?? 'user'}`);
 /** Bound of the ports tried before `freePort` gives up (each one the kernel's, then reserved). */
 const PORT_PICK_ATTEMPTS_MAX = 50;
 const reservedHere = new Set<string>();
@@ -51,7 +52,12 @@ function reserve(port: number): boolean {
     return true;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    const holder = Number(readFileSync(file, 'utf8'));
+    let holder: number;
+    try {
+      holder = Number(readFileSync(file, 'utf8'));
+    } catch {
+      return false; // released meanwhile: another pick will do
+    }
     // Left by a test process that died: cleared for a later pick, not taken over here (two processes
     // taking it over at once could both believe they hold it). A file being written reads empty.
     if (holder && !alive(holder)) rmSync(file, { force: true });

@@ -116,10 +116,8 @@ describe('payouts under concurrency', () => {
       assert.equal((await real.lookup(response.body.id, 'test')).status, 'not_found');
       // The reaper of a healthy process finds it, learns the rail never saw it, submits by reference
       // (once a send by the payout path can no longer be running).
-      const payment = async () => await tenant.api.get(`/v1/payments/${response.body.id}`);
-      await reapUntil(t, clock, 'the payment settled', async () => (await payment()).body.status === 'settled').catch(() => undefined);
-      const resolved = await payment();
-      assert.equal(resolved.body.status, 'settled', JSON.stringify(resolved.body.events));
+      const payment = async () => (await tenant.api.get(`/v1/payments/${response.body.id}`)).body;
+      await reapUntil(t, clock, 'the payment settled', async () => (await payment()).status === 'settled', async () => JSON.stringify((await payment()).events));
       const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1', [response.body.id]);
       assert.equal(rows[0]!.n, 1n, 'sent exactly once');
     } finally {

@@ -108,12 +108,12 @@ const REAP_PASSES_MAX = 60;
  * for a test whose next step depends on when the reaper may act (after the payout path's send can no
  * longer be running, which the rail timeout sets), not on a clock step computed from that timeout.
  */
-export async function reapUntil(t: TestApp, clock: ManualClock, what: string, done: () => Promise<boolean>): Promise<void> {
+export async function reapUntil(t: TestApp, clock: ManualClock, what: string, done: () => Promise<boolean>, detail?: () => Promise<string>): Promise<void> {
   for (let pass = 0; pass < REAP_PASSES_MAX; pass += 1) {
     if (await done()) return;
     await advanceAndReap(t, clock, t.config.reaperIntervalMs, 1);
   }
-  if (!(await done())) throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes`);
+  if (!(await done())) throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes${detail ? `\n${await detail()}` : ''}`);
 }
 
 export async function position(api: Client) {

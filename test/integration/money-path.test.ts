@@ -3,13 +3,12 @@
 // retry after a crash between the commit and the answer.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { keyHeldMs } from '../../src/domain/send-schedule.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reapUntil, reaperOf, SENDER } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reapUntil, reaperOf, SENDER } from '../support/payouts.ts';
 import { metricsHeaders } from '../support/metrics.ts';
 import { until } from '../support/until.ts';
 
@@ -302,13 +301,7 @@ describe('a crash between the batch commit and the answer', () => {
   it('the retry with the same key answers 201 with that payment (never quote_already_consumed); another body is 409', async () => {
     const real = t.services.rails.test;
     // A process whose rail call never returns: it committed the payout and then died before answering.
-    const { app: dying } = await buildApp({
-      config: { ...t.config, sandboxRailTimeoutMs: DYING_RAIL_TIMEOUT_MS },
-      db: t.db,
-      clock,
-      testRail: railLike(real, { submit: () => new Promise(() => undefined) }),
-    });
-    await dying.ready();
+    const dying = await appWithRailTimeout(t, DYING_RAIL_TIMEOUT_MS, { clock, testRail: railLike(real, { submit: () => new Promise(() => undefined) }) });
     const tenant = await fundedTenant(t);
     const quoteId = await quote(tenant.api, 1_000_000);
     const key = idempotencyKey();

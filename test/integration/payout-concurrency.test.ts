@@ -2,12 +2,12 @@ import { businessDate } from '../../src/domain/caracas-time.ts';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   SENDER,
   AMPLE_RAIL_TIMEOUT_MS,
+  appWithRailTimeout,
   advanceAndReap,
   assertLedgerBalanced,
   beneficiary,
@@ -105,8 +105,7 @@ describe('payouts under concurrency', () => {
     const real = t.services.rails.test;
     const crashing = railLike(real, { submit: () => new Promise(() => undefined) });
     // A second process on the same database whose rail call never returns.
-    const { app: crashedApp } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: CRASHED_RAIL_TIMEOUT_MS }, db: t.db, clock, testRail: crashing });
-    await crashedApp.ready();
+    const crashedApp = await appWithRailTimeout(t, CRASHED_RAIL_TIMEOUT_MS, { clock, testRail: crashing });
     const crashed = { ...t, app: crashedApp };
     try {
       const tenant = await fundedTenant(crashed);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { firstLookMs } from '../../src/domain/send-schedule.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 /** The rail timeout of the one payout here that is meant to time out (V99990009 hangs until it does). */
@@ -156,8 +155,7 @@ describe('payouts through the sandbox rail', () => {
 
   it('V99990009: the rail call times out → unknown; the reaper asks the rail and settles it', async () => {
     // A process of its own on the same database, with a short rail timeout: only this call times out.
-    const { app: impatient } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: HANG_RAIL_TIMEOUT_MS }, db: t.db, clock });
-    await impatient.ready();
+    const impatient = await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
     const started = Date.now();
     const response = await payout(client(impatient, tenant.key), { beneficiary: beneficiary('V99990009') }).finally(() => impatient.close());
     assert.ok(Date.now() - started >= HANG_RAIL_TIMEOUT_MS - 50, 'the call waited for the rail timeout');

@@ -3,14 +3,14 @@
 // bug could make is reported by the next run, with the evidence, and the books are never touched.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
+import type { App } from '../../src/http/types.ts';
 import type { RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { RECONCILIATION_CHECKS, type Discrepancy } from '../../src/domain/reconciliation.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = {
   SANDBOX_SETTLE_DELAY_MS: '3000',
@@ -39,13 +39,10 @@ function runSummary(run: RunRow) {
 describe(`reconciliation on ${ENGINE}`, () => {
   let t: TestApp;
   let clock: ManualClock;
-  let impatient: Awaited<ReturnType<typeof buildApp>>['app'] | undefined;
+  let impatient: App | undefined;
   /** The tenant's API on a process of its own, with the short rail timeout. */
   async function impatientApi(tenant: FundedTenant) {
-    if (!impatient) {
-      ({ app: impatient } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: HANG_RAIL_TIMEOUT_MS }, db: t.db, clock }));
-      await impatient.ready();
-    }
+    impatient ??= await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
     return client(impatient, tenant.key);
   }
   let prefunded: FundedTenant;

@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
 import type { App } from '../../src/http/types.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
 const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
@@ -83,8 +82,7 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
     tenant = await fundedTenant(t);
     receiver = await TestReceiver.start();
     secret = await setEndpoint(t, tenant.tenantId, receiver.url());
-    ({ app: impatient } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: HANG_RAIL_TIMEOUT_MS }, db: t.db, clock }));
-    await impatient.ready();
+    impatient = await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
   });
   after(async () => {
     await impatient.close();

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { buildApp } from '../../src/app.ts';
 import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
 import type { ManualClock } from '../../src/domain/clock.ts';
+import type { App } from '../../src/http/types.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import type { RailsByMode } from '../../src/rails/send.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
@@ -13,6 +15,17 @@ import { client, createTenant, type Client, type TestApp } from './harness.ts';
  * makes a rail call time out on purpose gives that call (or that app) a short timeout of its own.
  */
 export const AMPLE_RAIL_TIMEOUT_MS = 15_000;
+
+/**
+ * Another process on `t`'s database (the app only, no loops) whose rail calls time out after
+ * `railTimeoutMs`, with `testRail` as its test rail if given: it sends the payout of a test that is
+ * meant to time out, beside `t`, whose ample timeout a slow answer never reaches. Close it before `t`.
+ */
+export async function appWithRailTimeout(t: TestApp, railTimeoutMs: number, deps: { clock?: ManualClock; testRail?: RailAdapter } = {}): Promise<App> {
+  const { app } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: railTimeoutMs }, db: t.db, ...deps });
+  await app.ready();
+  return app;
+}
 
 export const SENDER = {
   nationalId: 'V12345678',

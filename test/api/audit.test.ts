@@ -10,7 +10,7 @@ import { loggerOptions } from '../../src/app.ts';
 import { hashApiKey } from '../../src/domain/api-keys.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, ENGINE, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { beneficiary, payout, SENDER } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, payout, SENDER } from '../support/payouts.ts';
 
 const AUDIT_KEYS = ['id', 'createdAt', 'actorKeyId', 'actorTenantId', 'action', 'targetType', 'targetId', 'targetTenantId', 'targetMode', 'before', 'after', 'requestId'];
 const ACCOUNT_NUMBER = '01020123456789012345';
@@ -61,7 +61,7 @@ describe(`the audit trail on ${ENGINE}`, () => {
   }
 
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: '300' }, deps: { logger: { ...(loggerOptions('debug') as object), stream: log } } });
+    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) }, deps: { logger: { ...(loggerOptions('debug') as object), stream: log } } });
     admin = client(t.app, t.platformKey);
     secrets.add(t.platformKey);
     platformKeyId = (await admin.get('/v1/tenant/me')).body.apiKeyId;

@@ -198,7 +198,7 @@ describe('BankCatalogue service', () => {
     const catalogue = new BankCatalogue(provider, { timeoutMs: 50, log: { warn: (details) => warnings.push(details) } });
     const started = Date.now();
     assert.equal((await catalogue.list('transferencia')).length, 24);
-    assert.ok(Date.now() - started < 1000);
+    assert.ok(Date.now() - started < 5000, 'answered within the catalogue timeout (and a loaded machine\'s margin)');
     assert.deepEqual(warnings, [{ method: 'transferencia', cause: 'timeout' }]);
   });
 

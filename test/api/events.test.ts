@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout } from '../support/payouts.ts';
 import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
 const RECORD_KEYS = [
@@ -21,7 +21,7 @@ describe('events API', () => {
 
   before(async () => {
     clock = new ManualClock(new Date());
-    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     admin = client(t.app, t.platformKey);
     tenant = await fundedTenant(t);
     other = await fundedTenant(t);

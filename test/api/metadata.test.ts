@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { assertEnvelope, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, idempotencyKey, payout, quote, SENDER, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, idempotencyKey, payout, quote, SENDER } from '../support/payouts.ts';
 
 // Each test uses national ids of its own, so no registration of one test matches another's.
 let nextId = 30_000_000;
@@ -26,7 +26,7 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
   let tenant: FundedTenant;
   let api: Client;
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     tenant = await fundedTenant(t);
     api = tenant.api;
   });

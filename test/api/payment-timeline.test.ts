@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertEnvelope, createTenant, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout } from '../support/payouts.ts';
 
 describe(`a payment's ledger entries and events on ${ENGINE}`, () => {
   let t: TestApp;
@@ -12,7 +12,7 @@ describe(`a payment's ledger entries and events on ${ENGINE}`, () => {
   const ids = { settled: '', failed: '', otherSettled: '' };
 
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     tenant = await fundedTenant(t);
     other = await fundedTenant(t);
     const settled = await payout(tenant.api, { beneficiary: beneficiary('V99990001') });

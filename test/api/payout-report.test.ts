@@ -4,7 +4,7 @@ import { foldReportRollups } from '../../src/db/repositories/report-rollups.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
 // Every figure this file expects is computed here from what the test did (which bank each payout
@@ -13,7 +13,7 @@ import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/web
 // never from the report's own code.
 
 // Settlement by the reaper two minutes after the payout; a return ten minutes after settling.
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;

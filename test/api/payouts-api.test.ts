@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { SENDER, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, idempotencyKey, payout, position, quote, SENDER } from '../support/payouts.ts';
 
 const UNKNOWN = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
@@ -10,7 +10,7 @@ describe('POST /v1/payouts: request rules, sender resolution, scopes and isolati
   let tenant: FundedTenant;
   let admin: Client;
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     tenant = await fundedTenant(t);
     admin = client(t.app, t.platformKey);
   });

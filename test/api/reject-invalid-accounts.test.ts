@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { assertLedgerBalanced, beneficiary, fundedTenant, payout, position } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, payout, position } from '../support/payouts.ts';
 
 // Check digits worked out by hand in test/unit/account-check.test.ts.
 const VALID = '01020123310123456789';
@@ -18,7 +18,7 @@ async function events(t: TestApp, paymentId: string): Promise<string[]> {
 describe('rejectInvalidAccounts', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
   });
   afterEach(async () => {
     await assertLedgerBalanced(t);

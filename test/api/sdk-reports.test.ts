@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { Bolivar, BolivarError, type PayoutReport, type PayoutReportQuery } from '../../sdk/src/index.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
+import { AMPLE_RAIL_TIMEOUT_MS } from '../support/payouts.ts';
 
 const SENDER = { nationalId: 'V12345678', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
 
@@ -22,7 +23,7 @@ describe(`the SDK's payout report against the service, on ${ENGINE}`, () => {
   let apiKey: string;
 
   before(async () => {
-    t = await startTestApp({ clock: new ManualClock(`${DAY}T15:00:00Z`), env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ clock: new ManualClock(`${DAY}T15:00:00Z`), env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     admin = new Bolivar({ apiKey: t.platformKey, baseUrl });

@@ -7,10 +7,10 @@ import { encodeCursor } from '../../src/domain/page-cursor.ts';
 import { StatementService, statementFilter } from '../../src/services/statement.ts';
 import type { Database, Queryable } from '../../src/db/database.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { SENDER, advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout, SENDER } from '../support/payouts.ts';
 
 // Settlement by the reaper two minutes after the payout: a payout at 23:59 Caracas settles at 00:01.
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 
 const ROW_KEYS = [
   'id', 'customer_id', 'beneficiary_id', 'status', 'status_reason', 'source_asset', 'source_amount', 'payout_asset',

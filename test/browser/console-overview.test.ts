@@ -18,7 +18,7 @@ import { formatCount, formatMinor } from '../../console/format.ts';
 import { bucketLabel, caracasDay, formatRate, REPORT_STATUSES, STACK_ORDER, type PayoutReport, type ReportStatus } from '../../console/report.ts';
 import { accessibilityViolations, call, CHROMIUM, launchConsoleBrowser, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { freePort, startService } from '../support/process.ts';
+import { startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** Bound of every wait on the service (outcomes, deliveries) and on the page. */
@@ -106,10 +106,8 @@ describe(`the console's overview in Chromium, on ${ENGINE}`, { skip: existsSync(
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-overview-'));
     const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const port = await freePort();
     const service = await startService(
       { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', SANDBOX_REVERSE_DELAY_MS: '200', WEBHOOK_BACKOFF_SCALE: '0', DISPATCHER_INTERVAL_MS: '50' },
-      port,
     );
     const base = service.baseUrl;
     const context = await launchConsoleBrowser(profile);

@@ -16,7 +16,7 @@ import { formatMinor } from '../../console/format.ts';
 import { PAYROLL_COLUMNS, PAYROLL_TEMPLATE } from '../../console/payroll.ts';
 import { accessibilityViolations, call, CHROMIUM, launchConsoleBrowser, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { freePort, startService } from '../support/process.ts';
+import { startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** Bound of every wait on the service (the batch completing) and on the page. */
@@ -54,7 +54,7 @@ describe(`the payroll screen in Chromium, on ${ENGINE}`, { skip: existsSync(CHRO
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-payroll-'));
     const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200' }, await freePort());
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200' });
     const base = service.baseUrl;
     const context = await launchConsoleBrowser(profile);
     try {
@@ -183,7 +183,7 @@ describe(`the payroll screen in Chromium, on ${ENGINE}, with a service bound to 
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-payroll-'));
     const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', PAYOUT_BATCH_MAX_ITEMS: '2' }, await freePort());
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', PAYOUT_BATCH_MAX_ITEMS: '2' });
     const base = service.baseUrl;
     const context = await launchConsoleBrowser(profile);
     try {

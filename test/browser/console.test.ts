@@ -17,7 +17,7 @@ import { DOCS_CSP } from '../../src/http/plugins/openapi.ts';
 import { CONSOLE_CSP } from '../../src/http/routes/console.ts';
 import { accessibilityViolations, call, CHROMIUM, launchConsoleBrowser, tearDown } from '../support/console-browser.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
-import { freePort, startService } from '../support/process.ts';
+import { startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** Bound of every wait on the service (settlement, dead queue, delivery) and on the page. */
@@ -34,10 +34,8 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-console-'));
     const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const port = await freePort();
     const service = await startService(
       { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', WEBHOOK_BACKOFF_SCALE: '0', DISPATCHER_INTERVAL_MS: '50' },
-      port,
     );
     const base = service.baseUrl;
     const context = await launchConsoleBrowser(profile);
@@ -244,7 +242,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-console-'));
     const profile = mkdtempSync(path.join(tmpdir(), 'bds-chromium-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' }, await freePort());
+    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' });
     const base = service.baseUrl;
     const context = await launchConsoleBrowser(profile);
     try {

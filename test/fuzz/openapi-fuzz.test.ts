@@ -20,7 +20,7 @@ import fc from 'fast-check';
 import { BODY_LIMIT_BYTES } from '../../src/app.ts';
 import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { ENGINE, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { SENDER, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, SENDER, appWithRailTimeout, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
 
 // Fixed by default so that every run sends the same requests; FUZZ_SEED / FUZZ_RUNS /
 // FUZZ_STATE_RUNS replay another seed or explore longer without editing the file.
@@ -225,9 +225,14 @@ async function buildWorld(t: TestApp): Promise<World> {
   const registered = await created(main.api.post('/v1/beneficiaries', beneficiary('V20111222')));
   const transfer = await created(main.api.post('/v1/beneficiaries', beneficiary('V20111223', { accountNumber: '01020123450123456789' })));
   const quotes = [await quote(main.api, 1_000_000), await quote(main.api, 2_500_000), await quote(other.api, 1_000_000)];
-  // V99990001 settles at once, so an outcome event exists; the other payment is still moving.
-  const settled = await payout(main.api, { beneficiary: beneficiary('V99990001') });
-  const submitted = await payout(main.api, { beneficiaryId: registered.id });
+  // V99990001 settles at once, so an outcome event exists; the other payment is still moving. Both
+  // are sent with the ample rail timeout, not the fuzzed app's short one, which a slow answer on a
+  // loaded machine could reach (unknown, and no event).
+  const patient = await appWithRailTimeout(t, AMPLE_RAIL_TIMEOUT_MS);
+  const patientApi = client(patient, main.key);
+  const settled = await payout(patientApi, { beneficiary: beneficiary('V99990001') });
+  const submitted = await payout(patientApi, { beneficiaryId: registered.id });
+  await patient.close();
   assert.equal(settled.status, 201, settled.raw);
   assert.equal(submitted.status, 201, submitted.raw);
   const customerId = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b3d1';

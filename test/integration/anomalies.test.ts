@@ -9,9 +9,9 @@ import type { RailAdapter, RailLookup } from '../../src/rails/rail.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
-import { assertLedgerBalanced, beneficiary, fundedTenant, payout, railLike, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, type FundedTenant, fundedTenant, payout, railLike } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 const OTHER_BANK_REFERENCE = '000000000042';
 
 describe(`anomalies on ${ENGINE}`, () => {
@@ -32,7 +32,7 @@ describe(`anomalies on ${ENGINE}`, () => {
 
   /** A reaper as the worker runs it (with the metrics), over `rails` (default: the app's). */
   function reaper(rails = t.services.rails): Reaper {
-    return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: 300 }, undefined, t.services.metrics);
+    return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs }, undefined, t.services.metrics);
   }
 
   async function reap(rails = t.services.rails, passes = 2): Promise<void> {

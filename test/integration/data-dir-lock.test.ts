@@ -16,7 +16,7 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
   it('a second service or migration on the same DATA_DIR refuses to start, naming the first; SIGTERM releases the lock', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-lock-'));
     const env = { DATA_DIR: dataDir, DATABASE_URL: '', BOOTSTRAP: 'off' };
-    const first = await startService(env, await freePort());
+    const first = await startService(env);
     const pid = first.child.pid!;
     const lockFile = path.join(dataDir, DATA_DIR_LOCK_FILE);
     try {
@@ -39,7 +39,7 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
     }
     assert.equal(existsSync(lockFile), false, 'a clean shutdown removes the lock');
 
-    const restarted = await startService(env, await freePort());
+    const restarted = await startService(env);
     try {
       assert.doesNotMatch(restarted.output(), /took over/);
     } finally {
@@ -54,13 +54,13 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
   it('a lock left by a SIGKILLed process is taken over, and the log says whose it was', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-lock-'));
     const env = { DATA_DIR: dataDir, DATABASE_URL: '', BOOTSTRAP: 'off' };
-    const killed = await startService(env, await freePort());
+    const killed = await startService(env);
     const killedPid = killed.child.pid!;
     await killed.stop('SIGKILL');
     const lockFile = path.join(dataDir, DATA_DIR_LOCK_FILE);
     assert.equal(JSON.parse(readFileSync(lockFile, 'utf8')).pid, killedPid, 'SIGKILL leaves the lock behind');
 
-    const next = await startService(env, await freePort());
+    const next = await startService(env);
     try {
       assert.match(next.output(), new RegExp(`took over the DATA_DIR lock of pid ${killedPid} \\(npm start, ROLE=all\\).*which is no longer running`));
       assert.equal(JSON.parse(readFileSync(lockFile, 'utf8')).pid, next.child.pid);

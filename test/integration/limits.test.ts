@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_RAIL_TIMEOUT_MS: '300', SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000' };
+const ENV = { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000' };
 // 2026-11-21 23:59 in Caracas (UTC−4) is 2026-11-22 03:59 UTC.
 const BEFORE_MIDNIGHT = '2026-11-22T03:59:00Z';
 

@@ -10,7 +10,7 @@ import { Reaper } from '../../src/workers/reaper.ts';
 import { webhookDispatcherOf } from '../../src/workers/index.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { familiesOf, metricsHeaders, UUID_PATTERN, valueOf } from '../support/metrics.ts';
-import { beneficiary, fundedTenant, idempotencyKey, quote, SENDER, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
 import { setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
 const SETTLE_DELAY_MS = 3000;
@@ -33,7 +33,7 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
     t = await startTestApp({
       clock,
-      env: { SANDBOX_SETTLE_DELAY_MS: String(SETTLE_DELAY_MS), SANDBOX_RAIL_TIMEOUT_MS: '1000', REAPER_INTERVAL_MS: '1000' },
+      env: { SANDBOX_SETTLE_DELAY_MS: String(SETTLE_DELAY_MS), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' },
       deps: { logger: { level: 'info', stream: { write: (line: string) => void logLines.push(line) } } },
     });
     receiver = await TestReceiver.start();
@@ -81,7 +81,7 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
 
     // The reaper finds the settlement.
     clock.advance(2000);
-    const reaper = new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: 1000 }, undefined, t.services.metrics);
+    const reaper = new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs }, undefined, t.services.metrics);
     await reaper.runOnce();
     text = await scrape();
     assert.equal(valueOf(text, 'bolivar_reaper_resolutions_total', { outcome: 'settled' }), 1);

@@ -3,16 +3,22 @@
 // retry after a crash between the commit and the answer.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { keyHeldMs } from '../../src/domain/send-schedule.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reaperOf, SENDER } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reapUntil, reaperOf, SENDER } from '../support/payouts.ts';
 import { metricsHeaders } from '../support/metrics.ts';
 import { until } from '../support/until.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+/**
+ * The rail timeout of the process that "dies" after its commit: its send never returns, and this is
+ * when it answers anyway. Long enough that a retry made right after the commit still finds the key
+ * held on a loaded machine; the test waits for that late answer at its end.
+ */
+const DYING_RAIL_TIMEOUT_MS = 3_000;
 
 async function events(t: TestApp, paymentId: string): Promise<string[]> {
   const { rows } = await t.db.query<{ event_type: string }>(`SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`, [paymentId]);
@@ -295,18 +301,12 @@ describe('a crash between the batch commit and the answer', () => {
   it('the retry with the same key answers 201 with that payment (never quote_already_consumed); another body is 409', async () => {
     const real = t.services.rails.test;
     // A process whose rail call never returns: it committed the payout and then died before answering.
-    const { app: dying } = await buildApp({
-      config: t.config,
-      db: t.db,
-      clock,
-      testRail: railLike(real, { submit: () => new Promise(() => undefined) }),
-    });
-    await dying.ready();
+    const dying = await appWithRailTimeout(t, DYING_RAIL_TIMEOUT_MS, { clock, testRail: railLike(real, { submit: () => new Promise(() => undefined) }) });
     const tenant = await fundedTenant(t);
     const quoteId = await quote(tenant.api, 1_000_000);
     const key = idempotencyKey();
     const body = { quoteId, method: 'pago_movil', beneficiary: beneficiary('V32400001'), sender: SENDER };
-    // (It is not really dead: its rail call times out after SANDBOX_RAIL_TIMEOUT_MS of real time, and
+    // (It is not really dead: its rail call times out after DYING_RAIL_TIMEOUT_MS of real time, and
     // then it answers, late.)
     const late = dying.inject({ method: 'POST', url: '/v1/payouts', headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'idempotency-key': key }, payload: JSON.stringify(body) });
     const paymentId = await until('the batch committed', async () => {
@@ -317,17 +317,17 @@ describe('a crash between the batch commit and the answer', () => {
 
     const retry = () => tenant.api.post('/v1/payouts', body, { 'idempotency-key': key });
     assertEnvelope(assert, await retry(), 409, 'idempotency_request_in_progress');
-    clock.advance(300 + 1000 + 5000); // past the key's hold: rail timeout + send window + margin
+    // Past the key's hold: the dying process's send window, its rail timeout, and a margin.
+    clock.advance(keyHeldMs({ railTimeoutMs: DYING_RAIL_TIMEOUT_MS, reaperIntervalMs: t.config.reaperIntervalMs }) + 1);
     const answered = await retry();
     assert.equal(answered.status, 201, answered.raw);
     assert.equal(answered.body.id, paymentId);
     assert.equal(answered.headers['idempotent-replayed'], 'true');
     assertEnvelope(assert, await tenant.api.post('/v1/payouts', { ...body, method: 'transferencia' }, { 'idempotency-key': key }), 409, 'idempotency_key_reused');
 
-    // The rail never got it: the reaper sends it by our reference and it settles, once.
-    await advanceAndReap(t, clock, 1000);
-    await advanceAndReap(t, clock, 4000);
-    assert.equal((await tenant.api.get(`/v1/payments/${paymentId}`)).body.status, 'settled');
+    // The rail never got it: once a send by the payout path can no longer be running, the reaper sends
+    // it by our reference and it settles, once.
+    await reapUntil(t, clock, 'the payment settled', async () => (await tenant.api.get(`/v1/payments/${paymentId}`)).body.status === 'settled');
     assert.deepEqual(await events(t, paymentId), ['payment.settled']);
     const { rows } = await t.db.query<{ submissions: number }>(`SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1`, [paymentId]);
     assert.deepEqual(rows, [{ submissions: 1 }]);

@@ -2,11 +2,12 @@ import { businessDate } from '../../src/domain/caracas-time.ts';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { buildApp } from '../../src/app.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   SENDER,
+  AMPLE_RAIL_TIMEOUT_MS,
+  appWithRailTimeout,
   advanceAndReap,
   assertLedgerBalanced,
   beneficiary,
@@ -16,9 +17,12 @@ import {
   position,
   quote,
   railLike,
+  reapUntil,
 } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_RAIL_TIMEOUT_MS: '300', SANDBOX_SETTLE_DELAY_MS: '3000' };
+const ENV = { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), SANDBOX_SETTLE_DELAY_MS: '3000' };
+/** The rail timeout of the process whose rail call never returns: when it answers unknown anyway. */
+const CRASHED_RAIL_TIMEOUT_MS = 300;
 
 describe('payouts under concurrency', () => {
   let t: TestApp;
@@ -101,8 +105,7 @@ describe('payouts under concurrency', () => {
     const real = t.services.rails.test;
     const crashing = railLike(real, { submit: () => new Promise(() => undefined) });
     // A second process on the same database whose rail call never returns.
-    const { app: crashedApp } = await buildApp({ config: t.config, db: t.db, clock, testRail: crashing });
-    await crashedApp.ready();
+    const crashedApp = await appWithRailTimeout(t, CRASHED_RAIL_TIMEOUT_MS, { clock, testRail: crashing });
     const crashed = { ...t, app: crashedApp };
     try {
       const tenant = await fundedTenant(crashed);
@@ -110,11 +113,10 @@ describe('payouts under concurrency', () => {
       // The rail never answered: the payment is committed (charged) and unknown; the rail has no record.
       assert.equal(response.body.status, 'unknown');
       assert.equal((await real.lookup(response.body.id, 'test')).status, 'not_found');
-      // The reaper of a healthy process finds it, learns the rail never saw it, submits by reference.
-      await advanceAndReap(t, clock, 2000);
-      await advanceAndReap(t, clock, 4000);
-      const payment = await tenant.api.get(`/v1/payments/${response.body.id}`);
-      assert.equal(payment.body.status, 'settled', JSON.stringify(payment.body.events));
+      // The reaper of a healthy process finds it, learns the rail never saw it, submits by reference
+      // (once a send by the payout path can no longer be running).
+      const payment = async () => (await tenant.api.get(`/v1/payments/${response.body.id}`)).body;
+      await reapUntil(t, clock, 'the payment settled', async () => (await payment()).status === 'settled', async () => JSON.stringify((await payment()).events));
       const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1', [response.body.id]);
       assert.equal(rows[0]!.n, 1n, 'sent exactly once');
     } finally {

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
+import { firstLookMs } from '../../src/domain/send-schedule.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+/** The rail timeout of the one payout here that is meant to time out (V99990009 hangs until it does). */
+const HANG_RAIL_TIMEOUT_MS = 300;
 
 describe('payouts through the sandbox rail', () => {
   let t: TestApp;
@@ -151,9 +154,11 @@ describe('payouts through the sandbox rail', () => {
   });
 
   it('V99990009: the rail call times out → unknown; the reaper asks the rail and settles it', async () => {
+    // A process of its own on the same database, with a short rail timeout: only this call times out.
+    const impatient = await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
     const started = Date.now();
-    const response = await payout(tenant.api, { beneficiary: beneficiary('V99990009') });
-    assert.ok(Date.now() - started >= 250, 'the call waited for the rail timeout');
+    const response = await payout(client(impatient, tenant.key), { beneficiary: beneficiary('V99990009') }).finally(() => impatient.close());
+    assert.ok(Date.now() - started >= HANG_RAIL_TIMEOUT_MS - 50, 'the call waited for the rail timeout');
     assert.equal(response.body.status, 'unknown');
     const payment = await tenant.api.get(`/v1/payments/${response.body.id}`);
     assert.equal(payment.body.events.at(-1).reason, 'rail_timeout');
@@ -215,7 +220,7 @@ describe('the rail acceptance (submitted → submitted, rail_accepted_async) is 
 
   it('by the payout path, with the default timings (first check already after the settlement)', async () => {
     const clock = new ManualClock(new Date());
-    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: '2000', REAPER_INTERVAL_MS: '1000' } });
+    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' } });
     try {
       const tenant = await fundedTenant(t);
       const response = await payout(tenant.api, { beneficiary: beneficiary('V20112001') });
@@ -232,17 +237,21 @@ describe('the rail acceptance (submitted → submitted, rail_accepted_async) is 
 
   it('and not again when the reaper hears "still processing" from the rail', async () => {
     const clock = new ManualClock(new Date());
-    // The first check (300 + 2 × 1000 ms) comes before the settlement (3000 ms): the reaper asks while
-    // the rail still says processing, then again after it settled.
-    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' } });
+    // The first check (the send window, the rail timeout and a reaper interval) comes before the
+    // settlement (twice the rail timeout): the reaper asks while the rail still says processing, then
+    // again after it settled.
+    const settleDelayMs = 2 * AMPLE_RAIL_TIMEOUT_MS;
+    const firstLook = firstLookMs({ railTimeoutMs: AMPLE_RAIL_TIMEOUT_MS, reaperIntervalMs: 1000 }, settleDelayMs);
+    assert.ok(firstLook < settleDelayMs, `the first check (${firstLook} ms) comes before the settlement`);
+    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: String(settleDelayMs), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' } });
     try {
       const tenant = await fundedTenant(t);
       const response = await payout(tenant.api, { beneficiary: beneficiary('V20112002') });
       assert.equal(response.body.status, 'submitted', response.raw);
-      await advanceAndReap(t, clock, 2500);
+      await advanceAndReap(t, clock, firstLook);
       assert.equal((await tenant.api.get(`/v1/payments/${response.body.id}`)).body.status, 'submitted');
       assert.deepEqual(acceptances(await transitionsOf(tenant.api, response.body.id)), ['api']);
-      await advanceAndReap(t, clock, 1000);
+      await advanceAndReap(t, clock, settleDelayMs - firstLook + 1000);
       const events = await transitionsOf(tenant.api, response.body.id);
       assert.deepEqual(events.map((e) => [e.to_status, e.reason]), [
         ['submitted', 'ledger_committed'],

@@ -10,9 +10,9 @@ import { ManualClock } from '../../src/domain/clock.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { until } from '../support/until.ts';
-import { advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout } from '../support/payouts.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 const DAY = '2026-12-01';
 const HEADER = 'reference,bank_reference,amount,status,value_date';
 

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { systemClock } from '../../src/domain/clock.ts';
 import { ENGINE, startInstances, startTestApp, type Instances, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout, reaperOf, type FundedTenant } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout, reaperOf } from '../support/payouts.ts';
 import { pausingDatabase, reconciliationService } from '../support/reconciliation.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '50', SANDBOX_REVERSE_DELAY_MS: '100', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '20', RECONCILE_INTERVAL_S: '0', ROLE: 'api' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '50', SANDBOX_REVERSE_DELAY_MS: '100', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '20', RECONCILE_INTERVAL_S: '0', ROLE: 'api' };
 /** A payout while a run holds its snapshot open answers within this (it waits for nothing the run holds). */
 const PAYOUT_BESIDE_RUN_MAX_MS = 5_000;
 /** Runs made while the traffic lasts, at most. */

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
-import { freePort, startService } from '../support/process.ts';
+import { startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** Bound of every wait for a worker to have done something. */
@@ -23,8 +23,8 @@ describe(`reconciliation by a worker process on ${ENGINE}`, { skip: ENGINE !== '
     const database = await createTestDatabase();
     const platformKey = generateApiKey('platform');
     const common = { LOG_LEVEL: 'warn', DATABASE_URL: database.url!, PLATFORM_API_KEY: platformKey, RECONCILE_INTERVAL_S: '1' };
-    const api = await startService({ ...common, ROLE: 'api', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-recon-api-')) }, await freePort());
-    const worker = await startService({ ...common, ROLE: 'worker', BOOTSTRAP: 'off', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-recon-worker-')) }, await freePort());
+    const api = await startService({ ...common, ROLE: 'api', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-recon-api-')) });
+    const worker = await startService({ ...common, ROLE: 'worker', BOOTSTRAP: 'off', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-recon-worker-')) });
     try {
       const call = async (method: string, route: string, body?: unknown) => {
         const response = await fetch(`${api.baseUrl}${route}`, {

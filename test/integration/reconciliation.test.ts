@@ -3,21 +3,29 @@
 // bug could make is reported by the next run, with the evidence, and the books are never touched.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { App } from '../../src/http/types.ts';
 import type { RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { RECONCILIATION_CHECKS, type Discrepancy } from '../../src/domain/reconciliation.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const ENV = {
   SANDBOX_SETTLE_DELAY_MS: '3000',
   SANDBOX_REVERSE_DELAY_MS: '10000',
-  SANDBOX_RAIL_TIMEOUT_MS: '300',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
   REAPER_INTERVAL_MS: '1000',
   RECONCILE_INTERVAL_S: '0',
 };
+/** The sandbox trigger whose rail call hangs until it times out. */
+const HANGS = 'V99990009';
+/**
+ * The rail timeout of the process that sends the one payout meant to time out; every other payout is
+ * sent with the ample one, so a slow answer is never taken for a timeout.
+ */
+const HANG_RAIL_TIMEOUT_MS = 300;
 
 interface Detail {
   run: ReturnType<typeof runSummary>;
@@ -31,6 +39,12 @@ function runSummary(run: RunRow) {
 describe(`reconciliation on ${ENGINE}`, () => {
   let t: TestApp;
   let clock: ManualClock;
+  let impatient: App | undefined;
+  /** The tenant's API on a process of its own, with the short rail timeout. */
+  async function impatientApi(tenant: FundedTenant) {
+    impatient ??= await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
+    return client(impatient, tenant.key);
+  }
   let prefunded: FundedTenant;
   let credit: FundedTenant;
   const paymentOf: Record<string, string> = {};
@@ -72,7 +86,7 @@ describe(`reconciliation on ${ENGINE}`, () => {
   }
 
   async function pay(tenant: FundedTenant, name: string, nationalId: string, expected: string, extra: Record<string, unknown> = {}, deliver = 1_000_000) {
-    const made = await payout(tenant.api, { beneficiary: beneficiary(nationalId), ...extra }, deliver);
+    const made = await payout(nationalId === HANGS ? await impatientApi(tenant) : tenant.api, { beneficiary: beneficiary(nationalId), ...extra }, deliver);
     assert.equal(made.status, 201, made.raw);
     assert.equal(made.body.status, expected, `${name}: ${made.raw}`);
     paymentOf[name] = made.body.id;
@@ -163,6 +177,7 @@ describe(`reconciliation on ${ENGINE}`, () => {
   });
 
   after(async () => {
+    await impatient?.close();
     await t.close();
   });
 

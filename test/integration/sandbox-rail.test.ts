@@ -12,6 +12,8 @@ import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harnes
 const T0 = '2025-03-10T15:00:00.000Z';
 const SETTLE = 3_000;
 const REVERSE = 10_000;
+/** The most a call the rail ends quickly (an abort, a known reference) may take on a loaded machine; a hang never ends. */
+const BUSY_MACHINE_BOUND_MS = 5_000;
 
 function transfer(nationalId: string, overrides: Partial<RailTransfer> = {}): RailTransfer {
   return {
@@ -217,13 +219,13 @@ describe(`sandbox rail on ${ENGINE}`, () => {
       clearTimeout(timer);
     }
     const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 180 && elapsed < 2_000, `hung for ${elapsed} ms, expected about 200 ms`);
+    assert.ok(elapsed >= 180 && elapsed < BUSY_MACHINE_BOUND_MS, `hung for ${elapsed} ms, expected about 200 ms`);
 
     // The rail received it although the caller never got an answer: the reaper finds it by reference.
     assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'processing', retryAfterMs: SETTLE });
     const resubmitStarted = performance.now();
     assert.deepEqual(await rail.submit(t, never()), { status: 'processing', retryAfterMs: SETTLE });
-    assert.ok(performance.now() - resubmitStarted < 1_000, 'a known reference does not hang again');
+    assert.ok(performance.now() - resubmitStarted < BUSY_MACHINE_BOUND_MS, 'a known reference does not hang again');
     assert.equal(await rowCount(t.reference), 1);
     clock.advance(SETTLE);
     assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE));

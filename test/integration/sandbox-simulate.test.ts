@@ -14,10 +14,10 @@ import {
   type Instances,
   type TestApp,
 } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, reaperOf, type FundedTenant } from '../support/payouts.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, type FundedTenant, fundedTenant, payout, position, reaperOf } from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
 const FUNDING = 1_000_000_000n;
 const DELIVER = 1_000_000n;
 const FEE = 10_000n;

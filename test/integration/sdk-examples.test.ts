@@ -59,7 +59,6 @@ describe(`the SDK examples against the service as a process, on ${ENGINE}`, () =
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-sdk-examples-'));
     service = await startService(
       { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', REAPER_INTERVAL_MS: '100', DISPATCHER_INTERVAL_MS: '50' },
-      await freePort(),
     );
     const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
     apiKey = saved.apiKey;

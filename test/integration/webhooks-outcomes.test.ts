@@ -1,12 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import type { App } from '../../src/http/types.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
-import { startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import { client, startTestApp, type TestApp } from '../support/harness.ts';
+import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+/**
+ * The rail timeout of the process that sends the one payout meant to time out (V99990009 hangs until
+ * it does); every other payout is sent with the ample one, so a slow answer is never taken for a timeout.
+ */
+const HANG_RAIL_TIMEOUT_MS = 300;
 
 interface Case {
   name: string;
@@ -15,6 +21,8 @@ interface Case {
   /** The payout answer, then the outcome events expected once everything has resolved. */
   answer: string;
   events: Array<[string, Record<string, unknown>]>;
+  /** The rail call is meant to time out: sent by the process with the short rail timeout. */
+  railTimesOut?: true;
 }
 
 const SCENARIOS: Case[] = [
@@ -42,7 +50,7 @@ const SCENARIOS: Case[] = [
     answer: 'failed',
     events: [['payment.failed', { reason: 'instrument_unsupported' }]],
   },
-  { name: 'V99990009 timeout → unknown → settled', body: { beneficiary: beneficiary('V99990009') }, answer: 'unknown', events: [['payment.settled', {}]] },
+  { name: 'V99990009 timeout → unknown → settled', body: { beneficiary: beneficiary('V99990009') }, answer: 'unknown', events: [['payment.settled', {}]], railTimesOut: true },
   { name: 'default → submitted → settled', body: { beneficiary: beneficiary('V20111222') }, answer: 'submitted', events: [['payment.settled', {}]] },
   { name: 'below the rail floor → failed before the rail', body: { beneficiary: beneficiary('V20111223') }, amount: 92499, answer: 'failed', events: [['payment.failed', { reason: 'amount_below_rail_minimum' }]] },
 ];
@@ -65,6 +73,7 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
   let tenant: FundedTenant;
   let receiver: TestReceiver;
   let secret: string;
+  let impatient: App;
   const payments = new Map<string, string>();
 
   before(async () => {
@@ -73,15 +82,17 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
     tenant = await fundedTenant(t);
     receiver = await TestReceiver.start();
     secret = await setEndpoint(t, tenant.tenantId, receiver.url());
+    impatient = await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
   });
   after(async () => {
+    await impatient.close();
     await receiver.close();
     await t.close();
   });
 
   it('the payout answers as the trigger says; open outcomes emit nothing yet', async () => {
     for (const c of CASES) {
-      const response = await payout(tenant.api, c.body, c.amount);
+      const response = await payout(c.railTimesOut ? client(impatient, tenant.key) : tenant.api, c.body, c.amount);
       assert.equal(response.status, 201, `${c.name}: ${response.raw}`);
       assert.equal(response.body.status, c.answer, c.name);
       payments.set(c.name, response.body.id);

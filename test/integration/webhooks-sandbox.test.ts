@@ -13,7 +13,7 @@ import { bootstrapIfEmpty } from '../../src/services/bootstrap.ts';
 import { signatureHeader } from '../../src/domain/webhook-signature.ts';
 import { bootstrapSteps, sandboxSinkUrl } from '../../src/workers/index.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
-import { beneficiary, fundedTenant, payout } from '../support/payouts.ts';
+import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 import { deliveryRows, dispatcherFor, eventsOfPayment, setEndpoint } from '../support/webhooks.ts';
 
 const SINK = '/v1/sandbox/webhooks/sink';
@@ -24,7 +24,7 @@ describe('sandbox webhook receivers', () => {
   let baseUrl: string;
   before(async () => {
     clock = new ManualClock(new Date());
-    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: '300' } });
+    t = await startTestApp({ clock, env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
   });

@@ -81,15 +81,13 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
 
   it('ROLE=api says it serves the API and runs no loop', async () => {
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const port = await freePort();
     const api = await startService(
       { ROLE: 'api', LOG_LEVEL: 'info', BOOTSTRAP: 'off', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-api-')), DATABASE_URL: database?.url ?? '' },
-      port,
     );
     try {
       const started = JSON.parse(api.output().split('\n').find((line) => line.includes(STARTED_LINE))!);
       assert.equal(started.role, 'api');
-      assert.equal(started.listening, `http://127.0.0.1:${port}`);
+      assert.equal(started.listening, api.baseUrl);
       assert.match(started.http, /^API, /);
       assert.deepEqual(started.workers, []);
       const metrics = await (await fetch(`${api.baseUrl}/metrics`, { headers: metricsHeaders })).text();
@@ -105,7 +103,7 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-worker-first-'));
     const common = { LOG_LEVEL: 'warn', DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' };
     try {
-      const worker = await startService({ ...common, ROLE: 'worker' }, await freePort());
+      const worker = await startService({ ...common, ROLE: 'worker' });
       assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
       assert.doesNotMatch(worker.output(), /First start/);
       assert.equal(existsSync(path.join(dataDir, 'bootstrap.json')), false, 'the worker wrote no bootstrap.json');

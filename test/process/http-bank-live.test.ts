@@ -11,7 +11,7 @@ import { generateApiKey } from '../../src/domain/api-keys.ts';
 import { connectorConfigOf, startGatewaySimulator, type GatewaySimulator } from '../support/gateway-simulator.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import { SENDER, beneficiary, idempotencyKey } from '../support/payouts.ts';
-import { freePort, runToExit, startService, type ServiceProcess } from '../support/process.ts';
+import { runToExit, startService, type ServiceProcess } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** Payouts here resolve within a few reaper passes; a busy machine gets this long. */
@@ -32,7 +32,6 @@ describe(`going live through the HTTP bank connector (service and gateway proces
     const callbackKeys = connector.callbackKeys.map((key, i) => ({ id: key.id, secretEnv: `BANK_SIM_CALLBACK_KEY_${i}` }));
     writeFileSync(railsFile, JSON.stringify({ connectors: [{ ...connector, keys, callbackKeys }] }));
     database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const port = await freePort();
     service = await startService(
       {
         DATA_DIR: path.join(mkdtempSync(path.join(tmpdir(), 'bds-live-')), 'data'),
@@ -44,7 +43,6 @@ describe(`going live through the HTTP bank connector (service and gateway proces
         ...Object.fromEntries(connector.keys.map((key, i) => [`BANK_SIM_KEY_${i}`, key.secret])),
         ...Object.fromEntries(connector.callbackKeys.map((key, i) => [`BANK_SIM_CALLBACK_KEY_${i}`, key.secret])),
       },
-      port,
     );
     await sim.control('POST', '/_control/callbacks', { url: `${service.baseUrl}/v1/rails/${connector.name}/callbacks` });
   });

@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { Agent, request } from 'undici';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { SENDER, beneficiary } from '../support/payouts.ts';
-import { freePort, startService } from '../support/process.ts';
+import { startService } from '../support/process.ts';
 import { until } from '../support/until.ts';
 
 /** The payout's send to a rail that never answers ends at this timeout, while the shutdown waits. */
@@ -23,10 +23,8 @@ describe(`shutdown with a request in flight on a kept-alive connection on ${ENGI
   it('answers the request and exits 0 without waiting out the keep-alive', { timeout: 110_000 }, async () => {
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), 'bds-keep-alive-')), 'data');
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const port = await freePort();
     const service = await startService(
       { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS), SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS) },
-      port,
     );
     // One connection, kept open for ten minutes when idle.
     const agent = new Agent({ connections: 1, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });

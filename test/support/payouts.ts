@@ -1,11 +1,32 @@
 import { foldReportRollups, reportRollupDrift } from '../../src/db/repositories/report-rollups.ts';
 import assert from 'node:assert/strict';
+import { buildApp } from '../../src/app.ts';
 import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
 import type { ManualClock } from '../../src/domain/clock.ts';
+import type { App } from '../../src/http/types.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import type { RailsByMode } from '../../src/rails/send.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { client, createTenant, type Client, type TestApp } from './harness.ts';
+
+/**
+ * SANDBOX_RAIL_TIMEOUT_MS for a test where the rail's timeout is not what is tested. The sandbox rail
+ * answers from the database, which on a loaded machine can take longer than a short timeout: the
+ * send would then time out and answer `unknown` instead of the outcome the test expects. A test that
+ * makes a rail call time out on purpose gives that call (or that app) a short timeout of its own.
+ */
+export const AMPLE_RAIL_TIMEOUT_MS = 15_000;
+
+/**
+ * Another process on `t`'s database (the app only, no loops) whose rail calls time out after
+ * `railTimeoutMs`, with `testRail` as its test rail if given: it sends the payout of a test that is
+ * meant to time out, beside `t`, whose ample timeout a slow answer never reaches. Close it before `t`.
+ */
+export async function appWithRailTimeout(t: TestApp, railTimeoutMs: number, deps: { clock?: ManualClock; testRail?: RailAdapter } = {}): Promise<App> {
+  const { app } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: railTimeoutMs }, db: t.db, ...deps });
+  await app.ready();
+  return app;
+}
 
 export const SENDER = {
   nationalId: 'V12345678',
@@ -91,6 +112,22 @@ export async function advanceAndReap(t: TestApp, clock: ManualClock, ms: number,
   clock.advance(ms);
   const reaper = reaperOf(t);
   for (let i = 0; i < passes; i += 1) await reaper.runOnce();
+}
+
+/** Bound of the reaper passes `reapUntil` makes, one reaper interval of the clock apart. */
+const REAP_PASSES_MAX = 60;
+
+/**
+ * Advances the clock one reaper interval at a time, the reaper running after each step, until `done`:
+ * for a test whose next step depends on when the reaper may act (after the payout path's send can no
+ * longer be running, which the rail timeout sets), not on a clock step computed from that timeout.
+ */
+export async function reapUntil(t: TestApp, clock: ManualClock, what: string, done: () => Promise<boolean>, detail?: () => Promise<string>): Promise<void> {
+  for (let pass = 0; pass < REAP_PASSES_MAX; pass += 1) {
+    if (await done()) return;
+    await advanceAndReap(t, clock, t.config.reaperIntervalMs, 1);
+  }
+  if (!(await done())) throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes${detail ? `\n${await detail()}` : ''}`);
 }
 
 export async function position(api: Client) {

@@ -1,8 +1,8 @@
 // The path to Citus (docs/scaling.md) stays open: every statement of every money transaction names its
 // one tenant for each tenant-owned table it touches, so on a cluster distributed by tenant_id it is
 // routed to one shard, and the transaction to one node. The money paths run here as the suite runs
-// them — payouts of every sandbox outcome, a payout batch, simulated outcomes, the reaper, fundings,
-// the sandbox tenant's first funding, the admin and the scheduled daily close — with every statement
+// them — payouts of every sandbox outcome, a payout batch, simulated outcomes, the reaper, an operator's
+// recheck, fundings, the sandbox tenant's first funding, the admin and the scheduled daily close — with every statement
 // recorded at the service's database layer (statement-log.ts) and parsed by PostgreSQL's own parser
 // (tenant-scope.ts). Runs on either engine (PGlite, or PostgreSQL with DATABASE_URL).
 import assert from 'node:assert/strict';
@@ -83,6 +83,8 @@ async function prefundedPaths(t: TestApp, clock: ManualClock): Promise<void> {
     const extra = nationalId === 'V99990008' ? { accountNumber: '01020000000000000008' } : {};
     const made = await payout(tenant.api, { beneficiary: beneficiary(nationalId, extra) });
     assert.equal(made.status, 201, made.raw);
+    // An operator puts an unresolved payment back on the reaper's schedule, naming the payment only.
+    if (made.body.status === 'unknown') assert.equal((await admin.post(`/v1/admin/payments/${made.body.id}/recheck`)).status, 200);
   }
   const items = ['V20111222', 'V99990005', 'V99990006'].map((nationalId, i) => ({
     reference: `scope-${i}`, deliver: { asset: 'BS', amount: 1_000_000 }, method: 'pago_movil', beneficiary: beneficiary(nationalId), sender: SENDER,

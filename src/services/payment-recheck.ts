@@ -3,15 +3,19 @@
 // (step 3 of the lock order, db/lock-order.ts, and nothing else), so `before` is what it replaced.
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { lockPaymentById, requeueResolution, type PaymentRow } from '../db/repositories/payments.ts';
+import { findPaymentById, lockPayment, requeueResolution, type PaymentRow } from '../db/repositories/payments.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { UNRESOLVED } from '../domain/payment-state.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
 
 export async function recheckPayment(db: Database, clock: Clock, id: string, actor: AuditActor): Promise<PaymentRow> {
+  // The operator names the payment only: its tenant (which never changes) is read first, so that the
+  // transaction's statements each name it (docs/scaling.md).
+  const found = await findPaymentById(db, id);
+  if (!found) throw notFound('payment');
   return db.transaction(async (tx) => {
-    const payment = await lockPaymentById(tx, id);
+    const payment = await lockPayment(tx, found.tenant_id, id);
     if (!payment) throw notFound('payment');
     if (!UNRESOLVED.includes(payment.status)) {
       throw new ApiError('payment_already_resolved', `This payment is already ${payment.status}: there is nothing to ask the rail.`, { status: payment.status });

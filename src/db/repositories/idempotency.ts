@@ -228,8 +228,9 @@ export async function completeIdempotencyKey(
 
 /**
  * Stores the response of the request holding `owner` inside the caller's transaction (a funding
- * answers in the transaction that posts it), by the statement every key's completion runs. False
- * when it no longer holds the key.
+ * answers in the transaction that posts it). False when it no longer holds the key. One key by its
+ * primary key, its tenant a value rather than a column of unnest(…) as in KEY_COMPLETIONS_SQL: on a
+ * cluster distributed by tenant_id this statement goes to the key's shard alone (docs/scaling.md).
  */
 export async function completeIdempotencyKeyInTransaction(
   tx: Queryable,
@@ -237,8 +238,13 @@ export async function completeIdempotencyKeyInTransaction(
   owner: string,
   response: { status: number; body: string },
 ): Promise<boolean> {
-  const [completed] = await completeMany(tx, [{ scope, owner, status: response.status, body: response.body }]);
-  return completed === true;
+  const result = await tx.query(
+    `UPDATE idempotency_keys
+        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = $5, response_body = $6
+      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
+    [scope.tenantId, scope.mode, scope.key, owner, response.status, response.body],
+  );
+  return result.rowCount === 1;
 }
 
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */

@@ -156,8 +156,9 @@ export async function requeueResolution(db: Queryable, tenantId: string, id: str
  * A payment found by its id alone (an operator has only that), locked until the transaction ends.
  * Without its tenant the primary key cannot be used: this reads the table, as an admin lookup may.
  */
-export async function lockPaymentById(tx: Queryable, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1 FOR UPDATE`, [id]);
+/** Locks one payment by its primary key, its tenant named (docs/scaling.md: one shard on Citus). */
+export async function lockPayment(tx: Queryable, tenantId: string, id: string): Promise<PaymentRow | undefined> {
+  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [tenantId, id]);
   return rows[0];
 }
 

@@ -26,6 +26,7 @@ import {
 import { BASE, navigate } from '../router.ts';
 import { Link, Loading, ScreenTitle, useLoad } from '../ui.tsx';
 import { PlatformCards } from './overview-cards.tsx';
+import { tenantsForPicker } from '../tenant-picker.ts';
 
 /** Each status's color: at least 3:1 against white, and apart from its neighbours in a stack. */
 const STATUS_COLORS: Record<ReportStatus, string> = {
@@ -448,20 +449,27 @@ function RangePicker({ range, onRange }: { range: ReportRange; onRange: (range: 
 }
 
 function PlatformScope({ api, scope, onScope }: { api: Api; scope: Scope; onScope: (scope: Scope) => void }) {
-  const tenants = useLoad(() => api.get<Page<{ id: string; name: string }>>(apiPath`/v1/admin/tenants`, { limit: '100' }), []);
+  const picker = useLoad(() => tenantsForPicker(api), []);
+  const listed = picker.data?.tenants ?? [];
   return (
     <div class="filters" role="group" aria-label="Tenant and mode">
       <div>
         <label for="overview-tenant">Tenant</label>
-        <select id="overview-tenant" value={scope.tenantId} onInput={(e) => onScope({ ...scope, tenantId: e.currentTarget.value })}>
+        <select id="overview-tenant" value={listed.some((tenant) => tenant.id === scope.tenantId) ? scope.tenantId : ''} onInput={(e) => onScope({ ...scope, tenantId: e.currentTarget.value })}>
           <option value="">all tenants</option>
-          {(tenants.data?.data ?? []).map((tenant) => (
+          {listed.map((tenant) => (
             <option key={tenant.id} value={tenant.id}>
               {tenant.name}
             </option>
           ))}
         </select>
       </div>
+      {picker.data?.more ? (
+        <div>
+          <label for="overview-tenant-id">Or a tenant id (the list shows the first {formatCount(listed.length)})</label>
+          <input id="overview-tenant-id" value={listed.some((tenant) => tenant.id === scope.tenantId) ? '' : scope.tenantId} onChange={(e) => onScope({ ...scope, tenantId: e.currentTarget.value.trim() })} />
+        </div>
+      ) : null}
       <div>
         <label for="overview-mode">Mode</label>
         <select id="overview-mode" value={scope.mode} onInput={(e) => onScope({ ...scope, mode: e.currentTarget.value as 'test' | 'live' })}>

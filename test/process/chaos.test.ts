@@ -10,7 +10,7 @@ import { describe, it } from 'node:test';
 import { ChaosClient } from '../support/chaos-client.ts';
 import { ENGINE } from '../support/harness.ts';
 import { failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
-import { startKiller } from '../support/service-cluster.ts';
+import { underKills } from '../support/service-cluster.ts';
 
 // Overridable for a heavier run by hand, e.g. BDS_CHAOS_PAYOUTS=600 BDS_CHAOS_KILL_EVERY_MS=500 BDS_CHAOS_TIMEOUT_MS=400000
 // node --import tsx --test --test-timeout=600000 test/process/chaos.test.ts
@@ -53,15 +53,9 @@ describe('chaos: SIGKILLed service processes under payout load', { skip: ENGINE 
       const c = cluster;
       const client = new ChaosClient({ endpoints: () => c.httpBaseUrls(), apiKey: tenant.apiKey, deadlinePerPayoutMs: 60_000 });
 
-      const loadStarted = Date.now();
-      const killer = startKiller(cluster, { order: [0, 2, 1], everyMs: KILL_EVERY_MS, firstAfterMs: 1_500 });
-      let killerResult: Awaited<ReturnType<typeof killer.stop>>;
-      try {
-        await paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec));
-      } finally {
-        killerResult = await killer.stop();
-      }
-      const loadMs = Date.now() - loadStarted;
+      const load = await underKills(cluster, { order: [0, 2, 1], everyMs: KILL_EVERY_MS, firstAfterMs: 1_500 }, () =>
+        paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec)),
+      );
 
       const result = await finishRun({
         name: 'chaos',
@@ -74,10 +68,10 @@ describe('chaos: SIGKILLed service processes under payout load', { skip: ENGINE 
         adminUrl: process.env.DATABASE_URL!,
         dbname,
       });
-      if (killerResult.restartErrors.length) result.violations.push(`restarts that failed: ${killerResult.restartErrors.join('\n')}`);
+      if (load.restartErrors.length) result.violations.push(`restarts that failed: ${load.restartErrors.join('\n')}`);
       const killed = new Set(cluster.exits.filter((e) => e.signal === 'SIGKILL').map((e) => e.node));
       if (killed.size < 3) result.violations.push(`the load ended before every process was killed once (killed: ${[...killed].join(', ')})`);
-      const summary = `load ${loadMs} ms, ${killerResult.kills} kills; ${result.summary}`;
+      const summary = `load ${load.loadMs} ms, ${load.kills} kills; ${result.summary}`;
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster));

@@ -12,7 +12,7 @@ import { ChaosClient } from '../support/chaos-client.ts';
 import { createTestDatabase, ENGINE } from '../support/harness.ts';
 import { pgbouncerBinary, startPgBouncer, type PgBouncer } from '../support/pgbouncer.ts';
 import { ASSERTIONS_APP, deadlocksOf, failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
-import { startKiller } from '../support/service-cluster.ts';
+import { underKills } from '../support/service-cluster.ts';
 
 const knob = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 /** Sized for under 90 s on the shared 2-core test machine: 47 to 64 s in three runs at load averages up to 14. */
@@ -124,16 +124,10 @@ describe('behind PgBouncer in transaction pooling mode', { skip }, () => {
         outcomes: ['V99990001', 'plain', 'V99990002', 'plain', 'V99990003', 'below_floor', 'V99990004', 'plain', 'V99990005', 'V99990006', 'plain', 'V99990007', 'V99990008', 'plain', 'V99990009', 'below_floor', 'plain'],
       });
       const client = new ChaosClient({ endpoints: () => cluster.httpBaseUrls(), apiKey: tenant.apiKey, deadlinePerPayoutMs: 60_000 });
-      const loadStarted = Date.now();
       // Two API processes and both workers, each SIGKILLed and restarted once or more during the load.
-      const killer = startKiller(cluster, { order: [0, API_PROCESSES, 1, API_PROCESSES + 1], everyMs: KILL_EVERY_MS, firstAfterMs: 2_000 });
-      let killerResult: Awaited<ReturnType<typeof killer.stop>>;
-      try {
-        await paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec));
-      } finally {
-        killerResult = await killer.stop();
-      }
-      const loadMs = Date.now() - loadStarted;
+      const load = await underKills(cluster, { order: [0, API_PROCESSES, 1, API_PROCESSES + 1], everyMs: KILL_EVERY_MS, firstAfterMs: 2_000 }, () =>
+        paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec)),
+      );
       const result = await finishRun({
         name: 'pgbouncer',
         cluster,
@@ -153,7 +147,7 @@ describe('behind PgBouncer in transaction pooling mode', { skip }, () => {
           return { count: d.deadlocks, detail: `pg_stat_database.deadlocks = ${d.deadlocks} (sessions still connected when read: ${d.others})` };
         },
       });
-      if (killerResult.restartErrors.length) result.violations.push(`restarts that failed: ${killerResult.restartErrors.join('\n')}`);
+      if (load.restartErrors.length) result.violations.push(`restarts that failed: ${load.restartErrors.join('\n')}`);
       const killed = new Set(cluster.exits.filter((e) => e.signal === 'SIGKILL').map((e) => e.node));
       if (killed.size < 4) result.violations.push(`the load ended before both workers and two API processes were killed (killed: ${[...killed].join(', ')})`);
       const answered = new Set([...client.records.values()].flatMap((r) => [...r.paymentIds])).size;
@@ -167,7 +161,7 @@ describe('behind PgBouncer in transaction pooling mode', { skip }, () => {
         if (peak.pooled > POOLER_SIZE) result.violations.push(`PostgreSQL saw ${peak.pooled} sessions from the pooler, more than its pool of ${POOLER_SIZE}`);
         if (peak.total > bound) result.violations.push(`PostgreSQL saw ${peak.total} sessions on the database, more than ${bound}`);
       }
-      const summary = `${PAYOUTS} payouts (${answered} created), load ${loadMs} ms, ${killerResult.kills} kills, test ${Date.now() - testStarted} ms; sessions on the database at most ${peak?.total} (${peak?.pooled} through the pooler, ${peak?.samples} samples), pooler clients at most ${peak?.clients}; ${result.summary}`;
+      const summary = `${PAYOUTS} payouts (${answered} created), load ${load.loadMs} ms, ${load.kills} kills, test ${Date.now() - testStarted} ms; sessions on the database at most ${peak?.total} (${peak?.pooled} through the pooler, ${peak?.samples} samples), pooler clients at most ${peak?.clients}; ${result.summary}`;
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster, `--- pgbouncer log ---\n${bouncer.log()}`));

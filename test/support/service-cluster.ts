@@ -318,10 +318,30 @@ export interface Killer {
 }
 
 /**
+ * Runs `load` while processes are killed and restarted (startKiller); the kills stop, and a process
+ * still down is restarted, when the load ends, even when it throws.
+ */
+export async function underKills(
+  cluster: ServiceCluster,
+  options: Parameters<typeof startKiller>[1],
+  load: () => Promise<unknown>,
+): Promise<{ loadMs: number; kills: number; restartErrors: string[] }> {
+  const started = Date.now();
+  const killer = startKiller(cluster, options);
+  let stopped: Awaited<ReturnType<Killer['stop']>>;
+  try {
+    await load();
+  } finally {
+    stopped = await killer.stop();
+  }
+  return { loadMs: Date.now() - started, ...stopped };
+}
+
+/**
  * SIGKILLs one process every `everyMs` (cycling through `order`), restarting it at once and waiting
  * until it is ready again before the next pause. The first kill comes after `firstAfterMs`.
  */
-export function startKiller(cluster: ServiceCluster, options: { order: number[]; everyMs: number; firstAfterMs?: number; signal?: NodeJS.Signals }): Killer {
+function startKiller(cluster: ServiceCluster, options: { order: number[]; everyMs: number; firstAfterMs?: number; signal?: NodeJS.Signals }): Killer {
   let stopped = false;
   let kills = 0;
   const restartErrors: string[] = [];

@@ -45,10 +45,10 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
         assert.equal(response.status, 200);
         assert.match(String(response.headers.get('content-type')), /^text\/plain/);
         metrics = await response.text();
-        const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge'].map((w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0);
+        const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge', 'report-fold'].map((w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0);
         return passes.every((n) => n >= 1);
       }, { timeoutMs: FIRST_PASSES_WAIT_MS, intervalMs: POLL_MS, detail: () => metrics });
-      for (const w of ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge']) {
+      for (const w of ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge', 'report-fold']) {
         assert.ok((valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0) >= 1, `${w} passes show:\n${metrics}`);
       }
       assert.equal(valueOf(metrics, 'bolivar_outbox_events', { status: 'pending' }), 0);
@@ -72,7 +72,7 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       assert.equal(started[0].role, 'worker');
       assert.equal(started[0].listening, `http://127.0.0.1:${port}`);
       assert.match(started[0].http, /no API/);
-      assert.deepEqual([...started[0].workers].sort(), ['daily-close', 'idempotency-purge', 'rail-inbox-purge', 'reaper', 'reconciliation', 'webhook-dispatcher']);
+      assert.deepEqual([...started[0].workers].sort(), ['daily-close', 'idempotency-purge', 'rail-inbox-purge', 'reaper', 'reconciliation', 'report-fold', 'webhook-dispatcher']);
     } finally {
       assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
       await database?.drop();

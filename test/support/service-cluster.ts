@@ -311,7 +311,7 @@ export class ServiceCluster {
   }
 }
 
-export interface Killer {
+interface Killer {
   /** Stops killing (waits for a restart in progress), then restarts any process that is down. */
   stop(): Promise<{ kills: number; restartErrors: string[] }>;
   readonly kills: number;

@@ -7,7 +7,9 @@
 // (payments, webhook attempts, balances) and of the 366-day payments part, run on the same data.
 import os from 'node:os';
 import type { Queryable, QueryResult } from '../src/db/database.ts';
-import { balancesAt, paymentAggregates, webhookAggregates } from '../src/db/repositories/payout-report.ts';
+import { balancesAt, reportAggregates } from '../src/db/repositories/payout-report.ts';
+import { rollupsBuilt } from '../src/db/repositories/report-rollups.ts';
+import { ROLLUPS_BUILT_SQL } from '../src/db/repositories/report-sql.ts';
 import type { ReportScope } from '../src/db/repositories/payout-report-rows.ts';
 import { businessDate } from '../src/domain/caracas-time.ts';
 import { reportRangeOf, type ReportGranularity, type ReportRange } from '../src/domain/payout-report.ts';
@@ -123,7 +125,7 @@ async function reportQueries(scope: ReportScope, range: ReportRange, now: Date):
   const capture: Queryable = {
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
       // The probe whether the rollups are built: they are.
-      if (sql.startsWith('SELECT folded IS NOT NULL')) return { rows: [{ built: true } as Row], rowCount: 1 };
+      if (sql === ROLLUPS_BUILT_SQL) return { rows: [{ built: true } as Row], rowCount: 1 };
       captured.push({ sql, params });
       // The balances' statement answers one row of JSON; the others, rows of figures: none here.
       return sql.includes('ledger_balance_history') ? { rows: [{ rows: [] } as Row], rowCount: 1 } : { rows: [], rowCount: 0 };
@@ -131,8 +133,7 @@ async function reportQueries(scope: ReportScope, range: ReportRange, now: Date):
     async exec() {},
   };
   const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
-  await paymentAggregates(capture, scope, window);
-  await webhookAggregates(capture, scope, window);
+  await reportAggregates(capture, scope, window);
   await balancesAt(capture, scope, balanceInstants(range, now));
   return { payments: captured[0]!, timing: captured[1]!, webhooks: captured[2]!, balances: captured[3]! };
 }
@@ -274,8 +275,7 @@ const ROLLUP_POLL_MS = 500;
 /** Waits for the worker's first fold to build the rollups; then the rollup tables are analyzed, as autovacuum would. */
 async function waitForRollups(ctx: PayrollContext, startedAt: number): Promise<number> {
   for (;;) {
-    const { rows } = await ctx.db.query<{ built: boolean }>('SELECT folded IS NOT NULL AS built FROM report_fold');
-    if (rows[0]!.built) break;
+    if (await rollupsBuilt(ctx.db)) break;
     if (performance.now() - startedAt > ROLLUP_BUILD_WAIT_MS) throw new Error(`payout-report: the rollups were not built within ${ROLLUP_BUILD_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, ROLLUP_POLL_MS));
   }

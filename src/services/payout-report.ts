@@ -1,7 +1,7 @@
 import type { PayoutReport, PayoutReportRequest } from '../contract/payout-report.ts';
 import type { Database } from '../db/database.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
-import { balancesAt, paymentAggregates, webhookAggregates, type BalanceAtRow } from '../db/repositories/payout-report.ts';
+import { balancesAt, reportAggregates, type BalanceAtRow } from '../db/repositories/payout-report.ts';
 import type { PaymentAggregates, ReportScope, WebhookBucketRow } from '../db/repositories/payout-report-rows.ts';
 import type { Clock } from '../domain/clock.ts';
 import { notFound, validationFailed, type FieldError } from '../domain/errors.ts';
@@ -75,9 +75,8 @@ export class PayoutReportService {
     const now = this.clock.now();
     const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
     const instants = balanceInstants(range, now);
-    const [payments, webhooks, balances, bankNames] = await Promise.all([
-      paymentAggregates(this.db, scope, window),
-      webhookAggregates(this.db, scope, window),
+    const [{ payments, webhooks }, balances, bankNames] = await Promise.all([
+      reportAggregates(this.db, scope, window),
       balancesAt(this.db, scope, instants),
       this.bankNames(),
     ]);

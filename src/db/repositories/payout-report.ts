@@ -4,7 +4,8 @@ import type { BucketTimingRow, PaymentAggregates, ReportScope, ReportWindow, Web
 import { addBins, histogramPercentiles, TIME_BIN_STARTS, type TimeHistogram } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
 import { rawPaymentAggregates, rawWebhookAggregates } from './payout-report-raw.ts';
-import { binOf, REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { binOf, FOLD_CTE, REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { rollupsBuilt } from './report-rollups.ts';
 
 // The payout report's aggregates (GET /v1/reports/payouts): the rollups the report fold keeps
 // (report-rollups.ts), plus the changes committed since its last run, read in the same statement as
@@ -15,17 +16,10 @@ import { binOf, REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentCha
 // (LATERAL), never a scan across tenants. Buckets are given as their start times; rows are assigned
 // to them by width_bucket (1-based; the range filter keeps 0 and beyond-the-end out).
 
-/** Whether the report fold has built the rollups (until its first run, reports read the payments themselves). */
-async function rollupsBuilt(db: Queryable): Promise<boolean> {
-  const { rows } = await db.query<{ built: boolean }>('SELECT folded IS NOT NULL AS built FROM report_fold');
-  return rows[0]?.built === true;
-}
-
 // $1 tenant or null, $2 mode, $3 start, $4 bucket starts, $5 end, $6 granularity, $7 time bin starts (not in COUNTS_SQL).
 const windowParams = (scope: ReportScope, window: ReportWindow) =>
   [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end, window.granularity, TIME_BIN_STARTS];
 
-const FOLD = `fold AS (SELECT folded FROM report_fold)`;
 const IN_WINDOW = (t: string) => `${t}.tenant_id IN (SELECT tenant_id FROM scope) AND ${t}.mode = $2 AND ${t}.created_at >= $3 AND ${t}.created_at < $5`;
 // The rollup rows of one table in the window, per tenant of the scope: one index range each.
 const rollupRows = (table: string, columns: string, period: string, where = 'true') => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
@@ -44,7 +38,7 @@ interface CountRow {
 
 // Counts per bucket come from the granularity's rows; counts over the range (bank, instrument,
 // reason) from day rows, whatever the granularity, since a range is whole days.
-const COUNTS_SQL = `WITH ${SCOPE}, ${FOLD},
+const COUNTS_SQL = `WITH ${SCOPE}, ${FOLD_CTE},
 change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))}),
 counted AS (
   SELECT CASE WHEN dimension = 'status' THEN width_bucket(bucket_start, $4::timestamptz[]) ELSE 0 END AS b, dimension, key, status, payments, amount
@@ -63,7 +57,7 @@ SELECT b, dimension, key, status, sum(payments)::int AS n, sum(amount)::text AS 
 
 // Time histograms per bucket: the rollups' documents of the window, and the changes not folded yet
 // gathered into one document per bucket. Their sum per bucket gives the percentiles (addBins).
-const TIMING_SQL = `WITH ${SCOPE}, ${FOLD},
+const TIMING_SQL = `WITH ${SCOPE}, ${FOLD_CTE},
 change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))})
 SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, bins
   FROM (${rollupRows('report_outcome_times', 'bucket_start, bins', '$6')}) r
@@ -106,7 +100,7 @@ async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window
 
 // Attempts per bucket by outcome, with their durations' histogram: the rollups' rows of the window,
 // and the attempts not folded yet gathered into one row per bucket.
-const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD}
+const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD_CTE}
 SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, delivered::int, rejected::int, unreachable::int, bins
   FROM (${rollupRows('report_webhook_attempts', 'bucket_start, delivered, rejected, unreachable, bins', '$6')}) r
 UNION ALL
@@ -142,14 +136,19 @@ async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window
   });
 }
 
-/** Payments created in the window: counts and amounts by bucket, bank, instrument and reason, and times to outcome. */
-export async function paymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
-  return (await rollupsBuilt(db)) ? rollupPaymentAggregates(db, scope, window) : rawPaymentAggregates(db, scope, window);
-}
-
-/** Webhook delivery attempts made in the window, by bucket and outcome, with their durations. */
-export async function webhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
-  return (await rollupsBuilt(db)) ? rollupWebhookAggregates(db, scope, window) : rawWebhookAggregates(db, scope, window);
+/**
+ * Payments created in the window (counts and amounts by bucket, bank, instrument and reason, and
+ * times to outcome) and webhook attempts made in it: from the rollups once built, else from the
+ * payments and attempts themselves. One probe decides for both.
+ */
+export async function reportAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<{ payments: PaymentAggregates; webhooks: WebhookBucketRow[] }> {
+  const built = await rollupsBuilt(db);
+  const [payments, webhooks] = await Promise.all(
+    built
+      ? [rollupPaymentAggregates(db, scope, window), rollupWebhookAggregates(db, scope, window)]
+      : [rawPaymentAggregates(db, scope, window), rawWebhookAggregates(db, scope, window)],
+  );
+  return { payments, webhooks };
 }
 
 /** One asset's balances at one instant: sums over the scope's tenants; null where none was recorded. */

@@ -1,6 +1,6 @@
 import { TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
 import type { Database, Queryable, TransactionHandle } from '../database.ts';
-import { ALL_DELIVERIES, ALL_PAYMENTS, binOf, countKeysOf, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { ALL_DELIVERIES, ALL_PAYMENTS, binOf, countKeysOf, FOLD_CTE, ROLLUPS_BUILT_SQL, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
 
 // The report fold: adds the payment changes and webhook delivery attempts committed since its last
 // run to the report's rollups (migration 034), and records the snapshot it folded up to, all in one
@@ -53,7 +53,7 @@ const INTO_ROLLUPS = `counts AS (
     unreachable = r.unreachable + excluded.unreachable, bins = ${mergedBins('r.bins', 'excluded.bins')}
 )`;
 
-const foldSql = (payments: string, deliveries: string): string => `WITH fold AS (SELECT folded FROM report_fold),
+const foldSql = (payments: string, deliveries: string): string => `WITH ${FOLD_CTE},
 payment_change AS (${payments}),
 delivery AS (${deliveries}),
 ${INTO_ROLLUPS}
@@ -82,6 +82,12 @@ async function foldOnce(tx: TransactionHandle): Promise<FoldResult> {
   return { ran: true, built, paymentChanges: rows[0]!.changes, deliveries: rows[0]!.deliveries };
 }
 
+/** Whether the report fold has built the rollups (until its first run, reports read the payments themselves). */
+export async function rollupsBuilt(db: Pick<Queryable, 'query'>): Promise<boolean> {
+  const { rows } = await db.query<{ built: boolean }>(ROLLUPS_BUILT_SQL);
+  return rows[0]?.built === true;
+}
+
 /** One fold: the first builds the rollups from the payments and attempts themselves, later ones add what changed since. */
 export function foldReportRollups(db: Database): Promise<FoldResult> {
   return db.transaction((tx) => foldOnce(tx));
@@ -89,7 +95,7 @@ export function foldReportRollups(db: Database): Promise<FoldResult> {
 
 // The rollups plus the changes not folded yet, against the payments and attempts themselves, in one
 // statement (one snapshot for both sides): every rollup key whose figures differ. $1: the time bins.
-const DRIFT_SQL = `WITH fold AS (SELECT folded FROM report_fold),
+const DRIFT_SQL = `WITH ${FOLD_CTE},
 change AS (${unfoldedPaymentChanges()}),
 delivery AS (${unfoldedDeliveries()}),
 raw_payment AS (${ALL_PAYMENTS}),
@@ -116,8 +122,7 @@ HAVING sum(have) <> sum(want) OR sum(have_amount) <> sum(want_amount)
 
 /** Rollup keys whose figures differ from the payments and attempts themselves (none when the fold is right); empty before the first build. */
 export async function reportRollupDrift(db: Queryable): Promise<Record<string, unknown>[]> {
-  const { rows: fold } = await db.query<{ built: boolean }>('SELECT folded IS NOT NULL AS built FROM report_fold');
-  if (!fold[0]?.built) return [];
+  if (!(await rollupsBuilt(db))) return [];
   const { rows } = await db.query<Record<string, unknown>>(DRIFT_SQL, [TIME_BIN_STARTS]);
   return rows;
 }

@@ -41,8 +41,13 @@ export const outcomeMsOf = (p: string): string => `CASE WHEN ${p}.settled_at IS 
 const attemptOutcomeOf = (d: string): string =>
   `CASE WHEN ${d}.ok THEN 'delivered' WHEN ${d}.status_code IS NOT NULL THEN 'rejected' ELSE 'unreachable' END`;
 
-// A history row is folded when its transaction is visible in the fold's snapshot (report_fold,
-// which the statement names `fold`); rows from before the rollups existed carry no txid and were
+/** The fold's snapshot as the CTE `fold`, which every statement reading unfolded history names. */
+export const FOLD_CTE = `fold AS (SELECT folded FROM report_fold)`;
+
+/** Whether the fold has built the rollups: one row, `built`. */
+export const ROLLUPS_BUILT_SQL = 'SELECT folded IS NOT NULL AS built FROM report_fold';
+
+// A history row is folded when its transaction is visible in the fold's snapshot (FOLD_CTE); rows from before the rollups existed carry no txid and were
 // taken in by the first build. Every later transaction's id is at or above the snapshot's xmin,
 // so the index on txid finds the rest in one range.
 const notFolded = (row: string): string =>

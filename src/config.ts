@@ -54,8 +54,18 @@ export interface Config {
   sandboxSettleDelayMs: number;
   sandboxReverseDelayMs: number;
   sandboxRailTimeoutMs: number;
-  /** Consecutive transport failures of one rail that open its circuit breaker (per process). */
+  /** Connections to one rail refused in a row that open its circuit breaker (per process). */
   railBreakerFailures: number;
+  /** The sliding window a rail's failure rate is taken over. */
+  railBreakerWindowMs: number;
+  /** Calls the window must hold before its failure rate can open the breaker. */
+  railBreakerMinCalls: number;
+  /** Failed calls, in percent of the window's, that open the breaker. */
+  railBreakerFailureRate: number;
+  /** Payouts that may wait for a half-open breaker's probe at once. */
+  railBreakerHalfOpenWaiters: number;
+  /** How long a payout may wait for a rail to admit it before it fails `bank_unreachable`. */
+  railQueueMaxAgeS: number;
   /** How long an open breaker skips its rail before one health probe. */
   railBreakerOpenMs: number;
   reaperIntervalMs: number;
@@ -263,6 +273,11 @@ export function loadConfig(env: Env = process.env): Config {
     sandboxRailTimeoutMs: integer(env, 'SANDBOX_RAIL_TIMEOUT_MS', 2000, 1, 60_000),
     railBreakerFailures: integer(env, 'RAIL_BREAKER_FAILURES', 5, 1, 1000),
     railBreakerOpenMs: integer(env, 'RAIL_BREAKER_OPEN_MS', 30_000, 10, 3_600_000),
+    railBreakerWindowMs: integer(env, 'RAIL_BREAKER_WINDOW_MS', 30_000, 1_000, 3_600_000),
+    railBreakerMinCalls: integer(env, 'RAIL_BREAKER_MIN_CALLS', 20, 2, 100_000),
+    railBreakerFailureRate: integer(env, 'RAIL_BREAKER_FAILURE_RATE', 50, 1, 100),
+    railBreakerHalfOpenWaiters: integer(env, 'RAIL_BREAKER_HALF_OPEN_WAITERS', 100, 0, 10_000),
+    railQueueMaxAgeS: integer(env, 'RAIL_QUEUE_MAX_AGE_S', 900, 1, 604_800),
     reaperIntervalMs: integer(env, 'REAPER_INTERVAL_MS', 1000, 10, 3_600_000),
     reportFoldIntervalMs: integer(env, 'REPORT_FOLD_INTERVAL_MS', 1000, 10, 3_600_000),
     reaperCheckAttemptsMax: integer(env, 'REAPER_CHECK_ATTEMPTS_MAX', 24, 1, 1000),
@@ -324,8 +339,13 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
   ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
   ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
-  ['RAIL_BREAKER_FAILURES', '5', 'Consecutive transport failures of one rail (refused, timed out, threw; not a rejection by the bank, nor our own database failing under the sandbox) that open its circuit breaker in this process: new payouts skip it (docs/rails.md)'],
-  ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again'],
+  ['RAIL_BREAKER_FAILURES', '5', 'Connections to one connector refused in a row that open its circuit breaker in this process: new payouts wait for a rail instead of being sent to it (docs/rails.md). Timeouts and errors of unknown fate never open it by themselves; the sandbox rail is never judged'],
+  ['RAIL_BREAKER_WINDOW_MS', '30000', "The sliding window over which a connector's failure rate is taken (refusals, timeouts, errors against all its calls)"],
+  ['RAIL_BREAKER_MIN_CALLS', '20', 'Calls the window must hold before its failure rate can open the breaker'],
+  ['RAIL_BREAKER_FAILURE_RATE', '50', "Failed calls, in percent of the window's calls, that open the breaker"],
+  ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again. Any answer of the rail (a status, a callback, a rejection) closes it too'],
+  ['RAIL_BREAKER_HALF_OPEN_WAITERS', '100', "Payouts that may wait for a half-open breaker's probe at once instead of waiting in the rail queue"],
+  ['RAIL_QUEUE_MAX_AGE_S', '900', "How long a payout no rail could take (every candidate's breaker open) waits, `pending` `awaiting_rail`, before it fails `bank_unreachable` with its money back"],
   ['REAPER_INTERVAL_MS', '1000', 'The longest the reaper sleeps between passes when idle (it wakes sooner when the next unresolved payment falls due); also the first wait of its per-payment backoff'],
   ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],
   ['REPORT_FOLD_INTERVAL_MS', '1000', 'How often a worker folds new payment changes and webhook attempts into the payout report\'s rollups (one worker at a time; reports read what is not folded yet from the history, so this bounds their work, not their freshness)'],

@@ -356,7 +356,10 @@ function decideSettled(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'s
 
 /** The rail refused the transfer: the payout entry is mirrored (the fee too), the usage given back, `payment.failed`. */
 function decideFailed(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'failed'>, balances: ReadonlyMap<string, bigint>): OutcomeDecision {
-  if (!UNRESOLVED.includes(row.status)) return NOTHING;
+  // A payment waiting for a rail (pending) was never sent: only the rail queue's bound fails it,
+  // asking for exactly that move (onlyFrom: pending); no rail's report can.
+  const waitedTooLong = row.status === 'pending' && job.onlyFrom?.includes('pending') === true;
+  if (!UNRESOLVED.includes(row.status) && !waitedTooLong) return NOTHING;
   const funding = chargedAccount(row);
   const drawn = balances.get(accountKeyOf({ asset: row.source_asset, kind: 'credit_receivable' })) ?? 0n;
   const after: OutcomePayment = {

@@ -4,6 +4,8 @@ import type { Metadata } from './metadata.ts';
 
 /** What the payout answer and the statement say for each state. */
 export const STATUS_MESSAGES = {
+  pending:
+    'Accepted and charged, waiting for a rail: the bank connection is down right now (its circuit breaker is open), so it has not been sent yet. It is sent as soon as the rail is back, in arrival order; if that takes longer than the rail queue bound it fails bank_unreachable with the money back. Do not retry: the outcome arrives by webhook.',
   submitted: 'Accepted and settling through the rail, asynchronously. Do not retry: the outcome arrives by webhook (payment.settled or payment.failed).',
   settled: 'Settled: the beneficiary has the funds.',
   unknown:

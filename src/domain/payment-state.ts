@@ -6,7 +6,9 @@ export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export type TransitionActor = 'api' | 'provider_event' | 'reaper' | 'system';
 
 const ALLOWED: Record<string, readonly PaymentStatus[]> = {
-  '': ['submitted', 'failed'],
+  '': ['pending', 'submitted', 'failed'],
+  // Waiting for a rail to admit it: sent (submitted) once one does, failed past the rail queue bound.
+  pending: ['submitted', 'failed'],
   submitted: ['submitted', 'unknown', 'settled', 'failed'],
   unknown: ['settled', 'failed'],
   settled: ['reversed'],
@@ -19,3 +21,9 @@ export function assertTransition(from: PaymentStatus | null, to: PaymentStatus):
 }
 
 export const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
+
+/**
+ * Charged and not yet final: its amount is in flight in the books and counts against its limits. A
+ * payout waiting for a rail (`pending`) is charged as one sent, so waiting can never overdraw.
+ */
+export const IN_FLIGHT: readonly PaymentStatus[] = ['pending', ...UNRESOLVED];

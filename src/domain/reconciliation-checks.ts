@@ -5,7 +5,7 @@
 // counters — so a row changed by hand, or a bug in one writer, shows as a disagreement. No I/O.
 
 import type { AccountKind, FundingAccount, LedgerEntryKind } from './ledger.ts';
-import type { PaymentStatus } from './payment-state.ts';
+import { IN_FLIGHT, type PaymentStatus } from './payment-state.ts';
 import type { Discrepancy } from './reconciliation.ts';
 
 export interface BookFigures {
@@ -30,7 +30,7 @@ export interface ChargedGroup {
   feeAmount: bigint;
 }
 
-const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
+
 
 /** Sums by string key; a figure never named is zero. */
 class Sums {
@@ -91,7 +91,7 @@ function inFlightFindings(books: BookFigures, balances: Sums): Discrepancy[] {
   const owed = new Sums();
   const payouts = new Map<string, number>();
   for (const g of books.charged) {
-    if (!UNRESOLVED.includes(g.status)) continue;
+    if (!IN_FLIGHT.includes(g.status)) continue;
     owed.add(g.payoutAsset, -g.payoutAmount);
     payouts.set(g.payoutAsset, (payouts.get(g.payoutAsset) ?? 0) + g.count);
   }

@@ -1,7 +1,8 @@
 // The rails a process knows, as the reaper needs them: the rail that carries a payment, and every
 // rail whose notifications it processes. The process's rail registry (services/rail-registry.ts) is
 // one; a single rail per mode (a test of one rail) is another.
-import type { RailAdapter } from './rail.ts';
+import type { Instrument } from '../domain/instrument.ts';
+import type { RailAdapter, RailTransfer } from './rail.ts';
 import type { RailsByMode, SendOutcome } from './send.ts';
 
 export interface RailSet {
@@ -21,6 +22,22 @@ export interface RailSet {
   unanswered(rail: string, error: unknown): void;
   /** What a submit to `rail` ended in: its breaker and its failures by reason count it. */
   sent(rail: string, outcome: SendOutcome): void;
+  /**
+   * The rail a payment waiting for one (`pending`) may be sent to now — its own first, else another
+   * that may carry it and can deliver through its instrument — or null when none admits it yet.
+   */
+  railForWaiting(payment: WaitingPayment): Promise<string | null>;
+}
+
+/** What choosing a rail for a waiting payment reads of it. */
+export interface WaitingPayment {
+  tenant_id: string;
+  mode: 'test' | 'live';
+  rail: string | null;
+  method: Instrument | null;
+  method_requested: Instrument;
+  payout_amount: bigint;
+  beneficiary: RailTransfer['beneficiary'];
 }
 
 /** One rail per mode: every payment of a mode is that rail's, whatever it records. */
@@ -33,5 +50,6 @@ export function railSetOf(rails: RailsByMode | RailSet): RailSet {
     answered: () => undefined,
     unanswered: () => undefined,
     sent: () => undefined,
+    railForWaiting: async (payment) => (payment.mode === 'test' ? rails.test : rails.live)?.name ?? null,
   };
 }

@@ -195,7 +195,7 @@ function railsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registr
 function connectorServicesOf(connectors: readonly RailAdapter[], railRegistry: RailRegistry, registry: Registry) {
   return {
     connectors: connectors.map((connector) => railRegistry.named(connector.name)!.adapter),
-    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry),
+    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry, (rail) => railRegistry.answered(rail)),
     closeConnectors: async () => {
       await Promise.all(connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)));
     },
@@ -209,7 +209,15 @@ function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, c
     deps.db,
     clock,
     { sandbox, connectors: [...(deps.liveRail ? [deps.liveRail] : []), ...connectors] },
-    { failuresToOpen: config.railBreakerFailures, openMs: config.railBreakerOpenMs, probeTimeoutMs: config.sandboxRailTimeoutMs },
+    {
+      refusalsToOpen: config.railBreakerFailures,
+      windowMs: config.railBreakerWindowMs,
+      minimumCalls: config.railBreakerMinCalls,
+      failureRatePercent: config.railBreakerFailureRate,
+      openMs: config.railBreakerOpenMs,
+      probeTimeoutMs: config.sandboxRailTimeoutMs,
+      halfOpenWaitersMax: config.railBreakerHalfOpenWaiters,
+    },
     metrics,
     log,
   );

@@ -60,6 +60,11 @@ export interface PayoutJob {
   methodUsed: Instrument | null;
   routeFailureMessage: string | null;
   rail: string | null;
+  /**
+   * No rail may take it now (its rails' breakers are open): accepted and charged as any other, it
+   * waits `pending` (`awaiting_rail`) and the reaper sends it once its rail admits one.
+   */
+  waitsForRail: boolean;
   /** The payout's own metadata ({} when none was sent); an inline beneficiary's travels in `inline`. */
   metadata: Metadata;
   /**
@@ -74,6 +79,7 @@ export interface PayoutJob {
 /** What a batch decided for one payout, for the log and the metrics once it has committed. */
 type PayoutTally =
   | { status: 'submitted'; paymentId: string }
+  | { status: 'pending'; paymentId: string }
   | { status: 'failed'; paymentId: string; reason: string }
   | { status: 'refused'; code: string };
 
@@ -92,6 +98,13 @@ interface DecidedPayout {
   partition: Partition;
   job: PayoutJob;
   candidate: PayoutCandidate;
+}
+
+/** The status reason of a payout that waits for a rail to admit it (`pending`). */
+export const AWAITING_RAIL = 'awaiting_rail';
+
+function acceptedTally(payment: PaymentRow): PayoutTally {
+  return { status: payment.status === 'pending' ? 'pending' : 'submitted', paymentId: payment.id };
 }
 
 /** What a payout's first transition records about its instrument. */
@@ -125,11 +138,14 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     const failed: Array<{ paymentId: string; reason: string }> = [];
     const refused: Record<string, number> = {};
     for (const result of results) {
-      const tally = result.kind === 'accepted' ? ({ status: 'submitted', paymentId: result.payment.id } as const) : result.kind === 'key_taken' ? undefined : result.tally;
+      const tally = result.kind === 'accepted' ? acceptedTally(result.payment) : result.kind === 'key_taken' ? undefined : result.tally;
       if (!tally) continue;
       if (tally.status === 'submitted') {
         accepted.push(tally.paymentId);
         this.metrics?.payoutStatus('submitted', 'ledger_committed');
+      } else if (tally.status === 'pending') {
+        accepted.push(tally.paymentId);
+        this.metrics?.payoutStatus('pending', AWAITING_RAIL);
       } else if (tally.status === 'failed') {
         failed.push({ paymentId: tally.paymentId, reason: tally.reason });
         this.metrics?.payoutStatus('failed', tally.reason);
@@ -254,23 +270,24 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   /** An accepted payout: its payment (submitted), its quote consumed, its entry; it goes to the rail after the commit. */
   private recordAccepted(write: PayoutBatchWrite, { partition, job, candidate: c }: DecidedPayout, entry: LedgerEntry, state: PayoutBatchState): PayoutResult {
     const { now } = state;
+    const waits = job.waitsForRail;
     const payment = newPayment(partition, job, c, now, {
-      status: 'submitted',
-      reason: null,
-      message: STATUS_MESSAGES.submitted,
+      status: waits ? 'pending' : 'submitted',
+      reason: waits ? AWAITING_RAIL : null,
+      message: waits ? STATUS_MESSAGES.pending : STATUS_MESSAGES.submitted,
       funding: state.funding,
       usageDay: state.day,
       // The reaper asks once the rail usually has the outcome; a crash between this commit and the
       // rail call is found then too, never before the payout path's own send has ended. A batch's
-      // payout has no payout path sending it: the reaper sends it at once.
-      nextCheckAt: job.batch ? now : new Date(now.getTime() + this.firstLook[partition.mode]),
+      // payout has no payout path sending it, and a waiting one none either: the reaper sends it.
+      nextCheckAt: job.batch || waits ? now : new Date(now.getTime() + this.firstLook[partition.mode]),
     });
     write.payments.push(payment);
     // Nobody records a batch item's answer after the rail call: its key names the payment now.
     const row = insertedPayment(payment);
     if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: this.answers.payment(row) });
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
-    write.transitions.push({ paymentId: c.paymentId, to: 'submitted', reason: 'ledger_committed', metadata: transitionMetadataOf(job) });
+    write.transitions.push({ paymentId: c.paymentId, to: waits ? 'pending' : 'submitted', reason: waits ? AWAITING_RAIL : 'ledger_committed', metadata: transitionMetadataOf(job) });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
     return { kind: 'accepted', payment: row, batchStartedAt: now };
   }
@@ -360,7 +377,7 @@ function newPayment(
   c: PayoutCandidate,
   now: Date,
   state: {
-    status: 'submitted' | 'failed';
+    status: 'submitted' | 'pending' | 'failed';
     reason: string | null;
     message: string;
     funding: 'prefunding' | 'credit_receivable' | null;

@@ -73,6 +73,8 @@ interface RouteOutcome {
   methodUsed: Instrument | null;
   methodChanged: boolean;
   routeFailure: { reason: string; message: string } | null;
+  /** No rail that may carry it admits a payout now (each one's breaker open): it waits for one. */
+  waitsForRail: boolean;
 }
 
 const INVALID_CHECK_DIGITS_MESSAGE =
@@ -163,7 +165,7 @@ export class PayoutService {
     const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
     const quote = reads.quote;
     const routed = await this.route({ tenantId: partition.tenantId, mode: partition.mode, bankCode: target.bankCode, amountMinor: quote.deliver_amount }, request, target, bankCodes);
-    const { methodUsed, methodChanged, routeFailure, rails } = await this.checkAccount(partition.tenantId, target, routed);
+    const { methodUsed, methodChanged, routeFailure, rails, waitsForRail } = await this.checkAccount(partition.tenantId, target, routed);
 
     const job: PayoutJob = {
       candidate: {
@@ -192,6 +194,7 @@ export class PayoutService {
       methodUsed,
       routeFailureMessage: routeFailure?.message ?? null,
       rail: rails[0]?.name ?? null,
+      waitsForRail,
       metadata: request.metadata ?? NO_METADATA,
       batch: context.batch,
     };
@@ -211,9 +214,11 @@ export class PayoutService {
 
   /**
    * Which instrument can carry the payout, and on which rails, decided before any money moves (or why
-   * none can). An instrument is available when a rail that may carry the payout (eligible, its breaker
-   * not open) says it can deliver to this beneficiary through it; no rail serving the mode at all is
-   * `no_route`.
+   * none can). An instrument is available when a rail that may carry the payout (eligible by its
+   * settings and the rules, whatever its breaker) says it can deliver to this beneficiary through it;
+   * no rail serving the mode at all is `no_route`. A breaker never decides the instrument: when every
+   * rail of the chosen one has its breaker open, the payout is accepted and waits for one
+   * (`waitsForRail`), so an outage never fails a payout for a reason that is not true.
    */
   private async route(payout: Omit<RoutedPayout, 'instrument'>, request: PayoutRequest, target: BeneficiarySnapshot, bankCodes: Record<Instrument, ReadonlySet<string>>): Promise<RouteOutcome> {
     const available = async (instrument: Instrument) => {
@@ -221,9 +226,10 @@ export class PayoutService {
       const answers = await Promise.all(rails.map((rail) => rail.adapter.instrumentAvailable(target, instrument, request.method).catch(() => false)));
       return { rails: rails.filter((_, i) => answers[i]), eligible: rails.length > 0 };
     };
+    const unrouted = (reason: string, message: string): RouteOutcome => ({ rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason, message }, waitsForRail: false });
     const [pagoMovil, transferencia] = [await available('pago_movil'), await available('transferencia')];
     if (!pagoMovil.eligible && !transferencia.eligible && !(await this.rails.servesAny(payout.mode))) {
-      return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'no_route', message: `No rail serves ${payout.mode} payouts in this deployment.` } };
+      return unrouted('no_route', `No rail serves ${payout.mode} payouts in this deployment.`);
     }
     const route = decideRoute({
       requested: request.method,
@@ -232,8 +238,10 @@ export class PayoutService {
       inCatalogue: (instrument, code) => bankCodes[instrument].has(code),
       railAvailable: { pago_movil: pagoMovil.rails.length > 0, transferencia: transferencia.rails.length > 0 },
     });
-    if (!route.ok) return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: route.reason, message: route.message } };
-    return { rails: route.method === 'pago_movil' ? pagoMovil.rails : transferencia.rails, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null };
+    if (!route.ok) return unrouted(route.reason, route.message);
+    const rails = route.method === 'pago_movil' ? pagoMovil.rails : transferencia.rails;
+    const admitting = await this.rails.admitting(rails);
+    return { rails: admitting.length > 0 ? admitting : rails, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null, waitsForRail: admitting.length === 0 };
   }
 
   /**
@@ -243,7 +251,7 @@ export class PayoutService {
   private async checkAccount(tenantId: string, target: BeneficiarySnapshot, routed: RouteOutcome): Promise<RouteOutcome> {
     if (routed.methodUsed !== 'transferencia' || checkAccountNumber(target.accountNumber) !== 'invalid_check_digits') return routed;
     if (!(await findTenant(this.db, tenantId))?.reject_invalid_accounts) return routed;
-    return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE } };
+    return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE }, waitsForRail: false };
   }
 
   /** What a key found before or in the batch answers, or undefined when it is past its TTL. */
@@ -274,7 +282,8 @@ export class PayoutService {
   private async deliver(payment: PaymentRow, job: PayoutJob, batchStartedAt: Date, rails: readonly RegisteredRail[]): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
-    if (this.withinSendWindow(batchStartedAt)) {
+    // A payout waiting for a rail (pending) is not sent here: the reaper sends it once a rail admits it.
+    if (payment.status === 'submitted' && this.withinSendWindow(batchStartedAt)) {
       const sent = await this.send(payment, job.sender!, batchStartedAt, rails);
       const outcome = sent.outcome;
       row = sent.payment;

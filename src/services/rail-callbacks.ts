@@ -22,7 +22,12 @@ export class RailCallbackService {
   private readonly receivers: ReadonlyMap<string, CallbackReceiver>;
   private readonly received: Counter<'rail' | 'result'>;
 
-  constructor(receivers: readonly CallbackReceiver[], registry: Registry) {
+  /** `verified`: told of each rail whose signed callback was stored — evidence the rail is up. */
+  constructor(
+    receivers: readonly CallbackReceiver[],
+    registry: Registry,
+    private readonly verified: (rail: string) => void = () => undefined,
+  ) {
     this.receivers = new Map(receivers.map((receiver) => [receiver.name, receiver]));
     this.received = new Counter({
       name: 'bolivar_rail_callbacks_total',
@@ -36,7 +41,9 @@ export class RailCallbackService {
     const receiver = this.receivers.get(rail);
     // The label is a configured name or "unknown": a caller's path never becomes a series of its own.
     if (!receiver) return this.counted('unknown', { stored: false, refusal: 'unknown_rail' });
-    return this.counted(rail, await receiver.receiveCallback(headers, rawBody));
+    const receipt = await receiver.receiveCallback(headers, rawBody);
+    if (receipt.stored) this.verified(rail);
+    return this.counted(rail, receipt);
   }
 
   private counted(rail: string, receipt: CallbackReceipt): CallbackReceipt {

@@ -11,7 +11,7 @@ import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type R
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
 import { observedRail } from '../rails/observed-rail.ts';
 import { isRailFailure, type RailAdapter } from '../rails/rail.ts';
-import type { RailSet } from '../rails/rail-set.ts';
+import type { RailSet, WaitingPayment } from '../rails/rail-set.ts';
 import type { SendOutcome } from '../rails/send.ts';
 import type { RailMetrics } from './rail-metrics.ts';
 
@@ -32,6 +32,12 @@ export interface RegisteredRail {
   /** Its settings when the operator stored none. */
   defaults: RailSetting;
   breaker: CircuitBreaker;
+  /**
+   * Whether its calls' outcomes judge it. The sandbox's are not: its bank is tables of our own
+   * database, and its timeouts and failures are triggers that simulate one beneficiary's bank, never
+   * the rail being down, so its breaker never opens.
+   */
+  judged: boolean;
 }
 
 export interface RailRouting {
@@ -61,7 +67,14 @@ export class RailRegistry implements RailSet {
         log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);
       });
       metrics.known(name, () => railBreaker.state);
-      this.rails.set(name, { name, kind, adapter: observedRail(adapter, metrics), defaults: { name, modes, instruments: INSTRUMENTS, enabled: true }, breaker: railBreaker });
+      this.rails.set(name, {
+        name,
+        kind,
+        adapter: observedRail(adapter, metrics),
+        defaults: { name, modes, instruments: INSTRUMENTS, enabled: true },
+        breaker: railBreaker,
+        judged: kind === 'connector',
+      });
     };
     add(adapters.sandbox, 'sandbox', adapters.sandbox.modes ?? ['test']);
     for (const connector of adapters.connectors) add(connector, 'connector', connector.modes ?? ['live']);
@@ -93,7 +106,7 @@ export class RailRegistry implements RailSet {
   }
 
   answered(rail: string): void {
-    this.rails.get(rail)?.breaker.success();
+    this.judged(rail)?.success();
   }
 
   /**
@@ -101,7 +114,13 @@ export class RailRegistry implements RailSet {
    * neither counts nor ends the failures in a row, as the rail was not asked anything it could fail.
    */
   unanswered(rail: string, error: unknown): void {
-    if (isRailFailure(error)) this.rails.get(rail)?.breaker.failure();
+    if (isRailFailure(error)) this.judged(rail)?.failure();
+  }
+
+  /** The breaker of `rail` when its calls judge it (a connector), else undefined. */
+  private judged(rail: string): CircuitBreaker | undefined {
+    const registered = this.rails.get(rail);
+    return registered?.judged ? registered.breaker : undefined;
   }
 
   /** The settings and rules, as cached (read again once older than RAIL_SETTINGS_TTL_MS). */
@@ -125,14 +144,22 @@ export class RailRegistry implements RailSet {
   }
 
   /**
-   * The rails that may carry `payout` now, in the order they are tried: eligible by their settings,
-   * ordered by the rules, without those whose breaker is open.
+   * The rails that may carry `payout`, in the order they are tried: eligible by their settings,
+   * ordered by the rules, breakers aside (a rail whose breaker is open is still the payout's rail:
+   * the payout waits for it, see `admitting`).
    */
   async candidates(payout: RoutedPayout): Promise<RegisteredRail[]> {
     const { settings, routes } = await this.routing();
-    return candidateRails(payout, settings, routes)
-      .map((name) => this.rails.get(name)!)
-      .filter((rail) => rail.breaker.admits());
+    return candidateRails(payout, settings, routes).map((name) => this.rails.get(name)!);
+  }
+
+  /**
+   * Of `rails`, those whose breaker admits a payout now, in the same order (a half-open one after its
+   * probe's verdict, for a bounded number of waiting payouts).
+   */
+  async admitting(rails: readonly RegisteredRail[]): Promise<RegisteredRail[]> {
+    const admitted = await Promise.all(rails.map((rail) => rail.breaker.admission()));
+    return rails.filter((_, i) => admitted[i]);
   }
 
   /** Does any enabled rail serve `mode`, breakers aside? None is `no_route`. */
@@ -142,17 +169,34 @@ export class RailRegistry implements RailSet {
   }
 
   /**
-   * What a submit to `rail` ended in: its breaker counts a transport failure (not received, timed out,
-   * threw) or a success (any answer, a rejection included), and a failure is counted by reason. A
+   * What a submit to `rail` ended in: its breaker counts a refusal (not received), a failure of unknown
+   * fate (timed out, threw) or a success (any answer, a rejection included), and a failure is counted by reason. A
    * send our own database failed (DatabaseFailed) is counted by reason only: it is not the rail's.
    */
   sent(rail: string, outcome: SendOutcome): void {
     const transport = outcome.status === 'not_received' || outcome.status === 'timeout' || outcome.status === 'error';
-    const breaker = this.rails.get(rail)?.breaker;
+    const breaker = this.judged(rail);
     if (!transport) breaker?.success();
-    else if (!('database' in outcome)) breaker?.failure();
+    else if ('database' in outcome) {
+      // Our own database failed under the sandbox: not the rail's failure.
+    } else if (outcome.status === 'not_received') breaker?.refused();
+    else breaker?.failure();
     if (transport) this.metrics.sendFailed(rail, outcome.status);
     else if (outcome.status === 'failed') this.metrics.sendFailed(rail, outcome.reason);
+  }
+
+  async railForWaiting(payment: WaitingPayment): Promise<string | null> {
+    if (payment.method === null) return null;
+    const instrument = payment.method;
+    const eligible = await this.candidates({ tenantId: payment.tenant_id, mode: payment.mode, instrument, bankCode: payment.beneficiary.bankCode, amountMinor: payment.payout_amount });
+    // Its own rail first (the one routing chose), then the others in the routing order.
+    const ordered = [...eligible.filter((rail) => rail.name === payment.rail), ...eligible.filter((rail) => rail.name !== payment.rail)];
+    for (const rail of await this.admitting(ordered)) {
+      if (rail.name === payment.rail) return rail.name;
+      const deliverable = await rail.adapter.instrumentAvailable(payment.beneficiary, instrument, payment.method_requested).catch(() => false);
+      if (deliverable) return rail.name;
+    }
+    return null;
   }
 
   failedOver(from: string, to: string): void {

@@ -32,7 +32,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     services.clock,
     services.railRegistry,
     services.outcomes,
-    { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs },
+    { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs, railQueueMaxAgeMs: config.railQueueMaxAgeS * 1000 },
     log,
     services.metrics,
   );

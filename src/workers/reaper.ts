@@ -12,6 +12,7 @@ import { railSetOf, type RailSet } from '../rails/rail-set.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import { RailQueue } from './rail-queue.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /** Payments claimed per pass, at most. */
@@ -35,6 +36,8 @@ const NOTIFICATIONS_BATCH_MAX = 100;
 export interface ReaperSettings {
   intervalMs: number;
   railTimeoutMs: number;
+  /** How long a payout may wait for a rail (RAIL_QUEUE_MAX_AGE_S), in ms. */
+  railQueueMaxAgeMs: number;
 }
 
 /**
@@ -63,6 +66,9 @@ export class Reaper {
   /** From a payment's batch start, how long its payout path may still be sending it. */
   private readonly sendEndsMs: number;
   private readonly rails: RailSet;
+  private readonly railQueue: RailQueue;
+  /** Payments the rail queue admitted this pass: never sent before, so no payout path is sending them. */
+  private admittedNow = new Set<string>();
 
   constructor(
     private readonly db: Database,
@@ -76,6 +82,7 @@ export class Reaper {
     this.rails = railSetOf(rails);
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
     this.sendEndsMs = sendEndsMs({ reaperIntervalMs: settings.intervalMs, railTimeoutMs: settings.railTimeoutMs });
+    this.railQueue = new RailQueue(db, clock, this.rails, outcomes, settings.railQueueMaxAgeMs, log);
   }
 
   /**
@@ -84,6 +91,9 @@ export class Reaper {
    * most), or false when none will.
    */
   async runOnce(): Promise<PassOutcome> {
+    // Waiting payouts a rail admits now become due first, so this pass's claim sends them.
+    const queue = await this.railQueue.runOnce();
+    this.admittedNow = new Set(queue.admitted.map((payment) => payment.id));
     const now = this.clock.now();
     const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
     // Answers are applied as they come: the outcome batches fill up while other questions are out.
@@ -100,10 +110,10 @@ export class Reaper {
     });
     await Promise.all(applied);
     const notified = await this.processNotifications();
-    if (claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX) return true;
+    if (claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX || queue.full) return true;
     // Without this, a payment falling due just after a pass waits the whole interval: a payroll's
     // last payouts settled about a second after their first question was due.
-    const next = await nextResolutionDue(this.db);
+    const next = earliest(await nextResolutionDue(this.db), await this.railQueue.nextDue());
     return next === undefined ? false : Math.max(REAPER_PAUSE_MIN_MS, next.getTime() - this.clock.now().getTime());
   }
 
@@ -168,7 +178,7 @@ export class Reaper {
       if (lookup.status !== 'not_found') return lookup;
       const sendEnds = payment.created_at.getTime() + this.sendEndsMs;
       // A payout batch's payment has no payout path sending it: the reaper is its sender.
-      const beingSent = payment.status === 'submitted' && payment.batch_id === null && this.clock.now().getTime() < sendEnds;
+      const beingSent = payment.status === 'submitted' && payment.batch_id === null && !this.admittedNow.has(payment.id) && this.clock.now().getTime() < sendEnds;
       if (beingSent) return { deferUntil: new Date(sendEnds) };
       // Committed but never sent (a payout batch's, or the payout path died first): send it now, by the same reference, to
       // the rail it is on now (the payout path may have moved it since this pass claimed it).
@@ -334,6 +344,12 @@ function reportOfNotification(notification: RailNotification): RailReport & Fina
     case 'reversed':
       return { status: 'reversed', reason: notification.reason, ...(notification.bankReference === undefined ? {} : { bankReference: notification.bankReference }), ...amount };
   }
+}
+
+function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return a.getTime() <= b.getTime() ? a : b;
 }
 
 function resolutionOf(status: PaymentRow['status'], moved: boolean): ResolutionOutcome {

@@ -32,7 +32,7 @@ describe(`anomalies on ${ENGINE}`, () => {
 
   /** A reaper as the worker runs it (with the metrics), over `rails` (default: the app's). */
   function reaper(rails = t.services.rails): Reaper {
-    return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs }, undefined, t.services.metrics);
+    return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }, undefined, t.services.metrics);
   }
 
   async function reap(rails = t.services.rails, passes = 2): Promise<void> {

@@ -81,7 +81,7 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
 
     // The reaper finds the settlement.
     clock.advance(2000);
-    const reaper = new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs }, undefined, t.services.metrics);
+    const reaper = new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }, undefined, t.services.metrics);
     await reaper.runOnce();
     text = await scrape();
     assert.equal(valueOf(text, 'bolivar_reaper_resolutions_total', { outcome: 'settled' }), 1);

@@ -63,7 +63,7 @@ describe('the money path on PostgreSQL, from several instances at once', { skip:
   async function reapEverywhere(ms: number, passes = 3): Promise<void> {
     clock.advance(ms);
     // As the instances' own reapers would be configured: the payout path's timeout is theirs.
-    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.rails, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs }));
+    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.rails, t.services.outcomes, { intervalMs: t.config.reaperIntervalMs, railTimeoutMs: t.config.sandboxRailTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }));
     for (let i = 0; i < passes; i += 1) await Promise.all(reapers.map((r) => r.runOnce()));
   }
 

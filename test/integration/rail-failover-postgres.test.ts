@@ -69,7 +69,7 @@ describe('failover across rails from several instances at once', { skip: ENGINE 
     // The banks pay; every instance's reaper asks, each payment of its own rail.
     for (const id of ids) (alpha.transfers.has(id) ? alpha : beta).settle(id);
     clock.advance(60_000);
-    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS }));
+    const reapers = apps.map((t) => new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }));
     for (let pass = 0; pass < 3; pass += 1) await Promise.all(reapers.map((reaper) => reaper.runOnce()));
     const settled = await apps[0]!.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenant.body.id]);
     assert.equal(settled.rows[0]!.n, PAYOUTS);

@@ -28,7 +28,7 @@ describe('several rails: routing, failover, breaker', () => {
   /** A connector whose configuration gives no modes: live. */
   const gamma = new FixtureRail('gamma');
 
-  const reaper = (railTimeoutMs = RAIL_TIMEOUT_MS) => new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs });
+  const reaper = (railTimeoutMs = RAIL_TIMEOUT_MS) => new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 });
   const railOf = async (paymentId: string) => {
     const shown = await admin.get(`/v1/admin/tenants/${tenantId}/payments/${paymentId}`);
     assert.equal(shown.status, 200, shown.raw);

@@ -83,6 +83,7 @@ export function reaperOf(t: TestApp, rails: RailsByMode = t.services.rails): Rea
   return new Reaper(t.db, t.services.clock, rails, t.services.outcomes, {
     intervalMs: t.config.reaperIntervalMs,
     railTimeoutMs: t.config.sandboxRailTimeoutMs,
+    railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000,
   });
 }
 

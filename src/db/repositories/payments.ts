@@ -64,7 +64,7 @@ export interface TransitionRow {
   created_at: Date;
 }
 
-const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
+export const PAYMENT_COLUMNS = `tenant_id, mode, id, customer_id, beneficiary_id, quote_id, status, status_reason, message, source_asset,
   source_amount, payout_asset, payout_amount, fee_amount, method, method_requested, method_changed, compensated,
   bank_reference, beneficiary, sender, rail, next_check_at, check_attempts, usage_day::text AS usage_day, funding_account,
   resolution_parked_at, settled_at, created_at, updated_at, metadata, created_by_key_id, batch_id`;

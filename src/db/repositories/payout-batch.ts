@@ -24,7 +24,7 @@ export interface PayoutBatchWrite {
   /** New payments: accepted (submitted) and failed before the rail. */
   payments: NewPayment[];
   /** The first transition of each new payment (null → submitted or null → failed). */
-  transitions: Array<{ paymentId: string; to: 'submitted' | 'failed'; reason: string; metadata: Record<string, unknown> }>;
+  transitions: Array<{ paymentId: string; to: 'pending' | 'submitted' | 'failed'; reason: string; metadata: Record<string, unknown> }>;
   entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
   /** Increments of the batch day's counters (locked). */
   usage: { day: string; rows: Array<{ counter: CounterKey; amount: bigint; count: bigint }> };

@@ -104,14 +104,14 @@ export async function readBooks(tx: Queryable, partition: Partition): Promise<Bo
 }
 
 // What limit-rules.ts and payout-decision.ts (trackedCounters) count: every charged payout still
-// submitted, unknown or settled, on its usage day, against its tenant, customer and beneficiary, by the
+// pending, submitted, unknown or settled, on its usage day, against its tenant, customer and beneficiary, by the
 // instrument it went through. A failed or returned one gave its usage back.
 const COUNTERS_SQL = `WITH counted AS (
   SELECT p.usage_day AS business_date, s.kind AS subject_kind, s.subject_id, p.method,
          sum(p.payout_amount) AS amount, count(*)::bigint AS count
     FROM payments p
    CROSS JOIN LATERAL (VALUES ('tenant', p.tenant_id), ('customer', p.customer_id), ('beneficiary', p.beneficiary_id)) AS s(kind, subject_id)
-   WHERE p.tenant_id = $1 AND p.mode = $2 AND p.status IN ('submitted', 'unknown', 'settled')
+   WHERE p.tenant_id = $1 AND p.mode = $2 AND p.status IN ('pending', 'submitted', 'unknown', 'settled')
      AND p.usage_day IS NOT NULL AND p.method IS NOT NULL AND p.beneficiary_id IS NOT NULL AND s.subject_id IS NOT NULL
    GROUP BY 1, 2, 3, 4
 ), stored AS (

@@ -32,7 +32,7 @@ export interface BreakerSettings {
 }
 
 /** The window is kept as this many buckets: bounded memory whatever the traffic. */
-export const BREAKER_WINDOW_BUCKETS = 30;
+const BREAKER_WINDOW_BUCKETS = 30;
 
 interface Bucket {
   startMs: number;

@@ -101,7 +101,7 @@ interface DecidedPayout {
 }
 
 /** The status reason of a payout that waits for a rail to admit it (`pending`). */
-export const AWAITING_RAIL = 'awaiting_rail';
+const AWAITING_RAIL = 'awaiting_rail';
 
 function acceptedTally(payment: PaymentRow): PayoutTally {
   return { status: payment.status === 'pending' ? 'pending' : 'submitted', paymentId: payment.id };

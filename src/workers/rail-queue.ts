@@ -14,12 +14,12 @@ import type { RailSet } from '../rails/rail-set.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
 
 /** Waiting payments looked at per pass, at most. */
-export const RAIL_QUEUE_BATCH_MAX = 200;
+const RAIL_QUEUE_BATCH_MAX = 200;
 /**
  * How long a claimed waiting payment is left alone: its lease, and the pause before a payment whose
  * rail is still down is looked at again (a breaker changes on its own only after RAIL_BREAKER_OPEN_MS).
  */
-export const RAIL_QUEUE_RECHECK_MS = 1_000;
+const RAIL_QUEUE_RECHECK_MS = 1_000;
 
 export interface RailQueuePass {
   /** Admitted now: submitted on their rail and due at once; the reaper sends them this pass. */

@@ -147,7 +147,7 @@ export type PayoutResult = {
      */
     id: string;
     /**
-     * Usually `submitted`: the outcome arrives by webhook
+     * Usually `submitted`: the outcome arrives by webhook. `pending` when no rail can take it right now (its bank connection is down): accepted and charged, it is sent as soon as a rail admits it, or fails `bank_unreachable` after the rail queue bound (`message` says so)
      */
     status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
     /**
@@ -211,7 +211,7 @@ export type Payment = {
     beneficiary_id: string | null;
     status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
     /**
-     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled; null on `submitted`. An open set, as the transitions' `reason`
+     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled, on `pending` `awaiting_rail` (no rail could take it yet); null on `submitted`. An open set, as the transitions' `reason`
      */
     status_reason: string | null;
     /**
@@ -260,7 +260,7 @@ export type Payment = {
      */
     events: Array<{
         /**
-         * The status before; null on the first transition (a payment created `submitted` or `failed`)
+         * The status before; null on the first transition (a payment created `submitted`, `pending` or `failed`)
          */
         from_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed' | null;
         /**
@@ -268,7 +268,7 @@ export type Payment = {
          */
         to_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
         /**
-         * Why the payment moved. An open set: `ledger_committed` (accepted and charged); `rail_accepted_async` (the rail took it and settles later); `rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled); `rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown); a failure reason (to failed, as `reason` of the payout answer); the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox). A live rail may report reversal reasons of its own
+         * Why the payment moved. An open set: `ledger_committed` (accepted and charged); `awaiting_rail` (accepted and charged, waiting for a rail: to pending); `rail_admitted` (a rail admitted a waiting payment: pending to submitted); `rail_accepted_async` (the rail took it and settles later); `rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled); `rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown); a failure reason (to failed, as `reason` of the payout answer); the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox). A live rail may report reversal reasons of its own
          */
         reason: string | null;
         /**
@@ -805,7 +805,7 @@ export type AdminPayment = {
     beneficiary_id: string | null;
     status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
     /**
-     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled; null on `submitted`. An open set, as the transitions' `reason`
+     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled, on `pending` `awaiting_rail` (no rail could take it yet); null on `submitted`. An open set, as the transitions' `reason`
      */
     status_reason: string | null;
     /**
@@ -854,7 +854,7 @@ export type AdminPayment = {
      */
     events: Array<{
         /**
-         * The status before; null on the first transition (a payment created `submitted` or `failed`)
+         * The status before; null on the first transition (a payment created `submitted`, `pending` or `failed`)
          */
         from_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed' | null;
         /**
@@ -862,7 +862,7 @@ export type AdminPayment = {
          */
         to_status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
         /**
-         * Why the payment moved. An open set: `ledger_committed` (accepted and charged); `rail_accepted_async` (the rail took it and settles later); `rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled); `rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown); a failure reason (to failed, as `reason` of the payout answer); the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox). A live rail may report reversal reasons of its own
+         * Why the payment moved. An open set: `ledger_committed` (accepted and charged); `awaiting_rail` (accepted and charged, waiting for a rail: to pending); `rail_admitted` (a rail admitted a waiting payment: pending to submitted); `rail_accepted_async` (the rail took it and settles later); `rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled); `rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown); a failure reason (to failed, as `reason` of the payout answer); the rail's reversal reason (to reversed; `returned_by_bank` in the sandbox). A live rail may report reversal reasons of its own
          */
         reason: string | null;
         /**
@@ -1078,7 +1078,7 @@ export type StatementRow = {
     beneficiary_id: string | null;
     status: 'created' | 'pending' | 'submitted' | 'unknown' | 'settled' | 'failed' | 'returned' | 'reversed';
     /**
-     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled; null on `submitted`. An open set, as the transitions' `reason`
+     * Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled, on `pending` `awaiting_rail` (no rail could take it yet); null on `submitted`. An open set, as the transitions' `reason`
      */
     status_reason: string | null;
     /**

@@ -70,7 +70,10 @@ export const PayoutResult = Component(
   'PayoutResult',
   Type.Object({
     id: Uuid('Payment id'),
-    status: StringEnum(PAYMENT_STATUSES, { description: 'Usually `submitted`: the outcome arrives by webhook' }),
+    status: StringEnum(PAYMENT_STATUSES, {
+      description:
+        'Usually `submitted`: the outcome arrives by webhook. `pending` when no rail can take it right now (its bank connection is down): accepted and charged, it is sent as soon as a rail admits it, or fails `bank_unreachable` after the rail queue bound (`message` says so)',
+    }),
     bankReference: Nullable(Type.String({ description: 'Receipt the beneficiary sees at their bank; null until the rail settles' })),
     asset: Asset,
     amount: AmountString('Amount sent to the destination, minor units'),
@@ -100,6 +103,8 @@ const TRANSITION_ACTORS = ['api', 'provider_event', 'reaper', 'system'] as const
 
 const KNOWN_TRANSITION_REASONS = [
   '`ledger_committed` (accepted and charged)',
+  '`awaiting_rail` (accepted and charged, waiting for a rail: to pending)',
+  '`rail_admitted` (a rail admitted a waiting payment: pending to submitted)',
   '`rail_accepted_async` (the rail took it and settles later)',
   '`rail_settled`, `resolved_by_reaper` or `simulated_settlement` (to settled)',
   '`rail_unconfirmed`, `rail_timeout` or `rail_error` (to unknown)',
@@ -108,7 +113,7 @@ const KNOWN_TRANSITION_REASONS = [
 ];
 
 const Transition = Type.Object({
-  from_status: Nullable(PaymentStatus('The status before; null on the first transition (a payment created `submitted` or `failed`)')),
+  from_status: Nullable(PaymentStatus('The status before; null on the first transition (a payment created `submitted`, `pending` or `failed`)')),
   to_status: PaymentStatus('The status after'),
   reason: Nullable(
     Type.String({
@@ -131,7 +136,7 @@ export const StatementRowFields = {
   status_reason: Nullable(
     Type.String({
       description:
-        "Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled; null on `submitted`. An open set, as the transitions' `reason`",
+        "Why the payment is in its status: on `failed` a failure reason (see `PayoutResult.reason`), on `reversed` the rail's reversal reason, on `unknown` why it is unconfirmed, on `settled` how it settled, on `pending` `awaiting_rail` (no rail could take it yet); null on `submitted`. An open set, as the transitions' `reason`",
     }),
   ),
   source_asset: Asset,

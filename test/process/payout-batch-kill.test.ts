@@ -15,13 +15,6 @@ const ITEMS = 1_000;
 /** The batch's lease (services/payout-batches.ts) plus room for the restart and a loaded machine. */
 const TAKE_OVER_WAIT_MS = 15_000 + 25_000;
 /**
- * The reaper sends a batch's payments at once, so its V99990009 transfers (the rail never answers)
- * time out together: five transport failures in a row open the rail's breaker, and the items still
- * being decided then fail instrument_unsupported before the rail. That is the breaker doing its job
- * (docs/rails.md), not what this test is about: it is kept closed here.
- */
-const RAIL_BREAKER_FAILURES = '1000';
-/**
  * The kill comes once this many payments of the batch are committed: more than its first transaction
  * (a lone job) and its second (up to 128 payouts), so that many paid items must be answered by
  * reference on the retry, and well before the last of its ~8 transactions.
@@ -39,7 +32,7 @@ function itemOf(spec: PayoutSpec): Record<string, unknown> {
 describe('a process killed while it records a payout batch', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the process is killed and restarted on a shared database' : false }, () => {
   it('completes the batch on the retry with the same key, paying each reference at most once', { timeout: 115_000 }, async (t) => {
     const testStarted = Date.now();
-    await withServices([{ role: 'all' }], { DB_POOL_SIZE: '8', ...FAST_ENV, RAIL_BREAKER_FAILURES }, async ({ pool, receiver, platformKey, cluster, dbname }) => {
+    await withServices([{ role: 'all' }], { DB_POOL_SIZE: '8', ...FAST_ENV }, async ({ pool, receiver, platformKey, cluster, dbname }) => {
       const base = cluster.baseUrl(0);
       const context = () => `\n${cluster.report(40)}`;
       const customerIds = [randomUUID(), randomUUID()];

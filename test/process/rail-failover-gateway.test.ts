@@ -29,12 +29,6 @@ const PACE_MS = 70;
 const HELD = 6;
 /** A settles a transfer this long after receiving it: the held ones are still PROCESSING there when it dies. */
 const A_SETTLE_DELAY_MS = 3_000;
-/**
- * The kill breaks the held sends and any other send in flight (at most CONCURRENCY): that many
- * transport failures at once. The breaker needs a few more — connections A refuses — so that some
- * payouts provably fail over (not received) before it opens and A is skipped.
- */
-const BREAKER_FAILURES = HELD + CONCURRENCY + 4;
 /** Payouts gateway A carries before it is killed (the routing rule at work). */
 const BEFORE_KILL_MIN = 20;
 /** Payouts created after the kill that B must carry before A comes back. */
@@ -96,7 +90,6 @@ describe('failover between two gateways under load', { skip: ENGINE !== 'postgre
         DB_POOL_SIZE: '8',
         RAILS_FILE: railsFile(simA, simB),
         SANDBOX_RAIL_TIMEOUT_MS: '5000',
-        RAIL_BREAKER_FAILURES: String(BREAKER_FAILURES),
         RAIL_BREAKER_OPEN_MS: '3000',
         REAPER_INTERVAL_MS: '1000',
         // While A is down its payments' questions fail: the reaper keeps asking, at most a second apart.

@@ -26,7 +26,7 @@ const Rail = Component(
     breaker: Type.Object(
       {
         state: StringEnum(['closed', 'open', 'half_open'] as const),
-        failures: Type.Integer({ description: 'Transport failures in a row' }),
+        failures: Type.Integer({ description: 'Failed calls (refused, timed out, unreadable) in its sliding window (RAIL_BREAKER_WINDOW_MS)' }),
         lastProbe: Nullable(Health),
       },
       { description: "Its circuit breaker in the process that answered (each process has its own)" },

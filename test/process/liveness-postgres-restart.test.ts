@@ -1,9 +1,9 @@
-// Liveness across PostgreSQL restarts: 2 API processes and 1 worker on a private PostgreSQL cluster
+// Liveness across PostgreSQL restarts and SIGKILLs: 2 API processes and 1 worker on a private PostgreSQL cluster
 // (its own data directory and port, so restarting it disturbs no other test file), restarted twice
 // in the middle of a payout load: once cleanly (pg_ctl stop -m fast: every session is terminated)
 // and once as a crash (-m immediate: recovery from the WAL; commits made with synchronous_commit=off
-// may be lost, which the service says it recovers from by design). Every service process must stay
-// up, clients may see 503s and connection errors that they retry but never a 500, and afterwards
+// may be lost, which the service says it recovers from by design), while one service process is
+// SIGKILLed and restarted every few seconds. Every service process must be up at the end, clients may see 503s and connection errors that they retry but never a 500, and afterwards
 // everything resolves and every invariant of the chaos suite holds.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -14,10 +14,13 @@ import { ChaosClient } from '../support/chaos-client.ts';
 import { ENGINE } from '../support/harness.ts';
 import { PrivatePostgres, privatePostgresAvailable, type StopMode } from '../support/private-postgres.ts';
 import { failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
+import { underKills } from '../support/service-cluster.ts';
 
 const PAYOUTS = 160;
 const CONCURRENCY = 16;
 const PACE_MS = 80;
+/** The pause between a killed process being ready again and the next kill. */
+const KILL_EVERY_MS = 3_000;
 /** When each restart begins (ms after the load started), how it stops the server, and how long it stays down. */
 const RESTARTS: Array<{ atMs: number; mode: StopMode; downMs: number }> = [
   { atMs: 3_000, mode: 'fast', downMs: 1_500 },
@@ -60,7 +63,9 @@ describe('liveness: PostgreSQL restarts in the middle of the load', { skip }, ()
           restarts.push(`${r.mode} restart at +${begun} ms, accepting connections again ${downMs} ms later`);
         }
       })();
-      await paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec));
+      // SIGKILLs too, cycling through the three processes, with the default rail breaker: the sandbox's
+      // calls failing in a database that is restarting never fail a payout for another reason.
+      const load = await underKills(cluster, { order: [0, 2, 1], everyMs: KILL_EVERY_MS, firstAfterMs: 1_500 }, () => paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec)));
       await faults;
       const loadMs = Date.now() - loadStarted;
       const alive = [0, 1, 2].map((i) => cluster!.alive(i));
@@ -85,7 +90,9 @@ describe('liveness: PostgreSQL restarts in the middle of the load', { skip }, ()
       if (result.artifacts) writeFileSync(path.join(result.artifacts, 'postgres.log'), server.log());
       if (!alive.every(Boolean)) result.violations.push(`processes down at the end of the load: ${JSON.stringify(alive)}`);
       if (restarts.length !== RESTARTS.length) result.violations.push(`only ${restarts.length} restarts happened`);
-      const summary = `load ${loadMs} ms; ${restarts.join('; ')}; ${result.summary}`;
+      if (load.restartErrors.length) result.violations.push(`process restarts that failed: ${load.restartErrors.join('\n')}`);
+      if (load.kills < 2) result.violations.push(`only ${load.kills} SIGKILLs landed during the load`);
+      const summary = `load ${loadMs} ms; ${load.kills} kills; ${restarts.join('; ')}; ${result.summary}`;
       t.diagnostic(summary);
       if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
       assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster, `--- private PostgreSQL log (tail) ---\n${server.logTail(40)}`));

@@ -2549,7 +2549,7 @@ export type Rail = {
     breaker: {
         state: 'closed' | 'open' | 'half_open';
         /**
-         * Transport failures in a row
+         * Failed calls (refused, timed out, unreadable) in its sliding window (RAIL_BREAKER_WINDOW_MS)
          */
         failures: number;
         lastProbe: {

@@ -78,8 +78,11 @@ function connectorAt(value: unknown, i: number, env: Env): ConnectorConfig {
   const timeoutMs = c.timeoutMs ?? 5000;
   if (!Number.isSafeInteger(timeoutMs) || (timeoutMs as number) < 1 || (timeoutMs as number) > TIMEOUT_MS_MAX) fail(`${at}.timeoutMs must be an integer from 1 to ${TIMEOUT_MS_MAX}`);
   const modes = c.modes;
-  if (!Array.isArray(modes) || modes.length === 0 || !modes.every((m) => m === 'test' || m === 'live') || new Set(modes).size !== modes.length) {
-    fail(`${at}.modes must be a non-empty list of "test" and/or "live"`);
+  if (!Array.isArray(modes) || modes.length !== 1 || (modes[0] !== 'test' && modes[0] !== 'live')) {
+    fail(
+      `${at}.modes must be ["test"] or ["live"]: a connector serves one mode, so a test key can never move real money. ` +
+        'To test against the same bank, list a second connector with its own name, the gateway\'s test URL and its test keys',
+    );
   }
   const resolvesWithinMs = c.resolvesWithinMs;
   if (resolvesWithinMs !== undefined && (!Number.isSafeInteger(resolvesWithinMs) || (resolvesWithinMs as number) < 0)) fail(`${at}.resolvesWithinMs must be a non-negative integer`);
@@ -96,6 +99,21 @@ function connectorAt(value: unknown, i: number, env: Env): ConnectorConfig {
     modes: modes as Array<'test' | 'live'>,
     ...(resolvesWithinMs === undefined ? {} : { resolvesWithinMs: resolvesWithinMs as number }),
   };
+}
+
+/**
+ * A test connector and a live one never share a gateway URL or a signing key: only the key and the
+ * URL tell the gateway which money a request moves, never the mode it merely echoes.
+ */
+function modesApart(connectors: readonly ConnectorConfig[]): void {
+  for (const a of connectors) {
+    for (const b of connectors) {
+      if (a.modes[0] !== 'test' || b.modes[0] !== 'live') continue;
+      if (a.baseUrl === b.baseUrl) fail(`connectors ${a.name} (test) and ${b.name} (live) have the same baseUrl ${a.baseUrl}: give the test connector the gateway's test URL`);
+      const shared = a.keys.find((key) => b.keys.some((other) => other.secret === key.secret));
+      if (shared) fail(`connectors ${a.name} (test) and ${b.name} (live) sign with the same secret (key ${shared.id}): give the test connector the gateway's test keys`);
+    }
+  }
 }
 
 /** The connectors a rails file's text lists, or the problem that makes it unusable. */
@@ -116,6 +134,7 @@ export function parseRailsFile(text: string, env: Env): { ok: true; connectors: 
       if (connector.name === 'sandbox' || names.has(connector.name)) fail(`the connector name ${connector.name} is used twice (or is the sandbox's)`);
       names.add(connector.name);
     }
+    modesApart(connectors);
     return { ok: true, connectors };
   } catch (error) {
     if (error instanceof RailsFileProblem) return { ok: false, problem: error.message };

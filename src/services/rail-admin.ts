@@ -63,6 +63,8 @@ export class RailAdminService {
       const next = { ...before, ...definedOnly(patch), name };
       // A rail that serves live payouts, before or after, is a live change (as the mode a body names).
       if (options.testModeOnly && (before.modes.includes('live') || next.modes.includes('live'))) throw liveChangeRefused();
+      const foreign = next.modes.filter((mode) => !rail.defaults.modes.includes(mode));
+      if (foreign.length > 0) throw modeNotServed(rail.name, rail.defaults.modes, foreign);
       const after = await upsertRailSetting(tx, next, this.clock.now());
       const fields = changedFields<RailSetting>(before, after, ['modes', 'instruments', 'enabled']);
       await recordAudit(tx, { actor, action: 'rail.update', target: { type: 'rail', id: name }, ...fields });
@@ -114,6 +116,16 @@ function liveChangeRefused(): ApiError {
       'Set PLATFORM_API_KEY to a platform key of your own, restart the service, and use that key.',
     { mode: 'live' },
   );
+}
+
+/** A rail serves the one mode it was made for: test and live never meet on one rail. */
+function modeNotServed(name: string, serves: readonly string[], asked: readonly string[]): ApiError {
+  return validationFailed([
+    {
+      field: 'modes',
+      message: `rail ${name} serves ${serves.join(', ')} only and cannot be given ${asked.join(', ')}: test and live payments never share a rail (the sandbox is test only; a connector serves the one mode its rails file gives it)`,
+    },
+  ]);
 }
 
 function railNotFound(name: string): ApiError {

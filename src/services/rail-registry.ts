@@ -9,6 +9,7 @@ import { INSTRUMENTS } from '../domain/instrument.ts';
 import type { Mode } from '../domain/partition.ts';
 import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
+import { modeGuardedRail } from '../rails/mode-guard.ts';
 import { observedRail } from '../rails/observed-rail.ts';
 import { isRailFailure, type RailAdapter } from '../rails/rail.ts';
 import type { RailSet, WaitingPayment } from '../rails/rail-set.ts';
@@ -70,13 +71,15 @@ export class RailRegistry implements RailSet {
       this.rails.set(name, {
         name,
         kind,
-        adapter: observedRail(adapter, metrics),
+        // Inside the observation: a call refused for its mode never reached the rail.
+        adapter: observedRail(modeGuardedRail(adapter, modes), metrics),
         defaults: { name, modes, instruments: INSTRUMENTS, enabled: true },
         breaker: railBreaker,
         judged: kind === 'connector',
       });
     };
-    add(adapters.sandbox, 'sandbox', adapters.sandbox.modes ?? ['test']);
+    // The sandbox moves no money: it serves test mode only, whatever it is told.
+    add(adapters.sandbox, 'sandbox', ['test']);
     for (const connector of adapters.connectors) add(connector, 'connector', connector.modes ?? ['live']);
   }
 
@@ -137,10 +140,16 @@ export class RailRegistry implements RailSet {
     this.cache = null;
   }
 
-  /** Each rail's setting in force: the stored one, else its defaults. */
+  /**
+   * Each rail's setting in force: the stored one, else its defaults. A stored mode the rail does not
+   * serve (a setting written before a rail served one mode only) is not in force: modes never meet.
+   */
   settingsOf(stored: readonly RailSetting[]): RailSetting[] {
     const byName = new Map(stored.map((setting) => [setting.name, setting]));
-    return this.list().map((rail) => byName.get(rail.name) ?? rail.defaults);
+    return this.list().map((rail) => {
+      const setting = byName.get(rail.name);
+      return setting ? { ...setting, modes: setting.modes.filter((mode) => rail.defaults.modes.includes(mode)) } : rail.defaults;
+    });
   }
 
   /**

@@ -59,6 +59,21 @@ describe('several rails: routing, failover, breaker', () => {
     assert.deepEqual([sandbox.kind, sandbox.modes, sandbox.configured, sandbox.breaker.state, sandbox.health.ok], ['sandbox', ['test'], false, 'closed', true]);
   });
 
+  it('modes never meet on a rail: the sandbox serves test only and a connector its one mode, whatever an admin or a stored row says', async () => {
+    const refused = await admin.patch('/v1/admin/rails/sandbox', { modes: ['live'] });
+    assertEnvelope(assert, refused, 400, 'validation_failed');
+    assert.match(refused.raw, /test and live payments never share a rail/);
+    assertEnvelope(assert, await admin.patch('/v1/admin/rails/gamma', { modes: ['test', 'live'] }), 400, 'validation_failed');
+    assertEnvelope(assert, await admin.patch('/v1/admin/rails/alpha', { modes: ['live'] }), 400, 'validation_failed');
+    // A row written by hand (or before a rail served one mode) is not in force for the foreign mode.
+    const inForce = t.services.railRegistry.settingsOf([{ name: 'sandbox', modes: ['test', 'live'], instruments: ['pago_movil'], enabled: true }]);
+    assert.deepEqual(inForce.find((s) => s.name === 'sandbox')!.modes, ['test']);
+    // And below routing, every call naming a payment's mode is checked before the adapter: nothing is sent.
+    const asked = alpha.lookups.length;
+    await assert.rejects(t.services.railRegistry.named('alpha')!.adapter.lookup('00000000-0000-4000-8000-00000000abcd', 'live'), { name: 'RailModeMismatch' });
+    assert.equal(alpha.lookups.length, asked, 'the live lookup never reached the test rail');
+  });
+
   it('the admin API stores settings and rules with audit rows; an unknown rail is 404', async () => {
     const updated = await admin.patch('/v1/admin/rails/beta', { instruments: ['pago_movil'] });
     assert.equal(updated.status, 200, updated.raw);

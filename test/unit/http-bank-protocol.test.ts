@@ -152,6 +152,19 @@ describe('the rails file', () => {
     assert.match(problem({ connectors: [{ ...connector, extra: 1 }] }), /unknown field extra/);
   });
 
+  it('modes never meet: a connector serves one mode; a test and a live connector share neither gateway URL nor signing secret', () => {
+    const env = { BANK_KEY: 'request-secret-0123456789', TEST_KEY: 'test-request-secret-0123456' };
+    const problem = (file: unknown) => {
+      const parsed = parseRailsFile(JSON.stringify(file), env);
+      return parsed.ok ? 'ok' : parsed.problem;
+    };
+    assert.match(problem({ connectors: [{ ...connector, modes: ['test', 'live'] }] }), /banco-uno.*modes must be \["test"\] or \["live"\].*second connector/);
+    const testing = { ...connector, name: 'banco-uno-test', baseUrl: 'https://gw-test.example/', keys: [{ id: 't1', secretEnv: 'TEST_KEY' }], modes: ['test'] };
+    assert.equal(problem({ connectors: [connector, testing] }), 'ok');
+    assert.match(problem({ connectors: [connector, { ...testing, baseUrl: connector.baseUrl }] }), /banco-uno-test \(test\) and banco-uno \(live\) have the same baseUrl/);
+    assert.match(problem({ connectors: [connector, { ...testing, keys: [{ id: 'other-id', secretEnv: 'BANK_KEY' }] }] }), /banco-uno-test \(test\) and banco-uno \(live\) sign with the same secret \(key other-id\)/);
+  });
+
   it('RAILS_FILE: a bad file stops the start with a ConfigError naming it; none means no connectors', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'rails-file-'));
     const file = path.join(dir, 'rails.json');

@@ -147,9 +147,14 @@ function AnomalyCard({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly;
 
 export function NeedsReviewScreen({ api }: { api: Api }) {
   const [kind, setKind] = useState('');
+  // Live money first: what test keys made the sandbox say is asked for, never mixed in.
+  const [mode, setMode] = useState('live');
   const [resolved, setResolved] = useState<Anomaly | undefined>(undefined);
-  const paging = useCursor([kind]);
-  const page = useLoad(() => api.get<Page<Anomaly>>(apiPath`/v1/admin/anomalies`, { status: 'open', kind, limit: '10', cursor: paging.cursor }), [kind, paging.cursor]);
+  const paging = useCursor([kind, mode]);
+  const page = useLoad(
+    () => api.get<Page<Anomaly>>(apiPath`/v1/admin/anomalies`, { status: 'open', kind, mode, limit: '10', cursor: paging.cursor }),
+    [kind, mode, paging.cursor],
+  );
   return (
     <section>
       <ScreenTitle>Needs review</ScreenTitle>
@@ -167,6 +172,14 @@ export function NeedsReviewScreen({ api }: { api: Api }) {
                 {title}
               </option>
             ))}
+          </select>
+        </div>
+        <div>
+          <label for="anomaly-mode">Mode</label>
+          <select id="anomaly-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
+            <option value="live">live (and platform-wide)</option>
+            <option value="test">test programs</option>
+            <option value="all">both</option>
           </select>
         </div>
         <button type="button" onClick={page.reload}>

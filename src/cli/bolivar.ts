@@ -569,9 +569,16 @@ What a key did: --actor-key with its id (keys list shows it); what was done to a
     flags: {
       status: { type: 'string', value: 'open|resolved', description: 'only open or only resolved anomalies' },
       kind: { type: 'string', value: 'KIND', description: 'only this kind, e.g. settled_after_failed (docs/operations.md lists them)' },
+      mode: { type: 'string', value: 'live|test|all', description: 'default live (with those of no mode); test: what test programs made the sandbox say' },
+      tenant: { type: 'string', value: 'TENANT_ID', description: "only this tenant's anomalies" },
       ...pageFlags('anomalies'),
     },
-    run: (v) => listPages('/v1/admin/anomalies', { status: v.status as string | undefined, kind: v.kind as string | undefined }, v),
+    run: (v) =>
+      listPages(
+        '/v1/admin/anomalies',
+        { status: v.status as string | undefined, kind: v.kind as string | undefined, mode: v.mode as string | undefined, tenantId: v.tenant as string | undefined },
+        v,
+      ),
   },
   {
     name: 'anomalies get',

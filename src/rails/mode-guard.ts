@@ -21,7 +21,8 @@ export function modeGuardedRail(rail: RailAdapter, serves: readonly Mode[]): Rai
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
     name: rail.name,
-    ...(rail.modes !== undefined && { modes: rail.modes }),
+    // The modes it serves are the ones it is guarded by, whatever the adapter says of itself.
+    modes: serves,
     ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
     instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
     submit: async (transfer, signal) => {

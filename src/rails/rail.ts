@@ -102,6 +102,12 @@ export type RailNotification = {
    */
   tenantId?: string;
   mode?: 'test' | 'live';
+  /**
+   * The program that asked for this notification, when it is ours to know rather than the rail's
+   * echo: the sandbox's notifications are queued by a test key, so they belong to its tenant and test
+   * mode even when they name a reference nobody has.
+   */
+  requestedBy?: { tenantId: string; mode: 'test' | 'live' };
   /** The amount the rail says moved, when it says one. */
   amountMinor?: bigint;
   occurredAt: Date;

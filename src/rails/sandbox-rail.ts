@@ -324,6 +324,7 @@ function noticeOf(row: SandboxNoticeRow): RailNotification {
     reference: row.reference,
     tenantId: row.tenant_id,
     mode: row.mode,
+    requestedBy: { tenantId: row.tenant_id, mode: row.mode },
     occurredAt: row.occurred_at,
     ...(row.amount_minor === null ? {} : { amountMinor: row.amount_minor }),
   };

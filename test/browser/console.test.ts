@@ -154,7 +154,7 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       const notice = await api('POST', '/v1/sandbox/rail-notifications', { paymentId: contradicted, status: 'settled', bankReference: '000000000777' });
       assert.equal(notice.status, 202, notice.text);
       const anomaly = await until('the anomaly of the contradicted payout', async () => {
-        const open = await call(base, admin, 'GET', '/v1/admin/anomalies?status=open');
+        const open = await call(base, admin, 'GET', '/v1/admin/anomalies?status=open&mode=test');
         return open.json.data.find((a: { paymentId: string }) => a.paymentId === contradicted) as { id: string } | undefined;
       }, WAITS);
 
@@ -198,6 +198,9 @@ describe(`the operator console in Chromium, on ${ENGINE}`, { skip: existsSync(CH
       // Needs review: the open anomaly with both sides, resolved with a note.
       await page.getByRole('link', { name: 'Needs review' }).click();
       await page.getByRole('heading', { name: 'Needs review', level: 1 }).waitFor();
+      // Live money first: a test program's anomaly is shown when test is asked for, never by default.
+      await page.getByText('Nothing needs review.').waitFor({ timeout: WAIT_MS });
+      await page.getByLabel('Mode').selectOption('test');
       const card = page.getByRole('article', { name: 'The rail says settled; we recorded failed' });
       await card.waitFor({ timeout: WAIT_MS });
       const evidence = await card.getByRole('table', { name: `Evidence of anomaly ${anomaly.id}` }).innerText();

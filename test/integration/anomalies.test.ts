@@ -113,7 +113,7 @@ describe(`anomalies on ${ENGINE}`, () => {
       assert.equal(shown.body.theirs.status, c.notice(made.body).status);
       assert.equal((shown.body.raw as { id: string }).id, notice.id, 'the notification as it came');
       assert.equal(shown.body.reportedAt, notice.occurredAt);
-      const listed = await admin.get(`/v1/admin/anomalies?kind=${c.kind}&status=open`);
+      const listed = await admin.get(`/v1/admin/anomalies?kind=${c.kind}&status=open&mode=test`);
       assert.ok(listed.body.data.some((a: { id: string }) => a.id === found[0]!.id), listed.raw);
 
       await reap();
@@ -122,7 +122,7 @@ describe(`anomalies on ${ENGINE}`, () => {
     });
   }
 
-  it('unknown_reference: a notification naming a reference nobody has is stored without a tenant', async () => {
+  it("unknown_reference from the sandbox: the calling tenant's, in test mode, listed when test is asked for and never by default", async () => {
     const notice = await notify({ status: 'settled' });
     assert.equal(notice.paymentId, null);
     await reap();
@@ -130,11 +130,18 @@ describe(`anomalies on ${ENGINE}`, () => {
     assert.equal(more.length, 0);
     const shown = (await admin.get(`/v1/admin/anomalies/${found!.id}`)).body;
     assert.equal(shown.kind, 'unknown_reference');
-    assert.deepEqual([shown.tenantId, shown.mode, shown.paymentId], [null, 'test', null]);
+    assert.deepEqual([shown.tenantId, shown.mode, shown.paymentId], [tenant.tenantId, 'test', null], 'the test key that asked for it owns it');
     assert.equal(shown.theirs.reference, notice.reference);
-    assert.equal(shown.raw.tenantId, tenant.tenantId, "the rail's echo of a tenant is kept in the raw report only");
     assert.equal(await pendingNotice(notice.id), false);
     assert.equal((await t.db.query(`SELECT 1 FROM payments WHERE id = $1`, [notice.reference])).rows.length, 0);
+    const ids = async (query: string) => (await admin.get(`/v1/admin/anomalies?status=open&limit=100${query}`)).body.data.map((a: { id: string }) => a.id);
+    assert.ok(!(await ids('')).includes(found!.id), "the operators' default queue is live money");
+    assert.ok(!(await ids('&mode=live')).includes(found!.id));
+    assert.ok((await ids('&mode=test')).includes(found!.id));
+    assert.ok((await ids('&mode=all')).includes(found!.id));
+    assert.ok((await ids(`&mode=test&tenantId=${tenant.tenantId}`)).includes(found!.id));
+    assert.deepEqual(await ids('&mode=all&tenantId=6f1c2a4e-0000-4c2b-9d3e-000000000009'), [], "another tenant's filter shows none of it");
+    assertEnvelope(assert, await admin.get('/v1/admin/anomalies?mode=sandbox'), 400, 'validation_failed');
   });
 
   it('a notification whose acknowledgement is lost is heard again and still stored once', async () => {
@@ -225,7 +232,7 @@ describe(`anomalies on ${ENGINE}`, () => {
 
   it('the admin API: filters, pages, resolution with a note by the calling key, once', async () => {
     const me = (await admin.get('/v1/tenant/me')).body;
-    const all = await admin.get('/v1/admin/anomalies?limit=100');
+    const all = await admin.get('/v1/admin/anomalies?limit=100&mode=all');
     assert.equal(all.status, 200, all.raw);
     assert.ok(all.body.data.length >= 8);
     const times = all.body.data.map((a: { createdAt: string }) => a.createdAt);
@@ -233,12 +240,12 @@ describe(`anomalies on ${ENGINE}`, () => {
     const paged: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { data: Array<{ id: string }>; next_cursor: string | null } } = await admin.get(`/v1/admin/anomalies?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { body: { data: Array<{ id: string }>; next_cursor: string | null } } = await admin.get(`/v1/admin/anomalies?limit=3&mode=all${cursor ? `&cursor=${cursor}` : ''}`);
       paged.push(...page.body.data.map((a) => a.id));
       cursor = page.body.next_cursor;
     } while (cursor);
     assert.deepEqual(paged, all.body.data.map((a: { id: string }) => a.id));
-    const kinds = (await admin.get('/v1/admin/anomalies?kind=unknown_reference')).body.data.map((a: { kind: string }) => a.kind);
+    const kinds = (await admin.get('/v1/admin/anomalies?kind=unknown_reference&mode=all')).body.data.map((a: { kind: string }) => a.kind);
     assert.ok(kinds.length >= 1 && kinds.every((k: string) => k === 'unknown_reference'));
 
     const target = all.body.data[0];
@@ -264,8 +271,8 @@ describe(`anomalies on ${ENGINE}`, () => {
     assert.equal(audit.body.data[0].actorKeyId, me.apiKeyId);
     assert.deepEqual(audit.body.data[0].before, { status: 'open' });
     assert.deepEqual(audit.body.data[0].after, { status: 'resolved', resolutionNote: resolved.body.resolutionNote });
-    assert.ok(!(await admin.get('/v1/admin/anomalies?status=open&limit=100')).body.data.some((a: { id: string }) => a.id === target.id));
-    assert.ok((await admin.get('/v1/admin/anomalies?status=resolved')).body.data.some((a: { id: string }) => a.id === target.id));
+    assert.ok(!(await admin.get('/v1/admin/anomalies?status=open&limit=100&mode=all')).body.data.some((a: { id: string }) => a.id === target.id));
+    assert.ok((await admin.get('/v1/admin/anomalies?status=resolved&mode=all')).body.data.some((a: { id: string }) => a.id === target.id));
     assert.equal(valueOf(await metrics(), 'bolivar_anomalies_open', { kind: target.kind }), openBefore - 1);
     assertEnvelope(assert, await admin.get('/v1/admin/anomalies/6f1c2a4e-0000-4c2b-9d3e-000000000001'), 404, 'resource_not_found');
     assertEnvelope(assert, await admin.get('/v1/admin/anomalies?kind=nonsense'), 400, 'validation_failed');

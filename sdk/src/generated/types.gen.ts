@@ -4124,6 +4124,14 @@ export type AdminListAnomaliesData = {
          */
         kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch';
         /**
+         * Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs' ones only (what test keys made the sandbox say). `all`: both
+         */
+        mode?: 'live' | 'test' | 'all';
+        /**
+         * Only this tenant's anomalies
+         */
+        tenantId?: string;
+        /**
          * Page size, 1 to 100
          */
         limit?: number;

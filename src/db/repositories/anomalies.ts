@@ -119,6 +119,9 @@ export async function openAnomalies(tx: Queryable, anomalies: readonly NewAnomal
 export interface AnomalyFilter {
   status?: AnomalyStatus;
   kind?: AnomalyKind;
+  /** `live`: live ones and those of no mode; absent: every mode. */
+  mode?: 'live' | 'test';
+  tenantId?: string;
 }
 
 /** Newest first (created_at, then id, descending): `limit + 1` rows after `after`, for pageOf. */
@@ -128,6 +131,9 @@ export async function listAnomalies(db: Queryable, filter: AnomalyFilter, page: 
   const where: string[] = [];
   if (filter.status !== undefined) where.push(filter.status === 'open' ? `status = 'open'` : `status = 'resolved'`);
   if (filter.kind !== undefined) where.push(`kind = ${params.add(filter.kind)}`);
+  if (filter.mode === 'live') where.push(`(mode = 'live' OR mode IS NULL)`);
+  if (filter.mode === 'test') where.push(`mode = 'test'`);
+  if (filter.tenantId !== undefined) where.push(`tenant_id = ${params.add(filter.tenantId)}`);
   return newestFirst<ListedAnomalyRow>(db, { columns: COLUMNS, from: 'anomalies', time: 'created_at', params, where, ...page });
 }
 

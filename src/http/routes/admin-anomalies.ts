@@ -45,14 +45,15 @@ function adminListAnomaliesRoute(app: App, anomalies: AnomalyService): void {
         operationId: 'adminListAnomalies',
         summary: 'List anomalies',
         description:
-          'Every tenant\'s anomalies and those of no tenant (a reference we have no payment for), newest first (`createdAt`, then `id`, descending). Filter by `status` (`open`: the ones waiting for an operator) and `kind`. Pass `next_cursor` as `cursor` for the next page; the cursor is stable while anomalies are being recorded.',
+          'Every tenant\'s anomalies and those of no tenant (a reference we have no payment for), newest first (`createdAt`, then `id`, descending). Live ones by default (and those of no mode): `mode=test` shows what test programs made the sandbox say, `mode=all` both. Filter by `status` (`open`: the ones waiting for an operator), `kind` and `tenantId`. Pass `next_cursor` as `cursor` for the next page; the cursor is stable while anomalies are being recorded.',
         querystring: AnomalyListQuery,
         response: { 200: AnomalyList, ...errorResponses(400) },
       },
     },
     async function adminListAnomalies(request) {
-      const { status, kind, limit, cursor } = request.query;
-      const page = await anomalies.list({ status, kind }, { limit: limit ?? 25, cursor });
+      const { status, kind, mode = 'live', tenantId, limit, cursor } = request.query;
+      const filter = { status, kind, tenantId, ...(mode !== 'all' && { mode }) };
+      const page = await anomalies.list(filter, { limit: limit ?? 25, cursor });
       return { data: page.rows.map(anomalyView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );

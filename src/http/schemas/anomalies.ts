@@ -47,9 +47,19 @@ export const AnomalyList = Component(
   ),
 );
 
+/** The modes an anomaly list shows; live (with those of no mode) unless asked. */
+const ANOMALY_LIST_MODES = ['live', 'test', 'all'] as const;
+
 export const AnomalyListQuery = Type.Object({
   status: Type.Optional(AnomalyStatus),
   kind: Type.Optional(AnomalyKind),
+  mode: Type.Optional(
+    StringEnum(ANOMALY_LIST_MODES, {
+      description:
+        'Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs\' ones only (what test keys made the sandbox say). `all`: both',
+    }),
+  ),
+  tenantId: Type.Optional(Uuid('Only this tenant\'s anomalies')),
   ...PageQuery,
 });
 

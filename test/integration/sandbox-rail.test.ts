@@ -459,8 +459,8 @@ describe(`sandbox rail notifications on ${ENGINE}`, () => {
     const failed = await queueSandboxNotification(database.db, sender, reference, { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now());
     const queued = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference);
     assert.deepEqual(queued, [
-      { id: settled, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_000)), amountMinor: 5n, kind: 'settled', bankReference: '000000000042' },
-      { id: failed, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_001)), kind: 'failed', reason: 'rail_rejected' },
+      { id: settled, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_000)), amountMinor: 5n, kind: 'settled', bankReference: '000000000042', requestedBy: sender },
+      { id: failed, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_001)), kind: 'failed', reason: 'rail_rejected', requestedBy: sender },
     ]);
     const all = await rail.pendingNotifications(1_000);
     for (let i = 1; i < all.length; i += 1) assert.ok(all[i - 1]!.occurredAt <= all[i]!.occurredAt, 'oldest first, returns and notices together');

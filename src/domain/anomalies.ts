@@ -19,6 +19,10 @@ export const ANOMALY_KINDS = [
   'statement_amount_mismatch',
   'statement_status_mismatch',
   'statement_bank_reference_mismatch',
+  'reference_mismatch',
+  'unreadable_answer',
+  'implausible_settled_at',
+  'resend_exhausted',
 ] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
@@ -40,6 +44,10 @@ export const ANOMALY_KIND_MEANINGS: Readonly<Record<AnomalyKind, string>> = {
   statement_amount_mismatch: "a rail's statement gives a payment an amount other than ours",
   statement_status_mismatch: "a rail's statement gives a payment a status ours does not agree with",
   statement_bank_reference_mismatch: "a rail's statement gives a payment a bank reference other than the one it settled with",
+  reference_mismatch: 'the rail answered a question about a payment with a transfer of another reference (not applied; the payment is asked about again)',
+  unreadable_answer: "the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)",
+  implausible_settled_at: "the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)",
+  resend_exhausted: 'the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it',
 };
 
 /** What one side says, as JSON: amounts as decimal strings of minor units. */
@@ -100,7 +108,7 @@ function detailContradiction(payment: PaymentRecord, report: FinalReport): Anoma
   return undefined;
 }
 
-function evidenceOfPayment(payment: PaymentRecord): Evidence {
+export function evidenceOfPayment(payment: PaymentRecord): Evidence {
   return {
     status: payment.status,
     statusReason: payment.status_reason,

@@ -13,7 +13,8 @@ import {
   type FundingAccount,
   type LedgerEntry,
 } from './ledger.ts';
-import { contradictionOf, type Contradiction } from './anomalies.ts';
+import { contradictionOf, evidenceOfPayment, type Contradiction } from './anomalies.ts';
+import { settledAtOf, type Doubt } from './rail-answer-check.ts';
 import type { Metadata } from './metadata.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
 import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
@@ -26,8 +27,9 @@ import type { Instrument } from './instrument.ts';
  * be missing from a notification: the payment's own is used.
  */
 export type RailReport =
-  | { status: 'processing'; retryAfterMs?: number }
-  | { status: 'unconfirmed'; retryAfterMs?: number }
+  | { status: 'processing'; retryAfterMs?: number; amountMinor?: bigint }
+  /** `doubt`: the answer failed the checks against what we sent (rail-answer-check.ts): its anomaly. */
+  | { status: 'unconfirmed'; retryAfterMs?: number; doubt?: Doubt }
   | { status: 'timeout' }
   | { status: 'error'; message: string }
   | { status: 'settled'; bankReference: string; settledAt: Date; amountMinor?: bigint }
@@ -50,6 +52,8 @@ export interface OutcomePayment extends PaymentAfter {
   beneficiary_id: string | null;
   usage_day: string | null;
   check_attempts: number;
+  /** When its batch began, before it was sent: a rail's settlement time before it (less the skew) is the rail's mistake. */
+  created_at: Date;
   /** Carried into the outcome events' payloads. */
   metadata: Metadata;
 }
@@ -140,7 +144,11 @@ interface OutcomeDecision {
   beneficiary?: { successAt?: Date; failureReason?: string };
   /** The reaper asked for the last time: logged once and counted. */
   parkedNow: boolean;
-  /** The report contradicts our record: nothing of the payment changes, the anomaly is recorded. */
+  /**
+   * The report contradicts our record (nothing of the payment changes), or failed the answer checks
+   * (not believed; or, for a settlement time outside the window, believed at our own time): this
+   * anomaly is recorded.
+   */
   anomaly?: Contradiction;
 }
 
@@ -284,7 +292,7 @@ function decideOne(
     case 'error':
       return decideNoOutcome(state, row, job, report);
     case 'settled':
-      return decideSettled(row, job, report);
+      return decideSettled(state.now, row, job, report);
     case 'failed':
       return decideFailed(row, job, report, balances);
     case 'reversed':
@@ -324,7 +332,32 @@ function decideNoOutcome(
   job: OutcomeJob,
   report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
 ): OutcomeDecision {
-  if (!UNRESOLVED.includes(row.status)) return NOTHING;
+  const anomaly = doubtOf(row, report);
+  if (!UNRESOLVED.includes(row.status)) return anomaly ? { ...NOTHING, anomaly } : NOTHING;
+  const decided = decideNoOutcomeOfUnresolved(state, row, job, report);
+  return anomaly ? { ...decided, anomaly } : decided;
+}
+
+/**
+ * The anomaly an answer without an outcome opens: the doubt the answer checks found, or an amount other
+ * than the payment's in a "still processing" answer (a final answer's amount is a contradiction).
+ */
+function doubtOf(row: OutcomePayment, report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>): Contradiction | undefined {
+  const doubt: Doubt | undefined =
+    report.status === 'unconfirmed'
+      ? report.doubt
+      : report.status === 'processing' && report.amountMinor !== undefined && report.amountMinor !== row.payout_amount
+        ? { kind: 'amount_mismatch', theirs: { status: 'processing', amount: report.amountMinor.toString() } }
+        : undefined;
+  return doubt && { kind: doubt.kind, ours: evidenceOfPayment(row), theirs: doubt.theirs };
+}
+
+function decideNoOutcomeOfUnresolved(
+  state: OutcomeBatchState,
+  row: OutcomePayment,
+  job: OutcomeJob,
+  report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
+): OutcomeDecision {
   const schedule = nextCheck(state, row, job, 'retryAfterMs' in report ? report.retryAfterMs : undefined);
   if (report.status === 'processing' || row.status === 'unknown') {
     // Still settling: the rail's acceptance is recorded once (submitted → submitted), nothing moves.
@@ -340,17 +373,22 @@ function decideNoOutcome(
   };
 }
 
-/** The money reached the beneficiary: the in-flight amount leaves the books, `payment.settled`. */
-function decideSettled(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'settled'>): OutcomeDecision {
+/**
+ * The money reached the beneficiary: the in-flight amount leaves the books, `payment.settled`. A
+ * settlement time outside the sane window is replaced by ours, and opens an anomaly beside it.
+ */
+function decideSettled(now: Date, row: OutcomePayment, job: OutcomeJob, report: ReportOf<'settled'>): OutcomeDecision {
   if (!UNRESOLVED.includes(row.status)) return NOTHING;
-  const after = settledRow(row, job.settledReason, report.bankReference, report.settledAt);
+  const { settledAt, doubt } = settledAtOf(report.settledAt, row.created_at, now);
+  const after = settledRow(row, job.settledReason, report.bankReference, settledAt);
   return {
     ...NOTHING,
+    ...(doubt && { anomaly: { kind: doubt.kind, ours: evidenceOfPayment(row), theirs: doubt.theirs } }),
     after,
     transitions: [transitionOf(job, row.status, 'settled', job.settledReason)],
     entries: [settlementEntry(row.payout_amount)],
     events: [eventOf('payment.settled', after)],
-    beneficiary: { successAt: report.settledAt },
+    beneficiary: { successAt: settledAt },
   };
 }
 

@@ -69,3 +69,11 @@ export function unknownRecheckMs(timing: Pick<SendTiming, 'reaperIntervalMs'>, r
 function lookAfterResolution(resolvesWithinMs: number | undefined, latestMs: number): number {
   return resolvesWithinMs === undefined ? latestMs : Math.min(resolvesWithinMs + FIRST_LOOK_MARGIN_MS, latestMs);
 }
+
+/**
+ * The reaper sends again a transfer the rail says it never received (or answered a send with an
+ * unexpected 4xx, leaving its fate unknown) only at its first this-many questions, which follow the
+ * per-payment backoff (1, 2, 4 … s at the defaults: about four minutes in all). After that it only
+ * asks, and the payment's `resend_exhausted` anomaly asks a person to find out what happened.
+ */
+export const RESEND_QUESTIONS_MAX = 8;

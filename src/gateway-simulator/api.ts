@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifyRailMessage, type RailKey } from '../domain/rail-signature.ts';
-import { BULK_STATUS_MAX, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
+import { BULK_STATUS_MAX, type GatewayTransfer, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
 import type { GatewayState } from './gateway.ts';
 import { answer, parseJson, readBody } from './http.ts';
 
@@ -17,10 +17,25 @@ export interface ApiFaults {
   /** Every API answer is held this long (the work is done first). */
   slowMs: number;
   catalogueDown: boolean;
+  /** Every send is answered with this status (400, 404, 422 …) without being recorded; 0: off. */
+  refuseSendsWith: number;
+}
+
+/**
+ * How the gateway lies about one reference, the way real bank integrations do: every answer about it
+ * (send, status, bulk) has these fields replaced (`with`: another reference, an amount as a JSON number
+ * or "1542.00", a bank reference with a formula, a settlement time in 2099), and a bulk answer leaves
+ * it out or gives it twice (`bulk`).
+ */
+export interface Tamper {
+  with?: Record<string, unknown>;
+  bulk?: 'omit' | 'duplicate';
 }
 
 export class GatewayApi {
-  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false };
+  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false, refuseSendsWith: 0 };
+  /** By reference: how the gateway lies about it (the control API sets it). */
+  readonly tampering = new Map<string, Tamper>();
   readonly server: Server;
   private readonly catalogue = JSON.parse(readFileSync(CATALOGUE_FILE, 'utf8')) as Record<string, unknown>;
 
@@ -57,7 +72,7 @@ export class GatewayApi {
     if (method === 'POST' && path === '/transfers/status') return this.bulkStatus(raw);
     if (method === 'GET' && path.startsWith('/transfers/')) {
       const found = this.state.find(decodeURIComponent(path.slice('/transfers/'.length)));
-      return found ? { status: 200, body: found } : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
+      return found ? { status: 200, body: this.told(found) } : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
     }
     if (method === 'GET' && path === '/banks') return this.banks(url.searchParams.get('instrument') ?? '');
     if (method === 'GET' && path === '/health') return { status: 200, body: { status: 'ok' } };
@@ -73,10 +88,11 @@ export class GatewayApi {
       /^[1-9][0-9]{0,18}$/.test(request.amountMinor) &&
       typeof request.beneficiary?.nationalId === 'string';
     if (!valid) return { status: 400, body: { error: { code: 'INVALID_REQUEST' } } };
+    if (this.faults.refuseSendsWith !== 0) return { status: this.faults.refuseSendsWith, body: { error: { code: 'SIMULATED_REFUSAL' } } };
     const submission = this.state.submit(request, Date.now());
     if (submission.kind === 'hang') return 'hang';
     if (submission.kind === 'conflict') return { status: 409, body: { error: { code: 'REFERENCE_REUSED' } } };
-    return { status: submission.created ? 201 : 200, body: submission.transfer };
+    return { status: submission.created ? 201 : 200, body: this.told(submission.transfer) };
   }
 
   private bulkStatus(raw: Buffer): { status: number; body: unknown } {
@@ -84,11 +100,19 @@ export class GatewayApi {
     if (!Array.isArray(references) || references.length > BULK_STATUS_MAX || !references.every((r) => typeof r === 'string')) {
       return { status: 400, body: { error: { code: 'INVALID_REQUEST', message: `references: a list of at most ${BULK_STATUS_MAX}` } } };
     }
-    const transfers = (references as string[]).map((reference) => {
+    const transfers = (references as string[]).flatMap((reference) => {
       const found = this.state.find(reference);
-      return found ? { found: true, ...found } : { found: false, reference };
+      const entry = found ? { found: true, ...this.told(found) } : { found: false, reference };
+      const bulk = this.tampering.get(reference)?.bulk;
+      return bulk === 'omit' ? [] : bulk === 'duplicate' ? [entry, { ...entry, status: 'REJECTED', errorCode: 'REJECTED_BY_BANK' }] : [entry];
     });
     return { status: 200, body: { transfers } };
+  }
+
+  /** A transfer as the gateway tells it: with its lies, when it is told to lie about it. */
+  told(transfer: GatewayTransfer): GatewayTransfer {
+    const lie = this.tampering.get(transfer.reference)?.with;
+    return lie ? ({ ...transfer, ...lie } as GatewayTransfer) : transfer;
   }
 
   private banks(instrument: string): { status: number; body: unknown } {

@@ -3,7 +3,7 @@
 // status or push callbacks, and reads its counters. It stays up while the API port refuses connections.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { GatewayTransfer } from '../rails/http-bank/protocol.ts';
-import type { GatewayApi } from './api.ts';
+import type { GatewayApi, Tamper } from './api.ts';
 import type { CallbackSender } from './callbacks.ts';
 import type { GatewayState, Scenario } from './gateway.ts';
 import { answer, parseJson, readBody } from './http.ts';
@@ -48,6 +48,7 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
   const path = new URL(request.url ?? '/', 'http://control').pathname;
   const transfer = /^\/_control\/transfers\/([^/]+)(\/outcome|\/notify)?$/.exec(path);
   const scenario = /^\/_control\/scenarios\/([^/]+)$/.exec(path);
+  const tamper = /^\/_control\/tamper\/([^/]+)$/.exec(path);
   if (request.method === 'GET' && path === '/_control/state') return answer(response, 200, stateView(parts));
   if (request.method === 'GET' && path === '/_control/transfers') return answer(response, 200, { data: parts.state.received() });
   if (request.method === 'POST' && path === '/_control/faults') return answer(response, 200, await setFaults(parts, body ?? {}));
@@ -59,6 +60,17 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
     if (!isScenario(body)) return answer(response, 400, { error: 'a scenario: {kind: settle | hang | processing | fail, errorCode}' });
     parts.state.arm(decodeURIComponent(scenario[1]!), body);
     return answer(response, 200, { armed: body });
+  }
+  if (request.method === 'POST' && tamper) {
+    const lie = body as Tamper | undefined;
+    const valid = typeof lie === 'object' && lie !== null && (lie.with === undefined || (typeof lie.with === 'object' && lie.with !== null)) && (lie.bulk === undefined || lie.bulk === 'omit' || lie.bulk === 'duplicate');
+    if (!valid) return answer(response, 400, { error: 'a tamper: {with?: {field: value}, bulk?: omit | duplicate}' });
+    parts.api.tampering.set(decodeURIComponent(tamper[1]!), lie);
+    return answer(response, 200, { tampering: lie });
+  }
+  if (request.method === 'DELETE' && tamper) {
+    parts.api.tampering.delete(decodeURIComponent(tamper[1]!));
+    return answer(response, 200, { tampering: null });
   }
   if (transfer) return transferRoute(parts, request.method ?? 'GET', decodeURIComponent(transfer[1]!), transfer[2], body, response);
   answer(response, 404, { error: 'no such control route' });
@@ -92,7 +104,7 @@ function notify(parts: Parts, reference: string, notices: Outcome[], times: numb
     if (notice.errorCode !== undefined) said.errorCode = notice.errorCode;
     if (notice.returnReason !== undefined) said.returnReason = notice.returnReason;
     if ((notice.status === 'SETTLED' || notice.status === 'RETURNED') && said.bankReference === undefined) said.bankReference = '000000000000';
-    parts.callbacks.send(said, new Date(), times);
+    parts.callbacks.send(parts.api.told(said), new Date(), times);
   }
 }
 
@@ -102,6 +114,7 @@ async function setFaults(parts: Parts, body: Record<string, unknown>): Promise<u
   if (body.error5xx === null || typeof body.error5xx === 'number') api.faults.error5xx = body.error5xx as number | null;
   if (typeof body.slowMs === 'number') api.faults.slowMs = body.slowMs;
   if (typeof body.catalogueDown === 'boolean') api.faults.catalogueDown = body.catalogueDown;
+  if (typeof body.refuseSendsWith === 'number' && (body.refuseSendsWith === 0 || (body.refuseSendsWith >= 400 && body.refuseSendsWith <= 499))) api.faults.refuseSendsWith = body.refuseSendsWith;
   return stateView(parts);
 }
 

@@ -54,8 +54,10 @@ async function main(): Promise<void> {
   const config = readConfig(process.argv);
   const callbacks = new CallbackSender(config.callbackKey, config.callbackUrl);
   const journal = new Journal(config.dir);
-  const state = new GatewayState(journal, config.settleDelayMs, (transfer) => callbacks.send(transfer, new Date()));
-  const api = new GatewayApi(state, config.keys);
+  // Its callbacks tell a transfer as its answers do, lies included (the API is built right after).
+  let api: GatewayApi | undefined;
+  const state = new GatewayState(journal, config.settleDelayMs, (transfer) => callbacks.send(api ? api.told(transfer) : transfer, new Date()));
+  api = new GatewayApi(state, config.keys);
   let port = await listen(api.server, config.port, config.host);
   let refusing = false;
   const control = controlServer(state, api, callbacks, {

@@ -5,6 +5,7 @@
 
 import type { Instrument } from '../domain/instrument.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
+import type { Doubt, RailEcho } from '../domain/rail-answer-check.ts';
 import type { Bank } from './catalogue.ts';
 
 /**
@@ -77,14 +78,20 @@ export interface RailTransfer {
   };
 }
 
-/** What the rail says about a transfer, at submission or when asked later. */
-export type RailStatus =
+/**
+ * What the rail says about a transfer, at submission or when asked later. An adapter gives, in
+ * `echo`, what the answer said the transfer was, verbatim; the answer checks (answer-check.ts) compare
+ * it with what we sent before anyone believes the answer, and replace it with the amount it gives
+ * (`amountMinor`) or with an `unconfirmed` answer that carries the `doubt`.
+ */
+export type RailStatus = (
   | { status: 'processing'; retryAfterMs?: number }
   | { status: 'settled'; bankReference: string; settledAt: Date }
   | { status: 'failed'; reason: RailFailureReason; message?: string }
-  /** The rail answered but did not confirm whether it paid (it may still). */
-  | { status: 'unconfirmed'; retryAfterMs?: number }
-  | { status: 'reversed'; bankReference: string; reason: string };
+  /** The rail answered but did not confirm whether it paid (it may still); `doubt`: why it is not believed. */
+  | { status: 'unconfirmed'; retryAfterMs?: number; doubt?: Doubt }
+  | { status: 'reversed'; bankReference: string; reason: string }
+) & { echo?: RailEcho; amountMinor?: bigint };
 
 export type RailLookup = RailStatus | { status: 'not_found' };
 
@@ -110,6 +117,8 @@ export type RailNotification = {
   requestedBy?: { tenantId: string; mode: 'test' | 'live' };
   /** The amount the rail says moved, when it says one. */
   amountMinor?: bigint;
+  /** Set when the notification fails the answer checks: it is not applied, this anomaly is opened. */
+  doubt?: Doubt;
   occurredAt: Date;
 } & (
   | { kind: 'settled'; bankReference: string }

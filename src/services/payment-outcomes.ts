@@ -70,7 +70,7 @@ export interface AppliedOutcome {
   changes: Array<{ to: string; reason: string | null }>;
   /** Limit counters the batch found short (reported with the first job of the batch). */
   counterShortfalls: string[];
-  /** The report contradicted our record: nothing changed, this anomaly is stored (`created`: by this outcome). */
+  /** The report contradicted our record or failed the answer checks: this anomaly is stored (`created`: by this outcome). */
   anomaly?: { id: string; kind: AnomalyKind; created: boolean };
 }
 
@@ -209,7 +209,7 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
       if (result.anomaly?.created) {
         this.metrics?.anomalyRecorded(result.anomaly.kind);
         const line = { anomalyId: result.anomaly.id, kind: result.anomaly.kind, paymentId: result.payment.id, tenantId: partition.tenantId, mode: partition.mode, actor: items[i]!.job.actor };
-        const message = 'anomaly: the rail contradicts our records; nothing changed, it waits for an operator (GET /v1/admin/anomalies)';
+        const message = 'anomaly: the rail said what contradicts our records or fails our checks; it waits for an operator (GET /v1/admin/anomalies)';
         // A test program's contradiction moves no money: no one is paged for it.
         if (partition.mode === 'test') this.log?.info(line, message);
         else this.log?.error(line, message);
@@ -265,6 +265,7 @@ function outcomePaymentOf(p: PaymentRow): OutcomePayment {
     beneficiary_id: p.beneficiary_id,
     usage_day: p.usage_day,
     check_attempts: p.check_attempts,
+    created_at: p.created_at,
     bank_reference: p.bank_reference,
     settled_at: p.settled_at,
     metadata: p.metadata,

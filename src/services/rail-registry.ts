@@ -9,6 +9,7 @@ import { INSTRUMENTS } from '../domain/instrument.ts';
 import type { Mode } from '../domain/partition.ts';
 import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
+import { answerCheckedRail } from '../rails/answer-check.ts';
 import { modeGuardedRail } from '../rails/mode-guard.ts';
 import { observedRail } from '../rails/observed-rail.ts';
 import { isRailFailure, type RailAdapter } from '../rails/rail.ts';
@@ -71,8 +72,9 @@ export class RailRegistry implements RailSet {
       this.rails.set(name, {
         name,
         kind,
-        // Inside the observation: a call refused for its mode never reached the rail.
-        adapter: observedRail(modeGuardedRail(adapter, modes), metrics),
+        // Inside the observation: a call refused for its mode never reached the rail. Every answer is
+        // checked against what was asked before anything past this line reads it.
+        adapter: observedRail(answerCheckedRail(modeGuardedRail(adapter, modes)), metrics),
         defaults: { name, modes, instruments: INSTRUMENTS, enabled: true },
         breaker: railBreaker,
         judged: kind === 'connector',

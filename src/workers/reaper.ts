@@ -5,7 +5,7 @@ import { openAnomaly } from '../db/repositories/anomalies.ts';
 import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
-import { sendEndsMs } from '../domain/send-schedule.ts';
+import { RESEND_QUESTIONS_MAX, sendEndsMs } from '../domain/send-schedule.ts';
 import { railOfPayment } from '../db/repositories/rails.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import { railSetOf, type RailSet } from '../rails/rail-set.ts';
@@ -182,6 +182,10 @@ export class Reaper {
       if (beingSent) return { deferUntil: new Date(sendEnds) };
       // Committed but never sent (a payout batch's, or the payout path died first): send it now, by the same reference, to
       // the rail it is on now (the payout path may have moved it since this pass claimed it).
+      if (payment.check_attempts > RESEND_QUESTIONS_MAX) {
+        // The same answer each time: one anomaly per payment (its dedup key is what the rail said).
+        return { status: 'unconfirmed', doubt: { kind: 'resend_exhausted', theirs: { rail: rail.name, answer: 'not_found', resendsMax: String(RESEND_QUESTIONS_MAX) } } };
+      }
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
       if ((await railOfPayment(this.db, payment)) !== payment.rail) return undefined;
       const sent = await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
@@ -270,6 +274,12 @@ export class Reaper {
   private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<void> {
     const payment = await this.paymentNamedBy(rail, notification);
     if (!payment) return this.recordUnknownReference(rail, notification);
+    const notified = { id: notification.id, raw: jsonOf(notification), occurredAt: notification.occurredAt };
+    if (notification.doubt) {
+      // Not believed (an amount or bank reference we cannot read): its anomaly is opened, the payment asked about again.
+      await this.outcomes.apply(payment, { status: 'unconfirmed', doubt: notification.doubt }, { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff', notification: notified });
+      return;
+    }
     let current = payment;
     if (notification.kind === 'reversed' && (current.status === 'submitted' || current.status === 'unknown')) {
       // A return of a payment we have not seen settle: the rail's own status first. A transfer it shows
@@ -284,7 +294,7 @@ export class Reaper {
       actor: 'provider_event',
       settledReason: 'resolved_by_reaper',
       recheck: 'backoff',
-      notification: { id: notification.id, raw: jsonOf(notification), occurredAt: notification.occurredAt },
+      notification: notified,
     });
   }
 

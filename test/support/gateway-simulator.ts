@@ -194,6 +194,9 @@ export function simulatorBank(sim: GatewaySimulator): BankControl {
     async unreachable(down) {
       await sim.control('POST', '/_control/faults', { refuse: down });
     },
+    async lie(reference, lie) {
+      await sim.control('POST', `/_control/tamper/${encodeURIComponent(reference)}`, lie);
+    },
   };
 }
 

@@ -56,6 +56,7 @@ const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
         beneficiary_id: '00000000-0000-4000-8000-0000000000b1',
         usage_day: '2026-11-22',
         check_attempts: r.attempts,
+        created_at: new Date(NOW.getTime() - 120_000),
         bank_reference: settledLike ? SETTLED_WITH : null,
         settled_at: settledLike ? new Date(NOW.getTime() - 60_000) : null,
         metadata: (i % 2 === 0 ? { order_id: `order-${i}` } : {}) as Record<string, string>,

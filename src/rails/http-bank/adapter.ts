@@ -11,7 +11,7 @@ import type { HttpBankConnectorConfig } from '../rails-file.ts';
 import { notificationOf, readCallback } from './callbacks.ts';
 import { GatewayClient, type GatewayAnswer } from './client.ts';
 import { BULK_STATUS_MAX, type GatewayBanksAnswer, type GatewayBulkStatusAnswer, type GatewayErrorAnswer, type GatewayCallback, type GatewayTransfer, type GatewayTransferRequest } from './protocol.ts';
-import { railStatusOf } from './status-map.ts';
+import { checkedStatusOf } from './status-map.ts';
 
 /** What the callback route learns from receiving one callback. */
 export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: string };
@@ -65,20 +65,24 @@ export class HttpBankRail implements RailAdapter {
     };
     // A RailNotReceivedError (never connected) passes through; any other failure leaves the fate unknown.
     const answer = await this.client.call('POST', '/transfers', body, signal);
-    if ((answer.status === 200 || answer.status === 201) && isTransfer(answer.body)) return railStatusOf(answer.body, this.clock.now());
+    if ((answer.status === 200 || answer.status === 201) && isTransfer(answer.body)) return checkedStatusOf(answer.body, this.clock.now());
     throw unexpected('a transfer', answer);
   }
 
   async lookup(reference: string): Promise<RailLookup> {
     const answer = await this.client.call('GET', `/transfers/${encodeURIComponent(reference)}`, undefined);
     if (answer.status === 404) return { status: 'not_found' };
-    if (answer.status === 200 && isTransfer(answer.body)) return railStatusOf(answer.body, this.clock.now());
+    if (answer.status === 200 && isTransfer(answer.body)) return checkedStatusOf(answer.body, this.clock.now());
     throw unexpected('a status question', answer);
   }
 
-  /** In calls of at most BULK_STATUS_MAX references, one after the other. */
+  /**
+   * In calls of at most BULK_STATUS_MAX references, one after the other. A reference the answer leaves
+   * out, or gives more than once, is `unconfirmed` (asked again later): which of two entries is true
+   * is not ours to guess, and one missing is no answer.
+   */
   async lookupMany(references: readonly string[]): Promise<RailLookup[]> {
-    const found = new Map<string, RailLookup>();
+    const found = new Map<string, RailLookup[]>();
     for (let start = 0; start < references.length; start += BULK_STATUS_MAX) {
       const chunk = references.slice(start, start + BULK_STATUS_MAX);
       const answer = await this.client.call('POST', '/transfers/status', { references: chunk });
@@ -86,14 +90,15 @@ export class HttpBankRail implements RailAdapter {
       if (answer.status !== 200 || !Array.isArray(transfers)) throw unexpected('a bulk status question', answer);
       const now = this.clock.now();
       for (const entry of transfers) {
-        if (entry?.found === false && typeof entry.reference === 'string') found.set(entry.reference, { status: 'not_found' });
-        else if (entry?.found === true && isTransfer(entry)) found.set(entry.reference, railStatusOf(entry, now));
+        const reference: unknown = entry?.reference;
+        if (typeof reference !== 'string') continue;
+        const lookup: RailLookup | undefined = entry.found === false ? { status: 'not_found' } : entry.found === true && isTransfer(entry) ? checkedStatusOf(entry, now) : undefined;
+        if (lookup !== undefined) found.set(reference, [...(found.get(reference) ?? []), lookup]);
       }
     }
     return references.map((reference) => {
-      const lookup = found.get(reference);
-      if (lookup === undefined) throw new Error(`the gateway's bulk status left out ${reference}`);
-      return lookup;
+      const entries = found.get(reference);
+      return entries?.length === 1 ? entries[0]! : { status: 'unconfirmed' };
     });
   }
 

@@ -4,11 +4,12 @@
 import { verifyRailMessage, type RailKey, type RailSignatureFailure } from '../../domain/rail-signature.ts';
 import type { RailNotification } from '../rail.ts';
 import type { GatewayCallback } from './protocol.ts';
-import { railStatusOf } from './status-map.ts';
+import { checkEcho } from '../../domain/rail-answer-check.ts';
+import { echoOf, railStatusOf } from './status-map.ts';
 
-const EVENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** A callback's event id: printable ASCII (0x21–0x7E, no space), at most 128 characters (docs/http-bank.md). */
+const EVENT_ID = /^[\x21-\x7E]{1,128}$/;
 const REFERENCE_MAX_LENGTH = 100;
-const AMOUNT_MINOR = /^[1-9][0-9]{0,18}$/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -65,7 +66,8 @@ export function readCallback(keys: readonly RailKey[], headers: Record<string, u
 /**
  * What a stored callback tells the reaper: an outcome or a return. A callback that says the transfer
  * is still being processed, or says something not in the status table, tells it nothing (undefined):
- * the reaper's own questions settle that transfer.
+ * the reaper's own questions settle that transfer. One whose amount or bank reference fails the answer
+ * checks carries its `doubt`: the reaper opens that anomaly instead of applying it.
  */
 export function notificationOf(eventId: string, callback: GatewayCallback, occurredAt: Date): RailNotification | undefined {
   const transfer = callback.transfer;
@@ -77,7 +79,7 @@ export function notificationOf(eventId: string, callback: GatewayCallback, occur
     reference: transfer.reference,
     occurredAt,
     ...(typeof metadata?.tenantId === 'string' && UUID.test(metadata.tenantId) && mode !== undefined ? { tenantId: metadata.tenantId, mode } : {}),
-    ...(typeof transfer.amountMinor === 'string' && AMOUNT_MINOR.test(transfer.amountMinor) ? { amountMinor: BigInt(transfer.amountMinor) } : {}),
+    ...checkedAmount(transfer.reference, echoOf(transfer)),
   };
   switch (status.status) {
     case 'settled':
@@ -90,4 +92,11 @@ export function notificationOf(eventId: string, callback: GatewayCallback, occur
     case 'unconfirmed':
       return undefined;
   }
+}
+
+/** The callback's amount once checked (its reference is its own): the amount it gives, or its doubt. */
+function checkedAmount(reference: string, echo: ReturnType<typeof echoOf>): Pick<RailNotification, 'amountMinor' | 'doubt'> {
+  const result = checkEcho({ reference }, echo);
+  if ('doubt' in result) return { doubt: result.doubt };
+  return result.amountMinor === undefined ? {} : { amountMinor: result.amountMinor };
 }

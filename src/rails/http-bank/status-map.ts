@@ -3,6 +3,7 @@
 // in the table is read as "the rail has not confirmed" — never as a failure: a failure we invented
 // would release money the bank may still pay out.
 import type { RailFailureReason } from '../../domain/failure-reasons.ts';
+import type { RailEcho } from '../../domain/rail-answer-check.ts';
 import type { RailStatus } from '../rail.ts';
 import type { GatewayTransfer } from './protocol.ts';
 
@@ -78,4 +79,22 @@ export function railStatusOf(transfer: GatewayTransfer, now: Date): RailStatus {
     case undefined:
       return { status: 'unconfirmed' };
   }
+}
+
+/**
+ * What a gateway transfer said about itself, verbatim, for the answer checks (rails/answer-check.ts):
+ * its reference, and its amount and bank reference when it gives them (in whatever JSON type it wrote).
+ */
+export function echoOf(transfer: GatewayTransfer): RailEcho {
+  const given = transfer as unknown as Record<string, unknown>;
+  return {
+    reference: given.reference,
+    ...(given.amountMinor !== undefined && given.amountMinor !== null && { amountMinor: given.amountMinor }),
+    ...(given.bankReference !== undefined && given.bankReference !== null && { bankReference: given.bankReference }),
+  };
+}
+
+/** railStatusOf, with the transfer's echo for the answer checks. */
+export function checkedStatusOf(transfer: GatewayTransfer, now: Date): RailStatus {
+  return { ...railStatusOf(transfer, now), echo: echoOf(transfer) };
 }

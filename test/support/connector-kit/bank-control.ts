@@ -14,6 +14,15 @@ export type BankScenario =
   /** Accepted; the outcome stays open until the bank is told (`settle` in a later step, or never). */
   | { kind: 'processing' };
 
+/**
+ * How a bank lies about one reference, as real integrations do: every answer about it (send, status,
+ * bulk, callback) has these fields replaced, and a bulk answer leaves it out or gives it twice.
+ */
+export interface BankLie {
+  with?: Record<string, unknown>;
+  bulk?: 'omit' | 'duplicate';
+}
+
 /** A notification the bank pushes about a transfer it holds. */
 export type BankNotice = { kind: 'settled' } | { kind: 'failed'; reason: RailFailureReason } | { kind: 'reversed'; reason: string };
 
@@ -40,6 +49,11 @@ export interface BankControl {
   decide?(reference: string): Promise<void>;
   /** Takes the bank's catalogue down (or back up); absent when the bank's catalogue cannot fail. */
   catalogueDown?(down: boolean): Promise<void>;
+  /**
+   * Makes the bank lie about `reference` from now on (BankLie); absent when its answers are our own
+   * records (the sandbox), which cannot disagree with what we sent.
+   */
+  lie?(reference: string, lie: BankLie): Promise<void>;
   /** Makes the whole bank unreachable (or reachable again); absent when the bank cannot be down. */
   unreachable?(down: boolean): Promise<void>;
 }

@@ -13,6 +13,7 @@ import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../../../src/domai
 import { INSTRUMENTS } from '../../../src/domain/instrument.ts';
 import { RailNotReceivedError, type RailAdapter, type RailHealth, type RailTransfer } from '../../../src/rails/rail.ts';
 import { callRail } from '../../../src/rails/send.ts';
+import { ANSWER_CHECK_CASES } from './answer-checks.ts';
 import type { ConnectorUnderTest } from './bank-control.ts';
 import {
   acknowledged,
@@ -357,6 +358,7 @@ const KIT_CASES: ReadonlyArray<readonly [string, KitCheck]> = [
   ['a catalogue outage rejects or serves a complete copy, and recovers', catalogueOutage],
   ['health is ok when the bank answers', healthWhenUp],
   ['an unreachable bank: health says so and a submit is provably not received', unreachableIsNotReceived],
+  ...ANSWER_CHECK_CASES,
 ];
 
 /** Every check on its own, to run against one adapter directly (the broken-adapter test does). */

@@ -44,6 +44,7 @@ import { sandboxWebhookRoutes } from './http/routes/sandbox-webhooks.ts';
 import { sandboxPaymentRoutes } from './http/routes/sandbox-payments.ts';
 import { sandboxRailRoutes } from './http/routes/sandbox-rail.ts';
 import { adminReconciliationRoutes } from './http/routes/admin-reconciliation.ts';
+import { CallbackBudget } from './http/callback-budget.ts';
 import { railCallbackRoutes } from './http/routes/rail-callbacks.ts';
 import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 import { adminRailRoutes } from './http/routes/admin-rails.ts';
@@ -238,7 +239,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-  await railCallbackRoutes(app, services.railCallbacks);
+  await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, () => Date.now()));
   await adminRailStatementRoutes(app, services.railStatements);
   await adminRailRoutes(app, services.railAdmin);
 }

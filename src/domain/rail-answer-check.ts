@@ -37,7 +37,7 @@ export interface RailEcho {
 const shown = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value) ?? String(value)).slice(0, 200);
 
 /** The amount an echo gives: undefined when none, a Doubt when it is not a decimal string of minor units. */
-export function amountOfEcho(echo: RailEcho): bigint | undefined | Doubt {
+function amountOfEcho(echo: RailEcho): bigint | undefined | Doubt {
   const raw = echo.amountMinor;
   if (raw === undefined || raw === null) return undefined;
   if (typeof raw !== 'string' || !AMOUNT_PATTERN.test(raw)) return { kind: 'unreadable_answer', theirs: { field: 'amountMinor', value: shown(raw) } };

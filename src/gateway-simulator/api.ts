@@ -34,6 +34,8 @@ export interface Tamper {
 
 export class GatewayApi {
   readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false, refuseSendsWith: 0 };
+  /** Sends answered `refuseSendsWith` (none of them recorded). */
+  refusedSends = 0;
   /** By reference: how the gateway lies about it (the control API sets it). */
   readonly tampering = new Map<string, Tamper>();
   readonly server: Server;
@@ -88,7 +90,10 @@ export class GatewayApi {
       /^[1-9][0-9]{0,18}$/.test(request.amountMinor) &&
       typeof request.beneficiary?.nationalId === 'string';
     if (!valid) return { status: 400, body: { error: { code: 'INVALID_REQUEST' } } };
-    if (this.faults.refuseSendsWith !== 0) return { status: this.faults.refuseSendsWith, body: { error: { code: 'SIMULATED_REFUSAL' } } };
+    if (this.faults.refuseSendsWith !== 0) {
+      this.refusedSends += 1;
+      return { status: this.faults.refuseSendsWith, body: { error: { code: 'SIMULATED_REFUSAL' } } };
+    }
     const submission = this.state.submit(request, Date.now());
     if (submission.kind === 'hang') return 'hang';
     if (submission.kind === 'conflict') return { status: 409, body: { error: { code: 'REFERENCE_REUSED' } } };
@@ -103,15 +108,21 @@ export class GatewayApi {
     const transfers = (references as string[]).flatMap((reference) => {
       const found = this.state.find(reference);
       const entry = found ? { found: true, ...this.told(found) } : { found: false, reference };
-      const bulk = this.tampering.get(reference)?.bulk;
+      const bulk = this.lieAbout(reference)?.bulk;
       return bulk === 'omit' ? [] : bulk === 'duplicate' ? [entry, { ...entry, status: 'REJECTED', errorCode: 'REJECTED_BY_BANK' }] : [entry];
     });
     return { status: 200, body: { transfers } };
   }
 
+  /** The lie armed for a reference, or for its beneficiary's national id (`nid:V…`), as scenarios are. */
+  private lieAbout(reference: string): Tamper | undefined {
+    const nationalId = this.state.nationalIdOf(reference);
+    return this.tampering.get(reference) ?? (nationalId === undefined ? undefined : this.tampering.get(`nid:${nationalId}`));
+  }
+
   /** A transfer as the gateway tells it: with its lies, when it is told to lie about it. */
   told(transfer: GatewayTransfer): GatewayTransfer {
-    const lie = this.tampering.get(transfer.reference)?.with;
+    const lie = this.lieAbout(transfer.reference)?.with;
     return lie ? ({ ...transfer, ...lie } as GatewayTransfer) : transfer;
   }
 

@@ -131,6 +131,7 @@ function stateView({ state, api, callbacks, listening }: Parts) {
   return {
     refusing: listening.refusing(),
     faults: api.faults,
+    refusedSends: api.refusedSends,
     transfers: state.size,
     callbacks: { url: callbacks.url ?? null, faults: callbacks.faults, counters: callbacks.counters, pending: callbacks.pending },
   };

@@ -99,6 +99,11 @@ export class GatewayState {
     return transfer && this.view(transfer);
   }
 
+  /** The beneficiary's national id of a transfer it received: scenarios and lies may be armed by it (`nid:…`). */
+  nationalIdOf(reference: string): string | undefined {
+    return this.transfers.get(reference)?.request.beneficiary.nationalId;
+  }
+
   submissionsOf(reference: string): number {
     return this.transfers.get(reference)?.submissions ?? 0;
   }

@@ -10,6 +10,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** No API key needed (health, metrics, docs, OpenAPI document). */
     public?: boolean;
+    /**
+     * A public route with a budget of its own instead of the per-address limit (the rail callbacks:
+     * http/callback-budget.ts).
+     */
+    ownBudget?: boolean;
     /** Any one of these scopes is enough; an empty list means any valid key. */
     scopes?: readonly string[];
     /** `required`: 400 `idempotency_key_missing` without the header. */

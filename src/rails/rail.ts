@@ -121,7 +121,8 @@ export type RailNotification = {
   doubt?: Doubt;
   occurredAt: Date;
 } & (
-  | { kind: 'settled'; bankReference: string }
+  /** `settledAt`: when the rail says the money arrived, when it says (else `occurredAt`). */
+  | { kind: 'settled'; bankReference: string; settledAt?: Date }
   | { kind: 'failed'; reason: string }
   /** The bank reference of the settlement returned, when the rail gives it. */
   | { kind: 'reversed'; reason: string; bankReference?: string }

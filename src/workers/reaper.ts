@@ -353,7 +353,7 @@ function reportOfNotification(notification: RailNotification): RailReport & Fina
   const amount = notification.amountMinor === undefined ? {} : { amountMinor: notification.amountMinor };
   switch (notification.kind) {
     case 'settled':
-      return { status: 'settled', bankReference: notification.bankReference, settledAt: notification.occurredAt, ...amount };
+      return { status: 'settled', bankReference: notification.bankReference, settledAt: notification.settledAt ?? notification.occurredAt, ...amount };
     case 'failed':
       return { status: 'failed', reason: notification.reason, ...amount };
     case 'reversed':

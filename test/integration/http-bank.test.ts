@@ -89,7 +89,7 @@ describe('HTTP bank connector against the gateway simulator', () => {
     await simulatorBank(sim).arrange(settles, { kind: 'settle' });
     await simulatorBank(sim).arrange(fails, { kind: 'fail', reason: 'invalid_destination_account' });
     assert.equal((await rail.submit(settles, AbortSignal.timeout(5000))).status, 'settled');
-    assert.deepEqual(await rail.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'invalid_destination_account' });
+    assert.deepEqual(await rail.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'invalid_destination_account', amountMinor: 150_000n });
     const unknown = randomUUID();
     assert.deepEqual(await rail.lookup(unknown, 'live'), { status: 'not_found' });
     const answers = await rail.lookupMany!([settles.reference, unknown, fails.reference], 'live');
@@ -175,6 +175,28 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.equal(again.statusCode, 200);
       assert.equal(again.json().duplicate, true);
       assert.equal(await countRailInboxEvents(t.db, RAIL), before + 1);
+    });
+
+    it('takes an eventId of any printable ASCII up to 128 characters (/, #, ?, %), refuses a space, a control character or 129', async () => {
+      const bodyWith = (eventId: string) => JSON.stringify({ eventId, occurredAt: new Date().toISOString(), transfer: { reference: randomUUID(), status: 'PROCESSING' } });
+      for (const eventId of [`evt/${randomUUID()}#1?x=%20`, `${'~'.repeat(92)}${randomUUID()}`]) {
+        const raw = bodyWith(eventId);
+        const answer = await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()));
+        assert.equal(answer.statusCode, 200, `${eventId}: ${answer.body}`);
+        assert.equal(answer.json().event_id, eventId);
+      }
+      for (const eventId of ['evt 1', 'evt\u00071', 'x'.repeat(129), '', 'évt']) {
+        const raw = bodyWith(eventId);
+        assert.equal((await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))).statusCode, 400, JSON.stringify(eventId));
+      }
+    });
+
+    it('a burst of 150 callbacks at once from one address: every one 200 and stored, none refused for a rate', async () => {
+      const before = await countRailInboxEvents(t.db, RAIL);
+      const bodies = Array.from({ length: 150 }, () => callbackBody(randomUUID()));
+      const answers = await Promise.all(bodies.map((raw) => post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))));
+      assert.deepEqual([...new Set(answers.map((a) => a.statusCode))], [200], answers.find((a) => a.statusCode !== 200)?.body);
+      assert.equal(await countRailInboxEvents(t.db, RAIL), before + 150);
     });
 
     it('refuses a bad signature, a stale timestamp, an unknown key or rail with 401 and stores nothing; a signed non-callback is 400', async () => {
@@ -426,7 +448,7 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
       assert.equal(under.mode, 'live');
       assert.deepEqual([...under.bank.failureReasons].sort(), [...RAIL_FAILURE_REASONS].sort());
       const fails = await under.bank.arrange(transfer(), { kind: 'fail', reason: 'rail_insufficient_balance' });
-      assert.deepEqual(await under.adapter.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'rail_insufficient_balance' });
+      assert.deepEqual(await under.adapter.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'rail_insufficient_balance', amountMinor: 99_000n });
       const hangs = await under.bank.arrange(transfer(), { kind: 'hang' });
       assert.deepEqual(await callRail(under.adapter, hangs, under.railTimeoutMs), { status: 'timeout' });
       assert.equal(await under.bank.submissionsOf(hangs.reference), 1);
@@ -449,29 +471,40 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
   });
 });
 
-describe('the callback route is limited per client address like every route that needs no key', () => {
+describe("the callback route has each rail's budget of its own: 503 with Retry-After past it, never 429, and no other limit counts it", () => {
   const MAX = 3;
   let t: TestApp;
 
   before(async () => {
-    t = await startTestApp({ env: { PUBLIC_RATE_LIMIT_RPS: String(MAX) } });
+    // Both budgets tiny: the public per-address limit must not touch the callbacks, the callbacks' own must.
+    t = await startTestApp({ env: { PUBLIC_RATE_LIMIT_RPS: '1', RAIL_CALLBACK_RPS: String(MAX) } });
   });
 
   after(async () => {
     await t?.close();
   });
 
-  it(`at most ${MAX} a second from one address; then 429 in the envelope`, async () => {
+  it(`at most ${MAX} a second per rail; then 503 overloaded with Retry-After; another rail and the public routes are not charged`, async () => {
     const started = performance.now();
     const answers = [];
     for (let i = 0; i < 3 * MAX; i += 1) {
       const answer = await t.app.inject({ method: 'POST', url: `/v1/rails/${RAIL}/callbacks`, remoteAddress: '198.51.100.9', headers: { 'content-type': 'application/json' }, payload: '{}' });
       answers.push({ status: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body });
     }
+    const other = await t.app.inject({ method: 'POST', url: '/v1/rails/another-rail/callbacks', remoteAddress: '198.51.100.9', headers: { 'content-type': 'application/json' }, payload: '{}' });
+    const publicRoute = await t.app.inject({ method: 'GET', url: '/health/live', remoteAddress: '198.51.100.9' });
     const statuses = answers.map((a) => a.status).join(',');
-    if (performance.now() - started < 1000) assert.equal(answers.filter((a) => a.status === 401).length, MAX, statuses);
-    const limited = answers.filter((a) => a.status === 429);
-    assert.ok(limited.length >= MAX, statuses);
-    for (const answer of limited) assertEnvelope(assert, answer, 429, 'rate_limited');
+    assert.ok(!answers.some((a) => a.status === 429), `never 429: ${statuses}`);
+    if (performance.now() - started < 1000) {
+      assert.equal(answers.filter((a) => a.status === 401).length, MAX, statuses);
+      assert.equal(other.statusCode, 401, 'another rail has its own budget');
+      assert.equal(publicRoute.statusCode, 200, 'the callbacks were not counted in the per-address limit');
+    }
+    const overloaded = answers.filter((a) => a.status === 503);
+    assert.ok(overloaded.length >= MAX, statuses);
+    for (const answer of overloaded) {
+      assertEnvelope(assert, answer, 503, 'overloaded');
+      assert.ok(Number(answer.headers['retry-after']) >= 1, 'Retry-After');
+    }
   });
 });

@@ -106,7 +106,17 @@ describe('gateway callbacks', () => {
       amountMinor: 150000n,
       kind: 'settled',
       bankReference: '000000000007',
+      settledAt: new Date(callback.occurredAt),
     });
+  });
+
+  it('a callback whose amount or bank reference we cannot read carries its doubt instead of an amount', () => {
+    for (const [field, value] of [['amountMinor', 150000], ['amountMinor', '1500.00'], ['bankReference', '=HYPERLINK("x")']] as const) {
+      const said = { ...callback, transfer: { ...callback.transfer, [field]: value } };
+      const notification = notificationOf('evt_5', said as typeof callback, new Date(NOW));
+      assert.equal(notification?.doubt?.kind, 'unreadable_answer', `${field} ${JSON.stringify(value)}`);
+      assert.equal(notification?.amountMinor, undefined);
+    }
   });
 
   it('refuses a bad signature before reading, and a signed body that is not a callback', () => {

@@ -979,8 +979,12 @@ export type Anomaly = {
      * - `statement_amount_mismatch`: a rail's statement gives a payment an amount other than ours
      * - `statement_status_mismatch`: a rail's statement gives a payment a status ours does not agree with
      * - `statement_bank_reference_mismatch`: a rail's statement gives a payment a bank reference other than the one it settled with
+     * - `reference_mismatch`: the rail answered a question about a payment with a transfer of another reference (not applied; the payment is asked about again)
+     * - `unreadable_answer`: the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)
+     * - `implausible_settled_at`: the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)
+     * - `resend_exhausted`: the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it
      */
-    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch';
+    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted';
     /**
      * `open` until an operator resolves it
      */
@@ -4121,8 +4125,12 @@ export type AdminListAnomaliesData = {
          * - `statement_amount_mismatch`: a rail's statement gives a payment an amount other than ours
          * - `statement_status_mismatch`: a rail's statement gives a payment a status ours does not agree with
          * - `statement_bank_reference_mismatch`: a rail's statement gives a payment a bank reference other than the one it settled with
+         * - `reference_mismatch`: the rail answered a question about a payment with a transfer of another reference (not applied; the payment is asked about again)
+         * - `unreadable_answer`: the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)
+         * - `implausible_settled_at`: the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)
+         * - `resend_exhausted`: the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it
          */
-        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch';
+        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted';
         /**
          * Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs' ones only (what test keys made the sandbox say). `all`: both
          */
@@ -8709,14 +8717,6 @@ export type ReceiveRailCallbackErrors = {
         };
     };
     /**
-     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
-     */
-    429: ErrorEnvelope & {
-        error?: {
-            code?: 'rate_limited';
-        };
-    };
-    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {
@@ -8725,11 +8725,13 @@ export type ReceiveRailCallbackErrors = {
         };
     };
     /**
-     * `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
      */
     503: ErrorEnvelope & {
         error?: {
-            code?: 'service_unavailable';
+            code?: 'service_unavailable' | 'overloaded';
         };
     };
 };

@@ -15,6 +15,7 @@ const RATE_LIMIT_COUNTERS_MAX = 10_000;
  *  - per client address, PUBLIC_RATE_LIMIT_RPS, over all the routes that need no key together
  *    (health checks, /metrics, /docs, the OpenAPI document, the console's files, the sandbox
  *    receivers), which anyone could otherwise call without bound. A refusal carries Retry-After.
+ *    The rail callbacks have a budget of their own per rail (http/callback-budget.ts), not this one.
  * Registered before the routes: the per-key limit attaches itself to routes as they are added.
  */
 export async function registerRateLimits(app: FastifyInstance, config: Pick<Config, 'rateLimitRps' | 'publicRateLimitRps'>): Promise<void> {
@@ -38,7 +39,7 @@ export async function registerRateLimits(app: FastifyInstance, config: Pick<Conf
   // plugin's default bound, 5,000 addresses, least recently seen dropped first).
   const perAddress = app.createRateLimit({ max: config.publicRateLimitRps, timeWindow: WINDOW_MS, keyGenerator: (request) => request.ip, allowList: undefined });
   app.addHook('onRequest', async (request, reply) => {
-    if (request.is404 || request.routeOptions.config.public !== true) return;
+    if (request.is404 || request.routeOptions.config.public !== true || request.routeOptions.config.ownBudget === true) return;
     const counted = await perAddress(request);
     if (counted.isAllowed || !counted.isExceeded) return;
     reply.header('retry-after', String(counted.ttlInSeconds));

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, validationFailed } from '../../domain/errors.ts';
 import type { RailCallbackService } from '../../services/rail-callbacks.ts';
 import { errorResponsesDescribed } from '../schemas/common.ts';
+import type { CallbackBudget } from '../callback-budget.ts';
 import type { App } from '../types.ts';
 
 // Documents the body without constraining it: the route verifies the raw bytes and then reads them.
@@ -26,11 +27,12 @@ const CALLBACK_401 =
 
 /**
  * A bank gateway's callbacks: public (the gateway has no API key; the signature is its
- * authentication, and the public per-address rate limit applies). The body is read as raw bytes (its
+ * authentication), with a budget per rail of their own (RAIL_CALLBACK_RPS; past it 503 with
+ * Retry-After, never 429), not the per-address limit of the other public routes. The body is read as raw bytes (its
  * own content-type parser, in this plugin scope only) to verify the signature over exactly what arrived.
  * 200 only once the event is committed to our inbox, so a gateway that got no 2xx redelivers it.
  */
-export async function railCallbackRoutes(app: App, callbacks: RailCallbackService): Promise<void> {
+export async function railCallbackRoutes(app: App, callbacks: RailCallbackService, budget: CallbackBudget): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     scope.removeAllContentTypeParsers();
@@ -38,7 +40,7 @@ export async function railCallbackRoutes(app: App, callbacks: RailCallbackServic
     scope.post(
       '/v1/rails/:rail/callbacks',
       {
-        config: { public: true },
+        config: { public: true, ownBudget: true },
         schema: {
           tags: ['Rails'],
           operationId: 'receiveRailCallback',
@@ -47,7 +49,8 @@ export async function railCallbackRoutes(app: App, callbacks: RailCallbackServic
             'Called by a bank gateway configured in the rails file (docs/http-bank.md), not by integrators. The callback is signed with one of the rail\'s callback keys ' +
             '(`x-bank-key-id`, `x-bank-timestamp` within ±5 minutes, `x-bank-signature`: hex HMAC-SHA256 of `<timestamp>.<raw body>`). ' +
             'A verified callback is recorded once per `eventId` and answered 200 only once recorded (`duplicate: true` for a redelivery); the reaper applies it. ' +
-            'A signed body that is not a callback is 400 `validation_failed`; anything unsigned or signed wrongly is 401 `rail_callback_signature_invalid`; nothing is stored for either. Needs no key.',
+            'A signed body that is not a callback is 400 `validation_failed`; anything unsigned or signed wrongly is 401 `rail_callback_signature_invalid`; nothing is stored for either. ' +
+            'Each rail has a budget of callbacks per second of its own (`RAIL_CALLBACK_RPS`, 1000 by default, per process), not counted in any other limit: past it the answer is 503 `overloaded` with `Retry-After`, nothing stored, and the gateway redelivers. Never 429. Needs no key.',
           security: [],
           params: RailParam,
           body: CallbackBody,
@@ -55,6 +58,10 @@ export async function railCallbackRoutes(app: App, callbacks: RailCallbackServic
         },
       },
       async function receiveRailCallback(request) {
+        // Before the signature is checked: a flood of bad ones must not crowd out the rail's good ones any more than good ones do.
+        if (!budget.take(request.params.rail)) {
+          throw new ApiError('overloaded', `More callbacks for this rail than its budget of ${budget.perSecond} per second; nothing was stored. Redeliver after Retry-After.`);
+        }
         const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         const receipt = await callbacks.receive(request.params.rail, request.headers, raw);
         if (receipt.stored) return { received: true, duplicate: receipt.duplicate, event_id: receipt.eventId };

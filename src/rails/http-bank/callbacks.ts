@@ -83,7 +83,7 @@ export function notificationOf(eventId: string, callback: GatewayCallback, occur
   };
   switch (status.status) {
     case 'settled':
-      return { ...common, kind: 'settled', bankReference: status.bankReference };
+      return { ...common, kind: 'settled', bankReference: status.bankReference, settledAt: status.settledAt };
     case 'failed':
       return { ...common, kind: 'failed', reason: status.reason };
     case 'reversed':

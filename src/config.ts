@@ -2,7 +2,7 @@
 // message that names the variable and what it accepts, so an operator never runs a half-configured
 // service.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseRailsFile, type ConnectorConfig } from './rails/rails-file.ts';
 
@@ -217,6 +217,15 @@ function railsFile(env: Env, name: string): ConnectorConfig[] {
   }
   const parsed = parseRailsFile(text, env);
   if (!parsed.ok) throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `The file is not usable: ${parsed.problem}.`);
+  // A secret written in the file is only as safe as the file: anyone who can read it can sign as us.
+  if (parsed.inlineSecrets && (statSync(file).mode & 0o077) !== 0) {
+    throw new ConfigError(
+      name,
+      RAILS_FILE_ACCEPTS,
+      file,
+      `It holds secrets inline and other users of this machine can read it: run \`chmod 600 ${file}\`, or give each secret as secretEnv (the name of an environment variable) instead.`,
+    );
+  }
   return parsed.connectors;
 }
 

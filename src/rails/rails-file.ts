@@ -43,7 +43,7 @@ function objectAt(value: unknown, where: string): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-function keysAt(value: unknown, where: string, env: Env): RailKey[] {
+function keysAt(value: unknown, where: string, env: Env, inline: { found: boolean }): RailKey[] {
   if (!Array.isArray(value) || value.length === 0) fail(`${where} must be a non-empty list of {id, secret | secretEnv}`);
   const ids = new Set<string>();
   return value.map((entry, i) => {
@@ -52,7 +52,10 @@ function keysAt(value: unknown, where: string, env: Env): RailKey[] {
     if (ids.has(key.id)) fail(`${where} lists the key id ${key.id} twice`);
     ids.add(key.id);
     let secret: string | undefined;
-    if (typeof key.secret === 'string') secret = key.secret;
+    if (typeof key.secret === 'string') {
+      secret = key.secret;
+      inline.found = true;
+    }
     else if (typeof key.secretEnv === 'string') {
       secret = env[key.secretEnv];
       if (secret === undefined || secret === '') fail(`${where}[${i}].secretEnv names ${key.secretEnv}, which is not set`);
@@ -62,7 +65,7 @@ function keysAt(value: unknown, where: string, env: Env): RailKey[] {
   });
 }
 
-function connectorAt(value: unknown, i: number, env: Env): ConnectorConfig {
+function connectorAt(value: unknown, i: number, env: Env, inline: { found: boolean }): ConnectorConfig {
   const where = `connectors[${i}]`;
   const c = objectAt(value, where);
   if (typeof c.name !== 'string' || !NAME.test(c.name)) fail(`${where}.name must be 1 to 32 lower-case letters, digits or '-', starting with a letter`);
@@ -93,8 +96,8 @@ function connectorAt(value: unknown, i: number, env: Env): ConnectorConfig {
     name: c.name,
     kind: 'http-bank',
     baseUrl: baseUrl.toString(),
-    keys: keysAt(c.keys, `${at}.keys`, env),
-    callbackKeys: keysAt(c.callbackKeys, `${at}.callbackKeys`, env),
+    keys: keysAt(c.keys, `${at}.keys`, env, inline),
+    callbackKeys: keysAt(c.callbackKeys, `${at}.callbackKeys`, env, inline),
     timeoutMs: timeoutMs as number,
     modes: modes as Array<'test' | 'live'>,
     ...(resolvesWithinMs === undefined ? {} : { resolvesWithinMs: resolvesWithinMs as number }),
@@ -116,8 +119,12 @@ function modesApart(connectors: readonly ConnectorConfig[]): void {
   }
 }
 
-/** The connectors a rails file's text lists, or the problem that makes it unusable. */
-export function parseRailsFile(text: string, env: Env): { ok: true; connectors: ConnectorConfig[] } | { ok: false; problem: string } {
+/**
+ * The connectors a rails file's text lists, or the problem that makes it unusable. `inlineSecrets`:
+ * the file itself holds a secret (`secret`, not `secretEnv`), so it must be readable by its owner only.
+ */
+export function parseRailsFile(text: string, env: Env): { ok: true; connectors: ConnectorConfig[]; inlineSecrets: boolean } | { ok: false; problem: string } {
+  const inline = { found: false };
   try {
     let parsed: unknown;
     try {
@@ -128,14 +135,14 @@ export function parseRailsFile(text: string, env: Env): { ok: true; connectors: 
     const list = objectAt(parsed, 'the file').connectors;
     if (!Array.isArray(list)) fail('it must be {"connectors": [ … ]}');
     if (list.length > CONNECTORS_MAX) fail(`it lists ${list.length} connectors; at most ${CONNECTORS_MAX}`);
-    const connectors = list.map((entry, i) => connectorAt(entry, i, env));
+    const connectors = list.map((entry, i) => connectorAt(entry, i, env, inline));
     const names = new Set<string>();
     for (const connector of connectors) {
       if (connector.name === 'sandbox' || names.has(connector.name)) fail(`the connector name ${connector.name} is used twice (or is the sandbox's)`);
       names.add(connector.name);
     }
     modesApart(connectors);
-    return { ok: true, connectors };
+    return { ok: true, connectors, inlineSecrets: inline.found };
   } catch (error) {
     if (error instanceof RailsFileProblem) return { ok: false, problem: error.message };
     throw error;

@@ -3,7 +3,7 @@
 // settles; a send the gateway received but never answered stays `unknown` across a gateway crash and
 // restart, and is resolved by asking, never sent twice. A bad rails file stops the start.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -107,5 +107,15 @@ describe(`going live through the HTTP bank connector (service and gateway proces
     const result = await runToExit({ RAILS_FILE: file, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-bad-rails-')), DATABASE_URL: '' });
     assert.equal(result.code, 78, result.output);
     assert.match(result.output, /RAILS_FILE=.*secretEnv names NOT_SET_ANYWHERE, which is not set/s);
+  });
+
+  it('a rails file holding secrets inline that others can read stops the start (exit 78), saying chmod 600', async () => {
+    const file = path.join(sim.dir, 'readable-rails.json');
+    writeFileSync(file, JSON.stringify({ connectors: [connectorConfigOf(sim)] }), { mode: 0o644 });
+    chmodSync(file, 0o644); // whatever the umask
+    const result = await runToExit({ RAILS_FILE: file, DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-readable-rails-')), DATABASE_URL: '' });
+    assert.equal(result.code, 78, result.output);
+    assert.ok(result.output.includes(`chmod 600 ${file}`), result.output);
+    assert.ok(!result.output.includes(connectorConfigOf(sim).keys[0]!.secret), 'the secret is not printed');
   });
 });

@@ -52,7 +52,7 @@ function railsFile(a: GatewaySimulator, b: GatewaySimulator): string {
   const file = path.join(a.dir, 'service-rails.json');
   // The rail timeout is long enough that the held sends are still waiting when A dies.
   const connectors = [connectorConfigOf(a, { name: RAIL_A, timeoutMs: 5_000 }), connectorConfigOf(b, { name: RAIL_B, timeoutMs: 5_000 })];
-  writeFileSync(file, JSON.stringify({ connectors }));
+  writeFileSync(file, JSON.stringify({ connectors }), { mode: 0o600 });
   return file;
 }
 

@@ -128,7 +128,7 @@ export function connectorConfigOf(sim: GatewaySimulator, overrides: Partial<Http
 /** A rails file (RAILS_FILE) listing `connectors`, in the simulator's directory. */
 function railsFileOf(sim: GatewaySimulator, connectors: HttpBankConnectorConfig[]): string {
   const file = path.join(sim.dir, 'rails.json');
-  writeFileSync(file, JSON.stringify({ connectors }));
+  writeFileSync(file, JSON.stringify({ connectors }), { mode: 0o600 });
   return file;
 }
 

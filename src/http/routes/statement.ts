@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Database } from '../../db/database.ts';
 import type { StatementPayment } from '../../db/repositories/statement.ts';
+import { csvCell } from '../../domain/csv-cell.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Partition } from '../../domain/partition.ts';
 import { StatementService, statementFilter, type StatementQuery as StatementRequest } from '../../services/statement.ts';
@@ -18,14 +19,12 @@ const EXPORT_BUFFER_BYTES = 64 * 1024;
 
 const FILTERS_DESCRIPTION = `Filters combine (AND): \`from\`/\`to\` are whole calendar days in America/Caracas on \`settled_at\`, both inclusive, so a payment created at 23:59 and settled at 00:01 belongs to the second day; with either of them, payments not settled are left out. \`status\`, \`beneficiaryId\`, \`customerId\` and \`batchId\` (the payout batch that created the payment) match exactly; \`createdFrom\` (inclusive) and \`createdBefore\` (exclusive) bound \`created_at\`, as a bucket of the payout report does; \`metadata_key\` with \`metadata_value\` (both or neither) keeps the payments whose \`metadata\` has that key with exactly that value (such as your order id). Any invalid parameter is 400 \`validation_failed\` with \`meta.errors\` naming it.`;
 
-// RFC 4180: a field holding a comma, a double quote or a line break is quoted, quotes doubled; null is
-// the empty field. Every value is ours (ids, enums, amounts, timestamps, the rail's reference and
-// reason codes) except `metadata`, which goes as its JSON text: JSON escapes line breaks, and the
-// text starts with `{`, so no spreadsheet reads the caller's strings as a formula. None is rewritten.
+// Every value is ours (ids, enums, amounts, timestamps, the rail's reference and reason codes, a bank
+// reference the answer checks kept to letters, digits and hyphens) except `metadata`, which goes as its
+// JSON text (JSON escapes line breaks). Each cell is written by csvCell, which also keeps any cell that
+// could start a formula inert.
 function csvField(value: string | Metadata | null): string {
-  if (value === null) return '';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  return csvCell(value === null || typeof value === 'string' ? value : JSON.stringify(value));
 }
 
 function csvLine(values: readonly (string | Metadata | null)[]): string {

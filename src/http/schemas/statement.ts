@@ -70,7 +70,7 @@ export const STATEMENT_CSV_COLUMNS = (Object.keys(StatementRowFields) as (keyof 
 
 export const StatementCsv = {
   description:
-    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null; `metadata` is the JSON text of the object (`{}` when none was sent), quoted as RFC 4180 quotes any field.',
+    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null; `metadata` is the JSON text of the object (`{}` when none was sent), quoted as RFC 4180 quotes any field. Safe to open in a spreadsheet: a field that would start with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `\'` (shown as text, never run as a formula), and a bank reference is always letters, digits and hyphens.',
   content: {
     'text/csv': {
       schema: {

@@ -76,8 +76,8 @@ export class EventService {
   }
 
   /**
-   * Requeues the program's failed queue, in bounded batches; returns how many events. Each batch is
-   * its own transaction with its own audit row (how many, and the range of ids it requeued).
+   * Requeues the program's failed queue, in bounded batches; returns how many events. Each batch that
+   * requeued any is its own transaction with its own audit row (how many, and the range of ids).
    */
   async retryDead(partition: Partition, actor: AuditActor): Promise<number> {
     const now = this.clock.now();
@@ -85,7 +85,8 @@ export class EventService {
     for (let batch = 0; batch < RETRY_DEAD_BATCHES_MAX; batch += 1) {
       const requeued = await this.db.transaction(async (tx) => {
         const done = await requeueDeadEvents(tx, partition.tenantId, partition.mode, now, RETRY_DEAD_BATCH);
-        if (done.count > 0 || batch === 0) {
+        // Nothing requeued is nothing done: no row (a key calling it in a loop must not fill the trail).
+        if (done.count > 0) {
           await recordAudit(tx, {
             actor,
             action: 'event.retry_dead',

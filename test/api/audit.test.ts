@@ -298,6 +298,8 @@ describe(`the audit trail on ${ENGINE}`, () => {
     it('event.retry and event.retry_dead: the acting tenant key, the delivery state before and after', async () => {
       const failed = await payout(tenant.api, { beneficiary: beneficiary('V99990004') });
       const event = (await tenant.api.get(`/v1/events?paymentId=${failed.body.id}`)).body.data[0];
+      // Waiting for a later attempt, so that the retry changes something (a no-op leaves no row).
+      await t.db.query(`UPDATE outbox_events SET next_attempt_at = now() + interval '1 hour' WHERE tenant_id = $1 AND id = $2`, [tenant.tenantId, event.id]);
       const retried = await tenant.api.post(`/v1/events/${event.id}/retry`);
       assert.equal(retried.status, 200, retried.raw);
       const row = await onlyRow('event.retry', event.id);
@@ -315,6 +317,9 @@ describe(`the audit trail on ${ENGINE}`, () => {
       assert.deepEqual(batch.after, { requeued: 1, firstEventId: event.id, lastEventId: event.id });
       assertEnvelope(assert, await tenant.api.post('/v1/events/999999999/retry'), 404, 'resource_not_found');
       assert.equal(await count('event.retry', '999999999'), 0);
+      // Nothing left to requeue: twenty calls, no row (any events:write key could otherwise fill the trail).
+      for (let i = 0; i < 20; i += 1) assert.deepEqual((await second.api.post('/v1/events/retry-dead')).body, { requeued: 0 });
+      assert.equal(await count('event.retry_dead', tenant.tenantId), 1, 'only the call that requeued one');
     });
 
     it('payment.recheck and sandbox.simulate: one row each, none when refused', async () => {

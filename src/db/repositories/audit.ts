@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { redactedFields, redactText, type AuditEntry } from '../../domain/audit.ts';
+import { canonicalJson } from '../../domain/canonical-json.ts';
 import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
@@ -30,10 +31,14 @@ const COLUMNS = `id, created_at, actor_key_id, actor_tenant_id, action, target_t
  * Records one admin or operator action. Call it with the transaction that makes the change, so the
  * row commits with the change or not at all. Every field passes through the audit redaction rule
  * (domain/audit.ts) here: a caller cannot record a secret, a key, a full account number or phone.
+ * An entry whose `before` equals its `after` is no change and is not recorded.
  * The row is new and nobody else knows it: it takes no lock anyone waits for (db/lock-order.ts).
  */
 export async function recordAudit(tx: Queryable, entry: AuditEntry): Promise<void> {
   const { actor, target } = entry;
+  // An action that changed nothing (a setting set to the value it had) leaves no row: the trail
+  // records changes, and a key repeating a no-op in a loop must not fill it.
+  if (entry.before != null && entry.after != null && sameFields(entry.before, entry.after)) return;
   await tx.query(
     `INSERT INTO audit_log (id, actor_key_id, actor_tenant_id, action, target_type, target_id, target_tenant_id, target_mode, before, after, request_id)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11)`,
@@ -51,6 +56,12 @@ export async function recordAudit(tx: Queryable, entry: AuditEntry): Promise<voi
       actor.requestId === null ? null : redactText(actor.requestId),
     ],
   );
+}
+
+/** Whether two sides hold the same values, before redaction (bigints and dates by value, key order aside). */
+function sameFields(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  const plain = (fields: Record<string, unknown>): unknown => JSON.parse(JSON.stringify(fields, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
+  return canonicalJson(plain(a)) === canonicalJson(plain(b));
 }
 
 const jsonOrNull = (fields: Record<string, unknown> | null) => (fields === null ? null : JSON.stringify(fields));

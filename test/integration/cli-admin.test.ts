@@ -120,6 +120,8 @@ describe('bolivar CLI', () => {
         return JSON.parse(run.stdout);
       };
       assert.deepEqual((await ok(['rails', 'list'])).data.map((r: { name: string }) => r.name), ['sandbox']);
+      // A change each time (a set that changes nothing is not audited): narrowed, then back.
+      assert.deepEqual((await ok(['rails', 'set', '--rail', 'sandbox', '--instruments', 'pago_movil'])).instruments, ['pago_movil']);
       const set = await ok(['rails', 'set', '--rail', 'sandbox', '--instruments', 'pago_movil,transferencia', '--enabled', 'on']);
       assert.deepEqual([set.name, set.configured, set.instruments], ['sandbox', true, ['pago_movil', 'transferencia']]);
       const rule = await ok(['rails', 'add-route', '--priority', '7', '--rail', 'sandbox', '--bank', '0134', '--min', '100', '--max', '900']);

@@ -4,7 +4,7 @@
 // the doubt opens an anomaly); an answer that passes loses its echo and keeps the amount it gives, for
 // the outcome decision to compare with the payment's. The checks are pure (domain/rail-answer-check.ts).
 import { checkEcho } from '../domain/rail-answer-check.ts';
-import type { RailAdapter, RailLookup, RailStatus } from './rail.ts';
+import { passedThrough, type RailAdapter, type RailLookup, type RailStatus } from './rail.ts';
 
 /** One answer as the rest of the service may read it: checked against `asked`, without its echo. */
 function checked<A extends RailLookup>(asked: { reference: string; amountMinor?: bigint }, answer: A): A | RailStatus {
@@ -20,10 +20,7 @@ function checked<A extends RailLookup>(asked: { reference: string; amountMinor?:
 export function answerCheckedRail(rail: RailAdapter): RailAdapter {
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
-    name: rail.name,
-    ...(rail.modes !== undefined && { modes: rail.modes }),
-    ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
-    instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
+    ...passedThrough(rail),
     submit: async (transfer, signal) => checked(transfer, await rail.submit(transfer, signal)) as RailStatus,
     lookup: async (reference, mode) => checked({ reference }, await rail.lookup(reference, mode)),
     ...(lookupMany && {
@@ -33,9 +30,5 @@ export function answerCheckedRail(rail: RailAdapter): RailAdapter {
         return answers.map((answer, i) => checked({ reference: references[i]! }, answer));
       },
     }),
-    pendingNotifications: (limit) => rail.pendingNotifications(limit),
-    acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
-    banks: (instrument) => rail.banks(instrument),
-    health: (signal) => rail.health(signal),
   };
 }

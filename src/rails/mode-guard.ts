@@ -3,7 +3,7 @@
 // names a payment's mode (submit, lookup, bulk lookup) is checked here, before the adapter; one of
 // another mode is refused as an invariant breach — nothing is sent.
 import type { Mode } from '../domain/partition.ts';
-import type { RailAdapter } from './rail.ts';
+import { passedThrough, type RailAdapter } from './rail.ts';
 
 /** Thrown when a call would carry a payment of a mode its rail does not serve. */
 class RailModeMismatch extends Error {
@@ -20,11 +20,9 @@ export function modeGuardedRail(rail: RailAdapter, serves: readonly Mode[]): Rai
   };
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
-    name: rail.name,
+    ...passedThrough(rail),
     // The modes it serves are the ones it is guarded by, whatever the adapter says of itself.
     modes: serves,
-    ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
-    instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
     submit: async (transfer, signal) => {
       check(transfer.mode);
       return rail.submit(transfer, signal);
@@ -39,9 +37,5 @@ export function modeGuardedRail(rail: RailAdapter, serves: readonly Mode[]): Rai
         return lookupMany(references, mode);
       },
     }),
-    pendingNotifications: (limit) => rail.pendingNotifications(limit),
-    acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
-    banks: (instrument) => rail.banks(instrument),
-    health: (signal) => rail.health(signal),
   };
 }

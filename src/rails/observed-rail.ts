@@ -1,4 +1,4 @@
-import { RailNotReceivedError, type RailAdapter } from './rail.ts';
+import { passedThrough, RailNotReceivedError, type RailAdapter } from './rail.ts';
 
 export interface RailObserver {
   railCall(rail: string, operation: 'submit' | 'lookup', outcome: string, seconds: number): void;
@@ -35,10 +35,7 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
   };
   const lookupMany = rail.lookupMany?.bind(rail);
   return {
-    name: rail.name,
-    ...(rail.modes !== undefined && { modes: rail.modes }),
-    ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
-    instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
+    ...passedThrough(rail),
     submit: (transfer, signal) => timed('submit', () => rail.submit(transfer, signal), signal),
     lookup: (reference, mode) => timed('lookup', () => rail.lookup(reference, mode)),
     // Each answer of a bulk lookup counts as one lookup, timed by the call that brought it.
@@ -57,9 +54,5 @@ export function observedRail(rail: RailAdapter, observer: RailObserver): RailAda
         }
       },
     }),
-    pendingNotifications: (limit) => rail.pendingNotifications(limit),
-    acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
-    banks: (instrument) => rail.banks(instrument),
-    health: (signal) => rail.health(signal),
   };
 }

@@ -165,3 +165,23 @@ export interface RailAdapter {
   /** Cheap and without side effects: does the rail answer? Never throws; bounded by `signal`. */
   health(signal: AbortSignal): Promise<RailHealth>;
 }
+
+/** What a wrapper of an adapter (mode guard, answer checks, observation) passes on unchanged. */
+type PassedThrough = Pick<RailAdapter, 'name' | 'modes' | 'resolvesWithinMs' | 'instrumentAvailable' | 'pendingNotifications' | 'acknowledgeNotification' | 'banks' | 'health'>;
+
+/**
+ * The members of `rail` a wrapper passes on as they are: a wrapper spreads these and then gives the
+ * calls it guards, checks or times (submit, lookup, lookupMany).
+ */
+export function passedThrough(rail: RailAdapter): PassedThrough {
+  return {
+    name: rail.name,
+    ...(rail.modes !== undefined && { modes: rail.modes }),
+    ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
+    instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
+    pendingNotifications: (limit) => rail.pendingNotifications(limit),
+    acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
+    banks: (instrument) => rail.banks(instrument),
+    health: (signal) => rail.health(signal),
+  };
+}

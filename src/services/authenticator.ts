@@ -35,6 +35,11 @@ export class Authenticator {
     return auth;
   }
 
+  /** A key this process just issued (by its hash): served at once to a client limited for failed authentications. */
+  learn(hash: string): void {
+    this.index.remember(hash);
+  }
+
   /**
    * Whether `key` may be an active key, answered from memory (see ActiveKeyIndex): false means it is
    * certainly not worth a lookup. Asked only for a client that is being limited.

@@ -145,7 +145,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     clock,
     authenticator,
     authFailures: failedAuthenticationsOf(config, nowMs),
-    tenants: new TenantService(db),
+    tenants: new TenantService(db, (hash) => authenticator.learn(hash)),
     rates,
     quotes,
     catalogue,

@@ -35,7 +35,11 @@ export interface IssuedKey {
 
 /** Admin use cases on tenants and their keys. */
 export class TenantService {
-  constructor(private readonly db: Database) {}
+  /** `onKeyIssued`: told the hash of each key issued here, so this process serves it at once (Authenticator.learn). */
+  constructor(
+    private readonly db: Database,
+    private readonly onKeyIssued: (hash: string) => void = () => undefined,
+  ) {}
 
   async create(fields: Partial<TenantFields> & { name: string }, actor: AuditActor): Promise<TenantRow> {
     return this.db.transaction(async (tx) => {
@@ -109,6 +113,7 @@ export class TenantService {
       isPlatform: false,
       source,
     });
+    this.onKeyIssued(hashApiKey(key));
     return { id: row.id, key, mode, scopes: unique, row };
   }
 

@@ -329,6 +329,12 @@ function openTarget(connectionString: string, max: number, options: PostgresOpti
   });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // Nor one in any other state: a server shutting down sends every connection a FATAL (57P01), and
+  // a client with no listener at that moment raises it as an unhandled 'error' event. An API process
+  // of the PostgreSQL-restart liveness test died exactly so (once in three runs), on a client that was
+  // neither idle nor in a transaction of ours (pool.query's own listener is a `once`). Each query still
+  // fails on its own, and a client that lost its connection is not queryable: the pool drops it.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const local = pooled ? sessionSettings(timeouts, relaxed).map((setting) => `SET LOCAL ${setting}`).join('; ') : '';
   return { pool, named: !pooled, local };
 }

@@ -3,8 +3,7 @@
 // notification pass through before an outcome is decided. An answer that fails a check says nothing
 // certain: it is read as "not confirmed" (the payment is asked about again, its money stays held) and
 // carries a doubt — the anomaly an operator sees. Pure; no I/O.
-import type { Evidence } from './anomalies.ts';
-import type { AnomalyKind } from './anomalies.ts';
+import type { AnomalyKind, Evidence } from './anomalies.ts';
 
 /** A bank reference we store and show: letters, digits and hyphens (never a formula, a tag or a path). */
 export const BANK_REFERENCE_PATTERN = /^[A-Za-z0-9-]{1,64}$/;

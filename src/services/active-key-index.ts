@@ -14,12 +14,13 @@ export const ACTIVE_KEY_INDEX_MISS_RELOAD_MS = 1_000;
 /**
  * The hashes of the keys that were active when it was last loaded, plus every key this process has
  * issued or authenticated since: a superset of the active keys. A key this process issues is known at
- * once; one another process issued is known at the first miss after ACTIVE_KEY_INDEX_MISS_RELOAD_MS. It is never an authority (a key it holds is still looked up, so a
- * revocation holds at once); it only lets a client address that is being limited for failed
- * authentications present a valid key, while each of its unknown keys costs no lookup at all.
+ * once; one another process issued is known at the first miss after ACTIVE_KEY_INDEX_MISS_RELOAD_MS.
+ * It is never an authority (a key it holds is still looked up, so a revocation holds at once); it only
+ * lets a client address that is being limited for failed authentications present a valid key, while
+ * each of its unknown keys costs no lookup at all.
  *
- * Loaded only on demand — while some address or key prefix is limited — at most once per max age,
- * one load shared by every request that needs it.
+ * Loaded only on demand — while some address or key prefix is limited — when it is older than the max
+ * age, or than the miss reload on a miss: one load shared by every request that needs it.
  */
 export class ActiveKeyIndex {
   private hashes = new Set<string>();

@@ -82,7 +82,8 @@ export class HttpBankRail implements RailAdapter {
    * is not ours to guess, and one missing is no answer.
    */
   async lookupMany(references: readonly string[]): Promise<RailLookup[]> {
-    const found = new Map<string, RailLookup[]>();
+    // By reference: its one entry, or 'repeated' once a second one came.
+    const found = new Map<string, RailLookup | 'repeated'>();
     for (let start = 0; start < references.length; start += BULK_STATUS_MAX) {
       const chunk = references.slice(start, start + BULK_STATUS_MAX);
       const answer = await this.client.call('POST', '/transfers/status', { references: chunk });
@@ -93,12 +94,12 @@ export class HttpBankRail implements RailAdapter {
         const reference: unknown = entry?.reference;
         if (typeof reference !== 'string') continue;
         const lookup: RailLookup | undefined = entry.found === false ? { status: 'not_found' } : entry.found === true && isTransfer(entry) ? checkedStatusOf(entry, now) : undefined;
-        if (lookup !== undefined) found.set(reference, [...(found.get(reference) ?? []), lookup]);
+        if (lookup !== undefined) found.set(reference, found.has(reference) ? 'repeated' : lookup);
       }
     }
     return references.map((reference) => {
-      const entries = found.get(reference);
-      return entries?.length === 1 ? entries[0]! : { status: 'unconfirmed' };
+      const entry = found.get(reference);
+      return entry === undefined || entry === 'repeated' ? { status: 'unconfirmed' } : entry;
     });
   }
 

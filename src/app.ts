@@ -239,7 +239,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.db, services.clock);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-  await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, () => Date.now()));
+  await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, deps.config.publicRateLimitRps, services.connectors.length, () => Date.now()));
   await adminRailStatementRoutes(app, services.railStatements);
   await adminRailRoutes(app, services.railAdmin);
 }

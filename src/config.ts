@@ -338,7 +338,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key (0 = unlimited)'],
   ['PUBLIC_RATE_LIMIT_RPS', '100', 'Requests per second per client address, per process, to the routes that need no key: /health/*, /metrics, /docs, /v1/openapi.json, the console\'s files, the sandbox receivers (0 = unlimited)'],
-  ['RAIL_CALLBACK_RPS', '1000', "Callbacks per second, per rail and per process, that POST /v1/rails/{rail}/callbacks takes; past it 503 overloaded with Retry-After (a gateway redelivers), never 429. Not counted in any other limit"],
+  ['RAIL_CALLBACK_RPS', '1000', "Verified callbacks per second, per rail and per process, that POST /v1/rails/{rail}/callbacks takes; past it 503 overloaded with Retry-After (a gateway redelivers), never 429. Not counted in any other limit; callbacks that do not verify are counted per address at PUBLIC_RATE_LIMIT_RPS"],
   ['METRICS_TOKEN', '(unset)', 'Bearer token for /metrics (Authorization: Bearer …), 16 to 512 printable characters. Unset: /metrics is not served on PORT'],
   ['METRICS_PORT', '(unset)', 'A second listener, for an internal network, that serves /metrics only (with METRICS_TOKEN, if set, required there too); 0 picks a free port'],
   ['METRICS_HOST', '$HOST', 'The interface METRICS_PORT listens on (127.0.0.1 for this machine only)'],

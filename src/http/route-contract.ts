@@ -45,9 +45,10 @@ function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Part
     if (changesAMode(route)) codes.push('bootstrap_key_test_only');
     if ([route.method].flat().some((method) => !METHODS_WITHOUT_BODY.has(method))) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
   } else {
-    // The per-address limit of the routes that need no key (PUBLIC_RATE_LIMIT_RPS), or a budget of
-    // the route's own, spent with 503 `overloaded` (the rail callbacks).
-    codes.push(config.ownBudget === true ? 'overloaded' : 'rate_limited');
+    // The per-address limit of the routes that need no key (PUBLIC_RATE_LIMIT_RPS), and for a route
+    // with a budget of its own (the rail callbacks) that budget, spent with 503 `overloaded`.
+    codes.push('rate_limited');
+    if (config.ownBudget === true) codes.push('overloaded');
   }
   if (config.idempotency === 'required') codes.push('idempotency_key_missing');
   if (config.idempotency) codes.push('idempotency_key_reused', 'idempotency_request_in_progress');

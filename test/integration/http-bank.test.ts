@@ -24,7 +24,7 @@ import {
 import { HttpBankRail } from '../../src/rails/http-bank/adapter.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
+import { assertEnvelope, client, createTenant, type TestApp } from '../support/harness.ts';
 import { assertLedgerBalanced, beneficiary, idempotencyKey as newKey, payout, reaperOf, SENDER } from '../support/payouts.ts';
 import { until } from '../support/until.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
@@ -471,37 +471,57 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
   });
 });
 
-describe("the callback route has each rail's budget of its own: 503 with Retry-After past it, never 429, and no other limit counts it", () => {
+describe("the callback route: each rail's budget spent only by callbacks that verify (503 with Retry-After past it, never 429); unverified ones are bounded per address", () => {
   const MAX = 3;
+  let sim: GatewaySimulator;
   let t: TestApp;
 
   before(async () => {
-    // Both budgets tiny: the public per-address limit must not touch the callbacks, the callbacks' own must.
-    t = await startTestApp({ env: { PUBLIC_RATE_LIMIT_RPS: '1', RAIL_CALLBACK_RPS: String(MAX) } });
+    // Both budgets tiny: the public per-address limit must not touch verified callbacks, the rail's own must.
+    sim = await startGatewaySimulator({ settleDelayMs: 100 });
+    ({ t } = await serviceWithGateway(sim, { env: { PUBLIC_RATE_LIMIT_RPS: '1', RAIL_CALLBACK_RPS: String(MAX) } }));
   });
 
   after(async () => {
+    await sim?.close();
     await t?.close();
   });
 
-  it(`at most ${MAX} a second per rail; then 503 overloaded with Retry-After; another rail and the public routes are not charged`, async () => {
+  const post = async (raw: string, headers: Record<string, string>, remoteAddress: string) => {
+    const answer = await t.app.inject({ method: 'POST', url: `/v1/rails/${RAIL}/callbacks`, remoteAddress, headers: { 'content-type': 'application/json', ...headers }, payload: raw });
+    return { status: answer.statusCode, statusCode: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body };
+  };
+  const signed = () => {
+    const raw = JSON.stringify({ eventId: `evt_${randomUUID()}`, occurredAt: new Date().toISOString(), transfer: { reference: randomUUID(), status: 'PROCESSING' } });
+    return { raw, headers: signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()) };
+  };
+
+  it(`a stranger's unsigned flood is 401 then 429 and spends nothing of the rail's ${MAX} a second; the bank's then pass, and past the budget 503 overloaded`, async () => {
     const started = performance.now();
-    const answers = [];
+    const stranger = [];
+    for (let i = 0; i < 3 * MAX; i += 1) stranger.push(await post('{}', {}, '203.0.113.66'));
+    const bank = [];
     for (let i = 0; i < 3 * MAX; i += 1) {
-      const answer = await t.app.inject({ method: 'POST', url: `/v1/rails/${RAIL}/callbacks`, remoteAddress: '198.51.100.9', headers: { 'content-type': 'application/json' }, payload: '{}' });
-      answers.push({ status: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body });
+      const { raw, headers } = signed();
+      bank.push(await post(raw, headers, '198.51.100.9'));
     }
-    const other = await t.app.inject({ method: 'POST', url: '/v1/rails/another-rail/callbacks', remoteAddress: '198.51.100.9', headers: { 'content-type': 'application/json' }, payload: '{}' });
     const publicRoute = await t.app.inject({ method: 'GET', url: '/health/live', remoteAddress: '198.51.100.9' });
-    const statuses = answers.map((a) => a.status).join(',');
-    assert.ok(!answers.some((a) => a.status === 429), `never 429: ${statuses}`);
+    const strangerStatuses = stranger.map((a) => a.statusCode).join(',');
+    const bankStatuses = bank.map((a) => a.statusCode).join(',');
+    assert.ok(!bank.some((a) => a.statusCode === 429), `a verified callback is never 429: ${bankStatuses}`);
+    assert.ok(!stranger.some((a) => a.statusCode === 503 || a.statusCode === 200), `the stranger: ${strangerStatuses}`);
+    assert.equal(stranger[0]!.statusCode, 401);
+    for (const answer of stranger.filter((a) => a.statusCode === 429)) {
+      assertEnvelope(assert, answer, 429, 'rate_limited');
+      assert.ok(Number(answer.headers['retry-after']) >= 1, 'Retry-After');
+    }
     if (performance.now() - started < 1000) {
-      assert.equal(answers.filter((a) => a.status === 401).length, MAX, statuses);
-      assert.equal(other.statusCode, 401, 'another rail has its own budget');
+      assert.equal(stranger.filter((a) => a.statusCode === 401).length, 1, `one unverified a second from that address: ${strangerStatuses}`);
+      assert.equal(bank.filter((a) => a.statusCode === 200).length, MAX, `the stranger spent none of the rail's budget: ${bankStatuses}`);
       assert.equal(publicRoute.statusCode, 200, 'the callbacks were not counted in the per-address limit');
     }
-    const overloaded = answers.filter((a) => a.status === 503);
-    assert.ok(overloaded.length >= MAX, statuses);
+    const overloaded = bank.filter((a) => a.statusCode === 503);
+    assert.ok(overloaded.length >= MAX, bankStatuses);
     for (const answer of overloaded) {
       assertEnvelope(assert, answer, 503, 'overloaded');
       assert.ok(Number(answer.headers['retry-after']) >= 1, 'Retry-After');

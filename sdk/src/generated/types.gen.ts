@@ -8717,6 +8717,14 @@ export type ReceiveRailCallbackErrors = {
         };
     };
     /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
      * `internal_error`: unexpected; quote the `request_id` (no `meta`)
      */
     500: ErrorEnvelope & {

@@ -27,8 +27,8 @@ const CALLBACK_401 =
 
 /**
  * A bank gateway's callbacks: public (the gateway has no API key; the signature is its
- * authentication), with a budget per rail of their own (RAIL_CALLBACK_RPS; past it 503 with
- * Retry-After, never 429), not the per-address limit of the other public routes. The body is read as raw bytes (its
+ * authentication), with a budget per rail of their own for the callbacks that verify
+ * (http/callback-budget.ts), not the per-address limit of the other public routes. The body is read as raw bytes (its
  * own content-type parser, in this plugin scope only) to verify the signature over exactly what arrived.
  * 200 only once the event is committed to our inbox, so a gateway that got no 2xx redelivers it.
  */
@@ -50,25 +50,34 @@ export async function railCallbackRoutes(app: App, callbacks: RailCallbackServic
             '(`x-bank-key-id`, `x-bank-timestamp` within ±5 minutes, `x-bank-signature`: hex HMAC-SHA256 of `<timestamp>.<raw body>`). ' +
             'A verified callback is recorded once per `eventId` and answered 200 only once recorded (`duplicate: true` for a redelivery); the reaper applies it. ' +
             'A signed body that is not a callback is 400 `validation_failed`; anything unsigned or signed wrongly is 401 `rail_callback_signature_invalid`; nothing is stored for either. ' +
-            'Each rail has a budget of callbacks per second of its own (`RAIL_CALLBACK_RPS`, 1000 by default, per process), not counted in any other limit: past it the answer is 503 `overloaded` with `Retry-After`, nothing stored, and the gateway redelivers. Never 429. Needs no key.',
+            'Each rail has a budget of verified callbacks per second of its own (`RAIL_CALLBACK_RPS`, 1000 by default, per process), not counted in any other limit: past it the answer is 503 `overloaded` with `Retry-After`, nothing stored, and the gateway redelivers; a verified callback is never answered 429. ' +
+            'Only a callback that verifies spends its rail\'s budget: one that does not is counted per client address instead (`PUBLIC_RATE_LIMIT_RPS`), and past that it is 429 `rate_limited`. Needs no key.',
           security: [],
           params: RailParam,
           body: CallbackBody,
           response: { 200: CallbackReceipt, ...errorResponsesDescribed({ 401: CALLBACK_401 }, 'rail_callback_signature_invalid', 'validation_failed', 'payload_too_large', 'unsupported_media_type') },
         },
       },
-      async function receiveRailCallback(request) {
-        // Before the signature is checked: a flood of bad ones must not crowd out the rail's good ones any more than good ones do.
-        if (!budget.take(request.params.rail)) {
+      async function receiveRailCallback(request, reply) {
+        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        const receipt = await callbacks.receive(request.params.rail, request.headers, raw, (rail) => budget.admit(rail));
+        if (receipt.stored) return { received: true, duplicate: receipt.duplicate, event_id: receipt.eventId };
+        if (receipt.refusal === 'overloaded') {
           throw new ApiError('overloaded', `More callbacks for this rail than its budget of ${budget.perSecond} per second; nothing was stored. Redeliver after Retry-After.`);
         }
-        const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-        const receipt = await callbacks.receive(request.params.rail, request.headers, raw);
-        if (receipt.stored) return { received: true, duplicate: receipt.duplicate, event_id: receipt.eventId };
-        request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
         if (receipt.refusal === 'unreadable') {
+          request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
           throw validationFailed([{ field: 'body', message: 'not a gateway callback: {eventId, occurredAt, transfer: {reference, status, …}}' }]);
         }
+        // Not verified: a stranger's, or a gateway with the wrong key. Charged to its address, so a flood
+        // of them is bounded as on every route that needs no key (and is not logged line by line).
+        if (!budget.chargeRefused(request.ip)) {
+          reply.header('retry-after', '1');
+          throw new ApiError('rate_limited', `Too many callbacks that do not verify from your address: at most ${budget.perAddressPerSecond} per second. Retry after 1 s.`, {
+            limit_per_second: budget.perAddressPerSecond,
+          });
+        }
+        request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
         throw new ApiError('rail_callback_signature_invalid', 'The callback is not signed with a callback key of this rail (or the timestamp is outside ±5 minutes). Nothing was stored.');
       },
     );

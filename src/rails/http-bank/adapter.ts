@@ -5,6 +5,7 @@ import { acknowledgeRailInboxEvent, insertRailInboxEvent, listPendingRailInbox }
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Instrument } from '../../domain/instrument.ts';
+import type { RailSignatureFailure } from '../../domain/rail-signature.ts';
 import type { Bank } from '../catalogue.ts';
 import type { RailAdapter, RailHealth, RailLookup, RailNotification, RailStatus, RailTransfer } from '../rail.ts';
 import type { HttpBankConnectorConfig } from '../rails-file.ts';
@@ -14,7 +15,9 @@ import { BULK_STATUS_MAX, type GatewayBanksAnswer, type GatewayBulkStatusAnswer,
 import { checkedStatusOf } from './status-map.ts';
 
 /** What the callback route learns from receiving one callback. */
-export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: string };
+/** Why a callback was not stored: its signature (or rail), its body, or its rail's budget. */
+type CallbackRefusal = RailSignatureFailure | 'unknown_rail' | 'unreadable' | 'overloaded';
+export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: CallbackRefusal };
 
 /** Inbox rows read per call when most of them say nothing final (acknowledged on the spot and skipped). */
 const INBOX_SCAN_MAX = 500;
@@ -146,12 +149,14 @@ export class HttpBankRail implements RailAdapter {
   /**
    * A callback as it arrived on our route: verified with the connector's callback keys, read, and
    * stored in our inbox once per event id. Resolves only once the row is committed; a redelivery of a
-   * stored event is `duplicate`.
+   * stored event is `duplicate`. `admit` is asked only once the callback verified (its rail's budget),
+   * so a body nobody signed never spends it; refused, nothing is stored (`overloaded`).
    */
-  async receiveCallback(headers: Record<string, unknown>, rawBody: Uint8Array): Promise<CallbackReceipt> {
+  async receiveCallback(headers: Record<string, unknown>, rawBody: Uint8Array, admit: () => boolean): Promise<CallbackReceipt> {
     const now = this.clock.now();
     const reading = readCallback(this.config.callbackKeys, headers, rawBody, now.getTime());
     if (!reading.ok) return { stored: false, refusal: reading.refusal };
+    if (!admit()) return { stored: false, refusal: 'overloaded' };
     const eventId = reading.callback.eventId;
     const inserted = await insertRailInboxEvent(this.db, { rail: this.name, eventId, payload: reading.callback, occurredAt: reading.occurredAt, receivedAt: now });
     return { stored: true, duplicate: !inserted, eventId };

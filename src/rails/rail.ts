@@ -115,7 +115,12 @@ export type RailNotification = {
    * mode even when they name a reference nobody has.
    */
   requestedBy?: { tenantId: string; mode: 'test' | 'live' };
-  /** The amount the rail says moved, when it says one. */
+  /**
+   * What the notification said the transfer was, verbatim, as an adapter gives it: the answer checks
+   * (answer-check.ts) replace it with `amountMinor`, or with a `doubt`, before anything reads it.
+   */
+  echo?: RailEcho;
+  /** The amount the rail says moved, when it says one (set by the answer checks). */
   amountMinor?: bigint;
   /** Set when the notification fails the answer checks: it is not applied, this anomaly is opened. */
   doubt?: Doubt;

@@ -6,6 +6,8 @@ import { ConfigError, loadConfig } from '../../src/config.ts';
 import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
 import { railSignature, RAIL_SIGNATURE_TOLERANCE_MS, signRailMessage, verifyRailMessage } from '../../src/domain/rail-signature.ts';
 import { notificationOf, readCallback } from '../../src/rails/http-bank/callbacks.ts';
+import { answerCheckedRail } from '../../src/rails/answer-check.ts';
+import type { RailAdapter } from '../../src/rails/rail.ts';
 import { DEFAULT_RETURN_REASON, GATEWAY_ERROR_MAP, GATEWAY_STATUS_MAP, gatewayErrorCodeOf, railStatusOf } from '../../src/rails/http-bank/status-map.ts';
 import { GATEWAY_STATUSES } from '../../src/rails/http-bank/protocol.ts';
 import { parseRailsFile } from '../../src/rails/rails-file.ts';
@@ -103,20 +105,26 @@ describe('gateway callbacks', () => {
       occurredAt: new Date(callback.occurredAt),
       tenantId: callback.transfer.metadata.tenantId,
       mode: 'live',
-      amountMinor: 150000n,
+      echo: { reference: callback.transfer.reference, amountMinor: '150000', bankReference: '000000000007' },
       kind: 'settled',
       bankReference: '000000000007',
       settledAt: new Date(callback.occurredAt),
     });
   });
 
-  it('a callback whose amount or bank reference we cannot read carries its doubt instead of an amount', () => {
+  it('a callback whose amount or bank reference we cannot read carries its doubt through the answer checks, instead of an amount', async () => {
     for (const [field, value] of [['amountMinor', 150000], ['amountMinor', '1500.00'], ['bankReference', '=HYPERLINK("x")']] as const) {
       const said = { ...callback, transfer: { ...callback.transfer, [field]: value } };
-      const notification = notificationOf('evt_5', said as typeof callback, new Date(NOW));
+      const stored = notificationOf('evt_5', said as typeof callback, new Date(NOW))!;
+      const adapter = { name: 'bank', pendingNotifications: async () => [stored] } as unknown as RailAdapter;
+      const [notification] = await answerCheckedRail(adapter).pendingNotifications(10);
       assert.equal(notification?.doubt?.kind, 'unreadable_answer', `${field} ${JSON.stringify(value)}`);
       assert.equal(notification?.amountMinor, undefined);
+      assert.ok(!('echo' in notification!), 'the echo stops at the checks');
     }
+    const [readable] = await answerCheckedRail({ name: 'bank', pendingNotifications: async () => [notificationOf('evt_6', callback, new Date(NOW))!] } as unknown as RailAdapter).pendingNotifications(10);
+    assert.equal(readable?.amountMinor, 150000n);
+    assert.equal(readable?.doubt, undefined);
   });
 
   it('refuses a bad signature before reading, and a signed body that is not a callback', () => {

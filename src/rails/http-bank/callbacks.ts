@@ -4,7 +4,6 @@
 import { verifyRailMessage, type RailKey, type RailSignatureFailure } from '../../domain/rail-signature.ts';
 import type { RailNotification } from '../rail.ts';
 import type { GatewayCallback } from './protocol.ts';
-import { checkEcho } from '../../domain/rail-answer-check.ts';
 import { echoOf, railStatusOf } from './status-map.ts';
 
 /** A callback's event id: printable ASCII (0x21–0x7E, no space), at most 128 characters (docs/http-bank.md). */
@@ -66,8 +65,8 @@ export function readCallback(keys: readonly RailKey[], headers: Record<string, u
 /**
  * What a stored callback tells the reaper: an outcome or a return. A callback that says the transfer
  * is still being processed, or says something not in the status table, tells it nothing (undefined):
- * the reaper's own questions settle that transfer. One whose amount or bank reference fails the answer
- * checks carries its `doubt`: the reaper opens that anomaly instead of applying it.
+ * the reaper's own questions settle that transfer. It carries the transfer's echo, for the answer
+ * checks every adapter's notifications pass (answer-check.ts).
  */
 export function notificationOf(eventId: string, callback: GatewayCallback, occurredAt: Date): RailNotification | undefined {
   const transfer = callback.transfer;
@@ -79,7 +78,7 @@ export function notificationOf(eventId: string, callback: GatewayCallback, occur
     reference: transfer.reference,
     occurredAt,
     ...(typeof metadata?.tenantId === 'string' && UUID.test(metadata.tenantId) && mode !== undefined ? { tenantId: metadata.tenantId, mode } : {}),
-    ...checkedAmount(transfer.reference, echoOf(transfer)),
+    echo: echoOf(transfer),
   };
   switch (status.status) {
     case 'settled':
@@ -92,11 +91,4 @@ export function notificationOf(eventId: string, callback: GatewayCallback, occur
     case 'unconfirmed':
       return undefined;
   }
-}
-
-/** The callback's amount once checked (its reference is its own): the amount it gives, or its doubt. */
-function checkedAmount(reference: string, echo: ReturnType<typeof echoOf>): Pick<RailNotification, 'amountMinor' | 'doubt'> {
-  const result = checkEcho({ reference }, echo);
-  if ('doubt' in result) return { doubt: result.doubt };
-  return result.amountMinor === undefined ? {} : { amountMinor: result.amountMinor };
 }

@@ -88,3 +88,13 @@ export function candidateRails(payout: RoutedPayout, settings: readonly RailSett
   const rest = [...eligible].filter((name) => !ordered.includes(name)).sort(defaultOrder);
   return [...ordered, ...rest];
 }
+
+/**
+ * The rail a tenant's payouts in `mode` by `instrument` are offered to first whatever their bank and
+ * amount — by the rules that hold for all of them (no bank or amount condition), else the default
+ * order: the rail whose bank catalogue that tenant is served. Undefined: no rail serves them.
+ */
+export function catalogueRail(tenantId: string, mode: Mode, instrument: Instrument, settings: readonly RailSetting[], routes: readonly RailRoute[]): string | undefined {
+  const forEveryPayout = routes.filter((route) => route.bankCode === null && route.minAmount === null && route.maxAmount === null);
+  return candidateRails({ tenantId, mode, instrument, bankCode: '', amountMinor: 0n }, settings, forEveryPayout)[0];
+}

@@ -39,7 +39,8 @@ export class GatewayApi {
   /** By reference: how the gateway lies about it (the control API sets it). */
   readonly tampering = new Map<string, Tamper>();
   readonly server: Server;
-  private readonly catalogue = JSON.parse(readFileSync(CATALOGUE_FILE, 'utf8')) as Record<string, unknown>;
+  /** The lists `GET /banks` serves by instrument: the shipped ones until the control API replaces one. */
+  readonly catalogue = JSON.parse(readFileSync(CATALOGUE_FILE, 'utf8')) as Record<string, unknown>;
 
   constructor(
     private readonly state: GatewayState,

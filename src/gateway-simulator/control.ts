@@ -52,6 +52,11 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
   if (request.method === 'GET' && path === '/_control/state') return answer(response, 200, stateView(parts));
   if (request.method === 'GET' && path === '/_control/transfers') return answer(response, 200, { data: parts.state.received() });
   if (request.method === 'POST' && path === '/_control/faults') return answer(response, 200, await setFaults(parts, body ?? {}));
+  if (request.method === 'PUT' && path === '/_control/catalogue') {
+    // Anything the gateway is told to serve, served as given: a connector must survive a bad list too.
+    for (const [instrument, banks] of Object.entries(body ?? {})) parts.api.catalogue[instrument] = banks;
+    return answer(response, 200, { catalogue: parts.api.catalogue });
+  }
   if (request.method === 'POST' && path === '/_control/callbacks') return answer(response, 200, setCallbacks(parts, body ?? {}));
   if (request.method === 'POST' && path === '/_control/callbacks/release') {
     return answer(response, 200, { released: parts.callbacks.release(body?.order === 'reverse' ? 'reverse' : 'fifo') });

@@ -4,7 +4,7 @@ import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type Beneficiary
 import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
-import type { BankCatalogue } from '../rails/catalogue.ts';
+import type { RoutedBankCatalogue } from './routed-catalogue.ts';
 import type { Partition } from '../domain/partition.ts';
 
 /** The caller's (tenant, mode) partition: every beneficiary read and write is scoped by it. */
@@ -22,15 +22,14 @@ const REGISTER_ATTEMPTS_MAX = 3;
 export class BeneficiaryService {
   constructor(
     private readonly db: Database,
-    private readonly catalogue: BankCatalogue,
+    private readonly catalogue: RoutedBankCatalogue,
     /** The list's handle: the read replica's (docs/read-replica.md), or `db`. */
     private readonly reads: Queryable = db,
   ) {}
 
-  /** The catalogue's codes per instrument, as `validateBeneficiary` needs them (cached by the catalogue). */
-  async bankCodes(): Promise<BankCodes> {
-    const [pagoMovil, transferencia] = await Promise.all([this.catalogue.codes('pago_movil'), this.catalogue.codes('transferencia')]);
-    return { pago_movil: pagoMovil, transferencia };
+  /** The partition's rail's catalogue codes per instrument, as `validateBeneficiary` needs them (cached by the catalogue). */
+  async bankCodes(partition: Partition): Promise<BankCodes> {
+    return this.catalogue.codes(partition);
   }
 
   /**
@@ -39,7 +38,7 @@ export class BeneficiaryService {
    * every rule passes.
    */
   async register(partition: Partition, input: BeneficiaryInput): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
-    const result = validateBeneficiary(input, await this.bankCodes());
+    const result = validateBeneficiary(input, await this.bankCodes(partition));
     if (!result.ok) throw validationFailed(result.errors);
     return this.save(partition, result.beneficiary);
   }

@@ -8,6 +8,7 @@ import { systemClock, type Clock } from '../domain/clock.ts';
 import { PayoutReportService } from './payout-report.ts';
 import { readsOf } from './read-replica.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
+import { RoutedBankCatalogue } from './routed-catalogue.ts';
 import type { RailAdapter } from '../rails/rail.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
 import { HttpBankRail } from '../rails/http-bank/adapter.ts';
@@ -80,7 +81,7 @@ export interface Services {
   tenants: TenantService;
   rates: RateService;
   quotes: QuoteService;
-  catalogue: BankCatalogue;
+  catalogue: RoutedBankCatalogue;
   beneficiaries: BeneficiaryService;
   /** The sandbox (test) and the live default rail, as a single-rail caller sees them. */
   rails: RailsByMode;
@@ -124,9 +125,10 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
   });
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
-  const catalogue = new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), { nowMs: () => clock.now().getTime(), log });
   const metrics = new MoneyMetrics(registry, db, clock);
   const { connectors, railMetrics, railRegistry, rails } = railsOf(deps, clock, metrics, registry, log);
+  const catalogueOptions = { nowMs: () => clock.now().getTime(), log };
+  const catalogue = new RoutedBankCatalogue(railRegistry, new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), catalogueOptions), catalogueOptions);
   const limitService = new LimitService(db, clock);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
@@ -161,7 +163,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     limitService,
     metrics,
     payouts,
-    payoutReports: new PayoutReportService(reads.db, clock, catalogue),
+    payoutReports: new PayoutReportService(reads.db, clock, catalogue.sandbox),
     payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
     events: new EventService(db, clock, reads.db),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),

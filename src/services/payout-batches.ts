@@ -90,7 +90,7 @@ export class PayoutBatchService {
         { maxItems: this.settings.maxItems, items: items.length },
       );
     }
-    const bankCodes = await this.payouts.bankCodes();
+    const bankCodes = await this.payouts.bankCodes(partition);
     const checked = checkItems(items, bankCodes);
     const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();

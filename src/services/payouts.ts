@@ -22,7 +22,7 @@ import { STATUS_MESSAGES } from '../domain/payment-messages.ts';
 import { decideRoute } from '../domain/payout-route.ts';
 import { validateSender, type Sender, type SenderInput } from '../domain/sender.ts';
 import { firstLookMs, sendWindowMs, unknownRecheckMs, type SendTiming } from '../domain/send-schedule.ts';
-import type { BankCatalogue } from '../rails/catalogue.ts';
+import type { RoutedBankCatalogue } from './routed-catalogue.ts';
 import { movePaymentToRail } from '../db/repositories/rails.ts';
 import type { RoutedPayout } from '../domain/rail-routing.ts';
 import { callRail, transferOf, type NotReceived } from '../rails/send.ts';
@@ -99,7 +99,7 @@ export class PayoutService {
   constructor(
     private readonly db: Database,
     private readonly clock: Clock,
-    private readonly catalogue: BankCatalogue,
+    private readonly catalogue: RoutedBankCatalogue,
     private readonly rails: RailRegistry,
     private readonly outcomes: PaymentOutcomes,
     private readonly committer: Committer,
@@ -118,7 +118,7 @@ export class PayoutService {
 
   /** `context.createdByKeyId`: the API key making the payout, stored with the payment. */
   async create(partition: Partition, request: PayoutRequest, context: PayoutContext): Promise<WriterAnswer> {
-    const bankCodes = await this.bankCodes();
+    const bankCodes = await this.bankCodes(partition);
     const checked = validate(request, bankCodes);
     const reads = await this.reads.submit({ ...partition, key: context.key, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId, customerId: request.customerId });
     if (reads.key) {
@@ -206,10 +206,9 @@ export class PayoutService {
     return this.lane;
   }
 
-  /** The bank codes each instrument's catalogue holds, for `validate`. */
-  async bankCodes(): Promise<Record<Instrument, ReadonlySet<string>>> {
-    const [pagoMovil, transferencia] = await Promise.all([this.catalogue.codes('pago_movil'), this.catalogue.codes('transferencia')]);
-    return { pago_movil: pagoMovil, transferencia };
+  /** The bank codes each instrument's catalogue holds for the partition's rail, for `validate`. */
+  async bankCodes(partition: Partition): Promise<Record<Instrument, ReadonlySet<string>>> {
+    return this.catalogue.codes(partition);
   }
 
   /**

@@ -528,3 +528,47 @@ describe("the callback route: each rail's budget spent only by callbacks that ve
     }
   });
 });
+
+describe("the bank catalogue a tenant is served is its rail's: a live tenant routed to the gateway sees the gateway's lists", () => {
+  let sim: GatewaySimulator;
+  let t: TestApp;
+  const shipped = new LocalBankCatalogue();
+  // The gateway's transferencia list: one bank fewer than ours and one we do not ship.
+  const gatewayTransferencia = [...shipped.banksOf('transferencia').filter((bank) => bank.code !== '0105'), { code: '0199', name: 'Banco de Prueba del Gateway', shortName: 'Prueba' }];
+
+  before(async () => {
+    sim = await startGatewaySimulator({ settleDelayMs: 100 });
+    // Before the service asks anything: its first answer is cached for ten minutes.
+    await sim.control('PUT', '/_control/catalogue', { transferencia: gatewayTransferencia, pago_movil: 'not a list' });
+    ({ t } = await serviceWithGateway(sim));
+  });
+
+  after(async () => {
+    await sim?.close();
+    await t?.close();
+  });
+
+  it("serves the live tenant the gateway's list, the shipped one where the gateway's is unusable, and the sandbox's to a test key", async () => {
+    const live = await createTenant(t, { mode: 'live' });
+    const test = await createTenant(t);
+    const liveTransferencia = await live.api.get('/v1/payouts/banks?method=transferencia');
+    assert.equal(liveTransferencia.status, 200, liveTransferencia.raw);
+    assert.deepEqual(liveTransferencia.body.data, gatewayTransferencia);
+    const livePagoMovil = await live.api.get('/v1/payouts/banks?method=pago_movil');
+    assert.deepEqual(livePagoMovil.body.data, shipped.banksOf('pago_movil'), 'the fallback: the gateway answered no usable list');
+    const testTransferencia = await test.api.get('/v1/payouts/banks?method=transferencia');
+    assert.deepEqual(testTransferencia.body.data, shipped.banksOf('transferencia'), 'a test key is routed to the sandbox');
+  });
+
+  it("registers a beneficiary by the served list: the gateway's bank for the live tenant, not for the test one", async () => {
+    const live = await createTenant(t, { mode: 'live' });
+    const test = await createTenant(t);
+    const at0199 = { fullName: 'Ana Rojas', nationalId: 'V12345678', bankCode: '0199', accountNumber: `0199${'0'.repeat(15)}1` };
+    const registered = await live.api.post('/v1/beneficiaries', at0199);
+    assert.equal(registered.status, 201, registered.raw);
+    assertEnvelope(assert, await test.api.post('/v1/beneficiaries', at0199), 400, 'validation_failed');
+    const at0105 = { ...at0199, bankCode: '0105', accountNumber: `0105${'0'.repeat(15)}1` };
+    assertEnvelope(assert, await live.api.post('/v1/beneficiaries', at0105), 400, 'validation_failed');
+    assert.equal((await test.api.post('/v1/beneficiaries', at0105)).status, 201);
+  });
+});

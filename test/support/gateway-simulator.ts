@@ -35,7 +35,7 @@ export interface GatewaySimulator {
   pid(): number;
   output(): string;
   /** A control API call; throws unless it answers 2xx. */
-  control<T = any>(method: 'GET' | 'POST' | 'DELETE', route: string, body?: unknown): Promise<T>;
+  control<T = any>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', route: string, body?: unknown): Promise<T>;
   /** Stops the process by its pid (SIGKILL: as a crash). */
   stop(signal?: NodeJS.Signals): Promise<void>;
   /** Starts it again (after a SIGKILL) on the same ports, directory and callback URL; faults and callbacks not yet sent are gone. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { byPriority, candidateRails, defaultOrder, RAIL_NAME_PATTERN, railServes, routeMatches, SANDBOX_RAIL, type RailRoute, type RailSetting, type RoutedPayout } from '../../src/domain/rail-routing.ts';
+import { byPriority, candidateRails, catalogueRail, defaultOrder, RAIL_NAME_PATTERN, railServes, routeMatches, SANDBOX_RAIL, type RailRoute, type RailSetting, type RoutedPayout } from '../../src/domain/rail-routing.ts';
 
 const ALL = ['pago_movil', 'transferencia'] as const;
 const setting = (name: string, overrides: Partial<RailSetting> = {}): RailSetting => ({ name, modes: ['test', 'live'], instruments: ALL, enabled: true, ...overrides });
@@ -70,5 +70,18 @@ describe('rail routing', () => {
   it('a rule naming a rail that is not eligible is skipped', () => {
     const settings = [setting('a'), setting('b', { modes: ['test'] })];
     assert.deepEqual(candidateRails(payout(), settings, [rule('b', { priority: 1 }), rule('ghost', { priority: 2 })]), ['a']);
+  });
+
+  it("the catalogue's rail: the first for every payout of the tenant, mode and instrument; a rule by bank or amount does not choose it", () => {
+    const settings = [setting(SANDBOX_RAIL, { modes: ['test'] }), setting('alpha', { modes: ['live'] }), setting('beta', { modes: ['live'] })];
+    assert.equal(catalogueRail('t1', 'live', 'pago_movil', settings, []), 'alpha');
+    assert.equal(catalogueRail('t1', 'test', 'pago_movil', settings, []), SANDBOX_RAIL);
+    const byBank = [rule('beta', { bankCode: '0105' }), rule('beta', { minAmount: 1n })];
+    assert.equal(catalogueRail('t1', 'live', 'pago_movil', settings, byBank), 'alpha');
+    const forTenant = [rule('beta', { tenantId: 't1', instrument: 'transferencia' })];
+    assert.equal(catalogueRail('t1', 'live', 'transferencia', settings, forTenant), 'beta');
+    assert.equal(catalogueRail('t1', 'live', 'pago_movil', settings, forTenant), 'alpha');
+    assert.equal(catalogueRail('t2', 'live', 'transferencia', settings, forTenant), 'alpha');
+    assert.equal(catalogueRail('t1', 'live', 'pago_movil', [setting('alpha', { enabled: false, modes: ['live'] })], []), undefined);
   });
 });

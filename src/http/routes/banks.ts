@@ -1,13 +1,14 @@
-import type { BankCatalogue } from '../../rails/catalogue.ts';
+import type { RoutedBankCatalogue } from '../../services/routed-catalogue.ts';
+import { partitionOf } from '../context.ts';
 import { BankList, BankMethodQuery } from '../schemas/banks.ts';
 import { errorResponses } from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
-export async function bankRoutes(app: App, catalogue: BankCatalogue): Promise<void> {
+export async function bankRoutes(app: App, catalogue: RoutedBankCatalogue): Promise<void> {
   listPayoutBanksRoute(app, catalogue);
 }
 
-function listPayoutBanksRoute(app: App, catalogue: BankCatalogue): void {
+function listPayoutBanksRoute(app: App, catalogue: RoutedBankCatalogue): void {
   app.get(
     '/v1/payouts/banks',
     {
@@ -17,13 +18,13 @@ function listPayoutBanksRoute(app: App, catalogue: BankCatalogue): void {
         operationId: 'listPayoutBanks',
         summary: 'List the banks an instrument reaches',
         description:
-          "The rail's bank catalogue for `method`: 31 banks for `pago_movil`, 24 for `transferencia`; some banks accept only one instrument, and a code may carry a different name in each list. A beneficiary's `bankCode` must be in the list of its instrument. The answer is cached; when the rail's catalogue does not answer, a local copy is served, so this call does not fail for that reason.",
+          "The bank catalogue of the rail your payouts by `method` go to (in the key's mode): with the sandbox rail, 31 banks for `pago_movil`, 24 for `transferencia`; some banks accept only one instrument, and a code may carry a different name in each list. A beneficiary's `bankCode` must be in the list of its instrument, as this call shows it. The answer is cached per rail (10 minutes); when the rail's catalogue does not answer, the copy shipped with the service is served, so this call does not fail for that reason.",
         querystring: BankMethodQuery,
         response: { 200: BankList, ...errorResponses() },
       },
     },
     async function listPayoutBanks(request) {
-      return { method: request.query.method, data: await catalogue.list(request.query.method) };
+      return { method: request.query.method, data: await catalogue.list(partitionOf(request.auth), request.query.method) };
     },
   );
 }

@@ -240,6 +240,6 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
   await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, deps.config.publicRateLimitRps, services.connectors.length, () => Date.now()));
-  await adminRailStatementRoutes(app, services.railStatements);
+  await adminRailStatementRoutes(app, services.railStatements, services.railStatementPulls);
   await adminRailRoutes(app, services.railAdmin);
 }

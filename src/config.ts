@@ -85,6 +85,8 @@ export interface Config {
   payoutBatchesInProgressMax: number;
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
+  /** Minutes after Caracas midnight from which the worker pulls each live connector's statement of the day before; null: off. */
+  railStatementPullAtMinutes: number | null;
   shutdownGraceMs: number;
   /** The connectors of the RAILS_FILE (none without one): the rails beside the sandbox. */
   connectors: ConnectorConfig[];
@@ -129,6 +131,17 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   const value = raw.trim().toLowerCase() as T;
   if (!allowed.includes(value)) throw new ConfigError(name, `one of ${allowed.join(', ')}`, raw);
   return value;
+}
+
+/** `HH:MM` (24 h) as minutes after midnight, or `off` (null). */
+function timeOfDay(env: Env, name: string, fallback: number): number | null {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = raw.trim().toLowerCase();
+  if (value === 'off') return null;
+  const match = /^([01][0-9]|2[0-3]):([0-5][0-9])$/.exec(value);
+  if (!match) throw new ConfigError(name, 'a time of day HH:MM (00:00 to 23:59) or off', raw);
+  return Number(match[1]) * 60 + Number(match[2]);
 }
 
 function onOff(env: Env, name: string, fallback: boolean): boolean {
@@ -302,6 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
     payoutBatchMaxItems: integer(env, 'PAYOUT_BATCH_MAX_ITEMS', 1000, 1, 5000),
     payoutBatchesInProgressMax: integer(env, 'PAYOUT_BATCHES_IN_PROGRESS_MAX', 4, 1, 64),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
+    railStatementPullAtMinutes: timeOfDay(env, 'RAIL_STATEMENT_PULL_AT', 6 * 60),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     connectors: railsFile(env, 'RAILS_FILE'),
     databaseReadUrl: readUrl(env, 'DATABASE_READ_URL'),
@@ -370,6 +384,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered (and a payout batch item\'s reference)'],
   ['PAYOUT_BATCH_MAX_ITEMS', '1000', 'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item'],
   ['PAYOUT_BATCHES_IN_PROGRESS_MAX', '4', 'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress'],
+  ['RAIL_STATEMENT_PULL_AT', '06:00', "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off"],
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
   ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],

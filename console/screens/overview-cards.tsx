@@ -21,9 +21,14 @@ interface RunSummary {
 
 interface RailSummary {
   name: string;
+  kind: 'sandbox' | 'connector';
   enabled: boolean;
   breaker: { state: 'closed' | 'open' | 'half_open' };
   health: { ok: boolean; message?: string };
+  statementCheck: {
+    lastStatement: { id: string; day: string; at: string; lines: number; mismatches: number } | null;
+    lastPull: { day: string; state: 'done' | 'in_progress' | 'retrying' | 'gave_up'; lastError: string | null } | null;
+  };
 }
 
 function Card({ title, loaded, children, to, linkLabel }: { title: string; loaded: Loaded<unknown>; children: ComponentChildren; to?: string; linkLabel?: string }) {
@@ -78,6 +83,42 @@ export function PlatformCards({ api }: { api: Api }) {
       <Card title="Rails" loaded={rails} to="/rails" linkLabel="Rail health">
         <Rails rails={rails.data?.data ?? []} />
       </Card>
+      <Card title="Last bank-side check" loaded={rails}>
+        <BankChecks rails={rails.data?.data ?? []} />
+      </Card>
     </div>
+  );
+}
+
+/** Per rail, the statement matched last against our books and a pull that is not done (the bank's own record, docs/rails.md). */
+function BankChecks({ rails }: { rails: RailSummary[] }) {
+  const checked = rails.filter((rail) => rail.kind === 'connector' || rail.statementCheck.lastStatement !== null);
+  if (checked.length === 0) return <p>No bank connector: post a rail's statement to check it.</p>;
+  return (
+    <ul class="plain">
+      {checked.map(({ name, statementCheck: { lastStatement, lastPull } }) => (
+        <li key={name}>
+          <strong>{name}</strong>:{' '}
+          {lastStatement ? (
+            <>
+              {lastStatement.day},{' '}
+              <span class={`status status-${lastStatement.mismatches > 0 ? 'failed' : 'settled'}`}>
+                {lastStatement.mismatches > 0 ? `${formatCount(lastStatement.mismatches)} mismatches` : 'agrees'}
+              </span>{' '}
+              ({formatCount(lastStatement.lines)} lines, <Time iso={lastStatement.at} />)
+            </>
+          ) : (
+            'no statement yet'
+          )}
+          {lastPull && lastPull.state !== 'done' ? (
+            <span class={lastPull.state === 'gave_up' ? 'error' : 'muted'}>
+              {' '}
+              · pull of {lastPull.day}: {lastPull.state === 'gave_up' ? 'given up' : lastPull.state.replace('_', ' ')}
+              {lastPull.lastError ? ` (${lastPull.lastError.split(':')[0]})` : ''}
+            </span>
+          ) : null}
+        </li>
+      ))}
+    </ul>
   );
 }

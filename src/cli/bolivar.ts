@@ -186,6 +186,18 @@ const RAIL_STATEMENT_COMMANDS: Command[] = [
       return call('GET', `${statementsOf(v.rail)}/${segment(v.statement)}${text ? `?${text}` : ''}`);
     },
   },
+  {
+    name: 'rails statement pull',
+    summary: "Pull a bank connector's statement of a day now and match it (POST /v1/admin/rails/{rail}/statement-pulls)",
+    details:
+      'What the worker does each morning for the day before (RAIL_STATEMENT_PULL_AT), now, for any day up to today.\n' +
+      'Prints the pull: done with its statementId, retrying with lastError and nextAttemptAt, or gave_up (docs/rails.md).',
+    flags: {
+      rail: RAIL,
+      day: { type: 'string', value: 'YYYY-MM-DD', required: true, description: 'the statement day (America/Caracas)' },
+    },
+    run: (v) => send('POST', `/v1/admin/rails/${segment(v.rail)}/statement-pulls`, { contentType: 'application/json', data: JSON.stringify({ day: v.day }), timeoutMs: STATEMENT_CALL_TIMEOUT_MS }),
+  },
 ];
 
 /** A comma-separated list flag (`--modes test,live`); undefined when not given. */

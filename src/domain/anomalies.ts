@@ -23,6 +23,7 @@ export const ANOMALY_KINDS = [
   'unreadable_answer',
   'implausible_settled_at',
   'resend_exhausted',
+  'statement_pull_failed',
 ] as const;
 export type AnomalyKind = (typeof ANOMALY_KINDS)[number];
 
@@ -48,6 +49,7 @@ export const ANOMALY_KIND_MEANINGS: Readonly<Record<AnomalyKind, string>> = {
   unreadable_answer: "the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)",
   implausible_settled_at: "the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)",
   resend_exhausted: 'the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it',
+  statement_pull_failed: "the day's statement could not be pulled from the rail, or could not be read, at every attempt: that day is not checked against the bank until a person posts it",
 };
 
 /** What one side says, as JSON: amounts as decimal strings of minor units. */

@@ -26,6 +26,7 @@ export const AUDIT_ACTIONS = [
   'anomaly.resolve',
   'reconciliation.start',
   'rail_statement.import',
+  'rail_statement.pull',
   'rail.update',
   'rail_route.create',
   'rail_route.delete',

@@ -42,6 +42,17 @@ export function nextDate(date: string): string {
   return new Date(Date.UTC(y, m - 1, d + 1)).toISOString().slice(0, 10);
 }
 
+/** The date before a YYYY-MM-DD date. */
+export function previousDate(date: string): string {
+  const [y, m, d] = date.split('-').map(Number) as [number, number, number];
+  return new Date(Date.UTC(y, m - 1, d - 1)).toISOString().slice(0, 10);
+}
+
+/** Minutes since Caracas midnight at an instant. */
+export function minutesIntoBusinessDate(at: Date): number {
+  return Math.floor((at.getTime() - startOfBusinessDate(businessDate(at)).getTime()) / 60_000);
+}
+
 export function isValidDate(date: string): boolean {
   if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) return false;
   const parsed = new Date(`${date}T00:00:00Z`);

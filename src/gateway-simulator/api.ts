@@ -5,7 +5,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifyRailMessage, type RailKey } from '../domain/rail-signature.ts';
-import { BULK_STATUS_MAX, type GatewayTransfer, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
+import { bankDayOf, isBankDay } from './bank-day.ts';
+import { BULK_STATUS_MAX, STATEMENT_PAGE_MAX, type GatewayStatementPage, type GatewayTransfer, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
 import type { GatewayState } from './gateway.ts';
 import { answer, parseJson, readBody } from './http.ts';
 
@@ -19,6 +20,10 @@ export interface ApiFaults {
   catalogueDown: boolean;
   /** Every send is answered with this status (400, 404, 422 …) without being recorded; 0: off. */
   refuseSendsWith: number;
+  /** GET /statements/{day} answers 404 STATEMENT_NOT_READY for every day. */
+  statementNotReady: boolean;
+  /** Entries per statement page (at most STATEMENT_PAGE_MAX). */
+  statementPageSize: number;
 }
 
 /**
@@ -33,7 +38,7 @@ export interface Tamper {
 }
 
 export class GatewayApi {
-  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false, refuseSendsWith: 0 };
+  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false, refuseSendsWith: 0, statementNotReady: false, statementPageSize: STATEMENT_PAGE_MAX };
   /** Sends answered `refuseSendsWith` (none of them recorded). */
   refusedSends = 0;
   /** By reference: how the gateway lies about it (the control API sets it). */
@@ -77,6 +82,7 @@ export class GatewayApi {
       const found = this.state.find(decodeURIComponent(path.slice('/transfers/'.length)));
       return found ? { status: 200, body: this.told(found) } : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
     }
+    if (method === 'GET' && path.startsWith('/statements/')) return this.statement(decodeURIComponent(path.slice('/statements/'.length)), url.searchParams.get('cursor'));
     if (method === 'GET' && path === '/banks') return this.banks(url.searchParams.get('instrument') ?? '');
     if (method === 'GET' && path === '/health') return { status: 200, body: { status: 'ok' } };
     return { status: 404, body: { error: { code: 'NOT_FOUND' } } };
@@ -125,6 +131,16 @@ export class GatewayApi {
   told(transfer: GatewayTransfer): GatewayTransfer {
     const lie = this.lieAbout(transfer.reference)?.with;
     return lie ? ({ ...transfer, ...lie } as GatewayTransfer) : transfer;
+  }
+
+  /** A page of a day's statement; a day to come (Caracas), or every day under the fault, is not ready. */
+  private statement(day: string, cursor: string | null): { status: number; body: unknown } {
+    if (!isBankDay(day)) return { status: 400, body: { error: { code: 'INVALID_DAY' } } };
+    if (this.faults.statementNotReady || day > bankDayOf(new Date())) return { status: 404, body: { error: { code: 'STATEMENT_NOT_READY' } } };
+    const all = this.state.statementOf(day).filter((entry) => cursor === null || entry.reference > cursor);
+    const entries = all.slice(0, this.faults.statementPageSize);
+    const page: GatewayStatementPage = { day, entries, nextCursor: all.length > entries.length ? entries[entries.length - 1]!.reference : null };
+    return { status: 200, body: page };
   }
 
   private banks(instrument: string): { status: number; body: unknown } {

@@ -2,7 +2,7 @@
 // arms per-reference scenarios, switches faults on and off, makes the gateway change a transfer's
 // status or push callbacks, and reads its counters. It stays up while the API port refuses connections.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { GatewayTransfer } from '../rails/http-bank/protocol.ts';
+import { STATEMENT_PAGE_MAX, type GatewayTransfer } from '../rails/http-bank/protocol.ts';
 import type { GatewayApi, Tamper } from './api.ts';
 import type { CallbackSender } from './callbacks.ts';
 import type { GatewayState, Scenario } from './gateway.ts';
@@ -119,6 +119,10 @@ async function setFaults(parts: Parts, body: Record<string, unknown>): Promise<u
   if (body.error5xx === null || typeof body.error5xx === 'number') api.faults.error5xx = body.error5xx as number | null;
   if (typeof body.slowMs === 'number') api.faults.slowMs = body.slowMs;
   if (typeof body.catalogueDown === 'boolean') api.faults.catalogueDown = body.catalogueDown;
+  if (typeof body.statementNotReady === 'boolean') api.faults.statementNotReady = body.statementNotReady;
+  if (typeof body.statementPageSize === 'number' && Number.isInteger(body.statementPageSize) && body.statementPageSize >= 1 && body.statementPageSize <= STATEMENT_PAGE_MAX) {
+    api.faults.statementPageSize = body.statementPageSize;
+  }
   if (typeof body.refuseSendsWith === 'number' && (body.refuseSendsWith === 0 || (body.refuseSendsWith >= 400 && body.refuseSendsWith <= 499))) api.faults.refuseSendsWith = body.refuseSendsWith;
   return stateView(parts);
 }

@@ -1,7 +1,8 @@
 // The simulated bank gateway's state: the transfers it received (from its journal), the scenario
 // armed for a reference, and the outcome each transfer reaches. Pure bookkeeping: HTTP is server.ts.
 import { randomInt } from 'node:crypto';
-import type { GatewayTransfer, GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
+import { bankDayOf } from './bank-day.ts';
+import type { GatewayStatementPage, GatewayTransfer, GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
 import { Journal, type JournalRecord, type PlannedOutcome, type RecordedOutcome } from './journal.ts';
 
 /** What the gateway does with a transfer of one reference, armed before it is submitted. */
@@ -92,6 +93,27 @@ export class GatewayState {
     if (immediate) this.reachPlanned(transfer, now);
     if (scenario?.kind === 'hang') return { kind: 'hang' };
     return { kind: 'answer', transfer: this.view(transfer), created: true };
+  }
+
+  /**
+   * The statement of a Caracas day as the bank's own record has it (never the lies the control API
+   * arms): each transfer whose final outcome came that day, by reference.
+   */
+  statementOf(day: string): GatewayStatementPage['entries'] {
+    const entries: GatewayStatementPage['entries'] = [];
+    for (const transfer of this.transfers.values()) {
+      const o = transfer.outcome;
+      if (o.status !== 'SETTLED' && o.status !== 'REJECTED' && o.status !== 'RETURNED') continue;
+      if (bankDayOf(new Date(o.at)) !== day) continue;
+      entries.push({
+        reference: transfer.reference,
+        status: o.status,
+        amountMinor: transfer.request.amountMinor,
+        ...(o.bankReference === undefined ? {} : { bankReference: o.bankReference }),
+        valueDate: day,
+      });
+    }
+    return entries.sort((a, b) => (a.reference < b.reference ? -1 : a.reference > b.reference ? 1 : 0));
   }
 
   find(reference: string): GatewayTransfer | undefined {

@@ -169,10 +169,39 @@ export interface RailAdapter {
   banks(instrument: Instrument): Promise<Bank[]>;
   /** Cheap and without side effects: does the rail answer? Never throws; bounded by `signal`. */
   health(signal: AbortSignal): Promise<RailHealth>;
+  /**
+   * Optional: the rail's statement of one Caracas day (YYYY-MM-DD): every transfer of ours that
+   * reached a final state that day, as the bank records it, read as it is needed (a day may be
+   * 100,000 lines). Throws RailStatementNotReady while the rail has not closed that day. The worker
+   * pulls it daily and matches it against our payments (docs/rails.md).
+   */
+  statement?(day: string, signal: AbortSignal): AsyncIterable<RailStatementEntry>;
+}
+
+/**
+ * One line of a rail's statement, verbatim as the rail wrote it (strings): the statement import reads
+ * and checks every value, exactly as it does a file an operator posts.
+ */
+export interface RailStatementEntry {
+  reference: string;
+  /** `settled`, `failed` or `reversed` (or any word the statement import accepts for one of them). */
+  status: string;
+  amountMinor: string;
+  /** Empty only on a failed line. */
+  bankReference: string;
+  valueDate: string;
+}
+
+/** The rail has not closed the day it was asked for: ask again later. */
+export class RailStatementNotReady extends Error {
+  constructor(day: string) {
+    super(`the rail has no statement of ${day} yet`);
+    this.name = 'RailStatementNotReady';
+  }
 }
 
 /** What a wrapper of an adapter (mode guard, answer checks, observation) passes on unchanged. */
-type PassedThrough = Pick<RailAdapter, 'name' | 'modes' | 'resolvesWithinMs' | 'instrumentAvailable' | 'pendingNotifications' | 'acknowledgeNotification' | 'banks' | 'health'>;
+type PassedThrough = Pick<RailAdapter, 'name' | 'modes' | 'resolvesWithinMs' | 'instrumentAvailable' | 'pendingNotifications' | 'acknowledgeNotification' | 'banks' | 'health' | 'statement'>;
 
 /**
  * The members of `rail` a wrapper passes on as they are: a wrapper spreads these and then gives the
@@ -188,5 +217,6 @@ export function passedThrough(rail: RailAdapter): PassedThrough {
     acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
     banks: (instrument) => rail.banks(instrument),
     health: (signal) => rail.health(signal),
+    ...(rail.statement && { statement: (day: string, signal: AbortSignal) => rail.statement!(day, signal) }),
   };
 }

@@ -32,6 +32,7 @@ import type { PayoutAnswers } from './payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
 import { RailStatementService } from './rail-statements.ts';
+import { RailStatementPullService } from './rail-statement-pull.ts';
 import { RateService, StoredRateSource, type RateSource } from './rates.ts';
 import { ReconciliationMetrics } from './reconciliation-metrics.ts';
 import { openDiscrepancyAnomalies, ReconciliationService } from './reconciliation.ts';
@@ -110,6 +111,8 @@ export interface Services {
   anomalies: AnomalyService;
   reconciliation: ReconciliationService;
   railStatements: RailStatementService;
+  /** The daily pull of each live connector's statement from the bank, matched by railStatements. */
+  railStatementPulls: RailStatementPullService;
 }
 
 /** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
@@ -178,8 +181,14 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
       log,
       openDiscrepancyAnomalies(metrics),
     ),
-    railStatements: new RailStatementService(db, clock, railRegistry, metrics),
+    ...railStatementServicesOf(db, clock, railRegistry, metrics),
   };
+}
+
+/** The statement matching and the daily pull that feeds it the banks' statements. */
+function railStatementServicesOf(db: Database, clock: Clock, railRegistry: RailRegistry, metrics: MoneyMetrics) {
+  const railStatements = new RailStatementService(db, clock, railRegistry, metrics);
+  return { railStatements, railStatementPulls: new RailStatementPullService(db, clock, railRegistry, railStatements, metrics) };
 }
 
 /** The rails of this process: the sandbox (or a test's), the connectors, their registry and metrics. */

@@ -10,7 +10,9 @@ import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
 import { byPriority, type RailRoute, type RailSetting } from '../domain/rail-routing.ts';
 import type { BreakerState } from '../rails/circuit-breaker.ts';
 import type { RailHealth } from '../rails/rail.ts';
+import { latestStatementChecks, latestStatementPulls, type RailStatementPullRow } from '../db/repositories/rail-statement-pulls.ts';
 import type { RailCounts, RailMetrics } from './rail-metrics.ts';
+import { pullStateOf, type PullState } from './rail-statement-pull.ts';
 import type { RailKind, RailRegistry } from './rail-registry.ts';
 
 /** The longest the admin list waits for one rail's health: a rail that does not answer is shown unhealthy. */
@@ -23,6 +25,24 @@ export interface RailView extends RailSetting {
   breaker: { state: BreakerState; failures: number; lastProbe: RailHealth | null };
   health: RailHealth;
   counts: RailCounts;
+  /** The last bank-side check: the statement matched last (posted or pulled) and the last day's pull. */
+  statementCheck: {
+    lastStatement: { id: string; day: string; at: Date; lines: number; matched: number; mismatches: number; anomaliesOpened: number } | null;
+    lastPull: { row: RailStatementPullRow; state: PullState } | null;
+  };
+}
+
+function statementCheckOf(
+  check: Awaited<ReturnType<typeof latestStatementChecks>>[number] | undefined,
+  pull: RailStatementPullRow | undefined,
+  now: Date,
+): RailView['statementCheck'] {
+  return {
+    lastStatement: check
+      ? { id: check.id, day: check.value_date, at: check.created_at, lines: check.line_count, matched: check.matched, mismatches: check.mismatches, anomaliesOpened: check.anomalies_opened }
+      : null,
+    lastPull: pull ? { row: pull, state: pullStateOf(pull, now) } : null,
+  };
 }
 
 export type RailSettingsPatch = Partial<Pick<RailSetting, 'modes' | 'instruments' | 'enabled'>>;
@@ -39,9 +59,10 @@ export class RailAdminService {
 
   /** Every rail of this process with its settings in force, breaker, health (asked now) and counts. */
   async list(): Promise<RailView[]> {
-    const stored = await listRailSettings(this.db);
+    const [stored, checks, pulls] = await Promise.all([listRailSettings(this.db), latestStatementChecks(this.db), latestStatementPulls(this.db)]);
     const storedNames = new Set(stored.map((setting) => setting.name));
     const settings = this.registry.settingsOf(stored);
+    const now = this.clock.now();
     return Promise.all(
       this.registry.list().map(async (rail, i) => ({
         ...settings[i]!,
@@ -50,6 +71,11 @@ export class RailAdminService {
         breaker: { state: rail.breaker.state, failures: rail.breaker.failures, lastProbe: rail.breaker.probed },
         health: await healthOf((signal) => rail.adapter.health(signal)),
         counts: this.metrics.of(rail.name),
+        statementCheck: statementCheckOf(
+          checks.find((check) => check.rail === rail.name),
+          pulls.find((pull) => pull.rail === rail.name),
+          now,
+        ),
       })),
     );
   }

@@ -14,6 +14,7 @@ import { setWebhookEndpoint } from '../services/webhook-endpoints.ts';
 import { HttpWebhookTransport } from '../webhooks/sender.ts';
 import { originShareOf, WebhookDispatcher } from './webhook-dispatcher.ts';
 import { RECONCILE_QUEUE_POLL_MS, ReconciliationWorker } from './reconciliation.ts';
+import { RailStatementPullWorker, STATEMENT_PULL_POLL_MS } from './rail-statement-pull.ts';
 
 export interface RunningWorkers {
   /** The loops running, by name (for the startup log). */
@@ -24,7 +25,7 @@ export interface RunningWorkers {
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation, rail statement pull. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(
@@ -42,6 +43,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const inboxPurge = new RailInboxPurge(services.db, services.clock);
   const reportFold = new ReportFold(services.db, log);
   const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
+  const statementPull = new RailStatementPullWorker(services.railStatementPulls, services.clock, config.railStatementPullAtMinutes, log);
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
     startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log, metrics }),
@@ -51,6 +53,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     startLoop({ name: 'rail-inbox-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => inboxPurge.runOnce(), log, metrics }),
     startLoop({ name: 'report-fold', intervalMs: config.reportFoldIntervalMs, runOnce: () => reportFold.runOnce(), log, metrics }),
     startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
+    startLoop({ name: 'rail-statement-pull', intervalMs: STATEMENT_PULL_POLL_MS, runOnce: () => statementPull.runOnce(), log, metrics }),
   ];
   return {
     names: loops.map((loop) => loop.name),

@@ -263,6 +263,8 @@ async function platformView(page: Page, base: string, admin: string, today: stri
   await page.getByRole('region', { name: 'Open anomalies' }).getByText('0', { exact: true }).waitFor({ timeout: WAIT_MS });
   await page.getByRole('region', { name: 'Rails' }).getByText(/rails: \d+ healthy/).waitFor({ timeout: WAIT_MS });
   await page.getByRole('region', { name: 'Last reconciliation run' }).getByText(/No run yet|clean|discrepanc|queued|running/).waitFor({ timeout: WAIT_MS });
+  // The sandbox alone gives no statement: the bank-side card says how to check one.
+  await page.getByRole('region', { name: 'Last bank-side check' }).getByText("No bank connector: post a rail's statement to check it.").waitFor({ timeout: WAIT_MS });
 
   // One tenant and then live mode: the address and the tables follow.
   const tenants = (await call(base, admin, 'GET', '/v1/admin/tenants?limit=100')).json.data as Array<{ id: string; name: string }>;

@@ -65,4 +65,11 @@ describe('bolivar rails statement', () => {
     assertOneLine(noDay, /rails statement import: --day is required/);
     assert.equal((await admin.get('/v1/admin/rails/sandbox/statements')).body.data.length, 1, 'nothing more stored');
   });
+
+  it('pull asks the statement-pulls route: the sandbox gives no statement, said in one line', async () => {
+    const { env, cwd } = target;
+    const pulled = await bolivar(['rails', 'statement', 'pull', '--rail', 'sandbox', '--day', businessDate(new Date())], env, cwd);
+    assert.equal(pulled.code, 1);
+    assertOneLine(pulled, /^bolivar: 400 validation_failed: .*gives no statement/);
+  });
 });

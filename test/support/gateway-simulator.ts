@@ -194,6 +194,12 @@ export function simulatorBank(sim: GatewaySimulator): BankControl {
     async unreachable(down) {
       await sim.control('POST', '/_control/faults', { refuse: down });
     },
+    async statementNotReady(on) {
+      await sim.control('POST', '/_control/faults', { statementNotReady: on });
+    },
+    async statementPageSize(size) {
+      await sim.control('POST', '/_control/faults', { statementPageSize: size });
+    },
     async lie(reference, lie) {
       await sim.control('POST', `/_control/tamper/${encodeURIComponent(reference)}`, lie);
     },

@@ -20,6 +20,13 @@ describe('configuration', () => {
     assert.equal(config.authFailurePrefixLimit, 3000);
     assert.equal(config.authFailureWindowS, 60);
     assert.equal(config.reconcileIntervalS, 300);
+    assert.equal(config.railStatementPullAtMinutes, 6 * 60, 'the statement pull from 06:00 Caracas time');
+  });
+
+  it('RAIL_STATEMENT_PULL_AT is a time of day or off', () => {
+    assert.equal(loadConfig({ RAIL_STATEMENT_PULL_AT: '00:00' }).railStatementPullAtMinutes, 0);
+    assert.equal(loadConfig({ RAIL_STATEMENT_PULL_AT: '23:59' }).railStatementPullAtMinutes, 23 * 60 + 59);
+    assert.equal(loadConfig({ RAIL_STATEMENT_PULL_AT: 'OFF' }).railStatementPullAtMinutes, null);
   });
 
   it('reads every knob', () => {
@@ -73,6 +80,9 @@ describe('configuration', () => {
     ['RECONCILE_INTERVAL_S', '-1', /RECONCILE_INTERVAL_S accepts an integer from 0 to 604800/],
     ['RECONCILE_INTERVAL_S', '5m', /RECONCILE_INTERVAL_S accepts an integer/],
     ['RECONCILE_INTERVAL_S', '604801', /RECONCILE_INTERVAL_S/],
+    ['RAIL_STATEMENT_PULL_AT', '24:00', /RAIL_STATEMENT_PULL_AT accepts a time of day HH:MM/],
+    ['RAIL_STATEMENT_PULL_AT', '6:00', /RAIL_STATEMENT_PULL_AT/],
+    ['RAIL_STATEMENT_PULL_AT', '06:60', /RAIL_STATEMENT_PULL_AT/],
   ];
   for (const [name, value, message] of bad) {
     it(`rejects ${name}=${value} naming the variable`, () => {

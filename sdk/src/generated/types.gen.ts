@@ -983,8 +983,9 @@ export type Anomaly = {
      * - `unreadable_answer`: the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)
      * - `implausible_settled_at`: the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)
      * - `resend_exhausted`: the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it
+     * - `statement_pull_failed`: the day's statement could not be pulled from the rail, or could not be read, at every attempt: that day is not checked against the bank until a person posts it
      */
-    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted';
+    kind: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted' | 'statement_pull_failed';
     /**
      * `open` until an operator resolves it
      */
@@ -2526,6 +2527,43 @@ export type RailStatementDetail = {
 };
 
 /**
+ * RailStatementPullAnswer
+ *
+ * The pull of one rail's statement of one day, as the operator's request left it
+ */
+export type RailStatementPullAnswer = {
+    rail: string;
+    /**
+     * The statement day pulled
+     */
+    day: string;
+    /**
+     * done: the statement was pulled and matched (`statementId`); in_progress: an attempt is under way; retrying: the last attempt failed (`lastError`) and the next is due at `nextAttemptAt`; gave_up: no more attempts (a `statement_pull_failed` anomaly is open)
+     */
+    state: 'done' | 'in_progress' | 'retrying' | 'gave_up';
+    attempts: number;
+    lastAttemptAt: string | null;
+    /**
+     * What the last failed attempt met: `not_ready`, `unreachable`, `timeout`, `statement_malformed` and its detail
+     */
+    lastError: string | null;
+    /**
+     * When the scheduled pull tries again (null once done or given up)
+     */
+    nextAttemptAt: string | null;
+    /**
+     * The statement matched (GET /v1/admin/rails/{rail}/statements/{id})
+     */
+    statementId: string | null;
+    doneAt: string | null;
+    gaveUpAt: string | null;
+    /**
+     * false: another process's attempt at this day was under way, and its state is answered; nothing was started
+     */
+    started: boolean;
+};
+
+/**
  * Rail
  */
 export type Rail = {
@@ -2585,6 +2623,59 @@ export type Rail = {
          */
         meanLatencyMs: number | null;
         lastSendAt: string | null;
+    };
+    /**
+     * The last bank-side check: the rail's own record of our transfers against our books
+     */
+    statementCheck: {
+        /**
+         * The statement matched last (pulled from the bank or posted by an operator); null: none yet
+         */
+        lastStatement: {
+            id: string;
+            day: string;
+            /**
+             * When it was matched
+             */
+            at: string;
+            lines: number;
+            matched: number;
+            /**
+             * Disagreements of every kind (each opens or keeps an anomaly)
+             */
+            mismatches: number;
+            anomaliesOpened: number;
+        } | null;
+        /**
+         * The pull of one rail's statement of one day from the bank
+         */
+        lastPull: {
+            rail: string;
+            /**
+             * The statement day pulled
+             */
+            day: string;
+            /**
+             * done: the statement was pulled and matched (`statementId`); in_progress: an attempt is under way; retrying: the last attempt failed (`lastError`) and the next is due at `nextAttemptAt`; gave_up: no more attempts (a `statement_pull_failed` anomaly is open)
+             */
+            state: 'done' | 'in_progress' | 'retrying' | 'gave_up';
+            attempts: number;
+            lastAttemptAt: string | null;
+            /**
+             * What the last failed attempt met: `not_ready`, `unreachable`, `timeout`, `statement_malformed` and its detail
+             */
+            lastError: string | null;
+            /**
+             * When the scheduled pull tries again (null once done or given up)
+             */
+            nextAttemptAt: string | null;
+            /**
+             * The statement matched (GET /v1/admin/rails/{rail}/statements/{id})
+             */
+            statementId: string | null;
+            doneAt: string | null;
+            gaveUpAt: string | null;
+        } | null;
     };
 };
 
@@ -4023,7 +4114,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import' | 'rail.update' | 'rail_route.create' | 'rail_route.delete';
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import' | 'rail_statement.pull' | 'rail.update' | 'rail_route.create' | 'rail_route.delete';
         /**
          * Only actions at or after this instant
          */
@@ -4129,8 +4220,9 @@ export type AdminListAnomaliesData = {
          * - `unreadable_answer`: the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)
          * - `implausible_settled_at`: the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)
          * - `resend_exhausted`: the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it
+         * - `statement_pull_failed`: the day's statement could not be pulled from the rail, or could not be read, at every attempt: that day is not checked against the bank until a person posts it
          */
-        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted';
+        kind?: 'settled_after_failed' | 'failed_after_settled' | 'return_of_failed' | 'return_of_unresolved' | 'unknown_reference' | 'amount_mismatch' | 'bank_reference_mismatch' | 'reconciliation_discrepancy' | 'statement_unknown_reference' | 'statement_missing_at_rail' | 'statement_amount_mismatch' | 'statement_status_mismatch' | 'statement_bank_reference_mismatch' | 'reference_mismatch' | 'unreadable_answer' | 'implausible_settled_at' | 'resend_exhausted' | 'statement_pull_failed';
         /**
          * Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs' ones only (what test keys made the sandbox say). `all`: both
          */
@@ -9071,6 +9163,115 @@ export type AdminGetRailStatementResponses = {
 };
 
 export type AdminGetRailStatementResponse = AdminGetRailStatementResponses[keyof AdminGetRailStatementResponses];
+
+export type AdminPullRailStatementData = {
+    body: {
+        /**
+         * The America/Caracas business day whose statement to pull from the bank (YYYY-MM-DD)
+         */
+        day: string;
+    };
+    path: {
+        /**
+         * The rail, by name (`sandbox` in test mode)
+         */
+        rail: string;
+    };
+    query?: never;
+    url: '/v1/admin/rails/{rail}/statement-pulls';
+};
+
+export type AdminPullRailStatementErrors = {
+    /**
+     * Invalid request:
+     * - `validation_failed`: an invalid body, query or path field, or an unknown one; `meta.errors` lists every field as `{field, message}`
+     * - `invalid_json`: the body is not JSON
+     */
+    400: ErrorEnvelope & {
+        error?: {
+            code?: 'validation_failed' | 'invalid_json';
+        };
+    };
+    /**
+     * Not authenticated:
+     * - `api_key_missing`: no `x-api-key` header
+     * - `api_key_invalid`: the API key is unknown or revoked
+     */
+    401: ErrorEnvelope & {
+        error?: {
+            code?: 'api_key_missing' | 'api_key_invalid';
+        };
+    };
+    /**
+     * `scope_missing`: the key lacks the scope of the call; `meta.required` lists the scopes that would do
+     */
+    403: ErrorEnvelope & {
+        error?: {
+            code?: 'scope_missing';
+        };
+    };
+    /**
+     * `resource_not_found`: no such object for this tenant and mode
+     */
+    404: ErrorEnvelope & {
+        error?: {
+            code?: 'resource_not_found';
+        };
+    };
+    /**
+     * `payload_too_large`: the body is over 64 KiB (on `POST /v1/payout-batches`, 4 KiB per item of `PAYOUT_BATCH_MAX_ITEMS`: 4000 KiB by default)
+     */
+    413: ErrorEnvelope & {
+        error?: {
+            code?: 'payload_too_large';
+        };
+    };
+    /**
+     * `unsupported_media_type`: a body sent with a `content-type` other than `application/json`
+     */
+    415: ErrorEnvelope & {
+        error?: {
+            code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `rate_limited`: too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds
+     */
+    429: ErrorEnvelope & {
+        error?: {
+            code?: 'rate_limited';
+        };
+    };
+    /**
+     * `internal_error`: unexpected; quote the `request_id` (no `meta`)
+     */
+    500: ErrorEnvelope & {
+        error?: {
+            code?: 'internal_error';
+        };
+    };
+    /**
+     * Retryable, with `Retry-After`:
+     * - `service_unavailable`: the database is not reachable right now, or this process is shutting down; nothing was lost, retry after `Retry-After` seconds (with the same `Idempotency-Key`)
+     * - `overloaded`: a bounded internal queue is full; nothing was done, retry after `Retry-After` seconds
+     */
+    503: ErrorEnvelope & {
+        error?: {
+            code?: 'service_unavailable' | 'overloaded';
+        };
+    };
+};
+
+export type AdminPullRailStatementError = AdminPullRailStatementErrors[keyof AdminPullRailStatementErrors];
+
+export type AdminPullRailStatementResponses = {
+    /**
+     * The pull, as the attempt left it
+     */
+    200: RailStatementPullAnswer;
+};
+
+export type AdminPullRailStatementResponse = AdminPullRailStatementResponses[keyof AdminPullRailStatementResponses];
 
 export type AdminListRailsData = {
     body?: never;

@@ -6,6 +6,8 @@ import { ApiError, validationFailed } from '../../domain/errors.ts';
 import { mismatchCursor, mismatchesAfter, parseColumnMapping } from '../../domain/rail-statement.ts';
 import { STATEMENT_BYTES_MAX } from '../../services/rail-statement-file.ts';
 import type { RailStatementService } from '../../services/rail-statements.ts';
+import { STATEMENT_PULL_ATTEMPTS_MAX, type PullState, type RailStatementPullService } from '../../services/rail-statement-pull.ts';
+import type { RailStatementPullRow } from '../../db/repositories/rail-statement-pulls.ts';
 import { auditActorOf } from '../context.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import {
@@ -17,6 +19,8 @@ import {
   RailStatementParams,
   StatementCsv,
   StatementPageQuery,
+  StatementPullAnswer,
+  StatementPullBody,
 } from '../schemas/rail-statements.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -47,6 +51,22 @@ function statementView(row: RailStatementRow) {
   };
 }
 
+/** A pull as the admin API shows it. */
+export function statementPullView(row: RailStatementPullRow, state: PullState) {
+  return {
+    rail: row.rail,
+    day: row.value_date,
+    state,
+    attempts: row.attempts,
+    lastAttemptAt: row.last_attempt_at?.toISOString() ?? null,
+    lastError: row.last_error,
+    nextAttemptAt: state === 'retrying' ? row.next_attempt_at.toISOString() : null,
+    statementId: row.statement_id,
+    doneAt: row.done_at?.toISOString() ?? null,
+    gaveUpAt: row.gave_up_at?.toISOString() ?? null,
+  };
+}
+
 function mismatchView(row: MismatchRow) {
   return {
     seq: row.seq,
@@ -63,7 +83,7 @@ function mismatchView(row: MismatchRow) {
 }
 
 /** Rail statements (platform key): post one, list a rail's, read one with its mismatches. */
-export async function adminRailStatementRoutes(app: App, statements: RailStatementService): Promise<void> {
+export async function adminRailStatementRoutes(app: App, statements: RailStatementService, pulls: RailStatementPullService): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
     // The statement is read by the handler as it arrives (services/rail-statement-file.ts), never
@@ -80,6 +100,37 @@ export async function adminRailStatementRoutes(app: App, statements: RailStateme
   });
   adminListStatementsRoute(app, statements);
   adminGetStatementRoute(app, statements);
+  adminPullStatementRoute(app, pulls);
+}
+
+function adminPullStatementRoute(app: App, pulls: RailStatementPullService): void {
+  app.post(
+    '/v1/admin/rails/:rail/statement-pulls',
+    {
+      config: ADMIN,
+      schema: {
+        tags: ['Admin'],
+        operationId: 'adminPullRailStatement',
+        summary: "Pull a rail's statement of a day from the bank now",
+        description: `Asks the bank connector for its statement of \`day\` (\`GET /statements/{day}\` of the HTTP bank protocol) and matches it
+as a posted statement is (the same counts, mismatches and anomalies), now, whatever the day's state (today: the day so far, as the bank has it now; 400 for a day to come): done (matched again — the bank may
+have corrected its record; the same content is the statement stored before), retrying or given up (one more attempt). The worker does
+this by itself each morning for the day before (RAIL_STATEMENT_PULL_AT); this is the operator's way to check another day or to retry
+at once. The request waits for the attempt (at most 5 minutes). **200** with the pull: \`done\` with its \`statementId\`, or
+\`retrying\` with \`lastError\` when the bank had no statement yet (\`not_ready\`), could not be reached or sent one that does not
+read; after ${STATEMENT_PULL_ATTEMPTS_MAX} failed attempts, or a statement that does not read, it is \`gave_up\` and a \`statement_pull_failed\`
+anomaly is open. \`started: false\` when another process's attempt was under way: its state is answered. 400 for a rail that gives no
+statement (the sandbox: post its file instead); 404 for a rail the deployment does not have.`,
+        params: RailParam,
+        body: StatementPullBody,
+        response: { 200: Answer('The pull, as the attempt left it', StatementPullAnswer), ...errorResponses(400, 'resource_not_found') },
+      },
+    },
+    async function adminPullRailStatement(request) {
+      const { pull, started, state } = await pulls.forcePull(request.params.rail, request.body.day, auditActorOf(request));
+      return { ...statementPullView(pull, state), started };
+    },
+  );
 }
 
 function adminImportStatementRoute(scope: App, statements: RailStatementService): void {

@@ -5,7 +5,9 @@ import { RAIL_NAME_PATTERN, type RailRoute } from '../../domain/rail-routing.ts'
 import { orderedRoutes, type RailAdminService, type RailView } from '../../services/rail-admin.ts';
 import { auditActorOf } from '../context.ts';
 import { AmountString, Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import { RailStatementPull } from '../schemas/rail-statements.ts';
 import type { App } from '../types.ts';
+import { statementPullView } from './admin-rail-statements.ts';
 import { ADMIN } from './admin-tenants.ts';
 
 const RailName = (description?: string) => Type.String({ pattern: RAIL_NAME_PATTERN, maxLength: 63, description });
@@ -44,6 +46,26 @@ const Rail = Component(
         lastSendAt: Nullable(DateTime()),
       },
       { description: 'What it did since the answering process started' },
+    ),
+    statementCheck: Type.Object(
+      {
+        lastStatement: Nullable(
+          Type.Object(
+            {
+              id: Uuid(),
+              day: Type.String({ format: 'date' }),
+              at: DateTime('When it was matched'),
+              lines: Type.Integer({ minimum: 0 }),
+              matched: Type.Integer({ minimum: 0 }),
+              mismatches: Type.Integer({ minimum: 0, description: 'Disagreements of every kind (each opens or keeps an anomaly)' }),
+              anomaliesOpened: Type.Integer({ minimum: 0 }),
+            },
+            { description: 'The statement matched last (pulled from the bank or posted by an operator); null: none yet' },
+          ),
+        ),
+        lastPull: Nullable(RailStatementPull),
+      },
+      { description: "The last bank-side check: the rail's own record of our transfers against our books" },
     ),
   }),
 );
@@ -111,6 +133,10 @@ function railView(view: RailView) {
       failovers: view.counts.failovers,
       meanLatencyMs: view.counts.calls === 0 ? null : Math.round((view.counts.seconds / view.counts.calls) * 1_000_000) / 1000,
       lastSendAt: view.counts.lastSendAt,
+    },
+    statementCheck: {
+      lastStatement: view.statementCheck.lastStatement && { ...view.statementCheck.lastStatement, at: view.statementCheck.lastStatement.at.toISOString() },
+      lastPull: view.statementCheck.lastPull && statementPullView(view.statementCheck.lastPull.row, view.statementCheck.lastPull.state),
     },
   };
 }

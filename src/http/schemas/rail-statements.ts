@@ -107,3 +107,42 @@ export const RailStatementDetail = Component(
 );
 
 export const StatementPageQuery = Type.Object({ ...PageQuery });
+
+export const StatementPullBody = Type.Object(
+  {
+    day: Type.String({ format: 'date', maxLength: 10, description: 'The America/Caracas business day whose statement to pull from the bank (YYYY-MM-DD)' }),
+  },
+  { additionalProperties: false },
+);
+
+const PULL_STATES = ['done', 'in_progress', 'retrying', 'gave_up'] as const;
+
+const pullFields = {
+  rail: Type.String(),
+  day: Type.String({ format: 'date', description: 'The statement day pulled' }),
+  state: StringEnum(PULL_STATES, {
+    description:
+      'done: the statement was pulled and matched (`statementId`); in_progress: an attempt is under way; retrying: the last attempt failed (`lastError`) and the next is due at `nextAttemptAt`; gave_up: no more attempts (a `statement_pull_failed` anomaly is open)',
+  }),
+  attempts: Type.Integer({ minimum: 0 }),
+  lastAttemptAt: Nullable(DateTime()),
+  lastError: Nullable(Type.String({ description: 'What the last failed attempt met: `not_ready`, `unreachable`, `timeout`, `statement_malformed` and its detail' })),
+  nextAttemptAt: Nullable(DateTime('When the scheduled pull tries again (null once done or given up)')),
+  statementId: Nullable(Uuid('The statement matched (GET /v1/admin/rails/{rail}/statements/{id})')),
+  doneAt: Nullable(DateTime()),
+  gaveUpAt: Nullable(DateTime()),
+};
+
+/** Inline, not a component: a nullable `$ref` cannot be written in OpenAPI 3.0. */
+export const RailStatementPull = Type.Object(pullFields, { description: "The pull of one rail's statement of one day from the bank" });
+
+export const StatementPullAnswer = Component(
+  'RailStatementPullAnswer',
+  Type.Object(
+    {
+      ...pullFields,
+      started: Type.Boolean({ description: "false: another process's attempt at this day was under way, and its state is answered; nothing was started" }),
+    },
+    { description: "The pull of one rail's statement of one day, as the operator's request left it" },
+  ),
+);

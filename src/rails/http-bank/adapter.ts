@@ -7,17 +7,35 @@ import type { Clock } from '../../domain/clock.ts';
 import type { Instrument } from '../../domain/instrument.ts';
 import type { RailSignatureFailure } from '../../domain/rail-signature.ts';
 import type { Bank } from '../catalogue.ts';
-import type { RailAdapter, RailHealth, RailLookup, RailNotification, RailStatus, RailTransfer } from '../rail.ts';
+import { RailStatementNotReady, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatementEntry, type RailStatus, type RailTransfer } from '../rail.ts';
 import type { HttpBankConnectorConfig } from '../rails-file.ts';
 import { notificationOf, readCallback } from './callbacks.ts';
 import { GatewayClient, type GatewayAnswer } from './client.ts';
-import { BULK_STATUS_MAX, type GatewayBanksAnswer, type GatewayBulkStatusAnswer, type GatewayErrorAnswer, type GatewayCallback, type GatewayTransfer, type GatewayTransferRequest } from './protocol.ts';
+import { BULK_STATUS_MAX, STATEMENT_PAGE_MAX, type GatewayStatementPage, type GatewayBanksAnswer, type GatewayBulkStatusAnswer, type GatewayErrorAnswer, type GatewayCallback, type GatewayTransfer, type GatewayTransferRequest } from './protocol.ts';
 import { checkedStatusOf } from './status-map.ts';
 
 /** What the callback route learns from receiving one callback. */
 /** Why a callback was not stored: its signature (or rail), its body, or its rail's budget. */
 type CallbackRefusal = RailSignatureFailure | 'unknown_rail' | 'unreadable' | 'overloaded';
 export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: CallbackRefusal };
+
+/** Pages of one day's statement read at most: STATEMENT_PAGE_MAX entries each, the most lines a statement may have. */
+const STATEMENT_PAGES_MAX = 500;
+const STATEMENT_STATUS: Readonly<Record<string, string>> = { SETTLED: 'settled', REJECTED: 'failed', RETURNED: 'reversed' };
+
+/** A statement entry as the import reads it: strings only; a field that is not a string is empty (and refused there). */
+function statementEntryOf(entry: unknown): RailStatementEntry {
+  const given = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === 'string' ? value : '');
+  const status = text(given.status);
+  return {
+    reference: text(given.reference),
+    status: Object.hasOwn(STATEMENT_STATUS, status) ? STATEMENT_STATUS[status]! : status,
+    amountMinor: text(given.amountMinor),
+    bankReference: text(given.bankReference),
+    valueDate: text(given.valueDate),
+  };
+}
 
 /** Inbox rows read per call when most of them say nothing final (acknowledged on the spot and skipped). */
 const INBOX_SCAN_MAX = 500;
@@ -160,6 +178,33 @@ export class HttpBankRail implements RailAdapter {
     const eventId = reading.callback.eventId;
     const inserted = await insertRailInboxEvent(this.db, { rail: this.name, eventId, payload: reading.callback, occurredAt: reading.occurredAt, receivedAt: now });
     return { stored: true, duplicate: !inserted, eventId };
+  }
+
+  /**
+   * The day's statement, page by page (GET /statements/{day}), each entry in our status words when it
+   * has one of the gateway's final statuses and verbatim otherwise: the statement import checks every
+   * value. A 404 STATEMENT_NOT_READY is RailStatementNotReady; any other answer but a page throws.
+   */
+  async *statement(day: string, signal: AbortSignal): AsyncIterable<RailStatementEntry> {
+    let cursor: string | null = null;
+    const seen = new Set<string>();
+    for (let page = 1; page <= STATEMENT_PAGES_MAX; page += 1) {
+      const query: string = cursor === null ? '' : `?cursor=${encodeURIComponent(cursor)}`;
+      const answer = await this.client.call('GET', `/statements/${encodeURIComponent(day)}${query}`, undefined, signal);
+      const code: unknown = (answer.body as Partial<GatewayErrorAnswer> | undefined)?.error?.code;
+      if (answer.status === 404 && code === 'STATEMENT_NOT_READY') throw new RailStatementNotReady(day);
+      const body = answer.body as Partial<GatewayStatementPage> | undefined;
+      const next: unknown = body?.nextCursor;
+      if (answer.status !== 200 || !Array.isArray(body?.entries) || body.entries.length > STATEMENT_PAGE_MAX || (next !== null && typeof next !== 'string')) {
+        throw unexpected(`the statement of ${day}`, answer);
+      }
+      for (const entry of body.entries as unknown[]) yield statementEntryOf(entry);
+      if (next === null) return;
+      if (seen.has(next)) throw new Error(`the gateway's statement of ${day} gave the cursor ${next.slice(0, 64)} twice`);
+      seen.add(next);
+      cursor = next;
+    }
+    throw new Error(`the gateway's statement of ${day} has more than ${STATEMENT_PAGES_MAX} pages`);
   }
 
   /** Closes the connections to the gateway. */

@@ -54,3 +54,17 @@ export interface GatewayErrorAnswer {
 export interface GatewayBanksAnswer {
   banks: Array<{ code: string; name: string; shortName: string }>;
 }
+
+/** Entries a statement page holds at most (the gateway's page size; we ask for no more). */
+export const STATEMENT_PAGE_MAX = 1000;
+
+/**
+ * GET /statements/{YYYY-MM-DD}?cursor=…: one page of the day's statement — every transfer that reached
+ * a final state that Caracas day — and the cursor of the next page (null: the last). 404
+ * `STATEMENT_NOT_READY` while the day is not closed (today, a day to come).
+ */
+export interface GatewayStatementPage {
+  day: string;
+  entries: Array<{ reference: string; status: string; amountMinor: string; bankReference?: string; valueDate: string }>;
+  nextCursor: string | null;
+}

@@ -54,6 +54,10 @@ export interface BankControl {
    * records (the sandbox), which cannot disagree with what we sent.
    */
   lie?(reference: string, lie: BankLie): Promise<void>;
+  /** Makes the bank answer that no day's statement is ready (or ready again); absent when it cannot. */
+  statementNotReady?(on: boolean): Promise<void>;
+  /** Sets how many entries a page of the bank's statement holds; absent when the bank does not page. */
+  statementPageSize?(size: number): Promise<void>;
   /** Makes the whole bank unreachable (or reachable again); absent when the bank cannot be down. */
   unreachable?(down: boolean): Promise<void>;
 }

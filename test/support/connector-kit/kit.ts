@@ -14,6 +14,7 @@ import { INSTRUMENTS } from '../../../src/domain/instrument.ts';
 import { RailNotReceivedError, type RailAdapter, type RailHealth, type RailTransfer } from '../../../src/rails/rail.ts';
 import { callRail } from '../../../src/rails/send.ts';
 import { ANSWER_CHECK_CASES } from './answer-checks.ts';
+import { STATEMENT_CASES } from './statement.ts';
 import type { ConnectorUnderTest } from './bank-control.ts';
 import {
   acknowledged,
@@ -359,6 +360,7 @@ const KIT_CASES: ReadonlyArray<readonly [string, KitCheck]> = [
   ['health is ok when the bank answers', healthWhenUp],
   ['an unreachable bank: health says so and a submit is provably not received', unreachableIsNotReceived],
   ...ANSWER_CHECK_CASES,
+  ...STATEMENT_CASES,
 ];
 
 /** Every check on its own, to run against one adapter directly (the broken-adapter test does). */

@@ -37,6 +37,7 @@ export const TABLE_PLACEMENT: Record<string, 'reference' | 'coordinator'> = {
   rail_inbox: 'coordinator', // keyed by rail and the rail's event id
   rail_statements: 'coordinator', // one rail's day, across tenants
   rail_statement_mismatches: 'coordinator', // tenant_id NULL for a line that matches no payment
+  rail_statement_pulls: 'coordinator', // one rail's day, no tenant
   anomalies: 'coordinator', // tenant_id NULL for rail-level anomalies; dedup_key unique across tenants
   audit_log: 'coordinator', // actor and target tenants, the target often none
 };

@@ -31,6 +31,7 @@ import { statementRoutes } from './http/routes/statement.ts';
 import { reportRoutes } from './http/routes/reports.ts';
 import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
 import { payoutBatchRoutes } from './http/routes/payout-batches.ts';
+import { batchItemBudgetOf } from './http/batch-item-budget.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
 import { limitRoutes } from './http/routes/limits.ts';
 import type { App } from './http/types.ts';
@@ -226,7 +227,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await beneficiaryRoutes(app, services.beneficiaries);
   await bankRoutes(app, services.catalogue);
   await payoutRoutes(app, services.payouts);
-  await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems);
+  await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems, batchItemBudgetOf(deps.config, services.clock));
   await paymentRoutes(app, services.db);
   await statementRoutes(app, services.reads);
   await reportRoutes(app, services.payoutReports);

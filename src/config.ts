@@ -83,6 +83,8 @@ export interface Config {
   payoutBatchMaxItems: number;
   /** Payout batches of one tenant and mode being recorded at once. */
   payoutBatchesInProgressMax: number;
+  /** Payout batch items per second a tenant may send across its keys (each key also has RATE_LIMIT_RPS); 0 = unlimited. */
+  payoutBatchTenantItemsPerS: number;
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
   /** Minutes after Caracas midnight from which the worker pulls each live connector's statement of the day before; null: off. */
@@ -314,6 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlHours: integer(env, 'IDEMPOTENCY_TTL_HOURS', 24, 1, 8760),
     payoutBatchMaxItems: integer(env, 'PAYOUT_BATCH_MAX_ITEMS', 1000, 1, 5000),
     payoutBatchesInProgressMax: integer(env, 'PAYOUT_BATCHES_IN_PROGRESS_MAX', 4, 1, 64),
+    payoutBatchTenantItemsPerS: integer(env, 'PAYOUT_BATCH_TENANT_ITEMS_PER_S', 2000, 0, 1_000_000),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     railStatementPullAtMinutes: timeOfDay(env, 'RAIL_STATEMENT_PULL_AT', 6 * 60),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
@@ -383,6 +386,7 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
   ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered (and a payout batch item\'s reference)'],
   ['PAYOUT_BATCH_MAX_ITEMS', '1000', 'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item'],
+  ['PAYOUT_BATCH_TENANT_ITEMS_PER_S', '2000', 'Payout batch items per second one tenant may send across all its keys (each key may send RATE_LIMIT_RPS items per second; a full batch passes at once, the next waits for the refill); past it 429 rate_limited with Retry-After, nothing written (0 = unlimited)'],
   ['PAYOUT_BATCHES_IN_PROGRESS_MAX', '4', 'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress'],
   ['RAIL_STATEMENT_PULL_AT', '06:00', "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off"],
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],

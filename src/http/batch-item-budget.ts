@@ -7,6 +7,9 @@
 // request limit. Hand-written: the request limiter (@fastify/rate-limit) counts one per request and
 // cannot charge n at once, and a bucket is a dozen lines.
 
+import type { Config } from '../config.ts';
+import type { Clock } from '../domain/clock.ts';
+
 /** Buckets kept per budget at most; a full bucket is the same as none, so full ones are dropped first. */
 const BUCKETS_MAX = 10_000;
 
@@ -81,4 +84,9 @@ export class BatchItemBudget {
     const byKey = keyWait >= tenantWait;
     return { ok: false, retryAfterS: Math.max(1, Math.ceil(Math.max(keyWait, tenantWait) / 1000)), budget: byKey ? 'key' : 'tenant', perSecond: byKey ? this.keyItemsPerSecond : this.tenantItemsPerSecond };
   }
+}
+
+/** This process's batch item budget, as configured (RATE_LIMIT_RPS per key, PAYOUT_BATCH_TENANT_ITEMS_PER_S per tenant). */
+export function batchItemBudgetOf(config: Pick<Config, 'rateLimitRps' | 'payoutBatchTenantItemsPerS' | 'payoutBatchMaxItems'>, clock: Clock): BatchItemBudget {
+  return new BatchItemBudget(config.rateLimitRps, config.payoutBatchTenantItemsPerS, config.payoutBatchMaxItems, () => clock.now().getTime());
 }

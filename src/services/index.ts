@@ -167,7 +167,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     metrics,
     payouts,
     payoutReports: new PayoutReportService(reads.db, clock, catalogue.sandbox),
-    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
+    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, limitService, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
     events: new EventService(db, clock, reads.db),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),

@@ -5,7 +5,8 @@
 // transaction spent on it; so a batch that can pay nothing costs one read and one write of its items.
 // The reads take no lock: an item it lets through is still decided under the locks (payout-lane.ts),
 // which may refuse it after all when another request spent meanwhile. It refuses only what is certain
-// given what it read: a limit rule that counts per customer or beneficiary is left to the transaction.
+// given what it read, with the code its transaction would give: an item under a limit rule that counts
+// per customer or beneficiary is left to the transaction whole.
 import type { Queryable } from '../db/database.ts';
 import { accountBalances } from '../db/repositories/ledger.ts';
 import { readUsage } from '../db/repositories/limit-usage.ts';
@@ -25,8 +26,17 @@ export interface ItemCost {
   deliverAmount: bigint;
   method: Instrument;
   customerId: string | null;
+  /** '' for an inline beneficiary not registered yet (its id is made in the transaction). */
   beneficiaryId: string;
+  /**
+   * Whether, once it passes the checks, it is charged: false for an item its transaction will fail
+   * (no route, no sender, below the rail floor), which takes nothing from the items after it.
+   */
+  consumes: boolean;
 }
+
+/** A limit the precheck cannot judge from the tenant's counters (a rule that counts per customer or beneficiary). */
+const UNDECIDED = Symbol('undecided');
 
 type Funds = { funding: 'prefunding'; available: bigint } | { funding: 'credit_receivable'; drawn: bigint; limit: bigint | null };
 
@@ -62,8 +72,12 @@ export class BatchPrecheck {
 
   /** The refusal of an item that cannot pay after the items before it; undefined: it goes on (and its cost is counted). */
   refusal(cost: ItemCost): ApiError | undefined {
-    const refused = this.limitRefusal(cost) ?? this.fundsRefusal(cost);
-    if (refused) return refused;
+    // The order of its transaction: limits, then funds. An item whose limit only the transaction can
+    // judge is left to it whole, and counted as taking nothing (it may be refused there).
+    const limit = this.limitRefusal(cost);
+    if (limit === UNDECIDED) return undefined;
+    const refused = limit ?? this.fundsRefusal(cost);
+    if (refused || !cost.consumes) return refused;
     const funds = this.funds.get(cost.spend.asset)!;
     if (funds.funding === 'prefunding') funds.available -= cost.spend.amount;
     else funds.drawn += cost.spend.amount;
@@ -85,12 +99,15 @@ export class BatchPrecheck {
     return refusalError({ code: 'insufficient_tenant_funds', funds: { funding: 'credit_receivable', asset, required: amount, creditDrawn: funds.drawn, creditLimit: funds.limit } });
   }
 
-  private limitRefusal(cost: ItemCost): ApiError | undefined {
+  private limitRefusal(cost: ItemCost): ApiError | undefined | typeof UNDECIDED {
     const cap = instrumentCapBreach(cost.method, cost.deliverAmount);
     if (cap) return refusalError({ code: 'limit_exceeded', breach: cap });
+    // A beneficiary not registered yet may have a rule of its own once it is (the transaction knows).
+    if (cost.beneficiaryId === '' && this.rules.some((rule) => rule.scope === 'beneficiary')) return UNDECIDED;
     const target = { tenantId: this.tenantId, customerId: cost.customerId, beneficiaryId: cost.beneficiaryId };
     const rule = winningRule(this.rules, target, cost.method);
-    if (!rule || countedSubject(rule, target).kind !== 'tenant') return undefined;
+    if (!rule) return undefined;
+    if (countedSubject(rule, target).kind !== 'tenant') return UNDECIDED;
     const consumed = { dayAmount: 0n, dayCount: 0n, monthAmount: 0n };
     for (const method of rule.method === '*' ? INSTRUMENTS : [cost.method]) {
       const counted = this.counters.get(method)!;

@@ -23,13 +23,17 @@ import {
   type PayoutBatchRow,
 } from '../db/repositories/payout-batches.ts';
 import { readPayoutReferences, type PayoutReads } from '../db/repositories/payout-reads.ts';
-import { insertQuotes, type NewQuote } from '../db/repositories/quotes.ts';
+import { deleteUnusedBatchQuotes, insertQuotes, type NewQuote } from '../db/repositories/quotes.ts';
+import { findRate } from '../db/repositories/rates.ts';
+import { parseRate, railFloorMinor } from '../domain/money.ts';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError, validationFailed, type FieldError } from '../domain/errors.ts';
 import { answerForStoredKey } from '../domain/idempotency.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
 import type { Committer } from './committer.ts';
+import type { LimitRuleSource } from './limits.ts';
+import { BatchPrecheck } from './payout-batch-precheck.ts';
 import type { PayoutJob } from './payout-lane.ts';
 import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
@@ -54,6 +58,12 @@ const PAYOUT_BATCH_LEASE_MS = 15_000;
 const ITEMS_IN_COMMIT_MAX = 512;
 /** Items of one batch being prepared at once (routing asks the rails whether they can deliver). */
 const PREPARE_CONCURRENCY = 32;
+/**
+ * Items handled between two turns of the event loop: preparing and prechecking an item resolves
+ * without I/O, so a batch of 1,000 would otherwise hold the process for 50 to 120 ms and every other
+ * tenant's request with it.
+ */
+const ITEMS_PER_TURN = 25;
 /** Field errors listed in one 400, at most (the message says how many more there were). */
 const FIELD_ERRORS_MAX = 100;
 
@@ -78,6 +88,7 @@ export class PayoutBatchService {
     private readonly payouts: PayoutService,
     private readonly quotes: QuoteService,
     private readonly committer: Committer,
+    private readonly limits: Pick<LimitRuleSource, 'ruleSet'>,
     private readonly settings: PayoutBatchSettings,
     private readonly log?: FastifyBaseLogger,
   ) {}
@@ -157,10 +168,14 @@ export class PayoutBatchService {
       this.db,
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
-    await this.quoteDeliverItems(quoted, reads);
+    const fresh = this.deliverQuotesOf(quoted, reads);
     const prepared = await mapBounded(items, PREPARE_CONCURRENCY, (item, i) =>
       this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
     );
+    await this.precheck(partition, prepared);
+    // Only the quotes of items still going to their transaction are written.
+    const written = fresh.filter((quote, i) => quote !== undefined && 'job' in prepared[i]!) as NewQuote[];
+    await insertQuotes(this.db, written);
     const window = new Window(ITEMS_IN_COMMIT_MAX);
     const outcomes: Array<Promise<ItemOutcome>> = [];
     for (const [i, item] of prepared.entries()) {
@@ -172,6 +187,9 @@ export class PayoutBatchService {
       outcomes.push(this.commitItem(partition, item.job, keys[i]!).finally(() => window.release()));
     }
     const settled = await Promise.all(outcomes);
+    // An item its transaction refused after all (another request spent meanwhile, a rule the precheck
+    // leaves to the transaction) leaves no quote behind.
+    await deleteUnusedBatchQuotes(this.db, partition.tenantId, fresh.flatMap((quote, i) => (quote && settled[i]!.kind === 'refused' ? [quote.id] : [])));
     return settled.map((outcome, i) => ({
       index: i,
       reference: items[i]!.reference,
@@ -265,17 +283,45 @@ export class PayoutBatchService {
   }
 
   /**
-   * Writes the quotes of the `deliver` items whose reference has not paid (no live key: an item whose
-   * reference holds one is answered from it), in one statement; each becomes its item's quote.
+   * The quotes of the `deliver` items whose reference has not paid (no live key: an item whose
+   * reference holds one is answered from it), each made its item's quote in memory; written only for
+   * the items that pass the precheck. By item index.
    */
-  private async quoteDeliverItems(quoted: ReadonlyArray<NewQuote | undefined>, reads: PayoutReads[]): Promise<void> {
+  private deliverQuotesOf(quoted: ReadonlyArray<NewQuote | undefined>, reads: PayoutReads[]): Array<NewQuote | undefined> {
     const now = this.clock.now().getTime();
     const quotes = quoted.map((quote, i) => (reads[i]!.key && reads[i]!.key!.expiresAt.getTime() > now ? undefined : quote));
-    if (!quotes.some((q) => q !== undefined)) return;
-    await insertQuotes(this.db, quotes.filter((q): q is NewQuote => q !== undefined));
     quotes.forEach((quote, i) => {
       if (quote) reads[i]!.quote = { ...quote, consumed_at: null, payment_id: null };
     });
+    return quotes;
+  }
+
+  /**
+   * Each item that would go to its transaction, in item order, against the tenant's funds and limits as
+   * read now (payout-batch-precheck.ts): one it cannot pay is refused here, as its payout would be, and
+   * costs no quote and no transaction. Replaces those items' entries in `prepared`.
+   */
+  private async precheck(partition: Partition, prepared: Array<{ job: PayoutJob } | ItemOutcome>): Promise<void> {
+    const jobs = prepared.flatMap((p) => ('job' in p ? [p.job] : []));
+    if (jobs.length === 0) return;
+    const now = this.clock.now();
+    const [{ rules }, usd] = await Promise.all([this.limits.ruleSet(this.db), findRate(this.db, 'USD')]);
+    // No USD rate: every transaction answers rate_unavailable; nothing to check here.
+    if (!usd) return;
+    const floor = railFloorMinor(parseRate(usd.market_text));
+    const check = await BatchPrecheck.read(this.db, partition, rules, jobs.map((job) => job.candidate.spend.asset), now);
+    const claimed = new Set<string>();
+    for (const [i, entry] of prepared.entries()) {
+      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+      if (!('job' in entry)) continue;
+      const { candidate: c, quote } = entry.job;
+      // A quote used, expired or claimed by an earlier item is refused by the transaction for that.
+      if (quote.consumed_at !== null || quote.expires_at.getTime() <= now.getTime() || claimed.has(c.quoteId)) continue;
+      const consumes = c.routeFailure === null && !c.senderMissing && c.deliverAmount >= floor;
+      const refusal = check.refusal({ spend: c.spend, deliverAmount: c.deliverAmount, method: c.method, customerId: c.customerId, beneficiaryId: c.beneficiaryId, consumes });
+      if (refusal) prepared[i] = refusalOf(refusal);
+      else claimed.add(c.quoteId);
+    }
   }
 
   /** The batch as it stands: GET /v1/payout-batches/{id}, and the answer of its POST. */
@@ -427,11 +473,15 @@ async function mapBounded<T, R>(items: readonly T[], concurrency: number, work: 
       const index = next;
       next += 1;
       results[index] = await work(items[index]!, index);
+      if (index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
     }
   });
   await Promise.all(runners);
   return results;
 }
+
+/** Lets the event loop serve what waits (other requests' I/O) before going on. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** At most `size` promises outstanding: `slot` waits for one to be released. */
 class Window {

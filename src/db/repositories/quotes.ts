@@ -83,3 +83,12 @@ export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id:
   );
   return rows[0];
 }
+
+/**
+ * Removes quotes a payout batch wrote for items its transactions then refused (never consumed, never
+ * shown to the client: a batch item's quote is the batch's own). A consumed quote is never removed.
+ */
+export async function deleteUnusedBatchQuotes(db: Queryable, tenantId: string, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db.query('DELETE FROM quotes WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND consumed_at IS NULL AND payment_id IS NULL', [tenantId, ids]);
+}

@@ -2,6 +2,7 @@
 // message that names the variable and what it accepts, so an operator never runs a half-configured
 // service.
 
+import path from 'node:path';
 import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseRailsFile, type ConnectorConfig } from './rails/rails-file.ts';
@@ -87,6 +88,9 @@ export interface Config {
   payoutBatchTenantItemsPerS: number;
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
+  /** Audit rows older than this many days are archived to auditArchiveDir and removed; 0: kept for ever. */
+  auditRetentionDays: number;
+  auditArchiveDir: string;
   /** Minutes after Caracas midnight from which the worker pulls each live connector's statement of the day before; null: off. */
   railStatementPullAtMinutes: number | null;
   shutdownGraceMs: number;
@@ -319,6 +323,8 @@ export function loadConfig(env: Env = process.env): Config {
     payoutBatchTenantItemsPerS: integer(env, 'PAYOUT_BATCH_TENANT_ITEMS_PER_S', 2000, 0, 1_000_000),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
     railStatementPullAtMinutes: timeOfDay(env, 'RAIL_STATEMENT_PULL_AT', 6 * 60),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 400, 0, 36_500),
+    auditArchiveDir: env.AUDIT_ARCHIVE_DIR || path.join(env.DATA_DIR || './data', 'audit-archive'),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 300_000),
     connectors: railsFile(env, 'RAILS_FILE'),
     databaseReadUrl: readUrl(env, 'DATABASE_READ_URL'),
@@ -388,6 +394,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['PAYOUT_BATCH_MAX_ITEMS', '1000', 'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item'],
   ['PAYOUT_BATCH_TENANT_ITEMS_PER_S', '2000', 'Payout batch items per second one tenant may send across all its keys (each key may send RATE_LIMIT_RPS items per second; a full batch passes at once, the next waits for the refill); past it 429 rate_limited with Retry-After, nothing written (0 = unlimited)'],
   ['PAYOUT_BATCHES_IN_PROGRESS_MAX', '4', 'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress'],
+  ['AUDIT_RETENTION_DAYS', '400', 'Audit rows older than this many days are archived by the worker role to AUDIT_ARCHIVE_DIR (JSON lines, each with the hash of the one before) and then removed, the one removal the database allows (0 to 36500; 0 = kept for ever)'],
+  ['AUDIT_ARCHIVE_DIR', '$DATA_DIR/audit-archive', 'Where the audit archive files are written (created mode 0700; keep it on durable storage, shared if several machines run the worker role); npm run audit:verify checks its chain'],
   ['RAIL_STATEMENT_PULL_AT', '06:00', "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off"],
   ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
   ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],

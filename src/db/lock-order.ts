@@ -39,6 +39,10 @@
 // row (step 3) the other transaction would hold first. An operator's resolution locks one anomaly and
 // nothing else; an insert that meets an existing row does not wait for it.
 //
+// The audit archive (services/audit-archive.ts) is a separate domain too: its transaction locks its
+// one app_state row, then deletes the audit rows it archived; no other writer locks either (audit rows
+// are only ever inserted), so it waits for nothing but another archiving.
+//
 // Limit rules are a separate domain: a rule write locks limit_rule_epoch, then the rules; batches
 // only read the epoch (no lock) and decide again when it moved.
 //

@@ -27,6 +27,7 @@ export const AUDIT_ACTIONS = [
   'reconciliation.start',
   'rail_statement.import',
   'rail_statement.pull',
+  'audit.archive',
   'rail.update',
   'rail_route.create',
   'rail_route.delete',
@@ -50,8 +51,15 @@ export const AUDIT_TARGET_TYPES = [
   'rail_statement',
   'rail',
   'rail_route',
+  'audit_archive',
 ] as const;
 type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
+
+/**
+ * The service itself, acting on its own schedule (the daily statement pull, the audit archive): no key,
+ * no tenant, no request. The nil UUIDs say so wherever an actor is shown.
+ */
+export const SERVICE_ACTOR: AuditActor = { keyId: '00000000-0000-0000-0000-000000000000', tenantId: '00000000-0000-0000-0000-000000000000', requestId: null };
 
 /** Who acted: the authenticated key, its tenant (the platform's for the platform key), the request. */
 export interface AuditActor {

@@ -31,8 +31,6 @@ const STATEMENT_PULL_LEASE_MS = STATEMENT_PULL_TIMEOUT_MS + 60_000;
 const STATEMENT_HEADER = 'reference,bank_reference,amount,status,value_date';
 const ERROR_LENGTH_MAX = 200;
 
-/** Who the scheduled pull is, in the audit trail and as a statement's `createdBy`: no key, the service itself. */
-export const SCHEDULED_PULL_ACTOR: AuditActor = { keyId: '00000000-0000-0000-0000-000000000000', tenantId: '00000000-0000-0000-0000-000000000000', requestId: null };
 
 export type PullState = 'done' | 'in_progress' | 'retrying' | 'gave_up';
 

@@ -15,6 +15,8 @@ import { HttpWebhookTransport } from '../webhooks/sender.ts';
 import { originShareOf, WebhookDispatcher } from './webhook-dispatcher.ts';
 import { RECONCILE_QUEUE_POLL_MS, ReconciliationWorker } from './reconciliation.ts';
 import { RailStatementPullWorker, STATEMENT_PULL_POLL_MS } from './rail-statement-pull.ts';
+import { AUDIT_ARCHIVE_POLL_MS, AuditArchiveWorker } from './audit-archive.ts';
+import { AuditArchiver } from '../services/audit-archive.ts';
 
 export interface RunningWorkers {
   /** The loops running, by name (for the startup log). */
@@ -25,7 +27,7 @@ export interface RunningWorkers {
 const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
-/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation, rail statement pull. */
+/** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation, rail statement pull, audit archive. */
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(
@@ -44,6 +46,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const reportFold = new ReportFold(services.db, log);
   const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
   const statementPull = new RailStatementPullWorker(services.railStatementPulls, services.clock, config.railStatementPullAtMinutes, log);
+  const auditArchive = new AuditArchiveWorker(new AuditArchiver(services.db, services.clock, { retentionDays: config.auditRetentionDays, dir: config.auditArchiveDir }), log);
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
     startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log, metrics }),
@@ -54,6 +57,7 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     startLoop({ name: 'report-fold', intervalMs: config.reportFoldIntervalMs, runOnce: () => reportFold.runOnce(), log, metrics }),
     startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
     startLoop({ name: 'rail-statement-pull', intervalMs: STATEMENT_PULL_POLL_MS, runOnce: () => statementPull.runOnce(), log, metrics }),
+    startLoop({ name: 'audit-archive', intervalMs: AUDIT_ARCHIVE_POLL_MS, runOnce: () => auditArchive.runOnce(), log, metrics }),
   ];
   return {
     names: loops.map((loop) => loop.name),

@@ -1,7 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { businessDate, minutesIntoBusinessDate, previousDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
-import { pullStateOf, SCHEDULED_PULL_ACTOR, type RailStatementPullService } from '../services/rail-statement-pull.ts';
+import { SERVICE_ACTOR } from '../domain/audit.ts';
+import { pullStateOf, type RailStatementPullService } from '../services/rail-statement-pull.ts';
 
 /** How often the worker looks whether a rail's statement of yesterday is due: a pass that finds nothing due costs two SQL statements per live rail. */
 export const STATEMENT_PULL_POLL_MS = 60_000;
@@ -26,7 +27,7 @@ export class RailStatementPullWorker {
     if (minutesIntoBusinessDate(now) < this.pullAtMinutes) return false;
     const day = previousDate(businessDate(now));
     for (const rail of await this.pulls.liveRails()) {
-      const pull = await this.pulls.pull(rail, day, { actor: SCHEDULED_PULL_ACTOR, force: false });
+      const pull = await this.pulls.pull(rail, day, { actor: SERVICE_ACTOR, force: false });
       if (!pull) continue;
       const state = pullStateOf(pull, this.clock.now());
       if (state === 'done') this.log.info({ rail, day, statementId: pull.statement_id }, 'rail statement pulled and matched');

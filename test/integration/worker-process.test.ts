@@ -72,7 +72,7 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       assert.equal(started[0].role, 'worker');
       assert.equal(started[0].listening, `http://127.0.0.1:${port}`);
       assert.match(started[0].http, /no API/);
-      assert.deepEqual([...started[0].workers].sort(), ['daily-close', 'idempotency-purge', 'rail-inbox-purge', 'rail-statement-pull', 'reaper', 'reconciliation', 'report-fold', 'webhook-dispatcher']);
+      assert.deepEqual([...started[0].workers].sort(), ['audit-archive', 'daily-close', 'idempotency-purge', 'rail-inbox-purge', 'rail-statement-pull', 'reaper', 'reconciliation', 'report-fold', 'webhook-dispatcher']);
     } finally {
       assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
       await database?.drop();

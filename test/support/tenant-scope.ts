@@ -40,6 +40,7 @@ export const TABLE_PLACEMENT: Record<string, 'reference' | 'coordinator'> = {
   rail_statement_pulls: 'coordinator', // one rail's day, no tenant
   anomalies: 'coordinator', // tenant_id NULL for rail-level anomalies; dedup_key unique across tenants
   audit_log: 'coordinator', // actor and target tenants, the target often none
+  audit_archives: 'coordinator', // the audit trail's archive files, no tenant
 };
 
 /** Tables whose write makes a transaction a money transaction: balances, payments and their history. */

@@ -4102,7 +4102,7 @@ export type AdminListAuditData = {
         /**
          * Only actions on this kind of target
          */
-        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation' | 'rail_statement' | 'rail' | 'rail_route';
+        targetType?: 'tenant' | 'api_key' | 'funding' | 'webhook_endpoint' | 'program' | 'customer' | 'rate' | 'limit_rule' | 'event' | 'payment' | 'anomaly' | 'reconciliation' | 'rail_statement' | 'rail' | 'rail_route' | 'audit_archive';
         /**
          * Only actions on this target (with or without `targetType`)
          */
@@ -4114,7 +4114,7 @@ export type AdminListAuditData = {
         /**
          * Only this action
          */
-        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import' | 'rail_statement.pull' | 'rail.update' | 'rail_route.create' | 'rail_route.delete';
+        action?: 'tenant.create' | 'tenant.update' | 'tenant.close' | 'api_key.issue' | 'api_key.revoke' | 'funding.create' | 'webhook_endpoint.set' | 'webhook_endpoint.rotate_secret' | 'default_sender.set' | 'customer_sender.set' | 'rate.set' | 'limit_rule.create' | 'limit_rule.delete' | 'event.retry' | 'event.retry_dead' | 'payment.recheck' | 'sandbox.simulate' | 'anomaly.resolve' | 'reconciliation.start' | 'rail_statement.import' | 'rail_statement.pull' | 'audit.archive' | 'rail.update' | 'rail_route.create' | 'rail_route.delete';
         /**
          * Only actions at or after this instant
          */

@@ -1,0 +1,80 @@
+// Storage of the audit trail's archives (migration 038): the rows due for archiving, the chain of
+// archive files, and the one removal the database allows (rows covered by an archive recorded in the
+// same transaction).
+import type { Queryable } from '../database.ts';
+
+export interface ArchivedAuditRow {
+  id: string;
+  /** Exact, with microseconds, as PostgreSQL prints it in UTC: the archive keeps what the row had. */
+  created_at: string;
+  actor_key_id: string;
+  actor_tenant_id: string;
+  action: string;
+  target_type: string;
+  target_id: string;
+  target_tenant_id: string | null;
+  target_mode: string | null;
+  before: Record<string, unknown> | null;
+  after: Record<string, unknown> | null;
+  request_id: string | null;
+}
+
+export interface AuditArchiveRow {
+  seq: number;
+  through_created_at: string;
+  through_id: string;
+  row_count: number;
+  file: string;
+  prev_hash: string;
+  last_hash: string;
+  file_sha256: string;
+  archived_at: Date;
+}
+
+const ARCHIVE_LOCK_KEY = 'audit_archive';
+
+/**
+ * Takes the archiving's one lock (its app_state row, made on first use) until the transaction ends:
+ * one process archives at a time, so the chain has one next link. Nothing else locks that row.
+ */
+export async function lockAuditArchiving(tx: Queryable): Promise<void> {
+  await tx.query(`INSERT INTO app_state (key, value) VALUES ($1, 'true'::jsonb) ON CONFLICT (key) DO NOTHING`, [ARCHIVE_LOCK_KEY]);
+  await tx.query(`SELECT 1 FROM app_state WHERE key = $1 FOR UPDATE`, [ARCHIVE_LOCK_KEY]);
+}
+
+export async function lastAuditArchive(db: Queryable): Promise<AuditArchiveRow | undefined> {
+  const { rows } = await db.query<AuditArchiveRow>(
+    `SELECT seq, to_char(through_created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS through_created_at, through_id, row_count, file, prev_hash, last_hash, file_sha256, archived_at
+       FROM audit_archives ORDER BY seq DESC LIMIT 1`,
+  );
+  return rows[0];
+}
+
+/** The oldest rows created before `before` and after the last archive, in (created_at, id) order, at most `limit`. */
+export async function auditRowsDue(db: Queryable, before: Date, after: { createdAt: string; id: string } | undefined, limit: number): Promise<ArchivedAuditRow[]> {
+  const { rows } = await db.query<ArchivedAuditRow>(
+    `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at, actor_key_id, actor_tenant_id, action,
+            target_type, target_id, target_tenant_id, target_mode, before, after, request_id
+       FROM audit_log
+      WHERE created_at < $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::uuid))
+      ORDER BY created_at, id
+      LIMIT $4`,
+    [before, after?.createdAt ?? null, after?.id ?? null, limit],
+  );
+  return rows;
+}
+
+/**
+ * Records an archive and removes exactly the rows it holds (by id: a row another transaction commits
+ * meanwhile with an older time is not removed unarchived), in the caller's transaction — the removal
+ * the trigger allows. Answers how many rows went.
+ */
+export async function recordAuditArchive(tx: Queryable, archive: Omit<AuditArchiveRow, 'archived_at'>, ids: readonly string[], at: Date): Promise<number> {
+  await tx.query(
+    `INSERT INTO audit_archives (seq, through_created_at, through_id, row_count, file, prev_hash, last_hash, file_sha256, archived_at)
+     VALUES ($1, $2::timestamptz, $3, $4, $5, $6, $7, $8, $9)`,
+    [archive.seq, archive.through_created_at, archive.through_id, archive.row_count, archive.file, archive.prev_hash, archive.last_hash, archive.file_sha256, at],
+  );
+  const { rowCount } = await tx.query(`DELETE FROM audit_log WHERE id = ANY($1::uuid[])`, [ids]);
+  return rowCount ?? 0;
+}

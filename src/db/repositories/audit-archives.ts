@@ -2,22 +2,10 @@
 // archive files, and the one removal the database allows (rows covered by an archive recorded in the
 // same transaction).
 import type { Queryable } from '../database.ts';
+import type { AuditRow } from './audit.ts';
 
-export interface ArchivedAuditRow {
-  id: string;
-  /** Exact, with microseconds, as PostgreSQL prints it in UTC: the archive keeps what the row had. */
-  created_at: string;
-  actor_key_id: string;
-  actor_tenant_id: string;
-  action: string;
-  target_type: string;
-  target_id: string;
-  target_tenant_id: string | null;
-  target_mode: string | null;
-  before: Record<string, unknown> | null;
-  after: Record<string, unknown> | null;
-  request_id: string | null;
-}
+/** An audit row as archived: its time exact, with microseconds, as PostgreSQL prints it in UTC. */
+export type ArchivedAuditRow = Omit<AuditRow, 'created_at'> & { created_at: string };
 
 export interface AuditArchiveRow {
   seq: number;

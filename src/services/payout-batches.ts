@@ -61,7 +61,9 @@ const PREPARE_CONCURRENCY = 32;
 /**
  * Items handled between two turns of the event loop: preparing and prechecking an item resolves
  * without I/O, so a batch of 1,000 would otherwise hold the process for 50 to 120 ms and every other
- * tenant's request with it.
+ * tenant's request with it. Alternating A/B (test/process/batch-flood.test.ts, 2 runs each, PostgreSQL):
+ * another tenant's p99 under a flood of refused batches, reads 42 -> 33 ms and payouts 178 -> 145 ms
+ * with the yield (-22 %, -19 %).
  */
 const ITEMS_PER_TURN = 25;
 /** Field errors listed in one 400, at most (the message says how many more there were). */

@@ -1,7 +1,7 @@
 // `npm run bench`: starts the service on PostgreSQL with production settings, drives it from a
 // separate load-generator process, measures the ceilings in the same run, prints a table and writes
 // bench/results.json. See bench/README.md for what each figure means.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -18,6 +18,7 @@ import { describePooledPayroll, runPooledPayrolls, type PooledPayrollFigures } f
 import { describeComponentCpu } from './cpu.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
+import { appendHistory, compareWithPrevious, describeChanges, figuresOf, readHistory, type HistoryEntry } from './history.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -480,6 +481,10 @@ async function main(): Promise<void> {
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
+    const entry: HistoryEntry = { commit: commitOf(), at: new Date().toISOString(), quick: QUICK, figures: figuresOf(results) };
+    const historyFile = path.join(ROOT, 'bench/history.jsonl');
+    const comparison = compareWithPrevious(readHistory(historyFile), entry);
+    appendHistory(historyFile, entry);
     printTable(results.scenarios);
     printPayrolls(payroll, payrollPooler, payrollBatch);
     if (payoutReport) process.stdout.write(describePayoutReport(payoutReport));
@@ -495,13 +500,25 @@ async function main(): Promise<void> {
           `embedded first start ${startup.pglite_first_start_ms} ms (target ≤ ${startup.targets.pglite_first_start_ms}), embedded restart ${startup.pglite_restart_ms} ms\n`,
       );
     }
-    process.stdout.write(`\nwritten bench/results.json (${results.machine.seconds} s)\n`);
+    process.stdout.write(describeChanges(comparison, entry.commit));
+    process.stdout.write(`\nwritten bench/results.json and a line of bench/history.jsonl (${results.machine.seconds} s)\n`);
   } finally {
     for (const child of processes) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1500));
     await db.end().catch(() => undefined);
     if (!process.env.BENCH_KEEP_DB) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
+  }
+}
+
+/** The commit measured: HEAD, with `+dirty` when the working tree has changes (they are part of what ran). */
+function commitOf(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head}+dirty` : head;
+  } catch {
+    return 'unknown';
   }
 }
 

@@ -13,6 +13,7 @@ import type { AnomalyKind } from '../domain/anomalies.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import { businessDate, isValidDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { Clock } from '../domain/clock.ts';
+import { csvQuoted } from '../domain/csv-cell.ts';
 import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
 import { parseColumnMapping, type ColumnMapping } from '../domain/rail-statement.ts';
 import { RailNotReceivedError, RailStatementNotReady, type RailStatementEntry } from '../rails/rail.ts';
@@ -42,12 +43,10 @@ export function pullStateOf(row: RailStatementPullRow, now: Date): PullState {
 
 const STANDARD_COLUMNS = parseColumnMapping(undefined) as ColumnMapping;
 
-/** One CSV cell, quoted (RFC 4180): a bank's reference may hold a comma or a quote. */
-const cell = (value: string) => `"${value.replaceAll('"', '""')}"`;
 
 async function* csvOf(entries: AsyncIterable<RailStatementEntry>): AsyncGenerator<string> {
   yield `${STATEMENT_HEADER}\n`;
-  for await (const e of entries) yield `${[e.reference, e.bankReference, e.amountMinor, e.status, e.valueDate].map(cell).join(',')}\n`;
+  for await (const e of entries) yield `${[e.reference, e.bankReference, e.amountMinor, e.status, e.valueDate].map(csvQuoted).join(',')}\n`;
 }
 
 /** What a failed attempt met, in words safe to store and show (never a URL or a key). */

@@ -12,7 +12,9 @@ CREATE TABLE audit_archives (
   prev_hash           text NOT NULL CHECK (prev_hash ~ '^[0-9a-f]{64}$'),
   last_hash           text NOT NULL CHECK (last_hash ~ '^[0-9a-f]{64}$'),
   file_sha256         text NOT NULL CHECK (file_sha256 ~ '^[0-9a-f]{64}$'),
-  archived_at         timestamptz NOT NULL
+  archived_at         timestamptz NOT NULL,
+  -- The transaction that recorded it: the only one allowed to remove the rows it holds (below).
+  archived_by_xact    bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint)
 );
 
 CREATE FUNCTION audit_archives_append_only() RETURNS trigger
@@ -34,7 +36,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
   IF TG_OP = 'DELETE' AND EXISTS (
     SELECT 1 FROM audit_archives a
-     WHERE a.xmin::text = (pg_current_xact_id()::text::bigint % 4294967296)::text
+     WHERE a.archived_by_xact = pg_current_xact_id()::text::bigint
        AND (OLD.created_at, OLD.id) <= (a.through_created_at, a.through_id)
   ) THEN
     RETURN OLD;

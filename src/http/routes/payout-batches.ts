@@ -47,7 +47,8 @@ Requires an \`Idempotency-Key\`: the same key and body answer the batch as it st
     async function createPayoutBatch(request, reply) {
       const body = request.body as unknown as { items: BatchItemRequest[] };
       const auth = request.auth!;
-      const charged = budget.charge(auth.apiKeyId, auth.tenantId, Math.min(body.items.length, maxItems));
+      // A batch over the size bound is refused whole (400) by the service without costing any budget.
+      const charged = body.items.length > maxItems ? ({ ok: true } as const) : budget.charge(auth.apiKeyId, auth.tenantId, body.items.length);
       if (!charged.ok) {
         reply.header('retry-after', String(charged.retryAfterS));
         const whose = charged.budget === 'key' ? 'this API key' : "this key's tenant (all its keys together)";

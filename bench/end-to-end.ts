@@ -138,7 +138,8 @@ export async function startTopology(ctx: PayrollContext, topology: Topology): Pr
   const origin = `http://127.0.0.1:${port}`;
   // Nothing of the earlier scenarios may compete for this run's workers: park their open payments
   // and set their undelivered events aside.
-  await ctx.db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
+  // (A seeded history's open payments have no check time: they are left alone.)
+  await ctx.db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown') AND next_check_at < 'infinity'`);
   await ctx.db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
   const processes: Running['processes'] = [];
   const common = { ...ctx.env, PORT: String(port) };

@@ -33,8 +33,13 @@ export function figuresOf(results: {
   scenarios: Record<string, Partial<Throughput>>;
   payroll?: Record<string, EndToEnd & { submit_p99_ms: number }>;
   payroll_batch?: Record<string, EndToEnd & { batch_p99_ms: number }>;
+  reconciliation?: { full_run: { seconds: number }; incremental_run: { seconds: number }; payroll_loss: number };
 }): Record<string, number> {
   const figures: Record<string, number> = {};
+  if (results.reconciliation) {
+    figures['reconciliation.full_run_ms'] = Math.round(results.reconciliation.full_run.seconds * 1000);
+    figures['reconciliation.incremental_run_ms'] = Math.round(results.reconciliation.incremental_run.seconds * 1000);
+  }
   for (const [name, s] of Object.entries(results.scenarios)) {
     if (typeof s.throughput_per_s === 'number') figures[`${name}.throughput_per_s`] = s.throughput_per_s;
     if (typeof s.p99_ms === 'number') figures[`${name}.p99_ms`] = s.p99_ms;

@@ -18,6 +18,7 @@ import { describePooledPayroll, runPooledPayrolls, type PooledPayrollFigures } f
 import { describeComponentCpu } from './cpu.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
+import { describeReconciliation, runReconciliation, type ReconciliationFigures } from './reconciliation.ts';
 import { appendHistory, compareWithPrevious, describeChanges, figuresOf, readHistory, type HistoryEntry } from './history.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -434,6 +435,13 @@ async function main(): Promise<void> {
       for (const [name, s] of Object.entries(payoutReport.series)) scenarios[name] = { ...s };
     }
 
+    // Proofs that follow the day's work: a full run over 1,000,000 payments, an incremental one after
+    // 10,000 more, and what proving every tenant every second costs a payroll.
+    let reconciliation: ReconciliationFigures | undefined;
+    if (runs('reconciliation')) {
+      reconciliation = await runReconciliation(payrollContext, { payments: QUICK ? 100_000 : 1_000_000, newPayouts: QUICK ? 2_000 : 10_000, payrollPayouts: PAYROLL_PAYOUTS });
+    }
+
     const payroll: Record<string, PayrollFigures> = {};
     if (runs('payroll')) {
       for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
@@ -474,6 +482,7 @@ async function main(): Promise<void> {
       },
       scenarios,
       ...(payoutReport ? { payout_report: payoutReport } : {}),
+      ...(reconciliation ? { reconciliation } : {}),
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
       ...(payrollPooler === undefined ? {} : typeof payrollPooler === 'string' ? { payroll_pooler_skipped: payrollPooler } : { payroll_pooler: payrollPooler }),
       ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
@@ -488,6 +497,7 @@ async function main(): Promise<void> {
     printTable(results.scenarios);
     printPayrolls(payroll, payrollPooler, payrollBatch);
     if (payoutReport) process.stdout.write(describePayoutReport(payoutReport));
+    if (reconciliation) process.stdout.write(describeReconciliation(reconciliation));
     if (soak) {
       process.stdout.write(
         `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +

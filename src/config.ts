@@ -88,6 +88,8 @@ export interface Config {
   payoutBatchTenantItemsPerS: number;
   /** How often every tenant and mode is reconciled (worker role); 0 = only on demand. */
   reconcileIntervalS: number;
+  /** The schedule's runs prove what changed since the last one; the whole history once this long after the last full proof. */
+  reconcileFullIntervalS: number;
   /** Audit rows older than this many days are archived to auditArchiveDir and removed; 0: kept for ever. */
   auditRetentionDays: number;
   auditArchiveDir: string;
@@ -322,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
     payoutBatchesInProgressMax: integer(env, 'PAYOUT_BATCHES_IN_PROGRESS_MAX', 4, 1, 64),
     payoutBatchTenantItemsPerS: integer(env, 'PAYOUT_BATCH_TENANT_ITEMS_PER_S', 2000, 0, 1_000_000),
     reconcileIntervalS: integer(env, 'RECONCILE_INTERVAL_S', 300, 0, 604_800),
+    reconcileFullIntervalS: integer(env, 'RECONCILE_FULL_INTERVAL_S', 604_800, 60, 31_536_000),
     railStatementPullAtMinutes: timeOfDay(env, 'RAIL_STATEMENT_PULL_AT', 6 * 60),
     auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 400, 0, 36_500),
     auditArchiveDir: env.AUDIT_ARCHIVE_DIR || path.join(env.DATA_DIR || './data', 'audit-archive'),
@@ -397,7 +400,8 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['AUDIT_RETENTION_DAYS', '400', 'Audit rows older than this many days are archived by the worker role to AUDIT_ARCHIVE_DIR (JSON lines, each with the hash of the one before) and then removed, the one removal the database allows (0 to 36500; 0 = kept for ever)'],
   ['AUDIT_ARCHIVE_DIR', '$DATA_DIR/audit-archive', 'Where the audit archive files are written (created mode 0700; keep it on durable storage, shared if several machines run the worker role); npm run audit:verify checks its chain'],
   ['RAIL_STATEMENT_PULL_AT', '06:00', "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off"],
-  ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile)'],
+  ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile). Each scheduled run proves what was written since the last one (incremental)'],
+  ['RECONCILE_FULL_INTERVAL_S', '604800', "How long (60 to 31536000 s; a week by default) a tenant and mode's scheduled runs stay incremental after its last full proof of the whole history; the next scheduled run then proves it whole. An operator's run is full unless asked otherwise"],
   ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md). A bad file stops the start (exit 78)'],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
   ['DATABASE_READ_URL', '(unset)', 'PostgreSQL only: postgres://… of a streaming replica of DATABASE_URL\'s server, which then serves the statement, its export, the payout report and the other list reads (docs/read-replica.md). Refused (exit 78) without DATABASE_URL'],

@@ -473,17 +473,19 @@ const COMMANDS: Command[] = [
     summary: 'Reconcile the books now (POST /v1/admin/reconciliation/runs)',
     details:
       'Queues a run for one tenant (one mode, or both) or, without --tenant, for every tenant and mode with books, and prints\n' +
-      'the runs. With --wait it follows each run until it ends and prints each with its discrepancies; it then exits 0 when\n' +
+      'the runs. A run proves the whole history; --incremental proves what was written since the last completed run, as\n' +
+      'the schedule does. With --wait it follows each run until it ends and prints each with its discrepancies; it then exits 0 when\n' +
       `every run completed clean, ${EXIT_NOT_CLEAN} when one found discrepancies, failed or was abandoned.`,
     flags: {
       tenant: { type: 'string', value: 'ID', description: 'only this tenant (default: every tenant and mode with books)' },
       mode: { type: 'string', value: 'test|live', description: 'only this mode (default: both)' },
+      incremental: { type: 'boolean', description: 'prove only what was written since the last completed run (default: the whole history)' },
       wait: { type: 'boolean', description: 'follow the runs until they end' },
       'timeout-s': { type: 'string', value: 'N', description: `with --wait, give up after N seconds (default ${RECONCILE_WAIT_DEFAULT_S})` },
     },
     run: async (v) => {
       const timeoutS = int(v['timeout-s'], 'timeout-s') ?? RECONCILE_WAIT_DEFAULT_S;
-      const started = (await call('POST', '/v1/admin/reconciliation/runs', { tenantId: v.tenant, mode: v.mode })) as { data: Array<{ id: string }>; total: number };
+      const started = (await call('POST', '/v1/admin/reconciliation/runs', { tenantId: v.tenant, mode: v.mode, scope: v.incremental ? 'incremental' : undefined })) as { data: Array<{ id: string }>; total: number };
       if (!v.wait) return started;
       const deadline = Date.now() + timeoutS * 1000;
       const data: unknown[] = [];

@@ -176,7 +176,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     reconciliation: new ReconciliationService(
       db,
       clock,
-      { intervalS: config.reconcileIntervalS, executesRuns: config.role !== 'api' },
+      { intervalS: config.reconcileIntervalS, fullIntervalS: config.reconcileFullIntervalS, executesRuns: config.role !== 'api' },
       new ReconciliationMetrics(registry, db, clock),
       log,
       openDiscrepancyAnomalies(metrics),

@@ -8,13 +8,44 @@
 // (plain reads under MVCC): payouts never wait for a run. Nothing is corrected: what disagrees is
 // recorded, with its evidence, and the money stays as it is.
 //
+// Incremental: a run asked for as `incremental` starts from its tenant and mode's checkpoint (what the
+// last completed run proved: every transaction below an id, and the sums of their postings) and reads
+// only what was written since: the postings added to the carried sums, the ledger transactions and the
+// payments written by later transactions, the limit counters of the days those payments moved. The
+// account balances, the payments' grouped figures and the closes are read whole (one row per account,
+// one aggregate). What it does not see: a row the service already proved and that something else
+// changed afterwards (by hand, say) — the full run finds that, weekly (RECONCILE_FULL_INTERVAL_S) and
+// whenever an operator asks.
+//
 // Bounded: pages of fixed size, a bounded number of them, the evidence kept per check bounded (the
 // rest counted), and the run's lease renewed as it goes, so a run whose process dies is seen as
 // abandoned once the lease runs out.
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database, Queryable } from '../db/database.ts';
-import { beginRunSnapshot, FIRST_ID, readBooks, readCounterMismatches, readPaymentPage, readTransactionPage, type Page } from '../db/repositories/reconciliation-reads.ts';
-import { finishRun, insertDiscrepancies, recordStanding, renewLease, type Examined, type RunEnd, type RunRow } from '../db/repositories/reconciliation-runs.ts';
+import {
+  beginRunSnapshot,
+  firstPosition,
+  readBooks,
+  readCounterMismatches,
+  readPaymentPage,
+  readTransactionPage,
+  type BookReading,
+  type Checkpoint,
+  type Page,
+  type Position,
+  type WrittenWindow,
+} from '../db/repositories/reconciliation-reads.ts';
+import {
+  finishRun,
+  insertDiscrepancies,
+  readCheckpoint,
+  recordStanding,
+  renewLease,
+  type Examined,
+  type RunEnd,
+  type RunRow,
+  type RunScope,
+} from '../db/repositories/reconciliation-runs.ts';
 import type { Clock } from '../domain/clock.ts';
 import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
 import { DiscrepancyTally, RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../domain/reconciliation.ts';
@@ -57,6 +88,9 @@ class LeaseLost extends Error {}
 /** The process is stopping: the run ends at the next page. */
 class Interrupted extends Error {}
 
+/** Where a run starts: the whole history, or a checkpoint (and the run that left it). */
+type Start = { scope: 'full' } | { scope: 'incremental'; since: Checkpoint; sinceRunId: string };
+
 /** Rows per page; the defaults are PAYMENTS_PAGE_SIZE and TRANSACTIONS_PAGE_SIZE (tests page smaller). */
 export interface PageSizes {
   payments: number;
@@ -69,9 +103,19 @@ export class ReconciliationRunner {
     private readonly clock: Clock,
     private readonly observer: RunObserver,
     private readonly log: FastifyBaseLogger | undefined,
-    private readonly onDiscrepancies?: DiscrepancyHook,
+    private readonly onDiscrepancies: DiscrepancyHook | undefined,
+    /** RECONCILE_FULL_INTERVAL_S: an incremental run whose tenant and mode was last proven whole longer ago runs full. */
+    private readonly fullIntervalS: number,
     private readonly pages: PageSizes = { payments: PAYMENTS_PAGE_SIZE, transactions: TRANSACTIONS_PAGE_SIZE },
   ) {}
+
+  /** An incremental run starts from the checkpoint, unless there is none or the last full proof is too old. */
+  private async startOf(row: RunRow, run: RunIdentity): Promise<Start> {
+    if (row.scope === 'full') return { scope: 'full' };
+    const stored = await readCheckpoint(this.db, run);
+    if (!stored || !stored.lastFullAt || stored.lastFullAt.getTime() <= this.clock.now().getTime() - this.fullIntervalS * 1000) return { scope: 'full' };
+    return { scope: 'incremental', since: { provenBelow: stored.provenBelow, postings: stored.postings }, sinceRunId: stored.runId };
+  }
 
   /** Runs every check of a claimed (running) run and records its end; undefined if the run was lost meanwhile. */
   async execute(row: RunRow, stopping: () => boolean): Promise<RunRow | undefined> {
@@ -88,15 +132,22 @@ export class ReconciliationRunner {
       lastRenewalMs = now;
     };
     let end: Pick<RunEnd, 'status' | 'error'> = { status: 'completed', error: null };
+    let start: Start | undefined;
+    let proven: Checkpoint | undefined;
     try {
-      await this.checkBooks(run, tally, examined);
+      start = await this.startOf(row, run);
+      const since = start.scope === 'incremental' ? start.since : undefined;
+      const reading = await this.checkBooks(run, tally, examined, since);
+      proven = reading.checkpoint;
+      // What was written after the books' snapshot is the next run's: the walks stop at its xmax.
+      const window: WrittenWindow | undefined = since ? { from: since.provenBelow, below: reading.snapshot.xmax } : undefined;
       const { payments, transactions } = this.pages;
-      await this.walk((tx, after) => readTransactionPage(tx, run, after, transactions), transactions, keepLease, (rows) => {
+      await this.walk((tx, after) => readTransactionPage(tx, run, after, transactions, window), transactions, window, keepLease, (rows) => {
         examined.ledgerTransactions += rows.length;
         tally.add(transactionFindings(rows));
       });
       tally.ranCheck('transaction_balanced');
-      await this.walk((tx, after) => readPaymentPage(tx, run, after, payments), payments, keepLease, (rows) => {
+      await this.walk((tx, after) => readPaymentPage(tx, run, after, payments, window), payments, window, keepLease, (rows) => {
         examined.payments += rows.length;
         for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
       });
@@ -112,32 +163,37 @@ export class ReconciliationRunner {
           ? { status: 'abandoned', error: 'abandoned: the process running it was stopping' }
           : { status: 'failed', error: `failed: ${(error as Error)?.message ?? String(error)}`.slice(0, 1000) };
     }
-    return this.finish(run, tally, examined, end, (performance.now() - startedMs) / 1000);
+    // A run that failed before it knew where to start is recorded with the scope it was asked for.
+    const scope: RunScope = start?.scope ?? row.scope;
+    const sinceRunId = start?.scope === 'incremental' ? start.sinceRunId : null;
+    return this.finish(run, tally, examined, { ...end, scope, sinceRunId }, proven, (performance.now() - startedMs) / 1000);
   }
 
-  /** The whole-book checks, in one snapshot. */
-  private async checkBooks(run: RunIdentity, tally: DiscrepancyTally, examined: Examined): Promise<void> {
-    await this.snapshot(async (tx) => {
-      const reading = await readBooks(tx, run);
+  /** The whole-book checks, in one snapshot (since a checkpoint: its carried sums and what was written since). */
+  private checkBooks(run: RunIdentity, tally: DiscrepancyTally, examined: Examined, since: Checkpoint | undefined): Promise<BookReading> {
+    return this.snapshot(async (tx) => {
+      const reading = await readBooks(tx, run, since);
       examined.accounts = reading.accounts;
       tally.add(bookFindings(reading.books));
       tally.ranCheck('account_balances', 'in_flight', 'prefunding', 'credit_drawn', 'revenue');
-      const counters = await readCounterMismatches(tx, run, DISCREPANCIES_STORED_PER_CHECK_MAX);
+      const counters = await readCounterMismatches(tx, run, DISCREPANCIES_STORED_PER_CHECK_MAX, since);
       examined.limitCounters = counters.counters;
       tally.add(counterFindings(counters.mismatches));
       tally.addUnstored('limit_usage', counters.total - counters.mismatches.length);
       tally.ranCheck('limit_usage');
+      return reading;
     });
   }
 
   /** Reads pages until a short one, each in its own snapshot; before each, the lease is renewed (and a stopping process stops). */
   private async walk<T>(
-    read: (tx: Queryable, after: string) => Promise<Page<T>>,
+    read: (tx: Queryable, after: Position) => Promise<Page<T>>,
     size: number,
+    window: WrittenWindow | undefined,
     between: () => Promise<void>,
     examine: (rows: T[]) => void,
   ): Promise<void> {
-    let after = FIRST_ID;
+    let after = firstPosition(window);
     for (let page = 0; page < RUN_PAGES_MAX; page += 1) {
       await between();
       const result = await this.snapshot((tx) => read(tx, after));
@@ -156,8 +212,15 @@ export class ReconciliationRunner {
     });
   }
 
-  /** Records the end, the evidence and (completed) the tenant's standing in one transaction. */
-  private async finish(run: RunIdentity, tally: DiscrepancyTally, examined: Examined, end: Pick<RunEnd, 'status' | 'error'>, seconds: number): Promise<RunRow | undefined> {
+  /** Records the end, the evidence and (completed) the tenant's standing and checkpoint in one transaction. */
+  private async finish(
+    run: RunIdentity,
+    tally: DiscrepancyTally,
+    examined: Examined,
+    end: Pick<RunEnd, 'status' | 'error' | 'scope' | 'sinceRunId'>,
+    proven: Checkpoint | undefined,
+    seconds: number,
+  ): Promise<RunRow | undefined> {
     const results = tally.results();
     const stored = tally.stored();
     const finishedAt = this.clock.now();
@@ -167,8 +230,9 @@ export class ReconciliationRunner {
       if (!finished) return undefined;
       await insertDiscrepancies(tx, run, stored);
       if (end.status === 'completed') {
+        if (!proven) throw new Error('invariant: a completed run read the books');
         const byCheck = Object.fromEntries(RECONCILIATION_CHECKS.map((c) => [c, results[c].discrepancies])) as Record<CheckName, number>;
-        await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0);
+        await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0, { ...proven, full: end.scope === 'full' });
       }
       if (stored.length > 0 && this.onDiscrepancies) committed.afterCommit = (await this.onDiscrepancies(tx, run, stored)) ?? undefined;
       return finished;
@@ -180,7 +244,7 @@ export class ReconciliationRunner {
     }
     const result = end.status !== 'completed' ? (end.status === 'failed' ? 'failed' : 'abandoned') : tally.total === 0 ? 'clean' : 'discrepancies';
     this.observer.runFinished(result, seconds);
-    const fields = { runId: run.id, tenantId: run.tenantId, mode: run.mode, status: end.status, discrepancies: tally.total, seconds: Math.round(seconds * 1000) / 1000, error: end.error ?? undefined };
+    const fields = { runId: run.id, tenantId: run.tenantId, mode: run.mode, scope: end.scope, status: end.status, discrepancies: tally.total, seconds: Math.round(seconds * 1000) / 1000, error: end.error ?? undefined };
     if (result === 'clean') this.log?.info(fields, 'reconciliation run clean');
     else this.log?.warn({ ...fields, failing: RECONCILIATION_CHECKS.filter((c) => results[c].verdict === 'fail') }, `reconciliation run ${result}`);
     return row;

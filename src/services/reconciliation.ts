@@ -15,6 +15,7 @@ import {
   runDiscrepancies,
   type DiscrepancyRow,
   type RunRow,
+  type RunScope,
   type RunSelection,
   type RunStatus,
 } from '../db/repositories/reconciliation-runs.ts';
@@ -44,6 +45,11 @@ export const RUNS_PURGED_PER_PASS_MAX = 1000;
 export interface ReconciliationOptions {
   /** RECONCILE_INTERVAL_S: how often each tenant and mode is reconciled by the schedule; 0 = on demand only. */
   intervalS: number;
+  /**
+   * RECONCILE_FULL_INTERVAL_S: the schedule's runs are incremental, except the first of each tenant and
+   * mode and one whose last full proof is older than this.
+   */
+  fullIntervalS: number;
   /** This process runs queued runs (the worker role); an API-only process only queues them. */
   executesRuns: boolean;
   /** Rows per page of a run (default: the runner's bounds). */
@@ -75,16 +81,17 @@ export class ReconciliationService {
     private readonly log?: FastifyBaseLogger,
     onDiscrepancies?: DiscrepancyHook,
   ) {
-    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.pageSizes);
+    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.fullIntervalS, options.pageSizes);
   }
 
   /**
    * An operator's request: a run queued for one tenant (the given mode, or both), or for every tenant
-   * and mode with books. A tenant and mode that already has a run waiting or under way gets no second
-   * one: its run is answered. With an actor (an operator's call), the audit row of the request is
-   * written in the transaction that queues the runs.
+   * and mode with books; a full proof unless `scope` says incremental. A tenant and mode that already
+   * has a run waiting or under way gets no second one: its run is answered (made full, if it still
+   * waits and a full one is asked for). With an actor (an operator's call), the audit row of the
+   * request is written in the transaction that queues the runs.
    */
-  async request(selection: { tenantId?: string; mode?: Mode }, actor?: AuditActor): Promise<RunRow[]> {
+  async request(selection: { tenantId?: string; mode?: Mode; scope?: RunScope }, actor?: AuditActor): Promise<RunRow[]> {
     if (selection.tenantId !== undefined) {
       const tenant = await findTenant(this.db, selection.tenantId);
       if (!tenant || tenant.is_platform) throw notFound('tenant');
@@ -92,14 +99,15 @@ export class ReconciliationService {
     const chosen: RunSelection =
       selection.tenantId !== undefined ? { tenantId: selection.tenantId, modes: selection.mode ? [selection.mode] : ['test', 'live'] } : { mode: selection.mode };
     const runs = await this.db.transaction(async (tx) => {
-      const queued = await enqueueRuns(tx, chosen, { trigger: 'operator', now: this.clock.now(), max: RUNS_QUEUED_PER_REQUEST_MAX });
+      const scope = selection.scope ?? 'full';
+      const queued = await enqueueRuns(tx, chosen, { trigger: 'operator', scope, now: this.clock.now(), max: RUNS_QUEUED_PER_REQUEST_MAX });
       if (actor) {
         await recordAudit(tx, {
           actor,
           action: 'reconciliation.start',
           target: { type: 'reconciliation', id: selection.tenantId ?? 'all', tenantId: selection.tenantId ?? null, mode: selection.mode ?? null },
           before: null,
-          after: { runs: queued.slice(0, AUDITED_RUN_IDS_MAX).map((run) => run.id), total: queued.length },
+          after: { scope, runs: queued.slice(0, AUDITED_RUN_IDS_MAX).map((run) => run.id), total: queued.length },
         });
       }
       return queued;
@@ -111,14 +119,16 @@ export class ReconciliationService {
   }
 
   /**
-   * The schedule: queues a run for every tenant and mode not reconciled within RECONCILE_INTERVAL_S,
-   * nor within RUN_REST_FACTOR times its last run's duration.
+   * The schedule: queues an incremental run for every tenant and mode not reconciled within
+   * RECONCILE_INTERVAL_S, nor within RUN_REST_FACTOR times its last run's duration (the run proves the
+   * whole history when RECONCILE_FULL_INTERVAL_S has passed since the last full proof).
    */
   async scheduleDue(): Promise<number> {
     if (this.options.intervalS <= 0) return 0;
     const now = this.clock.now();
     const dueBefore = new Date(now.getTime() - this.options.intervalS * 1000);
-    return (await enqueueRuns(this.db, {}, { trigger: 'schedule', now, max: RUNS_QUEUED_PER_REQUEST_MAX, dueBefore, restFactor: RUN_REST_FACTOR })).length;
+    return (await enqueueRuns(this.db, {}, { trigger: 'schedule', scope: 'incremental', now, max: RUNS_QUEUED_PER_REQUEST_MAX, dueBefore, restFactor: RUN_REST_FACTOR }))
+      .length;
   }
 
   /**

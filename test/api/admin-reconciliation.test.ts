@@ -5,7 +5,7 @@ import { after, before, describe, it } from 'node:test';
 import { RECONCILIATION_CHECKS } from '../../src/domain/reconciliation.ts';
 import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type TestApp } from '../support/harness.ts';
 
-const RUN_KEYS = ['id', 'tenantId', 'mode', 'trigger', 'status', 'clean', 'requestedAt', 'startedAt', 'finishedAt', 'discrepancyCount', 'checks', 'examined', 'error'];
+const RUN_KEYS = ['id', 'tenantId', 'mode', 'trigger', 'status', 'scope', 'sinceRunId', 'clean', 'requestedAt', 'startedAt', 'finishedAt', 'discrepancyCount', 'checks', 'examined', 'error'];
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
 describe('admin reconciliation routes', () => {
@@ -33,7 +33,7 @@ describe('admin reconciliation routes', () => {
     assertEnvelope(assert, await admin.post('/v1/admin/reconciliation/runs', { tenantId: UNKNOWN_UUID }), 404, 'resource_not_found');
     const platform = (await admin.get('/v1/tenant/me')).body.tenantId as string;
     assertEnvelope(assert, await admin.post('/v1/admin/reconciliation/runs', { tenantId: platform }), 404, 'resource_not_found');
-    for (const body of [{ tenantId: 'nope' }, { mode: 'sandbox' }, { tenantId: tenants[0]!.tenantId, extra: 1 }, []]) {
+    for (const body of [{ tenantId: 'nope' }, { mode: 'sandbox' }, { scope: 'partial' }, { tenantId: tenants[0]!.tenantId, extra: 1 }, []]) {
       assertEnvelope(assert, await admin.post('/v1/admin/reconciliation/runs', body), 400, 'validation_failed');
     }
     // A body is required, `{}` for every tenant: an empty one is refused like on every other route.
@@ -108,5 +108,28 @@ describe('admin reconciliation routes', () => {
     assert.equal(mine.length, 2);
     const queued = (await admin.get('/v1/admin/reconciliation/runs?status=queued&limit=100')).body.data as typeof listed;
     assert.deepEqual(queued.map((r) => r.status), ['queued']);
+  });
+
+  it('a full run by default; an incremental one starts from the last completed run, and one still waiting becomes full when a full one is asked for', async () => {
+    const uno = tenants[0]!;
+    const full = await admin.post('/v1/admin/reconciliation/runs', { tenantId: uno.tenantId, mode: 'test' });
+    assert.equal(full.body.data[0].scope, 'full');
+    await t.services.reconciliation.drain();
+    const last = await admin.get(`/v1/admin/reconciliation/runs/${full.body.data[0].id}`);
+    assert.deepEqual([last.body.status, last.body.scope, last.body.sinceRunId], ['completed', 'full', null]);
+
+    const incremental = await admin.post('/v1/admin/reconciliation/runs', { tenantId: uno.tenantId, mode: 'test', scope: 'incremental' });
+    assert.equal(incremental.status, 202, incremental.raw);
+    assert.equal(incremental.body.data[0].scope, 'incremental');
+    await t.services.reconciliation.drain();
+    const ran = await admin.get(`/v1/admin/reconciliation/runs/${incremental.body.data[0].id}`);
+    assert.deepEqual([ran.body.status, ran.body.scope, ran.body.sinceRunId, ran.body.clean], ['completed', 'incremental', last.body.id, true]);
+
+    const waiting = await admin.post('/v1/admin/reconciliation/runs', { tenantId: uno.tenantId, mode: 'test', scope: 'incremental' });
+    const upgraded = await admin.post('/v1/admin/reconciliation/runs', { tenantId: uno.tenantId, mode: 'test' });
+    assert.deepEqual([upgraded.body.data[0].id, upgraded.body.data[0].scope], [waiting.body.data[0].id, 'full'], 'the same run, now full');
+    await t.services.reconciliation.drain();
+    const proven = await admin.get(`/v1/admin/reconciliation/runs/${waiting.body.data[0].id}`);
+    assert.deepEqual([proven.body.scope, proven.body.sinceRunId], ['full', null]);
   });
 });

@@ -16,13 +16,13 @@ export class CountingObserver implements RunObserver {
 export function reconciliationService(
   db: Database,
   clock: Clock,
-  options: { intervalS?: number; pageSizes?: PageSizes; onDiscrepancies?: DiscrepancyHook } = {},
+  options: { intervalS?: number; fullIntervalS?: number; pageSizes?: PageSizes; onDiscrepancies?: DiscrepancyHook } = {},
 ): { service: ReconciliationService; observer: CountingObserver } {
   const observer = new CountingObserver();
   const service = new ReconciliationService(
     db,
     clock,
-    { intervalS: options.intervalS ?? 0, executesRuns: false, pageSizes: options.pageSizes },
+    { intervalS: options.intervalS ?? 0, fullIntervalS: options.fullIntervalS ?? 604_800, executesRuns: false, pageSizes: options.pageSizes },
     observer,
     undefined,
     options.onDiscrepancies,

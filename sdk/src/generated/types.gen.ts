@@ -2145,6 +2145,14 @@ export type ReconciliationRun = {
      */
     status: 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
     /**
+     * While queued, what was asked for; once ended, what the run did: `full` proved the whole history, `incremental` what was written since the run named by `sinceRunId`
+     */
+    scope: 'full' | 'incremental';
+    /**
+     * An incremental run: the completed run whose checkpoint it started from
+     */
+    sinceRunId: string | null;
+    /**
      * Completed with no discrepancy; null until completed
      */
     clean: boolean | null;
@@ -2189,7 +2197,13 @@ export type ReconciliationRun = {
      * What the run read
      */
     examined: {
+        /**
+         * Payments proven one by one (an incremental run: those written since its checkpoint)
+         */
         payments: number;
+        /**
+         * Ledger transactions proven one by one (an incremental run: those written since its checkpoint)
+         */
         ledgerTransactions: number;
         /**
          * Account rows (slots)
@@ -2250,6 +2264,14 @@ export type ReconciliationRunDetail = {
      */
     status: 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
     /**
+     * While queued, what was asked for; once ended, what the run did: `full` proved the whole history, `incremental` what was written since the run named by `sinceRunId`
+     */
+    scope: 'full' | 'incremental';
+    /**
+     * An incremental run: the completed run whose checkpoint it started from
+     */
+    sinceRunId: string | null;
+    /**
      * Completed with no discrepancy; null until completed
      */
     clean: boolean | null;
@@ -2294,7 +2316,13 @@ export type ReconciliationRunDetail = {
      * What the run read
      */
     examined: {
+        /**
+         * Payments proven one by one (an incremental run: those written since its checkpoint)
+         */
         payments: number;
+        /**
+         * Ledger transactions proven one by one (an incremental run: those written since its checkpoint)
+         */
         ledgerTransactions: number;
         /**
          * Account rows (slots)
@@ -8579,6 +8607,10 @@ export type AdminStartReconciliationData = {
          * Reconcile this mode only (omit: both)
          */
         mode?: 'test' | 'live';
+        /**
+         * `full` (the default): prove the whole history. `incremental`: prove what was written since the last completed run, as the schedule does (a tenant and mode with no completed run yet, or whose last full proof is older than RECONCILE_FULL_INTERVAL_S, is proven whole)
+         */
+        scope?: 'full' | 'incremental';
     };
     path?: never;
     query?: never;

@@ -31,11 +31,24 @@ export const FIRST_ID = '00000000-0000-0000-0000-000000000000';
 const BALANCES_SQL = `SELECT asset, kind, sum(balance)::text AS balance, count(*)::int AS slots
   FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 GROUP BY asset, kind`;
 
-const POSTINGS_SQL = `SELECT t.kind, p.asset, p.account_kind, sum(p.amount)::text AS amount, count(*)::bigint AS postings
+// The postings summed by entry kind, asset and account, split by whether the transaction that wrote
+// them ended below the snapshot's xmin ($3: `recent` false, what a checkpoint may carry) or not
+// (committed in time for this snapshot, but proven again by the next run). Rows written before
+// transactions were marked (written_xact NULL) are of the past.
+const POSTINGS_SQL = `SELECT t.kind, p.asset, p.account_kind, coalesce(t.written_xact >= $3::xid8, false) AS recent,
+       sum(p.amount)::text AS amount, count(*)::bigint AS postings
   FROM ledger_postings p
   JOIN ledger_transactions t ON t.tenant_id = p.tenant_id AND t.id = p.transaction_id
  WHERE p.tenant_id = $1 AND p.mode = $2
- GROUP BY t.kind, p.asset, p.account_kind`;
+ GROUP BY 1, 2, 3, 4`;
+
+// The same, of the transactions written since a checkpoint ($4: its proven_below) only.
+const POSTINGS_SINCE_SQL = `SELECT t.kind, p.asset, p.account_kind, t.written_xact >= $3::xid8 AS recent,
+       sum(p.amount)::text AS amount, count(*)::bigint AS postings
+  FROM ledger_transactions t
+  JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
+ WHERE t.tenant_id = $1 AND t.mode = $2 AND t.written_xact >= $4::xid8
+ GROUP BY 1, 2, 3, 4`;
 
 const CHARGED_SQL = `SELECT status, funding_account, source_asset, payout_asset, count(*)::int AS payments,
        sum(source_amount)::text AS source_amount, sum(payout_amount)::text AS payout_amount, sum(fee_amount)::text AS fee_amount
@@ -60,17 +73,71 @@ SELECT r.asset, r.amount::text, r.n AS recorded, coalesce(p.n, 0) AS posted, r.f
  WHERE coalesce(p.n, 0) < r.n
  ORDER BY r.asset, r.amount`;
 
+/** Postings summed by entry kind, asset and account: what a checkpoint carries. */
+interface PostingSum {
+  kind: LedgerEntryKind;
+  asset: string;
+  account: AccountKind;
+  amount: bigint;
+}
+
+/** What a completed run leaves for the next: every transaction below `provenBelow` proven, and their postings' sums. */
+export interface Checkpoint {
+  /** A transaction id (xid8, as decimal text): every transaction below it had ended when the run's snapshot was taken. */
+  provenBelow: string;
+  postings: PostingSum[];
+}
+
+/** The transaction ids of a run's snapshot: every one below `xmin` had ended; none from `xmax` on is seen. */
+interface SnapshotBounds {
+  xmin: string;
+  xmax: string;
+}
+
 export interface BookReading {
   books: BookFigures;
   accounts: number;
+  /** Postings read (an incremental run: those written since its checkpoint). */
   postings: bigint;
+  snapshot: SnapshotBounds;
+  /** The checkpoint this snapshot proves, once its checks pass or are recorded: the postings below its xmin. */
+  checkpoint: Checkpoint;
 }
 
-/** The whole-book figures (run them in one snapshot: they are compared with each other). */
-export async function readBooks(tx: Queryable, partition: Partition): Promise<BookReading> {
+const sumKey = (p: Pick<PostingSum, 'kind' | 'asset' | 'account'>) => `${p.kind}|${p.asset}|${p.account}`;
+
+/** Sums of postings added up per kind, asset and account (the carried ones and the newly read). */
+function addPostings(...lists: ReadonlyArray<readonly PostingSum[]>): PostingSum[] {
+  const sums = new Map<string, PostingSum>();
+  for (const list of lists) {
+    for (const p of list) {
+      const key = sumKey(p);
+      const at = sums.get(key);
+      sums.set(key, at ? { ...at, amount: at.amount + p.amount } : { ...p });
+    }
+  }
+  return [...sums.values()].sort((a, b) => (sumKey(a) < sumKey(b) ? -1 : sumKey(a) > sumKey(b) ? 1 : 0));
+}
+
+/**
+ * The whole-book figures, in the caller's one snapshot (they are compared with each other); this must
+ * be the first read of that snapshot. With a checkpoint, the postings are its carried sums plus those
+ * of the transactions written since; everything else is read whole (balances are one row per account,
+ * the payments' figures are grouped by the database).
+ */
+export async function readBooks(tx: Queryable, partition: Partition, since?: Checkpoint): Promise<BookReading> {
   const params = [partition.tenantId, partition.mode];
+  const bounds = await tx.query<{ xmin: string; xmax: string }>(
+    'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax',
+  );
+  const snapshot = bounds.rows[0]!;
   const balances = await tx.query<{ asset: string; kind: AccountKind; balance: string; slots: number }>(BALANCES_SQL, params);
-  const postings = await tx.query<{ kind: LedgerEntryKind; asset: string; account_kind: AccountKind; amount: string; postings: bigint }>(POSTINGS_SQL, params);
+  const postings = await tx.query<{ kind: LedgerEntryKind; asset: string; account_kind: AccountKind; recent: boolean; amount: string; postings: bigint }>(
+    since ? POSTINGS_SINCE_SQL : POSTINGS_SQL,
+    since ? [...params, snapshot.xmin, since.provenBelow] : [...params, snapshot.xmin],
+  );
+  const read = postings.rows.map((r) => ({ kind: r.kind, asset: r.asset, account: r.account_kind, amount: BigInt(r.amount), recent: r.recent }));
+  const carried = since?.postings ?? [];
   const charged = await tx.query<{
     status: PaymentStatus;
     funding_account: FundingAccount;
@@ -82,10 +149,11 @@ export async function readBooks(tx: Queryable, partition: Partition): Promise<Bo
     fee_amount: string;
   }>(CHARGED_SQL, params);
   const closes = await tx.query<{ asset: string; amount: string; recorded: number; posted: number; first_day: string }>(UNPOSTED_CLOSES_SQL, params);
+  const strip = (rows: typeof read): PostingSum[] => rows.map(({ kind, asset, account, amount }) => ({ kind, asset, account, amount }));
   return {
     books: {
       balances: balances.rows.map((r) => ({ asset: r.asset, account: r.kind, balance: BigInt(r.balance) })),
-      postings: postings.rows.map((r) => ({ kind: r.kind, asset: r.asset, account: r.account_kind, amount: BigInt(r.amount) })),
+      postings: addPostings(carried, strip(read)),
       charged: charged.rows.map((r) => ({
         status: r.status,
         funding: r.funding_account,
@@ -100,22 +168,27 @@ export async function readBooks(tx: Queryable, partition: Partition): Promise<Bo
     },
     accounts: balances.rows.reduce((n, r) => n + r.slots, 0),
     postings: postings.rows.reduce((n, r) => n + BigInt(r.postings), 0n),
+    snapshot,
+    checkpoint: { provenBelow: snapshot.xmin, postings: addPostings(carried, strip(read.filter((r) => !r.recent))) },
   };
 }
 
 // What limit-rules.ts and payout-decision.ts (trackedCounters) count: every charged payout still
 // pending, submitted, unknown or settled, on its usage day, against its tenant, customer and beneficiary, by the
-// instrument it went through. A failed or returned one gave its usage back.
-const COUNTERS_SQL = `WITH counted AS (
+// instrument it went through. A failed or returned one gave its usage back. Since a checkpoint ($4), only
+// the usage days of the payments written since are compared: a counter moves only with its payouts.
+const countersSql = (since: boolean) => `WITH ${since ? `days AS (
+  SELECT DISTINCT usage_day FROM payments WHERE tenant_id = $1 AND mode = $2 AND written_xact >= $4::xid8 AND usage_day IS NOT NULL
+), ` : ''}counted AS (
   SELECT p.usage_day AS business_date, s.kind AS subject_kind, s.subject_id, p.method,
          sum(p.payout_amount) AS amount, count(*)::bigint AS count
     FROM payments p
    CROSS JOIN LATERAL (VALUES ('tenant', p.tenant_id), ('customer', p.customer_id), ('beneficiary', p.beneficiary_id)) AS s(kind, subject_id)
    WHERE p.tenant_id = $1 AND p.mode = $2 AND p.status IN ('pending', 'submitted', 'unknown', 'settled')
-     AND p.usage_day IS NOT NULL AND p.method IS NOT NULL AND p.beneficiary_id IS NOT NULL AND s.subject_id IS NOT NULL
+     AND p.usage_day IS NOT NULL AND p.method IS NOT NULL AND p.beneficiary_id IS NOT NULL AND s.subject_id IS NOT NULL${since ? ' AND p.usage_day IN (SELECT usage_day FROM days)' : ''}
    GROUP BY 1, 2, 3, 4
 ), stored AS (
-  SELECT business_date, subject_kind, subject_id, method, amount, count FROM limit_usage WHERE tenant_id = $1 AND mode = $2
+  SELECT business_date, subject_kind, subject_id, method, amount, count FROM limit_usage WHERE tenant_id = $1 AND mode = $2${since ? ' AND business_date IN (SELECT usage_day FROM days)' : ''}
 ), mismatch AS (
   SELECT coalesce(c.business_date, s.business_date) AS business_date, coalesce(c.subject_kind, s.subject_kind) AS subject_kind,
          coalesce(c.subject_id, s.subject_id) AS subject_id, coalesce(c.method, s.method) AS method,
@@ -129,12 +202,18 @@ SELECT m.business_date::text, m.subject_kind, m.subject_id::text, m.method, m.co
        m.stored_amount::text, m.stored_count::text, t.mismatches, t.counters
   FROM (SELECT (SELECT count(*) FROM mismatch)::int AS mismatches, (SELECT count(*) FROM stored)::int AS counters) t
   LEFT JOIN LATERAL (SELECT * FROM mismatch ORDER BY business_date, subject_kind, subject_id, method LIMIT $3) m ON true`;
+const COUNTERS_SQL = countersSql(false);
+const COUNTERS_SINCE_SQL = countersSql(true);
 
-/** Limit counters that disagree with the payouts they count: the first `max`, how many in all, and how many counters exist. */
+/**
+ * Limit counters that disagree with the payouts they count: the first `max`, how many in all, and how
+ * many counters were compared (since a checkpoint: those of the days its payments moved).
+ */
 export async function readCounterMismatches(
   tx: Queryable,
   partition: Partition,
   max: number,
+  since?: Checkpoint,
 ): Promise<{ mismatches: CounterMismatch[]; total: number; counters: number }> {
   const { rows } = await tx.query<{
     business_date: string | null;
@@ -147,7 +226,7 @@ export async function readCounterMismatches(
     stored_count: string;
     mismatches: number;
     counters: number;
-  }>(COUNTERS_SQL, [partition.tenantId, partition.mode, max]);
+  }>(since ? COUNTERS_SINCE_SQL : COUNTERS_SQL, since ? [partition.tenantId, partition.mode, max, since.provenBelow] : [partition.tenantId, partition.mode, max]);
   const first = rows[0]!;
   return {
     total: first.mismatches,
@@ -165,23 +244,12 @@ export async function readCounterMismatches(
   };
 }
 
-// A page is the tenant's next `size` transactions by primary key, whatever their mode (those of the
-// other mode are skipped after reading), so a page reads a bounded number of rows even for a tenant
-// whose other mode holds millions.
-const TRANSACTION_PAGE_SQL = `WITH page AS (
-  SELECT id, mode, kind, payment_id FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
-), sums AS (
-  -- The page's postings in one range of their primary key (a probe per entry cost twice as much).
-  SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
-    FROM ledger_postings lp
-   WHERE lp.tenant_id = $1 AND lp.transaction_id > $2 AND lp.transaction_id <= (SELECT id FROM page ORDER BY id DESC LIMIT 1)
-   GROUP BY lp.transaction_id, lp.asset
-), per_entry AS (
+const TRANSACTION_PAGE_TAIL = `, per_entry AS (
   SELECT transaction_id, sum(n)::int AS postings,
          coalesce(jsonb_agg(jsonb_build_object('asset', asset, 'total', total::text)) FILTER (WHERE total <> 0), '[]'::jsonb) AS unbalanced
     FROM sums GROUP BY transaction_id
 )
-SELECT page.id, page.mode, page.kind, page.payment_id, coalesce(e.postings, 0) AS postings, coalesce(e.unbalanced, '[]'::jsonb) AS unbalanced,
+SELECT page.id, page.mode, page.kind, page.payment_id, page.written::text AS xact, coalesce(e.postings, 0) AS postings, coalesce(e.unbalanced, '[]'::jsonb) AS unbalanced,
        coalesce(f.found, false) AS payment_found
   FROM page
   LEFT JOIN per_entry e ON e.transaction_id = page.id
@@ -189,7 +257,33 @@ SELECT page.id, page.mode, page.kind, page.payment_id, coalesce(e.postings, 0) A
   LEFT JOIN LATERAL (
     SELECT true AS found FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode LIMIT 1
   ) f ON true
- ORDER BY page.id`;
+ ORDER BY page.written, page.id`;
+
+// A page is the tenant's next `size` transactions by primary key, whatever their mode (those of the
+// other mode are skipped after reading), so a page reads a bounded number of rows even for a tenant
+// whose other mode holds millions.
+const TRANSACTION_PAGE_SQL = `WITH page AS (
+  SELECT id, mode, kind, payment_id, NULL::xid8 AS written FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
+), sums AS (
+  -- The page's postings in one range of their primary key (a probe per entry cost twice as much).
+  SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
+    FROM ledger_postings lp
+   WHERE lp.tenant_id = $1 AND lp.transaction_id > $2 AND lp.transaction_id <= (SELECT id FROM page ORDER BY id DESC LIMIT 1)
+   GROUP BY lp.transaction_id, lp.asset
+)${TRANSACTION_PAGE_TAIL}`;
+
+// Since a checkpoint: the transactions written by the transactions in [$5, $6), by (written_xact, id)
+// after ($4, $2), with their postings by primary key.
+const TRANSACTION_PAGE_SINCE_SQL = `WITH page AS (
+  SELECT id, mode, kind, payment_id, written_xact AS written FROM ledger_transactions
+   WHERE tenant_id = $1 AND written_xact >= $5::xid8 AND written_xact < $6::xid8 AND (written_xact, id) > ($4::xid8, $2::uuid)
+   ORDER BY written_xact, id LIMIT $3
+), sums AS (
+  SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
+    FROM ledger_postings lp
+   WHERE lp.tenant_id = $1 AND lp.transaction_id IN (SELECT id FROM page)
+   GROUP BY lp.transaction_id, lp.asset
+)${TRANSACTION_PAGE_TAIL}`;
 
 export interface Page<T> {
   /** The rows of the run's mode. */
@@ -197,22 +291,46 @@ export interface Page<T> {
   /** Rows read (either mode): fewer than the page size means the end. */
   read: number;
   /** The keyset position after this page. */
-  last: string | null;
+  last: Position | null;
 }
 
-export async function readTransactionPage(tx: Queryable, partition: Partition, after: string, size: number): Promise<Page<TransactionCheckRow>> {
+/**
+ * A page walk's keyset position: the id, and (since a checkpoint) the transaction that wrote the row,
+ * the walk's first key.
+ */
+export interface Position {
+  xact: string;
+  id: string;
+}
+
+/** What a walk reads: every row of the tenant (undefined), or the rows written by the transactions in [from, below). */
+export interface WrittenWindow {
+  from: string;
+  below: string;
+}
+
+/** Where a walk starts. */
+export const firstPosition = (window?: WrittenWindow): Position => ({ xact: window?.from ?? '0', id: FIRST_ID });
+
+const pageParams = (partition: Partition, after: Position, size: number, window?: WrittenWindow) =>
+  window ? [partition.tenantId, after.id, size, after.xact, window.from, window.below] : [partition.tenantId, after.id, size];
+
+const positionOf = (row: { id: string; xact: string | null } | undefined): Position | null => (row ? { id: row.id, xact: row.xact ?? '0' } : null);
+
+export async function readTransactionPage(tx: Queryable, partition: Partition, after: Position, size: number, window?: WrittenWindow): Promise<Page<TransactionCheckRow>> {
   const { rows } = await tx.query<{
     id: string;
+    xact: string | null;
     mode: Mode;
     kind: LedgerEntryKind;
     payment_id: string | null;
     postings: number;
     unbalanced: Array<{ asset: string; total: string }>;
     payment_found: boolean;
-  }>(TRANSACTION_PAGE_SQL, [partition.tenantId, after, size]);
+  }>(window ? TRANSACTION_PAGE_SINCE_SQL : TRANSACTION_PAGE_SQL, pageParams(partition, after, size, window));
   return {
     read: rows.length,
-    last: rows.length > 0 ? rows[rows.length - 1]!.id : null,
+    last: positionOf(rows[rows.length - 1]),
     rows: rows
       .filter((r) => r.mode === partition.mode)
       .map((r) => ({
@@ -226,8 +344,12 @@ export async function readTransactionPage(tx: Queryable, partition: Partition, a
   };
 }
 
-const PAYMENT_PAGE_SQL = `SELECT id, mode, status, funding_account, source_asset, source_amount, payout_asset, payout_amount, fee_amount
-  FROM payments WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`;
+const PAYMENT_COLUMNS = 'id, mode, status, funding_account, source_asset, source_amount, payout_asset, payout_amount, fee_amount';
+const PAYMENT_PAGE_SQL = `SELECT ${PAYMENT_COLUMNS}, NULL::text AS xact FROM payments WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`;
+// Since a checkpoint: the payments last written by the transactions in [$5, $6).
+const PAYMENT_PAGE_SINCE_SQL = `SELECT ${PAYMENT_COLUMNS}, written_xact::text AS xact FROM payments
+ WHERE tenant_id = $1 AND written_xact >= $5::xid8 AND written_xact < $6::xid8 AND (written_xact, id) > ($4::xid8, $2::uuid)
+ ORDER BY written_xact, id LIMIT $3`;
 
 // Found through ledger_transactions_once (tenant, payment, kind), one probe per payment.
 const PAYMENT_ENTRIES_SQL = `SELECT v.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
@@ -254,10 +376,14 @@ export interface PaymentUnderCheck {
   events: PaymentEventRow[];
 }
 
-/** The tenant's next `size` payments by id (either mode read, the run's mode kept), with their entries and events. */
-export async function readPaymentPage(tx: Queryable, partition: Partition, after: string, size: number): Promise<Page<PaymentUnderCheck>> {
+/**
+ * The tenant's next `size` payments by id (either mode read, the run's mode kept), or in a window by
+ * the transaction that last wrote them, with their entries and events.
+ */
+export async function readPaymentPage(tx: Queryable, partition: Partition, after: Position, size: number, window?: WrittenWindow): Promise<Page<PaymentUnderCheck>> {
   const { rows } = await tx.query<{
     id: string;
+    xact: string | null;
     mode: Mode;
     status: PaymentStatus;
     funding_account: FundingAccount | null;
@@ -266,7 +392,7 @@ export async function readPaymentPage(tx: Queryable, partition: Partition, after
     payout_asset: string;
     payout_amount: bigint;
     fee_amount: bigint;
-  }>(PAYMENT_PAGE_SQL, [partition.tenantId, after, size]);
+  }>(window ? PAYMENT_PAGE_SINCE_SQL : PAYMENT_PAGE_SQL, pageParams(partition, after, size, window));
   const mine = rows.filter((r) => r.mode === partition.mode);
   const byId = new Map<string, PaymentUnderCheck>(
     mine.map((r) => [
@@ -305,5 +431,5 @@ export async function readPaymentPage(tx: Queryable, partition: Partition, after
     const events = await tx.query<{ payment_id: string; id: string; event_type: string }>(PAYMENT_EVENTS_SQL, [partition.tenantId, ids]);
     for (const r of events.rows) byId.get(r.payment_id)!.events.push({ id: r.id, type: r.event_type });
   }
-  return { read: rows.length, last: rows.length > 0 ? rows[rows.length - 1]!.id : null, rows: [...byId.values()] };
+  return { read: rows.length, last: positionOf(rows[rows.length - 1]), rows: [...byId.values()] };
 }

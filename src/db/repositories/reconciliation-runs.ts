@@ -5,9 +5,12 @@ import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.t
 import type { CheckName, CheckResult, Discrepancy } from '../../domain/reconciliation.ts';
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
+import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
 export type RunTrigger = 'schedule' | 'operator';
+/** A run proves the whole history, or what was written since its tenant and mode's checkpoint. */
+export type RunScope = 'full' | 'incremental';
 
 export interface Examined {
   payments: number;
@@ -22,6 +25,10 @@ export interface RunRow {
   id: string;
   trigger: RunTrigger;
   status: RunStatus;
+  /** Asked for while queued; what the run did once it ended (an incremental run with no checkpoint to start from proves the whole history). */
+  scope: RunScope;
+  /** An incremental run: the run whose checkpoint it started from. */
+  since_run_id: string | null;
   requested_at: Date;
   started_at: Date | null;
   lease_until: Date | null;
@@ -36,7 +43,7 @@ export interface RunRow {
 
 /** The run's columns, each prefixed with `alias.` when given (a statement that joins). */
 const columnsOf = (alias = '') =>
-  `${['tenant_id', 'mode', 'id', 'trigger', 'status', 'requested_at', 'started_at', 'lease_until', 'finished_at', 'checks', 'discrepancy_count', 'examined', 'error']
+  `${['tenant_id', 'mode', 'id', 'trigger', 'status', 'scope', 'since_run_id', 'requested_at', 'started_at', 'lease_until', 'finished_at', 'checks', 'discrepancy_count', 'examined', 'error']
     .map((c) => `${alias}${c}`)
     .join(', ')}, (extract(epoch FROM ${alias}requested_at) * 1000000)::bigint AS requested_at_us`;
 const COLUMNS = columnsOf();
@@ -55,10 +62,11 @@ const NAMED = `SELECT t.id AS tenant_id, m.mode FROM tenants t CROSS JOIN unnest
 // A partition with a run waiting or under way keeps it (the conflict returns that run unchanged); a
 // schedule (`$4` set) skips partitions with a run requested since then, and those whose last run
 // ended less than `$5` times its own duration ago (so the schedule keeps a large tenant's proofs to a
-// bounded share of a worker: RUN_REST_FACTOR).
-const enqueueSql = (source: string) => `WITH part AS (${source})
-INSERT INTO reconciliation_runs AS r (tenant_id, mode, id, trigger, status, requested_at)
-SELECT p.tenant_id, p.mode, gen_random_uuid(), $1::text, 'queued', $2::timestamptz
+// bounded share of a worker: RUN_REST_FACTOR). A full proof asked for while an incremental one waits
+// makes the waiting run full.
+const enqueueSql = (source: string, scopeParam: string) => `WITH part AS (${source})
+INSERT INTO reconciliation_runs AS r (tenant_id, mode, id, trigger, status, scope, requested_at)
+SELECT p.tenant_id, p.mode, gen_random_uuid(), $1::text, 'queued', ${scopeParam}::text, $2::timestamptz
   FROM part p
  WHERE $4::timestamptz IS NULL
     OR NOT EXISTS (SELECT 1 FROM reconciliation_runs x
@@ -66,10 +74,11 @@ SELECT p.tenant_id, p.mode, gen_random_uuid(), $1::text, 'queued', $2::timestamp
                       AND (x.requested_at > $4 OR x.finished_at + (x.finished_at - x.started_at) * $5::float8 > $2::timestamptz))
  ORDER BY p.tenant_id, p.mode
  LIMIT $3::int
-ON CONFLICT (tenant_id, mode) WHERE status IN ('queued', 'running') DO UPDATE SET requested_at = r.requested_at
+ON CONFLICT (tenant_id, mode) WHERE status IN ('queued', 'running') DO UPDATE
+  SET requested_at = r.requested_at, scope = CASE WHEN r.status = 'queued' AND EXCLUDED.scope = 'full' THEN 'full' ELSE r.scope END
 RETURNING ${columnsOf('r.')}`;
-const ENQUEUE_WITH_BOOKS_SQL = enqueueSql(WITH_BOOKS);
-const ENQUEUE_NAMED_SQL = enqueueSql(NAMED);
+const ENQUEUE_WITH_BOOKS_SQL = enqueueSql(WITH_BOOKS, '$7');
+const ENQUEUE_NAMED_SQL = enqueueSql(NAMED, '$8');
 
 /**
  * Queues a run for each selected tenant and mode that has none waiting or under way; answers the run
@@ -80,13 +89,13 @@ const ENQUEUE_NAMED_SQL = enqueueSql(NAMED);
 export async function enqueueRuns(
   db: Queryable,
   selection: RunSelection,
-  options: { trigger: RunTrigger; now: Date; max: number; dueBefore?: Date; restFactor?: number },
+  options: { trigger: RunTrigger; scope: RunScope; now: Date; max: number; dueBefore?: Date; restFactor?: number },
 ): Promise<RunRow[]> {
   const common = [options.trigger, options.now, options.max, options.dueBefore ?? null, options.restFactor ?? 0];
   const { rows } =
     selection.tenantId !== undefined
-      ? await db.query<RunRow>(ENQUEUE_NAMED_SQL, [...common, selection.tenantId, selection.modes])
-      : await db.query<RunRow>(ENQUEUE_WITH_BOOKS_SQL, [...common, selection.mode ?? null]);
+      ? await db.query<RunRow>(ENQUEUE_NAMED_SQL, [...common, selection.tenantId, selection.modes, options.scope])
+      : await db.query<RunRow>(ENQUEUE_WITH_BOOKS_SQL, [...common, selection.mode ?? null, options.scope]);
   return rows;
 }
 
@@ -131,6 +140,8 @@ export async function renewLease(db: Queryable, run: { tenantId: string; id: str
 
 export interface RunEnd {
   status: 'completed' | 'failed' | 'abandoned';
+  scope: RunScope;
+  sinceRunId: string | null;
   finishedAt: Date;
   checks: Record<CheckName, CheckResult>;
   discrepancyCount: number;
@@ -142,10 +153,11 @@ export interface RunEnd {
 export async function finishRun(tx: Queryable, run: { tenantId: string; id: string }, end: RunEnd): Promise<RunRow | undefined> {
   const { rows } = await tx.query<RunRow>(
     `UPDATE reconciliation_runs
-        SET status = $3, finished_at = $4, lease_until = NULL, checks = $5::jsonb, discrepancy_count = $6, examined = $7::jsonb, error = $8
+        SET status = $3, finished_at = $4, lease_until = NULL, checks = $5::jsonb, discrepancy_count = $6, examined = $7::jsonb, error = $8,
+            scope = $9, since_run_id = $10
       WHERE tenant_id = $1 AND id = $2 AND status = 'running'
       RETURNING ${COLUMNS}`,
-    [run.tenantId, run.id, end.status, end.finishedAt, JSON.stringify(end.checks), end.discrepancyCount, JSON.stringify(end.examined), end.error],
+    [run.tenantId, run.id, end.status, end.finishedAt, JSON.stringify(end.checks), end.discrepancyCount, JSON.stringify(end.examined), end.error, end.scope, end.sinceRunId],
   );
   return rows[0];
 }
@@ -174,22 +186,70 @@ export async function insertDiscrepancies(tx: Queryable, run: { tenantId: string
   );
 }
 
-/** A completed run becomes its tenant and mode's standing (what the metrics read). */
+/** What a completed run proved, for the next one to start from. */
+export interface ProvenCheckpoint {
+  /** Every transaction below this id (xid8 as text) has been proven. */
+  provenBelow: string;
+  postings: ReadonlyArray<{ kind: string; asset: string; account: string; amount: bigint }>;
+  /** The run proved the whole history. */
+  full: boolean;
+}
+
+/**
+ * A completed run becomes its tenant and mode's standing (what the metrics read) and leaves its
+ * checkpoint. A checkpoint only moves forward: one below the stored one is refused loudly.
+ */
 export async function recordStanding(
   tx: Queryable,
   run: { tenantId: string; mode: Mode; id: string },
   at: Date,
   discrepancies: Record<CheckName, number>,
   clean: boolean,
+  checkpoint: ProvenCheckpoint,
 ): Promise<void> {
-  await tx.query(
-    `INSERT INTO reconciliation_partitions AS p (tenant_id, mode, first_completed_at, last_run_id, last_completed_at, last_clean_at, last_discrepancies)
-     VALUES ($1, $2, $4, $3, $4, CASE WHEN $5 THEN $4::timestamptz END, $6::jsonb)
+  const postings = JSON.stringify(checkpoint.postings.map((p) => ({ kind: p.kind, asset: p.asset, account: p.account, amount: p.amount.toString() })));
+  const { rows } = await tx.query<{ moved: boolean }>(
+    `INSERT INTO reconciliation_partitions AS p (tenant_id, mode, first_completed_at, last_run_id, last_completed_at, last_clean_at, last_discrepancies,
+                                                 proven_below, proven_postings, last_full_at)
+     VALUES ($1, $2, $4, $3, $4, CASE WHEN $5 THEN $4::timestamptz END, $6::jsonb, $7::xid8, $8::jsonb, CASE WHEN $9 THEN $4::timestamptz END)
      ON CONFLICT (tenant_id, mode) DO UPDATE
         SET last_run_id = EXCLUDED.last_run_id, last_completed_at = EXCLUDED.last_completed_at,
-            last_clean_at = coalesce(EXCLUDED.last_clean_at, p.last_clean_at), last_discrepancies = EXCLUDED.last_discrepancies`,
-    [run.tenantId, run.mode, run.id, at, clean, JSON.stringify(discrepancies)],
+            last_clean_at = coalesce(EXCLUDED.last_clean_at, p.last_clean_at), last_discrepancies = EXCLUDED.last_discrepancies,
+            proven_below = EXCLUDED.proven_below, proven_postings = EXCLUDED.proven_postings,
+            last_full_at = coalesce(EXCLUDED.last_full_at, p.last_full_at)
+      WHERE p.proven_below IS NULL OR p.proven_below <= EXCLUDED.proven_below
+     RETURNING true AS moved`,
+    [run.tenantId, run.mode, run.id, at, clean, JSON.stringify(discrepancies), checkpoint.provenBelow, postings, checkpoint.full],
   );
+  if (rows.length !== 1) throw new Error(`invariant: the checkpoint of tenant ${run.tenantId} (${run.mode}) would move back to ${checkpoint.provenBelow}`);
+}
+
+/** A tenant and mode's checkpoint: the run that left it, what it proved, and when the whole history was last proven. */
+export interface StoredCheckpoint {
+  runId: string;
+  provenBelow: string;
+  postings: Array<{ kind: LedgerEntryKind; asset: string; account: AccountKind; amount: bigint }>;
+  lastFullAt: Date | null;
+}
+
+export async function readCheckpoint(db: Queryable, partition: { tenantId: string; mode: Mode }): Promise<StoredCheckpoint | undefined> {
+  const { rows } = await db.query<{
+    last_run_id: string;
+    proven_below: string | null;
+    proven_postings: Array<{ kind: LedgerEntryKind; asset: string; account: AccountKind; amount: string }> | null;
+    last_full_at: Date | null;
+  }>(
+    `SELECT last_run_id, proven_below::text, proven_postings, last_full_at FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = $2`,
+    [partition.tenantId, partition.mode],
+  );
+  const row = rows[0];
+  if (!row || row.proven_below === null || row.proven_postings === null) return undefined;
+  return {
+    runId: row.last_run_id,
+    provenBelow: row.proven_below,
+    postings: row.proven_postings.map((p) => ({ kind: p.kind, asset: p.asset, account: p.account, amount: BigInt(p.amount) })),
+    lastFullAt: row.last_full_at,
+  };
 }
 
 export interface Standing {

@@ -19,6 +19,8 @@ function runView(row: RunRow) {
     mode: row.mode,
     trigger: row.trigger,
     status: row.status,
+    scope: row.scope,
+    sinceRunId: row.since_run_id,
     clean: row.status === 'completed' ? row.discrepancy_count === 0n : null,
     requestedAt: row.requested_at.toISOString(),
     startedAt: row.started_at?.toISOString() ?? null,
@@ -66,13 +68,14 @@ function adminStartReconciliationRoute(app: App, reconciliation: ReconciliationS
 with books (\`{}\`, or only \`mode\`), and answers **202** at once with the runs: follow one with
 \`GET /v1/admin/reconciliation/runs/{id}\` until it is \`completed\`, \`failed\` or \`abandoned\`. A worker-role process
 runs it (this one, unless it runs with ROLE=api). A tenant and mode that already has a run waiting or under way gets
-no second one: that run is answered. ${READS}`,
+no second one: that run is answered (a waiting incremental run asked for again as \`full\` becomes full). A run
+proves the whole history unless \`scope\` is \`incremental\`. ${READS}`,
         body: StartRunsBody,
         response: { 202: Answer('The runs, queued (or already waiting or under way)', StartedRuns), ...errorResponses('resource_not_found') },
       },
     },
     async function adminStartReconciliation(request, reply) {
-      const runs = await reconciliation.request({ tenantId: request.body.tenantId, mode: request.body.mode }, auditActorOf(request));
+      const runs = await reconciliation.request({ tenantId: request.body.tenantId, mode: request.body.mode, scope: request.body.scope }, auditActorOf(request));
       return reply.code(202).send({ data: runs.slice(0, STARTED_SHOWN_MAX).map(runView), total: runs.length });
     },
   );

@@ -4,6 +4,7 @@ import { DISCREPANCIES_STORED_PER_CHECK_MAX } from '../../services/reconciliatio
 import { Component, DateTime, ModeSchema, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 
 const RUN_STATUSES = ['queued', 'running', 'completed', 'failed', 'abandoned'] as const;
+const RUN_SCOPES = ['full', 'incremental'] as const;
 
 /** A tenant id the request names: a UUID, so at most 36 characters. */
 const TenantIdInput = (description: string) => ({ ...Uuid(description), maxLength: 36 });
@@ -11,6 +12,12 @@ const TenantIdInput = (description: string) => ({ ...Uuid(description), maxLengt
 export const StartRunsBody = Type.Object({
   tenantId: Type.Optional(TenantIdInput('Reconcile this tenant only (omit: every tenant and mode with books)')),
   mode: Type.Optional(StringEnum(['test', 'live'] as const, { description: 'Reconcile this mode only (omit: both)' })),
+  scope: Type.Optional(
+    StringEnum(RUN_SCOPES, {
+      description:
+        '`full` (the default): prove the whole history. `incremental`: prove what was written since the last completed run, as the schedule does (a tenant and mode with no completed run yet, or whose last full proof is older than RECONCILE_FULL_INTERVAL_S, is proven whole)',
+    }),
+  ),
 });
 
 const CheckResult = Type.Object({
@@ -31,6 +38,11 @@ const runFields = {
     description:
       '`queued` (waiting for a worker), `running`, then `completed` (every check ran; see `clean`), `failed` (a check could not run: `error`) or `abandoned` (the process running it stopped)',
   }),
+  scope: StringEnum(RUN_SCOPES, {
+    description:
+      'While queued, what was asked for; once ended, what the run did: `full` proved the whole history, `incremental` what was written since the run named by `sinceRunId`',
+  }),
+  sinceRunId: Nullable(Uuid('An incremental run: the completed run whose checkpoint it started from')),
   clean: Nullable(Type.Boolean({ description: 'Completed with no discrepancy; null until completed' })),
   requestedAt: DateTime(),
   startedAt: Nullable(DateTime()),
@@ -39,8 +51,8 @@ const runFields = {
   checks: Type.Array(CheckResult, { description: 'Every check, in the order they are listed here' }),
   examined: Type.Object(
     {
-      payments: Type.Integer({ minimum: 0 }),
-      ledgerTransactions: Type.Integer({ minimum: 0 }),
+      payments: Type.Integer({ minimum: 0, description: 'Payments proven one by one (an incremental run: those written since its checkpoint)' }),
+      ledgerTransactions: Type.Integer({ minimum: 0, description: 'Ledger transactions proven one by one (an incremental run: those written since its checkpoint)' }),
       accounts: Type.Integer({ minimum: 0, description: 'Account rows (slots)' }),
       limitCounters: Type.Integer({ minimum: 0 }),
     },

@@ -142,16 +142,27 @@ export class ReconciliationRunner {
       // What was written after the books' snapshot is the next run's: the walks stop at its xmax.
       const window: WrittenWindow | undefined = since ? { from: since.provenBelow, below: reading.snapshot.xmax } : undefined;
       const { payments, transactions } = this.pages;
-      await this.walk((tx, after) => readTransactionPage(tx, run, after, transactions, window), transactions, window, keepLease, (rows) => {
-        examined.ledgerTransactions += rows.length;
-        tally.add(transactionFindings(rows));
-      });
-      tally.ranCheck('transaction_balanced');
-      await this.walk((tx, after) => readPaymentPage(tx, run, after, payments, window), payments, window, keepLease, (rows) => {
-        examined.payments += rows.length;
-        for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
-      });
-      tally.ranCheck('payment_entries', 'outcome_events');
+      // The two walks read different rows and share nothing but the tally: they go side by side, each on
+      // a connection of its own. The first error ends the run; the other walk stops at its next page.
+      let cause: { error: unknown } | undefined;
+      const between = async () => {
+        if (cause) throw new Interrupted();
+        await keepLease();
+      };
+      const failing = (error: unknown) => {
+        cause ??= { error };
+      };
+      await Promise.all([
+        this.walk((tx, after) => readTransactionPage(tx, run, after, transactions, window), transactions, window, between, (rows) => {
+          examined.ledgerTransactions += rows.length;
+          tally.add(transactionFindings(rows));
+        }).then(() => tally.ranCheck('transaction_balanced'), failing),
+        this.walk((tx, after) => readPaymentPage(tx, run, after, payments, window), payments, window, between, (rows) => {
+          examined.payments += rows.length;
+          for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
+        }).then(() => tally.ranCheck('payment_entries', 'outcome_events'), failing),
+      ]);
+      if (cause) throw cause.error;
     } catch (error) {
       if (error instanceof LeaseLost) {
         this.log?.warn({ runId: run.id, tenantId: run.tenantId, mode: run.mode }, 'reconciliation run lost its lease (another worker found it expired); its result is dropped');

@@ -105,7 +105,8 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
 
   it('a process that stops ends its run at the next page, as abandoned, with the checks it finished', async () => {
     const paused = pausingDatabase(t.db, 'between');
-    const { service, observer } = reconciliationService(paused.db, clock);
+    // A row per page: each walk has pages left when the process stops.
+    const { service, observer } = reconciliationService(paused.db, clock, { pageSizes: { payments: 1, transactions: 1 } });
     const [queued] = await service.request({ tenantId: tenant.tenantId, mode: 'test' });
     const draining = service.drain();
     await paused.paused;

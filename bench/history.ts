@@ -34,8 +34,13 @@ export function figuresOf(results: {
   payroll?: Record<string, EndToEnd & { submit_p99_ms: number }>;
   payroll_batch?: Record<string, EndToEnd & { batch_p99_ms: number }>;
   reconciliation?: { full_run: { seconds: number }; incremental_run: { seconds: number }; payroll_loss: number };
+  noisy_neighbour?: { alone: { p99_ms: number }; with_payroll: { p99_ms: number } };
 }): Record<string, number> {
   const figures: Record<string, number> = {};
+  if (results.noisy_neighbour) {
+    figures['noisy_neighbour.alone_p99_ms'] = results.noisy_neighbour.alone.p99_ms;
+    figures['noisy_neighbour.with_payroll_p99_ms'] = results.noisy_neighbour.with_payroll.p99_ms;
+  }
   if (results.reconciliation) {
     figures['reconciliation.full_run_ms'] = Math.round(results.reconciliation.full_run.seconds * 1000);
     figures['reconciliation.incremental_run_ms'] = Math.round(results.reconciliation.incremental_run.seconds * 1000);

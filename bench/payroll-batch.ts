@@ -36,7 +36,7 @@ export interface PayrollBatchFigures extends EndToEndFigures {
 }
 
 /** The payroll as batch requests: `itemsPerBatch` items each (the last may hold fewer), one key each. */
-function batchRequests(ctx: PayrollContext, tenant: PayrollTenant, shape: BatchShape): LoadJob['requests'] {
+export function batchRequests(ctx: PayrollContext, tenant: PayrollTenant, shape: BatchShape): LoadJob['requests'] {
   const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
   const requests: LoadJob['requests'] = [];
   for (let first = 0; first < shape.payouts; first += shape.itemsPerBatch) {

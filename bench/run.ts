@@ -19,6 +19,7 @@ import { describeComponentCpu } from './cpu.ts';
 import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from './payroll-batch.ts';
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
 import { describeReconciliation, runReconciliation, type ReconciliationFigures } from './reconciliation.ts';
+import { describeNoisyNeighbour, runNoisyNeighbour, type NoisyNeighbourFigures } from './noisy-neighbour.ts';
 import { appendHistory, compareWithPrevious, describeChanges, figuresOf, readHistory, type HistoryEntry } from './history.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -73,13 +74,13 @@ const PROFILE_DIR = process.env.BENCH_PROFILE_DIR;
 /** The node flags `npm start` runs the service with (its bundle, SERVICE_ENTRY, is built before the run). */
 const SERVICE_FLAGS = startFlags(ROOT);
 
-/** The ceiling (b) server: the service's app plus the benchmark's own route (bench/ceiling-server.ts). */
+/** The ceiling (b) server: Fastify and node-postgres alone, none of the service's code (bench/ceiling-server.ts). */
 const CEILING_SERVER = 'bench/ceiling-server.ts';
 
 function startProcess(args: string[], env: Record<string, string>): ChildProcess {
   const service = args[0] === SERVICE_ENTRY;
   const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  // The ceiling server runs the service's code from src/ (through tsx) with the service's node flags.
+  // The ceiling server runs with the service's node flags (through tsx), none of its code.
   const runner = service ? SERVICE_FLAGS : args[0] === CEILING_SERVER ? [...SERVICE_FLAGS, '--import', 'tsx'] : ['--import', 'tsx'];
   const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
@@ -295,10 +296,10 @@ async function main(): Promise<void> {
     const ceilingA = await load({ origin: bareOrigin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: [{ method: 'GET', path: '/constant' }] });
     log(`ceiling (a) bare route: ${Math.round(ceilingA.throughputPerS)}/s`);
 
-    // Ceiling (b): the smallest payout-shaped transaction through the service's pool and HTTP stack,
-    // served by the bench's own server (buildApp plus the ceiling route), stopped once measured.
+    // Ceiling (b): the smallest payout-shaped transaction behind a server of the bench's own, sharing
+    // none of the service's code (so no change to the service moves it), stopped once measured.
     const ceilingPort = await freePort();
-    const ceilingServer = startProcess([CEILING_SERVER], { ...env, ROLE: 'api', PORT: String(ceilingPort) });
+    const ceilingServer = startProcess([CEILING_SERVER], { DATABASE_URL: env.DATABASE_URL, HOST: env.HOST, PORT: String(ceilingPort), CEILING_API_KEY: key });
     processes.push(ceilingServer);
     const ceilingOrigin = `http://127.0.0.1:${ceilingPort}`;
     await waitReady(`${ceilingOrigin}/health/ready`);
@@ -455,6 +456,12 @@ async function main(): Promise<void> {
       for (const topology of ['all', 'api+worker'] as const) payrollBatch[topology] = await runPayrollBatch(payrollContext, topology, shape);
     }
 
+    // One tenant's payroll file beside another tenant's single payouts.
+    let noisyNeighbour: NoisyNeighbourFigures | undefined;
+    if (runs('noisy-neighbour')) {
+      noisyNeighbour = await runNoisyNeighbour(payrollContext, { payouts: PAYROLL_PAYOUTS, itemsPerBatch: PAYROLL_BATCH_ITEMS, batchConcurrency: PAYROLL_BATCH_CONCURRENCY, windowMs: QUICK ? 6000 : 15_000 });
+    }
+
     // Memory over a long run, in the payroll setup (an api process and a worker).
     const soak = SOAK_S > 0 ? await runSoak(payrollContext, SOAK_S, SOAK_WARMUP_MS, SOAK_PAYOUTS_PER_S) : undefined;
 
@@ -483,6 +490,7 @@ async function main(): Promise<void> {
       scenarios,
       ...(payoutReport ? { payout_report: payoutReport } : {}),
       ...(reconciliation ? { reconciliation } : {}),
+      ...(noisyNeighbour ? { noisy_neighbour: noisyNeighbour } : {}),
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
       ...(payrollPooler === undefined ? {} : typeof payrollPooler === 'string' ? { payroll_pooler_skipped: payrollPooler } : { payroll_pooler: payrollPooler }),
       ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
@@ -498,6 +506,7 @@ async function main(): Promise<void> {
     printPayrolls(payroll, payrollPooler, payrollBatch);
     if (payoutReport) process.stdout.write(describePayoutReport(payoutReport));
     if (reconciliation) process.stdout.write(describeReconciliation(reconciliation));
+    if (noisyNeighbour) process.stdout.write(describeNoisyNeighbour(noisyNeighbour));
     if (soak) {
       process.stdout.write(
         `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +

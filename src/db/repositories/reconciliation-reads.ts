@@ -244,7 +244,10 @@ export async function readCounterMismatches(
   };
 }
 
-const TRANSACTION_PAGE_TAIL = `, per_entry AS (
+// The order is the page's own: by id for the whole history (a plan sorting a page of the whole history
+// by anything else re-read the page's postings per entry during a payroll: 618 ms a page against 40),
+// by (written_xact, id) since a checkpoint.
+const transactionPageTail = (order: string) => `, per_entry AS (
   SELECT transaction_id, sum(n)::int AS postings,
          coalesce(jsonb_agg(jsonb_build_object('asset', asset, 'total', total::text)) FILTER (WHERE total <> 0), '[]'::jsonb) AS unbalanced
     FROM sums GROUP BY transaction_id
@@ -257,7 +260,7 @@ SELECT page.id, page.mode, page.kind, page.payment_id, page.written::text AS xac
   LEFT JOIN LATERAL (
     SELECT true AS found FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode LIMIT 1
   ) f ON true
- ORDER BY page.written, page.id`;
+ ORDER BY ${order}`;
 
 // A page is the tenant's next `size` transactions by primary key, whatever their mode (those of the
 // other mode are skipped after reading), so a page reads a bounded number of rows even for a tenant
@@ -270,7 +273,7 @@ const TRANSACTION_PAGE_SQL = `WITH page AS (
     FROM ledger_postings lp
    WHERE lp.tenant_id = $1 AND lp.transaction_id > $2 AND lp.transaction_id <= (SELECT id FROM page ORDER BY id DESC LIMIT 1)
    GROUP BY lp.transaction_id, lp.asset
-)${TRANSACTION_PAGE_TAIL}`;
+)${transactionPageTail('page.id')}`;
 
 // Since a checkpoint: the transactions written by the transactions in [$5, $6), by (written_xact, id)
 // after ($4, $2), with their postings by primary key.
@@ -283,7 +286,7 @@ const TRANSACTION_PAGE_SINCE_SQL = `WITH page AS (
     FROM ledger_postings lp
    WHERE lp.tenant_id = $1 AND lp.transaction_id IN (SELECT id FROM page)
    GROUP BY lp.transaction_id, lp.asset
-)${TRANSACTION_PAGE_TAIL}`;
+)${transactionPageTail('page.written, page.id')}`;
 
 export interface Page<T> {
   /** The rows of the run's mode. */

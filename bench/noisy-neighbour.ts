@@ -5,8 +5,9 @@
 // each item quoted at submission) and the reaper sends and settles them in the same process. The
 // requirement: the neighbour's p99 with the payroll within 2 × its p99 alone.
 import type { LoadResult } from './load.ts';
-import { payrollTenant, startTopology, type PayrollContext, type PayrollTenant } from './end-to-end.ts';
+import { payrollTenant, startTopology, type PayrollContext } from './end-to-end.ts';
 import { batchRequests } from './payroll-batch.ts';
+import { payoutRequests } from './payroll.ts';
 
 export const NOISY_P99_RATIO_TARGET = 2;
 const NEIGHBOUR_CONCURRENCY = 8;
@@ -30,15 +31,6 @@ export interface NoisyNeighbourFigures {
   target_met: boolean;
 }
 
-async function neighbourRequests(ctx: PayrollContext, tenant: PayrollTenant, count: number, prefix: string) {
-  const quotes = await ctx.seedQuotes(tenant.tenantId, count);
-  const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
-  return quotes.map((quoteId, i) => ({
-    method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `${prefix}-${i}` },
-    body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: tenant.beneficiaryId, sender: ctx.sender }),
-  }));
-}
-
 const figuresOf = (r: LoadResult) => ({ throughput_per_s: Math.round(r.throughputPerS), p50_ms: Number(r.p50Ms.toFixed(2)), p99_ms: Number(r.p99Ms.toFixed(2)), errors: r.errors });
 
 export async function runNoisyNeighbour(ctx: PayrollContext, options: NoisyNeighbourOptions): Promise<NoisyNeighbourFigures> {
@@ -47,8 +39,8 @@ export async function runNoisyNeighbour(ctx: PayrollContext, options: NoisyNeigh
     const payroll = await payrollTenant(ctx, origin, 'bench-noisy-payroll');
     const neighbour = await payrollTenant(ctx, origin, 'bench-noisy-neighbour');
     const perWindow = Math.ceil((options.windowMs / 1000) * NEIGHBOUR_PAYOUTS_PER_S);
-    const aloneRequests = await neighbourRequests(ctx, neighbour, perWindow, 'noisy-alone');
-    const noisyRequests = await neighbourRequests(ctx, neighbour, perWindow, 'noisy-with');
+    const aloneRequests = await payoutRequests(ctx, neighbour, perWindow, 'noisy-alone');
+    const noisyRequests = await payoutRequests(ctx, neighbour, perWindow, 'noisy-with');
     const batches = batchRequests(ctx, payroll, { payouts: options.payouts, itemsPerBatch: options.itemsPerBatch, concurrency: options.batchConcurrency });
     await ctx.quiesce();
     const job = { origin, concurrency: NEIGHBOUR_CONCURRENCY, warmupMs: 0, durationMs: options.windowMs, expectStatus: [201] };

@@ -15,12 +15,15 @@ export interface PayrollFigures extends EndToEndFigures {
   submit_ratio: number;
 }
 
-/** `count` open quotes of the tenant, each the body of one `POST /v1/payouts` with its own key. */
-async function payoutRequests(ctx: PayrollContext, tenant: PayrollTenant, count: number) {
+/**
+ * `count` open quotes of the tenant, each the body of one `POST /v1/payouts` with its own key
+ * (`<prefix>-<i>`, the tenant's name by default).
+ */
+export async function payoutRequests(ctx: PayrollContext, tenant: PayrollTenant, count: number, prefix = tenant.name) {
   const quotes = await ctx.seedQuotes(tenant.tenantId, count);
   const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
   return quotes.map((quoteId, i) => ({
-    method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `${tenant.name}-${i}` },
+    method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `${prefix}-${i}` },
     body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: tenant.beneficiaryId, sender: ctx.sender }),
   }));
 }

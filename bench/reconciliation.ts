@@ -7,7 +7,7 @@
 //   3. the payroll (bench/payroll.ts, ROLE=all) with the schedule off and with it proving every tenant
 //      every second (RECONCILE_INTERVAL_S=1: incremental runs back to back, each resting nine times
 //      its duration), alternated twice: what the proofs cost a payroll (≤ 10 %).
-import { runPayroll, type PayrollFigures } from './payroll.ts';
+import { payoutRequests, runPayroll, type PayrollFigures } from './payroll.ts';
 import { payrollTenant, startTopology, type PayrollContext } from './end-to-end.ts';
 import { seedSql } from './seed-reconciliation.ts';
 
@@ -95,16 +95,9 @@ export async function runReconciliation(ctx: PayrollContext, options: Reconcilia
     full = await timedRun(ctx, origin, tenant.tenantId, 'full');
     ctx.log(`reconciliation: full run over ${full.examined.payments} payments in ${full.seconds.toFixed(2)} s (target ≤ ${FULL_RUN_TARGET_S} s), clean ${full.clean}`);
 
-    const quotes = await ctx.seedQuotes(tenant.tenantId, options.newPayouts);
-    const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
+    const requests = await payoutRequests(ctx, tenant, options.newPayouts);
     const since = new Date();
-    const result = await ctx.load({
-      origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201],
-      requests: quotes.map((quoteId, i) => ({
-        method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `reconciliation-${i}` },
-        body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: tenant.beneficiaryId, sender: ctx.sender }),
-      })),
-    });
+    const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], requests });
     const deadline = Date.now() + SETTLE_TIMEOUT_MS;
     for (;;) {
       const { rows } = await ctx.db.query<{ open: string }>(

@@ -114,7 +114,7 @@ export class ReconciliationRunner {
     if (row.scope === 'full') return { scope: 'full' };
     const stored = await readCheckpoint(this.db, run);
     if (!stored || !stored.lastFullAt || stored.lastFullAt.getTime() <= this.clock.now().getTime() - this.fullIntervalS * 1000) return { scope: 'full' };
-    return { scope: 'incremental', since: { provenBelow: stored.provenBelow, postings: stored.postings }, sinceRunId: stored.runId };
+    return { scope: 'incremental', since: stored, sinceRunId: stored.runId };
   }
 
   /** Runs every check of a claimed (running) run and records its end; undefined if the run was lost meanwhile. */

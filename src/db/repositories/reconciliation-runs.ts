@@ -6,6 +6,7 @@ import type { CheckName, CheckResult, Discrepancy } from '../../domain/reconcili
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
+import type { Checkpoint } from './reconciliation-reads.ts';
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
 export type RunTrigger = 'schedule' | 'operator';
@@ -186,14 +187,8 @@ export async function insertDiscrepancies(tx: Queryable, run: { tenantId: string
   );
 }
 
-/** What a completed run proved, for the next one to start from. */
-export interface ProvenCheckpoint {
-  /** Every transaction below this id (xid8 as text) has been proven. */
-  provenBelow: string;
-  postings: ReadonlyArray<{ kind: string; asset: string; account: string; amount: bigint }>;
-  /** The run proved the whole history. */
-  full: boolean;
-}
+/** What a completed run proved, for the next one to start from; `full`: it proved the whole history. */
+export type ProvenCheckpoint = Checkpoint & { full: boolean };
 
 /**
  * A completed run becomes its tenant and mode's standing (what the metrics read) and leaves its
@@ -225,12 +220,7 @@ export async function recordStanding(
 }
 
 /** A tenant and mode's checkpoint: the run that left it, what it proved, and when the whole history was last proven. */
-export interface StoredCheckpoint {
-  runId: string;
-  provenBelow: string;
-  postings: Array<{ kind: LedgerEntryKind; asset: string; account: AccountKind; amount: bigint }>;
-  lastFullAt: Date | null;
-}
+export type StoredCheckpoint = Checkpoint & { runId: string; lastFullAt: Date | null };
 
 export async function readCheckpoint(db: Queryable, partition: { tenantId: string; mode: Mode }): Promise<StoredCheckpoint | undefined> {
   const { rows } = await db.query<{

@@ -49,6 +49,7 @@ import { CallbackBudget } from './http/callback-budget.ts';
 import { railCallbackRoutes } from './http/routes/rail-callbacks.ts';
 import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts';
 import { adminRailRoutes } from './http/routes/admin-rails.ts';
+import type { BackgroundShare } from './services/background-share.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
@@ -103,6 +104,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
 
   registerJsonBodies(app);
   registerInputHygiene(app);
+  countRequestsForTheBackground(app, services.background);
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
@@ -178,6 +180,16 @@ function refuseWhileClosing(app: App): void {
     if (!closing) return;
     reply.header('connection', 'close');
     throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
+  });
+}
+
+/** Every request but a background one counts, from its arrival until its connection is done with it. */
+function countRequestsForTheBackground(app: App, background: BackgroundShare): void {
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.routeOptions.config.background === true) return;
+    background.requestStarted();
+    // 'close' is emitted once, whether the answer was sent or the client went away.
+    reply.raw.once('close', () => background.requestEnded());
   });
 }
 

@@ -29,6 +29,11 @@ declare module 'fastify' {
      * the first start's platform key, which may change test mode only, may call it for live mode too.
      */
     modeReadOnly?: boolean;
+    /**
+     * The request is background work itself (a payout batch: its items run in the background share,
+     * services/background-share.ts), so it does not count as a request the background yields to.
+     */
+    background?: boolean;
   }
 }
 

@@ -3,6 +3,7 @@ import { isTransientDatabaseError, type Database, type TransactionHandle } from 
 import { inTransaction } from '../db/lock-order.ts';
 import { overloaded } from '../domain/errors.ts';
 import type { Partition } from '../domain/partition.ts';
+import type { BackgroundShare } from './background-share.ts';
 
 type Queue = { partition: Partition; lane: BatchLane<unknown, unknown>; items: Item[]; draining: boolean };
 
@@ -16,6 +17,8 @@ export interface BatchLane<Job, Result> {
    * the transaction must not commit; the committer then retries or isolates.
    */
   run(tx: TransactionHandle, partition: Partition, jobs: readonly Job[]): Promise<Result[]>;
+  /** Jobs that are background work (a payout batch's items): their transaction runs in the background share. */
+  inBackground?(jobs: readonly Job[]): boolean;
   /** Once the batch has committed: what may only happen after (logs, metrics). Must not throw. */
   afterCommit?(partition: Partition, jobs: readonly Job[], results: readonly Result[]): void;
 }
@@ -72,6 +75,7 @@ export class Committer {
     private readonly settings: CommitterSettings,
     private readonly log?: FastifyBaseLogger,
     private readonly observer?: BatchObserver,
+    private readonly background?: BackgroundShare,
   ) {
     if (!(settings.transactionsMax >= 1) || !(settings.pendingMax >= 1)) throw new Error('invariant: committer bounds must be positive');
   }
@@ -106,7 +110,9 @@ export class Committer {
       while (queue.items.length > 0) {
         // The batch takes the lane's jobs in arrival order.
         const batch = queue.items.splice(0, queue.lane.batchMax);
-        await this.withSlot(() => this.runBatch(queue.partition, queue.lane, batch));
+        const run = () => this.withSlot(() => this.runBatch(queue.partition, queue.lane, batch));
+        if (this.background && queue.lane.inBackground?.(batch.map((item) => item.job))) await this.background.run(run);
+        else await run();
       }
     } finally {
       queue.draining = false;

@@ -41,6 +41,7 @@ import { SandboxWebhookService } from './sandbox-webhooks.ts';
 import { TenantService } from './tenants.ts';
 import { TreasuryService } from './treasury.ts';
 import { WebhookEndpointService } from './webhook-endpoints.ts';
+import { BackgroundShare } from './background-share.ts';
 
 /** What the services are built from. */
 export interface ServiceDeps {
@@ -97,6 +98,8 @@ export interface Services {
   railMetrics: RailMetrics;
   railAdmin: RailAdminService;
   treasury: TreasuryService;
+  /** Requests first: what background work may run beside them (services/background-share.ts). */
+  background: BackgroundShare;
   committer: Committer;
   outcomes: PaymentOutcomes;
   payouts: PayoutService;
@@ -134,8 +137,10 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const catalogue = new RoutedBankCatalogue(railRegistry, new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), catalogueOptions), catalogueOptions);
   const limitService = new LimitService(db, clock);
   // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
-  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics);
+  const background = new BackgroundShare();
+  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics, background);
   metrics.watchCommitter(() => committer.depth);
+  metrics.watchBackground(() => background.state);
   const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
   const beneficiaries = new BeneficiaryService(db, catalogue, reads.db);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
@@ -162,12 +167,13 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     railAdmin: new RailAdminService(db, clock, railRegistry, railMetrics),
     treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
     committer,
+    background,
     outcomes,
     limitService,
     metrics,
     payouts,
     payoutReports: new PayoutReportService(reads.db, clock, catalogue.sandbox),
-    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, limitService, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, log),
+    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, limitService, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, background, log),
     events: new EventService(db, clock, reads.db),
     webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),

@@ -109,6 +109,7 @@ export class MoneyMetrics {
   private readonly workerPasses: Counter<'worker' | 'result'>;
   private readonly anomalies: Counter<'kind'>;
   private committerDepth: () => number = () => 0;
+  private backgroundUnits: () => { running: number; waiting: number } = () => ({ running: 0, waiting: 0 });
 
   constructor(registry: Registry, db: Database, clock: Clock) {
     const registers = [registry];
@@ -139,6 +140,18 @@ export class MoneyMetrics {
         this.set(depth());
       },
     });
+    const units = () => this.backgroundUnits();
+    new Gauge({
+      name: 'bolivar_background_units',
+      help: 'Units of background work (batch items, outcomes the reaper brought) running or waiting for the background share, which lets one run at a time while requests are in flight',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const now = units();
+        this.set({ state: 'running' }, now.running);
+        this.set({ state: 'waiting' }, now.waiting);
+      },
+    });
     // PGlite has no pool (one in-process connection): these are PostgreSQL's only.
     if (db.poolStats) poolGauges(registers, () => db.poolStats!());
     backlogGauges(registers, db, clock);
@@ -147,6 +160,11 @@ export class MoneyMetrics {
   /** The committer whose queue `bolivar_commit_queue_jobs` reports. */
   watchCommitter(depth: () => number): void {
     this.committerDepth = depth;
+  }
+
+  /** The background share whose units `bolivar_background_units` reports. */
+  watchBackground(units: () => { running: number; waiting: number }): void {
+    this.backgroundUnits = units;
   }
 
   payoutStatus(status: string, reason: string | null): void {

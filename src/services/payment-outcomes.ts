@@ -117,6 +117,11 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     private readonly log?: FastifyBaseLogger,
   ) {}
 
+  /** What the reaper and the banks' notifications bring is background work; a request's own outcome (the payout path, a simulation) is not. */
+  inBackground(items: readonly OutcomeItem[]): boolean {
+    return items.every((item) => item.job.actor === 'reaper' || item.job.actor === 'provider_event');
+  }
+
   async run(tx: TransactionHandle, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
     const now = this.clock.now();
     const plan = outcomeLockPlan(items.map((item) => ({ job: item.job, payment: outcomePaymentOf(item.payment) })));

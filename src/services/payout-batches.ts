@@ -31,6 +31,7 @@ import { ApiError, validationFailed, type FieldError } from '../domain/errors.ts
 import { answerForStoredKey } from '../domain/idempotency.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
+import type { BackgroundShare } from './background-share.ts';
 import type { Committer } from './committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import { BatchPrecheck } from './payout-batch-precheck.ts';
@@ -59,11 +60,12 @@ const ITEMS_IN_COMMIT_MAX = 512;
 /** Items of one batch being prepared at once (routing asks the rails whether they can deliver). */
 const PREPARE_CONCURRENCY = 32;
 /**
- * Items handled between two turns of the event loop: preparing and prechecking an item resolves
- * without I/O, so a batch of 1,000 would otherwise hold the process for 50 to 120 ms and every other
- * tenant's request with it. Alternating A/B (test/process/batch-flood.test.ts, 2 runs each, PostgreSQL):
- * another tenant's p99 under a flood of refused batches, reads 42 -> 33 ms and payouts 178 -> 145 ms
- * with the yield (-22 %, -19 %).
+ * Items handled in one turn of the background share (services/background-share.ts): preparing and
+ * checking an item resolves without I/O, so a batch of 1,000 would otherwise hold the process for 50
+ * to 120 ms and every other tenant's request with it. A yield every 25 items (before the share)
+ * measured, alternating A/B (test/process/batch-flood.test.ts, 2 runs each, PostgreSQL): another
+ * tenant's p99 under a flood of refused batches, reads 42 -> 33 ms and payouts 178 -> 145 ms (-22 %,
+ * -19 %).
  */
 const ITEMS_PER_TURN = 25;
 /** Field errors listed in one 400, at most (the message says how many more there were). */
@@ -92,6 +94,7 @@ export class PayoutBatchService {
     private readonly committer: Committer,
     private readonly limits: Pick<LimitRuleSource, 'ruleSet'>,
     private readonly settings: PayoutBatchSettings,
+    private readonly background: BackgroundShare,
     private readonly log?: FastifyBaseLogger,
   ) {}
 
@@ -104,7 +107,7 @@ export class PayoutBatchService {
       );
     }
     const bankCodes = await this.payouts.bankCodes(partition);
-    const checked = checkItems(items, bankCodes);
+    const checked = await checkItems(items, bankCodes, this.background);
     const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
@@ -171,7 +174,7 @@ export class PayoutBatchService {
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
     const fresh = this.deliverQuotesOf(quoted, reads);
-    const prepared = await mapBounded(items, PREPARE_CONCURRENCY, (item, i) =>
+    const prepared = await mapBounded(items, PREPARE_CONCURRENCY, this.background, (item, i) =>
       this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
     );
     await this.precheck(partition, prepared);
@@ -314,7 +317,7 @@ export class PayoutBatchService {
     const check = await BatchPrecheck.read(this.db, partition, rules, jobs.map((job) => job.candidate.spend.asset), now);
     const claimed = new Set<string>();
     for (const [i, entry] of prepared.entries()) {
-      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await this.background.turn();
       if (!('job' in entry)) continue;
       const { candidate: c, quote } = entry.job;
       // A quote used, expired or claimed by an earlier item is refused by the transaction for that.
@@ -438,26 +441,14 @@ function outcomeOfAnswer(status: number, body: string): ItemOutcome {
  * used once in the batch, and the payout's field rules. Any violation rejects the whole batch (400),
  * every field named with its item's index.
  */
-function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>): CheckedPayout[] {
+async function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>, background: BackgroundShare): Promise<CheckedPayout[]> {
   const errors: FieldError[] = [];
   const firstOf = new Map<string, number>();
-  const checked = items.map((item, i) => {
-    const at = (field: string) => `items.${i}.${field}`;
-    if ((item.quoteId === undefined) === (item.deliver === undefined)) {
-      errors.push({ field: at('quoteId'), message: 'send exactly one of quoteId (a quote you made) or deliver {asset: "BS", amount} (quoted now with your fee)' });
-    }
-    const first = firstOf.get(item.reference);
-    if (first !== undefined) errors.push({ field: at('reference'), message: `repeats the reference of items.${first}: each item of a batch has its own reference` });
-    else firstOf.set(item.reference, i);
-    try {
-      return validate(item, bankCodes);
-    } catch (error) {
-      const fields = error instanceof ApiError ? ((error.meta?.errors as FieldError[] | undefined) ?? []) : [];
-      if (fields.length === 0) throw error;
-      errors.push(...fields.map((e) => ({ field: at(e.field), message: e.message })));
-      return {};
-    }
-  });
+  const checked: CheckedPayout[] = [];
+  for (const [i, item] of items.entries()) {
+    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await background.turn();
+    checked.push(checkItem(item, i, bankCodes, firstOf, errors));
+  }
   if (errors.length > 0) {
     const shown = errors.slice(0, FIELD_ERRORS_MAX);
     const more = errors.length - shown.length;
@@ -466,8 +457,27 @@ function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<Retur
   return checked;
 }
 
+/** One item's checks; its field errors are added to `errors`, and its reference to `firstOf`. */
+function checkItem(item: BatchItemRequest, i: number, bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>, firstOf: Map<string, number>, errors: FieldError[]): CheckedPayout {
+  const at = (field: string) => `items.${i}.${field}`;
+  if ((item.quoteId === undefined) === (item.deliver === undefined)) {
+    errors.push({ field: at('quoteId'), message: 'send exactly one of quoteId (a quote you made) or deliver {asset: "BS", amount} (quoted now with your fee)' });
+  }
+  const first = firstOf.get(item.reference);
+  if (first !== undefined) errors.push({ field: at('reference'), message: `repeats the reference of items.${first}: each item of a batch has its own reference` });
+  else firstOf.set(item.reference, i);
+  try {
+    return validate(item, bankCodes);
+  } catch (error) {
+    const fields = error instanceof ApiError ? ((error.meta?.errors as FieldError[] | undefined) ?? []) : [];
+    if (fields.length === 0) throw error;
+    errors.push(...fields.map((e) => ({ field: at(e.field), message: e.message })));
+    return {};
+  }
+}
+
 /** `work` over `items` with at most `concurrency` at once; the results in item order. */
-async function mapBounded<T, R>(items: readonly T[], concurrency: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+async function mapBounded<T, R>(items: readonly T[], concurrency: number, background: BackgroundShare, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const results = new Array<R>(items.length);
   let next = 0;
   const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -475,15 +485,13 @@ async function mapBounded<T, R>(items: readonly T[], concurrency: number, work: 
       const index = next;
       next += 1;
       results[index] = await work(items[index]!, index);
-      if (index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await nextTurn();
+      if (index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await background.turn();
     }
   });
   await Promise.all(runners);
   return results;
 }
 
-/** Lets the event loop serve what waits (other requests' I/O) before going on. */
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** At most `size` promises outstanding: `slot` waits for one to be released. */
 class Window {

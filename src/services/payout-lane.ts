@@ -128,6 +128,11 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     private readonly metrics?: MoneyMetrics,
   ) {}
 
+  /** A transaction of batch items only: a single payout among them makes it a request's. */
+  inBackground(jobs: readonly PayoutJob[]): boolean {
+    return jobs.every((job) => job.batch !== undefined);
+  }
+
   /**
    * One info line per committed batch, not per payout: at load a batch carries up to PAYOUT_BATCH_MAX
    * payouts, so the log costs one write per transaction, and every id is still in it. Written after

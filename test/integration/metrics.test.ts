@@ -109,6 +109,8 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     assert.ok(valueOf(text, 'bolivar_commit_batch_jobs_sum', { lane: 'outcome' })! >= 2, 'the failure and the settlement');
     assert.ok(valueOf(text, 'bolivar_commit_batch_duration_seconds_count', { lane: 'payout', result: 'committed' })! >= 1);
     assert.equal(valueOf(text, 'bolivar_commit_queue_jobs'), 0);
+    assert.equal(typeof valueOf(text, 'bolivar_background_units', { state: 'running' }), 'number');
+    assert.equal(typeof valueOf(text, 'bolivar_background_units', { state: 'waiting' }), 'number');
     assert.equal(valueOf(text, 'bolivar_payments_parked_unresolved'), 0);
     if (ENGINE === 'postgres') {
       assert.equal(valueOf(text, 'bolivar_db_pool_connections_max', { pool: 'main' }), 20);

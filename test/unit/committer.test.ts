@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Database, Queryable, TransactionHandle } from '../../src/db/database.ts';
 import { ApiError } from '../../src/domain/errors.ts';
+import { BackgroundShare } from '../../src/services/background-share.ts';
 import { Committer, type BatchLane } from '../../src/services/committer.ts';
 
 /** A database whose transactions only run their work: the committer's logic, without SQL. */
@@ -153,5 +154,56 @@ describe('Committer', () => {
     release();
     assert.deepEqual(await Promise.all(results), [0, 2, 4, 6, 8]);
     assert.equal(l.maxOpen(), 2);
+  });
+});
+
+describe('Committer and the background share', () => {
+  /** A lane whose jobs are background work when they are even; each batch held open until released. */
+  function backgroundLane(name: string, log: string[]) {
+    const releases: Array<() => void> = [];
+    const l: BatchLane<number, number> & { releaseAll(): void } = {
+      name,
+      batchMax: 1,
+      inBackground: (jobs) => jobs.every((j) => j % 2 === 0),
+      async run(_tx, _partition, jobs) {
+        log.push(`${name}:${jobs[0]}`);
+        await new Promise<void>((resolve) => releases.push(resolve));
+        return jobs.map((j) => j * 2);
+      },
+      releaseAll: () => releases.splice(0).forEach((release) => release()),
+    };
+    return l;
+  }
+  const turns = async () => {
+    for (let i = 0; i < 5; i += 1) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it("while a request is in flight, background transactions of two tenants run one at a time and a request's transaction runs beside them", async () => {
+    const share = new BackgroundShare();
+    const log: string[] = [];
+    const committer = new Committer(fakeDatabase(), { transactionsMax: 8, pendingMax: 100 }, undefined, undefined, share);
+    const l = backgroundLane('payout', log);
+    share.requestStarted();
+    const results = [committer.submit(l, A, 2), committer.submit(l, B, 4), committer.submit(l, { tenantId: 'c', mode: 'test' }, 5)];
+    await turns();
+    assert.deepEqual(log, ['payout:2', 'payout:5'], "tenant b's background batch waits for tenant a's; the request's job does not");
+    l.releaseAll();
+    await turns();
+    assert.deepEqual(log, ['payout:2', 'payout:5', 'payout:4']);
+    share.requestEnded();
+    l.releaseAll();
+    assert.deepEqual(await Promise.all(results), [4, 8, 10]);
+  });
+
+  it('with no request in flight, background transactions of several tenants run side by side', async () => {
+    const share = new BackgroundShare();
+    const log: string[] = [];
+    const committer = new Committer(fakeDatabase(), { transactionsMax: 8, pendingMax: 100 }, undefined, undefined, share);
+    const l = backgroundLane('payout', log);
+    const results = [committer.submit(l, A, 2), committer.submit(l, B, 4)];
+    await turns();
+    assert.deepEqual(log, ['payout:2', 'payout:4']);
+    l.releaseAll();
+    assert.deepEqual(await Promise.all(results), [4, 8]);
   });
 });

@@ -23,7 +23,7 @@ function createPayoutBatchRoute(app: App, batches: PayoutBatchService, maxItems:
     '/v1/payout-batches',
     {
       bodyLimit,
-      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true },
+      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true, background: true },
       schema: {
         tags: ['Payouts'],
         operationId: 'createPayoutBatch',

@@ -68,6 +68,8 @@ const PREPARE_CONCURRENCY = 32;
  * -19 %).
  */
 const ITEMS_PER_TURN = 25;
+/** The item at `index` is the last of its slice: a turn of the share comes after it. */
+const endsSlice = (index: number) => index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1;
 /** Field errors listed in one 400, at most (the message says how many more there were). */
 const FIELD_ERRORS_MAX = 100;
 
@@ -317,7 +319,7 @@ export class PayoutBatchService {
     const check = await BatchPrecheck.read(this.db, partition, rules, jobs.map((job) => job.candidate.spend.asset), now);
     const claimed = new Set<string>();
     for (const [i, entry] of prepared.entries()) {
-      if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await this.background.turn();
+      if (endsSlice(i)) await this.background.turn();
       if (!('job' in entry)) continue;
       const { candidate: c, quote } = entry.job;
       // A quote used, expired or claimed by an earlier item is refused by the transaction for that.
@@ -446,7 +448,7 @@ async function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited
   const firstOf = new Map<string, number>();
   const checked: CheckedPayout[] = [];
   for (const [i, item] of items.entries()) {
-    if (i % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await background.turn();
+    if (endsSlice(i)) await background.turn();
     checked.push(checkItem(item, i, bankCodes, firstOf, errors));
   }
   if (errors.length > 0) {
@@ -485,7 +487,7 @@ async function mapBounded<T, R>(items: readonly T[], concurrency: number, backgr
       const index = next;
       next += 1;
       results[index] = await work(items[index]!, index);
-      if (index % ITEMS_PER_TURN === ITEMS_PER_TURN - 1) await background.turn();
+      if (endsSlice(index)) await background.turn();
     }
   });
   await Promise.all(runners);

@@ -84,7 +84,7 @@ export const ERROR_CODE_SUMMARIES: Record<ErrorCode, string> = {
   expectation_failed: 'an `Expect` header other than `100-continue`',
   quote_expired: "the quote's `expires_at` has passed; ask for a new quote",
   limit_exceeded: 'an instrument cap or a configured limit rule; `meta` names the rule, the cap and the scope',
-  insufficient_tenant_funds: 'the prefunding balance or the credit line does not cover the quote (`meta`: asset, required, available)',
+  insufficient_tenant_funds: 'the prefunding balance or the credit line does not cover the quote, or a payout batch\'s cheapest item (`meta`: asset, required, available)',
   rate_limited: 'too many requests for this key, or too many failed authentications from this address; wait `Retry-After` seconds',
   headers_too_large: 'the request line and headers are over 16 KiB',
   payout_batches_in_progress: 'the tenant already has `PAYOUT_BATCHES_IN_PROGRESS_MAX` payout batches being recorded; retry after `Retry-After` seconds',

@@ -9,6 +9,8 @@
 
 import type { Config } from '../config.ts';
 import type { Clock } from '../domain/clock.ts';
+import { ApiError } from '../domain/errors.ts';
+import type { App } from './types.ts';
 
 /** Buckets kept per budget at most; a full bucket is the same as none, so full ones are dropped first. */
 const BUCKETS_MAX = 10_000;
@@ -89,4 +91,28 @@ export class BatchItemBudget {
 /** This process's batch item budget, as configured (RATE_LIMIT_RPS per key, PAYOUT_BATCH_TENANT_ITEMS_PER_S per tenant). */
 export function batchItemBudgetOf(config: Pick<Config, 'rateLimitRps' | 'payoutBatchTenantItemsPerS' | 'payoutBatchMaxItems'>, clock: Clock): BatchItemBudget {
   return new BatchItemBudget(config.rateLimitRps, config.payoutBatchTenantItemsPerS, config.payoutBatchMaxItems, () => clock.now().getTime());
+}
+
+/**
+ * Charges a route's items (`config.itemBudget`: its body's `items`) once the body is parsed and before
+ * anything else is done with it: a batch over its budget is answered 429 without its fingerprint taken
+ * or its 1,000 items validated, so a client retrying too early costs the parse alone. Registered before
+ * the Idempotency-Key layer. A body without an `items` array, or with more than the batch bound, is
+ * left to validation and the service (400, no budget spent).
+ */
+export function registerBatchItemBudget(app: App, budget: BatchItemBudget, maxItems: number): void {
+  app.addHook('preValidation', async function chargeBatchItems(request, reply) {
+    if (request.routeOptions.config.itemBudget !== true || !request.auth) return;
+    const items = (request.body as { items?: unknown } | undefined)?.items;
+    if (!Array.isArray(items) || items.length > maxItems) return;
+    const charged = budget.charge(request.auth.apiKeyId, request.auth.tenantId, items.length);
+    if (charged.ok) return;
+    reply.header('retry-after', String(charged.retryAfterS));
+    const whose = charged.budget === 'key' ? 'this API key' : "this key's tenant (all its keys together)";
+    throw new ApiError('rate_limited', `Payout batch items are limited to ${charged.perSecond} per second for ${whose}: this batch of ${items.length} items fits in ${charged.retryAfterS} s. Retry after ${charged.retryAfterS} s; nothing was written.`, {
+      limit_per_second: charged.perSecond,
+      budget: `batch_items_per_${charged.budget}`,
+      retry_after_s: charged.retryAfterS,
+    });
+  });
 }

@@ -34,6 +34,8 @@ declare module 'fastify' {
      * services/background-share.ts), so it does not count as a request the background yields to.
      */
     background?: boolean;
+    /** The body's `items` are charged to the batch item budget (http/batch-item-budget.ts) before validation. */
+    itemBudget?: boolean;
   }
 }
 

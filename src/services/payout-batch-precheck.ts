@@ -13,11 +13,13 @@ import { readUsage } from '../db/repositories/limit-usage.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import { businessDate } from '../domain/caracas-time.ts';
 import { creditCeiling } from '../domain/credit.ts';
-import type { ApiError } from '../domain/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
+import { ASSET_DECIMALS } from '../domain/money.ts';
 import { instrumentCapBreach } from '../domain/instrument-caps.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../domain/limit-rules.ts';
 import type { Partition } from '../domain/partition.ts';
+import type { PayoutRefusal } from '../domain/payout-decision.ts';
 import { refusalError } from './payout-refusals.ts';
 
 /** What an item would take: the charge to the tenant's funding account, and the amount delivered. */
@@ -53,16 +55,7 @@ export class BatchPrecheck {
     const tenant = await findTenant(db, partition.tenantId);
     if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
     const funds = new Map<string, Funds>();
-    for (const asset of new Set(assets)) {
-      const balances = await accountBalances(db, partition, asset);
-      // Prefunding is credit-normal: what the tenant has is the negated balance; a credit draw is debit-normal.
-      funds.set(
-        asset,
-        tenant.credit_enabled
-          ? { funding: 'credit_receivable', drawn: balances.credit_receivable, limit: creditCeiling(tenant.credit_limit, tenant.credit_limits, asset) }
-          : { funding: 'prefunding', available: -balances.prefunding },
-      );
-    }
+    for (const asset of new Set(assets)) funds.set(asset, await fundsOf(db, partition, tenant, asset));
     const day = businessDate(now);
     const counters = new Map<Instrument, { dayAmount: bigint; dayCount: bigint; monthAmount: bigint }>();
     const key = { ...partition, kind: 'tenant' as const, subjectId: partition.tenantId };
@@ -89,14 +82,8 @@ export class BatchPrecheck {
   private fundsRefusal(cost: ItemCost): ApiError | undefined {
     const funds = this.funds.get(cost.spend.asset);
     if (!funds) throw new Error(`invariant: the precheck read no funds of ${cost.spend.asset}`);
-    const { asset, amount } = cost.spend;
-    if (funds.funding === 'prefunding') {
-      if (amount <= funds.available) return undefined;
-      const available = funds.available > 0n ? funds.available : 0n;
-      return refusalError({ code: 'insufficient_tenant_funds', funds: { funding: 'prefunding', asset, required: amount, available } });
-    }
-    if (funds.limit === null || funds.drawn + amount <= funds.limit) return undefined;
-    return refusalError({ code: 'insufficient_tenant_funds', funds: { funding: 'credit_receivable', asset, required: amount, creditDrawn: funds.drawn, creditLimit: funds.limit } });
+    const refusal = fundsRefusal(funds, cost.spend.asset, cost.spend.amount);
+    return refusal ? refusalError(refusal) : undefined;
   }
 
   private limitRefusal(cost: ItemCost): ApiError | undefined | typeof UNDECIDED {
@@ -118,4 +105,62 @@ export class BatchPrecheck {
     const breach = ruleBreach(rule, consumed, cost.deliverAmount);
     return breach ? refusalError({ code: 'limit_exceeded', breach }) : undefined;
   }
+}
+
+/**
+ * The refusal of a batch that cannot pay even its cheapest item, read before any item is priced, looked
+ * up or written: the tenant's funds in each asset against the least an item can take in it. A `deliver`
+ * item takes at least its amount in BS (its fee comes on top); an item paying with a quote takes at
+ * least one minor unit of the quote's asset, which is not read here, so any funds at all let such a
+ * batch on to the item-by-item checks. Undefined: some item may be paid. The answer is a 422
+ * insufficient_tenant_funds for the whole batch, with the meta of the cheapest item's refusal.
+ */
+export async function unpayableBatchRefusal(db: Queryable, partition: Partition, items: readonly BatchItemCost[]): Promise<ApiError | undefined> {
+  const least = new Map<string, bigint>();
+  for (const item of items) {
+    const floors: Array<[string, bigint]> = item.deliver ? [['BS', BigInt(item.deliver.amount)]] : ASSETS.map((asset) => [asset, 1n]);
+    for (const [asset, amount] of floors) if (!least.has(asset) || amount < least.get(asset)!) least.set(asset, amount);
+  }
+  const tenant = await findTenant(db, partition.tenantId);
+  if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+  let first: FundsShortfall | undefined;
+  for (const [asset, amount] of least) {
+    const refusal = fundsRefusal(await fundsOf(db, partition, tenant, asset), asset, amount);
+    if (!refusal) return undefined;
+    first ??= refusal;
+  }
+  if (!first) return undefined;
+  const refusal = refusalError(first);
+  return new ApiError(
+    'insufficient_tenant_funds',
+    `This batch cannot pay any of its items: the cheapest takes at least ${first.funds.required} ${first.funds.asset} minor units, more than the ${first.funds.funding === 'prefunding' ? 'prefunding balance' : 'credit line'} has. Nothing was recorded: fund the tenant and send the batch again (the same Idempotency-Key may be used).`,
+    refusal.meta,
+  );
+}
+
+/** What a batch item can take at least, before it is priced. */
+export interface BatchItemCost {
+  deliver?: { amount: number } | undefined;
+}
+
+const ASSETS = Object.keys(ASSET_DECIMALS);
+
+type FundsShortfall = Extract<PayoutRefusal, { code: 'insufficient_tenant_funds' }>;
+
+/** The tenant's funds in one asset: prefunding is credit-normal (what it has is the negated balance), a credit draw is debit-normal. */
+async function fundsOf(db: Queryable, partition: Partition, tenant: NonNullable<Awaited<ReturnType<typeof findTenant>>>, asset: string): Promise<Funds> {
+  const balances = await accountBalances(db, partition, asset);
+  return tenant.credit_enabled
+    ? { funding: 'credit_receivable', drawn: balances.credit_receivable, limit: creditCeiling(tenant.credit_limit, tenant.credit_limits, asset) }
+    : { funding: 'prefunding', available: -balances.prefunding };
+}
+
+/** The refusal of taking `amount` of `asset` from these funds, or undefined when they cover it. */
+function fundsRefusal(funds: Funds, asset: string, amount: bigint): FundsShortfall | undefined {
+  if (funds.funding === 'prefunding') {
+    if (amount <= funds.available) return undefined;
+    return { code: 'insufficient_tenant_funds', funds: { funding: 'prefunding', asset, required: amount, available: funds.available > 0n ? funds.available : 0n } };
+  }
+  if (funds.limit === null || funds.drawn + amount <= funds.limit) return undefined;
+  return { code: 'insufficient_tenant_funds', funds: { funding: 'credit_receivable', asset, required: amount, creditDrawn: funds.drawn, creditLimit: funds.limit } };
 }

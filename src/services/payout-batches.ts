@@ -11,6 +11,7 @@ import {
   claimPayoutBatch,
   completePayoutBatch,
   findPayoutBatch,
+  findPayoutBatchByKey,
   listPayoutBatches,
   recordPayoutBatchItems,
   releasePayoutBatch,
@@ -22,6 +23,7 @@ import {
   type BatchTally,
   type PayoutBatchRow,
 } from '../db/repositories/payout-batches.ts';
+import { anyLiveIdempotencyKey } from '../db/repositories/idempotency.ts';
 import { readPayoutReferences, type PayoutReads } from '../db/repositories/payout-reads.ts';
 import { deleteUnusedBatchQuotes, insertQuotes, type NewQuote } from '../db/repositories/quotes.ts';
 import { findRate } from '../db/repositories/rates.ts';
@@ -34,7 +36,7 @@ import type { Partition } from '../domain/partition.ts';
 import type { BackgroundShare } from './background-share.ts';
 import type { Committer } from './committer.ts';
 import type { LimitRuleSource } from './limits.ts';
-import { BatchPrecheck } from './payout-batch-precheck.ts';
+import { BatchPrecheck, unpayableBatchRefusal } from './payout-batch-precheck.ts';
 import type { PayoutJob } from './payout-lane.ts';
 import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
@@ -110,6 +112,7 @@ export class PayoutBatchService {
     }
     const bankCodes = await this.payouts.bankCodes(partition);
     const checked = await checkItems(items, bankCodes, this.background);
+    await this.refuseIfUnpayable(partition, items, context.key);
     const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
@@ -143,6 +146,21 @@ export class PayoutBatchService {
       throw error;
     }
     return { status: 201, body: await this.answer(scope, batch.id), replayed: claim.kind === 'existing' };
+  }
+
+  /**
+   * A batch that cannot pay even its cheapest item is refused whole (422 insufficient_tenant_funds)
+   * before any item is priced or looked up: a few reads, not a thousand items' work and writes. Not when
+   * the key names a batch already (its retry answers it as it stands), nor when an item's reference
+   * has paid (the retry of a batch that spent the balance answers those items with their payments).
+   */
+  private async refuseIfUnpayable(partition: Partition, items: readonly BatchItemRequest[], key: string): Promise<void> {
+    const refusal = await unpayableBatchRefusal(this.db, partition, items);
+    if (!refusal) return;
+    const now = this.clock.now();
+    if (await findPayoutBatchByKey(this.db, partition, key)) return;
+    if (await anyLiveIdempotencyKey(this.db, partition, items.map((item) => itemKeyOf(item.reference)), now)) return;
+    throw refusal;
   }
 
   /** A batch the key already names: replayed, taken over (its request stopped), or refused. */

@@ -1,13 +1,16 @@
 // A tenant that can pay nothing sends payout batches of 1,000 items as fast as its budget allows (two
 // keys, the default RATE_LIMIT_RPS and PAYOUT_BATCH_TENANT_ITEMS_PER_S), against the service as
 // `npm start` runs it on PostgreSQL, while another tenant reads and pays. Held: the flood gets no more
-// than its budget (one full batch per key at once, then the refill), writes no quote, and every
-// request of the other tenant is answered. Measured and printed, not asserted: the other tenant's p99
-// alone and under the flood. Phases alternate (alone, flood, alone, flood) so that the machine's own
-// noise falls on both sides. Before the background share (services/background-share.ts) the p99 under
-// the flood was 3 to 5x the p99 alone on this 2-core machine (a 1,000-item request costs about 100 ms
-// of the process's CPU); the share serves the other tenant's requests between slices of 25 items.
-// Asserted in test/unit/committer.test.ts and background-share.test.ts: what runs beside a request.
+// than its budget (one full batch per key at once, then the refill), each batch is refused whole (422
+// insufficient_tenant_funds) and writes nothing, and every request of the other tenant is answered.
+// Measured and printed, not asserted (a latency ratio on a shared 2-core machine is not a test that
+// can only fail for a reason): the other tenant's p99 alone and under the flood. Phases alternate
+// (alone, flood, alone, flood) so that the machine's own noise falls on both sides. What the flood
+// costs the process: a refused batch is parsed, charged to the budget (a 429 costs no more), its
+// fingerprint taken and its items validated, each step on a turn of the background share, then two
+// reads. Figures on this machine: before the background share 3 to 5x; with it, when each batch
+// still priced, looked up and recorded its 1,000 refused items, reads 2.8 to 3.2x and payouts 2.1 to
+// 2.7x; refused whole, three runs: reads 1.7/2.1/1.1x, payouts 1.7/1.3/1.7x.
 import assert from 'node:assert/strict';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,9 +80,9 @@ describe('a tenant flooding payout batches it cannot pay', { skip: ENGINE !== 'p
           ? floodKeys.map(async (key) => {
               while (Date.now() < ends) {
                 const answer = await call('POST', '/v1/payout-batches', key, body, { 'idempotency-key': idempotencyKey() });
-                if (answer.status === 201) {
+                if (answer.status === 422) {
                   flood.batches += 1;
-                  assert.equal(answer.body.counts.refused, ITEMS);
+                  assert.equal(answer.body.error.code, 'insufficient_tenant_funds');
                 } else {
                   assert.equal(answer.status, 429, JSON.stringify(answer.body).slice(0, 300));
                   flood.refused429 += 1;

@@ -5368,7 +5368,7 @@ export type CreatePayoutErrors = {
      * Business rule:
      * - `quote_expired`: the quote's `expires_at` has passed; ask for a new quote
      * - `limit_exceeded`: an instrument cap or a configured limit rule; `meta` names the rule, the cap and the scope
-     * - `insufficient_tenant_funds`: the prefunding balance or the credit line does not cover the quote (`meta`: asset, required, available)
+     * - `insufficient_tenant_funds`: the prefunding balance or the credit line does not cover the quote, or a payout batch's cheapest item (`meta`: asset, required, available)
      */
     422: ErrorEnvelope & {
         error?: {
@@ -5682,6 +5682,14 @@ export type CreatePayoutBatchErrors = {
     415: ErrorEnvelope & {
         error?: {
             code?: 'unsupported_media_type';
+        };
+    };
+    /**
+     * `insufficient_tenant_funds`: the prefunding balance or the credit line does not cover the quote, or a payout batch's cheapest item (`meta`: asset, required, available)
+     */
+    422: ErrorEnvelope & {
+        error?: {
+            code?: 'insufficient_tenant_funds';
         };
     };
     /**

@@ -265,6 +265,15 @@ export async function findIdempotencyKey(db: Queryable, scope: IdempotencyScope)
   return rows[0];
 }
 
+/** Whether any of these keys of one tenant and mode holds a row not yet expired: one probe per key, one round trip. */
+export async function anyLiveIdempotencyKey(db: Queryable, partition: { tenantId: string; mode: Mode }, keys: readonly string[], now: Date): Promise<boolean> {
+  const { rows } = await db.query<{ live: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = ANY($3::text[]) AND expires_at > $4) AS live`,
+    [partition.tenantId, partition.mode, keys, now],
+  );
+  return rows[0]!.live;
+}
+
 /**
  * Deletes at most `limit` rows past their TTL, oldest first; returns how many. Rows another
  * purger holds are skipped, and a row taken over meanwhile (its expiry moved) is re-checked and

@@ -63,7 +63,8 @@ export async function claimPayoutBatch(
   return existing ? { kind: 'existing', batch: existing } : { kind: 'too_many' };
 }
 
-async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key: string): Promise<PayoutBatchRow | undefined> {
+/** The batch an Idempotency-Key names, if any. */
+export async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key: string): Promise<PayoutBatchRow | undefined> {
   const { rows } = await db.query<PayoutBatchRow>(
     `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE tenant_id = $1 AND mode = $2 AND idempotency_key = $3`,
     [scope.tenantId, scope.mode, key],

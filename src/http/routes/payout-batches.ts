@@ -3,27 +3,25 @@ import type { BatchItemRequest } from '../../services/payout-batch-items.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBatchBody, PayoutBatch, PayoutBatchListQuery, PayoutBatchPage, PayoutBatchParams } from '../schemas/payout-batches.ts';
-import { ApiError } from '../../domain/errors.ts';
-import type { BatchItemBudget } from '../batch-item-budget.ts';
 import type { App } from '../types.ts';
 import { sendWriterAnswer } from './payouts.ts';
 
 /** Body bytes a batch may take per item (an inline beneficiary, a sender and metadata fit in 2 KiB). */
 const BATCH_BODY_BYTES_PER_ITEM = 4096;
 
-export async function payoutBatchRoutes(app: App, batches: PayoutBatchService, maxItems: number, budget: BatchItemBudget): Promise<void> {
-  createPayoutBatchRoute(app, batches, maxItems, budget);
+export async function payoutBatchRoutes(app: App, batches: PayoutBatchService, maxItems: number): Promise<void> {
+  createPayoutBatchRoute(app, batches, maxItems);
   listPayoutBatchesRoute(app, batches);
   getPayoutBatchRoute(app, batches);
 }
 
-function createPayoutBatchRoute(app: App, batches: PayoutBatchService, maxItems: number, budget: BatchItemBudget): void {
+function createPayoutBatchRoute(app: App, batches: PayoutBatchService, maxItems: number): void {
   const bodyLimit = Math.max(64 * 1024, maxItems * BATCH_BODY_BYTES_PER_ITEM);
   app.post(
     '/v1/payout-batches',
     {
       bodyLimit,
-      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true, background: true },
+      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true, background: true, itemBudget: true },
       schema: {
         tags: ['Payouts'],
         operationId: 'createPayoutBatch',
@@ -34,30 +32,19 @@ Each item is decided as a single payout would be, in item order, against the bal
 
 A malformed item (a field's type or format, an unknown field, both or neither of \`quoteId\` and \`deliver\`, a reference repeated in the batch) rejects the whole batch with 400 \`validation_failed\` naming \`items[i].field\`, and nothing is written.
 
-Each item counts against a budget of items per second: \`RATE_LIMIT_RPS\` per API key (an item costs what the payout request it replaces costs) and \`PAYOUT_BATCH_TENANT_ITEMS_PER_S\` per tenant, all its keys together. A full batch passes at once; the next waits for the budget to refill: 429 \`rate_limited\` with \`Retry-After\` (seconds) and \`meta.budget\`, and nothing is written. The items are checked against your funds and limits before anything of them is written: an item you cannot pay is \`refused\` (\`insufficient_tenant_funds\`, \`limit_exceeded\`) with no quote made for it.
+Each item counts against a budget of items per second: \`RATE_LIMIT_RPS\` per API key (an item costs what the payout request it replaces costs) and \`PAYOUT_BATCH_TENANT_ITEMS_PER_S\` per tenant, all its keys together. A full batch passes at once; the next waits for the budget to refill: 429 \`rate_limited\` with \`Retry-After\` (seconds) and \`meta.budget\`, and nothing is written. A batch your funds cannot pay a single item of is refused whole before any item is priced: 422 \`insufficient_tenant_funds\` (\`meta\` as a single payout's, \`required\` the least its cheapest item takes: a \`deliver\` item's amount before the fee, one minor unit for an item paying with a quote), and nothing is written. Otherwise the items are checked against your funds and limits before anything of them is written: an item you cannot pay is \`refused\` (\`insufficient_tenant_funds\`, \`limit_exceeded\`) with no quote made for it.
 
 Requires an \`Idempotency-Key\`: the same key and body answer the batch as it stands now (\`idempotent-replayed: true\`); another body is 409 \`idempotency_key_reused\`; while the first request still runs, 409 \`idempotency_request_in_progress\`. Each item's \`reference\` pays at most once per mode for 24 h: a batch retried with a new key answers an item already paid with its payment, never a second one, and a request that stopped midway (a crash, a lost connection) is completed by its retry with the same key.`,
         body: CreatePayoutBatchBody,
         response: {
           201: Answer('The batch: counts and totals by status, and each item\'s result in item order', PayoutBatch),
-          ...errorResponses('payout_batch_too_large', 'payout_batches_in_progress', 'rate_unavailable', 'rate_limited'),
+          ...errorResponses('payout_batch_too_large', 'insufficient_tenant_funds', 'payout_batches_in_progress', 'rate_unavailable', 'rate_limited'),
         },
       },
     },
     async function createPayoutBatch(request, reply) {
+      // Its items were charged to the budget before validation (http/batch-item-budget.ts).
       const body = request.body as unknown as { items: BatchItemRequest[] };
-      const auth = request.auth!;
-      // A batch over the size bound is refused whole (400) by the service without costing any budget.
-      const charged = body.items.length > maxItems ? ({ ok: true } as const) : budget.charge(auth.apiKeyId, auth.tenantId, body.items.length);
-      if (!charged.ok) {
-        reply.header('retry-after', String(charged.retryAfterS));
-        const whose = charged.budget === 'key' ? 'this API key' : "this key's tenant (all its keys together)";
-        throw new ApiError('rate_limited', `Payout batch items are limited to ${charged.perSecond} per second for ${whose}: this batch of ${body.items.length} items fits in ${charged.retryAfterS} s. Retry after ${charged.retryAfterS} s; nothing was written.`, {
-          limit_per_second: charged.perSecond,
-          budget: `batch_items_per_${charged.budget}`,
-          retry_after_s: charged.retryAfterS,
-        });
-      }
       const answer = await batches.create(partitionOf(request.auth), body.items, { ...idempotencyOf(request), requestId: request.id, createdByKeyId: request.auth!.apiKeyId });
       return sendWriterAnswer(reply, answer);
     },

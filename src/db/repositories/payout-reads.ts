@@ -13,7 +13,11 @@ const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response
 
 // One primary-key probe per payout and table, never a scan: LATERAL subqueries, and correlated scalar
 // subqueries for the senders (a LATERAL join there was planned as a scan of every customer of every
-// tenant, materialised and filtered). A payout without a customerId is for its quote's customer.
+// tenant, materialised and filtered). A payout without a customerId is for its quote's customer. Each
+// LATERAL probe ends in LIMIT 1 (a key matches one row at most), which keeps it a probe: without it
+// the planner may merge the subquery into a join, and statistics taken before the tenant's first
+// quotes then planned one scan of every quote, materialised and compared with each item (a batch of
+// 1,000 against 7,000 quotes: 7 million comparisons, 1.0 s instead of 80 ms).
 const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${BENEFICIARY.map((c) => `b.${c} AS b_${c}`).join(', ')},
        (extract(epoch FROM b.created_at) * 1000000)::bigint AS b_created_at_us,
        ${KEY.map((c) => `k.${c} AS k_${c}`).join(', ')},
@@ -21,9 +25,9 @@ const SQL = `SELECT v.n, ${QUOTE.map((c) => `q.${c} AS q_${c}`).join(', ')}, ${B
        (SELECT default_sender FROM programs WHERE tenant_id = v.tenant_id AND mode = v.mode) AS default_sender
   FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::uuid[], $5::text[], $6::uuid[]) WITH ORDINALITY
     AS v (tenant_id, mode, quote_id, beneficiary_id, key, customer_id, n)
-  LEFT JOIN LATERAL (SELECT * FROM quotes WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.quote_id) q ON true
-  LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id) b ON true
-  LEFT JOIN LATERAL (SELECT * FROM idempotency_keys WHERE tenant_id = v.tenant_id AND mode = v.mode AND key = v.key) k ON true`;
+  LEFT JOIN LATERAL (SELECT * FROM quotes WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.quote_id LIMIT 1) q ON true
+  LEFT JOIN LATERAL (SELECT * FROM beneficiaries WHERE tenant_id = v.tenant_id AND mode = v.mode AND id = v.beneficiary_id LIMIT 1) b ON true
+  LEFT JOIN LATERAL (SELECT * FROM idempotency_keys WHERE tenant_id = v.tenant_id AND mode = v.mode AND key = v.key LIMIT 1) k ON true`;
 
 export interface PayoutReferences {
   tenantId: string;

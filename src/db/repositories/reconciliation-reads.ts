@@ -253,12 +253,17 @@ const transactionPageTail = (order: string) => `, per_entry AS (
     FROM sums GROUP BY transaction_id
 )
 SELECT page.id, page.mode, page.kind, page.payment_id, page.written::text AS xact, coalesce(e.postings, 0) AS postings, coalesce(e.unbalanced, '[]'::jsonb) AS unbalanced,
-       coalesce(f.found, false) AS payment_found
+       coalesce(f.same_mode, false) AS payment_found
   FROM page
   LEFT JOIN per_entry e ON e.transaction_id = page.id
-  -- One primary-key probe per entry (an EXISTS was planned as a hashed scan of every payment of the tenant, per page).
+  -- One primary-key probe per entry (an EXISTS was planned as a hashed scan of every payment of the
+  -- tenant, per page), its mode compared after. The tenant is the page's column, not $1: statistics
+  -- that knew of no payment of this tenant (its first payroll) made a scan of "the tenant's payments"
+  -- (estimated at one row) look as cheap as the key, and each entry read every payment of the tenant
+  -- (2,000 entries: 6.2 to 8.0 s instead of 40 ms). A tenant not known in advance is estimated at its
+  -- average share of the table, so only the whole key is a probe.
   LEFT JOIN LATERAL (
-    SELECT true AS found FROM payments pay WHERE pay.tenant_id = $1 AND pay.id = page.payment_id AND pay.mode = page.mode LIMIT 1
+    SELECT pay.mode = page.mode AS same_mode FROM payments pay WHERE pay.tenant_id = page.tenant_id AND pay.id = page.payment_id LIMIT 1
   ) f ON true
  ORDER BY ${order}`;
 
@@ -266,7 +271,7 @@ SELECT page.id, page.mode, page.kind, page.payment_id, page.written::text AS xac
 // other mode are skipped after reading), so a page reads a bounded number of rows even for a tenant
 // whose other mode holds millions.
 const TRANSACTION_PAGE_SQL = `WITH page AS (
-  SELECT id, mode, kind, payment_id, NULL::xid8 AS written FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
+  SELECT tenant_id, id, mode, kind, payment_id, NULL::xid8 AS written FROM ledger_transactions WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3
 ), sums AS (
   -- The page's postings in one range of their primary key (a probe per entry cost twice as much).
   SELECT lp.transaction_id, lp.asset, sum(lp.amount) AS total, count(*) AS n
@@ -278,7 +283,7 @@ const TRANSACTION_PAGE_SQL = `WITH page AS (
 // Since a checkpoint: the transactions written by the transactions in [$5, $6), by (written_xact, id)
 // after ($4, $2), with their postings by primary key.
 const TRANSACTION_PAGE_SINCE_SQL = `WITH page AS (
-  SELECT id, mode, kind, payment_id, written_xact AS written FROM ledger_transactions
+  SELECT tenant_id, id, mode, kind, payment_id, written_xact AS written FROM ledger_transactions
    WHERE tenant_id = $1 AND written_xact >= $5::xid8 AND written_xact < $6::xid8 AND (written_xact, id) > ($4::xid8, $2::uuid)
    ORDER BY written_xact, id LIMIT $3
 ), sums AS (
@@ -354,12 +359,16 @@ const PAYMENT_PAGE_SINCE_SQL = `SELECT ${PAYMENT_COLUMNS}, written_xact::text AS
  WHERE tenant_id = $1 AND written_xact >= $5::xid8 AND written_xact < $6::xid8 AND (written_xact, id) > ($4::xid8, $2::uuid)
  ORDER BY written_xact, id LIMIT $3`;
 
-// Found through ledger_transactions_once (tenant, payment, kind), one probe per payment.
-const PAYMENT_ENTRIES_SQL = `SELECT v.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
-  FROM unnest($2::uuid[]) AS v(id)
- CROSS JOIN LATERAL (SELECT t.id, t.kind FROM ledger_transactions t WHERE t.tenant_id = $1 AND t.payment_id = v.id) t
-  JOIN ledger_postings lp ON lp.tenant_id = $1 AND lp.transaction_id = t.id
- ORDER BY v.id, t.id, lp.asset, lp.account_kind`;
+// Found through ledger_transactions_once (tenant, payment, kind), one probe per payment. The tenant is a
+// column of the materialised ids, not $1: statistics that knew of no transaction of this tenant (its
+// first payroll) otherwise estimated "the tenant's transactions" at one row and read every one of them
+// once per id (500 payments against 20,000 transactions: 10 million rows compared, 760 ms).
+const PAYMENT_ENTRIES_SQL = `WITH wanted AS MATERIALIZED (SELECT $1::uuid AS tenant_id, id FROM unnest($2::uuid[]) AS v(id))
+SELECT w.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
+  FROM wanted w
+  JOIN ledger_transactions t ON t.tenant_id = w.tenant_id AND t.payment_id = w.id
+  JOIN ledger_postings lp ON lp.tenant_id = t.tenant_id AND lp.transaction_id = t.id
+ ORDER BY w.id, t.id, lp.asset, lp.account_kind`;
 
 // Found through the two unique indexes of the outbox (migration 004): each covers its event types.
 const PAYMENT_EVENTS_SQL = `SELECT v.id AS payment_id, e.id::text AS id, e.event_type

@@ -6,7 +6,7 @@ import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { RESEND_QUESTIONS_MAX, sendEndsMs } from '../domain/send-schedule.ts';
-import { railOfPayment } from '../db/repositories/rails.ts';
+import { railOfPayment, railsOfPayments } from '../db/repositories/rails.ts';
 import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
 import { railSetOf, type RailSet } from '../rails/rail-set.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
@@ -102,8 +102,12 @@ export class Reaper {
     const asked = claimed.filter((payment) => !unanswered.has(payment));
     // The payments a silent bulk lookup left are questions that led nowhere, as a failed single one.
     if (asked.length < claimed.length) this.metrics?.resolution('error', claimed.length - asked.length);
+    // The rail each payment the rail has not heard of is on now, read once for the pass: those are the
+    // ones it may send (nothing else moves a payment between this read and its send: the payout path
+    // moves only a payment it is still sending, which `ask` leaves alone).
+    const railsNow = await railsOfPayments(this.db, asked.filter((payment) => known.get(payment)?.status === 'not_found'));
     await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
-      const report = await this.ask(payment, known.get(payment));
+      const report = await this.ask(payment, known.get(payment), railsNow);
       if (report === undefined) this.metrics?.resolution('error');
       else if ('deferUntil' in report) applied.push(this.defer(payment, report.deferUntil));
       else applied.push(this.apply(payment, report));
@@ -165,7 +169,7 @@ export class Reaper {
    * payout path may still be sending (the first look can come before the send has ended: a short
    * sandbox settle delay): only the payout path may send it until then.
    */
-  private async ask(payment: PaymentRow, known?: RailLookup): Promise<RailReport | { deferUntil: Date } | undefined> {
+  private async ask(payment: PaymentRow, known: RailLookup | undefined, railsNow: ReadonlyMap<string, string | null>): Promise<RailReport | { deferUntil: Date } | undefined> {
     const rail = this.rails.railOf(payment);
     if (!rail) {
       // Its rail is not configured in this process (removed, or a worker configured unlike the API):
@@ -187,7 +191,8 @@ export class Reaper {
         return { status: 'unconfirmed', doubt: { kind: 'resend_exhausted', theirs: { rail: rail.name, answer: 'not_found', resendsMax: String(RESEND_QUESTIONS_MAX) } } };
       }
       if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
-      if ((await railOfPayment(this.db, payment)) !== payment.rail) return undefined;
+      const railNow = railsNow.has(payment.id) ? railsNow.get(payment.id) : await railOfPayment(this.db, payment);
+      if (railNow !== payment.rail) return undefined;
       const sent = await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
       this.rails.sent(rail.name, sent);
       // Provably not received: nothing to record; it is sent again when its rail answers.

@@ -101,6 +101,21 @@ export async function movePaymentToRail(db: Queryable, payment: { tenant_id: str
   return rowCount === 1;
 }
 
+/**
+ * The rail each of these payments is on now, by id (a payment not found is absent): one round trip for a
+ * reaper pass's sends instead of one per payment. Each is a primary-key probe, its tenant taken from
+ * the list rather than a constant, so no statistics make it a scan of a tenant's payments.
+ */
+export async function railsOfPayments(db: Queryable, payments: ReadonlyArray<{ tenant_id: string; id: string }>): Promise<Map<string, string | null>> {
+  if (payments.length === 0) return new Map();
+  const { rows } = await db.query<{ id: string; rail: string | null }>(
+    `SELECT p.id, p.rail FROM unnest($1::uuid[], $2::uuid[]) AS v(tenant_id, id)
+       JOIN payments p ON p.tenant_id = v.tenant_id AND p.id = v.id`,
+    [payments.map((p) => p.tenant_id), payments.map((p) => p.id)],
+  );
+  return new Map(rows.map((row) => [row.id, row.rail]));
+}
+
 /** The rail a payment is on now (its row may have moved since a caller read it). */
 export async function railOfPayment(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }): Promise<string | null | undefined> {
   const { rows } = await db.query<{ rail: string | null }>('SELECT rail FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3', [payment.tenant_id, payment.mode, payment.id]);

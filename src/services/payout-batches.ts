@@ -34,6 +34,7 @@ import { answerForStoredKey } from '../domain/idempotency.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
 import type { BackgroundShare } from './background-share.ts';
+import { mapBounded, Window } from './bounded-concurrency.ts';
 import type { Committer } from './committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import { BatchPrecheck, unpayableBatchRefusal } from './payout-batch-precheck.ts';
@@ -194,8 +195,13 @@ export class PayoutBatchService {
       items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
     );
     const fresh = this.deliverQuotesOf(quoted, reads);
-    const prepared = await mapBounded(items, PREPARE_CONCURRENCY, this.background, (item, i) =>
-      this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
+    const prepared = await mapBounded(
+      items,
+      PREPARE_CONCURRENCY,
+      (item, i) => this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
+      async (i) => {
+        if (endsSlice(i)) await this.background.turn();
+      },
     );
     await this.precheck(partition, prepared);
     // Only the quotes of items still going to their transaction are written.
@@ -495,36 +501,3 @@ function checkItem(item: BatchItemRequest, i: number, bankCodes: Awaited<ReturnT
     return {};
   }
 }
-
-/** `work` over `items` with at most `concurrency` at once; the results in item order. */
-async function mapBounded<T, R>(items: readonly T[], concurrency: number, background: BackgroundShare, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next;
-      next += 1;
-      results[index] = await work(items[index]!, index);
-      if (endsSlice(index)) await background.turn();
-    }
-  });
-  await Promise.all(runners);
-  return results;
-}
-
-
-/** At most `size` promises outstanding: `slot` waits for one to be released. */
-class Window {
-  private used = 0;
-  private readonly waiters: Array<() => void> = [];
-  constructor(private readonly size: number) {}
-  async slot(): Promise<void> {
-    while (this.used >= this.size) await new Promise<void>((resolve) => this.waiters.push(resolve));
-    this.used += 1;
-  }
-  release(): void {
-    this.used -= 1;
-    this.waiters.shift()?.();
-  }
-}
-

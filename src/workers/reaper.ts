@@ -1,17 +1,18 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { claimUnresolvedPayments, deferResolution, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
-import { claimUnresolvedPayments, deferResolution, findPayment, findPaymentById, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
-import { openAnomaly } from '../db/repositories/anomalies.ts';
-import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/outcome-decision.ts';
 import { RESEND_QUESTIONS_MAX, sendEndsMs } from '../domain/send-schedule.ts';
 import { railOfPayment, railsOfPayments } from '../db/repositories/rails.ts';
-import type { RailAdapter, RailLookup, RailNotification } from '../rails/rail.ts';
+import { bounded, RailQuestionTimeout } from '../rails/questions.ts';
+import type { RailAdapter, RailLookup } from '../rails/rail.ts';
 import { railSetOf, type RailSet } from '../rails/rail-set.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
+import { forEachBounded } from '../services/bounded-concurrency.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import { NOTIFICATIONS_BATCH_MAX, RailNotifications } from './rail-notifications.ts';
 import { RailQueue } from './rail-queue.ts';
 import type { PassOutcome } from './run-loop.ts';
 
@@ -30,8 +31,6 @@ const REAPER_LEASE_MARGIN_MS = 10_000;
  * makes at most ten such passes a second.
  */
 export const REAPER_PAUSE_MIN_MS = 100;
-/** Rail notifications handled per pass, at most. */
-const NOTIFICATIONS_BATCH_MAX = 100;
 
 export interface ReaperSettings {
   intervalMs: number;
@@ -54,8 +53,7 @@ export interface ReaperSettings {
  * after the fact that a rail did not receive a transfer, so it never moves a payment to another rail.
  * A payment whose rail does not answer waits for it (its questions fail and are asked again).
  *
- * It also applies the rail's own notifications (an outcome pushed to us, a settled payout returned by
- * the bank), and acknowledges one only once its effect — or the anomaly it is — is committed.
+ * At the end of each pass it applies the rail's own notifications (rail-notifications.ts).
  *
  * Every question to the rail is bounded by the rail timeout (`bounded`): a rail that stops answering
  * ends the pass's questions instead of holding the pass, and the payments it did not answer for are
@@ -67,6 +65,7 @@ export class Reaper {
   private readonly sendEndsMs: number;
   private readonly rails: RailSet;
   private readonly railQueue: RailQueue;
+  private readonly notifications: RailNotifications;
   /** Payments the rail queue admitted this pass: never sent before, so no payout path is sending them. */
   private admittedNow = new Set<string>();
 
@@ -83,6 +82,7 @@ export class Reaper {
     this.leaseMs = settings.railTimeoutMs + REAPER_LEASE_MARGIN_MS;
     this.sendEndsMs = sendEndsMs({ reaperIntervalMs: settings.intervalMs, railTimeoutMs: settings.railTimeoutMs });
     this.railQueue = new RailQueue(db, clock, this.rails, outcomes, settings.railQueueMaxAgeMs, log);
+    this.notifications = new RailNotifications(db, clock, this.rails, outcomes, settings.railTimeoutMs, log, metrics);
   }
 
   /**
@@ -113,7 +113,7 @@ export class Reaper {
       else applied.push(this.apply(payment, report));
     });
     await Promise.all(applied);
-    const notified = await this.processNotifications();
+    const notified = await this.notifications.runOnce();
     if (claimed.length === REAPER_BATCH_MAX || notified === NOTIFICATIONS_BATCH_MAX || queue.full) return true;
     // Without this, a payment falling due just after a pass waits the whole interval: a payroll's
     // last payouts settled about a second after their first question was due.
@@ -238,132 +238,6 @@ export class Reaper {
       `reaper: could not ${what} a payment; it is asked again when its lease expires`,
     );
   }
-
-  private async processNotifications(): Promise<number> {
-    let handled = 0;
-    let unread: unknown;
-    for (const rail of this.rails.all()) {
-      let notifications: RailNotification[];
-      try {
-        notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.settings.railTimeoutMs, 'the pending notifications');
-      } catch (error) {
-        // One rail that does not answer does not keep the others' notifications waiting; the pass
-        // still fails (counted by the loop) once they are handled.
-        unread ??= error;
-        continue;
-      }
-      await forEachBounded(notifications, REAPER_RAIL_CONCURRENCY, async (notification) => {
-        try {
-          await this.applyNotification(rail, notification);
-          // Only now: what it said is committed (applied, or stored as an anomaly).
-          await bounded(rail.acknowledgeNotification(notification.id), this.settings.railTimeoutMs, 'an acknowledgement');
-        } catch (error) {
-          // Not acknowledged: the rail hands it out again on a later pass.
-          this.log?.warn({ rail: rail.name, notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
-        }
-      });
-      handled += notifications.length;
-    }
-    if (unread !== undefined) throw unread;
-    return handled;
-  }
-
-  /**
-   * Applies what a notification says through the outcome batches, as an answer of the rail would be:
-   * an outcome of an unresolved payment, a return of a settled one. What contradicts our records — a
-   * payment already final the other way, a return of a payment we never saw settle, an amount or bank
-   * reference other than ours — is stored as an anomaly in the batch's transaction instead, and a
-   * reference we have no payment for (on this rail) is stored as one too. Resolves once its effect is
-   * committed; the caller acknowledges it then.
-   */
-  private async applyNotification(rail: RailAdapter, notification: RailNotification): Promise<void> {
-    const payment = await this.paymentNamedBy(rail, notification);
-    if (!payment) return this.recordUnknownReference(rail, notification);
-    const notified = { id: notification.id, raw: jsonOf(notification), occurredAt: notification.occurredAt };
-    if (notification.doubt) {
-      // Not believed (an amount or bank reference we cannot read): its anomaly is opened, the payment asked about again.
-      await this.outcomes.apply(payment, { status: 'unconfirmed', doubt: notification.doubt }, { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff', notification: notified });
-      return;
-    }
-    let current = payment;
-    if (notification.kind === 'reversed' && (current.status === 'submitted' || current.status === 'unknown')) {
-      // A return of a payment we have not seen settle: the rail's own status first. A transfer it shows
-      // settled (or settled and returned) is resolved as such, and the return then applies to it (or
-      // repeats it); one it does not show settled leaves the return a contradiction.
-      const lookup = await bounded(rail.lookup(current.id, current.mode), this.settings.railTimeoutMs, 'a lookup');
-      if (lookup.status === 'settled' || lookup.status === 'failed' || lookup.status === 'reversed') {
-        current = await this.outcomes.apply(current, lookup, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
-      }
-    }
-    await this.outcomes.apply(current, reportOfNotification(notification), {
-      actor: 'provider_event',
-      settledReason: 'resolved_by_reaper',
-      recheck: 'backoff',
-      notification: notified,
-    });
-  }
-
-  /**
-   * The payment a notification names: by the primary key when the rail says whose transfer it was; by
-   * the id alone otherwise, or when that names nothing (a rail's echo is not trusted to be right: a
-   * return is never dropped for it). A payment carried by another rail is not this rail's.
-   */
-  private async paymentNamedBy(rail: RailAdapter, notification: RailNotification): Promise<PaymentRow | undefined> {
-    const keyed = notification.tenantId && notification.mode ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference) : undefined;
-    const payment = keyed ?? (await findPaymentById(this.db, notification.reference));
-    return payment && this.rails.railOf(payment) === rail ? payment : undefined;
-  }
-
-  /**
-   * A notification naming a reference we have no payment for on this rail. It has no tenant (a rail's
-   * echo of one is not trusted), unless the notification is one a program asked for (the sandbox's):
-   * then it is that program's, so test traffic stays in test. Its mode is the one the rail serves
-   * (a rail serves one), else the one it names. Its dedup scope is the mode for a mode's default rail
-   * (as before rails were many), the rail's name with it for any other (two rails' notification ids
-   * are not one space).
-   */
-  private async recordUnknownReference(rail: RailAdapter, notification: RailNotification): Promise<void> {
-    const report = reportOfNotification(notification);
-    const kind = 'unknown_reference';
-    const owner = notification.requestedBy;
-    const mode = owner?.mode ?? (rail.modes?.length === 1 ? rail.modes[0]! : (notification.mode ?? null));
-    const scope = mode && this.rails.railOf({ rail: null, mode }) === rail ? mode : `${rail.name}/${mode ?? ''}`;
-    const opened = await openAnomaly(
-      this.db,
-      {
-        kind,
-        tenantId: owner?.tenantId ?? null,
-        mode,
-        paymentId: null,
-        ours: { payment: null },
-        theirs: { reference: notification.reference, rail: rail.name, ...evidenceOfReport(report) },
-        raw: jsonOf(notification),
-        dedupKey: notificationDedupKey(kind, scope, notification.id),
-        reportedAt: notification.occurredAt,
-      },
-      this.clock.now(),
-    );
-    if (!opened.created) return;
-    this.metrics?.anomalyRecorded(kind);
-    const line = { anomalyId: opened.id, kind, mode, rail: rail.name, notification: notification.id };
-    const message = 'anomaly: the rail notified about a reference we have no payment for; it waits for an operator (GET /v1/admin/anomalies)';
-    // A test program's own contradiction moves no money: no one is paged for it.
-    if (mode === 'test') this.log?.info(line, message);
-    else this.log?.error(line, message);
-  }
-}
-
-/** What a notification says, as the outcome batches take a rail's report. */
-function reportOfNotification(notification: RailNotification): RailReport & FinalReport {
-  const amount = notification.amountMinor === undefined ? {} : { amountMinor: notification.amountMinor };
-  switch (notification.kind) {
-    case 'settled':
-      return { status: 'settled', bankReference: notification.bankReference, settledAt: notification.settledAt ?? notification.occurredAt, ...amount };
-    case 'failed':
-      return { status: 'failed', reason: notification.reason, ...amount };
-    case 'reversed':
-      return { status: 'reversed', reason: notification.reason, ...(notification.bankReference === undefined ? {} : { bankReference: notification.bankReference }), ...amount };
-  }
 }
 
 function earliest(a: Date | undefined, b: Date | undefined): Date | undefined {
@@ -377,38 +251,3 @@ function resolutionOf(status: PaymentRow['status'], moved: boolean): ResolutionO
   if (!moved) return 'already_resolved';
   return status === 'settled' || status === 'failed' || status === 'reversed' ? status : 'already_resolved';
 }
-
-/** Runs `work` over `items` with at most `concurrency` at once; `work` must not throw. */
-async function forEachBounded<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
-    while (next < items.length) {
-      const item = items[next]!;
-      next += 1;
-      await work(item);
-    }
-  });
-  await Promise.all(runners);
-}
-
-/** Thrown when the rail does not answer a question within the rail timeout. */
-export class RailQuestionTimeout extends Error {
-  constructor(what: string, ms: number) {
-    super(`the rail did not answer ${what} within ${ms} ms`);
-    this.name = 'RailQuestionTimeout';
-  }
-}
-
-/**
- * `question`, bounded by `ms`: a rail that never answers fails the question instead of holding the
- * reaper's pass (and every payment after it) forever. The late answer, if any, is ignored.
- */
-function bounded<T>(question: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new RailQuestionTimeout(what, ms)), ms);
-  });
-  question.catch(() => undefined);
-  return Promise.race([question, timeout]).finally(() => clearTimeout(timer));
-}
-

@@ -6,7 +6,8 @@ import { Registry } from 'prom-client';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { MoneyMetrics } from '../../src/services/money-metrics.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
-import { RailQuestionTimeout, Reaper } from '../../src/workers/reaper.ts';
+import { RailQuestionTimeout } from '../../src/rails/questions.ts';
+import { Reaper } from '../../src/workers/reaper.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, railLike } from '../support/payouts.ts';
 

@@ -6,6 +6,7 @@ import { buildMetricsServer } from './http/metrics-server.ts';
 import type { App } from './http/types.ts';
 import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { ConfigError, loadConfig, type Config } from './config.ts';
+import { readRailsFile, type ConnectorConfig } from './rails/rails-file.ts';
 import { DatabaseUnreachableError, describeDatabase, withDatabaseWait } from './db/connect-wait.ts';
 import { migrate } from './db/migrate.ts';
 import { describeHolder, type LockHolder } from './db/data-dir-lock.ts';
@@ -14,9 +15,11 @@ import { openDatabase } from './db/open.ts';
 import { bootstrapIfEmpty, printBootstrap, syncPlatformKey, type BootstrapResult } from './services/bootstrap.ts';
 import { bootstrapSteps, startWorkers } from './workers/index.ts';
 
-function readConfig(): Config {
+/** The settings and the connectors of the rails file; a bad one stops the start (exit 78, EX_CONFIG). */
+function readConfig(): { config: Config; connectors: ConnectorConfig[] } {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    return { config, connectors: readRailsFile(config.railsFile, process.env) };
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`${error.message}\n`);
@@ -28,14 +31,14 @@ function readConfig(): Config {
 
 async function main(): Promise<void> {
   const startedAtMs = performance.now();
-  const config = readConfig();
+  const { config, connectors } = readConfig();
   const { db, staleLock, bootstrap, revokedBootstrapKeys } = await openAndMigrate(config);
 
   // A worker serves no API, but it is probed and scraped like any process: its port answers the
   // health checks and /metrics only.
   const surface = config.role === 'worker' ? 'operations' : 'api';
   const metrics = createMetricsRegistry();
-  const { app, services, warmCompilers } = await buildApp({ config, db, logger: loggerOptions(config.logLevel), surface, metrics });
+  const { app, services, warmCompilers } = await buildApp({ config, connectorConfigs: connectors, db, logger: loggerOptions(config.logLevel), surface, metrics });
   // The internal listener shares the registry: the same metrics, on a port the operator keeps private.
   const metricsServer = config.metricsPort === undefined ? undefined : await buildMetricsServer(config, metrics, loggerOptions(config.logLevel));
   if (staleLock) {
@@ -51,7 +54,7 @@ async function main(): Promise<void> {
 
   await listen(app, config.port, config.host, 'HOST');
   if (metricsServer) await listen(metricsServer, config.metricsPort!, config.metricsHost, 'METRICS_HOST');
-  logStarted(app, metricsServer, { config, engine: db.engine, surface, workers: workers?.names ?? [], startedAtMs });
+  logStarted(app, metricsServer, { config, connectors, engine: db.engine, surface, workers: workers?.names ?? [], startedAtMs });
   if (bootstrap) printBootstrap(bootstrap);
   // Schemas compile on first use; what is left compiles now, between requests.
   const warming = new AbortController();
@@ -95,7 +98,7 @@ async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock
 function logStarted(
   app: App,
   metricsServer: { server: { address(): AddressInfo | string | null } } | undefined,
-  started: { config: Config; engine: string; surface: 'api' | 'operations'; workers: readonly string[]; startedAtMs: number },
+  started: { config: Config; connectors: readonly ConnectorConfig[]; engine: string; surface: 'api' | 'operations'; workers: readonly string[]; startedAtMs: number },
 ): void {
   const { config, surface } = started;
   const address = listeningOn(app.server);
@@ -111,7 +114,7 @@ function logStarted(
       metrics: metricsOn,
       workers: started.workers,
       // The configured connectors (never their keys); the first serving live carries live payouts.
-      connectors: config.connectors.map((connector) => ({ name: connector.name, modes: connector.modes, gateway: new URL(connector.baseUrl).origin })),
+      connectors: started.connectors.map((connector) => ({ name: connector.name, modes: connector.modes, gateway: new URL(connector.baseUrl).origin })),
       startup_ms: Math.round(performance.now() - started.startedAtMs),
     },
     'bolivar disbursement service started',

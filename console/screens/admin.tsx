@@ -6,6 +6,7 @@ import { apiPath } from '../api.ts';
 import { statementScreenPath } from '../statement.ts';
 import { Amount, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 import { auditPath, FindPayment } from './audit.tsx';
+import { PlatformNotice } from './platform-notice.tsx';
 
 interface Tenant {
   id: string;
@@ -41,15 +42,6 @@ interface LimitRule {
   monthly_max: string | null;
   daily_count_max: string | null;
   created_at: string;
-}
-
-export function PlatformNotice() {
-  return (
-    <p class="notice">
-      Signed in with the platform key: it administers tenants, keys, limit rules and rates, and reads a tenant's statement and payments. It cannot read a
-      tenant's events, beneficiaries or treasury (the API answers it 403 scope_missing); sign in with that tenant's own key for those screens.
-    </p>
-  );
 }
 
 function LimitRules({ rules }: { rules: LimitRule[] }) {

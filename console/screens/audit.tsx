@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { apiPath, type Api, type Page } from '../api.ts';
 import { navigate } from '../router.ts';
 import { Json, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
-import { PlatformNotice } from './admin.tsx';
+import { PlatformNotice } from './platform-notice.tsx';
 import { PaymentFacts, Transitions, type Payment } from './payment.tsx';
 
 interface AuditEntry {

@@ -3,6 +3,8 @@
 // requests with, the keys its callbacks are signed with, its timeout and the modes it serves. A secret
 // is given inline (`secret`) or, better, as the name of an environment variable (`secretEnv`) so the
 // file itself can be committed. Any problem stops the start with a message naming it.
+import { readFileSync, statSync } from 'node:fs';
+import { ConfigError } from '../config.ts';
 import type { RailKey } from '../domain/rail-signature.ts';
 
 export interface HttpBankConnectorConfig {
@@ -147,4 +149,34 @@ export function parseRailsFile(text: string, env: Env): { ok: true; connectors: 
     if (error instanceof RailsFileProblem) return { ok: false, problem: error.message };
     throw error;
   }
+}
+
+const RAILS_FILE_ACCEPTS = 'the path of a readable JSON rails file, {"connectors": [ … ]} (docs/http-bank.md)';
+
+/**
+ * The connectors RAILS_FILE lists (none without a file), read at start; its secrets may name other
+ * variables of `env` (secretEnv). A file that cannot be read or used, or that holds a secret other users
+ * can read, is a ConfigError naming RAILS_FILE: the start stops (exit 78).
+ */
+export function readRailsFile(file: string | null, env: Env): ConnectorConfig[] {
+  const name = 'RAILS_FILE';
+  if (file === null) return [];
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `It cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+  }
+  const parsed = parseRailsFile(text, env);
+  if (!parsed.ok) throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `The file is not usable: ${parsed.problem}.`);
+  // A secret written in the file is only as safe as the file: anyone who can read it can sign as us.
+  if (parsed.inlineSecrets && (statSync(file).mode & 0o077) !== 0) {
+    throw new ConfigError(
+      name,
+      RAILS_FILE_ACCEPTS,
+      file,
+      `It holds secrets inline and other users of this machine can read it: run \`chmod 600 ${file}\`, or give each secret as secretEnv (the name of an environment variable) instead.`,
+    );
+  }
+  return parsed.connectors;
 }

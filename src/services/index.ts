@@ -10,6 +10,7 @@ import { readsOf } from './read-replica.ts';
 import { BankCatalogue, LocalBankCatalogue, type BankCatalogueProvider } from '../rails/catalogue.ts';
 import { RoutedBankCatalogue } from './routed-catalogue.ts';
 import type { RailAdapter } from '../rails/rail.ts';
+import type { ConnectorConfig } from '../rails/rails-file.ts';
 import { SandboxRail } from '../rails/sandbox-rail.ts';
 import { HttpBankRail } from '../rails/http-bank/adapter.ts';
 import { isCallbackReceiver, RailCallbackService } from './rail-callbacks.ts';
@@ -57,6 +58,8 @@ export interface ServiceDeps {
    * the rails settings say otherwise (docs/rails.md).
    */
   connectors?: RailAdapter[];
+  /** The connectors the RAILS_FILE lists, read at start (rails/rails-file.ts readRailsFile); none without one. */
+  connectorConfigs?: readonly ConnectorConfig[];
   /** A live-mode rail: one more connector (none at all: live payouts fail with `no_route`). */
   liveRail?: RailAdapter;
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
@@ -201,7 +204,7 @@ function railStatementServicesOf(db: Database, clock: Clock, railRegistry: RailR
 function railsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry, log?: FastifyBaseLogger) {
   const { config, db } = deps;
   const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const connectors = deps.connectors ?? config.connectors.map((connector) => new HttpBankRail(connector, db, clock));
+  const connectors = deps.connectors ?? (deps.connectorConfigs ?? []).map((connector) => new HttpBankRail(connector, db, clock));
   const railMetrics = new RailMetrics(registry, metrics, () => clock.now().toISOString());
   const railRegistry = railRegistryOf(deps, clock, testRail, connectors, railMetrics, log);
   const rails: RailsByMode = { test: railRegistry.named(testRail.name)!.adapter, live: railRegistry.railOf({ rail: null, mode: 'live' }) };

@@ -113,8 +113,8 @@ describe(`the SDK examples against the service as a process, on ${ENGINE}`, () =
     await waitFor('receiver', receiver, /^duplicate 900001$/m);
   });
 
-  it("the README's receiver is examples/receiver.mjs, verbatim", () => {
-    assert.ok(readFileSync(path.join(ROOT, 'README.md'), 'utf8').includes(`\`\`\`js\n${readFileSync(path.join(ROOT, 'examples/receiver.mjs'), 'utf8')}\`\`\``));
+  it("docs/webhooks.md's receiver is examples/receiver.mjs, verbatim", () => {
+    assert.ok(readFileSync(path.join(ROOT, 'docs/webhooks.md'), 'utf8').includes(`\`\`\`js\n${readFileSync(path.join(ROOT, 'examples/receiver.mjs'), 'utf8')}\`\`\``));
   });
 
   it('reconcile.ts compiles under tsc --strict against the built @bolivar/sdk, and the types refuse what the API would', () => {

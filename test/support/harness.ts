@@ -6,6 +6,7 @@ import pg from 'pg';
 import { buildApp, type AppDeps } from '../../src/app.ts';
 import type { Services } from '../../src/services/index.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { readRailsFile } from '../../src/rails/rails-file.ts';
 import type { Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { PgliteDatabase } from '../../src/db/pglite.ts';
@@ -90,9 +91,12 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const platformKey = generateApiKey('platform');
-  const config = loadConfig({ BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', METRICS_TOKEN: TEST_METRICS_TOKEN, ...options.env, PLATFORM_API_KEY: platformKey });
+  const env = { BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', METRICS_TOKEN: TEST_METRICS_TOKEN, ...options.env, PLATFORM_API_KEY: platformKey };
+  const config = loadConfig(env);
   await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
-  const { app, services } = await buildApp({ config, db: database.db, clock: options.clock, ...options.deps });
+  // As the start does (main.ts): the connectors of RAILS_FILE, when the test gives one.
+  const connectorConfigs = readRailsFile(config.railsFile, env);
+  const { app, services } = await buildApp({ config, connectorConfigs, db: database.db, clock: options.clock, ...options.deps });
   if (options.beforeReady) await options.beforeReady(app);
   await app.ready();
   return {

@@ -82,7 +82,7 @@ export class BatchPrecheck {
   private fundsRefusal(cost: ItemCost): ApiError | undefined {
     const funds = this.funds.get(cost.spend.asset);
     if (!funds) throw new Error(`invariant: the precheck read no funds of ${cost.spend.asset}`);
-    const refusal = fundsRefusal(funds, cost.spend.asset, cost.spend.amount);
+    const refusal = shortfallOf(funds, cost.spend.asset, cost.spend.amount);
     return refusal ? refusalError(refusal) : undefined;
   }
 
@@ -125,7 +125,7 @@ export async function unpayableBatchRefusal(db: Queryable, partition: Partition,
   if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
   let first: FundsShortfall | undefined;
   for (const [asset, amount] of least) {
-    const refusal = fundsRefusal(await fundsOf(db, partition, tenant, asset), asset, amount);
+    const refusal = shortfallOf(await fundsOf(db, partition, tenant, asset), asset, amount);
     if (!refusal) return undefined;
     first ??= refusal;
   }
@@ -156,7 +156,7 @@ async function fundsOf(db: Queryable, partition: Partition, tenant: NonNullable<
 }
 
 /** The refusal of taking `amount` of `asset` from these funds, or undefined when they cover it. */
-function fundsRefusal(funds: Funds, asset: string, amount: bigint): FundsShortfall | undefined {
+function shortfallOf(funds: Funds, asset: string, amount: bigint): FundsShortfall | undefined {
   if (funds.funding === 'prefunding') {
     if (amount <= funds.available) return undefined;
     return { code: 'insufficient_tenant_funds', funds: { funding: 'prefunding', asset, required: amount, available: funds.available > 0n ? funds.available : 0n } };

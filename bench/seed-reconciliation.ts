@@ -1,4 +1,4 @@
-// A tenant's books as the payout and outcome batches would have written them, seeded by SQL (nothing
+// A tenant's books as the payout and outcome commits would have written them, seeded by SQL (nothing
 // goes through Node): one row per payment with its status (70 % settled, 15 % failed after the charge,
 // 10 % still submitted, 5 % returned), 100 beneficiaries, one Caracas day, every entry, event, limit
 // counter and balance. A reconciliation run over it comes out clean. Used by the reconciliation scale

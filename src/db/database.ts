@@ -69,12 +69,12 @@ type Engine = 'pglite' | 'postgres';
 
 export interface TransactionOptions {
   /**
-   * true: a batch transaction (the committer's). Its BEGIN marks it as one for its own statements
-   * (SET LOCAL bolivar.in_batch = on, in the same message), which the lock statements test before they
-   * insert anything (IN_BATCH_TRANSACTION in db/lock-order.ts). On PostgreSQL that BEGIN is not waited
-   * for: it leaves with the batch's first statement, one round trip fewer per batch.
+   * true: a commit transaction (the committer's). Its BEGIN marks it as one for its own statements
+   * (SET LOCAL bolivar.in_commit = on, in the same message), which the lock statements test before they
+   * insert anything (IN_COMMIT_TRANSACTION in db/commit/README.md). On PostgreSQL that BEGIN is not waited
+   * for: it leaves with the commit's first statement, one round trip fewer per commit.
    */
-  batch?: boolean;
+  commit?: boolean;
   /**
    * false: every statement of this transaction finds its rows by key, so the planner is told not to
    * scan whole tables (SET LOCAL enable_seqscan = off, in the same round trip as BEGIN), and to use each

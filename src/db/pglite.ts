@@ -70,7 +70,7 @@ export class PgliteDatabase implements Database {
     return this.db.transaction(async (tx) => {
       // Planner settings (TransactionOptions.seqScans) mean nothing here, as a query's plan does not:
       // their gain was measured on PostgreSQL only.
-      if (options.batch) await tx.exec('SET LOCAL bolivar.in_batch = on');
+      if (options.commit) await tx.exec('SET LOCAL bolivar.in_commit = on');
       return work(wrap(tx as unknown as Tx));
     });
   }

@@ -72,12 +72,12 @@ function checkOut(client: pg.ClientBase): { broken(): boolean; done(): void } {
   };
 }
 
-/** What marks a batch transaction as one (TransactionOptions.batch), sent with its BEGIN. */
-const IN_BATCH = 'SET LOCAL bolivar.in_batch = on';
+/** What marks a commit transaction as one (TransactionOptions.commit), sent with its BEGIN. */
+const IN_COMMIT = 'SET LOCAL bolivar.in_commit = on';
 /**
  * The planner settings of a keyed transaction (TransactionOptions.seqScans false, QueryOptions.plan
- * 'keyed'). Performance only: no result depends on them (a batch transaction is marked by
- * bolivar.in_batch, above). Each stays because it buys more than 10 %, measured with `npm run bench --
+ * 'keyed'). Performance only: no result depends on them (a commit transaction is marked by
+ * bolivar.in_commit, above). Each stays because it buys more than 10 %, measured with `npm run bench --
  * --only=payout,payroll` on 2026-11-27 (2 cores, PostgreSQL 15; medians of alternating runs, the SQL
  * otherwise the same): with both, payout c16 872/s (4 runs) and 0.80 ms of PostgreSQL CPU a payout in
  * the payroll (ROLE=all); without enable_seqscan = off, c16 386/s (-56 %, 2 runs); without
@@ -103,7 +103,7 @@ const BEGIN_PLANNED = {
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */
 function beginOf(options: TransactionOptions): string {
-  return ['BEGIN', ...(options.batch ? [IN_BATCH] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join('; ');
+  return ['BEGIN', ...(options.commit ? [IN_COMMIT] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join('; ');
 }
 
 /**
@@ -127,7 +127,7 @@ function opening(target: Target, begin: string): string {
 /**
  * A query on a pool. A statement with a plan (QueryOptions.plan) runs in a transaction of its own:
  * its BEGIN_PLANNED, the statement and COMMIT leave together (the pool pipelines) and come back in one
- * round trip, as a batch transaction's BEGIN and write do. If the statement fails, the server answers
+ * round trip, as a commit transaction's BEGIN and write do. If the statement fails, the server answers
  * the COMMIT with ROLLBACK; the statement's error is what the caller sees. (Were BEGIN to fail, the
  * statement would run on its own, as planned statements did before: each is one statement, atomic by
  * itself.) Any other statement runs as it is.
@@ -228,11 +228,11 @@ async function transactionOn<T>(target: Target, work: (tx: TransactionHandle) =>
   let broken = false;
   try {
     // Without parameters BEGIN and its settings are one simple-protocol message: one round trip.
-    // A batch transaction (TransactionOptions.batch: the committer's) does not wait for its answer:
-    // the pool pipelines, so BEGIN leaves together with the batch's first statement, one round trip
-    // fewer per batch. That statement answers only once BEGIN is seen to have succeeded, and it
-    // inserts nothing outside the transaction (IN_BATCH_TRANSACTION in db/lock-order.ts): only a
-    // successful BEGIN sets bolivar.in_batch.
+    // A commit transaction (TransactionOptions.commit: the committer's) does not wait for its answer:
+    // the pool pipelines, so BEGIN leaves together with the commit's first statement, one round trip
+    // fewer per commit. That statement answers only once BEGIN is seen to have succeeded, and it
+    // inserts nothing outside the transaction (IN_COMMIT_TRANSACTION in db/commit/README.md): only a
+    // successful BEGIN sets bolivar.in_commit.
     let tx: PgTransaction | undefined;
     let begun: Promise<unknown>;
     let working: Promise<T>;
@@ -318,7 +318,7 @@ function openTarget(connectionString: string, max: number, options: PostgresOpti
   const pool = new pg.Pool({
     connectionString,
     // Queries issued together on one client go out together (pg's pipeline mode). The service
-    // issues one query at a time per client, except a batch's BEGIN (see `transaction`) and a
+    // issues one query at a time per client, except a commit's BEGIN (see `transaction`) and a
     // planned statement's transaction (poolQuery).
     pipeline: true,
     max,
@@ -388,7 +388,7 @@ export class PostgresDatabase implements Database {
   }
 
   transaction<T>(work: (tx: TransactionHandle) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    return transactionOn(this.main, work, beginOf(options), options.batch === true);
+    return transactionOn(this.main, work, beginOf(options), options.commit === true);
   }
 
   async withConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {

@@ -1,7 +1,7 @@
 // Sending a committed payout to its rail, as the payout path does right after its batch and the reaper
 // does when that send never happened: by our reference (the payment id), with a hard timeout.
 import type { PaymentRow } from '../db/repositories/payments.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import type { RailReport } from '../domain/commit/outcome-decision.ts';
 import type { Sender } from '../domain/sender.ts';
 import { isRailFailure, RailNotReceivedError, type RailAdapter, type RailTransfer } from './rail.ts';
 
@@ -17,7 +17,7 @@ export type NotReceived = { status: 'not_received'; message: string };
 /**
  * A send that failed, or was still waiting, in the service's own database when it ended, not at the
  * rail (ServiceDatabaseError): its fate is unknown as after any error or timeout (it is one to the
- * outcome batches), but the rail's circuit breaker does not count it.
+ * outcome commits), but the rail's circuit breaker does not count it.
  */
 type DatabaseFailed = { status: 'error'; message: string; database: true } | { status: 'timeout'; database: true };
 

@@ -19,17 +19,17 @@ import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimit
 import { Authenticator } from './authenticator.ts';
 import { BeneficiaryService } from './beneficiaries.ts';
 import { ownOriginOf } from './bootstrap.ts';
-import { Committer } from './committer.ts';
+import { Committer } from './commit/committer.ts';
 import { EventService } from './events.ts';
 import { LimitService } from './limits.ts';
 import { MoneyMetrics } from './money-metrics.ts';
-import { PaymentOutcomes, resolutionScheduleOf } from './payment-outcomes.ts';
+import { PaymentOutcomes, resolutionScheduleOf } from './commit/payment-outcomes.ts';
 import { PayoutService } from './payouts.ts';
 import { PayoutBatchService } from './payout-batches.ts';
 import { RailAdminService } from './rail-admin.ts';
 import { RailMetrics } from './rail-metrics.ts';
 import { RailRegistry } from './rail-registry.ts';
-import type { PayoutAnswers } from './payout-lane.ts';
+import type { PayoutAnswers } from './commit/payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
 import { RailStatementService } from './rail-statements.ts';
@@ -139,7 +139,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const catalogueOptions = { nowMs: () => clock.now().getTime(), log };
   const catalogue = new RoutedBankCatalogue(railRegistry, new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), catalogueOptions), catalogueOptions);
   const limitService = new LimitService(db, clock);
-  // Batch transactions may hold at most half of the pool: reads and the rest keep the other half.
+  // Commit transactions may hold at most half of the pool: reads and the rest keep the other half.
   const background = new BackgroundShare();
   const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics, background);
   metrics.watchCommitter(() => committer.depth);

@@ -37,7 +37,7 @@ export interface LimitRuleSource {
 
 /**
  * Configured limit rules and usage figures. The rules are decided against by payout batches
- * (domain/payout-decision.ts), which lock the day's counters, so concurrent payouts can never jointly
+ * (domain/commit/payout-decision.ts), which lock the day's counters, so concurrent payouts can never jointly
  * pass a cap; this service keeps the rules (cached for a second) and answers GET /limits/usage.
  */
 export class LimitService implements LimitRuleSource {

@@ -171,7 +171,7 @@ export class MoneyMetrics {
     this.payouts.inc({ status, reason: this.reasons.of(reason) });
   }
 
-  batch(lane: string, jobs: number, seconds: number, committed: boolean): void {
+  commit(lane: string, jobs: number, seconds: number, committed: boolean): void {
     if (committed) this.batchJobs.observe({ lane }, jobs);
     this.batchSeconds.observe({ lane, result: committed ? 'committed' : 'failed' }, seconds);
   }
@@ -202,7 +202,7 @@ export class MoneyMetrics {
 
 type Registers = Registry[];
 
-/** The counters and histograms of the money path: payouts, group-commit batches, the reaper. */
+/** The counters and histograms of the money path: payouts, group commits, the reaper. */
 function moneyPathSeries(registers: Registers) {
   return {
     parked: new Counter({

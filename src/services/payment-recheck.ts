@@ -1,6 +1,6 @@
 // An operator putting an unresolved payment back on the reaper's schedule (a parked payment, one the
 // rail has news of): the change and its audit row in one transaction. The payment is locked first
-// (step 3 of the lock order, db/lock-order.ts, and nothing else), so `before` is what it replaced.
+// (step 3 of the lock order, db/commit/README.md, and nothing else), so `before` is what it replaced.
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findPaymentById, lockPayment, requeueResolution, type PaymentRow } from '../db/repositories/payments.ts';

@@ -3,7 +3,7 @@
 // against what the items before it would take. An item this refuses is refused as its payout would be
 // (insufficient_tenant_funds, limit_exceeded: the same codes and meta), with no quote written and no
 // transaction spent on it; so a batch that can pay nothing costs one read and one write of its items.
-// The reads take no lock: an item it lets through is still decided under the locks (payout-lane.ts),
+// The reads take no lock: an item it lets through is still decided under the locks (commit/payout-lane.ts),
 // which may refuse it after all when another request spent meanwhile. It refuses only what is certain
 // given what it read, with the code its transaction would give: an item under a limit rule that counts
 // per customer or beneficiary is left to the transaction whole.
@@ -19,7 +19,7 @@ import { ASSET_DECIMALS } from '../domain/money.ts';
 import { instrumentCapBreach } from '../domain/instrument-caps.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../domain/limit-rules.ts';
 import type { Partition } from '../domain/partition.ts';
-import type { PayoutRefusal } from '../domain/payout-decision.ts';
+import type { PayoutRefusal } from '../domain/commit/payout-decision.ts';
 import { refusalError } from './payout-refusals.ts';
 
 /** What an item would take: the charge to the tenant's funding account, and the amount delivered. */

@@ -1,12 +1,12 @@
 // POST /v1/payout-batches and its reads (docs/payout-batches.md): many payouts in one call. Each item
-// is a payout as POST /v1/payouts makes it — the same checks, the same payout batch transactions (the
+// is a payout as POST /v1/payouts makes it — the same checks, the same payout commit transactions (the
 // committer's one-writer path, in the one lock order), the same states, webhooks and reaper — with
 // the request's own costs (authentication, parsing, the key, the reads of its references) paid once
 // per batch instead of once per payout.
 import { createHash, randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Database } from '../db/database.ts';
-import { inTransaction } from '../db/lock-order.ts';
+import { inTransaction } from '../db/commit/transaction.ts';
 import {
   claimPayoutBatch,
   completePayoutBatch,
@@ -35,15 +35,15 @@ import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import type { Partition } from '../domain/partition.ts';
 import type { BackgroundShare } from './background-share.ts';
 import { mapBounded, Window } from './bounded-concurrency.ts';
-import type { Committer } from './committer.ts';
+import type { Committer } from './commit/committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import { BatchPrecheck, unpayableBatchRefusal } from './payout-batch-precheck.ts';
-import type { PayoutJob } from './payout-lane.ts';
+import type { PayoutJob } from './commit/payout-lane.ts';
 import { canonicalItem, itemKeyOf, refusalOf, type BatchItemRequest, type ItemOutcome } from './payout-batch-items.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
 import { validate, type CheckedPayout, type PayoutService } from './payouts.ts';
 import type { QuoteService } from './quotes.ts';
-import type { WriterAnswer } from './writer-answer.ts';
+import type { WriterAnswer } from './commit/writer-answer.ts';
 
 export interface PayoutBatchSettings {
   /** PAYOUT_BATCH_MAX_ITEMS: the most items one batch may carry. */
@@ -80,7 +80,7 @@ const FIELD_ERRORS_MAX = 100;
 const OPEN_STATUSES = new Set(['created', 'pending', 'submitted', 'unknown']);
 const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
 const NO_QUOTE = '00000000-0000-0000-0000-000000000000';
-/** What the payout batch transaction answers the second of two payouts with one key in it. */
+/** What the payout commit transaction answers the second of two payouts with one key in it. */
 const SAME_KEY_IN_TRANSACTION = new Set(['idempotency_request_in_progress', 'idempotency_key_reused']);
 
 export interface BatchContext {

@@ -2,7 +2,7 @@
 // (quote, limits, funds), and an Idempotency-Key that names another request or one still running.
 import { ApiError, notFound } from '../domain/errors.ts';
 import type { LimitBreach } from '../domain/instrument-caps.ts';
-import type { PayoutRefusal } from '../domain/payout-decision.ts';
+import type { PayoutRefusal } from '../domain/commit/payout-decision.ts';
 
 /** The HTTP error of a payout the batch refused. */
 export function refusalError(refusal: PayoutRefusal): ApiError {

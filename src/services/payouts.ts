@@ -1,5 +1,5 @@
 // POST /v1/payouts, the request path: validation, the references a payout names, its route, then the
-// payout batch (payout-lane.ts) and, after the commit, the payout's own send to the rail.
+// payout commit (commit/payout-lane.ts) and, after the commit, the payout's own send to the rail.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
@@ -16,7 +16,7 @@ import { ApiError, notFound, validationFailed, type FieldError } from '../domain
 import { answerForStoredKey, type StoredKey } from '../domain/idempotency.ts';
 import type { Instrument } from '../domain/instrument.ts';
 import { NO_METADATA, type Metadata } from '../domain/metadata.ts';
-import { unknownReasonOf, type RailReport } from '../domain/outcome-decision.ts';
+import { unknownReasonOf, type RailReport } from '../domain/commit/outcome-decision.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
 import { STATUS_MESSAGES } from '../domain/payment-messages.ts';
 import { decideRoute } from '../domain/payout-route.ts';
@@ -26,14 +26,14 @@ import type { RoutedBankCatalogue } from './routed-catalogue.ts';
 import { movePaymentToRail } from '../db/repositories/rails.ts';
 import type { RoutedPayout } from '../domain/rail-routing.ts';
 import { callRail, transferOf, type NotReceived } from '../rails/send.ts';
-import type { Committer } from './committer.ts';
+import type { Committer } from './commit/committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
-import { PayoutLane, type PayoutAnswers, type PayoutJob } from './payout-lane.ts';
+import { PayoutLane, type PayoutAnswers, type PayoutJob } from './commit/payout-lane.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
-import type { PaymentOutcomes } from './payment-outcomes.ts';
+import type { PaymentOutcomes } from './commit/payment-outcomes.ts';
 import type { RailRegistry, RegisteredRail } from './rail-registry.ts';
-import type { WriterAnswer } from './writer-answer.ts';
+import type { WriterAnswer } from './commit/writer-answer.ts';
 
 export interface PayoutRequest {
   quoteId: string;
@@ -81,13 +81,13 @@ const INVALID_CHECK_DIGITS_MESSAGE =
   "The account number's check digits do not agree (account_check: invalid_check_digits), so it was not sent to the bank. Register the beneficiary with the corrected number and pay again with a new quote.";
 
 /**
- * POST /payouts. One writer: the payout batch (PayoutLane) records everything a payout decides in one
+ * POST /payouts. One writer: the payout commit (PayoutLane) records everything a payout decides in one
  * transaction — its Idempotency-Key with the payment it created, the payment (accepted, or failed
  * before the rail), the quote's consumption, the ledger entry, the limit usage and the outbox event —
- * so a retry with the same key after any crash finds the payment. Before the batch only what needs no
+ * so a retry with the same key after any crash finds the payment. Before the commit only what needs no
  * lock is checked (validation 400, unknown references 404, routing); every rule that reads state
- * (quote, limits, funds) is decided by domain/payout-decision.ts under the batch's locks. After the
- * commit the rail is called by our reference, and what it says goes through the outcome batch.
+ * (quote, limits, funds) is decided by domain/commit/payout-decision.ts under the commit's locks. After the
+ * commit the rail is called by our reference, and what it says goes through the outcome commit.
  */
 export class PayoutService {
   private readonly lane: PayoutLane;
@@ -134,16 +134,16 @@ export class PayoutService {
         throw result.error;
       case 'key_taken': {
         const answer = await this.answerFromKey(partition, result.stored, context.fingerprint);
-        if (!answer) throw new Error('invariant: a key taken in the batch was past its TTL');
+        if (!answer) throw new Error('invariant: a key taken in the commit was past its TTL');
         return answer;
       }
       case 'accepted':
-        return this.deliver(result.payment, job, result.batchStartedAt, rails);
+        return this.deliver(result.payment, job, result.commitStartedAt, rails);
     }
   }
 
   /**
-   * What a payout decides before its batch, needing no lock: its references exist (404), its user,
+   * What a payout decides before its commit, needing no lock: its references exist (404), its user,
    * sender, route and rails. Throws the ApiError a single payout answers with. Shared by the payout
    * batches (services/payout-batches.ts), which read the references of many payouts at once.
    */
@@ -201,7 +201,7 @@ export class PayoutService {
     return { job, rails };
   }
 
-  /** The payout batch (one transaction of many payouts) the payout path and the payout batches share. */
+  /** The payout commit (one transaction of many payouts) the payout path and the payout batches share. */
   get payoutLane(): PayoutLane {
     return this.lane;
   }
@@ -253,7 +253,7 @@ export class PayoutService {
     return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE }, waitsForRail: false };
   }
 
-  /** What a key found before or in the batch answers, or undefined when it is past its TTL. */
+  /** What a key found before or in the commit answers, or undefined when it is past its TTL. */
   private async answerFromKey(partition: Partition, stored: StoredKey, fingerprint: string): Promise<WriterAnswer | undefined> {
     const answer = answerForStoredKey(stored, fingerprint, this.clock.now());
     switch (answer.kind) {
@@ -275,15 +275,15 @@ export class PayoutService {
 
   /**
    * After the commit: the rail is asked to send, by our reference, with a hard timeout; what it says
-   * is applied through the outcome batch. The payout path sends only within its window (sendWindowMs);
+   * is applied through the outcome commit. The payout path sends only within its window (sendWindowMs);
    * later the reaper sends it.
    */
-  private async deliver(payment: PaymentRow, job: PayoutJob, batchStartedAt: Date, rails: readonly RegisteredRail[]): Promise<WriterAnswer> {
+  private async deliver(payment: PaymentRow, job: PayoutJob, commitStartedAt: Date, rails: readonly RegisteredRail[]): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
     // A payout waiting for a rail (pending) is not sent here: the reaper sends it once a rail admits it.
-    if (payment.status === 'submitted' && this.withinSendWindow(batchStartedAt)) {
-      const sent = await this.send(payment, job.sender!, batchStartedAt, rails);
+    if (payment.status === 'submitted' && this.withinSendWindow(commitStartedAt)) {
+      const sent = await this.send(payment, job.sender!, commitStartedAt, rails);
       const outcome = sent.outcome;
       row = sent.payment;
       if (outcome.status === 'processing') accepted = true;
@@ -299,7 +299,7 @@ export class PayoutService {
     }
     const body = this.answers.payment(row);
     // The key's answer and the rail's acceptance in one statement, with relaxed durability: the key
-    // already names the payment (the batch wrote it), so if a crash loses this answer a retry answers
+    // already names the payment (the commit wrote it), so if a crash loses this answer a retry answers
     // with the payment as it stands, and the reaper records the acceptance when it asks the rail.
     await recordPayoutAnswer(this.db, {
       scope: { tenantId: payment.tenant_id, mode: payment.mode, key: job.candidate.key },
@@ -315,19 +315,19 @@ export class PayoutService {
     this.log?.warn({ code: pgErrorCode(error), message: (error as Error)?.message }, `payout: could not record ${what}; it is recovered later`);
   }
 
-  private withinSendWindow(batchStartedAt: Date): boolean {
-    return this.clock.now().getTime() - batchStartedAt.getTime() <= sendWindowMs(this.settings);
+  private withinSendWindow(commitStartedAt: Date): boolean {
+    return this.clock.now().getTime() - commitStartedAt.getTime() <= sendWindowMs(this.settings);
   }
 
   /**
-   * Sends the payment to its rail (the first candidate, recorded by the batch). Only when that rail
+   * Sends the payment to its rail (the first candidate, recorded by the commit). Only when that rail
    * provably did not receive it (`not_received`) does it go to the next candidate whose breaker is
    * not open: its new rail committed first (a crash then leaves the reaper asking the rail that was
    * asked to send), at most RAILS_TRIED_MAX rails, and only within the send window, after which the
    * reaper alone may send it. Any other answer — a timeout, an error, whose fate is unknown — keeps
    * it on its rail: never two rails for one payment.
    */
-  private async send(payment: PaymentRow, sender: Sender, batchStartedAt: Date, candidates: readonly RegisteredRail[]): Promise<{ outcome: RailReport | NotReceived; payment: PaymentRow }> {
+  private async send(payment: PaymentRow, sender: Sender, commitStartedAt: Date, candidates: readonly RegisteredRail[]): Promise<{ outcome: RailReport | NotReceived; payment: PaymentRow }> {
     let row = payment;
     const transfer = transferOf(payment, sender);
     for (let tried = 1; ; tried += 1) {
@@ -337,7 +337,7 @@ export class PayoutService {
       this.rails.sent(rail.name, outcome);
       if (outcome.status !== 'not_received') return { outcome, payment: row };
       const next = candidates.slice(candidates.findIndex((c) => c.name === rail.name) + 1).find((c) => c.breaker.admits());
-      if (!next || tried >= RAILS_TRIED_MAX || !this.withinSendWindow(batchStartedAt)) return { outcome, payment: row };
+      if (!next || tried >= RAILS_TRIED_MAX || !this.withinSendWindow(commitStartedAt)) return { outcome, payment: row };
       const moved = await movePaymentToRail(this.db, row, row.rail, next.name).catch((error: unknown) => {
         this.logLost(`the move to rail ${next.name} (it stays on ${rail.name} for the reaper)`, error);
         return false;
@@ -349,7 +349,7 @@ export class PayoutService {
     }
   }
 
-  /** The rail floor needs a USD rate; the batch reads the current one, this only checks there is one. */
+  /** The rail floor needs a USD rate; the commit reads the current one, this only checks there is one. */
   private async ensureUsdRate(): Promise<void> {
     if (this.usdRateSeen) return;
     if (!(await findRate(this.db, 'USD'))) {
@@ -404,7 +404,7 @@ export function validate(request: Omit<PayoutRequest, 'quoteId'>, bankCodes: Rec
  * out, the call failed) is `unknown`, whatever has happened to the payment since: the reaper may have
  * asked the rail and resolved it while this send was still waiting for its timeout (a short sandbox
  * settle delay), and the answer must not depend on that race. The payment itself is as the outcome
- * batches left it; GET /v1/payments/{id} and the webhook tell the outcome. Any other answer is the
+ * commits left it; GET /v1/payments/{id} and the webhook tell the outcome. Any other answer is the
  * payment as it stands after what the rail said was applied.
  */
 function answerOfSend(committed: PaymentRow, outcome: RailReport, applied: PaymentRow): PaymentRow {

@@ -1,5 +1,5 @@
 // Test mode only: a test pushes one of its payments to an outcome now instead of waiting for the
-// sandbox rail's schedule. The outcome goes through the same outcome batch as the rail's own reports
+// sandbox rail's schedule. The outcome goes through the same outcome commit as the rail's own reports
 // (PaymentOutcomes: lock order, ledger entry, limit give-back, history, one outbox event), and the
 // sandbox rail's record of the transfer is rewritten in that same transaction, so the rail can never
 // report a second, different outcome later.
@@ -9,7 +9,7 @@ import { recordAudit } from '../db/repositories/audit.ts';
 import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../db/repositories/payments.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import type { RailReport } from '../domain/commit/outcome-decision.ts';
 import { UNRESOLVED, type PaymentStatus } from '../domain/payment-state.ts';
 import { ApiError, notFound, overloaded, validationFailed } from '../domain/errors.ts';
 import { RAIL_FAILURE_REASONS, type RailFailureReason } from '../domain/failure-reasons.ts';
@@ -22,7 +22,7 @@ import {
   type SandboxNotice,
   type SimulatedOutcome,
 } from '../rails/sandbox-rail.ts';
-import type { PaymentOutcomes } from './payment-outcomes.ts';
+import type { PaymentOutcomes } from './commit/payment-outcomes.ts';
 import type { Partition } from '../domain/partition.ts';
 
 export const SIMULATED_OUTCOMES = ['settle', 'fail', 'reverse'] as const;
@@ -144,7 +144,7 @@ export class SandboxSimulationService {
 
   /**
    * What the rail is taken to have reported, and what the sandbox rail's record of the transfer then
-   * says (from the payment as locked by the outcome batch).
+   * says (from the payment as locked by the outcome commit).
    */
   private async reportOf(
     payment: PaymentRow,

@@ -1,6 +1,6 @@
 // An operator setting the senders payouts fall back on (steps 2 and 3 of sender resolution): each
 // change and its audit row in one transaction. The row is locked first, so the audit row's `before`
-// is what the change replaced. A customer row is step 7 of the lock order (db/lock-order.ts): this
+// is what the change replaced. A customer row is step 7 of the lock order (db/commit/README.md): this
 // transaction locks that one row and nothing else, so it never waits in a cycle with a payout batch.
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';

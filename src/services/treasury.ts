@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
-import { inTransaction, lockAccounts, lockAndPostEntry, lockIdempotencyKey } from '../db/lock-order.ts';
+import { inTransaction } from '../db/commit/transaction.ts';
+import { lockAccounts, lockIdempotencyKey } from '../db/commit/single-locks.ts';
+import { lockAndPostEntry } from '../db/commit/ledger-entry.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { claimDailyClose, dueCloses } from '../db/repositories/daily-closes.ts';
 import { completeIdempotencyKeyInTransaction } from '../db/repositories/idempotency.ts';
@@ -12,10 +14,10 @@ import type { Clock } from '../domain/clock.ts';
 import { creditCeiling } from '../domain/credit.ts';
 import { answerForStoredKey } from '../domain/idempotency.ts';
 import { dailyCloseEntry, fundingEntry } from '../domain/ledger.ts';
-import { accountKeyOf, sortedValues, type AccountRef } from '../domain/payout-decision.ts';
+import { accountKeyOf, sortedValues, type AccountRef } from '../domain/commit/keys.ts';
 import { MAX_AMOUNT_MINOR } from '../domain/money.ts';
 import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
-import type { WriterAnswer } from './writer-answer.ts';
+import type { WriterAnswer } from './commit/writer-answer.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
 
 export interface TreasuryPosition {

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Services } from '../services/index.ts';
 import type { Config } from '../config.ts';
-import { lockAndPostEntry } from '../db/lock-order.ts';
+import { lockAndPostEntry } from '../db/commit/ledger-entry.ts';
 import { fundingEntry } from '../domain/ledger.ts';
 import { ownOriginOf, type BootstrapStep } from '../services/bootstrap.ts';
 import { DailyCloseWorker } from './daily-close.ts';

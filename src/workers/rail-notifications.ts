@@ -1,5 +1,5 @@
 // The rail's own notifications (an outcome pushed to us, a settled payout returned by the bank),
-// applied through the outcome batches as a rail's answer would be, and acknowledged only once their
+// applied through the outcome commits as a rail's answer would be, and acknowledged only once their
 // effect — or the anomaly they are — is committed. Run by the reaper at the end of each of its passes.
 import type { FastifyBaseLogger } from 'fastify';
 import { pgErrorCode, type Database } from '../db/database.ts';
@@ -7,13 +7,13 @@ import { openAnomaly } from '../db/repositories/anomalies.ts';
 import { findPayment, findPaymentById, type PaymentRow } from '../db/repositories/payments.ts';
 import { evidenceOfReport, jsonOf, notificationDedupKey, type FinalReport } from '../domain/anomalies.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import type { RailReport } from '../domain/commit/outcome-decision.ts';
 import { bounded } from '../rails/questions.ts';
 import type { RailAdapter, RailNotification } from '../rails/rail.ts';
 import type { RailSet } from '../rails/rail-set.ts';
 import { forEachBounded } from '../services/bounded-concurrency.ts';
 import type { MoneyMetrics } from '../services/money-metrics.ts';
-import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
 
 /** Rail notifications handled per pass and rail, at most. */
 export const NOTIFICATIONS_BATCH_MAX = 100;
@@ -62,7 +62,7 @@ export class RailNotifications {
   }
 
   /**
-   * Applies what a notification says through the outcome batches, as an answer of the rail would be:
+   * Applies what a notification says through the outcome commits, as an answer of the rail would be:
    * an outcome of an unresolved payment, a return of a settled one. What contradicts our records — a
    * payment already final the other way, a return of a payment we never saw settle, an amount or bank
    * reference other than ours — is stored as an anomaly in the batch's transaction instead, and a
@@ -146,7 +146,7 @@ export class RailNotifications {
   }
 }
 
-/** What a notification says, as the outcome batches take a rail's report. */
+/** What a notification says, as the outcome commits take a rail's report. */
 function reportOfNotification(notification: RailNotification): RailReport & FinalReport {
   const amount = notification.amountMinor === undefined ? {} : { amountMinor: notification.amountMinor };
   switch (notification.kind) {

@@ -11,7 +11,7 @@ import { admitWaitingPayment, claimWaitingPayments, nextWaitingDue } from '../db
 import type { Clock } from '../domain/clock.ts';
 import { STATUS_MESSAGES } from '../domain/payment-messages.ts';
 import type { RailSet } from '../rails/rail-set.ts';
-import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
 
 /** Waiting payments looked at per pass, at most. */
 const RAIL_QUEUE_BATCH_MAX = 200;

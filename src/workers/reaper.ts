@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { claimUnresolvedPayments, deferResolution, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
 import type { Clock } from '../domain/clock.ts';
-import type { RailReport } from '../domain/outcome-decision.ts';
+import type { RailReport } from '../domain/commit/outcome-decision.ts';
 import { RESEND_QUESTIONS_MAX, sendEndsMs } from '../domain/send-schedule.ts';
 import { railOfPayment, railsOfPayments } from '../db/repositories/rails.ts';
 import { bounded, RailQuestionTimeout } from '../rails/questions.ts';
@@ -11,7 +11,7 @@ import { railSetOf, type RailSet } from '../rails/rail-set.ts';
 import { callRail, transferOf, type RailsByMode } from '../rails/send.ts';
 import { forEachBounded } from '../services/bounded-concurrency.ts';
 import type { MoneyMetrics, ResolutionOutcome } from '../services/money-metrics.ts';
-import type { PaymentOutcomes } from '../services/payment-outcomes.ts';
+import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
 import { NOTIFICATIONS_BATCH_MAX, RailNotifications } from './rail-notifications.ts';
 import { RailQueue } from './rail-queue.ts';
 import type { PassOutcome } from './run-loop.ts';
@@ -45,7 +45,7 @@ export interface ReaperSettings {
  * the rail has never heard of (the process died between our commit and the rail call); the submit is
  * idempotent at the rail by that same reference. Each payment is asked on its own backoff
  * (`check_attempts`), and after REAPER_CHECK_ATTEMPTS_MAX questions it is left unresolved, logged and
- * counted, never invented. What the rail says is applied by the outcome batches (per tenant, in the
+ * counted, never invented. What the rail says is applied by the outcome commits (per tenant, in the
  * lock order); one payment's failure never fails the others — its lease, which outlives the rail's
  * timeout by construction, expires and it is asked again.
  *
@@ -96,7 +96,7 @@ export class Reaper {
     this.admittedNow = new Set(queue.admitted.map((payment) => payment.id));
     const now = this.clock.now();
     const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
-    // Answers are applied as they come: the outcome batches fill up while other questions are out.
+    // Answers are applied as they come: the outcome commits fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
     const { known, unanswered } = await this.lookUpInBulk(claimed);
     const asked = claimed.filter((payment) => !unanswered.has(payment));

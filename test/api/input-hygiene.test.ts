@@ -3,7 +3,7 @@
 // 400 in the envelope naming the field, never a 500 and never a silent change of meaning.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { lockAndPostEntry } from '../../src/db/lock-order.ts';
+import { lockAndPostEntry } from '../../src/db/commit/ledger-entry.ts';
 import { fundingEntry } from '../../src/domain/ledger.ts';
 import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, unstorableText } from '../../src/http/input-hygiene.ts';
 import { assertEnvelope, client, type Client, startTestApp, type TestApp } from '../support/harness.ts';

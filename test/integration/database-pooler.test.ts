@@ -70,7 +70,7 @@ describe('DATABASE_POOLER=transaction', { skip: ENGINE !== 'postgres' ? 'Postgre
       assert.equal(alone!.prepared, 0);
       assertService((await db.query<Settings>(SETTINGS_SQL, [1], { plan: 'keyed' })).rows[0], 'on');
       assertService((await db.transaction((tx) => tx.query<Settings>(SETTINGS_SQL, [2]))).rows[0], 'on');
-      assertService((await db.transaction((tx) => tx.query<Settings>(SETTINGS_SQL, [2]), { batch: true, seqScans: false })).rows[0], 'on');
+      assertService((await db.transaction((tx) => tx.query<Settings>(SETTINGS_SQL, [2]), { commit: true, seqScans: false })).rows[0], 'on');
       assertService((await db.relaxed.query<Settings>(SETTINGS_SQL, [3])).rows[0], 'off');
       assert.equal((await db.query<Settings>(SETTINGS_SQL, [4])).rows[0]!.prepared, 0);
       // The settings take no snapshot: a transaction may still choose its isolation (the reconciliation's reads do).

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { insertOutboxEvent } from '../../src/db/repositories/outbox.ts';
+import { insertOutboxEvent } from '../support/outbox.ts';
 import { upsertWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { BACKOFF_WAITS_SECONDS, generateWebhookSecret, mayReachAddress } from '../../src/domain/webhooks.ts';

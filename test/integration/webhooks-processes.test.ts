@@ -3,7 +3,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
-import { insertOutboxEvent } from '../../src/db/repositories/outbox.ts';
+import { insertOutboxEvent } from '../support/outbox.ts';
 import { insertTenant } from '../../src/db/repositories/tenants.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { setWebhookEndpoint } from '../../src/services/webhook-endpoints.ts';

@@ -3,7 +3,7 @@
 // database), so the acknowledgement waits; once the anomaly rows are committed the process is killed
 // at that instant, the rows are released and the process restarted. The rail hands the notifications
 // out again, and each anomaly is still stored exactly once, then acknowledged. Both paths: a
-// contradiction of a payment (written by the outcome batch) and a reference nobody has (written by
+// contradiction of a payment (written by the outcome commit) and a reference nobody has (written by
 // the reaper itself).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Database, Queryable, TransactionHandle } from '../../src/db/database.ts';
 import { ApiError } from '../../src/domain/errors.ts';
 import { BackgroundShare } from '../../src/services/background-share.ts';
-import { Committer, type BatchLane } from '../../src/services/committer.ts';
+import { Committer, type CommitLane } from '../../src/services/commit/committer.ts';
 
 /** A database whose transactions only run their work: the committer's logic, without SQL. */
 function fakeDatabase(): Database & { transactions: number } {
@@ -33,9 +33,9 @@ function lane(options: { fail?: (jobs: readonly number[], attempt: number) => un
   let attempt = 0;
   let open = 0;
   let maxOpen = 0;
-  const l: BatchLane<number, number> & { batches: number[][]; maxOpen(): number } = {
+  const l: CommitLane<number, number> & { batches: number[][]; maxOpen(): number } = {
     name: 'test',
-    batchMax: 4,
+    commitMax: 4,
     batches,
     maxOpen: () => maxOpen,
     async run(_tx, _partition, jobs) {
@@ -57,7 +57,7 @@ function lane(options: { fail?: (jobs: readonly number[], attempt: number) => un
 }
 
 describe('Committer', () => {
-  it('commits jobs that arrive while a batch runs together in the next one, at most batchMax each', async () => {
+  it('commits jobs that arrive while a batch runs together in the next one, at most commitMax each', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const l = lane({ gate });
@@ -161,9 +161,9 @@ describe('Committer and the background share', () => {
   /** A lane whose jobs are background work when they are even; each batch held open until released. */
   function backgroundLane(name: string, log: string[]) {
     const releases: Array<() => void> = [];
-    const l: BatchLane<number, number> & { releaseAll(): void } = {
+    const l: CommitLane<number, number> & { releaseAll(): void } = {
       name,
-      batchMax: 1,
+      commitMax: 1,
       inBackground: (jobs) => jobs.every((j) => j % 2 === 0),
       async run(_tx, _partition, jobs) {
         log.push(`${name}:${jobs[0]}`);

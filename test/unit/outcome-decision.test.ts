@@ -4,15 +4,15 @@ import fc from 'fast-check';
 import { assertBalanced, dailyCloseEntry, refundPostings, type FundingAccount } from '../../src/domain/ledger.ts';
 import {
   backoffDelayMs,
-  decideOutcomeBatch,
+  decideOutcomeCommit,
   outcomeLockPlan,
-  type OutcomeBatchState,
+  type OutcomeCommitState,
   type OutcomeJob,
   type OutcomePayment,
   type RailReport,
   type ResolutionSchedule,
-} from '../../src/domain/outcome-decision.ts';
-import { accountKeyOf, counterKeyOf, trackedCounters } from '../../src/domain/payout-decision.ts';
+} from '../../src/domain/commit/outcome-decision.ts';
+import { accountKeyOf, counterKeyOf, trackedCounters } from '../../src/domain/commit/keys.ts';
 import type { PaymentStatus } from '../../src/domain/payment-state.ts';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
@@ -110,7 +110,7 @@ const arbScenario: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }).chain
   })),
 );
 
-function stateOf(s: Scenario, payments = s.payments, balances?: Map<string, bigint>, counters?: Map<string, { amount: bigint; count: bigint }>): OutcomeBatchState {
+function stateOf(s: Scenario, payments = s.payments, balances?: Map<string, bigint>, counters?: Map<string, { amount: bigint; count: bigint }>): OutcomeCommitState {
   const plan = outcomeLockPlan(s.jobs.map((job) => ({ job, payment: payments.find((p) => p.id === job.paymentId)! })));
   const held = new Map<string, bigint>();
   for (const a of plan.accounts) {
@@ -124,7 +124,7 @@ function stateOf(s: Scenario, payments = s.payments, balances?: Map<string, bigi
 }
 
 /** The state after a decided batch: rows, balances and counters as the batch leaves them. */
-function applied(s: Scenario, state: OutcomeBatchState, decided: ReturnType<typeof decideOutcomeBatch>) {
+function applied(s: Scenario, state: OutcomeCommitState, decided: ReturnType<typeof decideOutcomeCommit>) {
   const payments = s.payments.map((p) => ({ ...p }));
   decided.decisions.forEach((d, i) => {
     if (!d.after) return;
@@ -143,12 +143,12 @@ function applied(s: Scenario, state: OutcomeBatchState, decided: ReturnType<type
 
 const RUNS = { numRuns: 400 };
 
-describe('decideOutcomeBatch (pure)', () => {
+describe('decideOutcomeCommit (pure)', () => {
   it('one outcome event per payment, a reversal only of a settlement, and the final status follows the events', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decideOutcomeBatch(state, s.jobs);
+        const decided = decideOutcomeCommit(state, s.jobs);
         for (const p of s.payments) {
           const decidedEvents = decided.decisions.flatMap((d, i) => (s.jobs[i]!.paymentId === p.id ? d.events : []));
           for (const e of decidedEvents) assert.deepEqual(e.payload.metadata, p.metadata, `${e.type} carries the payout's metadata`);
@@ -170,7 +170,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decideOutcomeBatch(state, s.jobs);
+        const decided = decideOutcomeCommit(state, s.jobs);
         for (const d of decided.decisions) for (const e of d.entries) assertBalanced(e);
         const after = applied(s, state, decided).balances;
         for (const [k, balance] of after) {
@@ -186,7 +186,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decideOutcomeBatch(state, s.jobs);
+        const decided = decideOutcomeCommit(state, s.jobs);
         decided.decisions.forEach((d, i) => {
           const p = s.payments.find((x) => x.id === s.jobs[i]!.paymentId)!;
           for (const e of d.entries) {
@@ -207,7 +207,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, fc.array(arbOnlyFrom, { minLength: 10, maxLength: 10 }), (s, onlyFroms) => {
         const jobs = s.jobs.map((job, i) => ({ ...job, onlyFrom: onlyFroms[i] }));
-        const decided = decideOutcomeBatch(stateOf({ ...s, jobs }), jobs);
+        const decided = decideOutcomeCommit(stateOf({ ...s, jobs }), jobs);
         // Each job sees the row as the jobs before it left it.
         const status = new Map(s.payments.map((p) => [p.id, p.status]));
         decided.decisions.forEach((d, i) => {
@@ -223,8 +223,8 @@ describe('decideOutcomeBatch (pure)', () => {
         });
         // Every state allowed: the same decisions as without the precondition.
         const open = s.jobs.map((job) => ({ ...job, onlyFrom: STATUSES }));
-        const same = (d: ReturnType<typeof decideOutcomeBatch>) => d.decisions.map((x) => [x.after?.status, x.transitions, x.events.map((e) => e.type), x.giveBack]);
-        assert.deepEqual(same(decideOutcomeBatch(stateOf(s), open)), same(decideOutcomeBatch(stateOf(s), s.jobs)));
+        const same = (d: ReturnType<typeof decideOutcomeCommit>) => d.decisions.map((x) => [x.after?.status, x.transitions, x.events.map((e) => e.type), x.giveBack]);
+        assert.deepEqual(same(decideOutcomeCommit(stateOf(s), open)), same(decideOutcomeCommit(stateOf(s), s.jobs)));
       }),
       RUNS,
     );
@@ -234,12 +234,12 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const first = decideOutcomeBatch(state, s.jobs);
+        const first = decideOutcomeCommit(state, s.jobs);
         const after = applied(s, state, first);
         // A report that contradicted the payment then (a return notified before the settlement) is
         // acknowledged with its anomaly, never heard again: only the others come again.
         const jobs = s.jobs.filter((_, i) => !first.decisions[i]!.anomaly);
-        const again = decideOutcomeBatch(stateOf({ ...s, jobs }, after.payments, after.balances, after.counters), jobs);
+        const again = decideOutcomeCommit(stateOf({ ...s, jobs }, after.payments, after.balances, after.counters), jobs);
         for (const d of again.decisions) {
           assert.deepEqual(d.events, []);
           assert.deepEqual(d.entries, []);
@@ -255,7 +255,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const rows = new Map(s.payments.map((p) => [p.id, p]));
-        decideOutcomeBatch(stateOf(s), s.jobs).decisions.forEach((d, i) => {
+        decideOutcomeCommit(stateOf(s), s.jobs).decisions.forEach((d, i) => {
           const job = s.jobs[i]!;
           const before = rows.get(job.paymentId)!;
           if (d.after) rows.set(job.paymentId, { ...before, ...d.after });
@@ -282,10 +282,10 @@ describe('decideOutcomeBatch (pure)', () => {
     const job: OutcomeJob = { paymentId: submitted.id, report, actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' };
     const scenario = (j: OutcomeJob): Scenario => ({ payments: [submitted], jobs: [j], drawn: { BS: 0n, USD: 0n } });
     const notifiedJob: OutcomeJob = { ...job, actor: 'provider_event', notification: { id: 'n-1', raw: {}, occurredAt: NOW } };
-    const [notified] = decideOutcomeBatch(stateOf(scenario(notifiedJob)), [notifiedJob]).decisions;
+    const [notified] = decideOutcomeCommit(stateOf(scenario(notifiedJob)), [notifiedJob]).decisions;
     assert.equal(notified!.anomaly?.kind, 'return_of_unresolved');
     assert.deepEqual([notified!.after, notified!.events], [undefined, []]);
-    const [answered] = decideOutcomeBatch(stateOf(scenario(job)), [job]).decisions;
+    const [answered] = decideOutcomeCommit(stateOf(scenario(job)), [job]).decisions;
     assert.equal(answered!.anomaly, undefined);
     assert.deepEqual(answered!.events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
   });
@@ -294,7 +294,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decideOutcomeBatch(state, s.jobs);
+        const decided = decideOutcomeCommit(state, s.jobs);
         const expected = new Map<string, bigint>();
         decided.decisions.forEach((d, i) => {
           if (!d.giveBack) return;
@@ -315,7 +315,7 @@ describe('decideOutcomeBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decideOutcomeBatch(state, s.jobs);
+        const decided = decideOutcomeCommit(state, s.jobs);
         decided.decisions.forEach((d, i) => {
           const job = s.jobs[i]!;
           const p = s.payments.find((x) => x.id === job.paymentId)!;

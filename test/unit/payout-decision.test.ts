@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { instrumentCapBreach } from '../../src/domain/instrument-caps.ts';
 import { assertBalanced, type FundingAccount } from '../../src/domain/ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../../src/domain/limit-rules.ts';
-import { accountKeyOf, candidateEntry, counterKeyOf, decidePayoutBatch, lockPlanOf, trackedCounters, type KeyLock, type PayoutBatchState, type PayoutCandidate, type PayoutDecision, type QuoteLock } from '../../src/domain/payout-decision.ts';
+import { candidateEntry, decidePayoutCommit, lockPlanOf, type KeyLock, type PayoutCommitState, type PayoutCandidate, type PayoutDecision, type QuoteLock } from '../../src/domain/commit/payout-decision.ts';
+import { accountKeyOf, counterKeyOf, trackedCounters } from '../../src/domain/commit/keys.ts';
 import { INSTRUMENTS, type Instrument } from '../../src/domain/instrument.ts';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
@@ -111,7 +112,7 @@ const arbScenario: fc.Arbitrary<Scenario> = fc.record({
 });
 
 /** The locked state a batch would hold for a scenario: counters seeded with earlier usage. */
-function stateOf(s: Scenario): PayoutBatchState {
+function stateOf(s: Scenario): PayoutCommitState {
   const plan = lockPlanOf(TENANT, s.rules, s.candidates);
   const counters = new Map<string, { amount: bigint; count: bigint }>();
   const pastMonth = new Map<string, bigint>();
@@ -151,7 +152,7 @@ function stateOf(s: Scenario): PayoutBatchState {
 
 // ---- the model: each payout decided alone, from scratch, against everything accepted before it ----
 
-function modelDecisions(state: PayoutBatchState, candidates: readonly PayoutCandidate[]): string[] {
+function modelDecisions(state: PayoutCommitState, candidates: readonly PayoutCandidate[]): string[] {
   const accepted: PayoutCandidate[] = [];
   const firstKey = new Map<string, string>();
   const quoteUsed = new Set<string>();
@@ -223,13 +224,13 @@ const RUNS = { numRuns: 400 };
  */
 const COVERAGE_RUNS = { numRuns: 1200 };
 
-describe('decidePayoutBatch (pure)', () => {
+describe('decidePayoutCommit (pure)', () => {
   it('decides every payout as the simple one-by-one model does', () => {
     const seen = new Map<string, number>();
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decidePayoutBatch(state, s.candidates);
+        const decided = decidePayoutCommit(state, s.candidates);
         for (const d of decided.decisions) seen.set(label(d), (seen.get(label(d)) ?? 0) + 1);
         assert.equal(decided.decisions.length, s.candidates.length, 'one decision per payout');
         assert.deepEqual(decided.decisions.map(label), modelDecisions(state, s.candidates));
@@ -247,7 +248,7 @@ describe('decidePayoutBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decidePayoutBatch(state, s.candidates);
+        const decided = decidePayoutCommit(state, s.candidates);
         const fromEntries = new Map<string, bigint>();
         for (const d of decided.decisions) {
           if (d.kind !== 'accept') continue;
@@ -273,7 +274,7 @@ describe('decidePayoutBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const decided = decidePayoutBatch(state, s.candidates);
+        const decided = decidePayoutCommit(state, s.candidates);
         const accepted = s.candidates.filter((_, i) => decided.decisions[i]!.kind === 'accept');
         // The usage increments are exactly the accepted payouts' tracked counters.
         const expected = new Map<string, { amount: bigint; count: bigint }>();
@@ -322,7 +323,7 @@ describe('decidePayoutBatch (pure)', () => {
   it('consumes each quote at most once and answers each key once', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
-        const decided = decidePayoutBatch(stateOf(s), s.candidates);
+        const decided = decidePayoutCommit(stateOf(s), s.candidates);
         const consumed = new Map<string, number>();
         const runs = new Map<string, number>();
         decided.decisions.forEach((d, i) => {
@@ -341,12 +342,12 @@ describe('decidePayoutBatch (pure)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const state = stateOf(s);
-        const all = decidePayoutBatch(state, s.candidates);
+        const all = decidePayoutCommit(state, s.candidates);
         // Refused payouts whose key no other payout of the batch uses (a duplicate would then run).
         const uses = (key: string) => s.candidates.filter((c) => c.key === key).length;
         const dropped = (i: number) => all.decisions[i]!.kind === 'refuse' && uses(s.candidates[i]!.key) === 1;
         const kept = s.candidates.filter((_, i) => !dropped(i));
-        const again = decidePayoutBatch(state, kept);
+        const again = decidePayoutCommit(state, kept);
         assert.deepEqual(again.decisions.map(label), all.decisions.filter((_, i) => !dropped(i)).map(label));
         assert.deepEqual([...again.accountDeltas.entries()], [...all.accountDeltas.entries()]);
       }),

@@ -32,7 +32,7 @@ const COLUMNS = `id, created_at, actor_key_id, actor_tenant_id, action, target_t
  * row commits with the change or not at all. Every field passes through the audit redaction rule
  * (domain/audit.ts) here: a caller cannot record a secret, a key, a full account number or phone.
  * An entry whose `before` equals its `after` is no change and is not recorded.
- * The row is new and nobody else knows it: it takes no lock anyone waits for (db/lock-order.ts).
+ * The row is new and nobody else knows it: it takes no lock anyone waits for (db/commit/README.md).
  */
 export async function recordAudit(tx: Queryable, entry: AuditEntry): Promise<void> {
   const { actor, target } = entry;

@@ -1,11 +1,11 @@
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import type { Asset } from '../../domain/money.ts';
-import { accountKeyOf } from '../../domain/payout-decision.ts';
+import { accountKeyOf } from '../../domain/commit/keys.ts';
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 
 // Reads of the ledger. Entries are written only under their accounts' locks: by the payout and
-// outcome batches, and by lockAndPostEntry (db/lock-order.ts) for every other entry.
+// outcome commits, and by lockAndPostEntry (db/commit/README.md) for every other entry.
 
 export async function accountBalances(
   db: Queryable,

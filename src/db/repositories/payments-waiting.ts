@@ -1,6 +1,6 @@
 // The rail queue: payouts accepted and charged while no rail could take them (`pending`,
 // `awaiting_rail`), claimed by the reaper in arrival order, sent once a rail admits them (pending →
-// submitted) or failed past the queue's bound (through the outcome batch).
+// submitted) or failed past the queue's bound (through the outcome commit).
 import { assertTransition } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 import { PAYMENT_COLUMNS, type PaymentRow } from './payments.ts';

@@ -29,7 +29,7 @@ export interface PayoutAnswerRecorded {
 
 // Keys are completed as every key is (KEY_COMPLETIONS_SQL).
 // Payments are share-locked in id order through a primary-key probe each, as every writer locks
-// them (db/lock-order.ts); nobody holding a payment ever waits for a key, so the two parts of this
+// them (db/commit/README.md); nobody holding a payment ever waits for a key, so the two parts of this
 // statement never wait in a cycle with anyone.
 const SQL = `WITH answer AS (
   ${KEY_COMPLETIONS_SQL}

@@ -1,9 +1,9 @@
 // Payout batches as their callers see them (docs/payout-batches.md): the batch row its Idempotency-Key
 // names, the result of each item, and the counts and totals read from its items' payments. Not to be
-// confused with the payout batch *transaction* (payout-batch.ts), in which the committer writes many
-// payouts at once: a payout batch's items go through those transactions like any payout.
+// confused with a payout *commit* (db/commit/payout-commit.ts), the transaction in which the committer
+// writes many payouts at once: a payout batch's items go through those commits like any payout.
 //
-// Lock order (db/lock-order.ts): these statements run outside any transaction and each writes rows of
+// Lock order (db/commit/README.md): these statements run outside any transaction and each writes rows of
 // one kind only (a batch row, or its items), which only the request holding the batch writes.
 import type { Mode } from '../../domain/partition.ts';
 import type { PagePosition } from '../../domain/page-cursor.ts';

@@ -173,7 +173,7 @@ export async function readBooks(tx: Queryable, partition: Partition, since?: Che
   };
 }
 
-// What limit-rules.ts and payout-decision.ts (trackedCounters) count: every charged payout still
+// What limit-rules.ts and domain/commit/keys.ts (trackedCounters) count: every charged payout still
 // pending, submitted, unknown or settled, on its usage day, against its tenant, customer and beneficiary, by the
 // instrument it went through. A failed or returned one gave its usage back. Since a checkpoint ($4), only
 // the usage days of the payments written since are compared: a counter moves only with its payouts.

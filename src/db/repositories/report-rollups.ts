@@ -4,7 +4,7 @@ import { ALL_DELIVERIES, ALL_PAYMENTS, binOf, countKeysOf, FOLD_CTE, ROLLUPS_BUI
 
 // The report fold: adds the payment changes and webhook delivery attempts committed since its last
 // run to the report's rollups (migration 034), and records the snapshot it folded up to, all in one
-// statement. Locks (db/lock-order.ts): the one report_fold row, SKIP LOCKED, so a second process's
+// statement. Locks (db/commit/README.md): the one report_fold row, SKIP LOCKED, so a second process's
 // fold skips its turn instead of waiting; then the rollup rows, which nothing else writes. The
 // statement reads a snapshot taken after that lock is held, so it always starts from where the
 // previous fold committed.

@@ -1,8 +1,8 @@
 import type { PaymentRow } from '../../db/repositories/payments.ts';
 import { checkAccountNumber, checkRif } from '../../domain/account-check.ts';
-import type { PayoutAnswers } from '../../services/payout-lane.ts';
+import type { PayoutAnswers } from '../../services/commit/payout-lane.ts';
 import type { PayoutService } from '../../services/payouts.ts';
-import type { WriterAnswer } from '../../services/writer-answer.ts';
+import type { WriterAnswer } from '../../services/commit/writer-answer.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
 import { envelope } from '../errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';

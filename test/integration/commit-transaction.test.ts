@@ -1,15 +1,15 @@
-// On PostgreSQL a batch's BEGIN is pipelined with its lock statement, and its write with its COMMIT.
+// On PostgreSQL a commit's BEGIN is pipelined with its lock statement, and its write with its COMMIT.
 // Were BEGIN ever to fail on a live connection, the lock statement would run committed on its own: it
 // must then write nothing. A write whose own checks fail must leave nothing committed.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { lockPayoutBatch, type PayoutBatchLocks } from '../../src/db/lock-order.ts';
-import { writePayoutBatch, type PayoutBatchWrite } from '../../src/db/repositories/payout-batch.ts';
+import { lockPayoutCommit, type PayoutCommitLocks } from '../../src/db/commit/payout-locks.ts';
+import { writePayoutCommit, type PayoutCommitWrite } from '../../src/db/commit/payout-commit.ts';
 import { startTestApp, type TestApp } from '../support/harness.ts';
 import { fundedTenant } from '../support/payouts.ts';
 
-describe('a batch transaction, whose first and last statements are pipelined', () => {
+describe('a commit transaction, whose first and last statements are pipelined', () => {
   let t: TestApp;
   before(async () => {
     t = await startTestApp();
@@ -18,7 +18,7 @@ describe('a batch transaction, whose first and last statements are pipelined', (
     await t.close();
   });
 
-  function locks(key: string): PayoutBatchLocks {
+  function locks(key: string): PayoutCommitLocks {
     const now = new Date();
     return {
       now,
@@ -42,47 +42,47 @@ describe('a batch transaction, whose first and last statements are pipelined', (
     };
   }
 
-  it('claims no key, creates no counter and no account; inside a batch transaction it does', async () => {
+  it('claims no key, creates no counter and no account; inside a commit transaction it does', async () => {
     const { tenantId } = await fundedTenant(t);
     const partition = { tenantId, mode: 'test' as const };
     const before = await rows(tenantId);
 
-    const held = await lockPayoutBatch(t.db, partition, locks('outside')).catch((error: unknown) => error);
+    const held = await lockPayoutCommit(t.db, partition, locks('outside')).catch((error: unknown) => error);
     assert.deepEqual(await rows(tenantId), before, 'nothing written outside the transaction');
-    // Its accounts are missing, so the caller would run the batch again (after BEGIN's own error).
-    assert.ok(held instanceof Error && /stale read in a batch/.test(held.message), String(held));
+    // Its accounts are missing, so the caller would run the commit again (after BEGIN's own error).
+    assert.ok(held instanceof Error && /stale read in a commit/.test(held.message), String(held));
 
-    await t.db.transaction((tx) => lockPayoutBatch(tx, partition, locks('inside')), { batch: true });
+    await t.db.transaction((tx) => lockPayoutCommit(tx, partition, locks('inside')), { commit: true });
     assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
   });
 
-  it('inserts only in a transaction marked as a batch, whatever the planner settings', async () => {
+  it('inserts only in a transaction marked as a commit, whatever the planner settings', async () => {
     const { tenantId } = await fundedTenant(t);
     const partition = { tenantId, mode: 'test' as const };
     const before = await rows(tenantId);
 
-    // Not a batch, though it plans as a batch once did (the old mark): the lock statement writes nothing.
+    // Not a commit, though it plans as a commit once did (the old mark): the lock statement writes nothing.
     const unmarked = await t.db.transaction(async (tx) => {
       await tx.exec('SET LOCAL enable_seqscan = off');
-      return lockPayoutBatch(tx, partition, locks('unmarked')).catch((error: unknown) => error);
+      return lockPayoutCommit(tx, partition, locks('unmarked')).catch((error: unknown) => error);
     });
-    assert.ok(unmarked instanceof Error && /stale read in a batch/.test(unmarked.message), String(unmarked));
-    assert.deepEqual(await rows(tenantId), before, 'nothing written by a transaction not marked as a batch');
+    assert.ok(unmarked instanceof Error && /stale read in a commit/.test(unmarked.message), String(unmarked));
+    assert.deepEqual(await rows(tenantId), before, 'nothing written by a transaction not marked as a commit');
 
-    // A batch with the planner's defaults: it does.
+    // A commit with the planner's defaults: it does.
     await t.db.transaction(async (tx) => {
       await tx.exec('SET LOCAL enable_seqscan = on');
-      await lockPayoutBatch(tx, partition, locks('marked'));
-    }, { batch: true });
+      await lockPayoutCommit(tx, partition, locks('marked'));
+    }, { commit: true });
     assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
-    const mark = await t.db.query<{ mark: string | null }>("SELECT current_setting('bolivar.in_batch', true) AS mark");
+    const mark = await t.db.query<{ mark: string | null }>("SELECT current_setting('bolivar.in_commit', true) AS mark");
     assert.notEqual(mark.rows[0]!.mark, 'on', 'the mark ends with its transaction');
   });
 
   it('a write that goes out with the COMMIT and fails its own checks commits nothing', async () => {
     const { tenantId } = await fundedTenant(t);
     const partition = { tenantId, mode: 'test' as const };
-    const write = (kind: 'prefunding' | 'fx', paymentId: string): PayoutBatchWrite => ({
+    const write = (kind: 'prefunding' | 'fx', paymentId: string): PayoutCommitWrite => ({
       now: new Date(),
       consumedQuotes: [],
       payments: [],
@@ -100,13 +100,13 @@ describe('a batch transaction, whose first and last statements are pipelined', (
 
     const failing = randomUUID();
     await assert.rejects(
-      t.db.transaction((tx) => writePayoutBatch(tx, partition, write('fx', failing), { last: true }), { batch: true }),
-      /invariant: the payout batch wrote 0 quote consumptions, 0 payments, 0 limit counters, 0 account balances/,
+      t.db.transaction((tx) => writePayoutCommit(tx, partition, write('fx', failing), { last: true }), { commit: true }),
+      /invariant: the payout commit wrote 0 quote consumptions, 0 payments, 0 limit counters, 0 account balances/,
     );
     assert.equal(await events(failing), 0, 'the event written before the failed check was rolled back');
 
     const passing = randomUUID();
-    await t.db.transaction((tx) => writePayoutBatch(tx, partition, write('prefunding', passing), { last: true }), { batch: true });
+    await t.db.transaction((tx) => writePayoutCommit(tx, partition, write('prefunding', passing), { last: true }), { commit: true });
     assert.equal(await events(passing), 1, 'committed with its last statement');
   });
 });

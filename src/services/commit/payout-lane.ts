@@ -1,38 +1,40 @@
-// The payout batch: the committer runs it per tenant, one transaction for up to PAYOUT_BATCH_MAX
-// payouts. It locks (db/lock-order.ts), lets the domain decide (domain/payout-decision.ts), and writes
+// The payout commit: the committer runs it per tenant, one transaction for up to PAYOUT_COMMIT_MAX
+// payouts. It locks (db/commit/README.md), lets the domain decide (domain/payout-decision.ts), and writes
 // what was decided in one statement: payments, quote consumptions, ledger entries, limit usage, outbox
 // events and the answers of the keys.
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Queryable, TransactionHandle } from '../db/database.ts';
-import { lockPayoutBatch, sortedIds, StaleBatchRead } from '../db/lock-order.ts';
-import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../db/repositories/beneficiaries.ts';
-import { writePayoutBatch, writePayoutRegistrations, type PayoutBatchWrite, type PayoutRegistrations } from '../db/repositories/payout-batch.ts';
-import type { PayoutQuote } from '../db/repositories/payout-reads.ts';
-import { insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../db/repositories/payments.ts';
-import type { BeneficiaryDetails } from '../domain/beneficiary.ts';
-import { businessDate } from '../domain/caracas-time.ts';
-import type { Clock } from '../domain/clock.ts';
-import { creditCeiling } from '../domain/credit.ts';
-import { ApiError } from '../domain/errors.ts';
-import { isStoredStatus, type StoredKey } from '../domain/idempotency.ts';
-import type { Instrument } from '../domain/instrument.ts';
-import type { Metadata } from '../domain/metadata.ts';
-import { parseRate, railFloorMinor } from '../domain/money.ts';
-import type { Partition, Mode } from '../domain/partition.ts';
-import { eventPayload, failureMessage, STATUS_MESSAGES } from '../domain/payment-messages.ts';
-import type { LedgerEntry } from '../domain/ledger.ts';
-import { decidePayoutBatch, lockPlanOf, type PayoutBatchDecision, type PayoutBatchState, type PayoutCandidate, type PayoutRefusal } from '../domain/payout-decision.ts';
-import type { Sender } from '../domain/sender.ts';
-import { keyHeldMs, type SendTiming } from '../domain/send-schedule.ts';
-import type { BatchLane } from './committer.ts';
-import type { LimitRuleSource } from './limits.ts';
-import type { MoneyMetrics } from './money-metrics.ts';
-import { keyInProgress, keyReused, refusalError } from './payout-refusals.ts';
+import type { Queryable, TransactionHandle } from '../../db/database.ts';
+import { lockPayoutCommit } from '../../db/commit/payout-locks.ts';
+import { sortedIds } from '../../db/commit/lock-rows.ts';
+import { StaleCommitRead } from '../../db/commit/transaction.ts';
+import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../../db/repositories/beneficiaries.ts';
+import { writePayoutCommit, writePayoutRegistrations, type PayoutCommitWrite, type PayoutRegistrations } from '../../db/commit/payout-commit.ts';
+import type { PayoutQuote } from '../../db/repositories/payout-reads.ts';
+import { insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../../db/repositories/payments.ts';
+import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
+import { businessDate } from '../../domain/caracas-time.ts';
+import type { Clock } from '../../domain/clock.ts';
+import { creditCeiling } from '../../domain/credit.ts';
+import { ApiError } from '../../domain/errors.ts';
+import { isStoredStatus, type StoredKey } from '../../domain/idempotency.ts';
+import type { Instrument } from '../../domain/instrument.ts';
+import type { Metadata } from '../../domain/metadata.ts';
+import { parseRate, railFloorMinor } from '../../domain/money.ts';
+import type { Partition, Mode } from '../../domain/partition.ts';
+import { eventPayload, failureMessage, STATUS_MESSAGES } from '../../domain/payment-messages.ts';
+import type { LedgerEntry } from '../../domain/ledger.ts';
+import { decidePayoutCommit, lockPlanOf, type PayoutCommitDecision, type PayoutCommitState, type PayoutCandidate, type PayoutRefusal } from '../../domain/commit/payout-decision.ts';
+import type { Sender } from '../../domain/sender.ts';
+import { keyHeldMs, type SendTiming } from '../../domain/send-schedule.ts';
+import type { CommitLane } from './committer.ts';
+import type { LimitRuleSource } from '../limits.ts';
+import type { MoneyMetrics } from '../money-metrics.ts';
+import { keyInProgress, keyReused, refusalError } from '../payout-refusals.ts';
 import type { WriterAnswer } from './writer-answer.ts';
 
 /** The most payouts of one tenant in one transaction. */
-const PAYOUT_BATCH_MAX = 128;
+const PAYOUT_COMMIT_MAX = 128;
 
 /** How answers are written: the bytes sent are the bytes stored under the key. */
 export interface PayoutAnswers {
@@ -40,13 +42,13 @@ export interface PayoutAnswers {
   error(error: ApiError, requestId: string): string;
 }
 
-/** A payout ready for its batch: everything decided that needs no lock. */
+/** A payout ready for its commit: everything decided that needs no lock. */
 export interface PayoutJob {
-  /** Its beneficiary id is the registered one, or resolved in the batch for an inline beneficiary. */
+  /** Its beneficiary id is the registered one, or resolved in the commit for an inline beneficiary. */
   candidate: PayoutCandidate;
-  /** An inline beneficiary, registered (or updated) by the batch if the payout is not refused. */
+  /** An inline beneficiary, registered (or updated) by the commit if the payout is not refused. */
   inline: { details: BeneficiaryDetails; newId: string } | undefined;
-  /** A sender block given with a customerId: stored for the customer by the batch. */
+  /** A sender block given with a customerId: stored for the customer by the commit. */
   customerSender: { customerId: string; sender: Sender } | undefined;
   requestId: string;
   /** The API key making the payout. */
@@ -76,7 +78,7 @@ export interface PayoutJob {
   batch?: { id: string; item: number };
 }
 
-/** What a batch decided for one payout, for the log and the metrics once it has committed. */
+/** What a commit decided for one payout, for the log and the metrics once it has committed. */
 type PayoutTally =
   | { status: 'submitted'; paymentId: string }
   | { status: 'pending'; paymentId: string }
@@ -85,7 +87,7 @@ type PayoutTally =
 
 type PayoutResult =
   /** Committed and charged: it goes to the rail now. */
-  | { kind: 'accepted'; payment: PaymentRow; batchStartedAt: Date }
+  | { kind: 'accepted'; payment: PaymentRow; commitStartedAt: Date }
   /** Its answer is final and stored under the key (a failure before the rail, a refusal). */
   | { kind: 'answered'; answer: WriterAnswer; tally?: PayoutTally }
   /** An error that is not stored (the key stays free, or belongs to another request). */
@@ -93,7 +95,7 @@ type PayoutResult =
   /** The key already names another request's outcome. */
   | { kind: 'key_taken'; stored: StoredKey };
 
-/** One payout of a batch, as its decision is recorded. */
+/** One payout of a commit, as its decision is recorded. */
 interface DecidedPayout {
   partition: Partition;
   job: PayoutJob;
@@ -112,16 +114,16 @@ function transitionMetadataOf(job: PayoutJob): Record<string, unknown> {
   return { methodRequested: job.methodRequested, methodUsed: job.methodUsed };
 }
 
-/** The payout batch: locks (lock order), decides (domain), writes (one statement). */
-export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
+/** The payout commit: locks (lock order), decides (domain), writes (one statement). */
+export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
   readonly name = 'payout';
-  readonly batchMax = PAYOUT_BATCH_MAX;
+  readonly commitMax = PAYOUT_COMMIT_MAX;
 
   constructor(
     private readonly clock: Clock,
     private readonly rules: LimitRuleSource,
     private readonly settings: SendTiming & { idempotencyTtlMs: number },
-    /** Per mode, how long after the batch the reaper first asks about an accepted payout (firstLookMs). */
+    /** Per mode, how long after the commit the reaper first asks about an accepted payout (firstLookMs). */
     private readonly firstLook: Readonly<Record<Mode, number>>,
     private readonly answers: PayoutAnswers,
     private readonly log?: FastifyBaseLogger,
@@ -134,7 +136,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   }
 
   /**
-   * One info line per committed batch, not per payout: at load a batch carries up to PAYOUT_BATCH_MAX
+   * One info line per committed commit, not per payout: at load a commit carries up to PAYOUT_COMMIT_MAX
    * payouts, so the log costs one write per transaction, and every id is still in it. Written after
    * the commit, so it never tells of a payout that was rolled back. Ids and reasons only.
    */
@@ -170,22 +172,22 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   async run(tx: TransactionHandle, partition: Partition, jobs: readonly PayoutJob[]): Promise<PayoutResult[]> {
     const now = this.clock.now();
     const { state, candidates } = await this.lock(tx, partition, jobs, now);
-    const decided = decidePayoutBatch(state, candidates);
+    const decided = decidePayoutCommit(state, candidates);
     const { write, registrations, results } = this.record(partition, jobs, candidates, decided, state);
     const registers = registrations.beneficiaries.length + registrations.failures.length + registrations.customers.length > 0;
-    // Usually the write is the batch's last statement: it then goes out with the COMMIT.
-    await writePayoutBatch(tx, partition, write, { last: !registers });
+    // Usually the write is the commit's last statement: it then goes out with the COMMIT.
+    await writePayoutCommit(tx, partition, write, { last: !registers });
     if (!registers) return results;
     const registered = await writePayoutRegistrations(tx, partition, registrations);
     for (const b of registrations.beneficiaries) {
-      // Registered meanwhile by another request: its id is not the one the batch locked counters for.
-      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleBatchRead(`beneficiary ${identityKeyOf(b.details)}`);
+      // Registered meanwhile by another request: its id is not the one the commit locked counters for.
+      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleCommitRead(`beneficiary ${identityKeyOf(b.details)}`);
     }
     return results;
   }
 
-  /** Takes the batch's locks (db/lock-order.ts) and reads what its decision needs. */
-  private async lock(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[], now: Date): Promise<{ state: PayoutBatchState; candidates: PayoutCandidate[] }> {
+  /** Takes the commit's locks (db/commit/README.md) and reads what its decision needs. */
+  private async lock(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[], now: Date): Promise<{ state: PayoutCommitState; candidates: PayoutCandidate[] }> {
     const day = businessDate(now);
     const { rules, epoch } = await this.rules.ruleSet(tx);
     const inlineIds = await this.resolveInlineBeneficiaries(tx, partition, jobs);
@@ -195,7 +197,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     const lockedUntil = new Date(now.getTime() + keyHeldMs(this.settings));
     const keys = new Map<string, { key: string; fingerprint: string; paymentId: string; lockedUntil: Date }>();
     for (const c of candidates) if (!keys.has(c.key)) keys.set(c.key, { key: c.key, fingerprint: c.fingerprint, paymentId: c.paymentId, lockedUntil });
-    const held = await lockPayoutBatch(tx, partition, {
+    const held = await lockPayoutCommit(tx, partition, {
       now,
       expiresAt: new Date(now.getTime() + this.settings.idempotencyTtlMs),
       keys: [...keys.values()].sort((a, b) => (a.key < b.key ? -1 : 1)),
@@ -211,10 +213,10 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     if (held.ruleEpoch !== epoch) {
       // A rule changed since these were read: decide again with the current ones.
       this.rules.forget();
-      throw new StaleBatchRead('limit rules');
+      throw new StaleCommitRead('limit rules');
     }
     if (held.usdMarket === undefined) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
-    const state: PayoutBatchState = {
+    const state: PayoutCommitState = {
       tenantId: partition.tenantId,
       now,
       day,
@@ -236,10 +238,10 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     partition: Partition,
     jobs: readonly PayoutJob[],
     candidates: readonly PayoutCandidate[],
-    decided: PayoutBatchDecision,
-    state: PayoutBatchState,
-  ): { write: PayoutBatchWrite; registrations: PayoutRegistrations; results: PayoutResult[] } {
-    const write: PayoutBatchWrite = {
+    decided: PayoutCommitDecision,
+    state: PayoutCommitState,
+  ): { write: PayoutCommitWrite; registrations: PayoutRegistrations; results: PayoutResult[] } {
+    const write: PayoutCommitWrite = {
       now: state.now,
       consumedQuotes: [],
       payments: [],
@@ -273,7 +275,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   }
 
   /** An accepted payout: its payment (submitted), its quote consumed, its entry; it goes to the rail after the commit. */
-  private recordAccepted(write: PayoutBatchWrite, { partition, job, candidate: c }: DecidedPayout, entry: LedgerEntry, state: PayoutBatchState): PayoutResult {
+  private recordAccepted(write: PayoutCommitWrite, { partition, job, candidate: c }: DecidedPayout, entry: LedgerEntry, state: PayoutCommitState): PayoutResult {
     const { now } = state;
     const waits = job.waitsForRail;
     const payment = newPayment(partition, job, c, now, {
@@ -283,7 +285,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
       funding: state.funding,
       usageDay: state.day,
       // The reaper asks once the rail usually has the outcome; a crash between this commit and the
-      // rail call is found then too, never before the payout path's own send has ended. A batch's
+      // rail call is found then too, never before the payout path's own send has ended. A commit's
       // payout has no payout path sending it, and a waiting one none either: the reaper sends it.
       nextCheckAt: job.batch || waits ? now : new Date(now.getTime() + this.firstLook[partition.mode]),
     });
@@ -294,11 +296,11 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
     write.transitions.push({ paymentId: c.paymentId, to: waits ? 'pending' : 'submitted', reason: waits ? AWAITING_RAIL : 'ledger_committed', metadata: transitionMetadataOf(job) });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
-    return { kind: 'accepted', payment: row, batchStartedAt: now };
+    return { kind: 'accepted', payment: row, commitStartedAt: now };
   }
 
   /** A payout failed before the rail: its payment (failed), its quote consumed, its event, and its answer stored under the key. */
-  private recordFailed(write: PayoutBatchWrite, { partition, job, candidate: c }: DecidedPayout, decision: { reason: string; floorMinor?: bigint }, now: Date): PayoutResult {
+  private recordFailed(write: PayoutCommitWrite, { partition, job, candidate: c }: DecidedPayout, decision: { reason: string; floorMinor?: bigint }, now: Date): PayoutResult {
     const message =
       decision.reason === 'amount_below_rail_minimum'
         ? `${failureMessage(decision.reason)} Floor now: ${decision.floorMinor} minor units.`
@@ -315,7 +317,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   }
 
   /** A refused payout: its error stored under the key, or the key freed when that error is not one to store. */
-  private recordRefused(write: PayoutBatchWrite, { job, candidate: c }: DecidedPayout, refusal: PayoutRefusal): PayoutResult {
+  private recordRefused(write: PayoutCommitWrite, { job, candidate: c }: DecidedPayout, refusal: PayoutRefusal): PayoutResult {
     const error = refusalError(refusal);
     const tally = { status: 'refused', code: error.code } as const;
     if (!isStoredStatus(error.status) || job.batch) {
@@ -329,8 +331,8 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
 
   /**
    * The id of each inline beneficiary: the registered one with its identity, or a new one (the same for
-   * every payout of the batch that sends that identity). Read without a lock; a registration racing
-   * the batch is caught when the batch registers it (StaleBatchRead: the batch runs again).
+   * every payout of the commit that sends that identity). Read without a lock; a registration racing
+   * the commit is caught when the commit registers it (StaleCommitRead: the commit runs again).
    */
   private async resolveInlineBeneficiaries(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<Map<string, string>> {
     const inline = jobs.flatMap((j) => (j.inline ? [j.inline] : []));
@@ -341,7 +343,7 @@ export class PayoutLane implements BatchLane<PayoutJob, PayoutResult> {
   }
 }
 
-/** What a batch registers for the payouts it accepted or failed, de-duplicated and sorted for the lock order. */
+/** What a commit registers for the payouts it accepted or failed, de-duplicated and sorted for the lock order. */
 class Registrations {
   private readonly beneficiaries = new Map<string, PayoutRegistrations['beneficiaries'][number]>();
   private readonly failures = new Map<string, string>();
@@ -367,7 +369,7 @@ class Registrations {
     const beneficiaries = sorted(this.beneficiaries).map(([, b]) => b);
     const failures: PayoutRegistrations['failures'] = [];
     for (const [beneficiaryId, reason] of sorted(this.failures)) {
-      // Also registered inline in this batch: its failure is written with that registration.
+      // Also registered inline in this commit: its failure is written with that registration.
       const inline = beneficiaries.find((b) => b.expectedId === beneficiaryId);
       if (inline) inline.failureReason = reason;
       else failures.push({ beneficiaryId, reason });

@@ -1,25 +1,26 @@
-import type { Config } from '../config.ts';
+import type { Config } from '../../config.ts';
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Queryable, TransactionHandle } from '../db/database.ts';
-import { lockOutcomeBatch, sortedIds } from '../db/lock-order.ts';
-import { openAnomalies, type NewAnomaly } from '../db/repositories/anomalies.ts';
-import { writeOutcomeBatch, type OutcomeBatchWrite } from '../db/repositories/outcome-batch.ts';
-import type { PaymentRow } from '../db/repositories/payments.ts';
-import { answerDedupKey, jsonOf, notificationDedupKey, type AnomalyKind, type Contradiction } from '../domain/anomalies.ts';
-import type { Clock } from '../domain/clock.ts';
+import type { Queryable, TransactionHandle } from '../../db/database.ts';
+import { lockOutcomeCommit } from '../../db/commit/outcome-locks.ts';
+import { sortedIds } from '../../db/commit/lock-rows.ts';
+import { openAnomalies, type NewAnomaly } from '../../db/repositories/anomalies.ts';
+import { writeOutcomeCommit, type OutcomeCommitWrite } from '../../db/commit/outcome-commit.ts';
+import type { PaymentRow } from '../../db/repositories/payments.ts';
+import { answerDedupKey, jsonOf, notificationDedupKey, type AnomalyKind, type Contradiction } from '../../domain/anomalies.ts';
+import type { Clock } from '../../domain/clock.ts';
 import {
-  decideOutcomeBatch,
+  decideOutcomeCommit,
   outcomeLockPlan,
   type OutcomeJob,
   type OutcomePayment,
   type RailReport,
   type ResolutionSchedule,
-} from '../domain/outcome-decision.ts';
-import type { TransitionActor } from '../domain/payment-state.ts';
-import type { BatchLane, Committer } from './committer.ts';
-import type { MoneyMetrics } from './money-metrics.ts';
-import type { Partition } from '../domain/partition.ts';
+} from '../../domain/commit/outcome-decision.ts';
+import type { TransitionActor } from '../../domain/payment-state.ts';
+import type { CommitLane, Committer } from './committer.ts';
+import type { MoneyMetrics } from '../money-metrics.ts';
+import type { Partition } from '../../domain/partition.ts';
 
 /** The longest a rail's "ask me again in" hint is honoured. */
 const RETRY_HINT_MAX_MS = 3_600_000;
@@ -36,7 +37,7 @@ export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | '
 
 
 /** The most outcomes of one tenant in one transaction. */
-const OUTCOME_BATCH_MAX = 128;
+const OUTCOME_COMMIT_MAX = 128;
 
 export interface OutcomeContext {
   actor: TransitionActor;
@@ -47,7 +48,7 @@ export interface OutcomeContext {
   /**
    * Written in the outcome's own transaction, after it, and only when this outcome moved the payment:
    * the sandbox rail's record of a simulated outcome, so that the rail can never report another one.
-   * Its rows come last in the lock order (db/lock-order.ts).
+   * Its rows come last in the lock order (db/commit/README.md).
    */
   alongside?: (tx: Queryable, payment: PaymentRow) => Promise<void>;
   /** The report came as this rail notification (see OutcomeJob.notification). */
@@ -68,7 +69,7 @@ export interface AppliedOutcome {
   parkedNow: boolean;
   /** The status changes it committed (an outcome may make two: settled, then reversed). */
   changes: Array<{ to: string; reason: string | null }>;
-  /** Limit counters the batch found short (reported with the first job of the batch). */
+  /** Limit counters the commit found short (reported with the first job of the commit). */
   counterShortfalls: string[];
   /** The report contradicted our record or failed the answer checks: this anomaly is stored (`created`: by this outcome). */
   anomaly?: { id: string; kind: AnomalyKind; created: boolean };
@@ -77,7 +78,7 @@ export interface AppliedOutcome {
 /**
  * Applies what the rail said about payments (or, in test mode, the outcome a sandbox simulation
  * forces): every transition, ledger entry, limit give-back, outcome event and beneficiary history
- * change, through the committer in batches per tenant, in the lock order, so the payout path, the
+ * change, through the committer in commits per tenant, in the lock order, so the payout path, the
  * reaper, rail notifications and simulations never race or deadlock on a payment. A payment another
  * path already moved is left as it is (the decision sees the locked row).
  */
@@ -106,9 +107,9 @@ export class PaymentOutcomes {
   }
 }
 
-class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
+class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
   readonly name = 'outcome';
-  readonly batchMax = OUTCOME_BATCH_MAX;
+  readonly commitMax = OUTCOME_COMMIT_MAX;
 
   constructor(
     private readonly clock: Clock,
@@ -125,7 +126,7 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
   async run(tx: TransactionHandle, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
     const now = this.clock.now();
     const plan = outcomeLockPlan(items.map((item) => ({ job: item.job, payment: outcomePaymentOf(item.payment) })));
-    const held = await lockOutcomeBatch(tx, partition, {
+    const held = await lockOutcomeCommit(tx, partition, {
       paymentIds: sortedIds(items.map((item) => item.payment.id)),
       counters: plan.counters,
       accounts: plan.accounts,
@@ -137,9 +138,9 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
       // Immutable fields from the job's copy of the row, the rest as locked now.
       payments.set(item.payment.id, { ...outcomePaymentOf(item.payment), ...locked });
     }
-    const decided = decideOutcomeBatch({ now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters }, items.map((i) => i.job));
+    const decided = decideOutcomeCommit({ now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters }, items.map((i) => i.job));
 
-    const write: OutcomeBatchWrite = { now, payments: [], transitions: [], entries: [], accountDeltas: [...decided.accountDeltas.values()], giveBacks: [...decided.giveBacks.values()], events: [], beneficiaries: [] };
+    const write: OutcomeCommitWrite = { now, payments: [], transitions: [], entries: [], accountDeltas: [...decided.accountDeltas.values()], giveBacks: [...decided.giveBacks.values()], events: [], beneficiaries: [] };
     const finals = new Map<string, { after: NonNullable<(typeof decided.decisions)[number]['after']>; touched: boolean }>();
     const history = new Map<string, { id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>();
     decided.decisions.forEach((decision, i) => {
@@ -181,8 +182,8 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
     const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
     alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
     const contradicted = decided.decisions.flatMap((decision, i) => (decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : []));
-    // Usually the write is the batch's last statement: it then goes out with the COMMIT.
-    if (write.payments.length > 0) await writeOutcomeBatch(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
+    // Usually the write is the commit's last statement: it then goes out with the COMMIT.
+    if (write.payments.length > 0) await writeOutcomeCommit(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
     // In the same transaction as the rest: whoever acknowledges the report to the rail does so after
     // this commits, so a contradiction is never acknowledged without being stored.
     const opened = await openAnomalies(tx, contradicted.map((c) => c.anomaly), now);
@@ -192,7 +193,7 @@ class OutcomeLane implements BatchLane<OutcomeItem, AppliedOutcome> {
   }
 
   /**
-   * One info line per committed batch with every status change in it (payment id, new status,
+   * One info line per committed commit with every status change in it (payment id, new status,
    * reason, who reported it): cheap under load, complete for an operator following one payment.
    */
   afterCommit(partition: Partition, items: readonly OutcomeItem[], results: readonly AppliedOutcome[]): void {

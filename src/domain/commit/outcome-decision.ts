@@ -1,4 +1,4 @@
-// The decision of an outcome batch, as a pure function: given the payments a batch locked, the
+// The decision of an outcome commit, as a pure function: given the payments a commit locked, the
 // balances and limit counters it locked, and what the rail said about each payment, decide each
 // payment's transitions, ledger entries, give-backs, outcome events and next check. Whoever applies an
 // outcome — the payout path after the rail call, the reaper, a rail notification — goes through this,
@@ -12,14 +12,14 @@ import {
   settlementEntry,
   type FundingAccount,
   type LedgerEntry,
-} from './ledger.ts';
-import { contradictionOf, evidenceOfPayment, type Contradiction } from './anomalies.ts';
-import { settledAtOf, type Doubt } from './rail-answer-check.ts';
-import type { Metadata } from './metadata.ts';
-import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from './payment-messages.ts';
-import { assertTransition, type PaymentStatus, type TransitionActor } from './payment-state.ts';
-import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './payout-decision.ts';
-import type { Instrument } from './instrument.ts';
+} from '../ledger.ts';
+import { contradictionOf, evidenceOfPayment, type Contradiction } from '../anomalies.ts';
+import { settledAtOf, type Doubt } from '../rail-answer-check.ts';
+import type { Metadata } from '../metadata.ts';
+import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } from '../payment-messages.ts';
+import { assertTransition, type PaymentStatus, type TransitionActor } from '../payment-state.ts';
+import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './keys.ts';
+import type { Instrument } from '../instrument.ts';
 
 /**
  * What the rail said about a payment (at submission, when asked, or by notification). `amountMinor`:
@@ -52,7 +52,7 @@ export interface OutcomePayment extends PaymentAfter {
   beneficiary_id: string | null;
   usage_day: string | null;
   check_attempts: number;
-  /** When its batch began, before it was sent: a rail's settlement time before it (less the skew) is the rail's mistake. */
+  /** When its commit began, before it was sent: a rail's settlement time before it (less the skew) is the rail's mistake. */
   created_at: Date;
   /** Carried into the outcome events' payloads. */
   metadata: Metadata;
@@ -102,7 +102,7 @@ export function backoffDelayMs(schedule: ResolutionSchedule, attempts: number, h
   return Math.max(backoff, Math.min(Math.max(hintMs, 0), schedule.hintMaxMs));
 }
 
-export interface OutcomeBatchState {
+export interface OutcomeCommitState {
   now: Date;
   schedule: ResolutionSchedule;
   payments: ReadonlyMap<string, OutcomePayment>;
@@ -119,7 +119,7 @@ interface TransitionRecord {
   actor: TransitionActor;
 }
 
-/** The payment row after the decision: every column the batch writes. */
+/** The payment row after the decision: every column the commit writes. */
 export interface PaymentAfter {
   status: PaymentStatus;
   status_reason: string | null;
@@ -152,7 +152,7 @@ interface OutcomeDecision {
   anomaly?: Contradiction;
 }
 
-export interface OutcomeBatchDecision {
+export interface OutcomeCommitDecision {
   decisions: OutcomeDecision[];
   accountDeltas: Map<string, { account: AccountRef; delta: bigint }>;
   /** Decrements by `${day}|${counterKey}`. */
@@ -213,7 +213,7 @@ function payoutOf(payment: OutcomePayment): LedgerEntry {
   });
 }
 
-export function decideOutcomeBatch(state: OutcomeBatchState, jobs: readonly OutcomeJob[]): OutcomeBatchDecision {
+export function decideOutcomeCommit(state: OutcomeCommitState, jobs: readonly OutcomeJob[]): OutcomeCommitDecision {
   const balances = new Map(state.balances);
   const counters = new Map(state.counters);
   const giveBacks = new Map<string, { day: string; counter: CounterKey; amount: bigint; count: bigint }>();
@@ -274,9 +274,9 @@ const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giv
 
 type ReportOf<S extends RailReport['status']> = Extract<RailReport, { status: S }>;
 
-/** One job against the row as the batch's previous jobs left it: what the rail's report does to it. */
+/** One job against the row as the commit's previous jobs left it: what the rail's report does to it. */
 function decideOne(
-  state: OutcomeBatchState,
+  state: OutcomeCommitState,
   row: OutcomePayment,
   job: OutcomeJob,
   balances: ReadonlyMap<string, bigint>,
@@ -315,7 +315,7 @@ function eventOf(type: OutcomeEventType, after: OutcomePayment, reason?: string)
  * never change on a contradiction. An answer to the reaper's question still moves the payment's next
  * question along its backoff (and parks it at the end), as any answer does.
  */
-function contradictionDecision(state: OutcomeBatchState, row: OutcomePayment, job: OutcomeJob): OutcomeDecision | undefined {
+function contradictionDecision(state: OutcomeCommitState, row: OutcomePayment, job: OutcomeJob): OutcomeDecision | undefined {
   const report = job.report;
   if (report.status !== 'settled' && report.status !== 'failed' && report.status !== 'reversed') return undefined;
   const anomaly = contradictionOf(row, report, job.notification !== undefined);
@@ -327,7 +327,7 @@ function contradictionDecision(state: OutcomeBatchState, row: OutcomePayment, jo
 
 /** The rail answered without an outcome: the payment waits for its next question, `unknown` unless still settling. */
 function decideNoOutcome(
-  state: OutcomeBatchState,
+  state: OutcomeCommitState,
   row: OutcomePayment,
   job: OutcomeJob,
   report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
@@ -353,7 +353,7 @@ function doubtOf(row: OutcomePayment, report: ReportOf<'processing' | 'unconfirm
 }
 
 function decideNoOutcomeOfUnresolved(
-  state: OutcomeBatchState,
+  state: OutcomeCommitState,
   row: OutcomePayment,
   job: OutcomeJob,
   report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
@@ -487,7 +487,7 @@ function settledRow(row: OutcomePayment, reason: string, bankReference: string, 
 
 /** When an unresolved payment is asked about next, or whether the reaper stops asking. */
 function nextCheck(
-  state: OutcomeBatchState,
+  state: OutcomeCommitState,
   row: OutcomePayment,
   job: OutcomeJob,
   hintMs: number | undefined,

@@ -1,5 +1,5 @@
-// The decision of a payout batch, as a pure function: given what the batch locked (the keys, the
-// quotes, the day's limit counters, the balances) and the batch's payouts in arrival order, decide
+// The decision of a payout commit, as a pure function: given what the commit locked (the keys, the
+// quotes, the day's limit counters, the balances) and the commit's payouts in arrival order, decide
 // each payout — accepted, failed before the rail with a reason, refused with an HTTP error, or
 // answered from what its Idempotency-Key already names — and the ledger postings and limit usage
 // of the accepted ones. Every rule of the order of checks lives here; the committer only locks,
@@ -8,35 +8,19 @@
 // The order of checks for one payout: its key (replay, in progress, reused) → its quote (consumed,
 // expired) → instrument cap and configured limit rule → funds or credit → the business outcome
 // (a failure before the rail, or accepted). An HTTP refusal consumes nothing: no quote, no limit,
-// no balance. Payouts are decided one after another against running totals, so payouts of one batch
+// no balance. Payouts are decided one after another against running totals, so payouts of one commit
 // can never jointly pass a limit or a balance.
 
-import type { StoredKey } from './idempotency.ts';
-import { instrumentCapBreach, type LimitBreach } from './instrument-caps.ts';
-import { assertBalanced, payoutEntry, type AccountKind, type FundingAccount, type LedgerEntry } from './ledger.ts';
-import { countedSubject, ruleBreach, winningRule, type LimitRule, type LimitTarget } from './limit-rules.ts';
-import { INSTRUMENTS, type Instrument } from './instrument.ts';
+import type { StoredKey } from '../idempotency.ts';
+import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey, type CounterKind } from './keys.ts';
+import { instrumentCapBreach, type LimitBreach } from '../instrument-caps.ts';
+import { assertBalanced, payoutEntry, type AccountKind, type FundingAccount, type LedgerEntry } from '../ledger.ts';
+import { countedSubject, ruleBreach, winningRule, type LimitRule, type LimitTarget } from '../limit-rules.ts';
+import { INSTRUMENTS, type Instrument } from '../instrument.ts';
 
 const FUNDINGS: readonly FundingAccount[] = ['prefunding', 'credit_receivable'];
 
-export type CounterKind = 'tenant' | 'customer' | 'beneficiary';
-
-/** One of a day's limit counters: a subject's consumption through one instrument. */
-export interface CounterKey {
-  kind: CounterKind;
-  subjectId: string;
-  method: Instrument;
-}
-
-export interface AccountRef {
-  asset: string;
-  kind: AccountKind;
-}
-
-export const counterKeyOf = (k: CounterKey): string => `${k.kind}|${k.subjectId}|${k.method}`;
-export const accountKeyOf = (a: AccountRef): string => `${a.asset}/${a.kind}`;
-
-/** A payout as the batch receives it: everything decided before the batch, nothing written. */
+/** A payout as the commit receives it: everything decided before the commit, nothing written. */
 export interface PayoutCandidate {
   key: string;
   fingerprint: string;
@@ -49,7 +33,7 @@ export interface PayoutCandidate {
   feeAmount: bigint;
   /** The instrument the payout goes through; the requested one when routing failed. */
   method: Instrument;
-  /** A failure found before the batch: routing (no_route, beneficiary_missing_phone, …). */
+  /** A failure found before the commit: routing (no_route, beneficiary_missing_phone, …). */
   routeFailure: string | null;
   senderMissing: boolean;
   customerId: string | null;
@@ -59,7 +43,7 @@ export interface PayoutCandidate {
 export type KeyLock = { owned: true } | { owned: false; stored: StoredKey };
 export type QuoteLock = 'open' | 'consumed' | 'expired' | 'missing';
 
-export interface PayoutBatchState {
+export interface PayoutCommitState {
   tenantId: string;
   now: Date;
   /** The Caracas business day of `now`: whose counters are locked and consumed. */
@@ -101,10 +85,10 @@ export type PayoutDecision =
   | { kind: 'refuse'; refusal: PayoutRefusal }
   /** Another request's key: answer from what it stored. */
   | { kind: 'key_taken'; stored: StoredKey }
-  /** An earlier payout of this batch holds the same key: same request (in progress) or not (reused). */
+  /** An earlier payout of this commit holds the same key: same request (in progress) or not (reused). */
   | { kind: 'duplicate'; sameRequest: boolean };
 
-export interface PayoutBatchDecision {
+export interface PayoutCommitDecision {
   /** One per candidate, in the candidates' order. */
   decisions: PayoutDecision[];
   /** Net change of each locked account. */
@@ -130,14 +114,6 @@ const targetOf = (tenantId: string, c: Pick<PayoutCandidate, 'customerId' | 'ben
   beneficiaryId: c.beneficiaryId,
 });
 
-/** The counters an accepted payout adds to: its tenant, customer and beneficiary, for its instrument. */
-export function trackedCounters(tenantId: string, c: Pick<PayoutCandidate, 'customerId' | 'beneficiaryId' | 'method'>): CounterKey[] {
-  const keys: CounterKey[] = [{ kind: 'tenant', subjectId: tenantId, method: c.method }];
-  if (c.customerId) keys.push({ kind: 'customer', subjectId: c.customerId, method: c.method });
-  keys.push({ kind: 'beneficiary', subjectId: c.beneficiaryId, method: c.method });
-  return keys;
-}
-
 /** The counters the winning rule measures a payout against (none without a rule). */
 function measuredCounters(rule: LimitRule | undefined, target: LimitTarget, method: Instrument): CounterKey[] {
   if (!rule) return [];
@@ -146,7 +122,7 @@ function measuredCounters(rule: LimitRule | undefined, target: LimitTarget, meth
 }
 
 /**
- * What a batch must lock before deciding: counters and accounts, each list sorted by its key. The
+ * What a commit must lock before deciding: counters and accounts, each list sorted by its key. The
  * accounts of both ways of funding are locked, because which one applies is read (from the tenant)
  * in the same statement that takes the locks.
  */
@@ -173,15 +149,11 @@ export function lockPlanOf(
   return { counters: sortedValues(counters), accounts: sortedValues(accounts), monthly: sortedValues(monthly) };
 }
 
-export function sortedValues<T>(map: ReadonlyMap<string, T>): T[] {
-  return [...map.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, v]) => v);
-}
-
 /**
- * Decides every payout of a batch, in order. Throws only on a programmer error (an invariant), never
+ * Decides every payout of a commit, in order. Throws only on a programmer error (an invariant), never
  * for a business outcome.
  */
-export function decidePayoutBatch(state: PayoutBatchState, candidates: readonly PayoutCandidate[]): PayoutBatchDecision {
+export function decidePayoutCommit(state: PayoutCommitState, candidates: readonly PayoutCandidate[]): PayoutCommitDecision {
   const counters = new Map<string, { amount: bigint; count: bigint }>(state.counters);
   const balances = new Map<string, bigint>(state.balances);
   const usage = new Map<string, { counter: CounterKey; amount: bigint; count: bigint }>();
@@ -189,7 +161,7 @@ export function decidePayoutBatch(state: PayoutBatchState, candidates: readonly 
   const quotesClaimed = new Set<string>();
 
   const decisions = candidates.map((c): PayoutDecision => {
-    // 1. The key: the first payout of the batch with it is the one that runs.
+    // 1. The key: the first payout of the commit with it is the one that runs.
     const earlier = keysSeen.get(c.key);
     if (earlier !== undefined) return { kind: 'duplicate', sameRequest: earlier === c.fingerprint };
     keysSeen.set(c.key, c.fingerprint);
@@ -197,7 +169,7 @@ export function decidePayoutBatch(state: PayoutBatchState, candidates: readonly 
     if (!key) throw new Error(`invariant: key of payout ${c.paymentId} was not locked`);
     if (!key.owned) return { kind: 'key_taken', stored: key.stored };
 
-    // 2. The quote: open and unexpired, and not claimed by an earlier payout of this batch.
+    // 2. The quote: open and unexpired, and not claimed by an earlier payout of this commit.
     const quote = state.quotes.get(c.quoteId);
     if (quote === undefined) throw new Error(`invariant: quote of payout ${c.paymentId} was not locked`);
     if (quote === 'missing') return { kind: 'refuse', refusal: { code: 'quote_missing' } };
@@ -241,11 +213,11 @@ export function decidePayoutBatch(state: PayoutBatchState, candidates: readonly 
     const [asset, kind] = k.split('/') as [string, AccountKind];
     accountDeltas.set(k, { account: { asset, kind }, delta });
   }
-  assertBatchInvariants(state, candidates, decisions, balances);
+  assertCommitInvariants(state, candidates, decisions, balances);
   return { decisions, accountDeltas, usage };
 }
 
-function limitBreach(state: PayoutBatchState, counters: ReadonlyMap<string, { amount: bigint; count: bigint }>, c: PayoutCandidate): LimitBreach | undefined {
+function limitBreach(state: PayoutCommitState, counters: ReadonlyMap<string, { amount: bigint; count: bigint }>, c: PayoutCandidate): LimitBreach | undefined {
   const cap = instrumentCapBreach(c.method, c.deliverAmount);
   if (cap) return cap;
   const target = targetOf(state.tenantId, c);
@@ -264,7 +236,7 @@ function limitBreach(state: PayoutBatchState, counters: ReadonlyMap<string, { am
   return ruleBreach(rule, { dayAmount, dayCount, monthAmount }, c.deliverAmount);
 }
 
-function fundsRefusal(state: PayoutBatchState, balances: ReadonlyMap<string, bigint>, entry: LedgerEntry): FundsRefusal | undefined {
+function fundsRefusal(state: PayoutCommitState, balances: ReadonlyMap<string, bigint>, entry: LedgerEntry): FundsRefusal | undefined {
   const charge = entry.postings.find((p) => p.account === state.funding && p.amount > 0n);
   if (!charge) throw new Error('invariant: a payout entry charges its funding account');
   const balance = balances.get(accountKeyOf({ asset: charge.asset, kind: charge.account })) ?? 0n;
@@ -279,8 +251,8 @@ function fundsRefusal(state: PayoutBatchState, balances: ReadonlyMap<string, big
 }
 
 /** Stops the world if the decisions break what the checks promise (a bug here, not bad input). */
-function assertBatchInvariants(
-  state: PayoutBatchState,
+function assertCommitInvariants(
+  state: PayoutCommitState,
   candidates: readonly PayoutCandidate[],
   decisions: readonly PayoutDecision[],
   balances: ReadonlyMap<string, bigint>,
@@ -289,18 +261,18 @@ function assertBatchInvariants(
   for (const [k, balance] of balances) {
     const [asset, kind] = k.split('/') as [string, AccountKind];
     if (kind === 'prefunding' && balance > 0n && balance > (state.balances.get(k) ?? 0n)) {
-      throw new Error(`invariant: the batch would overdraw ${asset} prefunding`);
+      throw new Error(`invariant: the commit would overdraw ${asset} prefunding`);
     }
     if (kind === 'credit_receivable') {
       const limit = state.creditLimitOf(asset);
-      if (limit !== null && balance > limit && balance > (state.balances.get(k) ?? 0n)) throw new Error(`invariant: the batch would pass the ${asset} credit limit`);
+      if (limit !== null && balance > limit && balance > (state.balances.get(k) ?? 0n)) throw new Error(`invariant: the commit would pass the ${asset} credit limit`);
     }
   }
   const consumed = new Set<string>();
   decisions.forEach((d, i) => {
     if (d.kind !== 'accept' && d.kind !== 'fail') return;
     const quoteId = candidates[i]!.quoteId;
-    if (consumed.has(quoteId)) throw new Error(`invariant: quote ${quoteId} consumed twice in one batch`);
+    if (consumed.has(quoteId)) throw new Error(`invariant: quote ${quoteId} consumed twice in one commit`);
     consumed.add(quoteId);
   });
 }

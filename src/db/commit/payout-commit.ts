@@ -1,32 +1,33 @@
-// The write of a payout batch: everything its decision says, in ONE statement, after the batch took
-// its locks (db/lock-order.ts). Data-modifying CTEs all run whatever the final SELECT reads; foreign
+// The write of a payout commit: everything its decision says, in ONE statement, after the commit took
+// its locks (db/commit/README.md). Data-modifying CTEs all run whatever the final SELECT reads; foreign
 // keys are checked at the end of the statement and the balanced-entry trigger at commit, so the
 // guarantees are those of separate statements at one round trip. The same SQL text at every call
 // (parameters added by name, in a fixed order, Params) over unnest() arrays keeps one prepared
-// statement whatever the batch's size.
+// statement whatever the commit's size.
 import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
 import type { Sender } from '../../domain/sender.ts';
-import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
+import type { AccountRef, CounterKey } from '../../domain/commit/keys.ts';
 import type { Posting } from '../../domain/ledger.ts';
 import type { Queryable, TransactionHandle } from '../database.ts';
-import { IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import { IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
 import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
-import { identityKeyOf } from './beneficiaries.ts';
-import type { NewPayment } from './payments.ts';
-import { Params } from './sql-params.ts';
+import { ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
+import { identityKeyOf } from '../repositories/beneficiaries.ts';
+import type { NewPayment } from '../repositories/payments.ts';
+import { Params } from '../repositories/sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
 
-export interface PayoutBatchWrite {
+export interface PayoutCommitWrite {
   now: Date;
-  /** Quotes the batch consumed, each by the payment that used it (rows locked by the batch). */
+  /** Quotes the commit consumed, each by the payment that used it (rows locked by the commit). */
   consumedQuotes: Array<{ quoteId: string; paymentId: string }>;
   /** New payments: accepted (submitted) and failed before the rail. */
   payments: NewPayment[];
   /** The first transition of each new payment (null → submitted or null → failed). */
   transitions: Array<{ paymentId: string; to: 'pending' | 'submitted' | 'failed'; reason: string; metadata: Record<string, unknown> }>;
   entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
-  /** Increments of the batch day's counters (locked). */
+  /** Increments of the commit day's counters (locked). */
   usage: { day: string; rows: Array<{ counter: CounterKey; amount: bigint; count: bigint }> };
   /** Net change of each locked account. */
   accountDeltas: Array<{ account: AccountRef; delta: bigint }>;
@@ -37,17 +38,10 @@ export interface PayoutBatchWrite {
   keyReleases: string[];
 }
 
-/** The placeholders every part of a batch's statement shares. */
-interface Scope {
-  tenant: string;
-  mode: string;
-  now: string;
-}
-
-// Existing rows are reached by their primary key, joined to the batch's arrays (or by INSERT … ON
+// Existing rows are reached by their primary key, joined to the commit's arrays (or by INSERT … ON
 // CONFLICT for multi-column keys). The quotes were locked, in id order, by this transaction's lock
 // statement: updating them here waits for nothing.
-function quotesConsumed(p: Params, s: Scope, quotes: PayoutBatchWrite['consumedQuotes']): string {
+function quotesConsumed(p: Params, s: WriteScope, quotes: PayoutCommitWrite['consumedQuotes']): string {
   const consumed = p.unnest({ id: ['uuid', quotes.map((q) => q.quoteId)], payment_id: ['uuid', quotes.map((q) => q.paymentId)] });
   return `
   UPDATE quotes q SET consumed_at = ${s.now}, payment_id = v.payment_id
@@ -56,7 +50,7 @@ function quotesConsumed(p: Params, s: Scope, quotes: PayoutBatchWrite['consumedQ
   RETURNING 1`;
 }
 
-function newPayments(p: Params, s: Scope, payments: readonly NewPayment[]): string {
+function newPayments(p: Params, s: WriteScope, payments: readonly NewPayment[]): string {
   const col = <T>(pick: (payment: NewPayment) => T) => payments.map(pick);
   const rows = p.unnest({
     id: ['uuid', col((x) => x.id)],
@@ -97,47 +91,25 @@ function newPayments(p: Params, s: Scope, payments: readonly NewPayment[]): stri
 }
 
 /** The payments' first transitions, ledger entries and their postings, and outbox events: new rows only. */
-function newHistory(p: Params, s: Scope, batch: PayoutBatchWrite): string {
-  const postings = batch.entries.flatMap((e) => e.postings.map((posting) => ({ transactionId: e.id, ...posting })));
+function newHistory(p: Params, s: WriteScope, commit: PayoutCommitWrite): string {
   return `history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
   SELECT ${s.tenant}, v.id, NULL, v.to_status, v.reason, 'api', v.metadata, ${s.now}
     FROM ${p.unnest({
-      id: ['uuid', batch.transitions.map((t) => t.paymentId)],
-      to_status: ['text', batch.transitions.map((t) => t.to)],
-      reason: ['text', batch.transitions.map((t) => t.reason)],
-      metadata: ['jsonb', batch.transitions.map((t) => JSON.stringify(t.metadata))],
+      id: ['uuid', commit.transitions.map((t) => t.paymentId)],
+      to_status: ['text', commit.transitions.map((t) => t.to)],
+      reason: ['text', commit.transitions.map((t) => t.reason)],
+      metadata: ['jsonb', commit.transitions.map((t) => JSON.stringify(t.metadata))],
     })}
-), entry AS (
-  INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
-  SELECT ${s.tenant}, ${s.mode}, v.id, v.kind, v.payment_id, ${s.now}
-    FROM ${p.unnest({ id: ['uuid', batch.entries.map((e) => e.id)], kind: ['text', batch.entries.map((e) => e.kind)], payment_id: ['uuid', batch.entries.map((e) => e.paymentId)] })}
-), posting AS (
-  INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
-  SELECT ${s.tenant}, v.transaction_id, ${s.mode}, v.asset, v.account_kind, v.amount
-    FROM ${p.unnest({
-      transaction_id: ['uuid', postings.map((x) => x.transactionId)],
-      asset: ['text', postings.map((x) => x.asset)],
-      account_kind: ['text', postings.map((x) => x.account)],
-      amount: ['bigint', postings.map((x) => x.amount.toString())],
-    })}
-), outbox AS (
-  INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
-  SELECT ${s.tenant}, ${s.mode}, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, ${s.now}, ${s.now}
-    FROM ${p.unnest({
-      payment_id: ['uuid', batch.events.map((e) => e.paymentId)],
-      event_type: ['text', batch.events.map((e) => e.type)],
-      payload: ['text', batch.events.map((e) => JSON.stringify(e.payload))],
-    })}
-)`;
+), ${ledgerEntriesSql(p, s, commit.entries)}, ${outboxEventsSql(p, s, commit.events)}`;
 }
 
-/** The batch day's counters and the locked accounts, changed by what the batch consumed and posted. */
-function balances(p: Params, s: Scope, batch: PayoutBatchWrite): string {
-  const usage = batch.usage.rows;
+/** The commit day's counters and the locked accounts, changed by what the commit consumed and posted. */
+function balances(p: Params, s: WriteScope, commit: PayoutCommitWrite): string {
+  const usage = commit.usage.rows;
   return `usage AS (
   INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
-  SELECT ${s.tenant}, ${s.mode}, v.kind, v.subject_id, v.method, ${p.add(batch.usage.day)}::date, v.amount, v.count
+  SELECT ${s.tenant}, ${s.mode}, v.kind, v.subject_id, v.method, ${p.add(commit.usage.day)}::date, v.amount, v.count
     FROM ${p.unnest({
       kind: ['text', usage.map((u) => u.counter.kind)],
       subject_id: ['uuid', usage.map((u) => u.counter.subjectId)],
@@ -153,9 +125,9 @@ function balances(p: Params, s: Scope, batch: PayoutBatchWrite): string {
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
     FROM ${p.unnest({
-      asset: ['text', batch.accountDeltas.map((d) => d.account.asset)],
-      kind: ['text', batch.accountDeltas.map((d) => d.account.kind)],
-      delta: ['bigint', batch.accountDeltas.map((d) => d.delta.toString())],
+      asset: ['text', commit.accountDeltas.map((d) => d.account.asset)],
+      kind: ['text', commit.accountDeltas.map((d) => d.account.kind)],
+      delta: ['bigint', commit.accountDeltas.map((d) => d.delta.toString())],
     })}
    WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
   RETURNING ${BALANCE_RETURNING}
@@ -163,21 +135,21 @@ function balances(p: Params, s: Scope, batch: PayoutBatchWrite): string {
 }
 
 /** Keys whose answer is final now, and keys of refusals not stored (free again). */
-function keyOutcomes(p: Params, s: Scope, batch: PayoutBatchWrite): string {
+function keyOutcomes(p: Params, s: WriteScope, commit: PayoutCommitWrite): string {
   return `answer AS (
-  -- Each key by its primary key; the batch's lock statement locked them all (step 1).
+  -- Each key by its primary key; the commit's lock statement locked them all (step 1).
   UPDATE idempotency_keys k
      SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.status, response_body = v.body
     FROM ${p.unnest({
-      key: ['text', batch.keyAnswers.map((a) => a.key)],
-      status: ['integer', batch.keyAnswers.map((a) => a.status)],
-      body: ['text', batch.keyAnswers.map((a) => a.body)],
+      key: ['text', commit.keyAnswers.map((a) => a.key)],
+      status: ['integer', commit.keyAnswers.map((a) => a.status)],
+      body: ['text', commit.keyAnswers.map((a) => a.body)],
     })}
    WHERE k.tenant_id = ${s.tenant} AND k.mode = ${s.mode} AND k.key = v.key AND k.status = 'in_progress'
   RETURNING 1
 ), released AS (
   DELETE FROM idempotency_keys k
-   WHERE k.tenant_id = ${s.tenant} AND k.mode = ${s.mode} AND k.key = ANY(${p.add(batch.keyReleases)}::text[]) AND k.status = 'in_progress'
+   WHERE k.tenant_id = ${s.tenant} AND k.mode = ${s.mode} AND k.key = ANY(${p.add(commit.keyReleases)}::text[]) AND k.status = 'in_progress'
   RETURNING 1
 )`;
 }
@@ -186,20 +158,20 @@ function keyOutcomes(p: Params, s: Scope, batch: PayoutBatchWrite): string {
  * Every locked row it meant to change was changed, checked here: the statement may go out with the
  * COMMIT, so a failed check must abort the transaction itself.
  */
-function checked(p: Params, batch: PayoutBatchWrite): string {
+function checked(p: Params, commit: PayoutCommitWrite): string {
   const expected = {
-    quotes: p.add(batch.consumedQuotes.length),
-    payments: p.add(batch.payments.length),
-    counters: p.add(batch.usage.rows.length),
-    accounts: p.add(batch.accountDeltas.length),
-    answers: p.add(batch.keyAnswers.length),
-    released: p.add(batch.keyReleases.length),
+    quotes: p.add(commit.consumedQuotes.length),
+    payments: p.add(commit.payments.length),
+    counters: p.add(commit.usage.rows.length),
+    accounts: p.add(commit.accountDeltas.length),
+    answers: p.add(commit.keyAnswers.length),
+    released: p.add(commit.keyReleases.length),
   };
   const e = expected;
   return `
 SELECT bds_invariant(
          s.quotes = ${e.quotes} AND s.payments = ${e.payments} AND s.counters = ${e.counters} AND s.accounts = ${e.accounts} AND s.answers = ${e.answers} AND s.released = ${e.released},
-         format('the payout batch wrote %s quote consumptions, %s payments, %s limit counters, %s account balances, %s key answers, %s key releases; expected %s, %s, %s, %s, %s, %s',
+         format('the payout commit wrote %s quote consumptions, %s payments, %s limit counters, %s account balances, %s key answers, %s key releases; expected %s, %s, %s, %s, %s, %s',
                 s.quotes, s.payments, s.counters, s.accounts, s.answers, s.released, ${e.quotes}, ${e.payments}, ${e.counters}, ${e.accounts}, ${e.answers}, ${e.released})) AS checked
   FROM (SELECT (SELECT count(*) FROM quote)::int AS quotes, (SELECT count(*) FROM pay)::int AS payments,
                (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM account)::int AS accounts,
@@ -207,24 +179,24 @@ SELECT bds_invariant(
 }
 
 /**
- * Writes a decided batch; asserts (in SQL) every locked row it meant to change was changed. `last`:
+ * Writes a decided commit; asserts (in SQL) every locked row it meant to change was changed. `last`:
  * nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
  */
-export async function writePayoutBatch(tx: TransactionHandle, partition: Partition, batch: PayoutBatchWrite, options: { last: boolean }): Promise<void> {
+export async function writePayoutCommit(tx: TransactionHandle, partition: Partition, commit: PayoutCommitWrite, options: { last: boolean }): Promise<void> {
   const p = new Params();
-  const s: Scope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(batch.now) };
-  const sql = `WITH quote AS (${quotesConsumed(p, s, batch.consumedQuotes)}
-), pay AS (${newPayments(p, s, batch.payments)}
-), ${newHistory(p, s, batch)},
-${balances(p, s, batch)},
-${keyOutcomes(p, s, batch)}${checked(p, batch)}`;
+  const s: WriteScope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(commit.now) };
+  const sql = `WITH quote AS (${quotesConsumed(p, s, commit.consumedQuotes)}
+), pay AS (${newPayments(p, s, commit.payments)}
+), ${newHistory(p, s, commit)},
+${balances(p, s, commit)},
+${keyOutcomes(p, s, commit)}${checked(p, commit)}`;
   const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
   await run<{ checked: boolean }>(sql, p.values);
 }
 
-/** What a batch registers for the payouts it accepted or failed (never for a refused one). */
+/** What a commit registers for the payouts it accepted or failed (never for a refused one). */
 export interface PayoutRegistrations {
-  /** Inline beneficiaries as sent, each with the id the batch expects it to have; distinct identities, sorted. */
+  /** Inline beneficiaries as sent, each with the id the commit expects it to have; distinct identities, sorted. */
   beneficiaries: Array<{ expectedId: string; details: BeneficiaryDetails; failureReason: string | null }>;
   /** History of failures before the rail of registered beneficiaries not in `beneficiaries`; distinct ids, sorted. */
   failures: Array<{ beneficiaryId: string; reason: string }>;
@@ -246,7 +218,7 @@ function registrationsSql(p: Params, partition: Partition, r: PayoutRegistration
   const metadata = p.add(b.map((x) => (x.details.metadata === undefined ? null : JSON.stringify(x.details.metadata))));
   return `WITH beneficiary_lock AS (
   -- Every existing beneficiary this statement changes, locked first and sorted by id (as an outcome
-  -- batch locks them): the registrations' upsert and the failure history then wait for nothing more.
+  -- commit locks them): the registrations' upsert and the failure history then wait for nothing more.
   -- ORDER BY … FOR UPDATE locks the rows in that order.
   SELECT b.id FROM beneficiaries b
    WHERE b.tenant_id = ${tenant} AND b.id = ANY(${locked}::uuid[]) AND b.mode = ${mode}
@@ -298,7 +270,7 @@ SELECT id::text, national_id, bank_code, instrument FROM registered`;
 /**
  * Steps 6 and 7 of the lock order (beneficiaries sorted by id, then customers): inline beneficiaries registered as sent (details updated, and metadata
  * when sent), failure history, customers' stored senders. Returns the id each inline beneficiary has,
- * by identity key: a caller that expected another one read a stale identity and must run the batch
+ * by identity key: a caller that expected another one read a stale identity and must run the commit
  * again.
  */
 export async function writePayoutRegistrations(tx: Queryable, partition: Partition, r: PayoutRegistrations): Promise<Map<string, string>> {

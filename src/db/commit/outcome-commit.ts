@@ -1,20 +1,21 @@
-// The write of an outcome batch: every payment's new state, its transitions, ledger entries, limit
-// give-backs, outcome events and beneficiary history, in ONE statement after the batch took its locks
-// (db/lock-order.ts). The beneficiaries (step 6 of the lock order) are locked here, sorted.
+// The write of an outcome commit: every payment's new state, its transitions, ledger entries, limit
+// give-backs, outcome events and beneficiary history, in ONE statement after the commit took its locks
+// (db/commit/README.md). The beneficiaries (step 6 of the lock order) are locked here, sorted.
 import type { Posting } from '../../domain/ledger.ts';
-import type { PaymentAfter } from '../../domain/outcome-decision.ts';
-import type { AccountRef, CounterKey } from '../../domain/payout-decision.ts';
+import type { PaymentAfter } from '../../domain/commit/outcome-decision.ts';
+import type { AccountRef, CounterKey } from '../../domain/commit/keys.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { TransactionHandle } from '../database.ts';
-import { assertSorted, IN_FLIGHT_SLOT, slotOf } from '../lock-order.ts';
+import { assertSorted, IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
 import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
-import { Params } from './sql-params.ts';
+import { ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
+import { Params } from '../repositories/sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
 
-export interface OutcomeBatchWrite {
+export interface OutcomeCommitWrite {
   now: Date;
-  /** The row of each payment as the batch leaves it; `touched` when its state changed (not only its next check). */
+  /** The row of each payment as the commit leaves it; `touched` when its state changed (not only its next check). */
   payments: Array<{ id: string; after: PaymentAfter; touched: boolean }>;
   /** In the order they happened (a settlement before the reversal of the same payment). */
   transitions: Array<{ paymentId: string; from: PaymentStatus; to: PaymentStatus; reason: string | null; actor: TransitionActor; metadata: Record<string, unknown> }>;
@@ -26,17 +27,10 @@ export interface OutcomeBatchWrite {
   beneficiaries: Array<{ id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>;
 }
 
-/** The placeholders every part of an outcome batch's statement shares. */
-interface Scope {
-  tenant: string;
-  mode: string;
-  now: string;
-}
-
-// Existing rows are reached by their primary key, joined to the batch's arrays (or by INSERT … ON
+// Existing rows are reached by their primary key, joined to the commit's arrays (or by INSERT … ON
 // CONFLICT). The payments were locked, in id order, by this transaction's lock statement: updating
 // them here waits for nothing.
-function paymentsUpdated(p: Params, s: Scope, pays: OutcomeBatchWrite['payments']): string {
+function paymentsUpdated(p: Params, s: WriteScope, pays: OutcomeCommitWrite['payments']): string {
   const after = p.unnest({
     id: ['uuid', pays.map((x) => x.id)],
     status: ['text', pays.map((x) => x.after.status)],
@@ -62,9 +56,8 @@ function paymentsUpdated(p: Params, s: Scope, pays: OutcomeBatchWrite['payments'
 }
 
 /** The transitions, ledger entries and their postings: new rows only. */
-function newHistory(p: Params, s: Scope, batch: OutcomeBatchWrite): string {
-  const t = batch.transitions;
-  const postings = batch.entries.flatMap((e) => e.postings.map((posting) => ({ transactionId: e.id, ...posting })));
+function newHistory(p: Params, s: WriteScope, commit: OutcomeCommitWrite): string {
+  const t = commit.transitions;
   return `history AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
   SELECT ${s.tenant}, v.payment_id, v.from_status, v.to_status, v.reason, v.actor, v.metadata, ${s.now}
@@ -82,33 +75,20 @@ function newHistory(p: Params, s: Scope, batch: OutcomeBatchWrite): string {
    ORDER BY v.n
   -- The rail's acceptance is recorded once per payment, whichever path hears it first.
   ON CONFLICT (tenant_id, payment_id) WHERE reason = 'rail_accepted_async' DO NOTHING
-), entry AS (
-  INSERT INTO ledger_transactions (tenant_id, mode, id, kind, payment_id, created_at)
-  SELECT ${s.tenant}, ${s.mode}, v.id, v.kind, v.payment_id, ${s.now}
-    FROM ${p.unnest({ id: ['uuid', batch.entries.map((e) => e.id)], kind: ['text', batch.entries.map((e) => e.kind)], payment_id: ['uuid', batch.entries.map((e) => e.paymentId)] })}
-), posting AS (
-  INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount)
-  SELECT ${s.tenant}, v.transaction_id, ${s.mode}, v.asset, v.account_kind, v.amount
-    FROM ${p.unnest({
-      transaction_id: ['uuid', postings.map((x) => x.transactionId)],
-      asset: ['text', postings.map((x) => x.asset)],
-      account_kind: ['text', postings.map((x) => x.account)],
-      amount: ['bigint', postings.map((x) => x.amount.toString())],
-    })}
-)`;
+), ${ledgerEntriesSql(p, s, commit.entries)}`;
 }
 
 /** The locked accounts and counters changed, and the outcome events. */
-function balancesAndEvents(p: Params, s: Scope, batch: OutcomeBatchWrite): string {
-  const g = batch.giveBacks;
+function balancesAndEvents(p: Params, s: WriteScope, commit: OutcomeCommitWrite): string {
+  const g = commit.giveBacks;
   return `account AS (
   -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
   -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
   UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
     FROM ${p.unnest({
-      asset: ['text', batch.accountDeltas.map((d) => d.account.asset)],
-      kind: ['text', batch.accountDeltas.map((d) => d.account.kind)],
-      delta: ['bigint', batch.accountDeltas.map((d) => d.delta.toString())],
+      asset: ['text', commit.accountDeltas.map((d) => d.account.asset)],
+      kind: ['text', commit.accountDeltas.map((d) => d.account.kind)],
+      delta: ['bigint', commit.accountDeltas.map((d) => d.delta.toString())],
     })}
    WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.outcome)}
   RETURNING ${BALANCE_RETURNING}
@@ -128,24 +108,11 @@ function balancesAndEvents(p: Params, s: Scope, batch: OutcomeBatchWrite): strin
   ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
   DO UPDATE SET amount = u.amount - EXCLUDED.amount, count = u.count - EXCLUDED.count
   RETURNING (xmax <> 0) AS existed
-), outbox AS (
-  INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, next_attempt_at, created_at)
-  SELECT ${s.tenant}, ${s.mode}, v.event_type, 'payment', v.payment_id, v.payload::jsonb, v.payload, ${s.now}, ${s.now}
-    FROM ${p.unnest(
-      {
-        payment_id: ['uuid', batch.events.map((e) => e.paymentId)],
-        event_type: ['text', batch.events.map((e) => e.type)],
-        payload: ['text', batch.events.map((e) => JSON.stringify(e.payload))],
-      },
-      { ordinality: true },
-    )}
-   ORDER BY v.n
-  RETURNING 1
-)`;
+), ${outboxEventsSql(p, s, commit.events)}`;
 }
 
 /** The beneficiaries' history (step 6 of the lock order): locked here, in id order. */
-function beneficiariesUpdated(p: Params, s: Scope, beneficiaries: OutcomeBatchWrite['beneficiaries']): string {
+function beneficiariesUpdated(p: Params, s: WriteScope, beneficiaries: OutcomeCommitWrite['beneficiaries']): string {
   const history = p.unnest({
     id: ['uuid', beneficiaries.map((b) => b.id)],
     successes: ['integer', beneficiaries.map((b) => b.successes)],
@@ -174,35 +141,35 @@ function beneficiariesUpdated(p: Params, s: Scope, beneficiaries: OutcomeBatchWr
  * Every locked row it meant to change was changed, checked here: the statement may go out with the
  * COMMIT, so a failed check must abort the transaction itself.
  */
-function checked(p: Params, batch: OutcomeBatchWrite): string {
+function checked(p: Params, commit: OutcomeCommitWrite): string {
   const e = {
-    payments: p.add(batch.payments.length),
-    accounts: p.add(batch.accountDeltas.length),
-    counters: p.add(batch.giveBacks.length),
-    events: p.add(batch.events.length),
+    payments: p.add(commit.payments.length),
+    accounts: p.add(commit.accountDeltas.length),
+    counters: p.add(commit.giveBacks.length),
+    events: p.add(commit.events.length),
   };
   return `
 SELECT bds_invariant(
          s.payments = ${e.payments} AND s.accounts = ${e.accounts} AND s.counters = ${e.counters} AND s.events = ${e.events},
-         format('the outcome batch wrote %s payments, %s account balances, %s limit counters, %s outcome events; expected %s, %s, %s, %s',
+         format('the outcome commit wrote %s payments, %s account balances, %s limit counters, %s outcome events; expected %s, %s, %s, %s',
                 s.payments, s.accounts, s.counters, s.events, ${e.payments}, ${e.accounts}, ${e.counters}, ${e.events})) AS checked
   FROM (SELECT (SELECT count(*) FROM pay)::int AS payments, (SELECT count(*) FROM account)::int AS accounts,
                (SELECT count(*) FROM usage WHERE existed)::int AS counters, (SELECT count(*) FROM outbox)::int AS events) s`;
 }
 
 /**
- * Writes a decided outcome batch; asserts (in SQL) every locked row it meant to change was changed.
+ * Writes a decided outcome commit; asserts (in SQL) every locked row it meant to change was changed.
  * `last`: nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
  */
-export async function writeOutcomeBatch(tx: TransactionHandle, partition: Partition, batch: OutcomeBatchWrite, options: { last: boolean }): Promise<void> {
+export async function writeOutcomeCommit(tx: TransactionHandle, partition: Partition, commit: OutcomeCommitWrite, options: { last: boolean }): Promise<void> {
   // Distinct, sorted by id: the order beneficiary_lock locks them in.
-  assertSorted(batch.beneficiaries, (b) => b.id, 'beneficiaries');
+  assertSorted(commit.beneficiaries, (b) => b.id, 'beneficiaries');
   const p = new Params();
-  const s: Scope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(batch.now) };
-  const sql = `WITH ${paymentsUpdated(p, s, batch.payments)},
-${newHistory(p, s, batch)},
-${balancesAndEvents(p, s, batch)},
-${beneficiariesUpdated(p, s, batch.beneficiaries)}${checked(p, batch)}`;
+  const s: WriteScope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(commit.now) };
+  const sql = `WITH ${paymentsUpdated(p, s, commit.payments)},
+${newHistory(p, s, commit)},
+${balancesAndEvents(p, s, commit)},
+${beneficiariesUpdated(p, s, commit.beneficiaries)}${checked(p, commit)}`;
   const run = options.last ? tx.queryAndCommit.bind(tx) : tx.query.bind(tx);
   await run<{ checked: boolean }>(sql, p.values);
 }

@@ -1,35 +1,35 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { isTransientDatabaseError, type Database, type TransactionHandle } from '../db/database.ts';
-import { inTransaction } from '../db/lock-order.ts';
-import { overloaded } from '../domain/errors.ts';
-import type { Partition } from '../domain/partition.ts';
-import type { BackgroundShare } from './background-share.ts';
+import { isTransientDatabaseError, type Database, type TransactionHandle } from '../../db/database.ts';
+import { inTransaction } from '../../db/commit/transaction.ts';
+import { overloaded } from '../../domain/errors.ts';
+import type { Partition } from '../../domain/partition.ts';
+import type { BackgroundShare } from '../background-share.ts';
 
-type Queue = { partition: Partition; lane: BatchLane<unknown, unknown>; items: Item[]; draining: boolean };
+type Queue = { partition: Partition; lane: CommitLane<unknown, unknown>; items: Item[]; draining: boolean };
 
-/** One kind of batch the committer runs: payouts, or outcomes. */
-export interface BatchLane<Job, Result> {
+/** One kind of commit the committer runs: payouts, or outcomes. */
+export interface CommitLane<Job, Result> {
   readonly name: string;
   /** The most jobs of this lane in one transaction. */
-  readonly batchMax: number;
+  readonly commitMax: number;
   /**
-   * Runs one batch in `tx` (locks, decides, writes): one result per job, in order. Throws only when
+   * Runs one commit in `tx` (locks, decides, writes): one result per job, in order. Throws only when
    * the transaction must not commit; the committer then retries or isolates.
    */
   run(tx: TransactionHandle, partition: Partition, jobs: readonly Job[]): Promise<Result[]>;
   /** Jobs that are background work (a payout batch's items): their transaction runs in the background share. */
   inBackground?(jobs: readonly Job[]): boolean;
-  /** Once the batch has committed: what may only happen after (logs, metrics). Must not throw. */
+  /** Once the commit has committed: what may only happen after (logs, metrics). Must not throw. */
   afterCommit?(partition: Partition, jobs: readonly Job[], results: readonly Result[]): void;
 }
 
-/** Told of every batch transaction (the metrics). Must not throw. */
-export interface BatchObserver {
-  batch(lane: string, jobs: number, seconds: number, committed: boolean): void;
+/** Told of every commit transaction (the metrics). Must not throw. */
+export interface CommitObserver {
+  commit(lane: string, jobs: number, seconds: number, committed: boolean): void;
 }
 
 export interface CommitterSettings {
-  /** Batch transactions in flight at once, across tenants: the committer's share of the pool. */
+  /** Commit transactions in flight at once, across tenants: the committer's share of the pool. */
   transactionsMax: number;
   /** Jobs waiting across all tenants; past it `submit` answers 503 `overloaded`. */
   pendingMax: number;
@@ -42,30 +42,30 @@ interface Item {
 }
 
 /**
- * A batch transaction (TransactionOptions.batch), whose every statement finds its rows by key
+ * A commit transaction (TransactionOptions.commit), whose every statement finds its rows by key
  * (TransactionOptions.seqScans false: payout c16 872/s with it, 341/s without, −61 %; the A/B is by
  * KEYED_PLANNER in db/postgres.ts).
  */
-const BATCH = { batch: true, seqScans: false } as const;
+const COMMIT = { commit: true, seqScans: false } as const;
 
 /**
  * Group commit for every money writer. Jobs of one tenant, mode and lane queue together; while a
- * batch of theirs is committing, the next ones wait and then commit together in one transaction — one
- * lock of the tenant's hot rows per batch instead of per job. A lone job commits at once (a batch of
- * one). Batches of one tenant and lane run one at a time in this process; a payout batch and an
- * outcome batch of the same tenant run side by side, because they hold different hot rows (each lane
- * has its own row of the in-flight account, db/lock-order.ts) and take their locks in the one lock
- * order, which keeps them, and every other process's batches, deadlock-free.
+ * commit of theirs is committing, the next ones wait and then commit together in one transaction — one
+ * lock of the tenant's hot rows per commit instead of per job. A lone job commits at once (a commit of
+ * one). Commits of one tenant and lane run one at a time in this process; a payout commit and an
+ * outcome commit of the same tenant run side by side, because they hold different hot rows (each lane
+ * has its own row of the in-flight account, db/commit/README.md) and take their locks in the one lock
+ * order, which keeps them, and every other process's commits, deadlock-free.
  *
  * Bounded: at most `pendingMax` jobs wait (then 503 `overloaded`, nothing done), at most
- * `transactionsMax` batches hold a connection at once, at most `lane.batchMax` jobs per batch. A batch
+ * `transactionsMax` commits hold a connection at once, at most `lane.commitMax` jobs per commit. A commit
  * that PostgreSQL aborts as a deadlock victim is run again (bounded); one that fails otherwise is run
  * again job by job, so one bad job never fails the others.
  */
 export class Committer {
   private readonly queues = new Map<string, Queue>();
   /** Each lane's number in queue keys (lanes are few and live as long as the committer). */
-  private readonly laneIds = new Map<BatchLane<unknown, unknown>, number>();
+  private readonly laneIds = new Map<CommitLane<unknown, unknown>, number>();
   private pending = 0;
   private inFlight = 0;
   private readonly slotWaiters: Array<() => void> = [];
@@ -74,7 +74,7 @@ export class Committer {
     private readonly db: Database,
     private readonly settings: CommitterSettings,
     private readonly log?: FastifyBaseLogger,
-    private readonly observer?: BatchObserver,
+    private readonly observer?: CommitObserver,
     private readonly background?: BackgroundShare,
   ) {
     if (!(settings.transactionsMax >= 1) || !(settings.pendingMax >= 1)) throw new Error('invariant: committer bounds must be positive');
@@ -85,9 +85,9 @@ export class Committer {
     return this.pending;
   }
 
-  submit<Job, Result>(lane: BatchLane<Job, Result>, partition: Partition, job: Job): Promise<Result> {
+  submit<Job, Result>(lane: CommitLane<Job, Result>, partition: Partition, job: Job): Promise<Result> {
     if (this.pending >= this.settings.pendingMax) return Promise.reject(overloaded('write queue full'));
-    const anyLane = lane as BatchLane<unknown, unknown>;
+    const anyLane = lane as CommitLane<unknown, unknown>;
     let laneId = this.laneIds.get(anyLane);
     if (laneId === undefined) this.laneIds.set(anyLane, (laneId = this.laneIds.size));
     const key = `${partition.tenantId}/${partition.mode}/${laneId}`;
@@ -108,10 +108,10 @@ export class Committer {
     queue.draining = true;
     try {
       while (queue.items.length > 0) {
-        // The batch takes the lane's jobs in arrival order.
-        const batch = queue.items.splice(0, queue.lane.batchMax);
-        const run = () => this.withSlot(() => this.runBatch(queue.partition, queue.lane, batch));
-        if (this.background && queue.lane.inBackground?.(batch.map((item) => item.job))) await this.background.run(run);
+        // The commit takes the lane's jobs in arrival order.
+        const commit = queue.items.splice(0, queue.lane.commitMax);
+        const run = () => this.withSlot(() => this.runCommit(queue.partition, queue.lane, commit));
+        if (this.background && queue.lane.inBackground?.(commit.map((item) => item.job))) await this.background.run(run);
         else await run();
       }
     } finally {
@@ -133,23 +133,23 @@ export class Committer {
   }
 
   /** Never throws: every item is resolved or rejected. */
-  private async runBatch(partition: Partition, lane: BatchLane<unknown, unknown>, batch: readonly Item[]): Promise<void> {
-    const jobs = batch.map((item) => item.job);
+  private async runCommit(partition: Partition, lane: CommitLane<unknown, unknown>, commit: readonly Item[]): Promise<void> {
+    const jobs = commit.map((item) => item.job);
     let results: unknown[];
     const startedAt = performance.now();
     try {
-      results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), BATCH);
-      if (results.length !== batch.length) throw new Error(`invariant: a ${lane.name} batch of ${batch.length} gave ${results.length} results`);
-      this.observer?.batch(lane.name, batch.length, (performance.now() - startedAt) / 1000, true);
+      results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), COMMIT);
+      if (results.length !== commit.length) throw new Error(`invariant: a ${lane.name} commit of ${commit.length} gave ${results.length} results`);
+      this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, true);
     } catch (error) {
-      this.observer?.batch(lane.name, batch.length, (performance.now() - startedAt) / 1000, false);
-      if (batch.length > 1 && !isTransientDatabaseError(error)) {
-        // Isolate whichever job broke the batch: the others must not fail with it.
-        this.log?.warn({ lane: lane.name, jobs: batch.length, message: (error as Error)?.message }, 'batch failed; committing its jobs one by one');
-        for (const item of batch) await this.runBatch(partition, lane, [item]);
+      this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, false);
+      if (commit.length > 1 && !isTransientDatabaseError(error)) {
+        // Isolate whichever job broke the commit: the others must not fail with it.
+        this.log?.warn({ lane: lane.name, jobs: commit.length, message: (error as Error)?.message }, 'commit failed; committing its jobs one by one');
+        for (const item of commit) await this.runCommit(partition, lane, [item]);
         return;
       }
-      for (const item of batch) {
+      for (const item of commit) {
         this.pending -= 1;
         item.reject(error);
       }
@@ -160,7 +160,7 @@ export class Committer {
     } catch (error) {
       this.log?.error({ err: error, lane: lane.name }, 'after-commit step failed');
     }
-    batch.forEach((item, i) => {
+    commit.forEach((item, i) => {
       this.pending -= 1;
       item.resolve(results[i]);
     });

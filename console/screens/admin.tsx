@@ -143,6 +143,77 @@ export function TenantsScreen({ api }: { api: Api }) {
   );
 }
 
+/** The tenant's terms: how it is funded, its credit limits, its fee and spread. */
+function TenantFacts({ tenant: t }: { tenant: Tenant }) {
+  return (
+    <dl class="facts">
+      <dt>Id</dt>
+      <dd class="mono">{t.id}</dd>
+      <dt>Funding</dt>
+      <dd>{t.creditEnabled ? 'credit, settled at the daily close' : 'prefunded'}</dd>
+      <dt>Credit limits</dt>
+      <dd>
+        {Object.entries(t.creditLimits)
+          .map(([asset, limit]) => `${asset}: ${limit === null ? 'none' : limit}`)
+          .join(' · ')}{' '}
+        <span class="muted">(minor units)</span>
+      </dd>
+      <dt>Fee</dt>
+      <dd>
+        {t.feeBps} bps + <Amount minor={t.feeFixed} />
+      </dd>
+      <dt>Spread</dt>
+      <dd>{t.spreadBps} bps</dd>
+      <dt>Created</dt>
+      <dd>
+        <Time iso={t.createdAt} />
+      </dd>
+      <dt>Updated</dt>
+      <dd>
+        <Time iso={t.updatedAt} />
+      </dd>
+    </dl>
+  );
+}
+
+/** A tenant's API keys, each linked to the audit trail of what it did. */
+function ApiKeys({ keys }: { keys: ApiKeyRecord[] }) {
+  return (
+    <table aria-label="API keys">
+      <thead>
+        <tr>
+          <th scope="col">Key</th>
+          <th scope="col">Mode</th>
+          <th scope="col">Scopes</th>
+          <th scope="col">Created</th>
+          <th scope="col">Revoked</th>
+          <th scope="col">Audit</th>
+        </tr>
+      </thead>
+      <tbody>
+        {keys.map((k) => (
+          <tr key={k.id}>
+            <td class="mono">
+              {k.prefix}…{k.last4}
+            </td>
+            <td>{k.mode}</td>
+            <td>{k.scopes.join(', ')}</td>
+            <td>
+              <Time iso={k.createdAt} />
+            </td>
+            <td>
+              <Time iso={k.revokedAt} />
+            </td>
+            <td>
+              <Link to={auditPath({ actorKeyId: k.id })}>What {k.prefix}…{k.last4} did</Link>
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function TenantScreen({ api, id }: { api: Api; id: string }) {
   const tenant = useLoad(() => api.get<Tenant>(apiPath`/v1/admin/tenants/${id}`), [id]);
   const keys = useLoad(() => api.get<{ data: ApiKeyRecord[] }>(apiPath`/v1/admin/tenants/${id}/api-keys`), [id]);
@@ -155,74 +226,9 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
         <Link to="/tenants">← Tenants</Link>
       </p>
       <PlatformNotice />
-      {!t ? (
-        <Loading loaded={tenant} />
-      ) : (
-        <dl class="facts">
-          <dt>Id</dt>
-          <dd class="mono">{t.id}</dd>
-          <dt>Funding</dt>
-          <dd>{t.creditEnabled ? 'credit, settled at the daily close' : 'prefunded'}</dd>
-          <dt>Credit limits</dt>
-          <dd>
-            {Object.entries(t.creditLimits)
-              .map(([asset, limit]) => `${asset}: ${limit === null ? 'none' : limit}`)
-              .join(' · ')}{' '}
-            <span class="muted">(minor units)</span>
-          </dd>
-          <dt>Fee</dt>
-          <dd>
-            {t.feeBps} bps + <Amount minor={t.feeFixed} />
-          </dd>
-          <dt>Spread</dt>
-          <dd>{t.spreadBps} bps</dd>
-          <dt>Created</dt>
-          <dd>
-            <Time iso={t.createdAt} />
-          </dd>
-          <dt>Updated</dt>
-          <dd>
-            <Time iso={t.updatedAt} />
-          </dd>
-        </dl>
-      )}
+      {t ? <TenantFacts tenant={t} /> : <Loading loaded={tenant} />}
       <h2>API keys</h2>
-      {!keys.data ? (
-        <Loading loaded={keys} />
-      ) : (
-        <table aria-label="API keys">
-          <thead>
-            <tr>
-              <th scope="col">Key</th>
-              <th scope="col">Mode</th>
-              <th scope="col">Scopes</th>
-              <th scope="col">Created</th>
-              <th scope="col">Revoked</th>
-              <th scope="col">Audit</th>
-            </tr>
-          </thead>
-          <tbody>
-            {keys.data.data.map((k) => (
-              <tr key={k.id}>
-                <td class="mono">
-                  {k.prefix}…{k.last4}
-                </td>
-                <td>{k.mode}</td>
-                <td>{k.scopes.join(', ')}</td>
-                <td>
-                  <Time iso={k.createdAt} />
-                </td>
-                <td>
-                  <Time iso={k.revokedAt} />
-                </td>
-                <td>
-                  <Link to={auditPath({ actorKeyId: k.id })}>What {k.prefix}…{k.last4} did</Link>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      {keys.data ? <ApiKeys keys={keys.data.data} /> : <Loading loaded={keys} />}
       <h2>Payments and audit</h2>
       <ul>
         {(['test', 'live'] as const).map((mode) => (

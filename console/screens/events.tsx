@@ -103,6 +103,73 @@ export function RetryEventButton({ api, event, onDone }: { api: Api; event: Even
   );
 }
 
+/** Every dead event back to the delivery queue, confirmed first. */
+function RetryDeadButton({ api, onDone }: { api: Api; onDone: (note: string) => void }) {
+  return (
+    <ConfirmButton
+      label="Retry all dead events"
+      title="Retry every dead event?"
+      confirmLabel="Retry all"
+      onConfirm={async () => {
+        const { requeued } = await api.post<{ requeued: number }>(apiPath`/v1/events/retry-dead`);
+        onDone(`${requeued} dead event${requeued === 1 ? '' : 's'} requeued: pending, due for delivery now.`);
+      }}
+    >
+      <p>Every dead event of this program goes back to the delivery queue, due now. One that fails again goes straight back to dead.</p>
+    </ConfirmButton>
+  );
+}
+
+/** One page of the queue; with events:write each row has its retry. */
+function EventTable({ api, events, canWrite, onRetried }: { api: Api; events: EventRecord[]; canWrite: boolean; onRetried: (note: string) => void }) {
+  return (
+    <table>
+      <thead>
+        <tr>
+          <th scope="col">Event</th>
+          <th scope="col">Type</th>
+          <th scope="col">Payment</th>
+          <th scope="col">Status</th>
+          <th scope="col" class="num">
+            Attempts
+          </th>
+          <th scope="col">Last error</th>
+          <th scope="col">Created</th>
+          {canWrite ? <th scope="col">Action</th> : null}
+        </tr>
+      </thead>
+      <tbody>
+        {events.map((event) => (
+          <tr key={event.id}>
+            <td>
+              <Link to={`/events/${event.id}`}>{event.id}</Link>
+            </td>
+            <td>{event.event_type}</td>
+            <td>
+              <Link to={`/payments/${event.aggregate_id}`} class="mono">
+                {event.aggregate_id.slice(0, 8)}…
+              </Link>
+            </td>
+            <td>
+              <span class={`status status-${event.status}`}>{event.status}</span>
+            </td>
+            <td class="num">{event.attempts}</td>
+            <td>{event.last_error ?? '—'}</td>
+            <td>
+              <Time iso={event.created_at} />
+            </td>
+            {canWrite ? (
+              <td>
+                <RetryEventButton api={api} event={event} onDone={onRetried} />
+              </td>
+            ) : null}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
 export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
   const [status, setStatus] = useState<string>('dead');
   const paging = useCursor([status]);
@@ -128,19 +195,7 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
         <button type="button" onClick={page.reload}>
           Refresh
         </button>
-        {canWrite && status === 'dead' ? (
-          <ConfirmButton
-            label="Retry all dead events"
-            title="Retry every dead event?"
-            confirmLabel="Retry all"
-            onConfirm={async () => {
-              const { requeued } = await api.post<{ requeued: number }>(apiPath`/v1/events/retry-dead`);
-              after(`${requeued} dead event${requeued === 1 ? '' : 's'} requeued: pending, due for delivery now.`);
-            }}
-          >
-            <p>Every dead event of this program goes back to the delivery queue, due now. One that fails again goes straight back to dead.</p>
-          </ConfirmButton>
-        ) : null}
+        {canWrite && status === 'dead' ? <RetryDeadButton api={api} onDone={after} /> : null}
       </div>
       {retry.element}
       <Loading loaded={page} />
@@ -149,55 +204,52 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
           <p class="muted">No {status} events.</p>
         ) : (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Event</th>
-                  <th scope="col">Type</th>
-                  <th scope="col">Payment</th>
-                  <th scope="col">Status</th>
-                  <th scope="col" class="num">
-                    Attempts
-                  </th>
-                  <th scope="col">Last error</th>
-                  <th scope="col">Created</th>
-                  {canWrite ? <th scope="col">Action</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {page.data.data.map((event) => (
-                  <tr key={event.id}>
-                    <td>
-                      <Link to={`/events/${event.id}`}>{event.id}</Link>
-                    </td>
-                    <td>{event.event_type}</td>
-                    <td>
-                      <Link to={`/payments/${event.aggregate_id}`} class="mono">
-                        {event.aggregate_id.slice(0, 8)}…
-                      </Link>
-                    </td>
-                    <td>
-                      <span class={`status status-${event.status}`}>{event.status}</span>
-                    </td>
-                    <td class="num">{event.attempts}</td>
-                    <td>{event.last_error ?? '—'}</td>
-                    <td>
-                      <Time iso={event.created_at} />
-                    </td>
-                    {canWrite ? (
-                      <td>
-                        <RetryEventButton api={api} event={event} onDone={after} />
-                      </td>
-                    ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <EventTable api={api} events={page.data.data} canWrite={canWrite} onRetried={after} />
             <Pager paging={paging} nextCursor={page.data.next_cursor} label="Events" />
           </>
         )
       ) : null}
     </section>
+  );
+}
+
+/** Where the event is in its delivery: status, attempts, last error and when it moved. */
+function EventFacts({ event: e }: { event: EventDetail }) {
+  return (
+    <dl class="facts">
+      <dt>Type</dt>
+      <dd>{e.event_type}</dd>
+      <dt>Status</dt>
+      <dd>
+        <span class={`status status-${e.status}`}>{e.status}</span>
+      </dd>
+      <dt>Payment</dt>
+      <dd>
+        <Link to={`/payments/${e.aggregate_id}`} class="mono">
+          {e.aggregate_id}
+        </Link>
+      </dd>
+      <dt>Attempts</dt>
+      <dd>{e.attempts}</dd>
+      <dt>Last error</dt>
+      <dd>{e.last_error ?? '—'}</dd>
+      <dt>Next attempt</dt>
+      <dd>
+        <Time iso={e.next_attempt_at} />
+      </dd>
+      <dt>Published</dt>
+      <dd>
+        <Time iso={e.published_at} />
+      </dd>
+      <dt>Dead since</dt>
+      <dd>
+        <Time iso={e.dead_at} />
+      </dd>
+      <dt>Created</dt>
+      <dd>
+        <Time iso={e.created_at} />
+      </dd>
+    </dl>
   );
 }
 
@@ -231,40 +283,7 @@ export function EventScreen({ api, me, id }: { api: Api; me: TenantMe; id: strin
               />
             ) : null}
           </div>
-          <dl class="facts">
-            <dt>Type</dt>
-            <dd>{e.event_type}</dd>
-            <dt>Status</dt>
-            <dd>
-              <span class={`status status-${e.status}`}>{e.status}</span>
-            </dd>
-            <dt>Payment</dt>
-            <dd>
-              <Link to={`/payments/${e.aggregate_id}`} class="mono">
-                {e.aggregate_id}
-              </Link>
-            </dd>
-            <dt>Attempts</dt>
-            <dd>{e.attempts}</dd>
-            <dt>Last error</dt>
-            <dd>{e.last_error ?? '—'}</dd>
-            <dt>Next attempt</dt>
-            <dd>
-              <Time iso={e.next_attempt_at} />
-            </dd>
-            <dt>Published</dt>
-            <dd>
-              <Time iso={e.published_at} />
-            </dd>
-            <dt>Dead since</dt>
-            <dd>
-              <Time iso={e.dead_at} />
-            </dd>
-            <dt>Created</dt>
-            <dd>
-              <Time iso={e.created_at} />
-            </dd>
-          </dl>
+          <EventFacts event={e} />
           <h2>Deliveries</h2>
           <EventDeliveries deliveries={e.deliveries} />
           <h2>Payload</h2>

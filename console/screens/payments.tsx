@@ -1,6 +1,7 @@
 // The statement: GET /v1/payments with its filters and cursor, and its CSV export. For the platform
 // key, the same screen lists one tenant's statement in a mode (GET /v1/admin/tenants/{id}/payments),
 // which has no export.
+import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
 import type { StatementRow } from '../../sdk/src/generated/types.gen.ts';
 import type { Api, Page, Query } from '../api.ts';
@@ -140,16 +141,10 @@ function StatementOwner({ api, of }: { api: Api; of: TenantStatement }) {
   );
 }
 
-/** The statement of the signed-in tenant, or (`of`, the platform key) of one tenant in a mode. */
-export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) {
+/** The filters being typed (`draft`) and those applied, which the address keeps what a link can carry of. */
+function useStatementFilters(of: TenantStatement | undefined) {
   const [draft, setDraft] = useState<Filters>(() => filtersFromQuery(location.search));
   const [filters, setFilters] = useState<Filters>(() => filtersFromQuery(location.search));
-  const [exportError, setExportError] = useState<unknown>(undefined);
-  const [exporting, setExporting] = useState(false);
-  const paging = useCursor([filters]);
-  const list = statementApi(of);
-  const query: Query = { ...list.query, ...filters, limit: '25', cursor: paging.cursor };
-  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [of?.tenantId, of?.mode, filters, paging.cursor]);
   const apply = (next: Filters) => {
     setFilters(next);
     // The address keeps what a link can carry (a bucket of the overview), so a reload shows the same.
@@ -159,86 +154,111 @@ export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) 
     }
     history.replaceState(null, '', BASE + statementScreenPath(of, params));
   };
+  return { draft, setDraft, filters, apply };
+}
+
+/** The CSV export of the applied filters: whether one is under way, and how the last one failed. */
+function useStatementExport(api: Api) {
+  const [error, setError] = useState<unknown>(undefined);
+  const [exporting, setExporting] = useState(false);
+  const run = async (filters: Filters) => {
+    setError(undefined);
+    setExporting(true);
+    try {
+      await api.download(apiPath`/v1/payments/export`, { ...filters }, 'payments.csv');
+    } catch (failure) {
+      setError(failure);
+    } finally {
+      setExporting(false);
+    }
+  };
+  return { error, exporting, run };
+}
+
+/** The filters form; `children` are the extra actions after Apply and Clear (the tenant's export). */
+function StatementFilters({ draft, onDraft, onApply, onClear, children }: { draft: Filters; onDraft: (draft: Filters) => void; onApply: () => void; onClear: () => void; children: ComponentChildren }) {
   const field = (name: keyof Filters) => ({
     id: `filter-${name}`,
     name,
     value: draft[name],
-    onInput: (event: Event) => setDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value }),
+    onInput: (event: Event) => onDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value }),
   });
+  return (
+    <form
+      class="filters"
+      aria-label="Statement filters"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onApply();
+      }}
+    >
+      <div>
+        <label for="filter-from">Settled from (Caracas day)</label>
+        <input type="date" {...field('from')} />
+      </div>
+      <div>
+        <label for="filter-to">Settled to (Caracas day)</label>
+        <input type="date" {...field('to')} />
+      </div>
+      <div>
+        <label for="filter-status">Status</label>
+        <select {...field('status')}>
+          <option value="">any</option>
+          {PAYMENT_STATUSES.map((status) => (
+            <option key={status} value={status}>
+              {status}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div>
+        <label for="filter-beneficiaryId">Beneficiary id</label>
+        <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('beneficiaryId')} />
+      </div>
+      <div>
+        <label for="filter-customerId">Customer id</label>
+        <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('customerId')} />
+      </div>
+      <div class="actions">
+        <button type="submit" class="primary">
+          Apply filters
+        </button>
+        <button type="button" onClick={onClear}>
+          Clear
+        </button>
+        {children}
+      </div>
+    </form>
+  );
+}
 
+/** The statement of the signed-in tenant, or (`of`, the platform key) of one tenant in a mode. */
+export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) {
+  const { draft, setDraft, filters, apply } = useStatementFilters(of);
+  const exported = useStatementExport(api);
+  const paging = useCursor([filters]);
+  const list = statementApi(of);
+  const query: Query = { ...list.query, ...filters, limit: '25', cursor: paging.cursor };
+  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [of?.tenantId, of?.mode, filters, paging.cursor]);
   return (
     <section>
       <ScreenTitle>Payments</ScreenTitle>
       {of ? <StatementOwner api={api} of={of} /> : null}
-      <form
-        class="filters"
-        aria-label="Statement filters"
-        onSubmit={(event) => {
-          event.preventDefault();
-          apply({ ...draft });
+      <StatementFilters
+        draft={draft}
+        onDraft={setDraft}
+        onApply={() => apply({ ...draft })}
+        onClear={() => {
+          setDraft(NO_FILTERS);
+          apply(NO_FILTERS);
         }}
       >
-        <div>
-          <label for="filter-from">Settled from (Caracas day)</label>
-          <input type="date" {...field('from')} />
-        </div>
-        <div>
-          <label for="filter-to">Settled to (Caracas day)</label>
-          <input type="date" {...field('to')} />
-        </div>
-        <div>
-          <label for="filter-status">Status</label>
-          <select {...field('status')}>
-            <option value="">any</option>
-            {PAYMENT_STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="filter-beneficiaryId">Beneficiary id</label>
-          <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('beneficiaryId')} />
-        </div>
-        <div>
-          <label for="filter-customerId">Customer id</label>
-          <input type="text" spellcheck={false} autoComplete="off" placeholder="UUID" {...field('customerId')} />
-        </div>
-        <div class="actions">
-          <button type="submit" class="primary">
-            Apply filters
+        {of ? null : (
+          <button type="button" disabled={exported.exporting} onClick={() => exported.run(filters)}>
+            {exported.exporting ? 'Exporting…' : 'Export CSV'}
           </button>
-          <button
-            type="button"
-            onClick={() => {
-              setDraft(NO_FILTERS);
-              apply(NO_FILTERS);
-            }}
-          >
-            Clear
-          </button>
-          {of ? null : (
-            <button
-              type="button"
-              disabled={exporting}
-              onClick={async () => {
-                setExportError(undefined);
-                setExporting(true);
-                try {
-                  await api.download(apiPath`/v1/payments/export`, { ...filters }, 'payments.csv');
-                } catch (error) {
-                  setExportError(error);
-                } finally {
-                  setExporting(false);
-                }
-              }}
-            >
-              {exporting ? 'Exporting…' : 'Export CSV'}
-            </button>
-          )}
-        </div>
-      </form>
+        )}
+      </StatementFilters>
       <CreatedRange
         filters={filters}
         onClear={() => {
@@ -248,7 +268,7 @@ export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) 
         }}
       />
       {of ? null : <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>}
-      <ErrorNote error={exportError} />
+      <ErrorNote error={exported.error} />
       <Loading loaded={page} />
       {page.data ? (
         <>

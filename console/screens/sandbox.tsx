@@ -130,13 +130,41 @@ const FIRST_DRAFT: Draft = {
   senderEmail: 'ana@example.com',
 };
 
-function TestPayout({ api }: { api: Api }) {
-  const [draft, setDraft] = useState<Draft>(FIRST_DRAFT);
+/** The quote, the beneficiary and the payout a draft makes, one after the other; the payout's id. */
+async function sendTestPayout(api: Api, draft: Draft, amount: bigint): Promise<string> {
+  const quote = await api.post<{ id: string }>(apiPath`/v1/quotes`, { deliver: { asset: 'BS', amount } });
+  const beneficiary = await api.post<{ id: string }>(apiPath`/v1/beneficiaries`, {
+    fullName: draft.fullName,
+    nationalId: draft.nationalId,
+    bankCode: draft.bankCode,
+    phone: draft.phone,
+    ...(draft.method === 'transferencia' || draft.accountNumber !== '' ? { accountNumber: draft.accountNumber } : {}),
+  });
+  const payout = await api.post<{ id: string }>(
+    apiPath`/v1/payouts`,
+    {
+      quoteId: quote.id,
+      method: draft.method,
+      beneficiaryId: beneficiary.id,
+      sender: {
+        nationalId: draft.senderNationalId,
+        firstName: draft.senderFirstName,
+        lastName: draft.senderLastName,
+        phone: draft.senderPhone,
+        email: draft.senderEmail,
+      },
+    },
+    { 'idempotency-key': `console-${crypto.randomUUID()}` },
+  );
+  return payout.id;
+}
+
+/** Sends a draft's test payout, then reads its payment every POLL_MS until it resolves (POLL_FOR_MS at most). */
+function useTestPayout(api: Api) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const [payment, setPayment] = useState<Payment | undefined>(undefined);
   const [watching, setWatching] = useState(false);
-  const banks = useLoad(() => api.get<{ data: Bank[] }>(apiPath`/v1/payouts/banks`, { method: draft.method }), [draft.method]);
   const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   useEffect(() => () => clearTimeout(timer.current), []);
 
@@ -153,16 +181,7 @@ function TestPayout({ api }: { api: Api }) {
     }, POLL_MS);
   };
 
-  const set = (name: keyof Draft) => (event: Event) => setDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value });
-  const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
-    <div>
-      <label for={`sandbox-${name}`}>{label}</label>
-      <input id={`sandbox-${name}`} name={name} type="text" autoComplete="off" spellcheck={false} value={draft[name]} onInput={set(name)} {...extra} />
-    </div>
-  );
-
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const send = async (draft: Draft) => {
     setError(undefined);
     const amount = parseMajor(draft.amount);
     if (amount === undefined || amount <= 0n) {
@@ -173,111 +192,126 @@ function TestPayout({ api }: { api: Api }) {
     setBusy(true);
     setPayment(undefined);
     try {
-      const quote = await api.post<{ id: string }>(apiPath`/v1/quotes`, { deliver: { asset: 'BS', amount } });
-      const beneficiary = await api.post<{ id: string }>(apiPath`/v1/beneficiaries`, {
-        fullName: draft.fullName,
-        nationalId: draft.nationalId,
-        bankCode: draft.bankCode,
-        phone: draft.phone,
-        ...(draft.method === 'transferencia' || draft.accountNumber !== '' ? { accountNumber: draft.accountNumber } : {}),
-      });
-      const payout = await api.post<{ id: string }>(
-        apiPath`/v1/payouts`,
-        {
-          quoteId: quote.id,
-          method: draft.method,
-          beneficiaryId: beneficiary.id,
-          sender: {
-            nationalId: draft.senderNationalId,
-            firstName: draft.senderFirstName,
-            lastName: draft.senderLastName,
-            phone: draft.senderPhone,
-            email: draft.senderEmail,
-          },
-        },
-        { 'idempotency-key': `console-${crypto.randomUUID()}` },
-      );
-      setPayment(await api.get<Payment>(apiPath`/v1/payments/${payout.id}`));
+      const id = await sendTestPayout(api, draft, amount);
+      setPayment(await api.get<Payment>(apiPath`/v1/payments/${id}`));
       setWatching(true);
-      watch(payout.id, Date.now() + POLL_FOR_MS);
+      watch(id, Date.now() + POLL_FOR_MS);
     } catch (failure) {
       setError(failure);
     } finally {
       setBusy(false);
     }
   };
+  return { busy, error, payment, watching, send };
+}
 
+/** The banks that take the draft's method; until they load, the draft's bank alone. */
+function BankSelect({ api, draft, onInput }: { api: Api; draft: Draft; onInput: (event: Event) => void }) {
+  const banks = useLoad(() => api.get<{ data: Bank[] }>(apiPath`/v1/payouts/banks`, { method: draft.method }), [draft.method]);
+  return (
+    <div>
+      <label for="sandbox-bankCode">Bank</label>
+      <select id="sandbox-bankCode" name="bankCode" value={draft.bankCode} onInput={onInput}>
+        {(banks.data?.data ?? [{ code: draft.bankCode, name: draft.bankCode, shortName: draft.bankCode }]).map((bank) => (
+          <option key={bank.code} value={bank.code}>
+            {bank.code} {bank.shortName}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
+}
+
+function TestPayoutForm({ api, draft, onDraft, busy, onSubmit }: { api: Api; draft: Draft; onDraft: (draft: Draft) => void; busy: boolean; onSubmit: () => void }) {
+  const set = (name: keyof Draft) => (event: Event) => onDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value });
+  const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
+    <div>
+      <label for={`sandbox-${name}`}>{label}</label>
+      <input id={`sandbox-${name}`} name={name} type="text" autoComplete="off" spellcheck={false} value={draft[name]} onInput={set(name)} {...extra} />
+    </div>
+  );
+  return (
+    <form
+      class="form"
+      onSubmit={(event) => {
+        event.preventDefault();
+        onSubmit();
+      }}
+      aria-label="Test payout"
+    >
+      <fieldset>
+        <legend>Beneficiary</legend>
+        <div>
+          <label for="sandbox-nationalId">Test national id</label>
+          <select id="sandbox-nationalId" name="nationalId" value={draft.nationalId} onInput={set('nationalId')}>
+            {TEST_NATIONAL_IDS.map(([id, what]) => (
+              <option key={id} value={id}>
+                {id}: {what}
+              </option>
+            ))}
+          </select>
+        </div>
+        {input('fullName', 'Full name')}
+        <div>
+          <label for="sandbox-method">Method</label>
+          <select id="sandbox-method" name="method" value={draft.method} onInput={set('method')}>
+            <option value="pago_movil">pago_movil</option>
+            <option value="transferencia">transferencia</option>
+          </select>
+        </div>
+        <BankSelect api={api} draft={draft} onInput={set('bankCode')} />
+        {input('phone', 'Phone (04XXXXXXXXX)')}
+        {input('accountNumber', 'Account number (20 digits, for transferencia)', { inputMode: 'numeric' })}
+      </fieldset>
+      <fieldset>
+        <legend>Sender</legend>
+        {input('senderNationalId', 'National id')}
+        {input('senderFirstName', 'First name')}
+        {input('senderLastName', 'Last name')}
+        {input('senderPhone', 'Phone')}
+        {input('senderEmail', 'Email', { type: 'email' })}
+      </fieldset>
+      <fieldset>
+        <legend>Amount</legend>
+        {input('amount', 'Delivered amount (Bs)', { inputMode: 'decimal' })}
+      </fieldset>
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Sending…' : 'Quote, register and pay out'}
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The payment the test payout made, as it moves, and what to expect of its test national id. */
+function TestPayoutOutcome({ payment, watching, nationalId }: { payment: Payment; watching: boolean; nationalId: string }) {
+  return (
+    <div class="card" aria-live="polite">
+      <p>
+        Payment{' '}
+        <Link to={`/payments/${payment.id}`} class="mono">
+          {payment.id}
+        </Link>
+        : <span class={`status status-${payment.status}`}>{payment.status}</span>
+        {payment.status_reason ? <span class="muted"> {payment.status_reason}</span> : null} · <Amount minor={payment.payout_amount} />
+      </p>
+      <p class="muted" role="status">
+        {watching ? 'Waiting for the outcome…' : UNRESOLVED.has(payment.status) ? 'Still unresolved: open its timeline later.' : 'Resolved.'}
+        {payment.status === 'settled' && nationalId === 'V99990007' ? ' The bank returns it later (SANDBOX_REVERSE_DELAY_MS): see its timeline.' : ''}
+      </p>
+    </div>
+  );
+}
+
+function TestPayout({ api }: { api: Api }) {
+  const [draft, setDraft] = useState<Draft>(FIRST_DRAFT);
+  const payout = useTestPayout(api);
   return (
     <>
-      <form class="form" onSubmit={submit} aria-label="Test payout">
-        <fieldset>
-          <legend>Beneficiary</legend>
-          <div>
-            <label for="sandbox-nationalId">Test national id</label>
-            <select id="sandbox-nationalId" name="nationalId" value={draft.nationalId} onInput={set('nationalId')}>
-              {TEST_NATIONAL_IDS.map(([id, what]) => (
-                <option key={id} value={id}>
-                  {id}: {what}
-                </option>
-              ))}
-            </select>
-          </div>
-          {input('fullName', 'Full name')}
-          <div>
-            <label for="sandbox-method">Method</label>
-            <select id="sandbox-method" name="method" value={draft.method} onInput={set('method')}>
-              <option value="pago_movil">pago_movil</option>
-              <option value="transferencia">transferencia</option>
-            </select>
-          </div>
-          <div>
-            <label for="sandbox-bankCode">Bank</label>
-            <select id="sandbox-bankCode" name="bankCode" value={draft.bankCode} onInput={set('bankCode')}>
-              {(banks.data?.data ?? [{ code: draft.bankCode, name: draft.bankCode, shortName: draft.bankCode }]).map((bank) => (
-                <option key={bank.code} value={bank.code}>
-                  {bank.code} {bank.shortName}
-                </option>
-              ))}
-            </select>
-          </div>
-          {input('phone', 'Phone (04XXXXXXXXX)')}
-          {input('accountNumber', 'Account number (20 digits, for transferencia)', { inputMode: 'numeric' })}
-        </fieldset>
-        <fieldset>
-          <legend>Sender</legend>
-          {input('senderNationalId', 'National id')}
-          {input('senderFirstName', 'First name')}
-          {input('senderLastName', 'Last name')}
-          {input('senderPhone', 'Phone')}
-          {input('senderEmail', 'Email', { type: 'email' })}
-        </fieldset>
-        <fieldset>
-          <legend>Amount</legend>
-          {input('amount', 'Delivered amount (Bs)', { inputMode: 'decimal' })}
-        </fieldset>
-        <div class="actions">
-          <button type="submit" class="primary" disabled={busy}>
-            {busy ? 'Sending…' : 'Quote, register and pay out'}
-          </button>
-        </div>
-      </form>
-      <ErrorNote error={error} />
-      {payment ? (
-        <div class="card" aria-live="polite">
-          <p>
-            Payment{' '}
-            <Link to={`/payments/${payment.id}`} class="mono">
-              {payment.id}
-            </Link>
-            : <span class={`status status-${payment.status}`}>{payment.status}</span>
-            {payment.status_reason ? <span class="muted"> {payment.status_reason}</span> : null} · <Amount minor={payment.payout_amount} />
-          </p>
-          <p class="muted" role="status">
-            {watching ? 'Waiting for the outcome…' : UNRESOLVED.has(payment.status) ? 'Still unresolved: open its timeline later.' : 'Resolved.'}
-            {payment.status === 'settled' && draft.nationalId === 'V99990007' ? ' The bank returns it later (SANDBOX_REVERSE_DELAY_MS): see its timeline.' : ''}
-          </p>
-        </div>
-      ) : null}
+      <TestPayoutForm api={api} draft={draft} onDraft={setDraft} busy={payout.busy} onSubmit={() => payout.send(draft)} />
+      <ErrorNote error={payout.error} />
+      {payout.payment ? <TestPayoutOutcome payment={payout.payment} watching={payout.watching} nationalId={draft.nationalId} /> : null}
     </>
   );
 }

@@ -145,6 +145,24 @@ function Screens({ session, path }: { session: Session; path: string }) {
   );
 }
 
+/** Who is signed in (name, mode, scopes) and the way out. */
+function TopBar({ me, onSignOut }: { me: TenantMe; onSignOut: () => void }) {
+  return (
+    <header class="top">
+      <span class="brand">Bolivar console</span>
+      <span>
+        {me.name} · <span class={`mode mode-${me.isPlatform ? 'platform' : me.mode}`}>{me.isPlatform ? 'platform' : me.mode}</span>
+      </span>
+      <span class="muted scopes" title="Scopes of this key">
+        {me.scopes.join(', ')}
+      </span>
+      <button type="button" onClick={onSignOut}>
+        Sign out
+      </button>
+    </header>
+  );
+}
+
 function Console() {
   const path = usePath();
   const [session, setSession] = useState<Session | undefined>(undefined);
@@ -186,25 +204,14 @@ function Console() {
       <a class="skip" href="#screen">
         Skip to the screen
       </a>
-      <header class="top">
-        <span class="brand">Bolivar console</span>
-        <span>
-          {me.name} · <span class={`mode mode-${me.isPlatform ? 'platform' : me.mode}`}>{me.isPlatform ? 'platform' : me.mode}</span>
-        </span>
-        <span class="muted scopes" title="Scopes of this key">
-          {me.scopes.join(', ')}
-        </span>
-        <button
-          type="button"
-          onClick={() => {
-            storeKey(null);
-            setSession(undefined);
-            navigate('/', { replace: true });
-          }}
-        >
-          Sign out
-        </button>
-      </header>
+      <TopBar
+        me={me}
+        onSignOut={() => {
+          storeKey(null);
+          setSession(undefined);
+          navigate('/', { replace: true });
+        }}
+      />
       <nav class="screens" aria-label="Screens">
         {screens.map((screen) => (
           <Link key={screen.path} to={screen.path} current={path === screen.path || path.startsWith(`${screen.path}/`)}>

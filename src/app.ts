@@ -29,7 +29,7 @@ import { adminTreasuryRoutes } from './http/routes/admin-treasury.ts';
 import { paymentRoutes } from './http/routes/payments.ts';
 import { statementRoutes } from './http/routes/statement.ts';
 import { reportRoutes } from './http/routes/reports.ts';
-import { payoutAnswers, payoutRoutes } from './http/routes/payouts.ts';
+import { payoutRoutes } from './http/routes/payouts.ts';
 import { payoutBatchRoutes } from './http/routes/payout-batches.ts';
 import { batchItemBudgetOf, registerBatchItemBudget } from './http/batch-item-budget.ts';
 import { treasuryRoutes } from './http/routes/treasury.ts';
@@ -53,7 +53,7 @@ import type { BackgroundShare } from './services/background-share.ts';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
-export interface AppDeps extends Omit<ServiceDeps, 'payoutAnswers'> {
+export interface AppDeps extends ServiceDeps {
   /** Fastify logger options; `false` in tests. */
   logger?: FastifyServerOptions['logger'];
   metrics?: Registry;
@@ -98,7 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Ser
   refuseWhileClosing(app);
 
   const registry = deps.metrics ?? createMetricsRegistry();
-  const services = createServices({ ...deps, payoutAnswers }, registry, app.log);
+  const services = createServices(deps, registry, app.log);
   app.addHook('onClose', () => services.closeConnectors());
   app.addHook('onClose', () => services.closeReads());
 
@@ -249,7 +249,7 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await tenantRoutes(app);
   await adminTenantRoutes(app, services.tenants);
   await adminRateRoutes(app, services.rates);
-  await adminPaymentRoutes(app, services.db, services.clock);
+  await adminPaymentRoutes(app, services.payments);
   await adminAuditRoutes(app, services.reads);
   await adminAnomalyRoutes(app, services.anomalies);
   await quoteRoutes(app, services.quotes);
@@ -257,16 +257,16 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await bankRoutes(app, services.catalogue);
   await payoutRoutes(app, services.payouts);
   await payoutBatchRoutes(app, services.payoutBatches, deps.config.payoutBatchMaxItems);
-  await paymentRoutes(app, services.db);
+  await paymentRoutes(app, services.payments);
   await statementRoutes(app, services.reads);
   await reportRoutes(app, services.payoutReports);
   await treasuryRoutes(app, services.treasury);
-  await adminTreasuryRoutes(app, services.db, services.treasury);
+  await adminTreasuryRoutes(app, services.treasury, services.senders);
   await eventRoutes(app, services.events);
   await adminWebhookRoutes(app, services.webhookEndpoints);
   await sandboxWebhookRoutes(app, services.sandboxWebhooks);
   await sandboxPaymentRoutes(app, services.sandboxSimulation);
-  await sandboxRailRoutes(app, services.db, services.clock);
+  await sandboxRailRoutes(app, services.sandboxSimulation);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
   await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, deps.config.publicRateLimitRps, services.connectors.length, () => Date.now()));

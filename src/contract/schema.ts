@@ -47,3 +47,6 @@ export function Component<T extends TSchema>(name: string, schema: T) {
 export function componentSchemas(): TSchema[] {
   return [...COMPONENTS.values()];
 }
+
+export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
+export const Asset = StringEnum(ASSETS, { description: 'Asset code' });

@@ -54,10 +54,7 @@ export interface QueryOptions {
    *
    * 'aggregate': the statement aggregates many rows of an index range (the payout report). PostgreSQL
    * runs it in a transaction of its own with JIT compilation off and 32 MB of work memory for its
-   * sorts and hash tables. JIT pays off for queries that run for seconds; a report's cost crossed its
-   * threshold from 30 days of a 1,000,000-payment tenant on, and compiling took 0.1 s there and
-   * 0.6–2 s at 366 days (bench `payout-report`), more than it saved. With the default 4 MB the
-   * percentile sort of 81,000 payments spilled to disk.
+   * sorts and hash tables: docs/scaling.md, "Aggregate reads", says what each buys.
    *
    * Only how the statement is planned and sent, never what it does. Ignored inside a transaction or on
    * a connection of withConnection (the statement runs as it is), and on PGlite.
@@ -71,7 +68,7 @@ export interface TransactionOptions {
   /**
    * true: a commit transaction (the committer's). Its BEGIN marks it as one for its own statements
    * (SET LOCAL bolivar.in_commit = on, in the same message), which the lock statements test before they
-   * insert anything (IN_COMMIT_TRANSACTION in db/commit/README.md). On PostgreSQL that BEGIN is not waited
+   * insert anything (IN_COMMIT_TRANSACTION in db/commit/lock-rows.ts). On PostgreSQL that BEGIN is not waited
    * for: it leaves with the commit's first statement, one round trip fewer per commit.
    */
   commit?: boolean;

@@ -77,24 +77,15 @@ const IN_COMMIT = 'SET LOCAL bolivar.in_commit = on';
 /**
  * The planner settings of a keyed transaction (TransactionOptions.seqScans false, QueryOptions.plan
  * 'keyed'). Performance only: no result depends on them (a commit transaction is marked by
- * bolivar.in_commit, above). Each stays because it buys more than 10 %, measured with `npm run bench --
- * --only=payout,payroll` on 2026-11-27 (2 cores, PostgreSQL 15; medians of alternating runs, the SQL
- * otherwise the same): with both, payout c16 872/s (4 runs) and 0.80 ms of PostgreSQL CPU a payout in
- * the payroll (ROLE=all); without enable_seqscan = off, c16 386/s (-56 %, 2 runs); without
- * force_generic_plan, c16 552/s (-37 %) and 1.17 ms a payout (+46 %, 2 runs); without either, 341/s
- * (-61 %) and 1.14 ms (+42 %, 5 runs).
+ * bolivar.in_commit, above). Stays for what it buys: docs/scaling.md, "Keyed planner".
  */
 const KEYED_PLANNER = 'SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
 /** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
 const BEGIN_PLANNED = {
   keyed: `BEGIN; ${KEYED_PLANNER}`,
   /**
-   * A keyed one that never scans the whole queue nor sorts what its index already orders. Measured by
-   * "the webhook claim on PostgreSQL" in test/integration/database.test.ts (2,500 due, a look-ahead of
-   * 400, 100 picked: 600 rows of outbox_events read with both settings). Without enable_seqscan off,
-   * the plan made from statistics that knew of no pending event probed each picked event by a scan of
-   * the outbox (252,900 rows read); without enable_sort off, both plans read every due event and
-   * sorted them (2,700): with both, 78 % fewer rows read than the better of the two without.
+   * A keyed one that never scans the whole queue nor sorts what its index already orders. Stays for
+   * what it buys: docs/scaling.md, "Queue head".
    */
   'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
   /** See QueryOptions.plan 'aggregate'. */
@@ -231,7 +222,7 @@ async function transactionOn<T>(target: Target, work: (tx: TransactionHandle) =>
     // A commit transaction (TransactionOptions.commit: the committer's) does not wait for its answer:
     // the pool pipelines, so BEGIN leaves together with the commit's first statement, one round trip
     // fewer per commit. That statement answers only once BEGIN is seen to have succeeded, and it
-    // inserts nothing outside the transaction (IN_COMMIT_TRANSACTION in db/commit/README.md): only a
+    // inserts nothing outside the transaction (IN_COMMIT_TRANSACTION in db/commit/lock-rows.ts): only a
     // successful BEGIN sets bolivar.in_commit.
     let tx: PgTransaction | undefined;
     let begun: Promise<unknown>;

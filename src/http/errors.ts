@@ -1,23 +1,4 @@
-// The HTTP error envelope: how an `ApiError` (src/domain/errors.ts) is written on the wire.
-import type { ApiError, ErrorCode, ErrorType } from '../domain/errors.ts';
+// How the HTTP layer answers errors beyond their envelope (src/contract/error-envelope.ts).
 
 /** Seconds a client should wait before retrying a 503 (Retry-After). */
 export const RETRY_AFTER_S = 1;
-
-export interface ErrorEnvelope {
-  error: {
-    type: ErrorType;
-    code: ErrorCode;
-    message: string;
-    request_id: string;
-    meta?: Record<string, unknown>;
-  };
-}
-
-export function envelope(error: ApiError, requestId: string): ErrorEnvelope {
-  const body: ErrorEnvelope = {
-    error: { type: error.type, code: error.code, message: error.message, request_id: requestId },
-  };
-  if (error.meta && error.code !== 'internal_error') body.error.meta = error.meta;
-  return body;
-}

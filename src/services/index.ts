@@ -26,10 +26,11 @@ import { MoneyMetrics } from './money-metrics.ts';
 import { PaymentOutcomes, resolutionScheduleOf } from './commit/payment-outcomes.ts';
 import { PayoutService } from './payouts.ts';
 import { PayoutBatchService } from './payout-batches.ts';
+import { PaymentReads } from './payment-reads.ts';
+import { SenderService } from './senders.ts';
 import { RailAdminService } from './rail-admin.ts';
 import { RailMetrics } from './rail-metrics.ts';
 import { RailRegistry } from './rail-registry.ts';
-import type { PayoutAnswers } from './commit/payout-lane.ts';
 import type { RailsByMode } from '../rails/send.ts';
 import { QuoteService } from './quotes.ts';
 import { RailStatementService } from './rail-statements.ts';
@@ -65,7 +66,6 @@ export interface ServiceDeps {
   /** Replaces the test-mode sandbox rail (tests simulate crashes with it). */
   testRail?: RailAdapter;
   /** How a payout's answer is serialised (the HTTP layer's view): the bytes stored under its Idempotency-Key. */
-  payoutAnswers: PayoutAnswers;
 }
 
 /** The services every route may use, built once per app. */
@@ -101,6 +101,10 @@ export interface Services {
   railMetrics: RailMetrics;
   railAdmin: RailAdminService;
   treasury: TreasuryService;
+  /** Programs' default senders and customers' stored senders, set by an operator. */
+  senders: SenderService;
+  /** A payment as its tenant and the operator read it, and the operator's recheck. */
+  payments: PaymentReads;
   /** Requests first: what background work may run beside them (services/background-share.ts). */
   background: BackgroundShare;
   committer: Committer;
@@ -149,7 +153,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
   const quotes = new QuoteService(db, rates, clock, config.quoteTtlSeconds);
   const payoutSettings = { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs };
-  const payouts = new PayoutService(db, clock, catalogue, railRegistry, outcomes, committer, limitService, payoutSettings, deps.payoutAnswers, log, metrics);
+  const payouts = new PayoutService(db, clock, catalogue, railRegistry, outcomes, committer, limitService, payoutSettings, log, metrics);
   return {
     config,
     db,
@@ -169,6 +173,8 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     railMetrics,
     railAdmin: new RailAdminService(db, clock, railRegistry, railMetrics),
     treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
+    senders: new SenderService(db),
+    payments: new PaymentReads(db, clock),
     committer,
     background,
     outcomes,

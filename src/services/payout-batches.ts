@@ -64,11 +64,8 @@ const ITEMS_IN_COMMIT_MAX = 512;
 const PREPARE_CONCURRENCY = 32;
 /**
  * Items handled in one turn of the background share (services/background-share.ts): preparing and
- * checking an item resolves without I/O, so a batch of 1,000 would otherwise hold the process for 50
- * to 120 ms and every other tenant's request with it. A yield every 25 items (before the share)
- * measured, alternating A/B (test/process/batch-flood.test.ts, 2 runs each, PostgreSQL): another
- * tenant's p99 under a flood of refused batches, reads 42 -> 33 ms and payouts 178 -> 145 ms (-22 %,
- * -19 %).
+ * checking an item resolves without I/O, so a batch of 1,000 would otherwise hold the process, and
+ * every other tenant's request with it (docs/scaling.md, "Batch items yield to requests").
  */
 const ITEMS_PER_TURN = 25;
 /** The item at `index` is the last of its slice: a turn of the share comes after it. */

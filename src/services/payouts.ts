@@ -29,7 +29,8 @@ import { callRail, transferOf, type NotReceived } from '../rails/send.ts';
 import type { Committer } from './commit/committer.ts';
 import type { LimitRuleSource } from './limits.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
-import { PayoutLane, type PayoutAnswers, type PayoutJob } from './commit/payout-lane.ts';
+import { PayoutLane, type PayoutJob } from './commit/payout-lane.ts';
+import { payoutAnswerBody } from './payout-answer.ts';
 import { keyInProgress, keyReused } from './payout-refusals.ts';
 import type { PaymentOutcomes } from './commit/payment-outcomes.ts';
 import type { RailRegistry, RegisteredRail } from './rail-registry.ts';
@@ -105,14 +106,13 @@ export class PayoutService {
     private readonly committer: Committer,
     rules: LimitRuleSource,
     private readonly settings: PayoutSettings,
-    private readonly answers: PayoutAnswers,
     private readonly log?: FastifyBaseLogger,
     metrics?: MoneyMetrics,
   ) {
     const resolvesWithinMs = (mode: Mode) => rails.railOf({ rail: null, mode })?.resolvesWithinMs;
     const firstLook = { test: firstLookMs(settings, resolvesWithinMs('test')), live: firstLookMs(settings, resolvesWithinMs('live')) };
     this.unknownRecheck = { test: unknownRecheckMs(settings, resolvesWithinMs('test')), live: unknownRecheckMs(settings, resolvesWithinMs('live')) };
-    this.lane = new PayoutLane(clock, rules, settings, firstLook, answers, log, metrics);
+    this.lane = new PayoutLane(clock, rules, settings, firstLook, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
 
@@ -268,7 +268,7 @@ export class PayoutService {
       case 'payment': {
         const payment = await findPayment(this.db, partition.tenantId, partition.mode, answer.paymentId);
         if (!payment) throw new Error(`invariant: key names payment ${answer.paymentId}, which does not exist`);
-        return { status: 201, body: this.answers.payment(payment), replayed: true };
+        return { status: 201, body: payoutAnswerBody.payment(payment), replayed: true };
       }
     }
   }
@@ -297,7 +297,7 @@ export class PayoutService {
         row = answerOfSend(sent.payment, outcome, applied);
       }
     }
-    const body = this.answers.payment(row);
+    const body = payoutAnswerBody.payment(row);
     // The key's answer and the rail's acceptance in one statement, with relaxed durability: the key
     // already names the payment (the commit wrote it), so if a crash loses this answer a retry answers
     // with the payment as it stands, and the reaper records the acceptance when it asks the rail.

@@ -85,6 +85,11 @@ export class SandboxSimulationService {
     private readonly outcomes: PaymentOutcomes,
   ) {}
 
+  /** Test mode only: queues a notification at the sandbox rail (queueNotification, below). */
+  notify(partition: Partition, request: NotificationRequest): Promise<QueuedNotification> {
+    return queueNotification(this.db, this.clock, partition, request);
+  }
+
   /**
    * Applies the outcome now; the payment and its history afterwards, or 400, 404, 409 with nothing
    * changed. The audit row is written in the outcome's transaction, only when the outcome took effect.
@@ -205,7 +210,7 @@ const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeN
  * next pass and applies it, or records it as an anomaly; nothing is changed here. 404 for a payment
  * outside the caller's test program, 503 `overloaded` past SANDBOX_NOTICES_PENDING_MAX waiting.
  */
-export async function queueNotification(db: Database, clock: Clock, partition: Partition, request: NotificationRequest): Promise<QueuedNotification> {
+async function queueNotification(db: Database, clock: Clock, partition: Partition, request: NotificationRequest): Promise<QueuedNotification> {
   const reason = reasonOf({ outcome: OUTCOME_OF_STATUS[request.status], reason: request.reason }) ?? null;
   if (request.status === 'failed' && request.bankReference !== undefined) {
     throw validationFailed([{ field: 'bankReference', message: 'is not accepted with status failed: a failed transfer has no bank reference' }]);

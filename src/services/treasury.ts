@@ -8,6 +8,7 @@ import { claimDailyClose, dueCloses } from '../db/repositories/daily-closes.ts';
 import { completeIdempotencyKeyInTransaction } from '../db/repositories/idempotency.ts';
 import { accountBalances, fundedAssets, postedSince } from '../db/repositories/ledger.ts';
 import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
+import { customerTenant } from './customer-tenant.ts';
 import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -197,10 +198,8 @@ export class TreasuryService {
     return businessDate(new Date(this.clock.now().getTime() - 24 * 3600 * 1000));
   }
 
-  private async customerTenant(id: string): Promise<TenantRow> {
-    const tenant = await findTenant(this.db, id);
-    if (!tenant || tenant.is_platform) throw notFound('tenant');
-    return tenant;
+  private customerTenant(id: string): Promise<TenantRow> {
+    return customerTenant(this.db, id);
   }
 }
 

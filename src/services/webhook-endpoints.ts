@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { findTenant } from '../db/repositories/tenants.ts';
+import { customerTenant } from './customer-tenant.ts';
 import { lockWebhookEndpoint, rotateWebhookSecret, upsertWebhookEndpoint, type WebhookEndpointRow } from '../db/repositories/webhooks.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -67,8 +67,7 @@ export class WebhookEndpointService {
   }
 
   private async customerTenant(id: string): Promise<void> {
-    const tenant = await findTenant(this.db, id);
-    if (!tenant || tenant.is_platform) throw notFound('tenant');
+    await customerTenant(this.db, id);
   }
 }
 

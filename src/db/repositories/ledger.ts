@@ -5,7 +5,7 @@ import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 
 // Reads of the ledger. Entries are written only under their accounts' locks: by the payout and
-// outcome commits, and by lockAndPostEntry (db/commit/README.md) for every other entry.
+// outcome commits, and by lockAndPostEntry (db/commit/ledger-entry.ts) for every other entry.
 
 export async function accountBalances(
   db: Queryable,

@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isTransientDatabaseError } from '../../db/database.ts';
 import { ApiError, validationFailed } from '../../domain/errors.ts';
-import { envelope, RETRY_AFTER_S } from '../errors.ts';
+import { envelope } from '../../contract/error-envelope.ts';
+import { RETRY_AFTER_S } from '../errors.ts';
 import { toFieldErrors } from '../validation.ts';
 
 /** Maps the framework's own errors to our codes, so every error has the envelope. */

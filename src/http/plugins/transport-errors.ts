@@ -8,7 +8,7 @@ import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorCode } from '../../domain/errors.ts';
-import { envelope } from '../errors.ts';
+import { envelope } from '../../contract/error-envelope.ts';
 
 function newRequestId(): string {
   return `req_${randomUUID().replace(/-/g, '')}`;

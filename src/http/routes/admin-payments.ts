@@ -1,10 +1,6 @@
 import { Type } from '@sinclair/typebox';
-import type { Database } from '../../db/database.ts';
-import { findPayment, listTransitions } from '../../db/repositories/payments.ts';
-import type { Clock } from '../../domain/clock.ts';
-import { recheckPayment } from '../../services/payment-recheck.ts';
+import type { PaymentReads } from '../../services/payment-reads.ts';
 import { auditActorOf } from '../context.ts';
-import { notFound } from '../../domain/errors.ts';
 import { Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
 import { PAYMENT_STATUSES, PaymentFields } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
@@ -42,12 +38,12 @@ const AdminPayment = Component(
 const TenantPaymentParams = Type.Object({ id: Uuid(), paymentId: Uuid() });
 
 /** Operator views and actions on payments (platform key; outside the public contract). */
-export async function adminPaymentRoutes(app: App, db: Database, clock: Clock): Promise<void> {
-  adminGetPaymentRoute(app, db);
-  adminRecheckPaymentRoute(app, db, clock);
+export async function adminPaymentRoutes(app: App, payments: PaymentReads): Promise<void> {
+  adminGetPaymentRoute(app, payments);
+  adminRecheckPaymentRoute(app, payments);
 }
 
-function adminGetPaymentRoute(app: App, db: Database): void {
+function adminGetPaymentRoute(app: App, payments: PaymentReads): void {
   app.get(
     '/v1/admin/tenants/:id/payments/:paymentId',
     {
@@ -63,16 +59,13 @@ function adminGetPaymentRoute(app: App, db: Database): void {
       },
     },
     async function adminGetPayment(request) {
-      const { id: tenantId, paymentId } = request.params;
-      const payment = (await findPayment(db, tenantId, 'test', paymentId)) ?? (await findPayment(db, tenantId, 'live', paymentId));
-      if (!payment) throw notFound('payment');
-      const transitions = await listTransitions(db, tenantId, paymentId);
+      const { payment, transitions } = await payments.tenantPayment(request.params.id, request.params.paymentId);
       return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, rail: payment.rail, created_by_key_id: payment.created_by_key_id };
     },
   );
 }
 
-function adminRecheckPaymentRoute(app: App, db: Database, clock: Clock): void {
+function adminRecheckPaymentRoute(app: App, payments: PaymentReads): void {
   app.post(
     '/v1/admin/payments/:id/recheck',
     {
@@ -90,7 +83,7 @@ with a fresh backoff, and records it in the audit trail. 409 \`payment_already_r
       },
     },
     async function adminRecheckPayment(request) {
-      const row = await recheckPayment(db, clock, request.params.id, auditActorOf(request));
+      const row = await payments.recheck(request.params.id, auditActorOf(request));
       return {
         id: row.id,
         tenantId: row.tenant_id,

@@ -1,11 +1,10 @@
 import { PLATFORM_SCOPE } from '../../domain/api-keys.ts';
 import type { ApiKeyRow } from '../../db/repositories/api-keys.ts';
-import type { Database } from '../../db/database.ts';
-import { findTenant, type TenantRow } from '../../db/repositories/tenants.ts';
+import type { TenantRow } from '../../db/repositories/tenants.ts';
 import type { TenantService } from '../../services/tenants.ts';
 import { creditCeiling } from '../../domain/credit.ts';
 import { auditActorOf } from '../context.ts';
-import { notFound, validationFailed } from '../../domain/errors.ts';
+import { validationFailed } from '../../domain/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import {
@@ -24,12 +23,6 @@ import type { App } from '../types.ts';
 
 export const ADMIN = { scopes: [PLATFORM_SCOPE] } as const;
 
-/** The customer tenant a `/v1/admin/tenants/{id}/…` route names: 404 for an unknown id and for the platform tenant. */
-export async function customerTenant(db: Database, id: string): Promise<TenantRow> {
-  const tenant = await findTenant(db, id);
-  if (!tenant || tenant.is_platform) throw notFound('tenant');
-  return tenant;
-}
 
 const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 

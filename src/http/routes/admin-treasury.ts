@@ -1,28 +1,19 @@
-import type { Database } from '../../db/database.ts';
-import { validateSender } from '../../domain/sender.ts';
-import { setCustomerStoredSender, setProgramDefaultSender } from '../../services/senders.ts';
+import type { SenderService } from '../../services/senders.ts';
 import type { TreasuryService } from '../../services/treasury.ts';
-import { validationFailed } from '../../domain/errors.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses, Uuid } from '../schemas/common.ts';
 import { ClosedPosition, FundingBody, ModeBody, SenderBody, StoredSender, TreasuryPosition } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { auditActorOf, idempotencyOf, partitionOf } from '../context.ts';
-import { ADMIN, customerTenant } from './admin-tenants.ts';
+import { ADMIN } from './admin-tenants.ts';
 import { sendWriterAnswer } from './payouts.ts';
 
-function checkedSender(input: Record<string, unknown>) {
-  const result = validateSender(input, 'sender');
-  if (!result.ok) throw validationFailed(result.errors);
-  return result.sender;
-}
-
-export async function adminTreasuryRoutes(app: App, db: Database, treasury: TreasuryService): Promise<void> {
+export async function adminTreasuryRoutes(app: App, treasury: TreasuryService, senders: SenderService): Promise<void> {
   adminFundTenantRoute(app, treasury);
   adminCloseTenantRoute(app, treasury);
-  adminSetDefaultSenderRoute(app, db);
-  adminSetCustomerSenderRoute(app, db);
+  adminSetDefaultSenderRoute(app, senders);
+  adminSetCustomerSenderRoute(app, senders);
 }
 
 function adminFundTenantRoute(app: App, treasury: TreasuryService): void {
@@ -76,7 +67,7 @@ function adminCloseTenantRoute(app: App, treasury: TreasuryService): void {
   );
 }
 
-function adminSetDefaultSenderRoute(app: App, db: Database): void {
+function adminSetDefaultSenderRoute(app: App, senders: SenderService): void {
   app.put(
     '/v1/admin/tenants/:id/default-sender',
     {
@@ -92,15 +83,13 @@ function adminSetDefaultSenderRoute(app: App, db: Database): void {
       },
     },
     async function adminSetDefaultSender(request) {
-      await customerTenant(db, request.params.id);
-      const sender = checkedSender(request.body.sender);
-      await setProgramDefaultSender(db, { tenantId: request.params.id, mode: request.body.mode }, sender, auditActorOf(request));
+      const sender = await senders.setProgramDefault({ tenantId: request.params.id, mode: request.body.mode }, request.body.sender, auditActorOf(request));
       return { mode: request.body.mode, sender };
     },
   );
 }
 
-function adminSetCustomerSenderRoute(app: App, db: Database): void {
+function adminSetCustomerSenderRoute(app: App, senders: SenderService): void {
   app.put(
     '/v1/admin/tenants/:id/customers/:customerId',
     {
@@ -116,9 +105,7 @@ function adminSetCustomerSenderRoute(app: App, db: Database): void {
       },
     },
     async function adminSetCustomerSender(request) {
-      await customerTenant(db, request.params.id);
-      const sender = checkedSender(request.body.sender);
-      await setCustomerStoredSender(db, { tenantId: request.params.id, mode: request.body.mode }, request.params.customerId, sender, auditActorOf(request));
+      const sender = await senders.setCustomerStored({ tenantId: request.params.id, mode: request.body.mode }, request.params.customerId, request.body.sender, auditActorOf(request));
       return { mode: request.body.mode, sender };
     },
   );

@@ -2,7 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { Registry } from 'prom-client';
 import type { Database } from '../../db/database.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { envelope } from '../errors.ts';
+import { envelope } from '../../contract/error-envelope.ts';
 import { checkMetricsAccess, type MetricsAccess } from '../plugins/metrics.ts';
 import { Readiness } from '../readiness.ts';
 import { Answer, errorAnswer } from '../schemas/common.ts';

@@ -1,10 +1,9 @@
 import type { Static } from '@sinclair/typebox';
-import type { Database } from '../../db/database.ts';
-import { paymentLedgerRows, type PaymentLedgerRow } from '../../db/repositories/ledger.ts';
-import { findPayment, listTransitions, type PaymentRow, type TransitionRow } from '../../db/repositories/payments.ts';
+import type { PaymentLedgerRow } from '../../db/repositories/ledger.ts';
+import type { PaymentRow, TransitionRow } from '../../db/repositories/payments.ts';
+import type { PaymentReads } from '../../services/payment-reads.ts';
 import type { StatementColumns } from '../../db/repositories/statement.ts';
 import { partitionOf } from '../context.ts';
-import { notFound } from '../../domain/errors.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { LedgerEntryView, Payment, PaymentLedger } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
@@ -64,12 +63,12 @@ function ledgerEntriesView(rows: PaymentLedgerRow[]) {
   return entries;
 }
 
-export async function paymentRoutes(app: App, db: Database): Promise<void> {
-  getPaymentRoute(app, db);
-  getPaymentLedgerRoute(app, db);
+export async function paymentRoutes(app: App, payments: PaymentReads): Promise<void> {
+  getPaymentRoute(app, payments);
+  getPaymentLedgerRoute(app, payments);
 }
 
-function getPaymentRoute(app: App, db: Database): void {
+function getPaymentRoute(app: App, payments: PaymentReads): void {
   app.get(
     '/v1/payments/:id',
     {
@@ -84,15 +83,13 @@ function getPaymentRoute(app: App, db: Database): void {
       },
     },
     async function getPayment(request) {
-      const { tenantId, mode } = partitionOf(request.auth);
-      const payment = await findPayment(db, tenantId, mode, request.params.id);
-      if (!payment) throw notFound('payment');
-      return paymentView(payment, await listTransitions(db, tenantId, payment.id));
+      const { payment, transitions } = await payments.payment(partitionOf(request.auth), request.params.id);
+      return paymentView(payment, transitions);
     },
   );
 }
 
-function getPaymentLedgerRoute(app: App, db: Database): void {
+function getPaymentLedgerRoute(app: App, payments: PaymentReads): void {
   app.get(
     '/v1/payments/:id/ledger',
     {
@@ -108,10 +105,7 @@ function getPaymentLedgerRoute(app: App, db: Database): void {
       },
     },
     async function getPaymentLedger(request) {
-      const partition = partitionOf(request.auth);
-      const payment = await findPayment(db, partition.tenantId, partition.mode, request.params.id);
-      if (!payment) throw notFound('payment');
-      return { data: ledgerEntriesView(await paymentLedgerRows(db, partition, payment.id)) };
+      return { data: ledgerEntriesView(await payments.ledger(partitionOf(request.auth), request.params.id)) };
     },
   );
 }

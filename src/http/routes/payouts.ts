@@ -1,52 +1,11 @@
-import type { PaymentRow } from '../../db/repositories/payments.ts';
-import { checkAccountNumber, checkRif } from '../../domain/account-check.ts';
-import type { PayoutAnswers } from '../../services/commit/payout-lane.ts';
 import type { PayoutService } from '../../services/payouts.ts';
 import type { WriterAnswer } from '../../services/commit/writer-answer.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
-import { envelope } from '../errors.ts';
 import { IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { CreatePayoutBody, PayoutResult } from '../schemas/payouts.ts';
 import { PayoutCallbacks } from '../schemas/webhooks.ts';
 import type { App } from '../types.ts';
-
-/** The payout result: the answer of POST /v1/payouts. */
-function payoutView(p: PaymentRow) {
-  const failed = p.status === 'failed';
-  return {
-    id: p.id,
-    status: p.status,
-    bankReference: p.bank_reference,
-    asset: p.payout_asset,
-    amount: p.payout_amount.toString(),
-    feeAmount: failed ? '0' : p.fee_amount.toString(),
-    // Absent on unknown: nobody knows yet whether it left.
-    ...(p.status === 'unknown' ? {} : { totalDebited: failed ? '0' : (p.payout_amount + p.fee_amount).toString() }),
-    // Never null: a payout that failed before any instrument was used reports the one requested.
-    method: p.method ?? p.method_requested,
-    methodRequested: p.method_requested,
-    methodChanged: p.method_changed,
-    message: p.message,
-    reason: failed ? p.status_reason : null,
-    beneficiaryId: p.beneficiary_id!,
-    beneficiary: {
-      fullName: p.beneficiary.fullName,
-      nationalId: p.beneficiary.nationalId,
-      bankCode: p.beneficiary.bankCode,
-      instrument: p.beneficiary.instrument,
-      accountCheck: checkAccountNumber(p.beneficiary.accountNumber),
-      nationalIdCheck: checkRif(p.beneficiary.nationalId),
-    },
-    metadata: p.metadata,
-  };
-}
-
-/** Answers are serialised once: the bytes sent are the bytes stored under the Idempotency-Key. */
-export const payoutAnswers: PayoutAnswers = {
-  payment: (row) => JSON.stringify(payoutView(row)),
-  error: (error, requestId) => JSON.stringify(envelope(error, requestId)),
-};
 
 /** Sends a writer's answer as it was recorded. */
 export function sendWriterAnswer(reply: { code(status: number): any }, answer: WriterAnswer) {

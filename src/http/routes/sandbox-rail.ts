@@ -1,13 +1,11 @@
 import { Type } from '@sinclair/typebox';
-import type { Database } from '../../db/database.ts';
-import type { Clock } from '../../domain/clock.ts';
 import { SANDBOX_NOTICES_PENDING_MAX } from '../../rails/sandbox-rail.ts';
 import {
   DEFAULT_SIMULATED_FAILURE_REASON,
   DEFAULT_SIMULATED_REVERSAL_REASON,
-  queueNotification,
   SIMULATED_FAILURE_REASONS,
   SIMULATED_REVERSAL_REASONS,
+  type SandboxSimulationService,
 } from '../../services/sandbox-simulation.ts';
 import { partitionOf } from '../context.ts';
 import { AmountInteger, Answer, Component, DateTime, errorResponses, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
@@ -71,11 +69,11 @@ the transfer is not changed (lookups still answer what its trigger scheduled). A
 ${SANDBOX_NOTICES_PENDING_MAX} of your notifications wait at once; past that, 503 \`overloaded\`. A live key gets 404.`;
 
 /** Sandbox tools that act on the sandbox rail itself. */
-export async function sandboxRailRoutes(app: App, db: Database, clock: Clock): Promise<void> {
-  sendSandboxRailNotificationRoute(app, db, clock);
+export async function sandboxRailRoutes(app: App, sandbox: SandboxSimulationService): Promise<void> {
+  sendSandboxRailNotificationRoute(app, sandbox);
 }
 
-function sendSandboxRailNotificationRoute(app: App, db: Database, clock: Clock): void {
+function sendSandboxRailNotificationRoute(app: App, sandbox: SandboxSimulationService): void {
   app.post(
     '/v1/sandbox/rail-notifications',
     {
@@ -93,7 +91,7 @@ function sendSandboxRailNotificationRoute(app: App, db: Database, clock: Clock):
       },
     },
     async function sendSandboxRailNotification(request, reply) {
-      const queued = await queueNotification(db, clock, partitionOf(request.auth), request.body);
+      const queued = await sandbox.notify(partitionOf(request.auth), request.body);
       reply.code(202);
       return {
         id: queued.id,

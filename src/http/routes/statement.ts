@@ -10,7 +10,8 @@ import { errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import { AdminStatementQuery, STATEMENT_CSV_COLUMNS, StatementCsv, StatementExportQuery, StatementPage, StatementQuery } from '../schemas/statement.ts';
 import type { App } from '../types.ts';
-import { ADMIN, customerTenant } from './admin-tenants.ts';
+import { customerTenant } from '../../services/customer-tenant.ts';
+import { ADMIN } from './admin-tenants.ts';
 import { statementRowView } from './payments.ts';
 
 const DEFAULT_PAGE_ROWS = 25;

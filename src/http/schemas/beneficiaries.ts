@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { ACCOUNT_CHECKS, NATIONAL_ID_CHECKS } from '../../domain/account-check.ts';
+import { AccountCheckField, NationalIdCheckField } from '../../contract/payout-answer.ts';
 import { BENEFICIARY_STATUSES, FULL_NAME_LENGTH_MAX } from '../../domain/beneficiary.ts';
 import { ASSETS, Asset, Component, DateTime, lengthCheckedInCode, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
@@ -47,16 +47,6 @@ export const RegisterBeneficiaryBody = Type.Object({
 });
 
 /** Computed from the account number on every answer: informational, nothing is refused for it. */
-export const AccountCheckField = StringEnum(ACCOUNT_CHECKS, {
-  description:
-    'The two check digits of a 20-digit `account_number` (`EEEE OOOO DD CCCCCCCCCC`): `valid` when both agree with the entity, office and account digits, `invalid_check_digits` when either does not (a mistyped number the bank would reject), `not_checked` when there is no account number (Pago Móvil) or it is shorter than 20 digits',
-});
-
-export const NationalIdCheckField = StringEnum(NATIONAL_ID_CHECKS, {
-  description:
-    'The check digit of a RIF `national_id` (`J` or `G` followed by 9 digits, the last one the check digit): `valid` when it agrees with the letter and the first 8 digits, `invalid_check_digit` when it does not (a mistyped RIF), `not_checked` for any other id (a cédula or a passport carries no check digit)',
-});
-
 const BeneficiaryFields = {
   id: Uuid(),
   full_name: Type.String(),

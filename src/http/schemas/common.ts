@@ -4,7 +4,7 @@ import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } fr
 
 // The building blocks live below services/ (a use case may return a shape the API serves); the
 // schemas of http/ take them from here with the rest.
-export { AmountString, Component, componentSchemas, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from '../../contract/schema.ts';
+export { AmountString, ASSETS, Asset, Component, componentSchemas, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from '../../contract/schema.ts';
 
 /**
  * Marks keywords of a request schema node that the service's own rules check, because they explain
@@ -39,8 +39,6 @@ export const AmountInteger = (description?: string) =>
     'x-error-message': 'must be a positive integer amount in minor units (for example 5000000 for 50,000.00 Bs)',
   });
 
-export const ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
-export const Asset = StringEnum(ASSETS, { description: 'Asset code' });
 
 /** Answers that can come on any request, before an operation is chosen: not listed per operation. */
 const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];

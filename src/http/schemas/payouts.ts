@@ -1,17 +1,16 @@
 import { Type } from '@sinclair/typebox';
-import { PAYOUT_FAILURE_REASONS } from '../../domain/payment-messages.ts';
+import { Instrument, PayoutAnswerSchema } from '../../contract/payout-answer.ts';
 import type { TransitionActor } from '../../domain/payment-state.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
 import { AmountInteger, AmountString, Asset, Component, DateTime, lengthCheckedInCode, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
-import { AccountCheckField, NationalIdCheckField, RegisterBeneficiaryBody } from './beneficiaries.ts';
+import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
 
 import { PAYMENT_STATUSES } from '../../domain/payment-state.ts';
 
 export { PAYMENT_STATUSES };
-const Instrument = StringEnum(INSTRUMENTS);
 
 const NAME_RULE = `${NAME_LENGTH_MIN} to ${NAME_LENGTH_MAX} characters (surrounding spaces do not count)`;
 
@@ -66,36 +65,7 @@ export const CreatePayoutBody = Type.Object({
   ),
 });
 
-export const PayoutResult = Component(
-  'PayoutResult',
-  Type.Object({
-    id: Uuid('Payment id'),
-    status: StringEnum(PAYMENT_STATUSES, {
-      description:
-        'Usually `submitted`: the outcome arrives by webhook. `pending` when no rail can take it right now (its bank connection is down): accepted and charged, it is sent as soon as a rail admits it, or fails `bank_unreachable` after the rail queue bound (`message` says so)',
-    }),
-    bankReference: Nullable(Type.String({ description: 'Receipt the beneficiary sees at their bank; null until the rail settles' })),
-    asset: Asset,
-    amount: AmountString('Amount sent to the destination, minor units'),
-    feeAmount: AmountString('Fee charged; "0" when failed'),
-    totalDebited: Type.Optional(AmountString('amount + fee: what left the source balance; "0" when failed; absent when unknown')),
-    method: StringEnum(INSTRUMENTS, { description: 'Instrument used; the requested one when the payout failed before any instrument was used' }),
-    methodRequested: Instrument,
-    methodChanged: Type.Boolean({ description: 'true if another instrument than requested was used' }),
-    message: Nullable(Type.String()),
-    reason: Nullable(StringEnum(PAYOUT_FAILURE_REASONS, { description: 'Why it failed; only with status `failed`, else null' })),
-    beneficiaryId: Uuid(),
-    beneficiary: Type.Object({
-      fullName: Type.String(),
-      nationalId: Type.String(),
-      bankCode: Type.String(),
-      instrument: Instrument,
-      accountCheck: AccountCheckField,
-      nationalIdCheck: NationalIdCheckField,
-    }),
-    metadata: Metadata,
-  }),
-);
+export const PayoutResult = Component('PayoutResult', PayoutAnswerSchema);
 
 const PaymentStatus = (description: string) => StringEnum(PAYMENT_STATUSES, { description });
 

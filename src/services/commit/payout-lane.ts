@@ -1,5 +1,5 @@
 // The payout commit: the committer runs it per tenant, one transaction for up to PAYOUT_COMMIT_MAX
-// payouts. It locks (db/commit/README.md), lets the domain decide (domain/payout-decision.ts), and writes
+// payouts. It locks (db/commit/payout-locks.ts), lets the domain decide (domain/commit/payout-decision.ts), and writes
 // what was decided in one statement: payments, quote consumptions, ledger entries, limit usage, outbox
 // events and the answers of the keys.
 import { randomUUID } from 'node:crypto';
@@ -32,15 +32,10 @@ import type { LimitRuleSource } from '../limits.ts';
 import type { MoneyMetrics } from '../money-metrics.ts';
 import { keyInProgress, keyReused, refusalError } from '../payout-refusals.ts';
 import type { WriterAnswer } from './writer-answer.ts';
+import { payoutAnswerBody } from '../payout-answer.ts';
 
 /** The most payouts of one tenant in one transaction. */
 const PAYOUT_COMMIT_MAX = 128;
-
-/** How answers are written: the bytes sent are the bytes stored under the key. */
-export interface PayoutAnswers {
-  payment(row: PaymentRow): string;
-  error(error: ApiError, requestId: string): string;
-}
 
 /** A payout ready for its commit: everything decided that needs no lock. */
 export interface PayoutJob {
@@ -125,7 +120,6 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     private readonly settings: SendTiming & { idempotencyTtlMs: number },
     /** Per mode, how long after the commit the reaper first asks about an accepted payout (firstLookMs). */
     private readonly firstLook: Readonly<Record<Mode, number>>,
-    private readonly answers: PayoutAnswers,
     private readonly log?: FastifyBaseLogger,
     private readonly metrics?: MoneyMetrics,
   ) {}
@@ -186,7 +180,7 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     return results;
   }
 
-  /** Takes the commit's locks (db/commit/README.md) and reads what its decision needs. */
+  /** Takes the commit's locks (db/commit/payout-locks.ts) and reads what its decision needs. */
   private async lock(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[], now: Date): Promise<{ state: PayoutCommitState; candidates: PayoutCandidate[] }> {
     const day = businessDate(now);
     const { rules, epoch } = await this.rules.ruleSet(tx);
@@ -292,7 +286,7 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     write.payments.push(payment);
     // Nobody records a batch item's answer after the rail call: its key names the payment now.
     const row = insertedPayment(payment);
-    if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: this.answers.payment(row) });
+    if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: payoutAnswerBody.payment(row) });
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
     write.transitions.push({ paymentId: c.paymentId, to: waits ? 'pending' : 'submitted', reason: waits ? AWAITING_RAIL : 'ledger_committed', metadata: transitionMetadataOf(job) });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
@@ -307,7 +301,7 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
         : (decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason);
     const payment = newPayment(partition, job, c, now, { status: 'failed', reason: decision.reason, message, funding: null, usageDay: null, nextCheckAt: null });
     const row = insertedPayment(payment);
-    const body = this.answers.payment(row);
+    const body = payoutAnswerBody.payment(row);
     write.payments.push(payment);
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
     write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata: transitionMetadataOf(job) });
@@ -324,7 +318,7 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
       write.keyReleases.push(c.key);
       return { kind: 'error', error, tally };
     }
-    const body = this.answers.error(error, job.requestId);
+    const body = payoutAnswerBody.error(error, job.requestId);
     write.keyAnswers.push({ key: c.key, status: error.status, body });
     return { kind: 'answered', answer: { status: error.status, body, replayed: false }, tally };
   }

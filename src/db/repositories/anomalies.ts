@@ -77,34 +77,39 @@ export async function openAnomalies(tx: Queryable, anomalies: readonly NewAnomal
   }
   // Sorted by key: two transactions inserting the same keys wait for each other in one order only.
   const distinct = [...new Map(anomalies.map((a) => [a.dedupKey, a])).values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : 1));
+  const p = new Params();
+  const given = p.unnest({
+    id: ['uuid', distinct.map(() => randomUUID())],
+    kind: ['text', distinct.map((a) => a.kind)],
+    tenant_id: ['uuid', distinct.map((a) => a.tenantId)],
+    mode: ['text', distinct.map((a) => a.mode)],
+    payment_id: ['uuid', distinct.map((a) => a.paymentId)],
+    dedup_key: ['text', distinct.map((a) => a.dedupKey)],
+    ours: ['jsonb', distinct.map((a) => JSON.stringify(a.ours))],
+    theirs: ['jsonb', distinct.map((a) => JSON.stringify(a.theirs))],
+    raw: ['jsonb', distinct.map((a) => JSON.stringify(a.raw ?? null))],
+    reported_at: ['timestamptz', distinct.map((a) => a.reportedAt ?? null)],
+  }, { ordinality: true });
+  const storedAt = `coalesce(${p.add(at ?? null)}::timestamptz, now())`;
   const { rows: inserted } = await tx.query<{ id: string; dedup_key: string }>(
     `INSERT INTO anomalies (id, kind, tenant_id, mode, payment_id, dedup_key, ours, theirs, raw, reported_at, created_at)
      SELECT v.id, v.kind, v.tenant_id, v.mode, v.payment_id, v.dedup_key, v.ours, v.theirs, v.raw,
-            coalesce(v.reported_at, coalesce($11::timestamptz, now())), coalesce($11::timestamptz, now())
-       FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9::jsonb[], $10::timestamptz[])
-         WITH ORDINALITY AS v(id, kind, tenant_id, mode, payment_id, dedup_key, ours, theirs, raw, reported_at, n)
+            coalesce(v.reported_at, ${storedAt}), ${storedAt}
+       FROM ${given}
       ORDER BY v.n
      ON CONFLICT (dedup_key) DO NOTHING
      RETURNING id, dedup_key`,
-    [
-      distinct.map(() => randomUUID()),
-      distinct.map((a) => a.kind),
-      distinct.map((a) => a.tenantId),
-      distinct.map((a) => a.mode),
-      distinct.map((a) => a.paymentId),
-      distinct.map((a) => a.dedupKey),
-      distinct.map((a) => JSON.stringify(a.ours)),
-      distinct.map((a) => JSON.stringify(a.theirs)),
-      distinct.map((a) => JSON.stringify(a.raw ?? null)),
-      distinct.map((a) => a.reportedAt ?? null),
-      at ?? null,
-    ],
+    p.values,
   );
   const ids = new Map(inserted.map((r) => [r.dedup_key, { id: r.id, created: true }]));
   const earlier = distinct.filter((a) => !ids.has(a.dedupKey)).map((a) => a.dedupKey);
   if (earlier.length > 0) {
     // A statement of its own: it sees a row another transaction committed after the insert began.
-    const { rows } = await tx.query<{ id: string; dedup_key: string }>(`SELECT id, dedup_key FROM anomalies WHERE dedup_key = ANY($1::text[])`, [earlier]);
+    const lookup = new Params();
+    const { rows } = await tx.query<{ id: string; dedup_key: string }>(
+      `SELECT id, dedup_key FROM anomalies WHERE dedup_key = ANY(${lookup.add(earlier)}::text[])`,
+      lookup.values,
+    );
     for (const r of rows) ids.set(r.dedup_key, { id: r.id, created: false });
   }
   return anomalies.map((a) => {
@@ -138,23 +143,27 @@ export async function listAnomalies(db: Queryable, filter: AnomalyFilter, page: 
 }
 
 export async function findAnomaly(db: Queryable, id: string): Promise<AnomalyRow | undefined> {
-  const { rows } = await db.query<AnomalyRow>(`SELECT ${COLUMNS} FROM anomalies WHERE id = $1`, [id]);
+  const p = new Params();
+  const { rows } = await db.query<AnomalyRow>(`SELECT ${COLUMNS} FROM anomalies WHERE id = ${p.add(id)}`, p.values);
   return rows[0];
 }
 
 /** The anomaly, locked for the rest of the caller's transaction (its resolution). */
 export async function lockAnomaly(tx: Queryable, id: string): Promise<AnomalyRow | undefined> {
-  const { rows } = await tx.query<AnomalyRow>(`SELECT ${COLUMNS} FROM anomalies WHERE id = $1 FOR UPDATE`, [id]);
+  const p = new Params();
+  const { rows } = await tx.query<AnomalyRow>(`SELECT ${COLUMNS} FROM anomalies WHERE id = ${p.add(id)} FOR UPDATE`, p.values);
   return rows[0];
 }
 
 /** An open anomaly resolved by `resolvedBy` (an API key id) with `note`; asserts it was open. */
 export async function markAnomalyResolved(tx: Queryable, id: string, resolution: { resolvedBy: string; note: string; at: Date }): Promise<AnomalyRow> {
+  const p = new Params();
   const { rows } = await tx.query<AnomalyRow>(
-    `UPDATE anomalies SET status = 'resolved', resolved_by = $2, resolution_note = $3, resolved_at = $4
-      WHERE id = $1 AND status = 'open'
+    `UPDATE anomalies SET status = 'resolved', resolved_by = ${p.add(resolution.resolvedBy)}, resolution_note = ${p.add(resolution.note)},
+            resolved_at = ${p.add(resolution.at)}
+      WHERE id = ${p.add(id)} AND status = 'open'
       RETURNING ${COLUMNS}`,
-    [id, resolution.resolvedBy, resolution.note, resolution.at],
+    p.values,
   );
   if (rows.length !== 1) throw new Error(`invariant: anomaly ${id} was not open when resolved`);
   return rows[0]!;
@@ -162,9 +171,10 @@ export async function markAnomalyResolved(tx: Queryable, id: string, resolution:
 
 /** Open anomalies by kind, counting at most `max` rows in all (a bounded read for the metrics). */
 export async function countOpenAnomalies(db: Queryable, max: number): Promise<Map<AnomalyKind, number>> {
+  const p = new Params();
   const { rows } = await db.query<{ kind: AnomalyKind; n: number }>(
-    `SELECT kind, count(*)::int AS n FROM (SELECT kind FROM anomalies WHERE status = 'open' LIMIT $1) open GROUP BY kind`,
-    [max],
+    `SELECT kind, count(*)::int AS n FROM (SELECT kind FROM anomalies WHERE status = 'open' LIMIT ${p.add(max)}) open GROUP BY kind`,
+    p.values,
   );
   return new Map(rows.map((r) => [r.kind, r.n]));
 }

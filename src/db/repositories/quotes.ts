@@ -31,15 +31,15 @@ const COLUMNS = `tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amo
 export type NewQuote = Omit<QuoteRow, 'consumed_at' | 'payment_id'>;
 
 export async function insertQuote(db: Queryable, quote: NewQuote): Promise<QuoteRow> {
+  const p = new Params();
   const { rows } = await db.query<QuoteRow>(
     `INSERT INTO quotes (tenant_id, mode, id, customer_id, fixed, spend_asset, spend_amount, deliver_asset, deliver_amount,
        fee_amount, rate_value, rate_market, spread_bps, expires_at, created_at, metadata)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) RETURNING ${COLUMNS}`,
-    [
-      quote.tenant_id, quote.mode, quote.id, quote.customer_id, quote.fixed, quote.spend_asset, quote.spend_amount,
-      quote.deliver_asset, quote.deliver_amount, quote.fee_amount, quote.rate_value, quote.rate_market,
-      quote.spread_bps, quote.expires_at, quote.created_at, JSON.stringify(quote.metadata),
-    ],
+     VALUES (${p.add(quote.tenant_id)}, ${p.add(quote.mode)}, ${p.add(quote.id)}, ${p.add(quote.customer_id)}, ${p.add(quote.fixed)},
+       ${p.add(quote.spend_asset)}, ${p.add(quote.spend_amount)}, ${p.add(quote.deliver_asset)}, ${p.add(quote.deliver_amount)},
+       ${p.add(quote.fee_amount)}, ${p.add(quote.rate_value)}, ${p.add(quote.rate_market)}, ${p.add(quote.spread_bps)},
+       ${p.add(quote.expires_at)}, ${p.add(quote.created_at)}, ${p.add(JSON.stringify(quote.metadata))}) RETURNING ${COLUMNS}`,
+    p.values,
   );
   return rows[0]!;
 }
@@ -77,9 +77,10 @@ export async function insertQuotes(db: Queryable, quotes: readonly NewQuote[]): 
 }
 
 export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<QuoteRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<QuoteRow>(
-    `SELECT ${COLUMNS} FROM quotes WHERE tenant_id = $1 AND mode = $2 AND id = $3`,
-    [tenantId, mode, id],
+    `SELECT ${COLUMNS} FROM quotes WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
+    p.values,
   );
   return rows[0];
 }
@@ -90,5 +91,9 @@ export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id:
  */
 export async function deleteUnusedBatchQuotes(db: Queryable, tenantId: string, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return;
-  await db.query('DELETE FROM quotes WHERE tenant_id = $1 AND id = ANY($2::uuid[]) AND consumed_at IS NULL AND payment_id IS NULL', [tenantId, ids]);
+  const p = new Params();
+  await db.query(
+    `DELETE FROM quotes WHERE tenant_id = ${p.add(tenantId)} AND id = ANY(${p.add(ids)}::uuid[]) AND consumed_at IS NULL AND payment_id IS NULL`,
+    p.values,
+  );
 }

@@ -1,5 +1,6 @@
 import type { LimitRule, LimitScope, RuleMethod } from '../../domain/limit-rules.ts';
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 
 interface LimitRuleRow {
   id: string;
@@ -50,25 +51,31 @@ export async function ruleEpoch(db: Queryable): Promise<bigint> {
 /** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced, and returned as `replaced`. */
 export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<{ rule: StoredLimitRule; replaced: StoredLimitRule | undefined }> {
   await bumpEpoch(tx);
+  const retired = new Params();
   const { rows: replaced } = await tx.query<LimitRuleRow>(
-    `UPDATE limit_rules SET deleted_at = $5
-      WHERE deleted_at IS NULL AND scope = $1 AND tenant_id IS NOT DISTINCT FROM $2 AND subject_id IS NOT DISTINCT FROM $3 AND method = $4
+    `UPDATE limit_rules SET deleted_at = ${retired.add(at)}
+      WHERE deleted_at IS NULL AND scope = ${retired.add(rule.scope)} AND tenant_id IS NOT DISTINCT FROM ${retired.add(rule.tenantId)}
+        AND subject_id IS NOT DISTINCT FROM ${retired.add(rule.subjectId)} AND method = ${retired.add(rule.method)}
       RETURNING ${COLUMNS}`,
-    [rule.scope, rule.tenantId, rule.subjectId, rule.method, at],
+    retired.values,
   );
+  const p = new Params();
   const { rows } = await tx.query<LimitRuleRow>(
     `INSERT INTO limit_rules (id, scope, tenant_id, subject_id, method, per_tx_max, daily_max, monthly_max, daily_count_max, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${COLUMNS}`,
-    [rule.id, rule.scope, rule.tenantId, rule.subjectId, rule.method, rule.perTxMax, rule.dailyMax, rule.monthlyMax, rule.dailyCountMax, at],
+     VALUES (${p.add(rule.id)}, ${p.add(rule.scope)}, ${p.add(rule.tenantId)}, ${p.add(rule.subjectId)}, ${p.add(rule.method)},
+       ${p.add(rule.perTxMax)}, ${p.add(rule.dailyMax)}, ${p.add(rule.monthlyMax)}, ${p.add(rule.dailyCountMax)}, ${p.add(at)}) RETURNING ${COLUMNS}`,
+    p.values,
   );
   return { rule: toRule(rows[0]!), replaced: replaced[0] ? toRule(replaced[0]) : undefined };
 }
 
 export async function listLimitRules(db: Queryable, tenantId?: string): Promise<StoredLimitRule[]> {
+  const p = new Params();
+  const tenant = p.add(tenantId ?? null);
   const { rows } = await db.query<LimitRuleRow>(
-    `SELECT ${COLUMNS} FROM limit_rules WHERE deleted_at IS NULL AND ($1::uuid IS NULL OR tenant_id = $1 OR tenant_id IS NULL)
+    `SELECT ${COLUMNS} FROM limit_rules WHERE deleted_at IS NULL AND (${tenant}::uuid IS NULL OR tenant_id = ${tenant} OR tenant_id IS NULL)
       ORDER BY created_at, id`,
-    [tenantId ?? null],
+    p.values,
   );
   return rows.map(toRule);
 }
@@ -76,6 +83,10 @@ export async function listLimitRules(db: Queryable, tenantId?: string): Promise<
 /** Deletes a live rule; returns it, or undefined when no live rule has this id. */
 export async function deleteLimitRule(tx: Queryable, id: string, at: Date): Promise<StoredLimitRule | undefined> {
   await bumpEpoch(tx);
-  const { rows } = await tx.query<LimitRuleRow>(`UPDATE limit_rules SET deleted_at = $2 WHERE id = $1 AND deleted_at IS NULL RETURNING ${COLUMNS}`, [id, at]);
+  const p = new Params();
+  const { rows } = await tx.query<LimitRuleRow>(
+    `UPDATE limit_rules SET deleted_at = ${p.add(at)} WHERE id = ${p.add(id)} AND deleted_at IS NULL RETURNING ${COLUMNS}`,
+    p.values,
+  );
   return rows[0] ? toRule(rows[0]) : undefined;
 }

@@ -1,6 +1,7 @@
 import type { StoredCreditLimits } from '../../domain/credit.ts';
-import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
+import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
+import { newestFirst, Params } from './sql-params.ts';
 
 export interface TenantRow {
   id: string;
@@ -36,17 +37,21 @@ const storedLimits = (limits: Record<string, bigint | null>): string =>
   JSON.stringify(Object.fromEntries(Object.entries(limits).map(([asset, limit]) => [asset, limit === null ? null : limit.toString()])));
 
 export async function insertTenant(db: Queryable, id: string, fields: TenantFields, isPlatform = false): Promise<TenantRow> {
+  const p = new Params();
   const { rows } = await db.query<TenantRow>(
     `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, credit_limits, reject_invalid_accounts)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10) RETURNING ${COLUMNS}`,
-    [id, fields.name, isPlatform, fields.creditEnabled, fields.creditLimit, fields.feeBps, fields.feeFixed, fields.spreadBps, storedLimits(fields.creditLimits), fields.rejectInvalidAccounts],
+     VALUES (${p.add(id)}, ${p.add(fields.name)}, ${p.add(isPlatform)}, ${p.add(fields.creditEnabled)}, ${p.add(fields.creditLimit)}, ${p.add(fields.feeBps)},
+       ${p.add(fields.feeFixed)}, ${p.add(fields.spreadBps)}, ${p.add(storedLimits(fields.creditLimits))}::jsonb, ${p.add(fields.rejectInvalidAccounts)})
+     RETURNING ${COLUMNS}`,
+    p.values,
   );
   return rows[0]!;
 }
 
 /** The platform tenant (the admin API's), if it is not there yet. */
 export async function ensurePlatformTenant(tx: Queryable, id: string): Promise<void> {
-  await tx.query(`INSERT INTO tenants (id, name, is_platform) VALUES ($1, 'Platform', true) ON CONFLICT (id) DO NOTHING`, [id]);
+  const p = new Params();
+  await tx.query(`INSERT INTO tenants (id, name, is_platform) VALUES (${p.add(id)}, 'Platform', true) ON CONFLICT (id) DO NOTHING`, p.values);
 }
 
 /** true once any customer (non-platform) tenant exists. */
@@ -56,13 +61,15 @@ export async function hasCustomerTenant(db: Queryable): Promise<boolean> {
 }
 
 export async function findTenant(db: Queryable, id: string): Promise<TenantRow | undefined> {
-  const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1`, [id]);
+  const p = new Params();
+  const { rows } = await db.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = ${p.add(id)}`, p.values);
   return rows[0];
 }
 
 /** One tenant, locked until the transaction ends (an update reads what it changes). */
 export async function lockTenant(tx: Queryable, id: string): Promise<TenantRow | undefined> {
-  const { rows } = await tx.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = $1 FOR UPDATE`, [id]);
+  const p = new Params();
+  const { rows } = await tx.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = ${p.add(id)} FOR UPDATE`, p.values);
   return rows[0];
 }
 
@@ -76,27 +83,13 @@ export type ListedTenantRow = TenantRow & { created_at_us: bigint };
  * the sort.
  */
 export async function listCustomerTenants(db: Queryable, page: { limit: number; after?: PagePosition }): Promise<ListedTenantRow[]> {
-  const params: unknown[] = [page.limit + 1];
-  let after = '';
-  if (page.after) {
-    params.push(microsToTimestamp(page.after.createdAtUs), page.after.id);
-    after = 'AND (created_at, id) < ($2::timestamptz, $3::uuid)';
-  }
-  // extract(epoch …) is numeric on PostgreSQL 14+, so the microsecond value is exact.
-  const { rows } = await db.query<ListedTenantRow>(
-    `SELECT ${COLUMNS}, (extract(epoch FROM created_at) * 1000000)::bigint AS created_at_us
-       FROM tenants
-      WHERE NOT is_platform ${after}
-      ORDER BY created_at DESC, id DESC
-      LIMIT $1`,
-    params,
-  );
-  return rows;
+  const query = { columns: COLUMNS, from: 'tenants', time: 'created_at', params: new Params(), where: ['NOT is_platform'] };
+  return newestFirst<ListedTenantRow>(db, { ...query, limit: page.limit, after: page.after });
 }
 
 export async function updateTenant(db: Queryable, id: string, patch: Partial<TenantFields>): Promise<TenantRow | undefined> {
   const sets: string[] = [];
-  const params: unknown[] = [id];
+  const p = new Params();
   const column: Record<Exclude<keyof TenantFields, 'creditLimits'>, string> = {
     name: 'name',
     creditEnabled: 'credit_enabled',
@@ -109,17 +102,15 @@ export async function updateTenant(db: Queryable, id: string, patch: Partial<Ten
   for (const [field, value] of Object.entries(patch) as [keyof TenantFields, unknown][]) {
     if (value === undefined) continue;
     if (field === 'creditLimits') {
-      params.push(storedLimits(value as Record<string, bigint | null>));
-      sets.push(`credit_limits = credit_limits || $${params.length}::jsonb`);
+      sets.push(`credit_limits = credit_limits || ${p.add(storedLimits(value as Record<string, bigint | null>))}::jsonb`);
       continue;
     }
-    params.push(value);
-    sets.push(`${column[field]} = $${params.length}`);
+    sets.push(`${column[field]} = ${p.add(value)}`);
   }
   sets.push('updated_at = now()');
   const { rows } = await db.query<TenantRow>(
-    `UPDATE tenants SET ${sets.join(', ')} WHERE id = $1 RETURNING ${COLUMNS}`,
-    params,
+    `UPDATE tenants SET ${sets.join(', ')} WHERE id = ${p.add(id)} RETURNING ${COLUMNS}`,
+    p.values,
   );
   return rows[0];
 }

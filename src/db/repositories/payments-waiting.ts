@@ -4,6 +4,7 @@
 import { assertTransition } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 import { PAYMENT_COLUMNS, type PaymentRow } from './payments.ts';
+import { Params } from './sql-params.ts';
 
 /**
  * The reaper's claim of waiting payments: the oldest first, each leased until `leaseUntil` so another
@@ -11,16 +12,17 @@ import { PAYMENT_COLUMNS, type PaymentRow } from './payments.ts';
  * reaper's other claim.
  */
 export async function claimWaitingPayments(tx: Queryable, now: Date, leaseUntil: Date, limit: number): Promise<PaymentRow[]> {
+  const p = new Params();
   const { rows } = await tx.query<PaymentRow>(
-    `UPDATE payments SET next_check_at = $2
+    `UPDATE payments SET next_check_at = ${p.add(leaseUntil)}
       WHERE (tenant_id, id) IN (
         SELECT tenant_id, id FROM payments
-         WHERE status = 'pending' AND next_check_at <= $1
+         WHERE status = 'pending' AND next_check_at <= ${p.add(now)}
          ORDER BY created_at, id
-         LIMIT $3
+         LIMIT ${p.add(limit)}
          FOR UPDATE SKIP LOCKED)
       RETURNING ${PAYMENT_COLUMNS}`,
-    [now, leaseUntil, limit],
+    p.values,
   );
   return rows.sort((a, b) => a.created_at.getTime() - b.created_at.getTime() || a.id.localeCompare(b.id));
 }
@@ -32,17 +34,20 @@ export async function claimWaitingPayments(tx: Queryable, now: Date, leaseUntil:
  */
 export async function admitWaitingPayment(db: Queryable, payment: Pick<PaymentRow, 'tenant_id' | 'id'>, rail: string, message: string, now: Date): Promise<PaymentRow | undefined> {
   assertTransition('pending', 'submitted');
+  const p = new Params();
+  const at = p.add(now);
   const { rows } = await db.query<PaymentRow>(
     `WITH admitted AS (
-       UPDATE payments SET status = 'submitted', status_reason = NULL, message = $4, rail = $3, next_check_at = $5, check_attempts = 0, updated_at = $5
-        WHERE tenant_id = $1 AND id = $2 AND status = 'pending'
+       UPDATE payments SET status = 'submitted', status_reason = NULL, message = ${p.add(message)}, rail = ${p.add(rail)},
+              next_check_at = ${at}, check_attempts = 0, updated_at = ${at}
+        WHERE tenant_id = ${p.add(payment.tenant_id)} AND id = ${p.add(payment.id)} AND status = 'pending'
         RETURNING ${PAYMENT_COLUMNS}
      ), history AS (
        INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
-       SELECT tenant_id, id, 'pending', 'submitted', 'rail_admitted', 'reaper', jsonb_build_object('rail', rail), $5 FROM admitted
+       SELECT tenant_id, id, 'pending', 'submitted', 'rail_admitted', 'reaper', jsonb_build_object('rail', rail), ${at} FROM admitted
      )
      SELECT * FROM admitted`,
-    [payment.tenant_id, payment.id, rail, message, now],
+    p.values,
   );
   return rows[0];
 }

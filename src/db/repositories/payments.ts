@@ -3,6 +3,7 @@ import type { Asset } from '../../domain/money.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
+import { Params } from './sql-params.ts';
 
 export interface BeneficiarySnapshot {
   fullName: string;
@@ -80,15 +81,20 @@ export function insertedPayment(p: NewPayment): PaymentRow {
 }
 
 export async function findPayment(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [tenantId, mode, id]);
+  const p = new Params();
+  const { rows } = await db.query<PaymentRow>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
+    p.values,
+  );
   return rows[0];
 }
 
 export async function listTransitions(db: Queryable, tenantId: string, paymentId: string): Promise<TransitionRow[]> {
+  const p = new Params();
   const { rows } = await db.query<TransitionRow>(
     `SELECT from_status, to_status, reason, actor, metadata, created_at FROM payment_transitions
-      WHERE tenant_id = $1 AND payment_id = $2 ORDER BY seq`,
-    [tenantId, paymentId],
+      WHERE tenant_id = ${p.add(tenantId)} AND payment_id = ${p.add(paymentId)} ORDER BY seq`,
+    p.values,
   );
   return rows;
 }
@@ -98,16 +104,17 @@ export async function listTransitions(db: Queryable, tenantId: string, paymentId
  * reaper process skips them (SKIP LOCKED) and a crashed reaper's claim simply expires.
  */
 export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUntil: Date, limit: number): Promise<PaymentRow[]> {
+  const p = new Params();
   const { rows } = await tx.query<PaymentRow>(
-    `UPDATE payments SET next_check_at = $2, check_attempts = check_attempts + 1
+    `UPDATE payments SET next_check_at = ${p.add(leaseUntil)}, check_attempts = check_attempts + 1
       WHERE (tenant_id, id) IN (
         SELECT tenant_id, id FROM payments
-         WHERE status IN ('submitted', 'unknown') AND next_check_at <= $1
+         WHERE status IN ('submitted', 'unknown') AND next_check_at <= ${p.add(now)}
          ORDER BY next_check_at
-         LIMIT $3
+         LIMIT ${p.add(limit)}
          FOR UPDATE SKIP LOCKED)
       RETURNING ${PAYMENT_COLUMNS}`,
-    [now, leaseUntil, limit],
+    p.values,
   );
   return rows;
 }
@@ -118,10 +125,11 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
  * it. Only a payment still `submitted`: one the payout path has resolved meanwhile keeps its schedule.
  */
 export async function deferResolution(db: Queryable, payment: Pick<PaymentRow, 'tenant_id' | 'id'>, at: Date): Promise<void> {
+  const p = new Params();
   await db.query(
-    `UPDATE payments SET next_check_at = $3, check_attempts = greatest(check_attempts - 1, 0)
-      WHERE tenant_id = $1 AND id = $2 AND status = 'submitted'`,
-    [payment.tenant_id, payment.id, at],
+    `UPDATE payments SET next_check_at = ${p.add(at)}, check_attempts = greatest(check_attempts - 1, 0)
+      WHERE tenant_id = ${p.add(payment.tenant_id)} AND id = ${p.add(payment.id)} AND status = 'submitted'`,
+    p.values,
   );
 }
 
@@ -143,11 +151,12 @@ export async function nextResolutionDue(db: Queryable): Promise<Date | undefined
  * answer to a parked payment). One row, one statement. Undefined when no unresolved payment has it.
  */
 export async function requeueResolution(db: Queryable, tenantId: string, id: string, now: Date): Promise<PaymentRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<PaymentRow>(
-    `UPDATE payments SET next_check_at = $3, check_attempts = 0, resolution_parked_at = NULL
-      WHERE tenant_id = $1 AND id = $2 AND status IN ('submitted', 'unknown')
+    `UPDATE payments SET next_check_at = ${p.add(now)}, check_attempts = 0, resolution_parked_at = NULL
+      WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} AND status IN ('submitted', 'unknown')
       RETURNING ${PAYMENT_COLUMNS}`,
-    [tenantId, id, now],
+    p.values,
   );
   return rows[0];
 }
@@ -158,12 +167,14 @@ export async function requeueResolution(db: Queryable, tenantId: string, id: str
  */
 /** Locks one payment by its primary key, its tenant named (docs/scaling.md: one shard on Citus). */
 export async function lockPayment(tx: Queryable, tenantId: string, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, [tenantId, id]);
+  const p = new Params();
+  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} FOR UPDATE`, p.values);
   return rows[0];
 }
 
 export async function findPaymentById(db: Queryable, id: string): Promise<PaymentRow | undefined> {
-  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = $1`, [id]);
+  const p = new Params();
+  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = ${p.add(id)}`, p.values);
   return rows[0];
 }
 

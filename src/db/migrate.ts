@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Database } from './database.ts';
+import { Params } from './repositories/sql-params.ts';
 
 const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 // Any constant works; it only has to be the same in every process of this service.
@@ -35,7 +36,8 @@ export async function migrate(
 ): Promise<{ applied: string[] }> {
   const migrations = loadMigrations();
   return db.withConnection(async (conn) => {
-    await conn.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    const lock = new Params();
+    await conn.query(`SELECT pg_advisory_lock(${lock.add(MIGRATION_LOCK_KEY)})`, lock.values);
     // A migration may rewrite a large table: the service's statement and lock bounds do not apply.
     await conn.exec('SET statement_timeout = 0; SET lock_timeout = 0');
     try {
@@ -52,10 +54,8 @@ export async function migrate(
         await conn.exec('BEGIN');
         try {
           await conn.exec(migration.sql);
-          await conn.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [
-            migration.version,
-            migration.name,
-          ]);
+          const p = new Params();
+          await conn.query(`INSERT INTO schema_migrations (version, name) VALUES (${p.add(migration.version)}, ${p.add(migration.name)})`, p.values);
           await conn.exec('COMMIT');
         } catch (error) {
           await conn.exec('ROLLBACK');
@@ -67,7 +67,8 @@ export async function migrate(
       return { applied };
     } finally {
       await conn.exec('RESET statement_timeout; RESET lock_timeout');
-      await conn.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
+      const unlock = new Params();
+      await conn.query(`SELECT pg_advisory_unlock(${unlock.add(MIGRATION_LOCK_KEY)})`, unlock.values);
     }
   });
 }

@@ -3,6 +3,7 @@
 // same transaction).
 import type { Queryable } from '../database.ts';
 import type { AuditRow } from './audit.ts';
+import { Params } from './sql-params.ts';
 
 /** An audit row as archived: its time exact, with microseconds, as PostgreSQL prints it in UTC. */
 export type ArchivedAuditRow = Omit<AuditRow, 'created_at'> & { created_at: string };
@@ -26,8 +27,10 @@ const ARCHIVE_LOCK_KEY = 'audit_archive';
  * one process archives at a time, so the chain has one next link. Nothing else locks that row.
  */
 export async function lockAuditArchiving(tx: Queryable): Promise<void> {
-  await tx.query(`INSERT INTO app_state (key, value) VALUES ($1, 'true'::jsonb) ON CONFLICT (key) DO NOTHING`, [ARCHIVE_LOCK_KEY]);
-  await tx.query(`SELECT 1 FROM app_state WHERE key = $1 FOR UPDATE`, [ARCHIVE_LOCK_KEY]);
+  const p = new Params();
+  await tx.query(`INSERT INTO app_state (key, value) VALUES (${p.add(ARCHIVE_LOCK_KEY)}, 'true'::jsonb) ON CONFLICT (key) DO NOTHING`, p.values);
+  const lock = new Params();
+  await tx.query(`SELECT 1 FROM app_state WHERE key = ${lock.add(ARCHIVE_LOCK_KEY)} FOR UPDATE`, lock.values);
 }
 
 export async function lastAuditArchive(db: Queryable): Promise<AuditArchiveRow | undefined> {
@@ -40,14 +43,16 @@ export async function lastAuditArchive(db: Queryable): Promise<AuditArchiveRow |
 
 /** The oldest rows created before `before` and after the last archive, in (created_at, id) order, at most `limit`. */
 export async function auditRowsDue(db: Queryable, before: Date, after: { createdAt: string; id: string } | undefined, limit: number): Promise<ArchivedAuditRow[]> {
+  const p = new Params();
+  const afterTime = p.add(after?.createdAt ?? null);
   const { rows } = await db.query<ArchivedAuditRow>(
     `SELECT id, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS created_at, actor_key_id, actor_tenant_id, action,
             target_type, target_id, target_tenant_id, target_mode, before, after, request_id
        FROM audit_log
-      WHERE created_at < $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::uuid))
+      WHERE created_at < ${p.add(before)} AND (${afterTime}::timestamptz IS NULL OR (created_at, id) > (${afterTime}::timestamptz, ${p.add(after?.id ?? null)}::uuid))
       ORDER BY created_at, id
-      LIMIT $4`,
-    [before, after?.createdAt ?? null, after?.id ?? null, limit],
+      LIMIT ${p.add(limit)}`,
+    p.values,
   );
   return rows;
 }
@@ -58,11 +63,14 @@ export async function auditRowsDue(db: Queryable, before: Date, after: { created
  * the trigger allows. Answers how many rows went.
  */
 export async function recordAuditArchive(tx: Queryable, archive: Omit<AuditArchiveRow, 'archived_at'>, ids: readonly string[], at: Date): Promise<number> {
+  const p = new Params();
   await tx.query(
     `INSERT INTO audit_archives (seq, through_created_at, through_id, row_count, file, prev_hash, last_hash, file_sha256, archived_at)
-     VALUES ($1, $2::timestamptz, $3, $4, $5, $6, $7, $8, $9)`,
-    [archive.seq, archive.through_created_at, archive.through_id, archive.row_count, archive.file, archive.prev_hash, archive.last_hash, archive.file_sha256, at],
+     VALUES (${p.add(archive.seq)}, ${p.add(archive.through_created_at)}::timestamptz, ${p.add(archive.through_id)}, ${p.add(archive.row_count)},
+       ${p.add(archive.file)}, ${p.add(archive.prev_hash)}, ${p.add(archive.last_hash)}, ${p.add(archive.file_sha256)}, ${p.add(at)})`,
+    p.values,
   );
-  const { rowCount } = await tx.query(`DELETE FROM audit_log WHERE id = ANY($1::uuid[])`, [ids]);
+  const removal = new Params();
+  const { rowCount } = await tx.query(`DELETE FROM audit_log WHERE id = ANY(${removal.add(ids)}::uuid[])`, removal.values);
   return rowCount ?? 0;
 }

@@ -39,22 +39,14 @@ export async function recordAudit(tx: Queryable, entry: AuditEntry): Promise<voi
   // An action that changed nothing (a setting set to the value it had) leaves no row: the trail
   // records changes, and a key repeating a no-op in a loop must not fill it.
   if (entry.before != null && entry.after != null && sameFields(entry.before, entry.after)) return;
+  const p = new Params();
   await tx.query(
     `INSERT INTO audit_log (id, actor_key_id, actor_tenant_id, action, target_type, target_id, target_tenant_id, target_mode, before, after, request_id)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, $10::jsonb, $11)`,
-    [
-      randomUUID(),
-      actor.keyId,
-      actor.tenantId,
-      entry.action,
-      target.type,
-      target.id,
-      target.tenantId ?? null,
-      target.mode ?? null,
-      jsonOrNull(redactedFields(entry.before)),
-      jsonOrNull(redactedFields(entry.after)),
-      actor.requestId === null ? null : redactText(actor.requestId),
-    ],
+     VALUES (${p.add(randomUUID())}, ${p.add(actor.keyId)}, ${p.add(actor.tenantId)}, ${p.add(entry.action)},
+       ${p.add(target.type)}, ${p.add(target.id)}, ${p.add(target.tenantId ?? null)}, ${p.add(target.mode ?? null)},
+       ${p.add(jsonOrNull(redactedFields(entry.before)))}::jsonb, ${p.add(jsonOrNull(redactedFields(entry.after)))}::jsonb,
+       ${p.add(actor.requestId === null ? null : redactText(actor.requestId))})`,
+    p.values,
   );
 }
 

@@ -3,6 +3,7 @@ import type { Asset } from '../../domain/money.ts';
 import { accountKeyOf } from '../../domain/commit/keys.ts';
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
+import { Params } from './sql-params.ts';
 
 // Reads of the ledger. Entries are written only under their accounts' locks: by the payout and
 // outcome commits, and by lockAndPostEntry (db/commit/ledger-entry.ts) for every other entry.
@@ -12,9 +13,11 @@ export async function accountBalances(
   partition: Partition,
   asset: string,
 ): Promise<Record<AccountKind, bigint>> {
+  const p = new Params();
   const { rows } = await db.query<{ kind: AccountKind; balance: bigint }>(
-    `SELECT kind, sum(balance)::bigint AS balance FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND asset = $3 GROUP BY kind`,
-    [partition.tenantId, partition.mode, asset],
+    `SELECT kind, sum(balance)::bigint AS balance FROM ledger_accounts
+      WHERE tenant_id = ${p.add(partition.tenantId)} AND mode = ${p.add(partition.mode)} AND asset = ${p.add(asset)} GROUP BY kind`,
+    p.values,
   );
   const balances: Record<AccountKind, bigint> = { prefunding: 0n, credit_receivable: 0n, in_flight: 0n, revenue: 0n, treasury: 0n, fx: 0n };
   for (const row of rows) balances[row.kind] = row.balance;
@@ -23,9 +26,11 @@ export async function accountBalances(
 
 /** The assets in which a tenant and mode hold a credit draw or prefunding account (what a close looks at), sorted. */
 export async function fundedAssets(db: Queryable, partition: Partition): Promise<string[]> {
+  const p = new Params();
   const { rows } = await db.query<{ asset: string }>(
-    `SELECT DISTINCT asset FROM ledger_accounts WHERE tenant_id = $1 AND mode = $2 AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
-    [partition.tenantId, partition.mode],
+    `SELECT DISTINCT asset FROM ledger_accounts
+      WHERE tenant_id = ${p.add(partition.tenantId)} AND mode = ${p.add(partition.mode)} AND kind IN ('credit_receivable', 'prefunding') ORDER BY asset`,
+    p.values,
   );
   return rows.map((r) => r.asset);
 }
@@ -55,15 +60,16 @@ export interface PaymentLedgerRow {
  * payment's life), postings by asset and account. Found through ledger_transactions_once.
  */
 export async function paymentLedgerRows(db: Queryable, partition: Partition, paymentId: string): Promise<PaymentLedgerRow[]> {
+  const p = new Params();
   const { rows } = await db.query<PaymentLedgerRow>(
     `SELECT t.id AS transaction_id, t.kind, t.created_at, p.asset, p.account_kind, p.amount
        FROM ledger_transactions t
        JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
-      WHERE t.tenant_id = $1 AND t.mode = $2 AND t.payment_id = $3
+      WHERE t.tenant_id = ${p.add(partition.tenantId)} AND t.mode = ${p.add(partition.mode)} AND t.payment_id = ${p.add(paymentId)}
       ORDER BY t.created_at,
                CASE t.kind WHEN 'payout' THEN 0 WHEN 'payout_settlement' THEN 1 WHEN 'payout_failure' THEN 2 ELSE 3 END,
                t.id, p.asset, p.account_kind`,
-    [partition.tenantId, partition.mode, paymentId],
+    p.values,
   );
   return rows;
 }
@@ -78,13 +84,15 @@ export async function postedSince(
   since: Date,
   kinds: readonly AccountKind[],
 ): Promise<Map<string, bigint>> {
+  const p = new Params();
   const { rows } = await db.query<{ asset: string; account_kind: AccountKind; amount: string }>(
     `SELECT p.asset, p.account_kind, sum(p.amount)::text AS amount
        FROM ledger_transactions t
        JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
-      WHERE t.tenant_id = $1 AND t.mode = $2 AND t.created_at >= $3 AND p.account_kind = ANY($4::text[])
+      WHERE t.tenant_id = ${p.add(partition.tenantId)} AND t.mode = ${p.add(partition.mode)} AND t.created_at >= ${p.add(since)}
+        AND p.account_kind = ANY(${p.add(kinds)}::text[])
       GROUP BY p.asset, p.account_kind`,
-    [partition.tenantId, partition.mode, since, kinds],
+    p.values,
   );
   return new Map(rows.map((row) => [accountKeyOf({ asset: row.asset, kind: row.account_kind }), BigInt(row.amount)]));
 }

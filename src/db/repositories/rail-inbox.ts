@@ -2,6 +2,7 @@
 // acknowledged by the connector's adapter (pendingNotifications / acknowledgeNotification). Every time
 // comes from the caller's clock.
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 
 export interface RailInboxRow {
   rail: string;
@@ -19,51 +20,60 @@ export async function insertRailInboxEvent(
   db: Queryable,
   event: { rail: string; eventId: string; payload: unknown; occurredAt: Date; receivedAt: Date },
 ): Promise<boolean> {
+  const p = new Params();
   const result = await db.query(
     `INSERT INTO rail_inbox (rail, event_id, payload, occurred_at, received_at)
-     VALUES ($1, $2, $3::jsonb, $4, $5)
+     VALUES (${p.add(event.rail)}, ${p.add(event.eventId)}, ${p.add(JSON.stringify(event.payload))}::jsonb, ${p.add(event.occurredAt)},
+       ${p.add(event.receivedAt)})
      ON CONFLICT (rail, event_id) DO NOTHING`,
-    [event.rail, event.eventId, JSON.stringify(event.payload), event.occurredAt, event.receivedAt],
+    p.values,
   );
   return result.rowCount === 1;
 }
 
 /** One rail's unacknowledged events, oldest first (by when they happened), at most `limit`. */
 export async function listPendingRailInbox(db: Queryable, rail: string, limit: number): Promise<RailInboxRow[]> {
+  const p = new Params();
   const { rows } = await db.query<RailInboxRow>(
     `SELECT ${COLUMNS} FROM rail_inbox
-      WHERE rail = $1 AND acknowledged_at IS NULL
+      WHERE rail = ${p.add(rail)} AND acknowledged_at IS NULL
       ORDER BY occurred_at, event_id
-      LIMIT $2`,
-    [rail, limit],
+      LIMIT ${p.add(limit)}`,
+    p.values,
   );
   return rows;
 }
 
 /** Marks an event acknowledged (idempotent: the first time stays); false when there is no such event. */
 export async function acknowledgeRailInboxEvent(db: Queryable, rail: string, eventId: string, at: Date): Promise<boolean> {
-  const result = await db.query(`UPDATE rail_inbox SET acknowledged_at = COALESCE(acknowledged_at, $3) WHERE rail = $1 AND event_id = $2`, [rail, eventId, at]);
+  const p = new Params();
+  const result = await db.query(
+    `UPDATE rail_inbox SET acknowledged_at = COALESCE(acknowledged_at, ${p.add(at)}) WHERE rail = ${p.add(rail)} AND event_id = ${p.add(eventId)}`,
+    p.values,
+  );
   return result.rowCount === 1;
 }
 
 /** How many events of a rail the inbox holds (acknowledged or not). */
 export async function countRailInboxEvents(db: Queryable, rail: string): Promise<number> {
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rail_inbox WHERE rail = $1`, [rail]);
+  const p = new Params();
+  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rail_inbox WHERE rail = ${p.add(rail)}`, p.values);
   return rows[0]?.n ?? 0;
 }
 
 /** Deletes at most `limit` events acknowledged before `before`; how many it deleted. */
 export async function purgeAcknowledgedRailInbox(db: Queryable, before: Date, limit: number): Promise<number> {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  const p = new Params();
   const result = await db.query(
     `DELETE FROM rail_inbox
       WHERE (rail, event_id) IN (
               SELECT rail, event_id FROM rail_inbox
-               WHERE acknowledged_at IS NOT NULL AND acknowledged_at < $1
+               WHERE acknowledged_at IS NOT NULL AND acknowledged_at < ${p.add(before)}
                ORDER BY acknowledged_at
-               LIMIT $2
+               LIMIT ${p.add(limit)}
                FOR UPDATE SKIP LOCKED)`,
-    [before, limit],
+    p.values,
   );
   return result.rowCount;
 }

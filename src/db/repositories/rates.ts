@@ -1,4 +1,5 @@
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 
 export interface StoredRate {
   asset: string;
@@ -7,13 +8,15 @@ export interface StoredRate {
 }
 
 export async function findRate(db: Queryable, asset: string): Promise<StoredRate | undefined> {
-  const { rows } = await db.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = $1', [asset]);
+  const p = new Params();
+  const { rows } = await db.query<StoredRate>(`SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)}`, p.values);
   return rows[0];
 }
 
 /** One asset's rate (undefined: none yet), its row locked until the transaction ends. */
 export async function lockRate(tx: Queryable, asset: string): Promise<StoredRate | undefined> {
-  const { rows } = await tx.query<StoredRate>('SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = $1 FOR UPDATE', [asset]);
+  const p = new Params();
+  const { rows } = await tx.query<StoredRate>(`SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)} FOR UPDATE`, p.values);
   return rows[0];
 }
 
@@ -23,11 +26,13 @@ export async function listRates(db: Queryable): Promise<StoredRate[]> {
 }
 
 export async function upsertRate(db: Queryable, asset: string, market: string, at: Date): Promise<StoredRate> {
+  const p = new Params();
+  const marketText = p.add(market);
   const { rows } = await db.query<StoredRate>(
-    `INSERT INTO fx_rates (asset, market, market_text, updated_at) VALUES ($1, $2::numeric, $2, $3)
+    `INSERT INTO fx_rates (asset, market, market_text, updated_at) VALUES (${p.add(asset)}, ${marketText}::numeric, ${marketText}, ${p.add(at)})
      ON CONFLICT (asset) DO UPDATE SET market = EXCLUDED.market, market_text = EXCLUDED.market_text, updated_at = EXCLUDED.updated_at
      RETURNING asset, market_text, updated_at`,
-    [asset, market, at],
+    p.values,
   );
   return rows[0]!;
 }

@@ -25,8 +25,8 @@ export const countKeysOf = (c: string): string => `CROSS JOIN LATERAL (VALUES
 export const timeKeysOf = (row: string): string =>
   `CROSS JOIN LATERAL (VALUES ('hour', ${hourOf(`${row}.created_at`)}), ('day', ${dayOf(`${row}.created_at`)})) k(period, bucket_start)`;
 
-/** The start of the time bin of a duration in ms: the last of the bins' starts ($1 of the fold, $7 of a report) at or below it. */
-export const binOf = (ms: string, bins = '$1'): string => `(${bins}::bigint[])[width_bucket(${ms}, ${bins}::bigint[])]`;
+/** The start of the time bin of a duration in ms: the last of the bins' starts (`bins`, the placeholder of their bigint[]) at or below it. */
+export const binOf = (ms: string, bins: string): string => `(${bins}::bigint[])[width_bucket(${ms}, ${bins}::bigint[])]`;
 
 /** Statuses whose reason the report tallies (failure reasons), as an SQL list. */
 export const REASONED_STATUSES = `(${FAILURE_STATUSES.map((s) => `'${s}'`).join(', ')})`;
@@ -86,7 +86,13 @@ export function unfoldedDeliveries(where = 'true'): string {
 /** Every webhook delivery attempt, in the shape of unfoldedDeliveries. */
 export const ALL_DELIVERIES = `SELECT d.tenant_id, d.mode, d.created_at, ${attemptOutcomeOf('d')} AS outcome, d.duration_ms FROM webhook_deliveries d`;
 
-// The tenants of a scope ($1: one tenant, or null for every customer tenant; tenants is a small table).
-export const SCOPE = `scope AS (
-  SELECT id AS tenant_id FROM tenants WHERE CASE WHEN $1::uuid IS NULL THEN NOT is_platform ELSE id = $1::uuid END
+/** The tenants of a scope, as the CTE `scope`: `tenant` is the placeholder of one tenant's id, or of null for every customer tenant (tenants is a small table). */
+export const scopeOf = (tenant: string): string => `scope AS (
+  SELECT id AS tenant_id FROM tenants WHERE CASE WHEN ${tenant}::uuid IS NULL THEN NOT is_platform ELSE id = ${tenant}::uuid END
 )`;
+
+/**
+ * TEMPORARY: the scope of payout-report.ts's statements, which still number their values by hand
+ * (the tenant first). Goes when they name theirs and call scopeOf.
+ */
+export const SCOPE = scopeOf('$1');

@@ -9,6 +9,7 @@ import { assertTransition } from '../../domain/payment-state.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import { relaxedOf, type Queryable } from '../database.ts';
 import { KEY_COMPLETIONS_SQL, keyCompletionParams, type IdempotencyScope } from './idempotency.ts';
+import { Params } from './sql-params.ts';
 
 export interface PayoutAnswer {
   scope: IdempotencyScope;
@@ -30,13 +31,14 @@ export interface PayoutAnswerRecorded {
 // Keys are completed as every key is (KEY_COMPLETIONS_SQL).
 // Payments are share-locked in id order through a primary-key probe each, as every writer locks
 // them (db/commit/README.md); nobody holding a payment ever waits for a key, so the two parts of this
-// statement never wait in a cycle with anyone.
-const SQL = `WITH answer AS (
+// statement never wait in a cycle with anyone. `acceptances`: the rows
+// `v(tenant_id, id, actor, metadata, at, n)`, in the order they are locked.
+const answersSql = (acceptances: string): string => `WITH answer AS (
   ${KEY_COMPLETIONS_SQL}
 ), accepted AS (
   INSERT INTO payment_transitions (tenant_id, payment_id, from_status, to_status, reason, actor, metadata, created_at)
   SELECT v.tenant_id, v.id, 'submitted', 'submitted', 'rail_accepted_async', v.actor, v.metadata, v.at
-    FROM unnest($7::uuid[], $8::uuid[], $9::text[], $10::jsonb[], $11::timestamptz[]) WITH ORDINALITY AS v(tenant_id, id, actor, metadata, at, n)
+    FROM ${acceptances}
     CROSS JOIN LATERAL (SELECT p.status FROM payments p WHERE p.tenant_id = v.tenant_id AND p.id = v.id FOR SHARE) p
    WHERE p.status = 'submitted'
    ORDER BY v.n
@@ -51,15 +53,19 @@ async function recordMany(db: Queryable, items: readonly PayoutAnswer[]): Promis
   const acceptances = items
     .filter((i) => i.acceptance)
     .sort((a, b) => (a.scope.tenantId + a.paymentId < b.scope.tenantId + b.paymentId ? -1 : 1));
-  const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(SQL, [
-    ...keyCompletionParams(items.map((i) => ({ scope: i.scope, owner: i.paymentId, status: i.status, body: i.body }))),
-    acceptances.map((i) => i.scope.tenantId),
-    acceptances.map((i) => i.paymentId),
-    acceptances.map((i) => i.acceptance!.actor),
-    acceptances.map((i) => JSON.stringify(i.acceptance!.metadata)),
-    acceptances.map((i) => i.acceptance!.at),
-    // keyed: part of the payout path measured by KEYED_PLANNER (db/postgres.ts): c16 872/s, 341/s without (−61 %).
-  ], { plan: 'keyed' });
+  const p = new Params();
+  // KEY_COMPLETIONS_SQL numbers its own values ($1..$6, idempotency.ts): they come first, in its order.
+  const completions = items.map((i) => ({ scope: i.scope, owner: i.paymentId, status: i.status, body: i.body }));
+  for (const values of keyCompletionParams(completions)) p.add(values);
+  const acceptanceRows = p.unnest({
+    tenant_id: ['uuid', acceptances.map((i) => i.scope.tenantId)],
+    id: ['uuid', acceptances.map((i) => i.paymentId)],
+    actor: ['text', acceptances.map((i) => i.acceptance!.actor)],
+    metadata: ['jsonb', acceptances.map((i) => JSON.stringify(i.acceptance!.metadata))],
+    at: ['timestamptz', acceptances.map((i) => i.acceptance!.at)],
+  }, { ordinality: true });
+  // keyed: part of the payout path measured by KEYED_PLANNER (db/postgres.ts): c16 872/s, 341/s without (−61 %).
+  const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(answersSql(acceptanceRows), p.values, { plan: 'keyed' });
   const answered = new Set(rows.filter((r) => r.part === 'answer').map((r) => r.id));
   const accepted = new Set(rows.filter((r) => r.part === 'accepted').map((r) => r.id));
   return items.map((i) => ({ answerStored: answered.has(i.paymentId), acceptanceRecorded: accepted.has(i.paymentId) }));

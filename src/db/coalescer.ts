@@ -1,4 +1,5 @@
 import { overloaded } from '../domain/errors.ts';
+import { assert } from '../domain/assert.ts';
 
 export interface CoalescerOptions {
   /** Items per statement, at most. */
@@ -48,7 +49,7 @@ export class Coalescer<In, Out> {
   private async execute(batch: Array<{ item: In; resolve(out: Out): void; reject(error: unknown): void }>): Promise<void> {
     try {
       const outputs = await this.run(batch.map((entry) => entry.item));
-      if (outputs.length !== batch.length) throw new Error(`invariant: a batch of ${batch.length} produced ${outputs.length} results`);
+      assert(outputs.length === batch.length, `a batch of ${batch.length} produced ${outputs.length} results`);
       batch.forEach((entry, i) => entry.resolve(outputs[i]!));
     } catch (error) {
       batch.forEach((entry) => entry.reject(error));

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { type Database, type PoolStats, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import { assert } from '../domain/assert.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
 // hand the services the same types.
@@ -173,7 +174,7 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   }
 
   override async query<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
-    if (this.committed) throw new Error('invariant: a statement after the transaction committed');
+    assert(!this.committed, 'a statement after the transaction committed');
     const pending = super.query<Row>(sql, params);
     const begin = this.begin;
     if (begin) {
@@ -201,7 +202,7 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
       throw error;
     }
     const ended = await commit;
-    if (ended.command !== 'COMMIT') throw new Error(`invariant: the transaction ended with ${ended.command}, not COMMIT`);
+    assert(ended.command === 'COMMIT', `the transaction ended with ${ended.command}, not COMMIT`);
     this.committed = true;
     return rows;
   }
@@ -242,7 +243,7 @@ async function transactionOn<T>(target: Target, work: (tx: TransactionHandle) =>
       working = work(tx);
     }
     const result = await working.catch((error: unknown) => {
-      if (tx!.committed) throw new Error(`invariant: the transaction had committed when its work failed: ${(error as Error)?.message}`);
+      assert(!tx!.committed, `the transaction had committed when its work failed: ${(error as Error)?.message}`);
       throw error;
     });
     await begun;
@@ -401,7 +402,7 @@ export class PostgresDatabase implements Database {
    */
   private async withDirectConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
     const { url, timeouts, connectTimeoutMs } = this.direct!;
-    if (url === undefined) throw new Error('invariant: behind a transaction pooler, work that needs a session of its own needs DATABASE_DIRECT_URL');
+    assert(url !== undefined, 'behind a transaction pooler, work that needs a session of its own needs DATABASE_DIRECT_URL');
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, options: SESSION_OPTIONS, ...timeouts });
     await client.connect();
     const checkedOut = checkOut(client);

@@ -1,3 +1,4 @@
+import { assert } from './assert.ts';
 // What an Idempotency-Key already found in the database means for a new request with that key.
 // Pure: the writers and the HTTP layer both ask it, so a key is answered the same way whoever finds it.
 
@@ -43,7 +44,7 @@ export function answerForStoredKey(stored: StoredKey, fingerprint: string, now: 
   if (stored.expiresAt.getTime() <= now.getTime()) return { kind: 'absent' };
   if (stored.fingerprint !== fingerprint) return { kind: 'mismatch' };
   if (stored.status === 'completed') {
-    if (stored.responseStatus === null || stored.responseBody === null) throw new Error('invariant: a completed key has a stored response');
+    assert(stored.responseStatus !== null && stored.responseBody !== null, 'a completed key has a stored response');
     return { kind: 'replay', status: stored.responseStatus, body: stored.responseBody };
   }
   const leaseOver = stored.lockedUntil !== null && stored.lockedUntil.getTime() <= now.getTime();

@@ -1,3 +1,4 @@
+import { assert, InvariantError } from './assert.ts';
 // Ledger entries as pure data. A posting is signed: debit positive, credit negative. Every entry
 // balances per asset; `assertBalanced` stops the world otherwise (the database checks it again).
 
@@ -23,17 +24,17 @@ export function assertBalanced(entry: LedgerEntry): void {
   const seen = new Set<string>();
   for (const posting of entry.postings) {
     if (typeof posting.amount !== 'bigint' || posting.amount === 0n) {
-      throw new Error(`invariant: ${entry.kind} has a zero or non-integer posting`);
+      throw new InvariantError(`${entry.kind} has a zero or non-integer posting`);
     }
     const key = `${posting.asset}/${posting.account}`;
-    if (seen.has(key)) throw new Error(`invariant: ${entry.kind} posts twice to ${key}`);
+    assert(!seen.has(key), `${entry.kind} posts twice to ${key}`);
     seen.add(key);
     sums.set(posting.asset, (sums.get(posting.asset) ?? 0n) + posting.amount);
   }
   for (const [asset, sum] of sums) {
-    if (sum !== 0n) throw new Error(`invariant: ${entry.kind} is unbalanced in ${asset} by ${sum}`);
+    assert(sum === 0n, `${entry.kind} is unbalanced in ${asset} by ${sum}`);
   }
-  if (entry.postings.length < 2) throw new Error(`invariant: ${entry.kind} needs at least two postings`);
+  assert(entry.postings.length >= 2, `${entry.kind} needs at least two postings`);
 }
 
 function entry(kind: LedgerEntryKind, postings: Posting[]): LedgerEntry {
@@ -70,7 +71,7 @@ export function payoutEntry(a: PayoutAmounts): LedgerEntry {
     { asset: 'BS', account: 'revenue', amount: -a.feeAmount },
   ];
   if (a.sourceAsset === 'BS') {
-    if (a.sourceAmount !== gross) throw new Error('invariant: a BS payout charges exactly deliver + fee');
+    assert(a.sourceAmount === gross, 'a BS payout charges exactly deliver + fee');
     return entry('payout', [{ asset: 'BS', account: a.funding, amount: a.sourceAmount }, ...bs]);
   }
   return entry('payout', [
@@ -96,9 +97,9 @@ export function settlementEntry(deliverAmount: bigint): LedgerEntry {
  * refund never drives `credit_receivable` below zero, whenever it happens.
  */
 export function refundPostings(funding: FundingAccount, asset: string, amount: bigint, creditDrawn: bigint): Posting[] {
-  if (amount <= 0n) throw new Error('invariant: a refund is positive');
+  assert(amount > 0n, 'a refund is positive');
   if (funding === 'prefunding') return [{ asset, account: 'prefunding', amount: -amount }];
-  if (creditDrawn < 0n) throw new Error('invariant: credit drawn is never negative');
+  assert(creditDrawn >= 0n, 'credit drawn is never negative');
   const toCredit = creditDrawn < amount ? creditDrawn : amount;
   return [
     { asset, account: 'credit_receivable', amount: -toCredit },
@@ -111,9 +112,9 @@ export function refundPostings(funding: FundingAccount, asset: string, amount: b
  * `refundPostings` (a credit tenant's draw may have been settled by a close meanwhile).
  */
 export function failureEntry(payout: LedgerEntry, funding: FundingAccount, creditDrawn: bigint): LedgerEntry {
-  if (payout.kind !== 'payout') throw new Error('invariant: only a payout entry is reversed on failure');
+  assert(payout.kind === 'payout', 'only a payout entry is reversed on failure');
   const charge = payout.postings.find((p) => p.account === funding && p.amount > 0n);
-  if (!charge) throw new Error(`invariant: the payout entry does not charge ${funding}`);
+  assert(charge, `the payout entry does not charge ${funding}`);
   return entry('payout_failure', [
     ...payout.postings.filter((p) => p !== charge).map((p) => ({ ...p, amount: -p.amount })),
     ...refundPostings(funding, charge.asset, charge.amount, creditDrawn),
@@ -134,7 +135,7 @@ export function reversalEntry(funding: FundingAccount, asset: string, deliverAmo
  * pays it out when we owe more than was drawn. Undefined when there is nothing to settle.
  */
 export function dailyCloseEntry(asset: string, drawn: bigint, owed: bigint): LedgerEntry | undefined {
-  if (drawn < 0n || owed < 0n) throw new Error('invariant: drawn and owed are never negative');
+  assert(drawn >= 0n && owed >= 0n, 'drawn and owed are never negative');
   if (drawn === 0n && owed === 0n) return undefined;
   return entry('daily_close', [
     { asset, account: 'treasury', amount: drawn - owed },

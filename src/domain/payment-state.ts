@@ -1,3 +1,4 @@
+import { InvariantError } from './assert.ts';
 // The payment state machine. Every transition is one conditional UPDATE (WHERE status = from); this
 // table says which moves exist at all, so a bug cannot invent one.
 
@@ -16,7 +17,7 @@ const ALLOWED: Record<string, readonly PaymentStatus[]> = {
 
 export function assertTransition(from: PaymentStatus | null, to: PaymentStatus): void {
   if (!(ALLOWED[from ?? ''] ?? []).includes(to)) {
-    throw new Error(`invariant: payment transition ${from ?? 'null'} → ${to} does not exist`);
+    throw new InvariantError(`payment transition ${from ?? 'null'} → ${to} does not exist`);
   }
 }
 

@@ -3,6 +3,7 @@
 // The checks themselves are in reconciliation-checks.ts; reading the figures is the repositories'.
 
 import { createHash } from 'node:crypto';
+import { assert } from './assert.ts';
 
 export const RECONCILIATION_CHECKS = [
   'transaction_balanced',
@@ -70,7 +71,7 @@ export class DiscrepancyTally {
   private readonly ran = new Set<CheckName>();
 
   constructor(private readonly storedMax: number) {
-    if (!Number.isInteger(storedMax) || storedMax < 0) throw new Error('invariant: the stored bound is a non-negative integer');
+    assert(Number.isInteger(storedMax) && storedMax >= 0, 'the stored bound is a non-negative integer');
   }
 
   /** The check ran to its end (with or without findings). */

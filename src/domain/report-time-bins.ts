@@ -1,3 +1,4 @@
+import { assert } from './assert.ts';
 // The bins of the payout report's time histograms (time to outcome, webhook delivery duration).
 // A report's p50 and p95 come from its rollups, which keep counts per bin rather than every
 // duration, so a percentile is known to its bin: the report gives the bin's last millisecond, an
@@ -33,14 +34,14 @@ function binIndexOf(ms: number): number {
 
 /** What the report says for a duration of `ms`: the last millisecond of its bin. */
 export function reportedDurationMs(ms: number): number {
-  if (!Number.isSafeInteger(ms) || ms < 0) throw new Error(`invariant: a duration is a whole number of ms ≥ 0, not ${ms}`);
+  assert(Number.isSafeInteger(ms) && ms >= 0, `a duration is a whole number of ms ≥ 0, not ${ms}`);
   return binLastMs(TIME_BIN_STARTS[binIndexOf(ms)]!);
 }
 
 /** The last millisecond of the bin that starts at `startMs` (a start the rollups recorded); the last bin's own start. */
 export function binLastMs(startMs: number): number {
   const i = binIndexOf(startMs);
-  if (TIME_BIN_STARTS[i] !== startMs) throw new Error(`invariant: ${startMs} ms is not the start of a report time bin`);
+  assert(TIME_BIN_STARTS[i] === startMs, `${startMs} ms is not the start of a report time bin`);
   return i + 1 < TIME_BIN_STARTS.length ? TIME_BIN_STARTS[i + 1]! - 1 : startMs;
 }
 

@@ -5,6 +5,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { signatureHeader } from './webhook-signature.ts';
+import { assert } from './assert.ts';
 
 export const EVENT_TYPES = ['payment.settled', 'payment.failed', 'payment.reversed'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -22,7 +23,7 @@ export const BACKOFF_WAITS_SECONDS = [5, 15, 45, 135, 405, 1215, 3645, 10935, 21
  * (or any later, manually requeued) attempt has failed.
  */
 export function afterFailure(attempt: number, backoffScale: number): { status: 'pending'; waitMs: number } | { status: 'dead' } {
-  if (!Number.isInteger(attempt) || attempt < 1) throw new Error(`invariant: attempt ${attempt} is not a positive integer`);
+  assert(Number.isInteger(attempt) && attempt >= 1, `attempt ${attempt} is not a positive integer`);
   if (attempt >= WEBHOOK_ATTEMPTS_MAX) return { status: 'dead' };
   const waitSeconds = BACKOFF_WAITS_SECONDS[attempt - 1]!;
   return { status: 'pending', waitMs: Math.round(waitSeconds * 1000 * backoffScale) };
@@ -33,7 +34,7 @@ export function afterFailure(attempt: number, backoffScale: number): { status: '
  * bytes sent. `payloadText` is the stored payload JSON, embedded verbatim (never re-serialized).
  */
 export function deliveryBody(event: { id: bigint | string; eventType: string; attempt: number; payloadText: string }): string {
-  if (!Number.isInteger(event.attempt) || event.attempt < 1) throw new Error(`invariant: attempt ${event.attempt} is not a positive integer`);
+  assert(Number.isInteger(event.attempt) && event.attempt >= 1, `attempt ${event.attempt} is not a positive integer`);
   return `{"id":${JSON.stringify(String(event.id))},"eventType":${JSON.stringify(event.eventType)},"attempt":${event.attempt},"payload":${event.payloadText}}`;
 }
 
@@ -61,7 +62,7 @@ export function deliveryHeaders(input: {
   timestampMs: number;
   secrets: readonly string[];
 }): Record<string, string> {
-  if (input.secrets.length === 0) throw new Error('invariant: a delivery needs at least one signing secret');
+  assert(input.secrets.length !== 0, 'a delivery needs at least one signing secret');
   const timestamp = String(input.timestampMs);
   return {
     'content-type': 'application/json',

@@ -1,5 +1,6 @@
 import type { AuditActor } from '../domain/audit.ts';
 import type { AuthContext, Partition } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,18 +42,18 @@ declare module 'fastify' {
 
 /** The key and fingerprint of a writer-recorded route (the plugin guarantees them). */
 export function idempotencyOf(request: { idempotency?: { key: string; fingerprint: string } }): { key: string; fingerprint: string } {
-  if (!request.idempotency) throw new Error('invariant: a writer-recorded route reached without its Idempotency-Key');
+  assert(request.idempotency, 'a writer-recorded route reached without its Idempotency-Key');
   return request.idempotency;
 }
 
 /** The caller's partition: every tenant-owned query is scoped by it. */
 export function partitionOf(auth: AuthContext | null): Partition {
-  if (!auth) throw new Error('invariant: route reached without authentication');
+  assert(auth, 'route reached without authentication');
   return { tenantId: auth.tenantId, mode: auth.mode };
 }
 
 /** Who acts, for the audit trail: the authenticated key, its tenant, and the request. */
 export function auditActorOf(request: { auth: AuthContext | null; id: string }): AuditActor {
-  if (!request.auth) throw new Error('invariant: an audited route reached without authentication');
+  assert(request.auth, 'an audited route reached without authentication');
   return { keyId: request.auth.apiKeyId, tenantId: request.auth.tenantId, requestId: request.id };
 }

@@ -20,6 +20,7 @@ import { isStoredStatus } from '../domain/idempotency.ts';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
 import { errorAnswer, errorAnswerCodes } from './schemas/common.ts';
 import { IdempotencyKeyHeaders, RATE_LIMIT_HEADERS, REPLAYED_HEADER, REQUEST_ID_HEADER, RETRY_AFTER_HEADER } from './schemas/headers.ts';
+import { assert } from '../domain/assert.ts';
 
 type RouteSchema = Record<string, unknown> & { hide?: boolean; headers?: TSchema; response?: Record<string, Record<string, unknown>> };
 
@@ -64,7 +65,7 @@ export function completeRouteContract(route: Pick<RouteOptions, 'method' | 'conf
   const keyed = config.public !== true;
 
   if (config.idempotency) {
-    if (schema.headers !== undefined) throw new Error('invariant: an idempotent route declares no headers of its own');
+    assert(schema.headers === undefined, 'an idempotent route declares no headers of its own');
     schema.headers = IdempotencyKeyHeaders(config.idempotency === 'required');
   }
 

@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { INSTRUMENTS, type Instrument } from '../domain/instrument.ts';
+import { assert } from '../domain/assert.ts';
 
 export interface Bank {
   /** 4 digits; the beneficiary's `bankCode` and the first 4 digits of its account number. */
@@ -54,7 +55,7 @@ export class LocalBankCatalogue implements BankCatalogueProvider {
     for (const method of INSTRUMENTS) {
       const list = parsed[method];
       // The shipped file is part of the program: a broken one is a build error, not a runtime case.
-      if (!isCatalogue(list)) throw new Error(`invariant: ${file} has no valid "${method}" bank list`);
+      assert(isCatalogue(list), `${file} has no valid "${method}" bank list`);
       banks[method] = Object.freeze(copy(list));
     }
     this.banks = banks;

@@ -31,6 +31,7 @@ import { LocalBankCatalogue, type Bank } from './catalogue.ts';
 import { ServiceDatabaseError, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatus, type RailTransfer } from './rail.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
+import { InvariantError } from '../domain/assert.ts';
 
 export interface SandboxRailOptions {
   /** Time from receipt until a transfer reaches its final outcome (SANDBOX_SETTLE_DELAY_MS). */
@@ -75,7 +76,7 @@ function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus {
   if (t < settleAt) return { status: row.pending_status, retryAfterMs: Math.max(0, settleAt - t) };
   if (row.failure_reason !== null) return { status: 'failed', reason: row.failure_reason };
   if (row.bank_reference === null || row.settled_at === null) {
-    throw new Error(`invariant: sandbox transfer ${row.reference} has neither a failure nor a settlement`);
+    throw new InvariantError(`sandbox transfer ${row.reference} has neither a failure nor a settlement`);
   }
   if (row.reverse_at !== null && t >= row.reverse_at.getTime()) {
     return { status: 'reversed', bankReference: row.bank_reference, reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON };

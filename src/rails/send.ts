@@ -4,6 +4,7 @@ import type { PaymentRow } from '../db/repositories/payments.ts';
 import type { RailReport } from '../domain/commit/outcome-decision.ts';
 import type { Sender } from '../domain/sender.ts';
 import { isRailFailure, RailNotReceivedError, type RailAdapter, type RailTransfer } from './rail.ts';
+import { assert } from '../domain/assert.ts';
 
 /** Which rail serves each mode, when a caller has one rail per mode (tests of one rail). */
 export type RailsByMode = { test: RailAdapter; live?: RailAdapter };
@@ -51,7 +52,7 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
 
 /** What the rail is asked to send for a payment (by our reference, the payment id). */
 export function transferOf(payment: PaymentRow, sender: Sender | Record<string, string>): RailTransfer {
-  if (!payment.method) throw new Error(`invariant: payment ${payment.id} reached the rail without an instrument`);
+  assert(payment.method, `payment ${payment.id} reached the rail without an instrument`);
   const b = payment.beneficiary;
   return {
     reference: payment.id,

@@ -15,6 +15,7 @@ import { auditRowsDue, lastAuditArchive, lockAuditArchiving, recordAuditArchive,
 import { SERVICE_ACTOR } from '../domain/audit.ts';
 import { canonicalJson } from '../domain/canonical-json.ts';
 import type { Clock } from '../domain/clock.ts';
+import { assert } from '../domain/assert.ts';
 
 /** Rows in one archive file at most (a few MB): one run writes one file; a backlog takes several runs. */
 export const AUDIT_ARCHIVE_ROWS_MAX = 10_000;
@@ -92,7 +93,7 @@ export class AuditArchiver {
       const through = rows[rows.length - 1]!;
       const archive = { seq, through_created_at: through.created_at, through_id: through.id, row_count: rows.length, file, prev_hash: prevHash, last_hash: prev, file_sha256: sha256(content) };
       const removed = await recordAuditArchive(tx, archive, rows.map((row) => row.id), now);
-      if (removed !== rows.length) throw new Error(`invariant: archive ${seq} holds ${rows.length} rows but ${removed} were removed`);
+      assert(removed === rows.length, `archive ${seq} holds ${rows.length} rows but ${removed} were removed`);
       await recordAudit(tx, {
         actor: SERVICE_ACTOR,
         action: 'audit.archive',

@@ -1,3 +1,4 @@
+import { assert } from '../domain/assert.ts';
 /**
  * Requests come first. Background work runs in units — the transaction of an outcome the reaper or a
  * bank's notification brought, the transaction of a payout batch's items, a turn of a batch's
@@ -25,7 +26,7 @@ export class BackgroundShare {
     private readonly besideRequests = BACKGROUND_UNITS_BESIDE_REQUESTS,
     private readonly max = BACKGROUND_UNITS_MAX,
   ) {
-    if (!(besideRequests >= 1) || !(max >= besideRequests)) throw new Error('invariant: the background share must let a unit run');
+    assert(besideRequests >= 1 && max >= besideRequests, 'the background share must let a unit run');
   }
 
   /** A request began; `requestEnded` must follow exactly once. */
@@ -34,7 +35,7 @@ export class BackgroundShare {
   }
 
   requestEnded(): void {
-    if (this.requests <= 0) throw new Error('invariant: a request ended that had not started');
+    assert(this.requests > 0, 'a request ended that had not started');
     this.requests -= 1;
     this.admit();
   }

@@ -6,6 +6,7 @@ import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import type { RoutedBankCatalogue } from './routed-catalogue.ts';
 import type { Partition } from '../domain/partition.ts';
+import { InvariantError } from '../domain/assert.ts';
 
 /** The caller's (tenant, mode) partition: every beneficiary read and write is scoped by it. */
 export interface BeneficiaryPage {
@@ -49,7 +50,7 @@ export class BeneficiaryService {
       const saved = await upsertBeneficiary(this.db, partition.tenantId, partition.mode, randomUUID(), details);
       if (saved) return saved;
     }
-    throw new Error('invariant: beneficiary neither inserted nor found by its identity');
+    throw new InvariantError('beneficiary neither inserted nor found by its identity');
   }
 
   async get(partition: Partition, id: string): Promise<BeneficiaryRow> {

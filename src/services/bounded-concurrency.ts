@@ -1,3 +1,4 @@
+import { assert } from '../domain/assert.ts';
 // Work over many items with a named bound on how many run at once: the reaper's questions to a rail,
 // the rail notifications it applies, a payout batch's preparation of its items and its payouts in the
 // committer.
@@ -13,7 +14,7 @@ export async function mapBounded<T, R>(
   work: (item: T, index: number) => Promise<R>,
   afterEach?: (index: number) => Promise<void>,
 ): Promise<R[]> {
-  if (!Number.isSafeInteger(concurrency) || concurrency < 1) throw new Error(`invariant: concurrency must be a positive integer, got ${concurrency}`);
+  assert(Number.isSafeInteger(concurrency) && concurrency >= 1, `concurrency must be a positive integer, got ${concurrency}`);
   const results = new Array<R>(items.length);
   let next = 0;
   const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {

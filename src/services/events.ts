@@ -15,6 +15,7 @@ import type { Clock } from '../domain/clock.ts';
 import type { EventStatus, EventType } from '../domain/webhooks.ts';
 import { notFound } from '../domain/errors.ts';
 import type { Partition } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 
 export const INT8_MAX = 9_223_372_036_854_775_807n;
@@ -61,7 +62,7 @@ export class EventService {
       const before = await lockEvent(tx, partition.tenantId, partition.mode, id);
       if (!before) return undefined;
       const retried = await requeueEvent(tx, partition.tenantId, partition.mode, id, this.clock.now());
-      if (!retried) throw new Error(`invariant: event ${id}, locked, vanished before its retry`);
+      assert(retried, `event ${id}, locked, vanished before its retry`);
       await recordAudit(tx, {
         actor,
         action: 'event.retry',

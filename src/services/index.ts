@@ -172,9 +172,7 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     railRegistry,
     railMetrics,
     railAdmin: new RailAdminService(db, clock, railRegistry, railMetrics),
-    treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
-    senders: new SenderService(db),
-    payments: new PaymentReads(db, clock),
+    ...paymentAdminServicesOf(db, clock, idempotencyTtlMs),
     committer,
     background,
     outcomes,
@@ -198,6 +196,11 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     ),
     ...railStatementServicesOf(db, clock, railRegistry, metrics),
   };
+}
+
+/** A tenant's money and payments as the operator and the tenant manage them: funding, senders, reads. */
+function paymentAdminServicesOf(db: Database, clock: Clock, idempotencyTtlMs: number) {
+  return { treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }), senders: new SenderService(db), payments: new PaymentReads(db, clock) };
 }
 
 /** The statement matching and the daily pull that feeds it the banks' statements. */

@@ -8,6 +8,7 @@ import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { UNRESOLVED } from '../domain/payment-state.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
+import { assert } from '../domain/assert.ts';
 
 export async function recheckPayment(db: Database, clock: Clock, id: string, actor: AuditActor): Promise<PaymentRow> {
   // The operator names the payment only: its tenant (which never changes) is read first, so that the
@@ -21,7 +22,7 @@ export async function recheckPayment(db: Database, clock: Clock, id: string, act
       throw new ApiError('payment_already_resolved', `This payment is already ${payment.status}: there is nothing to ask the rail.`, { status: payment.status });
     }
     const row = await requeueResolution(tx, payment.tenant_id, id, clock.now());
-    if (!row) throw new Error(`invariant: payment ${id}, locked and unresolved, was not requeued`);
+    assert(row, `payment ${id}, locked and unresolved, was not requeued`);
     await recordAudit(tx, {
       actor,
       action: 'payment.recheck',

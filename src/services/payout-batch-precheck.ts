@@ -21,6 +21,7 @@ import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../doma
 import type { Partition } from '../domain/partition.ts';
 import type { PayoutRefusal } from '../domain/commit/payout-decision.ts';
 import { refusalError } from './payout-refusals.ts';
+import { assert } from '../domain/assert.ts';
 
 /** What an item would take: the charge to the tenant's funding account, and the amount delivered. */
 export interface ItemCost {
@@ -53,7 +54,7 @@ export class BatchPrecheck {
 
   static async read(db: Queryable, partition: Partition, rules: readonly LimitRule[], assets: readonly string[], now: Date): Promise<BatchPrecheck> {
     const tenant = await findTenant(db, partition.tenantId);
-    if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+    assert(tenant, `tenant ${partition.tenantId} has no row`);
     const funds = new Map<string, Funds>();
     for (const asset of new Set(assets)) funds.set(asset, await fundsOf(db, partition, tenant, asset));
     const day = businessDate(now);
@@ -81,7 +82,7 @@ export class BatchPrecheck {
 
   private fundsRefusal(cost: ItemCost): ApiError | undefined {
     const funds = this.funds.get(cost.spend.asset);
-    if (!funds) throw new Error(`invariant: the precheck read no funds of ${cost.spend.asset}`);
+    assert(funds, `the precheck read no funds of ${cost.spend.asset}`);
     const refusal = shortfallOf(funds, cost.spend.asset, cost.spend.amount);
     return refusal ? refusalError(refusal) : undefined;
   }
@@ -122,7 +123,7 @@ export async function unpayableBatchRefusal(db: Queryable, partition: Partition,
     for (const [asset, amount] of floors) if (!least.has(asset) || amount < least.get(asset)!) least.set(asset, amount);
   }
   const tenant = await findTenant(db, partition.tenantId);
-  if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+  assert(tenant, `tenant ${partition.tenantId} has no row`);
   let first: FundsShortfall | undefined;
   for (const [asset, amount] of least) {
     const refusal = shortfallOf(await fundsOf(db, partition, tenant, asset), asset, amount);

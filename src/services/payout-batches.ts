@@ -44,6 +44,7 @@ import { keyInProgress, keyReused } from './payout-refusals.ts';
 import { validate, type CheckedPayout, type PayoutService } from './payouts.ts';
 import type { QuoteService } from './quotes.ts';
 import type { WriterAnswer } from './commit/writer-answer.ts';
+import { assert } from '../domain/assert.ts';
 
 export interface PayoutBatchSettings {
   /** PAYOUT_BATCH_MAX_ITEMS: the most items one batch may carry. */
@@ -455,7 +456,7 @@ function itemView(item: BatchItemRow) {
 function outcomeOfAnswer(status: number, body: string): ItemOutcome {
   const parsed = JSON.parse(body) as { id?: string; error?: { code: string; message: string; meta?: Record<string, unknown> } };
   if (status === 201 && parsed.id) return { kind: 'payment', paymentId: parsed.id };
-  if (!parsed.error) throw new Error(`invariant: a stored payout answer (${status}) is neither a payment nor an error`);
+  assert(parsed.error, `a stored payout answer (${status}) is neither a payment nor an error`);
   return { kind: 'refused', refusal: { code: parsed.error.code, message: parsed.error.message, ...(parsed.error.meta ? { meta: parsed.error.meta } : {}) } };
 }
 

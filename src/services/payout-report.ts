@@ -10,6 +10,7 @@ import type { AuthContext } from '../domain/partition.ts';
 import { PAYMENT_STATUSES, type PaymentStatus } from '../domain/payment-state.ts';
 import { reportRangeOf, successRate, type ReportRange } from '../domain/payout-report.ts';
 import type { BankCatalogue } from '../rails/catalogue.ts';
+import { assert } from '../domain/assert.ts';
 
 type ByStatus = PayoutReport['totals']['byStatus'];
 type OutcomeTally = Omit<PayoutReport['banks'][number], 'bankCode' | 'bankName'>;
@@ -142,7 +143,7 @@ function bucketsOf(range: ReportRange, payments: PaymentAggregates, webhooks: re
   }));
   const at = (b: number) => {
     const bucket = buckets[b - 1];
-    if (!bucket) throw new Error(`invariant: the report's SQL put a row in bucket ${b} of ${buckets.length}`);
+    assert(bucket, `the report's SQL put a row in bucket ${b} of ${buckets.length}`);
     return bucket;
   };
   for (const [b, status, n, amount] of payments.byBucket) {

@@ -35,6 +35,7 @@ import { keyInProgress, keyReused } from './payout-refusals.ts';
 import type { PaymentOutcomes } from './commit/payment-outcomes.ts';
 import type { RailRegistry, RegisteredRail } from './rail-registry.ts';
 import type { WriterAnswer } from './commit/writer-answer.ts';
+import { assert } from '../domain/assert.ts';
 
 export interface PayoutRequest {
   quoteId: string;
@@ -134,7 +135,7 @@ export class PayoutService {
         throw result.error;
       case 'key_taken': {
         const answer = await this.answerFromKey(partition, result.stored, context.fingerprint);
-        if (!answer) throw new Error('invariant: a key taken in the commit was past its TTL');
+        assert(answer, 'a key taken in the commit was past its TTL');
         return answer;
       }
       case 'accepted':
@@ -267,7 +268,7 @@ export class PayoutService {
         return { status: answer.status, body: answer.body, replayed: true };
       case 'payment': {
         const payment = await findPayment(this.db, partition.tenantId, partition.mode, answer.paymentId);
-        if (!payment) throw new Error(`invariant: key names payment ${answer.paymentId}, which does not exist`);
+        assert(payment, `key names payment ${answer.paymentId}, which does not exist`);
         return { status: 201, body: payoutAnswerBody.payment(payment), replayed: true };
       }
     }
@@ -332,7 +333,7 @@ export class PayoutService {
     const transfer = transferOf(payment, sender);
     for (let tried = 1; ; tried += 1) {
       const rail = this.rails.railOf(row);
-      if (!rail) throw new Error(`invariant: payment ${row.id} is on rail ${row.rail}, which this process does not have`);
+      assert(rail, `payment ${row.id} is on rail ${row.rail}, which this process does not have`);
       const outcome = await callRail(rail, transfer, this.settings.railTimeoutMs);
       this.rails.sent(rail.name, outcome);
       if (outcome.status !== 'not_received') return { outcome, payment: row };

@@ -9,6 +9,7 @@ import { planQuote, type QuoteRequestInput } from '../domain/quote-request.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import type { RateService } from './rates.ts';
 import type { Partition } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 export type QuoteStatus = 'open' | 'consumed' | 'expired';
 
@@ -30,7 +31,7 @@ export class QuoteService {
     const plan = planQuote(request);
     if (!plan.ok) throw validationFailed(plan.errors);
     const tenant = await findTenant(this.db, partition.tenantId);
-    if (!tenant) throw new Error('invariant: authenticated tenant has no row');
+    assert(tenant, 'authenticated tenant has no row');
     const fee = { feeBps: tenant.fee_bps, feeFixed: tenant.fee_fixed };
 
     let quote: Quote;
@@ -89,7 +90,7 @@ export class QuoteService {
    */
   async deliverQuotes(partition: Partition, requests: ReadonlyArray<{ amount: number; customerId?: string } | undefined>): Promise<{ quotes: Array<NewQuote | undefined>; errors: Array<{ index: number; message: string }> }> {
     const tenant = await findTenant(this.db, partition.tenantId);
-    if (!tenant) throw new Error('invariant: authenticated tenant has no row');
+    assert(tenant, 'authenticated tenant has no row');
     const now = this.clock.now();
     const errors: Array<{ index: number; message: string }> = [];
     const quotes = requests.map((request, index): NewQuote | undefined => {

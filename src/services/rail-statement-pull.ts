@@ -19,6 +19,7 @@ import { parseColumnMapping, type ColumnMapping } from '../domain/rail-statement
 import { RailNotReceivedError, RailStatementNotReady, type RailStatementEntry } from '../rails/rail.ts';
 import type { RailRegistry } from './rail-registry.ts';
 import type { RailStatementService } from './rail-statements.ts';
+import { assert } from '../domain/assert.ts';
 
 /** Attempts at one rail's day before it is given up (with an anomaly). */
 export const STATEMENT_PULL_ATTEMPTS_MAX = 10;
@@ -115,7 +116,7 @@ export class RailStatementPullService {
       return { pull: pulled, started: true, state };
     }
     const held = await findStatementPull(this.db, { rail: name, day });
-    if (!held) throw new Error('invariant: a pull that was not claimed has no row');
+    assert(held, 'a pull that was not claimed has no row');
     return { pull: held, started: false, state: pullStateOf(held, this.clock.now()) };
   }
 

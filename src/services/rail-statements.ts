@@ -45,6 +45,7 @@ import {
 } from '../domain/rail-statement.ts';
 import type { MoneyMetrics } from './money-metrics.ts';
 import { spooledBatches, spoolStatement, statementMalformed, type SpooledStatement } from './rail-statement-file.ts';
+import { assert } from '../domain/assert.ts';
 
 /**
  * Lines matched per batch: one read of the payments they name, one insert of their references, at
@@ -106,7 +107,7 @@ export class RailStatementService {
       const result = await this.db.transaction((tx) => this.match(tx, input, spool, opened));
       if (result === undefined) {
         const found = await findStatementByFile(this.db, key);
-        if (!found) throw new Error('invariant: a statement that conflicted on insert is not stored');
+        assert(found, 'a statement that conflicted on insert is not stored');
         return { statement: found, created: false };
       }
       for (const kind of opened) this.metrics?.anomalyRecorded(kind);

@@ -50,6 +50,7 @@ import type { Clock } from '../domain/clock.ts';
 import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
 import { DiscrepancyTally, RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../domain/reconciliation.ts';
 import type { Mode } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 /** Discrepancies stored per check and run; the run counts the rest (`discrepancies` ≥ `stored`). */
 export const DISCREPANCIES_STORED_PER_CHECK_MAX = 50;
@@ -241,7 +242,7 @@ export class ReconciliationRunner {
       if (!finished) return undefined;
       await insertDiscrepancies(tx, run, stored);
       if (end.status === 'completed') {
-        if (!proven) throw new Error('invariant: a completed run read the books');
+        assert(proven, 'a completed run read the books');
         const byCheck = Object.fromEntries(RECONCILIATION_CHECKS.map((c) => [c, results[c].discrepancies])) as Record<CheckName, number>;
         await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0, { ...proven, full: end.scope === 'full' });
       }

@@ -24,6 +24,7 @@ import {
 } from '../rails/sandbox-rail.ts';
 import type { PaymentOutcomes } from './commit/payment-outcomes.ts';
 import type { Partition } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 export const SIMULATED_OUTCOMES = ['settle', 'fail', 'reverse'] as const;
 export type SimulatedOutcomeName = (typeof SIMULATED_OUTCOMES)[number];
@@ -143,7 +144,7 @@ export class SandboxSimulationService {
     });
     if (!applied.moved) throw refusal(request.outcome, applied.payment.status);
     const after = await findPayment(this.db, partition.tenantId, 'test', id);
-    if (!after) throw new Error(`invariant: payment ${id} vanished after its simulated outcome`);
+    assert(after, `payment ${id} vanished after its simulated outcome`);
     return { payment: after, transitions: await listTransitions(this.db, partition.tenantId, id) };
   }
 

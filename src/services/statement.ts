@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor, type PagePosition } from '../domain/page-cu
 import type { PaymentStatus } from '../domain/payment-state.ts';
 import { validationFailed, type FieldError } from '../domain/errors.ts';
 import type { Partition } from '../domain/partition.ts';
+import { InvariantError } from '../domain/assert.ts';
 
 /** The statement filters as the caller sent them. */
 export interface StatementQuery {
@@ -138,7 +139,7 @@ export class StatementService {
       const next = positionOf(batch[batch.length - 1]!);
       // The keyset only moves down; anything else would loop or repeat rows.
       if (after && !(next.createdAtUs < after.createdAtUs || (next.createdAtUs === after.createdAtUs && next.id < after.id))) {
-        throw new Error('invariant: statement export cursor did not advance');
+        throw new InvariantError('statement export cursor did not advance');
       }
       after = next;
     }

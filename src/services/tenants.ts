@@ -8,6 +8,7 @@ import { changedFields, type AuditActor } from '../domain/audit.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
 import type { Mode } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 export const TENANT_DEFAULTS = {
   creditEnabled: false,
@@ -68,7 +69,7 @@ export class TenantService {
       const before = await lockTenant(tx, id);
       if (!before || before.is_platform) throw notFound('tenant');
       const tenant = await updateTenant(tx, id, given);
-      if (!tenant) throw new Error(`invariant: tenant ${id}, locked, vanished before its update`);
+      assert(tenant, `tenant ${id}, locked, vanished before its update`);
       const fields = changedFields(settingsOf(before), settingsOf(tenant), Object.keys(given) as Array<keyof TenantFields>);
       await recordAudit(tx, { actor, action: 'tenant.update', target: { type: 'tenant', id, tenantId: id }, ...fields });
       return tenant;
@@ -132,7 +133,7 @@ export class TenantService {
       const key = await lockApiKey(tx, id);
       if (!key) throw notFound('API key');
       const revoked = await revokeApiKey(tx, id);
-      if (!revoked) throw new Error(`invariant: API key ${id}, locked, vanished before its revocation`);
+      assert(revoked, `API key ${id}, locked, vanished before its revocation`);
       await recordAudit(tx, {
         actor,
         action: 'api_key.revoke',

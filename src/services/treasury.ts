@@ -20,6 +20,7 @@ import { MAX_AMOUNT_MINOR } from '../domain/money.ts';
 import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
 import type { WriterAnswer } from './commit/writer-answer.ts';
 import type { Partition, Mode } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 export interface TreasuryPosition {
   tenantId: string;
@@ -118,7 +119,7 @@ export class TreasuryService {
         after: { asset: target.asset, amount: target.amount, prefundingBalance: position.prefundingBalance, idempotencyKey: caller.key },
       });
       const answered = await completeIdempotencyKeyInTransaction(tx, caller, owner, { status: 201, body });
-      if (!answered) throw new Error('invariant: a funding lost the Idempotency-Key it holds locked');
+      assert(answered, 'a funding lost the Idempotency-Key it holds locked');
       return { answer: { status: 201, body, replayed: false } as WriterAnswer, stored: undefined };
     });
     if (result.answer) return result.answer;

@@ -8,6 +8,7 @@ import { checkEndpointUrl, generateWebhookSecret } from '../domain/webhooks.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import { checkEndpointHost } from '../webhooks/destination.ts';
 import type { Mode } from '../domain/partition.ts';
+import { assert } from '../domain/assert.ts';
 
 const HOUR_MS = 3_600_000;
 
@@ -51,7 +52,7 @@ export class WebhookEndpointService {
       const before = await lockWebhookEndpoint(tx, tenantId, mode);
       if (!before) return undefined;
       const row = await rotateWebhookSecret(tx, { tenantId, mode, newSecret: generateWebhookSecret(), previousExpiresAt, at: now });
-      if (!row) throw new Error(`invariant: the webhook endpoint of ${tenantId} (${mode}), locked, vanished before its rotation`);
+      assert(row, `the webhook endpoint of ${tenantId} (${mode}), locked, vanished before its rotation`);
       // When each secret was set and until when the old one signs: which secrets, never.
       await recordAudit(tx, {
         actor,

@@ -14,6 +14,7 @@ import type { RailSet } from '../rails/rail-set.ts';
 import { forEachBounded } from '../services/bounded-concurrency.ts';
 import type { MoneyMetrics } from '../services/money-metrics.ts';
 import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
+import { rethrowInvariant } from '../domain/assert.ts';
 
 /** Rail notifications handled per pass and rail, at most. */
 export const NOTIFICATIONS_BATCH_MAX = 100;
@@ -51,6 +52,7 @@ export class RailNotifications {
           // Only now: what it said is committed (applied, or stored as an anomaly).
           await bounded(rail.acknowledgeNotification(notification.id), this.railTimeoutMs, 'an acknowledgement');
         } catch (error) {
+          rethrowInvariant(error);
           // Not acknowledged: the rail hands it out again on a later pass.
           this.log?.warn({ rail: rail.name, notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
         }

@@ -12,6 +12,7 @@ import type { Clock } from '../domain/clock.ts';
 import { STATUS_MESSAGES } from '../domain/payment-messages.ts';
 import type { RailSet } from '../rails/rail-set.ts';
 import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
+import { rethrowInvariant } from '../domain/assert.ts';
 
 /** Waiting payments looked at per pass, at most. */
 const RAIL_QUEUE_BATCH_MAX = 200;
@@ -48,6 +49,7 @@ export class RailQueue {
         const row = await this.release(payment, now);
         if (row) admitted.push(row);
       } catch (error) {
+        rethrowInvariant(error);
         this.log?.warn({ paymentId: payment.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'rail queue: could not release a waiting payment; it is looked at again');
       }
     }

@@ -15,6 +15,8 @@ import type { PaymentOutcomes } from '../services/commit/payment-outcomes.ts';
 import { NOTIFICATIONS_BATCH_MAX, RailNotifications } from './rail-notifications.ts';
 import { RailQueue } from './rail-queue.ts';
 import type { PassOutcome } from './run-loop.ts';
+import { assert } from '../domain/assert.ts';
+import { rethrowInvariant } from '../domain/assert.ts';
 
 /** Payments claimed per pass, at most. */
 const REAPER_BATCH_MAX = 200;
@@ -144,7 +146,7 @@ export class Reaper {
         if (payments.length === 0) continue;
         try {
           const answers = await bounded(rail.lookupMany!(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
-          if (answers.length !== payments.length) throw new Error(`invariant: the rail answered ${answers.length} of ${payments.length} lookups`);
+          assert(answers.length === payments.length, `the rail answered ${answers.length} of ${payments.length} lookups`);
           this.rails.answered(rail.name);
           payments.forEach((payment, i) => known.set(payment, answers[i]!));
         } catch (error) {
@@ -190,7 +192,7 @@ export class Reaper {
         // The same answer each time: one anomaly per payment (its dedup key is what the rail said).
         return { status: 'unconfirmed', doubt: { kind: 'resend_exhausted', theirs: { rail: rail.name, answer: 'not_found', resendsMax: String(RESEND_QUESTIONS_MAX) } } };
       }
-      if (!payment.sender) throw new Error(`invariant: payment ${payment.id} reached the rail without a sender`);
+      assert(payment.sender, `payment ${payment.id} reached the rail without a sender`);
       const railNow = railsNow.has(payment.id) ? railsNow.get(payment.id) : await railOfPayment(this.db, payment);
       if (railNow !== payment.rail) return undefined;
       const sent = await callRail(rail, transferOf(payment, payment.sender), this.settings.railTimeoutMs);
@@ -233,6 +235,7 @@ export class Reaper {
   }
 
   private failed(payment: PaymentRow, what: string, error: unknown): void {
+    rethrowInvariant(error);
     this.log?.warn(
       { paymentId: payment.id, code: pgErrorCode(error), message: (error as Error)?.message },
       `reaper: could not ${what} a payment; it is asked again when its lease expires`,

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import { InvariantError } from '../domain/assert.ts';
 
 /**
  * What a pass says about the next one: true, go again at once (it filled its batch: more work is
@@ -26,6 +27,11 @@ const LOOP_ERROR_BACKOFF_MAX_MS = 5_000;
 
 export interface RunningLoop {
   readonly name: string;
+  /**
+   * Settles when the loop has stopped: after `stop`, or rejected with the InvariantError a pass broke
+   * (unless something awaits it, that rejection is unhandled and stops the process).
+   */
+  readonly ended: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -56,6 +62,12 @@ export function startLoop(options: LoopOptions): RunningLoop {
         failures = 0;
         options.metrics?.workerPass(options.name, true);
       } catch (error) {
+        if (error instanceof InvariantError) {
+          // A bug, not a condition of the world: passing again would only repeat it. The loop's
+          // promise rejects, unhandled, and the process stops (its supervisor starts it again).
+          options.log.fatal({ worker: options.name, message: error.message }, 'worker pass broke an invariant; stopping');
+          throw error;
+        }
         failures += 1;
         options.metrics?.workerPass(options.name, false);
         // Only the code and message: a driver error's detail may quote parameters.
@@ -70,6 +82,7 @@ export function startLoop(options: LoopOptions): RunningLoop {
 
   return {
     name: options.name,
+    ended: done,
     async stop() {
       stopped = true;
       wake?.();

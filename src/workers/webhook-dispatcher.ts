@@ -7,6 +7,8 @@ import type { Clock } from '../domain/clock.ts';
 import { afterFailure, deliveryBody, deliveryHeaders, signingSecrets } from '../domain/webhooks.ts';
 import type { MoneyMetrics } from '../services/money-metrics.ts';
 import type { WebhookResponse, WebhookTransport } from '../webhooks/sender.ts';
+import { assert, InvariantError } from '../domain/assert.ts';
+import { rethrowInvariant } from '../domain/assert.ts';
 
 /** Events claimed per pass, at most (and never more than the free delivery slots). */
 const DISPATCH_BATCH_MAX = 100;
@@ -91,7 +93,7 @@ export class WebhookDispatcher {
     private readonly log?: FastifyBaseLogger,
     private readonly metrics?: MoneyMetrics,
   ) {
-    if (!(settings.concurrency >= 1)) throw new Error('invariant: dispatcher concurrency must be at least 1');
+    assert(settings.concurrency >= 1, 'dispatcher concurrency must be at least 1');
     this.originMax = Math.max(1, Math.min(settings.concurrency, settings.originConcurrency ?? originShareOf(settings.concurrency)));
     this.batchMax = Math.max(1, settings.batchMax ?? DISPATCH_BATCH_MAX);
     this.pollIntervalMs = settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
@@ -142,7 +144,7 @@ export class WebhookDispatcher {
       await this.drain();
       if (!more && (await this.nothingClaimable())) return;
     }
-    throw new Error(`invariant: dispatchDue did not settle within ${DISPATCH_DUE_PASSES_MAX} passes`);
+    throw new InvariantError(`dispatchDue did not settle within ${DISPATCH_DUE_PASSES_MAX} passes`);
   }
 
   /** Stops after the deliveries in flight; closes the HTTP connections. */
@@ -163,7 +165,7 @@ export class WebhookDispatcher {
     const taken = new Map<string, number>();
     for (const row of rows) if (row.origin !== null) taken.set(row.origin, (taken.get(row.origin) ?? 0) + 1);
     for (const [origin, count] of taken) {
-      if (count + (this.perOrigin.get(origin) ?? 0) > this.originMax) throw new Error(`invariant: claimed ${count} events for a receiver beyond its free slots`);
+      assert(count + (this.perOrigin.get(origin) ?? 0) <= this.originMax, `claimed ${count} events for a receiver beyond its free slots`);
     }
     return rows.map((row) => ({ ...row, leaseToken }));
   }
@@ -264,6 +266,7 @@ export class WebhookDispatcher {
       this.metrics?.delivery(response, event.url !== null && event.secret !== null);
       await this.record(event, response);
     } catch (error) {
+      rethrowInvariant(error);
       // Not recorded: the lease expires and the attempt is made again, by this or another process.
       this.log?.error({ err: error, eventId: event.id.toString() }, 'webhook delivery could not be recorded');
     }

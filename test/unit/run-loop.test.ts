@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import { assert as invariantAssert, InvariantError, rethrowInvariant } from '../../src/domain/assert.ts';
 import { startLoop, type PassOutcome } from '../../src/workers/run-loop.ts';
 import { until } from '../support/until.ts';
 
@@ -57,5 +58,38 @@ describe('worker loop pauses', () => {
     } finally {
       await loop.stop();
     }
+  });
+});
+
+describe('a broken invariant in a worker pass', () => {
+  it('stops the loop with the InvariantError, while an operating error is retried', async () => {
+    let passes = 0;
+    const loop = startLoop({
+      name: 'probe',
+      intervalMs: 5,
+      errorBackoffMaxMs: 5,
+      log,
+      runOnce: async () => {
+        passes += 1;
+        if (passes === 1) throw new Error('connection terminated unexpectedly');
+        invariantAssert(passes > 2, 'a pass found what cannot be');
+        return false;
+      },
+    });
+    // Awaited from the start: the rejection is this test's, not an unhandled one.
+    await assert.rejects(loop.ended, (error: unknown) => error instanceof InvariantError && /invariant: a pass found what cannot be/.test(error.message));
+    assert.equal(passes, 2, 'the operating error was retried; the invariant stopped the loop at once');
+  });
+});
+
+describe('assert', () => {
+  it('throws an InvariantError whose message says it is one, and passes when its condition holds', () => {
+    assert.throws(() => invariantAssert(false, 'two postings at least'), (error: unknown) => error instanceof InvariantError && error.message === 'invariant: two postings at least');
+    assert.doesNotThrow(() => invariantAssert(1, 'holds'));
+  });
+
+  it('an operating-error handler lets a broken invariant through and handles the rest', () => {
+    assert.throws(() => rethrowInvariant(new InvariantError('x')), InvariantError);
+    assert.doesNotThrow(() => rethrowInvariant(new Error('ECONNRESET')));
   });
 });

@@ -10,6 +10,7 @@ import { Params } from '../repositories/sql-params.ts';
 import { IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
 import { lockAccounts } from './single-locks.ts';
 import { ledgerEntriesSql, type WriteScope } from './ledger-sql.ts';
+import { assert, InvariantError } from '../../domain/assert.ts';
 
 function entrySql(p: Params, partition: Partition, entry: { id: string; kind: string; at: Date | null; postings: readonly Posting[] }): string {
   const tenant = p.add(partition.tenantId);
@@ -54,13 +55,13 @@ export async function lockAndPostEntry(
     const after = balances.get(accountKeyOf({ asset: p.asset, kind: p.account }))! + p.amount;
     // The database's CHECK constraints say so again; this names the entry that broke it.
     if ((p.account === 'prefunding' && after > 0n) || (p.account === 'credit_receivable' && after < 0n)) {
-      throw new Error(`invariant: a ${entry.kind} entry would take ${p.asset} ${p.account} to ${after}`);
+      throw new InvariantError(`a ${entry.kind} entry would take ${p.asset} ${p.account} to ${after}`);
     }
   }
   const id = randomUUID();
   const params = new Params();
   const sql = entrySql(params, partition, { id, kind: entry.kind, at: options.at ?? null, postings });
   const { rows } = await tx.query<{ accounts: number }>(sql, params.values);
-  if (rows[0]?.accounts !== postings.length) throw new Error(`invariant: a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`);
+  assert(rows[0]?.accounts === postings.length, `a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`);
   return { id, before: balances };
 }

@@ -4,6 +4,7 @@
 import type { AccountKind } from '../../domain/ledger.ts';
 import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../../domain/commit/keys.ts';
 import { StaleCommitRead } from './transaction.ts';
+import { assert } from '../../domain/assert.ts';
 
 /**
  * The columns of a lock statement's rows, by name and SQL type. UNION ALL needs one row shape for all
@@ -189,7 +190,7 @@ export function readAccounts(rows: readonly LockRow[], requested: readonly Accou
 
 export function assertSorted<T>(items: readonly T[], keyOf: (item: T) => string, what: string): void {
   for (let i = 1; i < items.length; i += 1) {
-    if (!(keyOf(items[i - 1]!) < keyOf(items[i]!))) throw new Error(`invariant: ${what} must be distinct and sorted before they are locked`);
+    assert(keyOf(items[i - 1]!) < keyOf(items[i]!), `${what} must be distinct and sorted before they are locked`);
   }
 }
 

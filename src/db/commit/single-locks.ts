@@ -6,6 +6,7 @@ import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 import { Params } from '../repositories/sql-params.ts';
 import { ACCOUNT_CTE, ACCOUNT_PART, assertSorted, IDEMPOTENCY_CTE, IDEMPOTENCY_PART, IN_FLIGHT_SLOT, readAccounts, storedKeyOf, type LockRow } from './lock-rows.ts';
+import { assert } from '../../domain/assert.ts';
 
 /**
  * Step 1 alone for a writer that records its answer in its own transaction (a funding): claims the
@@ -31,7 +32,7 @@ export async function lockIdempotencyKey(
   });
   const { rows } = await tx.query<LockRow>(`WITH idem AS (${idem}) ${IDEMPOTENCY_PART}`, p.values);
   const row = rows[0];
-  if (!row) throw new Error('invariant: the key lock returned no row');
+  assert(row, 'the key lock returned no row');
   return row.owner === claim.owner ? { owned: true } : { owned: false, stored: storedKeyOf(row) };
 }
 

@@ -9,6 +9,7 @@ import type { PagePosition } from '../../domain/page-cursor.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
 import type { Mode } from '../../domain/partition.ts';
+import { assert } from '../../domain/assert.ts';
 
 /** An anomaly to record. JSON fields are plain objects (amounts as strings). */
 export interface NewAnomaly {
@@ -72,8 +73,8 @@ export async function openAnomaly(tx: Queryable, anomaly: NewAnomaly, at?: Date)
 export async function openAnomalies(tx: Queryable, anomalies: readonly NewAnomaly[], at?: Date): Promise<Array<{ id: string; created: boolean }>> {
   if (anomalies.length === 0) return [];
   for (const a of anomalies) {
-    if (a.dedupKey.length === 0 || a.dedupKey.length > DEDUP_KEY_LENGTH_MAX) throw new Error(`invariant: an anomaly's dedup key has 1 to ${DEDUP_KEY_LENGTH_MAX} characters`);
-    if (a.paymentId !== null && (a.tenantId === null || a.mode === null)) throw new Error('invariant: an anomaly about a payment names its tenant and mode');
+    assert(a.dedupKey.length !== 0 && a.dedupKey.length <= DEDUP_KEY_LENGTH_MAX, `an anomaly's dedup key has 1 to ${DEDUP_KEY_LENGTH_MAX} characters`);
+    assert(a.paymentId === null || (a.tenantId !== null && a.mode !== null), 'an anomaly about a payment names its tenant and mode');
   }
   // Sorted by key: two transactions inserting the same keys wait for each other in one order only.
   const distinct = [...new Map(anomalies.map((a) => [a.dedupKey, a])).values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : 1));
@@ -114,7 +115,7 @@ export async function openAnomalies(tx: Queryable, anomalies: readonly NewAnomal
   }
   return anomalies.map((a) => {
     const found = ids.get(a.dedupKey);
-    if (!found) throw new Error(`invariant: anomaly ${a.dedupKey} was neither stored nor found`);
+    assert(found, `anomaly ${a.dedupKey} was neither stored nor found`);
     // The same key twice in one call is one anomaly: only its first mention stored it.
     const first = anomalies.find((b) => b.dedupKey === a.dedupKey) === a;
     return { id: found.id, created: found.created && first };
@@ -165,7 +166,7 @@ export async function markAnomalyResolved(tx: Queryable, id: string, resolution:
       RETURNING ${COLUMNS}`,
     p.values,
   );
-  if (rows.length !== 1) throw new Error(`invariant: anomaly ${id} was not open when resolved`);
+  assert(rows.length === 1, `anomaly ${id} was not open when resolved`);
   return rows[0]!;
 }
 

@@ -3,6 +3,7 @@
 // comes from the caller's clock.
 import type { Queryable } from '../database.ts';
 import { Params } from './sql-params.ts';
+import { assert } from '../../domain/assert.ts';
 
 export interface RailInboxRow {
   rail: string;
@@ -63,7 +64,7 @@ export async function countRailInboxEvents(db: Queryable, rail: string): Promise
 
 /** Deletes at most `limit` events acknowledged before `before`; how many it deleted. */
 export async function purgeAcknowledgedRailInbox(db: Queryable, before: Date, limit: number): Promise<number> {
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  assert(Number.isSafeInteger(limit) && limit >= 1, `purge limit must be a positive integer, got ${limit}`);
   const p = new Params();
   const result = await db.query(
     `DELETE FROM rail_inbox

@@ -20,6 +20,7 @@ import { eventPayload, failureMessage, STATUS_MESSAGES, type OutcomeEventType } 
 import { assertTransition, type PaymentStatus, type TransitionActor } from '../payment-state.ts';
 import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey } from './keys.ts';
 import type { Instrument } from '../instrument.ts';
+import { assert } from '../assert.ts';
 
 /**
  * What the rail said about a payment (at submission, when asked, or by notification). `amountMinor`:
@@ -203,7 +204,7 @@ function giveBackCounters(payment: OutcomePayment): Array<{ day: string; counter
 
 /** The payout entry the payment committed, rebuilt from its immutable fields. */
 function payoutOf(payment: OutcomePayment): LedgerEntry {
-  if (!payment.funding_account) throw new Error(`invariant: payment ${payment.id} was never charged`);
+  assert(payment.funding_account, `payment ${payment.id} was never charged`);
   return payoutEntry({
     funding: payment.funding_account,
     sourceAsset: payment.source_asset,
@@ -223,7 +224,7 @@ export function decideOutcomeCommit(state: OutcomeCommitState, jobs: readonly Ou
 
   const decisions = jobs.map((job) => {
     const locked = state.payments.get(job.paymentId);
-    if (!locked) throw new Error(`invariant: payment ${job.paymentId} was not locked`);
+    assert(locked, `payment ${job.paymentId} was not locked`);
     const row = rows.get(job.paymentId) ?? locked;
     const decision = decideOne(state, row, job, balances);
     if (decision.after) rows.set(job.paymentId, { ...row, ...decision.after });
@@ -258,8 +259,8 @@ export function decideOutcomeCommit(state: OutcomeCommitState, jobs: readonly Ou
     const delta = balance - (state.balances.get(k) ?? 0n);
     if (delta === 0n) continue;
     const [asset, kind] = k.split('/') as [string, AccountRef['kind']];
-    if (kind === 'prefunding' && balance > 0n) throw new Error(`invariant: an outcome would overdraw ${asset} prefunding`);
-    if (kind === 'credit_receivable' && balance < 0n) throw new Error(`invariant: an outcome would take ${asset} credit drawn below zero`);
+    assert(kind !== 'prefunding' || balance <= 0n, `an outcome would overdraw ${asset} prefunding`);
+    assert(kind !== 'credit_receivable' || balance >= 0n, `an outcome would take ${asset} credit drawn below zero`);
     accountDeltas.set(k, { account: { asset, kind }, delta });
   }
   return { decisions, accountDeltas, giveBacks, counterShortfalls };
@@ -456,7 +457,7 @@ function decideReversed(
  * first. (Notified of such a return, we record an anomaly instead: see contradictionDecision.)
  */
 function settledBeforeReturn(now: Date, row: OutcomePayment, job: OutcomeJob, report: ReportOf<'reversed'>) {
-  if (report.bankReference === undefined) throw new Error(`invariant: the rail reports a return of payment ${row.id} without its bank reference`);
+  assert(report.bankReference !== undefined, `the rail reports a return of payment ${row.id} without its bank reference`);
   const after = settledRow(row, job.settledReason, report.bankReference, now);
   return {
     after,
@@ -468,7 +469,7 @@ function settledBeforeReturn(now: Date, row: OutcomePayment, job: OutcomeJob, re
 }
 
 function chargedAccount(row: OutcomePayment): FundingAccount {
-  if (!row.funding_account) throw new Error(`invariant: payment ${row.id} reached the rail without a funding account`);
+  assert(row.funding_account, `payment ${row.id} reached the rail without a funding account`);
   return row.funding_account;
 }
 

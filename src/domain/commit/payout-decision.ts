@@ -17,6 +17,7 @@ import { instrumentCapBreach, type LimitBreach } from '../instrument-caps.ts';
 import { assertBalanced, payoutEntry, type AccountKind, type FundingAccount, type LedgerEntry } from '../ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule, type LimitTarget } from '../limit-rules.ts';
 import { INSTRUMENTS, type Instrument } from '../instrument.ts';
+import { assert, InvariantError } from '../assert.ts';
 
 const FUNDINGS: readonly FundingAccount[] = ['prefunding', 'credit_receivable'];
 
@@ -166,12 +167,12 @@ export function decidePayoutCommit(state: PayoutCommitState, candidates: readonl
     if (earlier !== undefined) return { kind: 'duplicate', sameRequest: earlier === c.fingerprint };
     keysSeen.set(c.key, c.fingerprint);
     const key = state.keys.get(c.key);
-    if (!key) throw new Error(`invariant: key of payout ${c.paymentId} was not locked`);
+    assert(key, `key of payout ${c.paymentId} was not locked`);
     if (!key.owned) return { kind: 'key_taken', stored: key.stored };
 
     // 2. The quote: open and unexpired, and not claimed by an earlier payout of this commit.
     const quote = state.quotes.get(c.quoteId);
-    if (quote === undefined) throw new Error(`invariant: quote of payout ${c.paymentId} was not locked`);
+    assert(quote !== undefined, `quote of payout ${c.paymentId} was not locked`);
     if (quote === 'missing') return { kind: 'refuse', refusal: { code: 'quote_missing' } };
     if (quote === 'consumed' || quotesClaimed.has(c.quoteId)) return { kind: 'refuse', refusal: { code: 'quote_already_consumed' } };
     if (quote === 'expired') return { kind: 'refuse', refusal: { code: 'quote_expired' } };
@@ -238,7 +239,7 @@ function limitBreach(state: PayoutCommitState, counters: ReadonlyMap<string, { a
 
 function fundsRefusal(state: PayoutCommitState, balances: ReadonlyMap<string, bigint>, entry: LedgerEntry): FundsRefusal | undefined {
   const charge = entry.postings.find((p) => p.account === state.funding && p.amount > 0n);
-  if (!charge) throw new Error('invariant: a payout entry charges its funding account');
+  assert(charge, 'a payout entry charges its funding account');
   const balance = balances.get(accountKeyOf({ asset: charge.asset, kind: charge.account })) ?? 0n;
   if (state.funding === 'prefunding') {
     // Prefunding is credit-normal: what the tenant has is the negated balance.
@@ -257,22 +258,22 @@ function assertCommitInvariants(
   decisions: readonly PayoutDecision[],
   balances: ReadonlyMap<string, bigint>,
 ): void {
-  if (decisions.length !== candidates.length) throw new Error('invariant: one decision per payout');
+  assert(decisions.length === candidates.length, 'one decision per payout');
   for (const [k, balance] of balances) {
     const [asset, kind] = k.split('/') as [string, AccountKind];
     if (kind === 'prefunding' && balance > 0n && balance > (state.balances.get(k) ?? 0n)) {
-      throw new Error(`invariant: the commit would overdraw ${asset} prefunding`);
+      throw new InvariantError(`the commit would overdraw ${asset} prefunding`);
     }
     if (kind === 'credit_receivable') {
       const limit = state.creditLimitOf(asset);
-      if (limit !== null && balance > limit && balance > (state.balances.get(k) ?? 0n)) throw new Error(`invariant: the commit would pass the ${asset} credit limit`);
+      assert(limit === null || balance <= limit || balance <= (state.balances.get(k) ?? 0n), `the commit would pass the ${asset} credit limit`);
     }
   }
   const consumed = new Set<string>();
   decisions.forEach((d, i) => {
     if (d.kind !== 'accept' && d.kind !== 'fail') return;
     const quoteId = candidates[i]!.quoteId;
-    if (consumed.has(quoteId)) throw new Error(`invariant: quote ${quoteId} consumed twice in one commit`);
+    assert(!consumed.has(quoteId), `quote ${quoteId} consumed twice in one commit`);
     consumed.add(quoteId);
   });
 }

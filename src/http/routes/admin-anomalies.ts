@@ -6,6 +6,7 @@ import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 import { auditActorOf } from '../context.ts';
+import { assert } from '../../domain/assert.ts';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
 
@@ -96,7 +97,7 @@ function adminResolveAnomalyRoute(app: App, anomalies: AnomalyService): void {
       },
     },
     async function adminResolveAnomaly(request) {
-      if (!request.auth) throw new Error('invariant: route reached without authentication');
+      assert(request.auth, 'route reached without authentication');
       return anomalyView(await anomalies.resolve(request.params.id, request.body.note, auditActorOf(request)));
     },
   );

@@ -24,6 +24,7 @@ import {
 } from '../schemas/rail-statements.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
+import { assert } from '../../domain/assert.ts';
 
 /** The request stream of a statement, handed from its content-type parser to the handler unread. */
 const statementBodies = new WeakMap<FastifyRequest, Readable>();
@@ -163,7 +164,7 @@ opens an anomaly (one per rail, day, reference and kind, however many files say 
     },
     async function adminImportRailStatement(request, reply) {
       const body = statementBodies.get(request);
-      if (!body) throw new Error('invariant: a statement route reached without its body stream');
+      assert(body, 'a statement route reached without its body stream');
       const mapping = parseColumnMapping(request.query.columns);
       if (typeof mapping === 'string') throw validationFailed([{ field: 'columns', message: mapping }]);
       const { statement, created } = await statements.import({ rail: request.params.rail, day: request.query.day, mapping, body, actor: auditActorOf(request) });

@@ -4,6 +4,7 @@ import { PLATFORM_SCOPE } from '../../domain/api-keys.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { PayoutReport, PayoutReportQuery } from '../../contract/payout-report.ts';
 import type { App } from '../types.ts';
+import { assert } from '../../domain/assert.ts';
 
 export async function reportRoutes(app: App, reports: PayoutReportService): Promise<void> {
   app.get(
@@ -30,7 +31,7 @@ A tenant's key (scope \`payments:read\`) reports on its own tenant in its own mo
       },
     },
     async function getPayoutReport(request) {
-      if (!request.auth) throw new Error('invariant: route reached without authentication');
+      assert(request.auth, 'route reached without authentication');
       return reports.report(request.auth, request.query);
     },
   );

@@ -1,6 +1,7 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { Component, Nullable, StringEnum } from '../../contract/schema.ts';
 import { ERROR_CODE_LIST, ERROR_CODE_SUMMARIES, ERROR_CODES, type ErrorCode } from '../../domain/errors.ts';
+import { assert } from '../../domain/assert.ts';
 
 // The building blocks live below services/ (a use case may return a shape the API serves); the
 // schemas of http/ take them from here with the rest.
@@ -92,7 +93,7 @@ const ERROR_ANSWERS = new WeakMap<object, { codes: ErrorCode[]; description?: st
 export function errorAnswer(codes: readonly ErrorCode[], description?: string) {
   const ordered = ERROR_CODE_LIST.filter((code) => codes.includes(code));
   const statuses = new Set(ordered.map((code) => ERROR_CODES[code].status));
-  if (ordered.length === 0 || statuses.size !== 1) throw new Error(`invariant: an error answer has codes of exactly one status (${codes.join(', ')})`);
+  assert(ordered.length !== 0 && statuses.size === 1, `an error answer has codes of exactly one status (${codes.join(', ')})`);
   const status = [...statuses][0]!;
   const listed =
     ordered.length === 1

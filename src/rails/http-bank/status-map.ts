@@ -6,6 +6,7 @@ import type { RailFailureReason } from '../../domain/failure-reasons.ts';
 import type { RailEcho } from '../../domain/rail-answer-check.ts';
 import type { RailStatus } from '../rail.ts';
 import type { GatewayTransfer } from './protocol.ts';
+import { assert } from '../../domain/assert.ts';
 
 /** Gateway status → how our side reads it. */
 export const GATEWAY_STATUS_MAP: Readonly<Record<string, 'processing' | 'settled' | 'failed' | 'unconfirmed' | 'reversed'>> = {
@@ -38,7 +39,7 @@ const RETURN_REASON = /^[a-z0-9_]{1,64}$/;
 /** The gateway error code that means `reason` (the first in the table): how a simulator is told to fail. */
 export function gatewayErrorCodeOf(reason: RailFailureReason): string {
   const found = Object.entries(GATEWAY_ERROR_MAP).find(([, ours]) => ours === reason);
-  if (!found) throw new Error(`invariant: no gateway error code maps to ${reason}`);
+  assert(found, `no gateway error code maps to ${reason}`);
   return found[0];
 }
 

@@ -4,6 +4,7 @@ import { inTransaction } from '../../db/commit/transaction.ts';
 import { overloaded } from '../../domain/errors.ts';
 import type { Partition } from '../../domain/partition.ts';
 import type { BackgroundShare } from '../background-share.ts';
+import { assert } from '../../domain/assert.ts';
 
 type Queue = { partition: Partition; lane: CommitLane<unknown, unknown>; items: Item[]; draining: boolean };
 
@@ -76,7 +77,7 @@ export class Committer {
     private readonly observer?: CommitObserver,
     private readonly background?: BackgroundShare,
   ) {
-    if (!(settings.transactionsMax >= 1) || !(settings.pendingMax >= 1)) throw new Error('invariant: committer bounds must be positive');
+    assert(settings.transactionsMax >= 1 && settings.pendingMax >= 1, 'committer bounds must be positive');
   }
 
   /** Jobs waiting or committing: a gauge for operators and tests. */
@@ -138,7 +139,7 @@ export class Committer {
     const startedAt = performance.now();
     try {
       results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), COMMIT);
-      if (results.length !== commit.length) throw new Error(`invariant: a ${lane.name} commit of ${commit.length} gave ${results.length} results`);
+      assert(results.length === commit.length, `a ${lane.name} commit of ${commit.length} gave ${results.length} results`);
       this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, true);
     } catch (error) {
       this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, false);

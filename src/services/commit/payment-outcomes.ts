@@ -21,6 +21,7 @@ import type { TransitionActor } from '../../domain/payment-state.ts';
 import type { CommitLane, Committer } from './committer.ts';
 import type { MoneyMetrics } from '../money-metrics.ts';
 import type { Partition } from '../../domain/partition.ts';
+import { assert } from '../../domain/assert.ts';
 
 /** The longest a rail's "ask me again in" hint is honoured. */
 const RETRY_HINT_MAX_MS = 3_600_000;
@@ -134,7 +135,7 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
     const payments = new Map<string, OutcomePayment>();
     for (const item of items) {
       const locked = held.payments.get(item.payment.id);
-      if (!locked) throw new Error(`invariant: payment ${item.payment.id} is not a payment of this tenant and mode`);
+      assert(locked, `payment ${item.payment.id} is not a payment of this tenant and mode`);
       // Immutable fields from the job's copy of the row, the rest as locked now.
       payments.set(item.payment.id, { ...outcomePaymentOf(item.payment), ...locked });
     }

@@ -33,6 +33,7 @@ import type { MoneyMetrics } from '../money-metrics.ts';
 import { keyInProgress, keyReused, refusalError } from '../payout-refusals.ts';
 import type { WriterAnswer } from './writer-answer.ts';
 import { payoutAnswerBody } from '../payout-answer.ts';
+import { assert } from '../../domain/assert.ts';
 
 /** The most payouts of one tenant in one transaction. */
 const PAYOUT_COMMIT_MAX = 128;
@@ -203,7 +204,7 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
       monthStart: `${day.slice(0, 7)}-01`,
     });
     const tenant = held.tenant;
-    if (!tenant) throw new Error(`invariant: tenant ${partition.tenantId} has no row`);
+    assert(tenant, `tenant ${partition.tenantId} has no row`);
     if (held.ruleEpoch !== epoch) {
       // A rule changed since these were read: decide again with the current ones.
       this.rules.forget();

@@ -34,7 +34,7 @@ export function toApiAmount(value: AmountInput, field = 'amount'): number {
 }
 
 /** Amount fields of request bodies, by name; `creditLimits` holds one amount per asset. */
-const AMOUNT_FIELDS = new Set(['amount', 'creditLimit', 'feeFixed', 'per_tx_max', 'daily_max', 'monthly_max']);
+const AMOUNT_FIELDS = new Set(['amount', 'creditLimit', 'feeFixed', 'per_tx_max', 'daily_max', 'monthly_max', 'minAmount', 'maxAmount']);
 const AMOUNT_MAPS = new Set(['creditLimits']);
 
 /**
@@ -68,6 +68,6 @@ export type WithAmountInputs<T> = T extends readonly (infer U)[]
     ? { [K in keyof T]: K extends 'metadata' ? T[K] : K extends AmountField ? Widen<T[K]> : K extends 'creditLimits' ? WidenMap<T[K]> : WithAmountInputs<T[K]> }
     : T;
 
-type AmountField = 'amount' | 'creditLimit' | 'feeFixed' | 'per_tx_max' | 'daily_max' | 'monthly_max';
+type AmountField = 'amount' | 'creditLimit' | 'feeFixed' | 'per_tx_max' | 'daily_max' | 'monthly_max' | 'minAmount' | 'maxAmount';
 type Widen<V> = V extends number ? AmountInput : V;
 type WidenMap<V> = V extends object ? { [K in keyof V]: Widen<V[K]> } : V;

@@ -18,6 +18,7 @@ export {
   MAX_BACKOFF_MS,
   MAX_RETRY_AFTER_MS,
   type FetchLike,
+  type RawBody,
   type RequestOptions,
 } from './transport.js';
 export {

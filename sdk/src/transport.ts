@@ -4,7 +4,8 @@
 // - retries, with that same key, of what is safe to send again: no answer (network error, timeout)
 //   when the call is idempotent, 429 and 503 (after `Retry-After` when the server says), and 409
 //   `idempotency_request_in_progress` (the first request with the key is still running);
-// - bounded: `maxRetries` more attempts at most, exponential backoff with jitter between them;
+// - bounded: `maxRetries` more attempts at most, exponential backoff with jitter between them; a
+//   body given as a stream (a rail statement's CSV) is read as it is sent, once, so it is never retried;
 // - no redirect is followed: the API key goes to `baseUrl` and nowhere else (a redirect to another
 //   host, or from https to http, would hand it over). A 3xx answer is an error, never retried.
 import { randomUUID } from 'node:crypto';
@@ -42,11 +43,16 @@ export interface RequestOptions {
 
 export type Query = Record<string, string | number | boolean | undefined | null>;
 
+/** A body sent as it is rather than as JSON (a rail statement's CSV); a stream is sent as it is read. */
+export type RawBody = string | ReadableStream<Uint8Array>;
+
 export interface Request {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   query?: Query | undefined;
   body?: unknown;
+  /** Instead of `body`: sent as it is, with its own content type. */
+  content?: { type: string; data: RawBody } | undefined;
   /** The operation takes an `Idempotency-Key`. */
   idempotent?: boolean;
   /** `text` for the CSV export; JSON otherwise. */
@@ -147,11 +153,15 @@ export class Transport {
 
   async request<T>(request: Request): Promise<Answer<T>> {
     const headers: Record<string, string> = { 'x-api-key': this.apiKey, accept: request.accept === 'text' ? 'text/csv' : 'application/json' };
-    if (request.body !== undefined) headers['content-type'] = 'application/json';
+    if (request.content !== undefined) headers['content-type'] = request.content.type;
+    else if (request.body !== undefined) headers['content-type'] = 'application/json';
     if (request.idempotent) headers['idempotency-key'] = request.options?.idempotencyKey ?? randomUUID();
     // Safe to send again when no answer came: reads, and writes that carry an Idempotency-Key.
     const resendable = request.method === 'GET' || request.method === 'PUT' || request.method === 'DELETE' || request.idempotent === true;
-    const body = request.body === undefined ? undefined : JSON.stringify(request.body);
+    const body = request.content !== undefined ? request.content.data : request.body === undefined ? undefined : JSON.stringify(request.body);
+    // A stream is read once, so it is never sent again; fetch sends it as it reads it only when told (duplex).
+    const streamed = body instanceof ReadableStream;
+    const maxRetries = streamed ? 0 : this.maxRetries;
     const url = this.url(request.path, request.query);
     const signal = request.options?.signal;
 
@@ -160,11 +170,13 @@ export class Transport {
       let text: string;
       try {
         const timeout = AbortSignal.timeout(this.timeoutMs);
-        response = await this.fetch(url, { method: request.method, headers, body, redirect: 'manual', signal: signal ? eitherSignal(signal, timeout) : timeout });
+        const init: RequestInit & { duplex?: 'half' } = { method: request.method, headers, body, redirect: 'manual', signal: signal ? eitherSignal(signal, timeout) : timeout };
+        if (streamed) init.duplex = 'half';
+        response = await this.fetch(url, init);
         text = await response.text();
       } catch (cause) {
         if (signal?.aborted) throw cause;
-        if (!resendable || attempt >= this.maxRetries) {
+        if (!resendable || attempt >= maxRetries) {
           throw new BolivarConnectionError(`${request.method} ${request.path}: no answer (${(cause as Error)?.message ?? cause})`, attempt + 1, cause);
         }
         await sleep(backoffMs(attempt), signal);
@@ -177,7 +189,7 @@ export class Transport {
       }
       const waitMs = retryAfterMs(response.headers.get('retry-after'));
       const error = errorFromResponse(response.status, response.headers, text, waitMs === undefined ? undefined : waitMs / 1000);
-      if (!retryableAnswer(response.status, error) || attempt >= this.maxRetries) throw error;
+      if (!retryableAnswer(response.status, error) || attempt >= maxRetries) throw error;
       if (waitMs !== undefined && waitMs > MAX_RETRY_AFTER_MS) throw error;
       await sleep(Math.max(waitMs ?? 0, backoffMs(attempt)), signal);
     }

@@ -37,6 +37,10 @@ import type {
 } from '../generated/index.js';
 import { Paginated, type PageAnswer } from '../pagination.js';
 import type { Query, RequestOptions, Transport } from '../transport.js';
+import { AdminAnomaliesResource } from './admin-anomalies.js';
+import { AdminAuditResource } from './admin-audit.js';
+import { AdminRailsResource } from './admin-rails.js';
+import { AdminReconciliationResource } from './admin-reconciliation.js';
 import { segment, type BodyOf, type FiltersOf, type QueryOf } from './types.js';
 
 export class AdminTenantsResource {
@@ -176,6 +180,10 @@ export class AdminResource {
   readonly rates: AdminRatesResource;
   readonly limitRules: AdminLimitRulesResource;
   readonly payments: AdminPaymentsResource;
+  readonly rails: AdminRailsResource;
+  readonly reconciliation: AdminReconciliationResource;
+  readonly anomalies: AdminAnomaliesResource;
+  readonly audit: AdminAuditResource;
 
   constructor(transport: Transport) {
     this.tenants = new AdminTenantsResource(transport);
@@ -183,5 +191,9 @@ export class AdminResource {
     this.rates = new AdminRatesResource(transport);
     this.limitRules = new AdminLimitRulesResource(transport);
     this.payments = new AdminPaymentsResource(transport);
+    this.rails = new AdminRailsResource(transport);
+    this.reconciliation = new AdminReconciliationResource(transport);
+    this.anomalies = new AdminAnomaliesResource(transport);
+    this.audit = new AdminAuditResource(transport);
   }
 }

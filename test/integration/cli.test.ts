@@ -5,7 +5,7 @@ import { createServer as createHttpServer, type IncomingHttpHeaders, type Server
 import { createServer, type AddressInfo } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe, it } from 'node:test';
-import { isLocalHost } from '../../src/cli/bolivar.ts';
+import { isLocalHost } from '../../src/cli/service.ts';
 import { assertOneLine, bolivar, startCliTarget, type CliTarget } from '../support/cli.ts';
 import { client, type TestApp } from '../support/harness.ts';
 

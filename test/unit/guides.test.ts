@@ -6,7 +6,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { COMMAND_NAMES } from '../../src/cli/bolivar.ts';
+import { COMMAND_NAMES } from '../../src/cli/commands/index.ts';
 import { CONFIG_DOC } from '../../src/config.ts';
 import { FAILURE_MESSAGES } from '../../src/domain/payment-messages.ts';
 import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';

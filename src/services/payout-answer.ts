@@ -8,7 +8,7 @@ import { checkAccountNumber, checkRif } from '../domain/account-check.ts';
 import type { ApiError } from '../domain/errors.ts';
 
 /** The answer of POST /v1/payouts for a payment as it stands. */
-export function payoutAnswerOf(p: PaymentRow): PayoutAnswer {
+function payoutAnswerOf(p: PaymentRow): PayoutAnswer {
   const failed = p.status === 'failed';
   return {
     id: p.id,

@@ -2,7 +2,7 @@
 // reads is exactly what the tenant's own key lists with GET /v1/payments for the same filters.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';

@@ -4,7 +4,7 @@
 // remoteAddress; time from a ManualClock.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { ACTIVE_KEY_INDEX_MISS_RELOAD_MS } from '../../src/services/active-key-index.ts';
 import { TenantService } from '../../src/services/tenants.ts';
 import { assertEnvelope, client, createTenant, getFrom, startTestApp, type TestApp } from '../support/harness.ts';

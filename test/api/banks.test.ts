@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { BankCatalogue, LocalBankCatalogue, type Bank, type BankCatalogueProvider } from '../../src/rails/catalogue.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 

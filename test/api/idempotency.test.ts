@@ -11,7 +11,7 @@ import {
   purgeExpiredIdempotencyKeys,
   type IdempotencyScope,
 } from '../../src/db/repositories/idempotency.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { ApiError, validationFailed } from '../../src/domain/errors.ts';
 import { canonicalJson, IDEMPOTENCY_LEASE_MS, requestFingerprint } from '../../src/http/plugins/idempotency.ts';
 import type { App } from '../../src/http/types.ts';

@@ -7,7 +7,7 @@
 // item it cannot pay costs no quote; an item its transaction refuses after all leaves no quote behind.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { client, ENGINE, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 import { SENDER, beneficiary, fundedTenant, idempotencyKey } from '../support/payouts.ts';
 

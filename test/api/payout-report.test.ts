@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { foldReportRollups } from '../../src/db/repositories/report-rollups.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout } from '../support/payouts.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 
 describe('quotes and rates', () => {

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { Bolivar, BolivarError, type PayoutReport, type PayoutReportQuery } from '../../sdk/src/index.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { AMPLE_RAIL_TIMEOUT_MS } from '../support/payouts.ts';
 

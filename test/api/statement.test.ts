@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { businessDate } from '../../src/domain/caracas-time.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { encodeCursor } from '../../src/domain/page-cursor.ts';
 import { StatementService, statementFilter } from '../../src/services/statement.ts';
 import type { Database, Queryable } from '../../src/db/database.ts';

@@ -4,7 +4,7 @@
 // ledger stay exactly as they were. The rail is acknowledged only once the anomaly is stored.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import type { RailAdapter, RailLookup } from '../../src/rails/rail.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type TestApp } from '../support/harness.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { AUDIT_ARCHIVE_ROWS_MAX, AuditArchiver, archiveFileName, verifyAuditArchives } from '../../src/services/audit-archive.ts';
 import { createTenant, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 

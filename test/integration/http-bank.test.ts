@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { acknowledgeRailInboxEvent, countRailInboxEvents, insertRailInboxEvent } from '../../src/db/repositories/rail-inbox.ts';
+import { acknowledgeRailInboxEvent, insertRailInboxEvent } from '../../src/db/repositories/rail-inbox.ts';
+import { countRailInboxEvents } from '../support/rail-inbox.ts';
 import { RAIL_INBOX_RETENTION_MS, RailInboxPurge } from '../../src/workers/rail-inbox-purge.ts';
 import { signRailMessage } from '../../src/domain/rail-signature.ts';
 import { LocalBankCatalogue } from '../../src/rails/catalogue.ts';

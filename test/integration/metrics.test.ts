@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { BoundedLabel, REASON_LABELS_MAX } from '../../src/services/money-metrics.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { webhookDispatcherOf } from '../../src/workers/index.ts';

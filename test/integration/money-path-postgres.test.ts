@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { sendEndsMs } from '../../src/domain/send-schedule.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { assertEnvelope, client, ENGINE, startInstances, type Client, type Instances, type TestApp, type TestDatabase } from '../support/harness.ts';

@@ -3,7 +3,7 @@
 // retry after a crash between the commit and the answer.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { keyHeldMs } from '../../src/domain/send-schedule.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';

@@ -2,7 +2,7 @@ import { businessDate } from '../../src/domain/caracas-time.ts';
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
 import {
   SENDER,

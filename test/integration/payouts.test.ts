@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { firstLookMs } from '../../src/domain/send-schedule.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';

@@ -5,7 +5,7 @@
 // rail; the ledger balances and each payment has one outcome event.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { FixtureRail } from '../support/fixture-rail.ts';
 import { client, ENGINE, startInstances, type Client, type Instances, type TestApp } from '../support/harness.ts';

@@ -5,7 +5,7 @@
 // its money back and one `payment.failed`. The breaker runs with its default settings.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { Reaper } from '../../src/workers/reaper.ts';
 import { FixtureRail } from '../support/fixture-rail.ts';
 import { client, startTestApp, type Client, type TestApp } from '../support/harness.ts';

@@ -2,7 +2,7 @@
 // the transfer, a send of unknown fate staying on its rail, the breaker, the admin API and its audit.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { RAILS_TRIED_MAX } from '../../src/services/payouts.ts';
 import { RAIL_SETTINGS_TTL_MS } from '../../src/services/rail-registry.ts';
 import { Reaper } from '../../src/workers/reaper.ts';

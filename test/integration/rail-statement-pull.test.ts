@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { businessDate, nextDate, startOfBusinessDate } from '../../src/domain/caracas-time.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { RailStatementPullService, STATEMENT_PULL_ATTEMPTS_MAX } from '../../src/services/rail-statement-pull.ts';
 import { RailStatementPullWorker } from '../../src/workers/rail-statement-pull.ts';
 import type { RailAdapter, RailStatementEntry } from '../../src/rails/rail.ts';

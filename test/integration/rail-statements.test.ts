@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
 import { until } from '../support/until.ts';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { nextResolutionDue } from '../../src/db/repositories/payments.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { firstLookMs, sendEndsMs } from '../../src/domain/send-schedule.ts';
 import type { RailAdapter, RailTransfer } from '../../src/rails/rail.ts';
 import { REAPER_PAUSE_MIN_MS } from '../../src/workers/reaper.ts';

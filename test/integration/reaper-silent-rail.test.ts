@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { MoneyMetrics } from '../../src/services/money-metrics.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import { RailQuestionTimeout } from '../../src/rails/questions.ts';

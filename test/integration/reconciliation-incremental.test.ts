@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { ReconciliationWorker } from '../../src/workers/reconciliation.ts';
 import { createTestDatabase, ENGINE, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';

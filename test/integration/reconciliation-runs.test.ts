@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { abandonExpiredRuns, claimQueuedRun, type RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { discrepancyAnomalies, type DiscrepancyAnomaly } from '../../src/domain/reconciliation.ts';
 import { RUN_LEASE_MS } from '../../src/services/reconciliation-run.ts';
 import { RUN_REST_FACTOR } from '../../src/services/reconciliation.ts';

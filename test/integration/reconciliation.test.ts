@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../src/http/types.ts';
 import type { RunRow } from '../../src/db/repositories/reconciliation-runs.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { RECONCILIATION_CHECKS, type Discrepancy } from '../../src/domain/reconciliation.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';

@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import type { RailLookup, RailStatus, RailTransfer } from '../../src/rails/rail.ts';
 import { queueSandboxNotification, recordSimulation, SANDBOX_NOTICES_PENDING_MAX, SandboxRail } from '../../src/rails/sandbox-rail.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';

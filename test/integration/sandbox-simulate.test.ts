@@ -2,7 +2,7 @@
 // sandbox rail's record rewritten with it, and never a second, different outcome afterwards.
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import {
   assertEnvelope,
   client,

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { bootstrapIfEmpty, PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import { bootstrapSteps } from '../../src/workers/index.ts';

@@ -4,7 +4,7 @@ import { networkInterfaces } from 'node:os';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { insertOutboxEvent } from '../support/outbox.ts';
 import { upsertWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { BACKOFF_WAITS_SECONDS, generateWebhookSecret, mayReachAddress } from '../../src/domain/webhooks.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { computeSignature } from '../../src/domain/webhook-signature.ts';

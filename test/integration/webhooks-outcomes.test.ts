@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { App } from '../../src/http/types.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
 import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';

@@ -7,7 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import type { Database } from '../../src/db/database.ts';
 import { findWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { bootstrapIfEmpty } from '../../src/services/bootstrap.ts';
 import { signatureHeader } from '../../src/domain/webhook-signature.ts';

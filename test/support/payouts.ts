@@ -1,8 +1,8 @@
 import { foldReportRollups, reportRollupDrift } from '../../src/db/repositories/report-rollups.ts';
 import assert from 'node:assert/strict';
 import { buildApp } from '../../src/app.ts';
-import { ledgerTotals } from '../../src/db/repositories/ledger.ts';
-import type { ManualClock } from '../../src/domain/clock.ts';
+import { ledgerTotals } from './ledger.ts';
+import { ManualClock } from './clock.ts';
 import type { App } from '../../src/http/types.ts';
 import type { RailAdapter } from '../../src/rails/rail.ts';
 import type { RailsByMode } from '../../src/rails/send.ts';

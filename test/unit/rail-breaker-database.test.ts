@@ -13,7 +13,7 @@ import { Registry } from 'prom-client';
 import { isTransientDatabaseError, type Database } from '../../src/db/database.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
-import { ManualClock } from '../../src/domain/clock.ts';
+import { ManualClock } from '../support/clock.ts';
 import { HttpBankRail } from '../../src/rails/http-bank/adapter.ts';
 import { isRailFailure, ServiceDatabaseError, type RailTransfer } from '../../src/rails/rail.ts';
 import { SandboxRail } from '../../src/rails/sandbox-rail.ts';

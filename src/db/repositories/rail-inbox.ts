@@ -55,13 +55,6 @@ export async function acknowledgeRailInboxEvent(db: Queryable, rail: string, eve
   return result.rowCount === 1;
 }
 
-/** How many events of a rail the inbox holds (acknowledged or not). */
-export async function countRailInboxEvents(db: Queryable, rail: string): Promise<number> {
-  const p = new Params();
-  const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM rail_inbox WHERE rail = ${p.add(rail)}`, p.values);
-  return rows[0]?.n ?? 0;
-}
-
 /** Deletes at most `limit` events acknowledged before `before`; how many it deleted. */
 export async function purgeAcknowledgedRailInbox(db: Queryable, before: Date, limit: number): Promise<number> {
   assert(Number.isSafeInteger(limit) && limit >= 1, `purge limit must be a positive integer, got ${limit}`);

@@ -8,7 +8,7 @@
 
 import type { Database } from '../../../src/db/database.ts';
 import { findSandboxTransfer } from '../../../src/db/repositories/sandbox-rail.ts';
-import { ManualClock } from '../../../src/domain/clock.ts';
+import { ManualClock } from '../clock.ts';
 import type { RailFailureReason } from '../../../src/domain/failure-reasons.ts';
 import type { RailTransfer } from '../../../src/rails/rail.ts';
 import { newBankReference, queueSandboxNotification, SandboxRail, type SandboxNotice } from '../../../src/rails/sandbox-rail.ts';

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/partition.ts';
+import { Params } from './sql-params.ts';
+import { ParamsOf } from './sql-params-of.ts';
 
 // Idempotency keys. Every decision is one statement that the database makes
 // atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent
@@ -92,53 +94,56 @@ function coalescersFor(db: Queryable) {
 
 /** First round of many claims: INSERT … ON CONFLICT DO NOTHING; an item won when its owner came back. */
 async function insertClaims(db: Queryable, items: readonly ClaimInsert[]): Promise<boolean[]> {
+  const p = new Params();
+  const claims = p.unnest({
+    tenant_id: ['uuid', items.map((i) => i.scope.tenantId)],
+    mode: ['text', items.map((i) => i.scope.mode)],
+    key: ['text', items.map((i) => i.scope.key)],
+    fingerprint: ['text', items.map((i) => i.fingerprint)],
+    owner: ['uuid', items.map((i) => i.owner)],
+    locked_until: ['timestamptz', items.map((i) => i.lockedUntil)],
+    created_at: ['timestamptz', items.map((i) => i.now)],
+    expires_at: ['timestamptz', items.map((i) => i.expiresAt)],
+  });
   const { rows } = await db.query<{ owner: string }>(
     `INSERT INTO idempotency_keys (tenant_id, mode, key, fingerprint, status, owner, locked_until, created_at, expires_at)
      SELECT v.tenant_id, v.mode, v.key, v.fingerprint, 'in_progress', v.owner, v.locked_until, v.created_at, v.expires_at
-       FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::uuid[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[])
-         AS v(tenant_id, mode, key, fingerprint, owner, locked_until, created_at, expires_at)
+       FROM ${claims}
      ON CONFLICT (tenant_id, mode, key) DO NOTHING
      RETURNING owner`,
-    [
-      items.map((i) => i.scope.tenantId),
-      items.map((i) => i.scope.mode),
-      items.map((i) => i.scope.key),
-      items.map((i) => i.fingerprint),
-      items.map((i) => i.owner),
-      items.map((i) => i.lockedUntil),
-      items.map((i) => i.now),
-      items.map((i) => i.expiresAt),
-    ],
+    p.values,
   );
   const won = new Set(rows.map((r) => r.owner));
   return items.map((i) => won.has(i.owner));
 }
 
+const completions = new ParamsOf<readonly KeyCompletion[]>();
+
 /**
- * Stores the answers of keys still held by their owners: $1..$6 are arrays of tenant id, mode, key,
- * owner, response status and body; returns the owner of each key it completed. Shared with the
- * payout path's answer statement (payout-answers.ts), which runs it as a CTE.
+ * Stores the answers of keys still held by their owners (tenant id, mode, key, owner, response status
+ * and body: keyCompletionParams); returns the owner of each key it completed. Shared with the payout
+ * path's answer statement (payout-answers.ts), which runs it as a CTE and numbers its own parameters
+ * after these six ($1..$6).
  */
 export const KEY_COMPLETIONS_SQL = `UPDATE idempotency_keys k
     SET status = 'completed', owner = NULL, locked_until = NULL, response_status = v.response_status, response_body = v.response_body
-   FROM unnest($1::uuid[], $2::text[], $3::text[], $4::uuid[], $5::integer[], $6::text[])
-     AS v(tenant_id, mode, key, owner, response_status, response_body)
+   FROM ${completions.unnest({
+     tenant_id: ['uuid', (items) => items.map((i) => i.scope.tenantId)],
+     mode: ['text', (items) => items.map((i) => i.scope.mode)],
+     key: ['text', (items) => items.map((i) => i.scope.key)],
+     owner: ['uuid', (items) => items.map((i) => i.owner)],
+     response_status: ['integer', (items) => items.map((i) => i.status)],
+     response_body: ['text', (items) => items.map((i) => i.body)],
+   })}
   -- Joined on the primary key only. An added \`tenant_id = ANY(…) AND key = ANY(…)\` let the generic
   -- plan walk every key of the tenant through the primary key (mode is its middle column): 9.8 ms
   -- a batch at 16,000 keys and growing, against 0.5 ms.
   WHERE k.tenant_id = v.tenant_id AND k.mode = v.mode AND k.key = v.key AND k.owner = v.owner AND k.status = 'in_progress'
   RETURNING v.owner`;
 
-/** $1..$6 of KEY_COMPLETIONS_SQL for these completions. */
-export function keyCompletionParams(items: readonly KeyCompletion[]): unknown[][] {
-  return [
-    items.map((i) => i.scope.tenantId),
-    items.map((i) => i.scope.mode),
-    items.map((i) => i.scope.key),
-    items.map((i) => i.owner),
-    items.map((i) => i.status),
-    items.map((i) => i.body),
-  ];
+/** The parameters of KEY_COMPLETIONS_SQL for these completions. */
+export function keyCompletionParams(items: readonly KeyCompletion[]): unknown[] {
+  return completions.values(items);
 }
 
 async function completeMany(db: Queryable, items: readonly KeyCompletion[]): Promise<boolean[]> {
@@ -162,29 +167,30 @@ export async function claimIdempotencyKey(
   const { now } = timing;
   const lockedUntil = new Date(now.getTime() + timing.leaseMs);
   const expiresAt = new Date(now.getTime() + timing.ttlMs);
-  const pk = [scope.tenantId, scope.mode, scope.key];
+  /** The key's primary key, for a statement that adds its parameters to `p`. */
+  const keyOf = (p: Params) => `tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)}`;
 
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const owner = randomUUID();
     const inserted = await coalescersFor(db).claims.submit({ scope, fingerprint, owner, lockedUntil, now, expiresAt });
     if (inserted) return { outcome: 'claimed', owner, tookOver: null };
 
-    const { rows } = await db.query<IdempotencyRow>(
-      `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
-      pk,
-    );
+    const read = new Params();
+    const { rows } = await db.query<IdempotencyRow>(`SELECT ${COLUMNS} FROM idempotency_keys WHERE ${keyOf(read)}`, read.values);
     const row = rows[0];
     if (!row) continue; // released (a 4xx/5xx) between our insert and our read: try again
 
     if (row.expires_at.getTime() <= now.getTime()) {
       // Past its TTL the key is free again, whatever the row says: start it afresh.
+      const p = new Params();
+      const at = p.add(now);
       const taken = await db.query(
         `UPDATE idempotency_keys
-            SET fingerprint = $4, status = 'in_progress', owner = $5, response_status = NULL, response_body = NULL,
-                locked_until = $6, created_at = $7, expires_at = $8
-          WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND expires_at <= $7
+            SET fingerprint = ${p.add(fingerprint)}, status = 'in_progress', owner = ${p.add(owner)}, response_status = NULL, response_body = NULL,
+                locked_until = ${p.add(lockedUntil)}, created_at = ${at}, expires_at = ${p.add(expiresAt)}
+          WHERE ${keyOf(p)} AND expires_at <= ${at}
           RETURNING owner`,
-        [...pk, fingerprint, owner, lockedUntil, now, expiresAt],
+        p.values,
       );
       if (taken.rows.length === 1) return { outcome: 'claimed', owner, tookOver: 'expired' };
       continue; // someone else took it over first: look again
@@ -199,12 +205,14 @@ export async function claimIdempotencyKey(
     if (row.locked_until!.getTime() > now.getTime()) return { outcome: 'in_progress' };
 
     // The holder's lease ran out (it crashed, or lost its database connection): take it over.
+    const p = new Params();
+    const at = p.add(now);
     const taken = await db.query(
-      `UPDATE idempotency_keys SET owner = $5, locked_until = $6
-        WHERE tenant_id = $1 AND mode = $2 AND key = $3
-          AND status = 'in_progress' AND fingerprint = $4 AND locked_until <= $7 AND expires_at > $7
+      `UPDATE idempotency_keys SET owner = ${p.add(owner)}, locked_until = ${p.add(lockedUntil)}
+        WHERE ${keyOf(p)}
+          AND status = 'in_progress' AND fingerprint = ${p.add(fingerprint)} AND locked_until <= ${at} AND expires_at > ${at}
         RETURNING owner`,
-      [...pk, fingerprint, owner, lockedUntil, now],
+      p.values,
     );
     if (taken.rows.length === 1) return { outcome: 'claimed', owner, tookOver: 'lease' };
     // Completed, released or taken over meanwhile: look again.
@@ -238,38 +246,43 @@ export async function completeIdempotencyKeyInTransaction(
   owner: string,
   response: { status: number; body: string },
 ): Promise<boolean> {
+  const p = new Params();
   const result = await tx.query(
     `UPDATE idempotency_keys
-        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = $5, response_body = $6
-      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
-    [scope.tenantId, scope.mode, scope.key, owner, response.status, response.body],
+        SET status = 'completed', owner = NULL, locked_until = NULL, response_status = ${p.add(response.status)}, response_body = ${p.add(response.body)}
+      WHERE tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)} AND owner = ${p.add(owner)} AND status = 'in_progress'`,
+    p.values,
   );
   return result.rowCount === 1;
 }
 
 /** Frees the key held by `owner` (the request was rejected or failed): the next request runs. */
 export async function releaseIdempotencyKey(db: Queryable, scope: IdempotencyScope, owner: string): Promise<boolean> {
+  const p = new Params();
   const result = await db.query(
     `DELETE FROM idempotency_keys
-      WHERE tenant_id = $1 AND mode = $2 AND key = $3 AND owner = $4 AND status = 'in_progress'`,
-    [scope.tenantId, scope.mode, scope.key, owner],
+      WHERE tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)} AND owner = ${p.add(owner)} AND status = 'in_progress'`,
+    p.values,
   );
   return result.rowCount === 1;
 }
 
 export async function findIdempotencyKey(db: Queryable, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<IdempotencyRow>(
-    `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = $3`,
-    [scope.tenantId, scope.mode, scope.key],
+    `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)}`,
+    p.values,
   );
   return rows[0];
 }
 
 /** Whether any of these keys of one tenant and mode holds a row not yet expired: one probe per key, one round trip. */
 export async function anyLiveIdempotencyKey(db: Queryable, partition: { tenantId: string; mode: Mode }, keys: readonly string[], now: Date): Promise<boolean> {
+  const p = new Params();
   const { rows } = await db.query<{ live: boolean }>(
-    `SELECT EXISTS (SELECT 1 FROM idempotency_keys WHERE tenant_id = $1 AND mode = $2 AND key = ANY($3::text[]) AND expires_at > $4) AS live`,
-    [partition.tenantId, partition.mode, keys, now],
+    `SELECT EXISTS (SELECT 1 FROM idempotency_keys
+                     WHERE tenant_id = ${p.add(partition.tenantId)} AND mode = ${p.add(partition.mode)} AND key = ANY(${p.add(keys)}::text[]) AND expires_at > ${p.add(now)}) AS live`,
+    p.values,
   );
   return rows[0]!.live;
 }
@@ -281,16 +294,18 @@ export async function anyLiveIdempotencyKey(db: Queryable, partition: { tenantId
  */
 export async function purgeExpiredIdempotencyKeys(db: Queryable, now: Date, limit: number): Promise<number> {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  const p = new Params();
+  const at = p.add(now);
   const result = await db.query(
     `DELETE FROM idempotency_keys
       WHERE (tenant_id, mode, key) IN (
               SELECT tenant_id, mode, key FROM idempotency_keys
-               WHERE expires_at <= $1
+               WHERE expires_at <= ${at}
                ORDER BY expires_at
-               LIMIT $2
+               LIMIT ${p.add(limit)}
                FOR UPDATE SKIP LOCKED)
-        AND expires_at <= $1`,
-    [now, limit],
+        AND expires_at <= ${at}`,
+    p.values,
   );
   return result.rowCount;
 }

@@ -3,6 +3,8 @@
 import type { EventStatus, EventType } from '../../domain/webhooks.ts';
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
+import { Params } from './sql-params.ts';
+import { ParamsOf } from './sql-params-of.ts';
 
 export interface EventRow {
   tenant_id: string;
@@ -41,41 +43,47 @@ export async function listEvents(
   db: Queryable,
   query: { tenantId: string; mode: Mode; status?: EventStatus; eventType?: EventType; paymentId?: string; beforeId?: bigint; limit: number },
 ): Promise<EventRow[]> {
-  const source =
-    query.paymentId === undefined
-      ? 'outbox_events'
-      : `(SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $7 AND event_type IN ('payment.settled', 'payment.failed')
+  const p = new Params();
+  const tenant = p.add(query.tenantId);
+  let source = 'outbox_events';
+  if (query.paymentId !== undefined) {
+    const payment = p.add(query.paymentId);
+    source = `(SELECT * FROM outbox_events WHERE tenant_id = ${tenant} AND aggregate_id = ${payment} AND event_type IN ('payment.settled', 'payment.failed')
           UNION ALL
-          SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $7 AND event_type = 'payment.reversed') AS payment_events`;
+          SELECT * FROM outbox_events WHERE tenant_id = ${tenant} AND aggregate_id = ${payment} AND event_type = 'payment.reversed') AS payment_events`;
+  }
+  const [status, eventType, beforeId] = [p.add(query.status ?? null), p.add(query.eventType ?? null), p.add(query.beforeId ?? null)];
   const { rows } = await db.query<EventRow>(
     `SELECT ${EVENT_COLUMNS} FROM ${source}
-      WHERE tenant_id = $1 AND mode = $2
-        AND ($3::text IS NULL OR status = $3)
-        AND ($4::text IS NULL OR event_type = $4)
-        AND ($5::bigint IS NULL OR id < $5)
+      WHERE tenant_id = ${tenant} AND mode = ${p.add(query.mode)}
+        AND (${status}::text IS NULL OR status = ${status})
+        AND (${eventType}::text IS NULL OR event_type = ${eventType})
+        AND (${beforeId}::bigint IS NULL OR id < ${beforeId})
       ORDER BY id DESC
-      LIMIT $6`,
-    [query.tenantId, query.mode, query.status ?? null, query.eventType ?? null, query.beforeId ?? null, query.limit, ...(query.paymentId === undefined ? [] : [query.paymentId])],
+      LIMIT ${p.add(query.limit)}`,
+    p.values,
   );
   return rows;
 }
 
 export async function findEvent(db: Queryable, tenantId: string, mode: Mode, id: bigint): Promise<(EventRow & { payload_text: string }) | undefined> {
+  const p = new Params();
   const { rows } = await db.query<EventRow & { payload_text: string }>(
-    `SELECT ${EVENT_COLUMNS}, payload_text FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND id = $3`,
-    [tenantId, mode, id],
+    `SELECT ${EVENT_COLUMNS}, payload_text FROM outbox_events WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
+    p.values,
   );
   return rows[0];
 }
 
 /** Attempts in order; a requeued event can pass 12, so the list is capped at the most recent `limit`. */
 export async function listDeliveries(db: Queryable, tenantId: string, eventId: bigint, limit: number): Promise<DeliveryRow[]> {
+  const p = new Params();
   const { rows } = await db.query<DeliveryRow>(
     `SELECT attempt, status_code, ok, error, duration_ms, created_at FROM (
        SELECT attempt, status_code, ok, error, duration_ms, created_at FROM webhook_deliveries
-        WHERE tenant_id = $1 AND event_id = $2 ORDER BY attempt DESC LIMIT $3) recent
+        WHERE tenant_id = ${p.add(tenantId)} AND event_id = ${p.add(eventId)} ORDER BY attempt DESC LIMIT ${p.add(limit)}) recent
       ORDER BY attempt`,
-    [tenantId, eventId, limit],
+    p.values,
   );
   return rows;
 }
@@ -85,13 +93,15 @@ export async function listDeliveries(db: Queryable, tenantId: string, eventId: b
  * already pending and due (or being delivered right now) is left as it is.
  */
 export async function requeueEvent(db: Queryable, tenantId: string, mode: Mode, id: bigint, now: Date): Promise<{ row: EventRow; requeued: boolean } | undefined> {
+  const p = new Params();
+  const at = p.add(now);
   const { rows } = await db.query<EventRow>(
     `UPDATE outbox_events
-        SET status = 'pending', next_attempt_at = $4, dead_at = NULL, published_at = NULL
-      WHERE tenant_id = $1 AND mode = $2 AND id = $3
-        AND NOT (status = 'pending' AND next_attempt_at <= $4)
+        SET status = 'pending', next_attempt_at = ${at}, dead_at = NULL, published_at = NULL
+      WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}
+        AND NOT (status = 'pending' AND next_attempt_at <= ${at})
       RETURNING ${EVENT_COLUMNS}`,
-    [tenantId, mode, id, now],
+    p.values,
   );
   if (rows[0]) return { row: rows[0], requeued: true };
   const existing = await findEvent(db, tenantId, mode, id);
@@ -106,15 +116,17 @@ export async function requeueDeadEvents(
   now: Date,
   limit: number,
 ): Promise<{ count: number; firstId: bigint | null; lastId: bigint | null }> {
+  const p = new Params();
+  const dead = `tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND status = 'dead'`;
   const { rows } = await db.query<{ count: number; first_id: bigint | null; last_id: bigint | null }>(
     `WITH requeued AS (
        UPDATE outbox_events
-          SET status = 'pending', next_attempt_at = $3, dead_at = NULL
-        WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' AND id IN (
-          SELECT id FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND status = 'dead' ORDER BY id LIMIT $4)
+          SET status = 'pending', next_attempt_at = ${p.add(now)}, dead_at = NULL
+        WHERE ${dead} AND id IN (
+          SELECT id FROM outbox_events WHERE ${dead} ORDER BY id LIMIT ${p.add(limit)})
        RETURNING id)
      SELECT count(*)::int AS count, min(id) AS first_id, max(id) AS last_id FROM requeued`,
-    [tenantId, mode, now, limit],
+    p.values,
   );
   const row = rows[0]!;
   return { count: row.count, firstId: row.first_id, lastId: row.last_id };
@@ -122,11 +134,11 @@ export async function requeueDeadEvents(
 
 /** One event, locked until the transaction ends (a retry reads what it changes). */
 export async function lockEvent(tx: Queryable, tenantId: string, mode: Mode, id: bigint): Promise<EventRow | undefined> {
-  const { rows } = await tx.query<EventRow>(`SELECT ${EVENT_COLUMNS} FROM outbox_events WHERE tenant_id = $1 AND mode = $2 AND id = $3 FOR UPDATE`, [
-    tenantId,
-    mode,
-    id,
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<EventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM outbox_events WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -157,20 +169,32 @@ export interface DueEventsClaim {
   scanMax: number;
 }
 
+const claimed = new ParamsOf<DueEventsClaim>();
+
 // The dispatcher's claim (claimDueEvents), run with the 'queue-head' plan (QueryOptions): due events
 // are read in outbox_due's order, never all read and then sorted (a generic plan made while the outbox
 // was small once read every pending event: 35 ms a claim with 10,000 due, 230 deliveries a second).
-export const CLAIM_DUE_EVENTS_SQL = `WITH in_flight AS (
-     SELECT origin, n FROM unnest($5::text[], $6::int[]) AS f(origin, n)
+// Built once: the test of that plan finds the claim's prepared statement by this text.
+export const CLAIM_DUE_EVENTS_SQL = claimDueEventsSql(claimed);
+
+/** The parameters of CLAIM_DUE_EVENTS_SQL for this claim. */
+export function claimDueEventsParams(claim: DueEventsClaim): unknown[] {
+  return claimed.values(claim);
+}
+
+function claimDueEventsSql(claim: ParamsOf<DueEventsClaim>): string {
+  const now = claim.add((c) => c.now);
+  return `WITH in_flight AS (
+     SELECT origin, n FROM ${claim.unnest({ origin: ['text', (c) => c.inFlight.map((f) => f.origin)], n: ['int', (c) => c.inFlight.map((f) => f.count)] }, { alias: 'f' })}
    ),
    candidates AS (
      SELECT o.tenant_id, o.mode, o.id, o.next_attempt_at, w.origin
        FROM outbox_events o
        LEFT JOIN webhook_endpoints w ON w.tenant_id = o.tenant_id AND w.mode = o.mode
-      WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND (o.locked_until IS NULL OR o.locked_until <= $1)
-        AND (w.origin IS NULL OR w.origin <> ALL ($9::text[]))
+      WHERE o.status = 'pending' AND o.next_attempt_at <= ${now} AND (o.locked_until IS NULL OR o.locked_until <= ${now})
+        AND (w.origin IS NULL OR w.origin <> ALL (${claim.add((c) => c.inFlight.filter((f) => f.count >= c.originMax).map((f) => f.origin))}::text[]))
       ORDER BY o.next_attempt_at, o.id
-      LIMIT $8
+      LIMIT ${claim.add((c) => c.scanMax)}
    ),
    picked AS (
      SELECT r.tenant_id, r.mode, r.id FROM (
@@ -178,9 +202,9 @@ export const CLAIM_DUE_EVENTS_SQL = `WITH in_flight AS (
               row_number() OVER (PARTITION BY c.origin ORDER BY c.next_attempt_at, c.id) AS rn
          FROM candidates c) r
        LEFT JOIN in_flight f ON f.origin = r.origin
-      WHERE r.origin IS NULL OR r.rn <= $7 - coalesce(f.n, 0)
+      WHERE r.origin IS NULL OR r.rn <= ${claim.add((c) => c.originMax)} - coalesce(f.n, 0)
       ORDER BY r.next_attempt_at, r.id
-      LIMIT $4
+      LIMIT ${claim.add((c) => c.limit)}
    ),
    -- Each picked event is locked through its own primary-key probe (LATERAL; OFFSET 0 keeps the
    -- due conditions out of the probe), then checked on the row as locked (its latest version), and
@@ -199,25 +223,12 @@ export const CLAIM_DUE_EVENTS_SQL = `WITH in_flight AS (
          OFFSET 0
            FOR UPDATE SKIP LOCKED) o
        LEFT JOIN webhook_endpoints w ON w.tenant_id = o.tenant_id AND w.mode = o.mode
-      WHERE o.status = 'pending' AND o.next_attempt_at <= $1 AND (o.locked_until IS NULL OR o.locked_until <= $1))
-   UPDATE outbox_events e SET locked_until = $2, lease_token = $3
+      WHERE o.status = 'pending' AND o.next_attempt_at <= ${now} AND (o.locked_until IS NULL OR o.locked_until <= ${now}))
+   UPDATE outbox_events e SET locked_until = ${claim.add((c) => c.leaseUntil)}, lease_token = ${claim.add((c) => c.leaseToken)}
      FROM due
     WHERE e.ctid = due.row_version AND e.tenant_id = due.tenant_id AND e.mode = due.mode AND e.id = due.id
     RETURNING e.tenant_id, e.mode, e.id, e.event_type, e.aggregate_id, e.payload_text, e.attempts,
               due.url, due.origin, due.secret, due.previous_secret, due.previous_secret_expires_at`;
-
-export function claimDueEventsParams(claim: DueEventsClaim): unknown[] {
-  return [
-    claim.now,
-    claim.leaseUntil,
-    claim.leaseToken,
-    claim.limit,
-    claim.inFlight.map((f) => f.origin),
-    claim.inFlight.map((f) => f.count),
-    claim.originMax,
-    claim.scanMax,
-    claim.inFlight.filter((f) => f.count >= claim.originMax).map((f) => f.origin),
-  ];
 }
 
 /**
@@ -262,11 +273,27 @@ export async function recordAttempts(db: Queryable, records: readonly AttemptRec
   if (records.length === 0) return new Set();
   const keys = new Set(records.map((r) => `${r.tenantId}:${r.eventId}`));
   if (keys.size !== records.length) throw new Error('invariant: one event recorded twice in one batch');
+  const p = new Params();
+  const col = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
+  const input = p.unnest(
+    {
+      tenant_id: ['uuid', col((r) => r.tenantId)],
+      id: ['bigint', col((r) => r.eventId.toString())],
+      lease_token: ['uuid', col((r) => r.leaseToken)],
+      attempt: ['int', col((r) => r.attempt)],
+      status: ['text', col((r) => r.next.status)],
+      error: ['text', col((r) => r.error)],
+      next_attempt_at: ['timestamptz', col((r) => (r.next.status === 'pending' ? r.next.at : null))],
+      status_code: ['int', col((r) => r.statusCode)],
+      ok: ['boolean', col((r) => r.ok)],
+      duration_ms: ['int', col((r) => r.durationMs)],
+      at: ['timestamptz', col((r) => r.at)],
+    },
+    { alias: 'r' },
+  );
   const { rows } = await db.query<{ tenant_id: string; event_id: bigint }>(
     `WITH input AS (
-       SELECT * FROM unnest($1::uuid[], $2::bigint[], $3::uuid[], $4::int[], $5::text[], $6::text[], $7::timestamptz[],
-                            $8::int[], $9::boolean[], $10::int[], $11::timestamptz[])
-         AS r(tenant_id, id, lease_token, attempt, status, error, next_attempt_at, status_code, ok, duration_ms, at)
+       SELECT * FROM ${input}
      ),
      moved AS (
        UPDATE outbox_events o
@@ -286,19 +313,7 @@ export async function recordAttempts(db: Queryable, records: readonly AttemptRec
      SELECT r.tenant_id, r.id, r.attempt, r.status_code, r.ok, r.error, r.duration_ms, r.at, m.mode
        FROM input r JOIN moved m ON m.tenant_id = r.tenant_id AND m.id = r.id
      RETURNING tenant_id, event_id`,
-    [
-      records.map((r) => r.tenantId),
-      records.map((r) => r.eventId.toString()),
-      records.map((r) => r.leaseToken),
-      records.map((r) => r.attempt),
-      records.map((r) => r.next.status),
-      records.map((r) => r.error),
-      records.map((r) => (r.next.status === 'pending' ? r.next.at : null)),
-      records.map((r) => r.statusCode),
-      records.map((r) => r.ok),
-      records.map((r) => r.durationMs),
-      records.map((r) => r.at),
-    ],
+    p.values,
   );
   return new Set(rows.map((row) => `${row.tenant_id}:${row.event_id}`));
 }

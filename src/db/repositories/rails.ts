@@ -2,6 +2,7 @@ import type { Instrument } from '../../domain/instrument.ts';
 import type { Mode } from '../../domain/partition.ts';
 import type { RailRoute, RailSetting } from '../../domain/rail-routing.ts';
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 
 interface RailRow {
   name: string;
@@ -52,16 +53,20 @@ export async function listRailSettings(db: Queryable): Promise<StoredRailSetting
 
 /** The rail's stored setting, locked for its update (the audit row records what it was). */
 export async function lockRailSetting(tx: Queryable, name: string): Promise<StoredRailSetting | undefined> {
-  const { rows } = await tx.query<RailRow>(`SELECT ${RAIL_COLUMNS} FROM rails WHERE name = $1 FOR UPDATE`, [name]);
+  const p = new Params();
+  const { rows } = await tx.query<RailRow>(`SELECT ${RAIL_COLUMNS} FROM rails WHERE name = ${p.add(name)} FOR UPDATE`, p.values);
   return rows[0] && settingOf(rows[0]);
 }
 
 export async function upsertRailSetting(tx: Queryable, setting: RailSetting, now: Date): Promise<StoredRailSetting> {
+  const p = new Params();
+  const at = p.add(now);
   const { rows } = await tx.query<RailRow>(
-    `INSERT INTO rails (name, modes, instruments, enabled, created_at, updated_at) VALUES ($1, $2::text[], $3::text[], $4, $5, $5)
+    `INSERT INTO rails (name, modes, instruments, enabled, created_at, updated_at)
+     VALUES (${p.add(setting.name)}, ${p.add([...setting.modes])}::text[], ${p.add([...setting.instruments])}::text[], ${p.add(setting.enabled)}, ${at}, ${at})
      ON CONFLICT (name) DO UPDATE SET modes = EXCLUDED.modes, instruments = EXCLUDED.instruments, enabled = EXCLUDED.enabled, updated_at = EXCLUDED.updated_at
      RETURNING ${RAIL_COLUMNS}`,
-    [setting.name, [...setting.modes], [...setting.instruments], setting.enabled, now],
+    p.values,
   );
   return settingOf(rows[0]!);
 }
@@ -73,17 +78,21 @@ export async function listRailRoutes(db: Queryable): Promise<RailRoute[]> {
 }
 
 export async function insertRailRoute(tx: Queryable, route: RailRoute): Promise<RailRoute> {
+  const p = new Params();
   const { rows } = await tx.query<RailRouteRow>(
     `INSERT INTO rail_routes (id, priority, rail, tenant_id, mode, instrument, bank_code, min_amount, max_amount, created_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING ${ROUTE_COLUMNS}`,
-    [route.id, route.priority, route.rail, route.tenantId, route.mode, route.instrument, route.bankCode, route.minAmount, route.maxAmount, route.createdAt],
+     VALUES (${p.add(route.id)}, ${p.add(route.priority)}, ${p.add(route.rail)}, ${p.add(route.tenantId)}, ${p.add(route.mode)}, ${p.add(route.instrument)},
+             ${p.add(route.bankCode)}, ${p.add(route.minAmount)}, ${p.add(route.maxAmount)}, ${p.add(route.createdAt)})
+     RETURNING ${ROUTE_COLUMNS}`,
+    p.values,
   );
   return routeOf(rows[0]!);
 }
 
 /** Removes a rule; what it was, or undefined when there was none. */
 export async function deleteRailRoute(tx: Queryable, id: string): Promise<RailRoute | undefined> {
-  const { rows } = await tx.query<RailRouteRow>(`DELETE FROM rail_routes WHERE id = $1 RETURNING ${ROUTE_COLUMNS}`, [id]);
+  const p = new Params();
+  const { rows } = await tx.query<RailRouteRow>(`DELETE FROM rail_routes WHERE id = ${p.add(id)} RETURNING ${ROUTE_COLUMNS}`, p.values);
   return rows[0] && routeOf(rows[0]);
 }
 
@@ -94,9 +103,11 @@ export async function deleteRailRoute(tx: Queryable, id: string): Promise<RailRo
  * that a crash in between leaves the reaper asking the rail that was asked to send.
  */
 export async function movePaymentToRail(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }, from: string | null, to: string): Promise<boolean> {
+  const p = new Params();
   const { rowCount } = await db.query(
-    `UPDATE payments SET rail = $5 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'submitted' AND rail IS NOT DISTINCT FROM $4`,
-    [payment.tenant_id, payment.mode, payment.id, from, to],
+    `UPDATE payments SET rail = ${p.add(to)}
+      WHERE tenant_id = ${p.add(payment.tenant_id)} AND mode = ${p.add(payment.mode)} AND id = ${p.add(payment.id)} AND status = 'submitted' AND rail IS NOT DISTINCT FROM ${p.add(from)}`,
+    p.values,
   );
   return rowCount === 1;
 }
@@ -108,16 +119,21 @@ export async function movePaymentToRail(db: Queryable, payment: { tenant_id: str
  */
 export async function railsOfPayments(db: Queryable, payments: ReadonlyArray<{ tenant_id: string; id: string }>): Promise<Map<string, string | null>> {
   if (payments.length === 0) return new Map();
+  const params = new Params();
   const { rows } = await db.query<{ id: string; rail: string | null }>(
-    `SELECT p.id, p.rail FROM unnest($1::uuid[], $2::uuid[]) AS v(tenant_id, id)
+    `SELECT p.id, p.rail FROM ${params.unnest({ tenant_id: ['uuid', payments.map((p) => p.tenant_id)], id: ['uuid', payments.map((p) => p.id)] })}
        JOIN payments p ON p.tenant_id = v.tenant_id AND p.id = v.id`,
-    [payments.map((p) => p.tenant_id), payments.map((p) => p.id)],
+    params.values,
   );
   return new Map(rows.map((row) => [row.id, row.rail]));
 }
 
 /** The rail a payment is on now (its row may have moved since a caller read it). */
 export async function railOfPayment(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }): Promise<string | null | undefined> {
-  const { rows } = await db.query<{ rail: string | null }>('SELECT rail FROM payments WHERE tenant_id = $1 AND mode = $2 AND id = $3', [payment.tenant_id, payment.mode, payment.id]);
+  const p = new Params();
+  const { rows } = await db.query<{ rail: string | null }>(
+    `SELECT rail FROM payments WHERE tenant_id = ${p.add(payment.tenant_id)} AND mode = ${p.add(payment.mode)} AND id = ${p.add(payment.id)}`,
+    p.values,
+  );
   return rows[0]?.rail;
 }

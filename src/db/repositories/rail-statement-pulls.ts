@@ -2,6 +2,7 @@
 // row by leasing it (leased_until), so two worker processes never pull one day of one rail at once,
 // and a process killed mid-pull is replaced once the lease has passed.
 import type { Queryable } from '../database.ts';
+import { Params } from './sql-params.ts';
 
 export interface RailStatementPullRow {
   rail: string;
@@ -18,6 +19,9 @@ export interface RailStatementPullRow {
 
 const COLUMNS = 'rail, value_date::text AS value_date, attempts, next_attempt_at, leased_until, last_attempt_at, last_error, statement_id, done_at, gave_up_at';
 
+/** The row of one rail and day, its parameters added to `p`. */
+const pullOf = (p: Params, key: { rail: string; day: string }) => `rail = ${p.add(key.rail)} AND value_date = ${p.add(key.day)}::date`;
+
 /**
  * Claims the pull of `rail`'s statement of `day` for one attempt (the row is made on the first claim):
  * the row with its attempts counted, or undefined when it is done, given up, or not due (another
@@ -33,25 +37,33 @@ export async function claimStatementPull(
   dayEndsAt: Date,
   force: boolean,
 ): Promise<RailStatementPullRow | undefined> {
-  await db.query('INSERT INTO rail_statement_pulls (rail, value_date, next_attempt_at) VALUES ($1, $2::date, $3) ON CONFLICT (rail, value_date) DO NOTHING', [key.rail, key.day, at]);
+  const made = new Params();
+  await db.query(
+    `INSERT INTO rail_statement_pulls (rail, value_date, next_attempt_at) VALUES (${made.add(key.rail)}, ${made.add(key.day)}::date, ${made.add(at)})
+     ON CONFLICT (rail, value_date) DO NOTHING`,
+    made.values,
+  );
+  const p = new Params();
+  const attemptAt = p.add(at);
   const { rows } = await db.query<RailStatementPullRow>(
     `UPDATE rail_statement_pulls
-        SET attempts = attempts + 1, last_attempt_at = $3, leased_until = $4
-      WHERE rail = $1 AND value_date = $2::date
-        AND (leased_until IS NULL OR leased_until <= $3)
-        AND ($5 OR ((done_at IS NULL OR done_at < $6) AND gave_up_at IS NULL AND next_attempt_at <= $3))
+        SET attempts = attempts + 1, last_attempt_at = ${attemptAt}, leased_until = ${p.add(leaseUntil)}
+      WHERE ${pullOf(p, key)}
+        AND (leased_until IS NULL OR leased_until <= ${attemptAt})
+        AND (${p.add(force)} OR ((done_at IS NULL OR done_at < ${p.add(dayEndsAt)}) AND gave_up_at IS NULL AND next_attempt_at <= ${attemptAt}))
       RETURNING ${COLUMNS}`,
-    [key.rail, key.day, at, leaseUntil, force, dayEndsAt],
+    p.values,
   );
   return rows[0];
 }
 
 /** The pull ended with that day's statement matched (or found already stored). */
 export async function finishStatementPull(db: Queryable, key: { rail: string; day: string }, statementId: string, at: Date): Promise<RailStatementPullRow> {
+  const p = new Params();
   const { rows } = await db.query<RailStatementPullRow>(
-    `UPDATE rail_statement_pulls SET statement_id = $3, done_at = $4, gave_up_at = NULL, last_error = NULL, leased_until = NULL
-      WHERE rail = $1 AND value_date = $2::date RETURNING ${COLUMNS}`,
-    [key.rail, key.day, statementId, at],
+    `UPDATE rail_statement_pulls SET statement_id = ${p.add(statementId)}, done_at = ${p.add(at)}, gave_up_at = NULL, last_error = NULL, leased_until = NULL
+      WHERE ${pullOf(p, key)} RETURNING ${COLUMNS}`,
+    p.values,
   );
   return rows[0]!;
 }
@@ -62,17 +74,20 @@ export async function failStatementPull(
   key: { rail: string; day: string },
   failure: { error: string; nextAttemptAt: Date; gaveUpAt: Date | null },
 ): Promise<RailStatementPullRow> {
+  const p = new Params();
   const { rows } = await db.query<RailStatementPullRow>(
-    `UPDATE rail_statement_pulls SET last_error = left($3, 500), next_attempt_at = $4, gave_up_at = $5, done_at = NULL, leased_until = NULL
-      WHERE rail = $1 AND value_date = $2::date RETURNING ${COLUMNS}`,
-    [key.rail, key.day, failure.error, failure.nextAttemptAt, failure.gaveUpAt],
+    `UPDATE rail_statement_pulls
+        SET last_error = left(${p.add(failure.error)}, 500), next_attempt_at = ${p.add(failure.nextAttemptAt)}, gave_up_at = ${p.add(failure.gaveUpAt)}, done_at = NULL, leased_until = NULL
+      WHERE ${pullOf(p, key)} RETURNING ${COLUMNS}`,
+    p.values,
   );
   return rows[0]!;
 }
 
 /** The pull of `rail`'s statement of `day`, if it was ever tried. */
 export async function findStatementPull(db: Queryable, key: { rail: string; day: string }): Promise<RailStatementPullRow | undefined> {
-  const { rows } = await db.query<RailStatementPullRow>(`SELECT ${COLUMNS} FROM rail_statement_pulls WHERE rail = $1 AND value_date = $2::date`, [key.rail, key.day]);
+  const p = new Params();
+  const { rows } = await db.query<RailStatementPullRow>(`SELECT ${COLUMNS} FROM rail_statement_pulls WHERE ${pullOf(p, key)}`, p.values);
   return rows[0];
 }
 

@@ -1,5 +1,6 @@
 import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
+import { Params } from './sql-params.ts';
 
 export interface WebhookEndpointRow {
   tenant_id: string;
@@ -23,12 +24,14 @@ export async function upsertWebhookEndpoint(
   db: Queryable,
   endpoint: { tenantId: string; mode: Mode; url: string; origin: string; secretIfNew: string; at: Date },
 ): Promise<WebhookEndpointRow> {
+  const p = new Params();
+  const at = p.add(endpoint.at);
   const { rows } = await db.query<WebhookEndpointRow>(
     `INSERT INTO webhook_endpoints (tenant_id, mode, url, origin, secret, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $6)
+     VALUES (${p.add(endpoint.tenantId)}, ${p.add(endpoint.mode)}, ${p.add(endpoint.url)}, ${p.add(endpoint.origin)}, ${p.add(endpoint.secretIfNew)}, ${at}, ${at})
      ON CONFLICT (tenant_id, mode) DO UPDATE SET url = EXCLUDED.url, origin = EXCLUDED.origin, updated_at = EXCLUDED.updated_at
      RETURNING ${ENDPOINT_COLUMNS}`,
-    [endpoint.tenantId, endpoint.mode, endpoint.url, endpoint.origin, endpoint.secretIfNew, endpoint.at],
+    p.values,
   );
   return rows[0]!;
 }
@@ -38,30 +41,30 @@ export async function rotateWebhookSecret(
   db: Queryable,
   rotation: { tenantId: string; mode: Mode; newSecret: string; previousExpiresAt: Date; at: Date },
 ): Promise<WebhookEndpointRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<WebhookEndpointRow>(
     `UPDATE webhook_endpoints
-        SET previous_secret = secret, previous_secret_expires_at = $4, secret = $3, updated_at = $5
-      WHERE tenant_id = $1 AND mode = $2
+        SET previous_secret = secret, previous_secret_expires_at = ${p.add(rotation.previousExpiresAt)}, secret = ${p.add(rotation.newSecret)}, updated_at = ${p.add(rotation.at)}
+      WHERE tenant_id = ${p.add(rotation.tenantId)} AND mode = ${p.add(rotation.mode)}
       RETURNING ${ENDPOINT_COLUMNS}`,
-    [rotation.tenantId, rotation.mode, rotation.newSecret, rotation.previousExpiresAt, rotation.at],
+    p.values,
   );
   return rows[0];
 }
 
 export async function findWebhookEndpoint(db: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
-  const { rows } = await db.query<WebhookEndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND mode = $2`, [
-    tenantId,
-    mode,
-  ]);
+  const p = new Params();
+  const { rows } = await db.query<WebhookEndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)}`, p.values);
   return rows[0];
 }
 
 /** The program's endpoint, locked until the transaction ends (a change reads what it replaces). */
 export async function lockWebhookEndpoint(tx: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
-  const { rows } = await tx.query<WebhookEndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = $1 AND mode = $2 FOR UPDATE`, [
-    tenantId,
-    mode,
-  ]);
+  const p = new Params();
+  const { rows } = await tx.query<WebhookEndpointRow>(
+    `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -79,13 +82,14 @@ export interface TestEventSigner {
  */
 export async function findTestEventSigner(db: Queryable, eventId: bigint): Promise<TestEventSigner | undefined> {
   // `mode = 'test'` as a literal: it is what lets the planner use the partial index on test events.
+  const p = new Params();
   const { rows } = await db.query<TestEventSigner>(
     `SELECT e.tenant_id, w.secret, w.previous_secret, w.previous_secret_expires_at
        FROM outbox_events e
        JOIN webhook_endpoints w ON w.tenant_id = e.tenant_id AND w.mode = e.mode
-      WHERE e.id = $1 AND e.mode = 'test'
+      WHERE e.id = ${p.add(eventId)} AND e.mode = 'test'
       LIMIT 2`,
-    [eventId],
+    p.values,
   );
   // Ids come from one sequence; should two programs ever share one, neither is trusted.
   return rows.length === 1 ? rows[0] : undefined;
@@ -108,17 +112,20 @@ export async function insertSandboxReceipt(
   tx: Queryable,
   receipt: { tenantId: string; eventId: bigint; headers: Record<string, unknown>; rawBody: string; at: Date },
 ): Promise<SandboxReceiptRow> {
+  const p = new Params();
   const { rows } = await tx.query<SandboxReceiptRow>(
     `INSERT INTO sandbox_webhook_receipts (tenant_id, mode, event_id, headers, raw_body, signature_verified, received_at)
-     VALUES ($1, 'test', $2, $3::jsonb, $4, true, $5)
+     VALUES (${p.add(receipt.tenantId)}, 'test', ${p.add(receipt.eventId)}, ${p.add(JSON.stringify(receipt.headers))}::jsonb, ${p.add(receipt.rawBody)}, true, ${p.add(receipt.at)})
      RETURNING id, event_id, headers, raw_body, signature_verified, received_at`,
-    [receipt.tenantId, receipt.eventId, JSON.stringify(receipt.headers), receipt.rawBody, receipt.at],
+    p.values,
   );
+  const trim = new Params();
+  const tenant = trim.add(receipt.tenantId);
   await tx.query(
     `DELETE FROM sandbox_webhook_receipts
-      WHERE tenant_id = $1 AND mode = 'test' AND id <= (
-        SELECT id FROM sandbox_webhook_receipts WHERE tenant_id = $1 AND mode = 'test' ORDER BY id DESC OFFSET $2 LIMIT 1)`,
-    [receipt.tenantId, SANDBOX_RECEIPTS_KEPT],
+      WHERE tenant_id = ${tenant} AND mode = 'test' AND id <= (
+        SELECT id FROM sandbox_webhook_receipts WHERE tenant_id = ${tenant} AND mode = 'test' ORDER BY id DESC OFFSET ${trim.add(SANDBOX_RECEIPTS_KEPT)} LIMIT 1)`,
+    trim.values,
   );
   return rows[0]!;
 }
@@ -128,15 +135,17 @@ export async function listSandboxReceipts(
   db: Queryable,
   query: { tenantId: string; mode: Mode; beforeId?: bigint; eventId?: bigint; limit: number },
 ): Promise<SandboxReceiptRow[]> {
+  const p = new Params();
+  const [beforeId, eventId] = [p.add(query.beforeId ?? null), p.add(query.eventId ?? null)];
   const { rows } = await db.query<SandboxReceiptRow>(
     `SELECT id, event_id, headers, raw_body, signature_verified, received_at
        FROM sandbox_webhook_receipts
-      WHERE tenant_id = $1 AND mode = $2
-        AND ($3::bigint IS NULL OR id < $3)
-        AND ($4::bigint IS NULL OR event_id = $4)
+      WHERE tenant_id = ${p.add(query.tenantId)} AND mode = ${p.add(query.mode)}
+        AND (${beforeId}::bigint IS NULL OR id < ${beforeId})
+        AND (${eventId}::bigint IS NULL OR event_id = ${eventId})
       ORDER BY id DESC
-      LIMIT $5`,
-    [query.tenantId, query.mode, query.beforeId ?? null, query.eventId ?? null, query.limit],
+      LIMIT ${p.add(query.limit)}`,
+    p.values,
   );
   return rows;
 }

@@ -5,6 +5,7 @@ import type { Asset } from '../../domain/money.ts';
 import { microsToTimestamp, type PagePosition } from '../../domain/page-cursor.ts';
 import type { Mode } from '../../domain/partition.ts';
 import type { Instrument } from '../../domain/instrument.ts';
+import { Params } from './sql-params.ts';
 
 export interface BeneficiaryRow {
   tenant_id: string;
@@ -48,25 +49,34 @@ export async function upsertBeneficiary(
   id: string,
   details: BeneficiaryDetails,
 ): Promise<{ beneficiary: BeneficiaryRow; created: boolean } | undefined> {
+  const p = new Params();
+  const identity = {
+    tenant: p.add(tenantId),
+    mode: p.add(mode),
+    nationalId: p.add(details.nationalId),
+    bankCode: p.add(details.bankCode),
+    instrument: p.add(details.instrument),
+  };
+  const metadata = p.add(details.metadata === undefined ? null : JSON.stringify(details.metadata));
   const { rows } = await db.query<BeneficiaryRow & { created: boolean }>(
     `WITH up AS (
        INSERT INTO beneficiaries AS b (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, metadata)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, coalesce($12::jsonb, '{}'::jsonb))
+       VALUES (${identity.tenant}, ${identity.mode}, ${p.add(id)}, ${p.add(details.fullName)}, ${identity.nationalId}, ${identity.bankCode},
+               ${p.add(details.accountNumber)}, ${p.add(details.phone)}, ${p.add(details.asset)}, ${p.add(details.country)}, ${identity.instrument},
+               coalesce(${metadata}::jsonb, '{}'::jsonb))
        ON CONFLICT (tenant_id, mode, national_id, bank_code, instrument) DO UPDATE
           SET full_name = EXCLUDED.full_name, account_number = EXCLUDED.account_number, phone = EXCLUDED.phone,
-              metadata = coalesce($12::jsonb, b.metadata)
+              metadata = coalesce(${metadata}::jsonb, b.metadata)
         WHERE (b.full_name, b.account_number, b.phone, b.metadata)
-              IS DISTINCT FROM (EXCLUDED.full_name, EXCLUDED.account_number, EXCLUDED.phone, coalesce($12::jsonb, b.metadata))
+              IS DISTINCT FROM (EXCLUDED.full_name, EXCLUDED.account_number, EXCLUDED.phone, coalesce(${metadata}::jsonb, b.metadata))
        RETURNING ${COLUMNS}, (xmax = 0) AS created
      )
      SELECT * FROM up
      UNION ALL
      SELECT ${COLUMNS}, false AS created FROM beneficiaries
-      WHERE tenant_id = $1 AND mode = $2 AND national_id = $5 AND bank_code = $6 AND instrument = $11 AND NOT EXISTS (SELECT 1 FROM up)`,
-    [
-      tenantId, mode, id, details.fullName, details.nationalId, details.bankCode, details.accountNumber, details.phone,
-      details.asset, details.country, details.instrument, details.metadata === undefined ? null : JSON.stringify(details.metadata),
-    ],
+      WHERE tenant_id = ${identity.tenant} AND mode = ${identity.mode} AND national_id = ${identity.nationalId} AND bank_code = ${identity.bankCode}
+        AND instrument = ${identity.instrument} AND NOT EXISTS (SELECT 1 FROM up)`,
+    p.values,
   );
   const row = rows[0];
   if (!row) return undefined;
@@ -85,19 +95,26 @@ export async function findBeneficiaryIdsByIdentity(
   identities: ReadonlyArray<{ nationalId: string; bankCode: string; instrument: Instrument }>,
 ): Promise<Map<string, string>> {
   if (identities.length === 0) return new Map();
+  const p = new Params();
   const { rows } = await db.query<{ id: string; national_id: string; bank_code: string; instrument: Instrument }>(
     `SELECT b.id, b.national_id, b.bank_code, b.instrument
-       FROM unnest($3::text[], $4::text[], $5::text[]) AS v(national_id, bank_code, instrument)
-       JOIN beneficiaries b ON b.tenant_id = $1 AND b.mode = $2 AND b.national_id = v.national_id AND b.bank_code = v.bank_code AND b.instrument = v.instrument`,
-    [tenantId, mode, identities.map((i) => i.nationalId), identities.map((i) => i.bankCode), identities.map((i) => i.instrument)],
+       FROM ${p.unnest({
+         national_id: ['text', identities.map((i) => i.nationalId)],
+         bank_code: ['text', identities.map((i) => i.bankCode)],
+         instrument: ['text', identities.map((i) => i.instrument)],
+       })}
+       JOIN beneficiaries b ON b.tenant_id = ${p.add(tenantId)} AND b.mode = ${p.add(mode)}
+        AND b.national_id = v.national_id AND b.bank_code = v.bank_code AND b.instrument = v.instrument`,
+    p.values,
   );
   return new Map(rows.map((r) => [identityKeyOf({ nationalId: r.national_id, bankCode: r.bank_code, instrument: r.instrument }), r.id]));
 }
 
 export async function findBeneficiary(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<BeneficiaryRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<BeneficiaryRow>(
-    `SELECT ${COLUMNS} FROM beneficiaries WHERE tenant_id = $1 AND mode = $2 AND id = $3`,
-    [tenantId, mode, id],
+    `SELECT ${COLUMNS} FROM beneficiaries WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
+    p.values,
   );
   return rows[0];
 }
@@ -112,18 +129,14 @@ export async function listBeneficiaries(
   mode: Mode,
   page: { limit: number; after?: PagePosition },
 ): Promise<BeneficiaryRow[]> {
-  const params: unknown[] = [tenantId, mode, page.limit + 1];
-  let after = '';
-  if (page.after) {
-    params.push(microsToTimestamp(page.after.createdAtUs), page.after.id);
-    after = 'AND (created_at, id) < ($4::timestamptz, $5::uuid)';
-  }
+  const p = new Params();
+  const after = page.after ? `AND (created_at, id) < (${p.add(microsToTimestamp(page.after.createdAtUs))}::timestamptz, ${p.add(page.after.id)}::uuid)` : '';
   const { rows } = await db.query<BeneficiaryRow>(
     `SELECT ${COLUMNS} FROM beneficiaries
-      WHERE tenant_id = $1 AND mode = $2 ${after}
+      WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} ${after}
       ORDER BY created_at DESC, id DESC
-      LIMIT $3`,
-    params,
+      LIMIT ${p.add(page.limit + 1)}`,
+    p.values,
   );
   return rows;
 }

@@ -30,6 +30,9 @@ export interface PayoutBatchRow {
 
 const BATCH_COLUMNS = 'id, idempotency_key, fingerprint, item_count, status, leased_until, created_at, completed_at';
 
+/** The rows of the scope's tenant and mode (`alias.` before the columns when given), its parameters added to `p`. */
+const batchScope = (p: Params, scope: BatchScope, alias = '') => `${alias}tenant_id = ${p.add(scope.tenantId)} AND ${alias}mode = ${p.add(scope.mode)}`;
+
 export type BatchClaim =
   | { kind: 'new'; batch: PayoutBatchRow }
   | { kind: 'existing'; batch: PayoutBatchRow }
@@ -48,15 +51,19 @@ export async function claimPayoutBatch(
   scope: BatchScope,
   batch: { id: string; key: string; fingerprint: string; itemCount: number; createdByKeyId: string; now: Date; leasedUntil: Date; inProgressMax: number },
 ): Promise<BatchClaim> {
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('payout_batches:' || $1 || ':' || $2, 0))`, [scope.tenantId, scope.mode]);
+  const lock = new Params();
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('payout_batches:' || ${lock.add(scope.tenantId)} || ':' || ${lock.add(scope.mode)}, 0))`, lock.values);
+  const p = new Params();
+  const [tenant, mode, at] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batch.now)];
   const { rows } = await tx.query<PayoutBatchRow>(
     `INSERT INTO payout_batches (tenant_id, mode, id, idempotency_key, fingerprint, item_count, status, leased_until, created_by_key_id, created_at)
-     SELECT $1, $2, $3, $4, $5, $6, 'receiving', $7, $8, $9
+     SELECT ${tenant}, ${mode}, ${p.add(batch.id)}, ${p.add(batch.key)}, ${p.add(batch.fingerprint)}, ${p.add(batch.itemCount)}, 'receiving',
+            ${p.add(batch.leasedUntil)}, ${p.add(batch.createdByKeyId)}, ${at}
       WHERE (SELECT count(*) FROM payout_batches
-              WHERE tenant_id = $1 AND mode = $2 AND status = 'receiving' AND leased_until > $9) < $10
+              WHERE tenant_id = ${tenant} AND mode = ${mode} AND status = 'receiving' AND leased_until > ${at}) < ${p.add(batch.inProgressMax)}
      ON CONFLICT (tenant_id, mode, idempotency_key) DO NOTHING
      RETURNING ${BATCH_COLUMNS}`,
-    [scope.tenantId, scope.mode, batch.id, batch.key, batch.fingerprint, batch.itemCount, batch.leasedUntil, batch.createdByKeyId, batch.now, batch.inProgressMax],
+    p.values,
   );
   if (rows[0]) return { kind: 'new', batch: rows[0] };
   const existing = await findPayoutBatchByKey(tx, scope, batch.key);
@@ -65,9 +72,10 @@ export async function claimPayoutBatch(
 
 /** The batch an Idempotency-Key names, if any. */
 export async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key: string): Promise<PayoutBatchRow | undefined> {
+  const p = new Params();
   const { rows } = await db.query<PayoutBatchRow>(
-    `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE tenant_id = $1 AND mode = $2 AND idempotency_key = $3`,
-    [scope.tenantId, scope.mode, key],
+    `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE ${batchScope(p, scope)} AND idempotency_key = ${p.add(key)}`,
+    p.values,
   );
   return rows[0];
 }
@@ -77,19 +85,22 @@ export async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key
  * when this request now holds it (a concurrent retry may have taken it first).
  */
 export async function takeOverPayoutBatch(db: Queryable, scope: BatchScope, batch: PayoutBatchRow, now: Date, leasedUntil: Date): Promise<boolean> {
+  const p = new Params();
   const { rowCount } = await db.query(
-    `UPDATE payout_batches SET leased_until = $4
-      WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'receiving' AND leased_until <= $5 AND leased_until = $6`,
-    [scope.tenantId, scope.mode, batch.id, leasedUntil, now, batch.leased_until],
+    `UPDATE payout_batches SET leased_until = ${p.add(leasedUntil)}
+      WHERE ${batchScope(p, scope)} AND id = ${p.add(batch.id)} AND status = 'receiving' AND leased_until <= ${p.add(now)} AND leased_until = ${p.add(batch.leased_until)}`,
+    p.values,
   );
   return rowCount === 1;
 }
 
 /** A request that failed lets a retry take its batch over at once instead of after the lease. */
 export async function releasePayoutBatch(db: Queryable, scope: BatchScope, id: string, now: Date): Promise<void> {
+  const p = new Params();
+  const at = p.add(now);
   await db.query(
-    `UPDATE payout_batches SET leased_until = $4 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'receiving' AND leased_until > $4`,
-    [scope.tenantId, scope.mode, id, now],
+    `UPDATE payout_batches SET leased_until = ${at} WHERE ${batchScope(p, scope)} AND id = ${p.add(id)} AND status = 'receiving' AND leased_until > ${at}`,
+    p.values,
   );
 }
 
@@ -157,16 +168,18 @@ export interface BatchItemRow {
 
 /** The batch and every item with its payment as it stands, in item order. */
 export async function findPayoutBatch(db: Queryable, scope: BatchScope, id: string): Promise<{ batch: PayoutBatchRow; items: BatchItemRow[] } | undefined> {
-  const { rows } = await db.query<PayoutBatchRow>(`SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE tenant_id = $1 AND mode = $2 AND id = $3`, [scope.tenantId, scope.mode, id]);
+  const read = new Params();
+  const { rows } = await db.query<PayoutBatchRow>(`SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE ${batchScope(read, scope)} AND id = ${read.add(id)}`, read.values);
   const batch = rows[0];
   if (!batch) return undefined;
+  const params = new Params();
   const items = await db.query<BatchItemRow>(
     `SELECT i.item_index, i.reference, i.payment_id, i.refusal, p.status, p.status_reason, coalesce(p.payout_amount, i.amount) AS amount, p.updated_at
        FROM payout_batch_items i
        LEFT JOIN LATERAL (${PAYMENT_OF_ITEM}) p ON true
-      WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = $3
+      WHERE ${batchScope(params, scope, 'i.')} AND i.batch_id = ${params.add(id)}
       ORDER BY i.item_index`,
-    [scope.tenantId, scope.mode, id],
+    params.values,
   );
   return { batch, items: items.rows };
 }
@@ -184,23 +197,25 @@ export interface BatchTally {
 /** Items by status and their delivered amounts, for each of `batchIds`. */
 export async function tallyPayoutBatches(db: Queryable, scope: BatchScope, batchIds: readonly string[]): Promise<BatchTally[]> {
   if (batchIds.length === 0) return [];
+  const params = new Params();
   const { rows } = await db.query<BatchTally>(
     `SELECT i.batch_id, coalesce(p.status, 'refused') AS status, count(*)::integer AS items,
             coalesce(sum(coalesce(p.payout_amount, i.amount)), 0)::bigint AS amount, max(p.updated_at) AS last_change
        FROM payout_batch_items i
        LEFT JOIN LATERAL (${PAYMENT_OF_ITEM}) p ON true
-      WHERE i.tenant_id = $1 AND i.mode = $2 AND i.batch_id = ANY($3::uuid[])
+      WHERE ${batchScope(params, scope, 'i.')} AND i.batch_id = ANY(${params.add(batchIds)}::uuid[])
       GROUP BY i.batch_id, coalesce(p.status, 'refused')`,
-    [scope.tenantId, scope.mode, batchIds],
+    params.values,
   );
   return rows;
 }
 
 /** Marks a batch completed once every item is final, at the time its last payment became final. */
 export async function completePayoutBatch(db: Queryable, scope: BatchScope, id: string, completedAt: Date): Promise<void> {
+  const p = new Params();
   await db.query(
-    `UPDATE payout_batches SET status = 'completed', completed_at = $4 WHERE tenant_id = $1 AND mode = $2 AND id = $3 AND status = 'processing'`,
-    [scope.tenantId, scope.mode, id, completedAt],
+    `UPDATE payout_batches SET status = 'completed', completed_at = ${p.add(completedAt)} WHERE ${batchScope(p, scope)} AND id = ${p.add(id)} AND status = 'processing'`,
+    p.values,
   );
 }
 

@@ -47,16 +47,17 @@ export interface MismatchRow {
 
 /** The statement already stored for this rail, day and file, if any. */
 export async function findStatementByFile(db: Queryable, key: { rail: string; day: string; sha256: string }): Promise<RailStatementRow | undefined> {
-  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE rail = $1 AND value_date = $2::date AND file_sha256 = $3`, [
-    key.rail,
-    key.day,
-    key.sha256,
-  ]);
+  const p = new Params();
+  const { rows } = await db.query<RailStatementRow>(
+    `SELECT ${COLUMNS} FROM rail_statements WHERE rail = ${p.add(key.rail)} AND value_date = ${p.add(key.day)}::date AND file_sha256 = ${p.add(key.sha256)}`,
+    p.values,
+  );
   return rows[0];
 }
 
 export async function findStatement(db: Queryable, id: string): Promise<RailStatementRow | undefined> {
-  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE id = $1`, [id]);
+  const p = new Params();
+  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE id = ${p.add(id)}`, p.values);
   return rows[0];
 }
 
@@ -68,25 +69,29 @@ export async function insertStatement(
   tx: Queryable,
   statement: { rail: string; day: string; sha256: string; bytes: number; lines: number; columns: ColumnMapping; createdBy: string; at: Date },
 ): Promise<string | undefined> {
-  const id = randomUUID();
+  const p = new Params();
   const { rows } = await tx.query<{ id: string }>(
     `INSERT INTO rail_statements (id, rail, value_date, file_sha256, file_bytes, line_count, columns, created_at, created_by)
-     VALUES ($1, $2, $3::date, $4, $5, $6, $7::jsonb, $8, $9)
+     VALUES (${p.add(randomUUID())}, ${p.add(statement.rail)}, ${p.add(statement.day)}::date, ${p.add(statement.sha256)}, ${p.add(statement.bytes)}, ${p.add(statement.lines)},
+             ${p.add(JSON.stringify(statement.columns))}::jsonb, ${p.add(statement.at)}, ${p.add(statement.createdBy)})
      ON CONFLICT (rail, value_date, file_sha256) DO NOTHING
      RETURNING id`,
-    [id, statement.rail, statement.day, statement.sha256, statement.bytes, statement.lines, JSON.stringify(statement.columns), statement.at, statement.createdBy],
+    p.values,
   );
   return rows[0]?.id;
 }
 
 /** The statement's final counts. */
 export async function recordCounts(tx: Queryable, id: string, counts: Record<StatementResult, number>, anomaliesOpened: number): Promise<RailStatementRow> {
+  const p = new Params();
   const { rows } = await tx.query<RailStatementRow>(
     `UPDATE rail_statements
-        SET matched = $2, unknown_reference = $3, missing_at_rail = $4, amount_mismatch = $5, status_mismatch = $6, bank_reference_mismatch = $7, anomalies_opened = $8
-      WHERE id = $1
+        SET matched = ${p.add(counts.matched)}, unknown_reference = ${p.add(counts.unknown_reference)}, missing_at_rail = ${p.add(counts.missing_at_rail)},
+            amount_mismatch = ${p.add(counts.amount_mismatch)}, status_mismatch = ${p.add(counts.status_mismatch)},
+            bank_reference_mismatch = ${p.add(counts.bank_reference_mismatch)}, anomalies_opened = ${p.add(anomaliesOpened)}
+      WHERE id = ${p.add(id)}
       RETURNING ${COLUMNS}`,
-    [id, counts.matched, counts.unknown_reference, counts.missing_at_rail, counts.amount_mismatch, counts.status_mismatch, counts.bank_reference_mismatch, anomaliesOpened],
+    p.values,
   );
   if (rows.length !== 1) throw new Error(`invariant: rail statement ${id} vanished before its counts were recorded`);
   return rows[0]!;
@@ -131,10 +136,11 @@ export async function insertMismatches(tx: Queryable, statementId: string, misma
 
 /** A statement's mismatches in file order (missing payments last), `limit + 1` after `afterSeq`. */
 export async function listMismatches(db: Queryable, statementId: string, page: { limit: number; afterSeq: number }): Promise<MismatchRow[]> {
+  const p = new Params();
   const { rows } = await db.query<MismatchRow>(
     `SELECT seq, result, line, reference, tenant_id, mode, payment_id, ours, theirs, anomaly_id
-       FROM rail_statement_mismatches WHERE statement_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-    [statementId, page.afterSeq, page.limit + 1],
+       FROM rail_statement_mismatches WHERE statement_id = ${p.add(statementId)} AND seq > ${p.add(page.afterSeq)} ORDER BY seq LIMIT ${p.add(page.limit + 1)}`,
+    p.values,
   );
   return rows;
 }
@@ -147,7 +153,8 @@ export async function listStatements(db: Queryable, rail: string, page: { limit:
 
 /** Whether any payment went through this rail (one index probe). */
 export async function railCarriedPayments(db: Queryable, rail: string): Promise<boolean> {
-  const { rows } = await db.query<{ used: boolean }>(`SELECT EXISTS (SELECT 1 FROM payments WHERE rail = $1) AS used`, [rail]);
+  const p = new Params();
+  const { rows } = await db.query<{ used: boolean }>(`SELECT EXISTS (SELECT 1 FROM payments WHERE rail = ${p.add(rail)}) AS used`, p.values);
   return rows[0]?.used === true;
 }
 
@@ -156,7 +163,8 @@ const PAYMENT_COLUMNS = 'tenant_id, mode, id::text AS id, status, payout_amount,
 /** The payments of this rail among `ids` (payment ids, already known to be uuids). */
 export async function railPaymentsByIds(db: Queryable, rail: string, ids: readonly string[]): Promise<StatementPayment[]> {
   if (ids.length === 0) return [];
-  const { rows } = await db.query<StatementPayment>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE rail = $1 AND id = ANY($2::uuid[])`, [rail, ids]);
+  const p = new Params();
+  const { rows } = await db.query<StatementPayment>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE rail = ${p.add(rail)} AND id = ANY(${p.add(ids)}::uuid[])`, p.values);
   return rows;
 }
 
@@ -171,7 +179,8 @@ export async function beginStatementMatch(tx: Queryable, key: { rail: string; da
   // Each statement, and the wait for another statement of the day, bounded by `boundMs` instead of the
   // pool's defaults (a day's lines are matched in one transaction: it may take longer than a payout).
   await tx.exec(`SET LOCAL statement_timeout = ${boundMs}; SET LOCAL lock_timeout = ${boundMs}`);
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || $1 || ':' || $2, 0))`, [key.rail, key.day]);
+  const p = new Params();
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || ${p.add(key.rail)} || ':' || ${p.add(key.day)}, 0))`, p.values);
 }
 
 /**
@@ -188,12 +197,14 @@ export async function beginStatementReferences(tx: Queryable): Promise<void> {
  */
 export async function rememberReferences(tx: Queryable, lines: ReadonlyArray<{ reference: string; line: number }>): Promise<Array<{ reference: string; line: number }>> {
   if (lines.length === 0) return [];
+  const p = new Params();
+  const given = p.unnest({ reference: ['text', lines.map((l) => l.reference)], line: ['integer', lines.map((l) => l.line)] });
   const { rows } = await tx.query<{ reference: string; line: number }>(
-    `WITH given AS (SELECT * FROM unnest($1::text[], $2::integer[]) AS v(reference, line)),
+    `WITH given AS (SELECT * FROM ${given}),
           added AS (INSERT INTO rail_statement_references (reference, line) SELECT reference, line FROM given ON CONFLICT (reference) DO NOTHING RETURNING reference)
      -- The statement's own insert (added) is not visible here: only references named by earlier batches are found.
      SELECT r.reference, r.line FROM rail_statement_references r JOIN given g ON g.reference = r.reference`,
-    [lines.map((l) => l.reference), lines.map((l) => l.line)],
+    p.values,
   );
   return rows;
 }
@@ -203,13 +214,15 @@ export async function rememberReferences(tx: Queryable, lines: ReadonlyArray<{ r
  * name: by id, after `afterId`, at most `limit`.
  */
 export async function unnamedSettledPayments(tx: Queryable, key: { rail: string; day: string }, page: { afterId: string; limit: number }): Promise<StatementPayment[]> {
+  const params = new Params();
   const { rows } = await tx.query<StatementPayment>(
     `SELECT ${PAYMENT_COLUMNS} FROM payments p
-      WHERE p.rail = $1 AND p.settled_at IS NOT NULL AND ((p.settled_at AT TIME ZONE 'America/Caracas')::date) = $2::date AND p.id > $3::uuid
+      WHERE p.rail = ${params.add(key.rail)} AND p.settled_at IS NOT NULL AND ((p.settled_at AT TIME ZONE 'America/Caracas')::date) = ${params.add(key.day)}::date
+        AND p.id > ${params.add(page.afterId)}::uuid
         AND NOT EXISTS (SELECT 1 FROM rail_statement_references r WHERE r.reference = p.id::text)
       ORDER BY p.id
-      LIMIT $4`,
-    [key.rail, key.day, page.afterId, page.limit],
+      LIMIT ${params.add(page.limit)}`,
+    params.values,
   );
   return rows;
 }

@@ -6,6 +6,7 @@ import { relaxedOf, type Queryable } from '../database.ts';
 import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { RailFailureReason } from '../../domain/failure-reasons.ts';
 import type { Instrument } from '../../domain/instrument.ts';
+import { Params } from './sql-params.ts';
 
 export type SandboxScenario =
   | 'settle_at_once'
@@ -79,20 +80,33 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
   }
   const unique = [...distinct.values()].sort((a, b) => (a.transfer.reference < b.transfer.reference ? -1 : 1));
   const col = <T>(pick: (t: NewSandboxTransfer) => T) => unique.map((u) => pick(u.transfer));
+  const p = new Params();
+  const submissions = p.unnest({
+    reference: ['uuid', col((t) => t.reference)],
+    mode: ['text', col((t) => t.mode)],
+    tenant_id: ['uuid', col((t) => t.tenant_id)],
+    instrument: ['text', col((t) => t.instrument)],
+    amount_minor: ['bigint', col((t) => String(t.amount_minor))],
+    national_id: ['text', col((t) => t.national_id)],
+    bank_code: ['text', col((t) => t.bank_code)],
+    scenario: ['text', col((t) => t.scenario)],
+    pending_status: ['text', col((t) => t.pending_status)],
+    received_at: ['timestamptz', col((t) => t.received_at)],
+    settle_at: ['timestamptz', col((t) => t.settle_at)],
+    failure_reason: ['text', col((t) => t.failure_reason)],
+    bank_reference: ['text', col((t) => t.bank_reference)],
+    settled_at: ['timestamptz', col((t) => t.settled_at)],
+    reverse_at: ['timestamptz', col((t) => t.reverse_at)],
+    reversal_reason: ['text', col((t) => t.reversal_reason)],
+    submissions: ['integer', unique.map((u) => u.times)],
+  });
   const { rows } = await db.query<SandboxTransferRow & { inserted: boolean }>(
     `INSERT INTO sandbox_rail_transfers AS s (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code,
        scenario, pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, submissions)
-     SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[],
-                          $9::text[], $10::timestamptz[], $11::timestamptz[], $12::text[], $13::text[], $14::timestamptz[],
-                          $15::timestamptz[], $16::text[], $17::integer[])
+     SELECT * FROM ${submissions}
      ON CONFLICT (reference) DO UPDATE SET submissions = s.submissions + EXCLUDED.submissions
-     RETURNING ${COLUMNS.replace(/(\w+)/g, 's.$1')}, (s.xmax = 0) AS inserted`,
-    [
-      col((t) => t.reference), col((t) => t.mode), col((t) => t.tenant_id), col((t) => t.instrument), col((t) => String(t.amount_minor)),
-      col((t) => t.national_id), col((t) => t.bank_code), col((t) => t.scenario), col((t) => t.pending_status), col((t) => t.received_at),
-      col((t) => t.settle_at), col((t) => t.failure_reason), col((t) => t.bank_reference), col((t) => t.settled_at), col((t) => t.reverse_at),
-      col((t) => t.reversal_reason), unique.map((u) => u.times),
-    ],
+     RETURNING ${COLUMNS.replace(/\w+/g, (column) => `s.${column}`)}, (s.xmax = 0) AS inserted`,
+    p.values,
   );
   const byReference = new Map(rows.map(({ inserted, ...row }) => [row.reference, { row: row as SandboxTransferRow, inserted }]));
   const first = new Set<string>();
@@ -108,9 +122,10 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
 /** Transfers of one mode by reference (one statement), keyed by reference; unknown ones are absent. */
 export async function findSandboxTransfers(db: Queryable, references: readonly string[], mode: 'test' | 'live'): Promise<Map<string, SandboxTransferRow>> {
   if (references.length === 0) return new Map();
+  const p = new Params();
   const { rows } = await db.query<SandboxTransferRow>(
-    `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = ANY($1::uuid[]) AND mode = $2`,
-    [references, mode],
+    `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = ANY(${p.add(references)}::uuid[]) AND mode = ${p.add(mode)}`,
+    p.values,
   );
   return new Map(rows.map((row) => [row.reference, row]));
 }
@@ -121,12 +136,11 @@ export async function findSandboxTransfer(
   reference: string,
   mode?: 'test' | 'live',
 ): Promise<SandboxTransferRow | undefined> {
+  const p = new Params();
+  const byReference = `reference = ${p.add(reference)}`;
   const { rows } = mode === undefined
-    ? await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = $1`, [reference])
-    : await db.query<SandboxTransferRow>(
-        `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE reference = $1 AND mode = $2`,
-        [reference, mode],
-      );
+    ? await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference}`, p.values)
+    : await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference} AND mode = ${p.add(mode)}`, p.values);
   return rows[0];
 }
 
@@ -136,12 +150,13 @@ export async function findSandboxTransfer(
  * no later call returns it.
  */
 export async function listDueReversals(db: Queryable, now: Date, limit: number): Promise<SandboxTransferRow[]> {
+  const p = new Params();
   const { rows } = await db.query<SandboxTransferRow>(
     `SELECT ${COLUMNS} FROM sandbox_rail_transfers
-      WHERE reverse_at IS NOT NULL AND reversal_acknowledged_at IS NULL AND reverse_at <= $1
+      WHERE reverse_at IS NOT NULL AND reversal_acknowledged_at IS NULL AND reverse_at <= ${p.add(now)}
       ORDER BY reverse_at, reference
-      LIMIT $2`,
-    [now, limit],
+      LIMIT ${p.add(limit)}`,
+    p.values,
   );
   return rows;
 }
@@ -152,11 +167,13 @@ export async function listDueReversals(db: Queryable, now: Date, limit: number):
  * out under that id, so there is nothing to acknowledge).
  */
 export async function acknowledgeReversal(db: Queryable, reference: string, at: Date): Promise<boolean> {
+  const p = new Params();
+  const acknowledgedAt = p.add(at);
   const result = await db.query(
     `UPDATE sandbox_rail_transfers
-        SET reversal_acknowledged_at = COALESCE(reversal_acknowledged_at, $2)
-      WHERE reference = $1 AND reverse_at <= $2`,
-    [reference, at],
+        SET reversal_acknowledged_at = COALESCE(reversal_acknowledged_at, ${acknowledgedAt})
+      WHERE reference = ${p.add(reference)} AND reverse_at <= ${acknowledgedAt}`,
+    p.values,
   );
   return result.rowCount === 1;
 }
@@ -170,21 +187,23 @@ export type SimulatedOutcome =
 /** The transfer as the rail would have received it: used only when it has no record of it. */
 export type SimulatedTransfer = Pick<NewSandboxTransfer, 'reference' | 'mode' | 'tenant_id' | 'instrument' | 'amount_minor' | 'national_id' | 'bank_code' | 'scenario'>;
 
-// Every time is clamped to received_at or later (the table's CHECKs): another process's clock may lag.
-const SETTLED_AT = 'GREATEST(s.received_at, $9)';
-const KEPT_SETTLEMENT = `COALESCE(s.settled_at, ${SETTLED_AT})`;
-
-const SIMULATED_UPDATES: Record<SimulatedOutcome['status'], string> = {
-  settled: `settle_at = ${SETTLED_AT}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${SETTLED_AT},
+/** What a simulated outcome sets on a transfer the rail has recorded; `at` is the placeholder of the outcome's time. */
+function simulatedUpdates(at: string): Record<SimulatedOutcome['status'], string> {
+  // Every time is clamped to received_at or later (the table's CHECKs): another process's clock may lag.
+  const settledAt = `GREATEST(s.received_at, ${at})`;
+  const keptSettlement = `COALESCE(s.settled_at, ${settledAt})`;
+  return {
+    settled: `settle_at = ${settledAt}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${settledAt},
             reverse_at = NULL, reversal_reason = NULL, reversal_acknowledged_at = NULL`,
-  failed: `settle_at = ${SETTLED_AT}, failure_reason = EXCLUDED.failure_reason, bank_reference = NULL, settled_at = NULL,
+    failed: `settle_at = ${settledAt}, failure_reason = EXCLUDED.failure_reason, bank_reference = NULL, settled_at = NULL,
            reverse_at = NULL, reversal_reason = NULL, reversal_acknowledged_at = NULL`,
-  // The settlement the rail recorded stays; the return happens now and is already acknowledged,
-  // since its effect commits in the same transaction: no notification is left to hand out.
-  reversed: `settle_at = ${KEPT_SETTLEMENT}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${KEPT_SETTLEMENT},
-             reverse_at = GREATEST(${KEPT_SETTLEMENT}, $9), reversal_reason = EXCLUDED.reversal_reason,
-             reversal_acknowledged_at = GREATEST(${KEPT_SETTLEMENT}, $9)`,
-};
+    // The settlement the rail recorded stays; the return happens now and is already acknowledged,
+    // since its effect commits in the same transaction: no notification is left to hand out.
+    reversed: `settle_at = ${keptSettlement}, failure_reason = NULL, bank_reference = EXCLUDED.bank_reference, settled_at = ${keptSettlement},
+             reverse_at = GREATEST(${keptSettlement}, ${at}), reversal_reason = EXCLUDED.reversal_reason,
+             reversal_acknowledged_at = GREATEST(${keptSettlement}, ${at})`,
+  };
+}
 
 /**
  * Replaces the whole schedule of a transfer with an outcome a test simulated, at `at`: whatever the
@@ -195,29 +214,19 @@ const SIMULATED_UPDATES: Record<SimulatedOutcome['status'], string> = {
  */
 export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedTransfer, outcome: SimulatedOutcome, at: Date): Promise<void> {
   const settled = outcome.status === 'failed' ? null : at;
-  const reversed = outcome.status === 'reversed' ? at : null;
+  const p = new Params();
+  const [mode, tenant, outcomeAt] = [p.add(transfer.mode), p.add(transfer.tenant_id), p.add(at)];
+  const reversed = p.add(outcome.status === 'reversed' ? at : null);
   const result = await tx.query(
     `INSERT INTO sandbox_rail_transfers AS s (reference, mode, tenant_id, instrument, amount_minor, national_id, bank_code, scenario,
        pending_status, received_at, settle_at, failure_reason, bank_reference, settled_at, reverse_at, reversal_reason, reversal_acknowledged_at, submissions)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'processing', $9, $9, $10, $11, $12, $13, $14, $13, 1)
-     ON CONFLICT (reference) DO UPDATE SET ${SIMULATED_UPDATES[outcome.status]}
-     WHERE s.mode = $2 AND s.tenant_id = $3`,
-    [
-      transfer.reference,
-      transfer.mode,
-      transfer.tenant_id,
-      transfer.instrument,
-      String(transfer.amount_minor),
-      transfer.national_id,
-      transfer.bank_code,
-      transfer.scenario,
-      at,
-      outcome.status === 'failed' ? outcome.reason : null,
-      outcome.status === 'failed' ? null : outcome.bankReference,
-      settled,
-      reversed,
-      outcome.status === 'reversed' ? outcome.reason : null,
-    ],
+     VALUES (${p.add(transfer.reference)}, ${mode}, ${tenant}, ${p.add(transfer.instrument)}, ${p.add(String(transfer.amount_minor))}, ${p.add(transfer.national_id)},
+             ${p.add(transfer.bank_code)}, ${p.add(transfer.scenario)}, 'processing', ${outcomeAt}, ${outcomeAt},
+             ${p.add(outcome.status === 'failed' ? outcome.reason : null)}, ${p.add(outcome.status === 'failed' ? null : outcome.bankReference)},
+             ${p.add(settled)}, ${reversed}, ${p.add(outcome.status === 'reversed' ? outcome.reason : null)}, ${reversed}, 1)
+     ON CONFLICT (reference) DO UPDATE SET ${simulatedUpdates(outcomeAt)[outcome.status]}
+     WHERE s.mode = ${mode} AND s.tenant_id = ${tenant}`,
+    p.values,
   );
   if (result.rowCount !== 1) throw new Error(`invariant: sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
 }
@@ -245,43 +254,37 @@ const NOTICE_COLUMNS = 'id, reference, mode, tenant_id, kind, amount_minor, bank
  * count and the insert are one statement, not serialised: concurrent calls may pass the bound by a few.
  */
 export async function insertSandboxNotice(db: Queryable, notice: NewSandboxNotice, pendingMax: number): Promise<boolean> {
+  const p = new Params();
+  const [tenant, max] = [p.add(notice.tenant_id), p.add(pendingMax)];
   const result = await db.query(
     `INSERT INTO sandbox_rail_notifications (id, reference, mode, tenant_id, kind, amount_minor, bank_reference, reason, occurred_at)
-     SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9
-      WHERE (SELECT count(*) FROM (SELECT 1 FROM sandbox_rail_notifications WHERE tenant_id = $4 AND acknowledged_at IS NULL LIMIT $10) waiting) < $10`,
-    [
-      notice.id,
-      notice.reference,
-      notice.mode,
-      notice.tenant_id,
-      notice.kind,
-      notice.amount_minor === null ? null : String(notice.amount_minor),
-      notice.bank_reference,
-      notice.reason,
-      notice.occurred_at,
-      pendingMax,
-    ],
+     SELECT ${p.add(notice.id)}, ${p.add(notice.reference)}, ${p.add(notice.mode)}, ${tenant}, ${p.add(notice.kind)},
+            ${p.add(notice.amount_minor === null ? null : String(notice.amount_minor))}, ${p.add(notice.bank_reference)}, ${p.add(notice.reason)}, ${p.add(notice.occurred_at)}
+      WHERE (SELECT count(*) FROM (SELECT 1 FROM sandbox_rail_notifications WHERE tenant_id = ${tenant} AND acknowledged_at IS NULL LIMIT ${max}) waiting) < ${max}`,
+    p.values,
   );
   return result.rowCount === 1;
 }
 
 /** Notices sent by `now` that nobody acknowledged, oldest first (a plain read: at-least-once, as reversals). */
 export async function listPendingNotices(db: Queryable, now: Date, limit: number): Promise<SandboxNoticeRow[]> {
+  const p = new Params();
   const { rows } = await db.query<SandboxNoticeRow>(
     `SELECT ${NOTICE_COLUMNS} FROM sandbox_rail_notifications
-      WHERE acknowledged_at IS NULL AND occurred_at <= $1
+      WHERE acknowledged_at IS NULL AND occurred_at <= ${p.add(now)}
       ORDER BY occurred_at, id
-      LIMIT $2`,
-    [now, limit],
+      LIMIT ${p.add(limit)}`,
+    p.values,
   );
   return rows;
 }
 
 /** Marks a notice acknowledged (idempotent: the first time stays); false when there is no such notice. */
 export async function acknowledgeNotice(db: Queryable, id: string, at: Date): Promise<boolean> {
+  const p = new Params();
   const result = await db.query(
-    `UPDATE sandbox_rail_notifications SET acknowledged_at = COALESCE(acknowledged_at, $2) WHERE id = $1`,
-    [id, at],
+    `UPDATE sandbox_rail_notifications SET acknowledged_at = COALESCE(acknowledged_at, ${p.add(at)}) WHERE id = ${p.add(id)}`,
+    p.values,
   );
   return result.rowCount === 1;
 }

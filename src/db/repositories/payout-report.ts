@@ -4,8 +4,9 @@ import type { BucketTimingRow, PaymentAggregates, ReportScope, ReportWindow, Web
 import { addBins, histogramPercentiles, TIME_BIN_STARTS, type TimeHistogram } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
 import { rawPaymentAggregates, rawWebhookAggregates } from './payout-report-raw.ts';
-import { binOf, FOLD_CTE, REASONED_STATUSES, SCOPE, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import { binOf, FOLD_CTE, REASONED_STATUSES, scopeOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
 import { rollupsBuilt } from './report-rollups.ts';
+import { Params } from './sql-params.ts';
 
 // The payout report's aggregates (GET /v1/reports/payouts): the rollups the report fold keeps
 // (report-rollups.ts), plus the changes committed since its last run, read in the same statement as
@@ -16,15 +17,32 @@ import { rollupsBuilt } from './report-rollups.ts';
 // (LATERAL), never a scan across tenants. Buckets are given as their start times; rows are assigned
 // to them by width_bucket (1-based; the range filter keeps 0 and beyond-the-end out).
 
-// $1 tenant or null, $2 mode, $3 start, $4 bucket starts, $5 end, $6 granularity, $7 time bin starts (not in COUNTS_SQL).
-const windowParams = (scope: ReportScope, window: ReportWindow) =>
-  [scope.tenantId, scope.mode, window.start, window.bucketStarts, window.end, window.granularity, TIME_BIN_STARTS];
+/** The placeholders of a report's scope (its tenant, or null for every customer tenant, and mode) and window. */
+interface WindowParams {
+  tenant: string;
+  mode: string;
+  start: string;
+  bucketStarts: string;
+  end: string;
+  granularity: string;
+}
 
-const IN_WINDOW = (t: string) => `${t}.tenant_id IN (SELECT tenant_id FROM scope) AND ${t}.mode = $2 AND ${t}.created_at >= $3 AND ${t}.created_at < $5`;
+/** A report statement's scope and window added to its parameters, in one order for every statement. */
+const windowParams = (p: Params, scope: ReportScope, window: ReportWindow): WindowParams => ({
+  tenant: p.add(scope.tenantId),
+  mode: p.add(scope.mode),
+  start: p.add(window.start),
+  bucketStarts: p.add(window.bucketStarts),
+  end: p.add(window.end),
+  granularity: p.add(window.granularity),
+});
+
+const inWindow = (t: string, w: WindowParams) =>
+  `${t}.tenant_id IN (SELECT tenant_id FROM scope) AND ${t}.mode = ${w.mode} AND ${t}.created_at >= ${w.start} AND ${t}.created_at < ${w.end}`;
 // The rollup rows of one table in the window, per tenant of the scope: one index range each.
-const rollupRows = (table: string, columns: string, period: string, where = 'true') => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
+const rollupRows = (table: string, columns: string, period: string, w: WindowParams, where = 'true') => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
     SELECT ${columns} FROM ${table}
-     WHERE tenant_id = s.tenant_id AND mode = $2 AND period = ${period} AND bucket_start >= $3 AND bucket_start < $5 AND ${where}
+     WHERE tenant_id = s.tenant_id AND mode = ${w.mode} AND period = ${period} AND bucket_start >= ${w.start} AND bucket_start < ${w.end} AND ${where}
   ) r`;
 
 interface CountRow {
@@ -38,34 +56,40 @@ interface CountRow {
 
 // Counts per bucket come from the granularity's rows; counts over the range (bank, instrument,
 // reason) from day rows, whatever the granularity, since a range is whole days.
-const COUNTS_SQL = `WITH ${SCOPE}, ${FOLD_CTE},
-change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))}),
+function countsSql(params: Params, scope: ReportScope, window: ReportWindow): string {
+  const w = windowParams(params, scope, window);
+  return `WITH ${scopeOf(w.tenant)}, ${FOLD_CTE},
+change AS (${unfoldedPaymentChanges(inWindow('p', w))}),
 counted AS (
-  SELECT CASE WHEN dimension = 'status' THEN width_bucket(bucket_start, $4::timestamptz[]) ELSE 0 END AS b, dimension, key, status, payments, amount
-    FROM (${rollupRows('report_payment_counts', 'bucket_start, dimension, key, status, payments, amount', '$6')}) r
+  SELECT CASE WHEN dimension = 'status' THEN width_bucket(bucket_start, ${w.bucketStarts}::timestamptz[]) ELSE 0 END AS b, dimension, key, status, payments, amount
+    FROM (${rollupRows('report_payment_counts', 'bucket_start, dimension, key, status, payments, amount', w.granularity, w)}) r
   UNION ALL
   SELECT 0, dimension, key, status, payments, amount
-    FROM (${rollupRows('report_payment_counts', 'dimension, key, status, payments, amount', "'day'", "$6 = 'hour' AND dimension <> 'status'")}) r
+    FROM (${rollupRows('report_payment_counts', 'dimension, key, status, payments, amount', "'day'", w, `${w.granularity} = 'hour' AND dimension <> 'status'`)}) r
   UNION ALL
-  SELECT CASE WHEN k.dimension = 'status' THEN width_bucket(c.created_at, $4::timestamptz[]) ELSE 0 END, k.dimension, k.key, c.status, c.sign, c.sign * c.payout_amount
+  SELECT CASE WHEN k.dimension = 'status' THEN width_bucket(c.created_at, ${w.bucketStarts}::timestamptz[]) ELSE 0 END, k.dimension, k.key, c.status, c.sign, c.sign * c.payout_amount
     FROM change c
    CROSS JOIN LATERAL (VALUES ('status', NULL::text), ('bank', c.bank_code), ('method', c.method), ('reason', c.reason)) k(dimension, key)
    WHERE k.dimension <> 'reason' OR c.status IN ${REASONED_STATUSES}
 )
 SELECT b, dimension, key, status, sum(payments)::int AS n, sum(amount)::text AS amount
   FROM counted GROUP BY b, dimension, key, status HAVING sum(payments) <> 0`;
+}
 
 // Time histograms per bucket: the rollups' documents of the window, and the changes not folded yet
 // gathered into one document per bucket. Their sum per bucket gives the percentiles (addBins).
-const TIMING_SQL = `WITH ${SCOPE}, ${FOLD_CTE},
-change AS (${unfoldedPaymentChanges(IN_WINDOW('p'))})
-SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, bins
-  FROM (${rollupRows('report_outcome_times', 'bucket_start, bins', '$6')}) r
+function timingSql(params: Params, scope: ReportScope, window: ReportWindow): string {
+  const w = windowParams(params, scope, window);
+  return `WITH ${scopeOf(w.tenant)}, ${FOLD_CTE},
+change AS (${unfoldedPaymentChanges(inWindow('p', w))})
+SELECT width_bucket(bucket_start, ${w.bucketStarts}::timestamptz[]) AS b, bins
+  FROM (${rollupRows('report_outcome_times', 'bucket_start, bins', w.granularity, w)}) r
 UNION ALL
 SELECT b, jsonb_object_agg(lo_ms, n)
-  FROM (SELECT width_bucket(created_at, $4::timestamptz[]) AS b, ${binOf('outcome_ms', '$7')} AS lo_ms, count(*) AS n
+  FROM (SELECT width_bucket(created_at, ${w.bucketStarts}::timestamptz[]) AS b, ${binOf('outcome_ms', params.add(TIME_BIN_STARTS))} AS lo_ms, count(*) AS n
           FROM change WHERE outcome_ms IS NOT NULL GROUP BY 1, 2) x
  GROUP BY b`;
+}
 
 /** Per bucket: the histograms' sum, as [bucket, count, p50, p95]. */
 function timingOf(rows: readonly { b: number; bins: Record<string, number> }[]): BucketTimingRow[] {
@@ -82,10 +106,10 @@ function timingOf(rows: readonly { b: number; bins: Record<string, number> }[]):
 }
 
 async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
-  const params = windowParams(scope, window);
+  const [countsParams, timingParams] = [new Params(), new Params()];
   const [counts, timing] = await Promise.all([
-    db.query<CountRow>(COUNTS_SQL, params.slice(0, 6), { plan: 'aggregate' }),
-    db.query<{ b: number; bins: Record<string, number> }>(TIMING_SQL, params, { plan: 'aggregate' }),
+    db.query<CountRow>(countsSql(countsParams, scope, window), countsParams.values, { plan: 'aggregate' }),
+    db.query<{ b: number; bins: Record<string, number> }>(timingSql(timingParams, scope, window), timingParams.values, { plan: 'aggregate' }),
   ]);
   const out: PaymentAggregates = { byBucket: [], timing: [], banks: [], methods: [], reasons: [] };
   for (const r of counts.rows) {
@@ -100,16 +124,19 @@ async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window
 
 // Attempts per bucket by outcome, with their durations' histogram: the rollups' rows of the window,
 // and the attempts not folded yet gathered into one row per bucket.
-const WEBHOOKS_SQL = `WITH ${SCOPE}, ${FOLD_CTE}
-SELECT width_bucket(bucket_start, $4::timestamptz[]) AS b, delivered::int, rejected::int, unreachable::int, bins
-  FROM (${rollupRows('report_webhook_attempts', 'bucket_start, delivered, rejected, unreachable, bins', '$6')}) r
+function webhooksSql(params: Params, scope: ReportScope, window: ReportWindow): string {
+  const w = windowParams(params, scope, window);
+  return `WITH ${scopeOf(w.tenant)}, ${FOLD_CTE}
+SELECT width_bucket(bucket_start, ${w.bucketStarts}::timestamptz[]) AS b, delivered::int, rejected::int, unreachable::int, bins
+  FROM (${rollupRows('report_webhook_attempts', 'bucket_start, delivered, rejected, unreachable, bins', w.granularity, w)}) r
 UNION ALL
 SELECT b, sum(delivered)::int, sum(rejected)::int, sum(unreachable)::int, jsonb_object_agg(lo_ms, n)
-  FROM (SELECT width_bucket(created_at, $4::timestamptz[]) AS b, ${binOf('duration_ms', '$7')} AS lo_ms, count(*) AS n,
+  FROM (SELECT width_bucket(created_at, ${w.bucketStarts}::timestamptz[]) AS b, ${binOf('duration_ms', params.add(TIME_BIN_STARTS))} AS lo_ms, count(*) AS n,
                count(*) FILTER (WHERE outcome = 'delivered') AS delivered, count(*) FILTER (WHERE outcome = 'rejected') AS rejected,
                count(*) FILTER (WHERE outcome = 'unreachable') AS unreachable
-          FROM (${unfoldedDeliveries(IN_WINDOW('d'))}) d GROUP BY 1, 2) x
+          FROM (${unfoldedDeliveries(inWindow('d', w))}) d GROUP BY 1, 2) x
  GROUP BY b`;
+}
 
 interface AttemptRow {
   b: number;
@@ -120,7 +147,8 @@ interface AttemptRow {
 }
 
 async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
-  const { rows } = await db.query<AttemptRow>(WEBHOOKS_SQL, windowParams(scope, window), { plan: 'aggregate' });
+  const p = new Params();
+  const { rows } = await db.query<AttemptRow>(webhooksSql(p, scope, window), p.values, { plan: 'aggregate' });
   const byBucket = new Map<number, { delivered: number; rejected: number; unreachable: number; histogram: TimeHistogram }>();
   for (const r of rows) {
     const bucket = byBucket.get(r.b) ?? { delivered: 0, rejected: 0, unreachable: 0, histogram: new Map<number, number>() };
@@ -167,10 +195,12 @@ export interface BalanceAtRow {
  */
 export async function balancesAt(db: Queryable, scope: ReportScope, instants: readonly Date[]): Promise<BalanceAtRow[]> {
   if (instants.length === 0) return [];
+  const p = new Params();
+  const [tenant, mode] = [p.add(scope.tenantId), p.add(scope.mode)];
   const { rows } = await db.query<{ rows: [number, string, string | null, string | null][] }>(
-    `WITH ${SCOPE}, account AS (
+    `WITH ${scopeOf(tenant)}, account AS (
        SELECT DISTINCT a.tenant_id, a.asset, a.kind FROM scope s JOIN ledger_accounts a ON a.tenant_id = s.tenant_id
-        WHERE a.mode = $2 AND a.kind IN ('prefunding', 'credit_receivable')
+        WHERE a.mode = ${mode} AND a.kind IN ('prefunding', 'credit_receivable')
      ), started AS (
        SELECT (value #>> '{}')::timestamptz AS at FROM app_state WHERE key = 'balance_history_started_at'
      ), at AS (
@@ -178,11 +208,11 @@ export async function balancesAt(db: Queryable, scope: ReportScope, instants: re
               -- No row before the instant: zero if the history had started (the account had not moved
               -- yet), unknown otherwise.
               CASE WHEN h.balance IS NOT NULL THEN h.balance WHEN e.instant > (SELECT at FROM started) THEN 0 END AS balance
-         FROM unnest($3::timestamptz[]) WITH ORDINALITY AS e(instant, i)
+         FROM unnest(${p.add(instants)}::timestamptz[]) WITH ORDINALITY AS e(instant, i)
         CROSS JOIN account a
         LEFT JOIN LATERAL (
           SELECT balance FROM ledger_balance_history h
-           WHERE h.tenant_id = a.tenant_id AND h.mode = $2 AND h.asset = a.asset AND h.kind = a.kind AND h.at < e.instant
+           WHERE h.tenant_id = a.tenant_id AND h.mode = ${mode} AND h.asset = a.asset AND h.kind = a.kind AND h.at < e.instant
            ORDER BY h.at DESC, h.id DESC LIMIT 1
         ) h ON true
      )
@@ -194,7 +224,7 @@ export async function balancesAt(db: Queryable, scope: ReportScope, instants: re
                     CASE WHEN count(*) FILTER (WHERE kind = 'credit_receivable') = 0 THEN '0'
                          ELSE (sum(balance) FILTER (WHERE kind = 'credit_receivable'))::text END AS credit
                FROM at GROUP BY i, asset) t`,
-    [scope.tenantId, scope.mode, instants],
+    p.values,
   );
   return rows[0]!.rows.map(([instant, asset, prefunding, creditReceivable]) => ({ instant, asset, prefunding, creditReceivable }));
 }

@@ -90,9 +90,3 @@ export const ALL_DELIVERIES = `SELECT d.tenant_id, d.mode, d.created_at, ${attem
 export const scopeOf = (tenant: string): string => `scope AS (
   SELECT id AS tenant_id FROM tenants WHERE CASE WHEN ${tenant}::uuid IS NULL THEN NOT is_platform ELSE id = ${tenant}::uuid END
 )`;
-
-/**
- * TEMPORARY: the scope of payout-report.ts's statements, which still number their values by hand
- * (the tenant first). Goes when they name theirs and call scopeOf.
- */
-export const SCOPE = scopeOf('$1');

@@ -5,6 +5,7 @@ import type { Queryable } from '../database.ts';
 import type { Mode } from '../../domain/partition.ts';
 import { Params } from './sql-params.ts';
 import { ParamsOf } from './sql-params-of.ts';
+import { assert } from '../../domain/assert.ts';
 
 export interface EventRow {
   tenant_id: string;
@@ -272,7 +273,7 @@ export interface AttemptRecord {
 export async function recordAttempts(db: Queryable, records: readonly AttemptRecord[]): Promise<Set<string>> {
   if (records.length === 0) return new Set();
   const keys = new Set(records.map((r) => `${r.tenantId}:${r.eventId}`));
-  if (keys.size !== records.length) throw new Error('invariant: one event recorded twice in one batch');
+  assert(keys.size === records.length, 'one event recorded twice in one batch');
   const p = new Params();
   const col = <T>(pick: (r: AttemptRecord) => T) => records.map(pick);
   const input = p.unnest(

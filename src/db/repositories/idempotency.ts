@@ -4,6 +4,7 @@ import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { Mode } from '../../domain/partition.ts';
 import { Params } from './sql-params.ts';
 import { ParamsOf } from './sql-params-of.ts';
+import { assert } from '../../domain/assert.ts';
 
 // Idempotency keys. Every decision is one statement that the database makes
 // atomically (an INSERT … ON CONFLICT DO NOTHING or a conditional UPDATE/DELETE), so concurrent
@@ -293,7 +294,7 @@ export async function anyLiveIdempotencyKey(db: Queryable, partition: { tenantId
  * kept. Call it in a loop until it returns less than `limit`.
  */
 export async function purgeExpiredIdempotencyKeys(db: Queryable, now: Date, limit: number): Promise<number> {
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`invariant: purge limit must be a positive integer, got ${limit}`);
+  assert(Number.isSafeInteger(limit) && limit >= 1, `purge limit must be a positive integer, got ${limit}`);
   const p = new Params();
   const at = p.add(now);
   const result = await db.query(

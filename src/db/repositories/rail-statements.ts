@@ -7,6 +7,7 @@ import type { ColumnMapping, StatementMismatchKind, StatementPayment, StatementR
 import type { Mode } from '../../domain/partition.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
+import { assert } from '../../domain/assert.ts';
 
 export interface RailStatementRow {
   id: string;
@@ -93,7 +94,7 @@ export async function recordCounts(tx: Queryable, id: string, counts: Record<Sta
       RETURNING ${COLUMNS}`,
     p.values,
   );
-  if (rows.length !== 1) throw new Error(`invariant: rail statement ${id} vanished before its counts were recorded`);
+  assert(rows.length === 1, `rail statement ${id} vanished before its counts were recorded`);
   return rows[0]!;
 }
 
@@ -175,7 +176,7 @@ export async function railPaymentsByIds(db: Queryable, rail: string, ids: readon
  * while holding one the other needs. One day of one rail is matched at a time instead.
  */
 export async function beginStatementMatch(tx: Queryable, key: { rail: string; day: string }, boundMs: number): Promise<void> {
-  if (!Number.isInteger(boundMs) || boundMs <= 0) throw new Error(`invariant: bound ${boundMs} is not a positive integer`);
+  assert(Number.isInteger(boundMs) && boundMs > 0, `bound ${boundMs} is not a positive integer`);
   // Each statement, and the wait for another statement of the day, bounded by `boundMs` instead of the
   // pool's defaults (a day's lines are matched in one transaction: it may take longer than a payout).
   await tx.exec(`SET LOCAL statement_timeout = ${boundMs}; SET LOCAL lock_timeout = ${boundMs}`);

@@ -15,13 +15,14 @@ import type {
 import type { Queryable, QueryResult } from '../database.ts';
 import type { Partition, Mode } from '../../domain/partition.ts';
 import { Params } from './sql-params.ts';
+import { assert } from '../../domain/assert.ts';
 
 /**
  * Makes the caller's fresh transaction the run's snapshot: REPEATABLE READ, READ ONLY (every statement
  * sees the same database), each statement bounded by `statementTimeoutMs`.
  */
 export async function beginRunSnapshot(tx: Queryable, statementTimeoutMs: number): Promise<void> {
-  if (!Number.isInteger(statementTimeoutMs) || statementTimeoutMs <= 0) throw new Error(`invariant: statement timeout ${statementTimeoutMs} is not a positive integer`);
+  assert(Number.isInteger(statementTimeoutMs) && statementTimeoutMs > 0, `statement timeout ${statementTimeoutMs} is not a positive integer`);
   await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${statementTimeoutMs}`);
 }
 

@@ -8,6 +8,7 @@ import type { Mode } from '../../domain/partition.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import type { Checkpoint } from './reconciliation-reads.ts';
 import { Params } from './sql-params.ts';
+import { assert } from '../../domain/assert.ts';
 
 export type RunStatus = 'queued' | 'running' | 'completed' | 'failed' | 'abandoned';
 type RunTrigger = 'schedule' | 'operator';
@@ -246,7 +247,7 @@ export async function recordStanding(
      RETURNING true AS moved`,
     params.values,
   );
-  if (rows.length !== 1) throw new Error(`invariant: the checkpoint of tenant ${run.tenantId} (${run.mode}) would move back to ${checkpoint.provenBelow}`);
+  assert(rows.length === 1, `the checkpoint of tenant ${run.tenantId} (${run.mode}) would move back to ${checkpoint.provenBelow}`);
 }
 
 /** A tenant and mode's checkpoint: the run that left it, what it proved, and when the whole history was last proven. */

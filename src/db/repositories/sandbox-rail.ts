@@ -7,6 +7,7 @@ import { COALESCER_BOUNDS, Coalescer } from '../coalescer.ts';
 import type { RailFailureReason } from '../../domain/failure-reasons.ts';
 import type { Instrument } from '../../domain/instrument.ts';
 import { Params } from './sql-params.ts';
+import { assert } from '../../domain/assert.ts';
 
 export type SandboxScenario =
   | 'settle_at_once'
@@ -112,7 +113,7 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
   const first = new Set<string>();
   return items.map((t) => {
     const stored = byReference.get(t.reference);
-    if (!stored) throw new Error(`invariant: sandbox transfer ${t.reference} was neither inserted nor found`);
+    assert(stored, `sandbox transfer ${t.reference} was neither inserted nor found`);
     const isFirst = !first.has(t.reference);
     first.add(t.reference);
     return { row: stored.row, inserted: stored.inserted && isFirst };
@@ -228,7 +229,7 @@ export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedT
      WHERE s.mode = ${mode} AND s.tenant_id = ${tenant}`,
     p.values,
   );
-  if (result.rowCount !== 1) throw new Error(`invariant: sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
+  assert(result.rowCount === 1, `sandbox transfer ${transfer.reference} belongs to another tenant or mode`);
 }
 
 /** A notification a test asked the sandbox rail to send (migration 026). */

@@ -5,6 +5,7 @@
 // Pure functions, no DOM: unit-tested in Node.
 import { CsvSyntaxError, parseCsv } from './csv.ts';
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const PAYROLL_COLUMNS = [
   'reference',
   'amount',
@@ -74,6 +75,7 @@ export interface PayrollSheet {
 /**
  * Bolivares as written in a payroll sheet ("1500.50", "1500.5", "1500") → minor units, or why not.
  * Digits, then optionally a point and one or two decimals; no sign, no separators, no exponent.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function bolivaresToMinor(text: string): { minor: bigint } | { problem: string } {
   const value = text.trim();

@@ -29,7 +29,10 @@ export interface ReportRange {
 
 const CARACAS_DAY = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Caracas', year: 'numeric', month: '2-digit', day: '2-digit' });
 
-/** The calendar day in Caracas at `now`: "2026-11-27". */
+/**
+ * The calendar day in Caracas at `now`: "2026-11-27".
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function caracasDay(now: Date): string {
   return CARACAS_DAY.format(now);
 }

@@ -2,8 +2,12 @@
 // the overview asks for a tenant's id instead of listing more.
 import { apiPath, type Api, type Page } from './api.ts';
 
-/** Tenants per page of the picker's list, and the pages it reads at most (2,000 tenants). */
+/**
+ * Tenants per page of the picker's list, and the pages it reads at most (2,000 tenants).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const TENANT_PAGE = 100;
+/** @internal Exported for its tests, not used elsewhere. */
 export const TENANT_PAGES_MAX = 20;
 
 export interface PickerTenants {

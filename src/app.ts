@@ -51,6 +51,7 @@ import { adminRailStatementRoutes } from './http/routes/admin-rail-statements.ts
 import { adminRailRoutes } from './http/routes/admin-rails.ts';
 import type { BackgroundShare } from './services/background-share.ts';
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface AppDeps extends ServiceDeps {

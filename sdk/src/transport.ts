@@ -66,13 +66,19 @@ export interface Answer<T> {
   headers: Headers;
 }
 
-/** Full jitter, in [½, 1] of the doubled wait, so that many clients retrying do not move in step. */
+/**
+ * Full jitter, in [½, 1] of the doubled wait, so that many clients retrying do not move in step.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function backoffMs(retry: number, random: () => number = Math.random): number {
   const ceiling = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** retry);
   return Math.round(ceiling / 2 + (ceiling / 2) * random());
 }
 
-/** `Retry-After` as seconds or an HTTP date, in ms; undefined when absent or unreadable. */
+/**
+ * `Retry-After` as seconds or an HTTP date, in ms; undefined when absent or unreadable.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function retryAfterMs(value: string | null, nowMs = Date.now()): number | undefined {
   if (value === null || value.trim() === '') return undefined;
   if (/^[0-9]+$/.test(value.trim())) return Number(value.trim()) * 1000;

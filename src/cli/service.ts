@@ -23,7 +23,10 @@ export function warnTo(write: (text: string) => void): void {
   warn = write;
 }
 
-/** This machine only: `localhost` (and `*.localhost`) or a loopback address. */
+/**
+ * This machine only: `localhost` (and `*.localhost`) or a loopback address.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function isLocalHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;

@@ -2,6 +2,7 @@ import { isTransientDatabaseError } from './database.ts';
 
 /** The first wait between two attempts; each next one doubles, up to DB_CONNECT_RETRY_MAX_MS. */
 const DB_CONNECT_RETRY_FIRST_MS = 250;
+/** @internal Exported for its tests, not used elsewhere. */
 export const DB_CONNECT_RETRY_MAX_MS = 5_000;
 
 /** The database did not answer within DB_CONNECT_WAIT_S: the message names it, never its password. */

@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const DATA_DIR_LOCK_FILE = 'pglite.lock';
 
 /** Create-or-take-over rounds before giving up: each round is lost only to another process's move. */

@@ -8,12 +8,14 @@ const MIGRATIONS_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), '
 // Any constant works; it only has to be the same in every process of this service.
 const MIGRATION_LOCK_KEY = 727_001;
 
+/** @internal Exported for its tests, not used elsewhere. */
 export interface Migration {
   version: number;
   name: string;
   sql: string;
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir)
     .filter((file) => /^\d{3}_[a-z0-9_]+\.sql$/.test(file))

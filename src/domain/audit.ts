@@ -85,7 +85,10 @@ export interface AuditEntry {
   after?: Record<string, unknown> | null;
 }
 
-/** What a redacted secret reads as. */
+/**
+ * What a redacted secret reads as.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const REDACTED = '[redacted]';
 /** Nesting kept in a recorded field; deeper values are cut (no admin action nests this deep). */
 const AUDIT_DEPTH_MAX = 6;
@@ -108,7 +111,10 @@ const URL_CREDENTIALS = /^(https?:\/\/)[^/?#@\s]*@/i;
 const isSecretName = (name: string) => SECRET_NAMES.has(name.toLowerCase());
 const isMaskedName = (name: string) => MASKED_NAMES.has(name.toLowerCase());
 
-/** The last digits of an account number or phone, the rest hidden: `…4567`. */
+/**
+ * The last digits of an account number or phone, the rest hidden: `…4567`.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function maskDigits(value: string): string {
   const digits = value.replace(/[^0-9]/g, '');
   return `…${digits.slice(-VISIBLE_DIGITS)}`;
@@ -141,6 +147,7 @@ function redactUrl(text: string): string {
  * by `[redacted]`; an account number or phone keeps its last 4 digits; any string is cleared of keys
  * and signing secrets (by their shape) and of URL credentials; bigints become decimal strings and
  * dates ISO-8601. Never throws; the input is not changed.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function redactForAudit(value: unknown, depth = 0): unknown {
   if (value === null || value === undefined) return null;

@@ -95,6 +95,7 @@ export function settlementEntry(deliverAmount: bigint): LedgerEntry {
  * first reduces what it has drawn; whatever exceeds the current draw (a daily close already settled
  * it) is owed to the tenant as prefunding, shown in its position and netted by the next close. So a
  * refund never drives `credit_receivable` below zero, whenever it happens.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function refundPostings(funding: FundingAccount, asset: string, amount: bigint, creditDrawn: bigint): Posting[] {
   assert(amount > 0n, 'a refund is positive');

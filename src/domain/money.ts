@@ -76,6 +76,7 @@ function checkResult(amount: bigint, what: string): bigint {
 
 const DECIMAL_PATTERN = /^(\d+)(?:\.(\d+))?$/;
 
+/** @internal Exported for its tests, not used elsewhere. */
 export function parseDecimal(text: string): Decimal {
   const m = typeof text === 'string' ? DECIMAL_PATTERN.exec(text) : null;
   const int = m?.[1];
@@ -96,7 +97,10 @@ export function parseRate(text: string): Decimal {
   return d;
 }
 
-/** Exact digits at the decimal's own scale ("925.00" stays "925.00"). */
+/**
+ * Exact digits at the decimal's own scale ("925.00" stays "925.00").
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function formatDecimal(d: Decimal): string {
   assertDecimal(d);
   if (d.scale === 0) return d.units.toString();
@@ -104,7 +108,10 @@ export function formatDecimal(d: Decimal): string {
   return `${digits.slice(0, -d.scale)}.${digits.slice(-d.scale)}`;
 }
 
-/** Rates are shown canonically: trailing zeros dropped, but always at least 2 decimals like money. */
+/**
+ * Rates are shown canonically: trailing zeros dropped, but always at least 2 decimals like money.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function formatRateValue(d: Decimal): string {
   assertDecimal(d);
   let { units, scale } = d;
@@ -122,6 +129,7 @@ export function formatRateValue(d: Decimal): string {
 /**
  * market × (1 − bps/10000) is exact at scale+4; truncating (not rounding) past 8 decimals means
  * the customer rate never rounds up in the customer's favour beyond what the spread allows.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function applySpread(market: Decimal, spreadBps: number): Decimal {
   assertRate(market);
@@ -132,7 +140,10 @@ export function applySpread(market: Decimal, spreadBps: number): Decimal {
   return { units: units / pow10(scale - MAX_RATE_SCALE), scale: MAX_RATE_SCALE };
 }
 
-/** The percentage part rounds up so the service never undercharges by a fraction of a céntimo. */
+/**
+ * The percentage part rounds up so the service never undercharges by a fraction of a céntimo.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function computeFee(amountMinor: bigint, feeBps: number, feeFixedMinor: bigint): bigint {
   assertAmount(amountMinor, 0n, 'amount');
   assertBps(feeBps, 10000, 'fee_bps');
@@ -140,7 +151,10 @@ export function computeFee(amountMinor: bigint, feeBps: number, feeFixedMinor: b
   return checkResult(ceilDiv(amountMinor * BigInt(feeBps), BPS) + feeFixedMinor, 'fee');
 }
 
-/** Floors so that the BS we promise is never more than the asset amount is exactly worth. */
+/**
+ * Floors so that the BS we promise is never more than the asset amount is exactly worth.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function convertToBs(amountMinor: bigint, asset: Asset, rate: Decimal): bigint {
   assertAmount(amountMinor, 0n, 'amount');
   assertRate(rate);
@@ -168,6 +182,7 @@ function assetDecimals(asset: Asset): number {
  *   deliver = gross − ceil(gross·b/10000) − f = floor(gross·(10000−b)/10000) − f ≥ 1
  *     ⇔ gross ≥ ceil((f+1)·10000 / (10000−b))
  *   gross = floor(spend·units·100 / 10^(scale+dX)) ≥ g ⇔ spend ≥ ceil(g·10^(scale+dX) / (units·100))
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function minimumSpend(asset: Asset, value: Decimal, feeBps: number, feeFixedMinor: bigint): bigint | null {
   assertDecimal(value);
@@ -192,6 +207,7 @@ export type Quote = {
 
 type DeliverQuoteInput = { mode: 'deliver'; deliverAmount: bigint; feeBps: number; feeFixed: bigint };
 
+/** @internal Exported for its tests, not used elsewhere. */
 export type SpendQuoteInput = {
   mode: 'spend';
   spendAsset: Exclude<Asset, 'BS'>;

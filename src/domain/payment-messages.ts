@@ -13,7 +13,10 @@ export const STATUS_MESSAGES = {
   reversed: 'The bank returned this settled disbursement; the delivered amount is back in your balance (the fee is kept).',
 } as const;
 
-/** Every reason a payout fails for (`reason` of a failed payout and of `payment.failed`), with its message. */
+/**
+ * Every reason a payout fails for (`reason` of a failed payout and of `payment.failed`), with its message.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const FAILURE_MESSAGES = {
   beneficiary_missing_phone: 'The beneficiary has no phone number; both instruments need one. Register it and retry with a new quote.',
   beneficiary_missing_account: 'The beneficiary has no account number, which transferencia needs. Register one, or use pago_movil, with a new quote.',

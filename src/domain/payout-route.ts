@@ -21,6 +21,7 @@
  */
 
 import type { Instrument } from './instrument.ts';
+/** @internal Exported for its tests, not used elsewhere. */
 export interface RouteBeneficiary {
   bankCode: string;
   accountNumber: string | null;

@@ -5,7 +5,10 @@
 // carries a doubt — the anomaly an operator sees. Pure; no I/O.
 import type { AnomalyKind, Evidence } from './anomalies.ts';
 
-/** A bank reference we store and show: letters, digits and hyphens (never a formula, a tag or a path). */
+/**
+ * A bank reference we store and show: letters, digits and hyphens (never a formula, a tag or a path).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const BANK_REFERENCE_PATTERN = /^[A-Za-z0-9-]{1,64}$/;
 
 /** An amount as the rail must write it: a decimal string of minor units, digits only. */
@@ -14,6 +17,7 @@ const AMOUNT_PATTERN = /^[0-9]{1,19}$/;
 /**
  * How far ahead of our clock a rail's settlement time may be (its clock and ours drift), and how far
  * before we sent the transfer: beyond either, the time is the rail's mistake, not the transfer's.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const RAIL_CLOCK_SKEW_MS = 5 * 60_000;
 

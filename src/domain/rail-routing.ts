@@ -50,10 +50,12 @@ export interface RoutedPayout {
   amountMinor: bigint;
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export function railServes(setting: RailSetting, mode: Mode, instrument: Instrument): boolean {
   return setting.enabled && setting.modes.includes(mode) && setting.instruments.includes(instrument);
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export function routeMatches(route: RailRoute, payout: RoutedPayout): boolean {
   return (
     (route.tenantId === null || route.tenantId === payout.tenantId) &&

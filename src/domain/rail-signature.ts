@@ -13,7 +13,10 @@ const RAIL_KEY_ID_HEADER = 'x-bank-key-id';
 const RAIL_TIMESTAMP_HEADER = 'x-bank-timestamp';
 const RAIL_SIGNATURE_HEADER = 'x-bank-signature';
 
-/** ± 5 minutes: a message signed further from the receiver's clock is refused (a replay, or a clock gone wrong). */
+/**
+ * ± 5 minutes: a message signed further from the receiver's clock is refused (a replay, or a clock gone wrong).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const RAIL_SIGNATURE_TOLERANCE_MS = 5 * 60 * 1000;
 
 /** A signing key: its id travels in the message, the secret never does. */
@@ -22,7 +25,10 @@ export interface RailKey {
   secret: string;
 }
 
-/** The hex HMAC-SHA256 of `<timestamp>.<raw body>`. */
+/**
+ * The hex HMAC-SHA256 of `<timestamp>.<raw body>`.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function railSignature(secret: string, timestamp: string, rawBody: string | Uint8Array): string {
   return createHmac('sha256', secret).update(`${timestamp}.`, 'utf8').update(rawBody).digest('hex');
 }

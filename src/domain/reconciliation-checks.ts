@@ -19,6 +19,7 @@ export interface BookFigures {
   unpostedCloses: ReadonlyArray<{ asset: string; amount: bigint; recorded: number; posted: number; firstDay: string }>;
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export interface ChargedGroup {
   status: PaymentStatus;
   funding: FundingAccount;

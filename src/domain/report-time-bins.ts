@@ -38,7 +38,10 @@ export function reportedDurationMs(ms: number): number {
   return binLastMs(TIME_BIN_STARTS[binIndexOf(ms)]!);
 }
 
-/** The last millisecond of the bin that starts at `startMs` (a start the rollups recorded); the last bin's own start. */
+/**
+ * The last millisecond of the bin that starts at `startMs` (a start the rollups recorded); the last bin's own start.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function binLastMs(startMs: number): number {
   const i = binIndexOf(startMs);
   assert(TIME_BIN_STARTS[i] === startMs, `${startMs} ms is not the start of a report time bin`);

@@ -21,6 +21,7 @@ const ANSWER_MARGIN_MS = 5_000;
  * The reaper's first question after the rail's usual resolution time comes this much later: the rail
  * counts from its receipt of the transfer, a little after our commit. Asked too early, the rail answers
  * "processing" and the next question waits a whole reaper interval.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const FIRST_LOOK_MARGIN_MS = 250;
 

@@ -66,6 +66,7 @@ const isMobilePrefix = (prefix: string): boolean => (VENEZUELAN_MOBILE_PREFIXES 
  * `04XXXXXXXXX` for a Venezuelan mobile in any accepted form (`04141234567`, `+584141234567`,
  * `4141234567`, with optional spaces, dashes or parentheses), else null. Landlines and unknown
  * prefixes are null: the rail delivers Pago Móvil notifications to mobiles only.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function normalizeVenezuelanMobile(raw: string): string | null {
   if (typeof raw !== 'string') return null;

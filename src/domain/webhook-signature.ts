@@ -17,7 +17,10 @@ function bytesOf(body: string | Uint8Array): Buffer {
   return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
-/** The hex HMAC-SHA256 of `<timestamp>.<raw body>`: what `sha256=` carries. */
+/**
+ * The hex HMAC-SHA256 of `<timestamp>.<raw body>`: what `sha256=` carries.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function computeSignature(secret: string, timestamp: string | number, rawBody: string | Uint8Array): string {
   return createHmac('sha256', secret).update(`${timestamp}.`, 'utf8').update(bytesOf(rawBody)).digest('hex');
 }

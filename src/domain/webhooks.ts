@@ -123,7 +123,10 @@ function canonicalAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefine
   return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed;
 }
 
-/** true when a live-mode delivery may connect to this IP address (a literal, v4 or v6). */
+/**
+ * true when a live-mode delivery may connect to this IP address (a literal, v4 or v6).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function isPublicAddress(address: string): boolean {
   const parsed = canonicalAddress(address);
   if (parsed === undefined) return false;

@@ -33,7 +33,10 @@ export function closeObjectSchemas(schema: unknown): void {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** Why a text cannot be accepted, or undefined when it can. */
+/**
+ * Why a text cannot be accepted, or undefined when it can.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function unstorableText(text: string): string | undefined {
   if (text.includes('\u0000')) return 'must not contain the NUL character (U+0000)';
   if (LONE_SURROGATE.test(text)) return 'must be valid Unicode text (it contains an unpaired surrogate)';

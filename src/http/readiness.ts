@@ -1,7 +1,10 @@
 import type { Database } from '../db/database.ts';
 import { ping } from '../db/ping.ts';
 
-/** How long one answer of the database probe is reused: /health/ready costs at most one query per this, per process. */
+/**
+ * How long one answer of the database probe is reused: /health/ready costs at most one query per this, per process.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const READINESS_CACHE_MS = 1000;
 /** The longest the probe waits for the database. */
 const READINESS_TIMEOUT_MS = 2000;

@@ -124,6 +124,7 @@ function modesApart(connectors: readonly ConnectorConfig[]): void {
 /**
  * The connectors a rails file's text lists, or the problem that makes it unusable. `inlineSecrets`:
  * the file itself holds a secret (`secret`, not `secretEnv`), so it must be readable by its owner only.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function parseRailsFile(text: string, env: Env): { ok: true; connectors: ConnectorConfig[]; inlineSecrets: boolean } | { ok: false; problem: string } {
   const inline = { found: false };

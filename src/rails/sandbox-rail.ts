@@ -42,7 +42,10 @@ export interface SandboxRailOptions {
   hangMs?: number;
 }
 
-/** The trigger national ids of the sandbox; any other id is `default`. */
+/**
+ * The trigger national ids of the sandbox; any other id is `default`.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const SANDBOX_TRIGGERS: Readonly<Record<string, SandboxScenario>> = {
   V99990001: 'settle_at_once',
   V99990002: 'unconfirmed_then_settled',

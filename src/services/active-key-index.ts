@@ -1,13 +1,20 @@
 import type { Database } from '../db/database.ts';
 import { listActiveKeyHashes } from '../db/repositories/api-keys.ts';
 
-/** Hashes held at most: past it the index is partial (keys it misses are treated as unknown while an address is limited). */
+/**
+ * Hashes held at most: past it the index is partial (keys it misses are treated as unknown while an address is limited).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const ACTIVE_KEY_INDEX_MAX = 100_000;
-/** The index is loaded again when it is older than this and asked: a key issued meanwhile is known from then on. */
+/**
+ * The index is loaded again when it is older than this and asked: a key issued meanwhile is known from then on.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const ACTIVE_KEY_INDEX_MAX_AGE_MS = 5_000;
 /**
  * A key the index does not hold loads it again when it is older than this: a key another process
  * issued a moment ago is served within a second of a flood, at the cost of at most one load a second.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const ACTIVE_KEY_INDEX_MISS_RELOAD_MS = 1_000;
 

@@ -29,6 +29,7 @@ function chainHash(prev: string, row: ArchivedAuditRow): string {
   return sha256(`${prev}\n${canonicalJson(row)}`);
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const archiveFileName = (seq: number) => `audit-${String(seq).padStart(6, '0')}.jsonl`;
 
 /** Writes `content` to `file` so that it is on disk when this returns: a temporary file, fsync'd, renamed, the directory fsync'd. */
@@ -106,6 +107,7 @@ export class AuditArchiver {
   }
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export interface ArchiveVerification {
   files: number;
   rows: number;
@@ -115,7 +117,10 @@ export interface ArchiveVerification {
   problem: string | null;
 }
 
-/** Walks every archive file of `dir` in order and checks the chain, line by line. */
+/**
+ * Walks every archive file of `dir` in order and checks the chain, line by line.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export async function verifyAuditArchives(dir: string): Promise<ArchiveVerification> {
   const names = (await readdir(dir)).filter((name) => FILE_PATTERN.test(name)).sort();
   let prev = GENESIS_HASH;

@@ -10,6 +10,7 @@ import { ensurePlatformTenant, hasCustomerTenant, insertTenant } from '../db/rep
 import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
 import { TENANT_DEFAULTS } from './tenants.ts';
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const PLATFORM_TENANT_ID = '00000000-0000-4000-8000-000000000000';
 
 /** Extra first-start work of later features (sandbox funding, webhook endpoint), run in the same transaction. */

@@ -11,7 +11,10 @@ import type { WebhookResponse } from '../webhooks/sender.ts';
 // (`_seconds`), `_total` on counters, and bounded label sets — a label value is a status, a reason,
 // a lane, a rail or a worker name, never an id (see `BoundedLabel`).
 
-/** Distinct values one free-form label (a status reason) may take; later ones are counted as `other`. */
+/**
+ * Distinct values one free-form label (a status reason) may take; later ones are counted as `other`.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const REASON_LABELS_MAX = 64;
 /**
  * The backlog gauges are read from the database on scrape (see ScrapeSnapshot). A scrape waits at
@@ -39,6 +42,7 @@ export type ResolutionOutcome = 'settled' | 'failed' | 'reversed' | 'unresolved'
  * A label whose values come from data (status reasons: the rail's, a refusal's error code): only
  * snake_case words pass, and only the first REASON_LABELS_MAX distinct ones; anything else is `other`.
  * So no id, free text or unbounded set can ever become a time series.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export class BoundedLabel {
   private readonly seen = new Set<string>();

@@ -65,6 +65,7 @@ export interface PayoutSettings extends SendTiming {
 /**
  * Rails a payout may be tried on, at most: the first, and the next ones it moves to when each
  * provably did not receive it. Each try may take the rail timeout, so this bounds the payout call.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const RAILS_TRIED_MAX = 3;
 

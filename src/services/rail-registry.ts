@@ -21,6 +21,7 @@ import type { RailMetrics } from './rail-metrics.ts';
  * How long this process routes by the settings and rules it last read. Routing must not cost a read
  * per payout; a change made through this process reloads at once, one made through another process
  * is seen within this time.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const RAIL_SETTINGS_TTL_MS = 5_000;
 

@@ -61,6 +61,7 @@ export interface ReconciliationOptions {
  * run of that tenant and mode, whatever RECONCILE_INTERVAL_S says: a tenant whose proof takes long
  * (it grows with its history: 100,000 payments took 8 s on an idle 2-core machine) gets at
  * most a tenth of a worker for it, not all of it. An operator's request is never held back.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const RUN_REST_FACTOR = 9;
 

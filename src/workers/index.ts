@@ -69,7 +69,10 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   };
 }
 
-/** The webhook dispatcher of this process, configured by the WEBHOOK_* knobs. */
+/**
+ * The webhook dispatcher of this process, configured by the WEBHOOK_* knobs.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | 'clock'> & Partial<Pick<Services, 'metrics'>>, log?: FastifyBaseLogger): WebhookDispatcher {
   const { config } = services;
   const originConcurrency = originShareOf(config.webhookConcurrency);
@@ -110,6 +113,7 @@ export function bootstrapSteps(_config: Config): BootstrapStep[] {
 /**
  * The built-in sink's URL, the same for every tenant: the sink tells programs apart by the delivered
  * event and its signature, never by its URL.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function sandboxSinkUrl(baseUrl: string): string {
   return `${baseUrl}/v1/sandbox/webhooks/sink`;

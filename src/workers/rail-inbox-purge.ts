@@ -7,6 +7,7 @@ import { purgeInBatches } from './bounded-purge.ts';
  * How long an applied callback is kept: a gateway's redelivery of the same event within it is
  * recognised by its event id and stored once. Past it, a redelivery would be stored and applied again,
  * which changes nothing (an outcome already recorded, or an anomaly recorded once per event id).
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const RAIL_INBOX_RETENTION_MS = 30 * 24 * 3_600_000;
 

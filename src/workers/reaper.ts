@@ -31,6 +31,7 @@ const REAPER_LEASE_MARGIN_MS = 10_000;
  * The shortest pause after a pass that did not fill its batch, when the next payment falls due sooner
  * than the loop's interval: payments falling due meanwhile are asked about together, and the reaper
  * makes at most ten such passes a second.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const REAPER_PAUSE_MIN_MS = 100;
 

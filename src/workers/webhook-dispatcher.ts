@@ -12,7 +12,10 @@ import { rethrowInvariant } from '../domain/assert.ts';
 
 /** Events claimed per pass, at most (and never more than the free delivery slots). */
 const DISPATCH_BATCH_MAX = 100;
-/** A claim outlives the delivery timeout by this much: time to record the attempt. */
+/**
+ * A claim outlives the delivery timeout by this much: time to record the attempt.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const DISPATCH_LEASE_MARGIN_MS = 30_000;
 /*
  * ASYNC_COMMIT_NOTE: claims and attempt results commit with synchronous_commit off, so they do not
@@ -33,6 +36,7 @@ const CLAIM_COALESCE_MS = 1;
 /** Bound on the passes of `dispatchDue` (tests, tools): it never loops forever. */
 const DISPATCH_DUE_PASSES_MAX = 1000;
 
+/** @internal Exported for its tests, not used elsewhere. */
 export const NO_ENDPOINT_ERROR = 'no webhook endpoint configured';
 
 /**

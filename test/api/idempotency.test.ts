@@ -5,12 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/database.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
-import {
-  claimIdempotencyKey,
-  findIdempotencyKey,
-  purgeExpiredIdempotencyKeys,
-  type IdempotencyScope,
-} from '../../src/db/repositories/idempotency.ts';
+import { claimIdempotencyKey, purgeExpiredIdempotencyKeys, type IdempotencyScope } from '../../src/db/repositories/idempotency.ts';
+import { findIdempotencyKey } from '../support/idempotency.ts';
 import { ManualClock } from '../support/clock.ts';
 import { ApiError, validationFailed } from '../../src/domain/errors.ts';
 import { canonicalJson, IDEMPOTENCY_LEASE_MS, requestFingerprint } from '../../src/http/plugins/idempotency.ts';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { AddressInfo } from 'node:net';
 import type { Database } from '../../src/db/database.ts';
-import { findWebhookEndpoint } from '../../src/db/repositories/webhooks.ts';
+import { findWebhookEndpoint } from '../support/webhook-endpoint.ts';
 import { ManualClock } from '../support/clock.ts';
 import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { bootstrapIfEmpty } from '../../src/services/bootstrap.ts';

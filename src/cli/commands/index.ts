@@ -34,5 +34,8 @@ export const COMMANDS: readonly Command[] = [
   ...LOCAL_COMMANDS,
 ];
 
-/** The commands' names, as typed after `bolivar` (docs/admin.md lists each; a test checks it). */
+/**
+ * The commands' names, as typed after `bolivar` (docs/admin.md lists each; a test checks it).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const COMMAND_NAMES: readonly string[] = COMMANDS.map((c) => c.name);

@@ -176,9 +176,13 @@ const claimed = new ParamsOf<DueEventsClaim>();
 // are read in outbox_due's order, never all read and then sorted (a generic plan made while the outbox
 // was small once read every pending event: 35 ms a claim with 10,000 due, 230 deliveries a second).
 // Built once: the test of that plan finds the claim's prepared statement by this text.
+/** @internal Exported for its tests, not used elsewhere. */
 export const CLAIM_DUE_EVENTS_SQL = claimDueEventsSql(claimed);
 
-/** The parameters of CLAIM_DUE_EVENTS_SQL for this claim. */
+/**
+ * The parameters of CLAIM_DUE_EVENTS_SQL for this claim.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function claimDueEventsParams(claim: DueEventsClaim): unknown[] {
   return claimed.values(claim);
 }

@@ -18,6 +18,7 @@ export interface IdempotencyScope {
   key: string;
 }
 
+/** @internal Exported for its tests, not used elsewhere. */
 export interface IdempotencyRow {
   tenant_id: string;
   mode: Mode;
@@ -266,15 +267,6 @@ export async function releaseIdempotencyKey(db: Queryable, scope: IdempotencySco
     p.values,
   );
   return result.rowCount === 1;
-}
-
-export async function findIdempotencyKey(db: Queryable, scope: IdempotencyScope): Promise<IdempotencyRow | undefined> {
-  const p = new Params();
-  const { rows } = await db.query<IdempotencyRow>(
-    `SELECT ${COLUMNS} FROM idempotency_keys WHERE tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)}`,
-    p.values,
-  );
-  return rows[0];
 }
 
 /** Whether any of these keys of one tenant and mode holds a row not yet expired: one probe per key, one round trip. */

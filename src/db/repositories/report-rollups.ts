@@ -122,7 +122,10 @@ SELECT rollup, tenant_id, mode, period, bucket_start, key, sum(have)::text AS ha
 HAVING sum(have) <> sum(want) OR sum(have_amount) <> sum(want_amount)
  LIMIT 100`;
 
-/** Rollup keys whose figures differ from the payments and attempts themselves (none when the fold is right); empty before the first build. */
+/**
+ * Rollup keys whose figures differ from the payments and attempts themselves (none when the fold is right); empty before the first build.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export async function reportRollupDrift(db: Queryable): Promise<Record<string, unknown>[]> {
   if (!(await rollupsBuilt(db))) return [];
   const p = new Params();

@@ -52,12 +52,6 @@ export async function rotateWebhookSecret(
   return rows[0];
 }
 
-export async function findWebhookEndpoint(db: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
-  const p = new Params();
-  const { rows } = await db.query<WebhookEndpointRow>(`SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)}`, p.values);
-  return rows[0];
-}
-
 /** The program's endpoint, locked until the transaction ends (a change reads what it replaces). */
 export async function lockWebhookEndpoint(tx: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
   const p = new Params();

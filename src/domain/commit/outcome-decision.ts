@@ -96,7 +96,10 @@ export interface ResolutionSchedule {
   hintMaxMs: number;
 }
 
-/** Wait before the next question to the rail, after `attempts` questions (≥ 1). */
+/**
+ * Wait before the next question to the rail, after `attempts` questions (≥ 1).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function backoffDelayMs(schedule: ResolutionSchedule, attempts: number, hintMs = 0): number {
   const exponent = Math.min(Math.max(attempts - 1, 0), 30);
   const backoff = Math.min(schedule.intervalMs * 2 ** exponent, schedule.backoffMaxMs);

@@ -77,6 +77,7 @@ export type PayoutRefusal =
   | { code: 'limit_exceeded'; breach: LimitBreach }
   | { code: 'insufficient_tenant_funds'; funds: FundsRefusal };
 
+/** @internal Exported for its tests, not used elsewhere. */
 export type PayoutDecision =
   /** Money moves: the entry is posted, the limits consumed, the payout goes to the rail. */
   | { kind: 'accept'; entry: LedgerEntry }
@@ -98,7 +99,10 @@ export interface PayoutCommitDecision {
   usage: Map<string, { counter: CounterKey; amount: bigint; count: bigint }>;
 }
 
-/** The entry a candidate would post if accepted. */
+/**
+ * The entry a candidate would post if accepted.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function candidateEntry(candidate: PayoutCandidate, funding: FundingAccount): LedgerEntry {
   return payoutEntry({
     funding,

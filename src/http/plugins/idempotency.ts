@@ -13,6 +13,7 @@ import { isStoredStatus } from '../../domain/idempotency.ts';
 import { ApiError, validationFailed } from '../../domain/errors.ts';
 import { canonicalJson } from '../../domain/canonical-json.ts';
 
+/** @internal Exported for its tests, not used elsewhere. */
 export { canonicalJson };
 
 // The Idempotency-Key layer for every route whose config says
@@ -32,7 +33,10 @@ export { canonicalJson };
 // The database alone decides who runs (see repositories/idempotency.ts); this file keeps only
 // per-request state. Stored bodies are never logged.
 
-/** How long a running request holds its key; past it a retry may take the key over. */
+/**
+ * How long a running request holds its key; past it a retry may take the key over.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const IDEMPOTENCY_LEASE_MS = 2 * 60_000;
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
 export const IDEMPOTENT_REPLAYED_HEADER = 'idempotent-replayed';
@@ -45,6 +49,7 @@ const KEY_PATTERN = new RegExp(IDEMPOTENCY_KEY_PATTERN);
 /**
  * sha256 hex of the method, the route template, the path parameters (when the route has any: the
  * same key on another resource is another request) and the canonical body.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export function requestFingerprint(method: string, routeUrl: string, params: unknown, body: unknown): string {
   const hasParams = params !== null && typeof params === 'object' && Object.keys(params).length > 0;
@@ -52,7 +57,10 @@ export function requestFingerprint(method: string, routeUrl: string, params: unk
   return createHash('sha256').update(text, 'utf8').digest('hex');
 }
 
-/** The header's value, or undefined when absent; 400 `validation_failed` when malformed. */
+/**
+ * The header's value, or undefined when absent; 400 `validation_failed` when malformed.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function readIdempotencyKey(request: FastifyRequest): string | undefined {
   const header = request.headers['idempotency-key'];
   if (header === undefined) return undefined;

@@ -10,7 +10,10 @@ import type { FastifyReply } from 'fastify';
 import { ApiError } from '../../domain/errors.ts';
 import type { App } from '../types.ts';
 
-/** The page runs only its own files and talks only to this service. */
+/**
+ * The page runs only its own files and talks only to this service.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const CONSOLE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 

@@ -22,6 +22,7 @@ const SENDER_PHONE_LENGTH_MAX = 32;
  * value; the sender rules check them (domain/sender.ts, `x-validated-in-code`) so that every
  * violation is reported at once with the expected format and an example. The schema itself checks
  * the JSON types.
+ * @internal Exported for its tests, not used elsewhere.
  */
 export const SenderBlock = Type.Object(
   {

@@ -5,7 +5,10 @@
 /** References a bulk status call may carry: the gateway refuses more (400). */
 export const BULK_STATUS_MAX = 100;
 
-/** A transfer's status as the gateway writes it. An unknown one is read as "not confirmed" (status-map.ts). */
+/**
+ * A transfer's status as the gateway writes it. An unknown one is read as "not confirmed" (status-map.ts).
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const GATEWAY_STATUSES = ['RECEIVED', 'PROCESSING', 'ON_HOLD', 'SETTLED', 'REJECTED', 'RETURNED'] as const;
 
 /** POST /transfers: the body we send. `reference` is ours (the payment id) and the idempotency key. */

@@ -8,7 +8,10 @@ import type { RailStatus } from '../rail.ts';
 import type { GatewayTransfer } from './protocol.ts';
 import { assert } from '../../domain/assert.ts';
 
-/** Gateway status → how our side reads it. */
+/**
+ * Gateway status → how our side reads it.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const GATEWAY_STATUS_MAP: Readonly<Record<string, 'processing' | 'settled' | 'failed' | 'unconfirmed' | 'reversed'>> = {
   RECEIVED: 'processing',
   PROCESSING: 'processing',
@@ -19,7 +22,10 @@ export const GATEWAY_STATUS_MAP: Readonly<Record<string, 'processing' | 'settled
   RETURNED: 'reversed',
 };
 
-/** Gateway error code (of a REJECTED transfer) → our failure reason. */
+/**
+ * Gateway error code (of a REJECTED transfer) → our failure reason.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const GATEWAY_ERROR_MAP: Readonly<Record<string, RailFailureReason>> = {
   ACCOUNT_INVALID: 'invalid_destination_account',
   ACCOUNT_CLOSED: 'invalid_destination_account',
@@ -32,11 +38,17 @@ export const GATEWAY_ERROR_MAP: Readonly<Record<string, RailFailureReason>> = {
   REJECTED_BY_BANK: 'rail_rejected',
 };
 
-/** The reason a return carries when the gateway gives none we can store. */
+/**
+ * The reason a return carries when the gateway gives none we can store.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export const DEFAULT_RETURN_REASON = 'returned_by_bank';
 const RETURN_REASON = /^[a-z0-9_]{1,64}$/;
 
-/** The gateway error code that means `reason` (the first in the table): how a simulator is told to fail. */
+/**
+ * The gateway error code that means `reason` (the first in the table): how a simulator is told to fail.
+ * @internal Exported for its tests, not used elsewhere.
+ */
 export function gatewayErrorCodeOf(reason: RailFailureReason): string {
   const found = Object.entries(GATEWAY_ERROR_MAP).find(([, ours]) => ours === reason);
   assert(found, `no gateway error code maps to ${reason}`);

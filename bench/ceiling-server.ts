@@ -40,8 +40,15 @@ app.post('/bench/ceiling-transaction', async (request, reply) => {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    await client.query('INSERT INTO bench_payments (id, tenant_id, amount) VALUES ($1, $2, $3)', [id, tenantId, '1010000']);
-    await client.query(`INSERT INTO bench_postings (payment_id, account, amount) VALUES ($1, 'prefunding', 1010000), ($1, 'in_flight', -1010000)`, [id]);
+    await client.query('INSERT INTO bench_payments (id, tenant_id, amount) VALUES ($1, $2, $3)', [
+      id,
+      tenantId,
+      '1010000',
+    ]);
+    await client.query(
+      `INSERT INTO bench_postings (payment_id, account, amount) VALUES ($1, 'prefunding', 1010000), ($1, 'in_flight', -1010000)`,
+      [id],
+    );
     await client.query('UPDATE bench_balances SET balance = balance - 1010000 WHERE id = 1');
     await client.query(`INSERT INTO bench_outbox (payment_id, payload) VALUES ($1, '{"amount":"1000000"}')`, [id]);
     await client.query('COMMIT');
@@ -54,4 +61,11 @@ app.post('/bench/ceiling-transaction', async (request, reply) => {
   return reply.code(201).send({ id });
 });
 await app.listen({ port: Number(process.env.PORT), host: process.env.HOST ?? '127.0.0.1' });
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+);

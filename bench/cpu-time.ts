@@ -89,7 +89,11 @@ export function serverCpuSeconds(postmasterPid: number): number | undefined {
 export function machineCpuSeconds(): { busy: number; total: number } | undefined {
   try {
     const line = readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
-    const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number) as number[];
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = line
+      .trim()
+      .split(/\s+/)
+      .slice(1, 9)
+      .map(Number) as number[];
     const busy = user! + nice! + system! + irq! + softirq! + steal!;
     return { busy: busy / clockTicks(), total: (busy + idle! + iowait!) / clockTicks() };
   } catch {

@@ -123,7 +123,10 @@ async function connectionSampler(databaseUrl: string, holders: Record<string, nu
   const sample = () => {
     if (inFlight) return; // a slow answer on a loaded machine: skip a tick rather than pile up
     inFlight = client
-      .query<{ port: number }>(`SELECT client_port AS port FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`, [dbName])
+      .query<{ port: number }>(
+        `SELECT client_port AS port FROM pg_stat_activity WHERE datname = $1 AND backend_type = 'client backend'`,
+        [dbName],
+      )
       .then(({ rows }) => count(rows.map((r) => r.port)))
       .catch(() => undefined)
       .finally(() => (inFlight = undefined));
@@ -149,7 +152,10 @@ export interface ComponentCpuMeter {
 }
 
 /** Starts the window; `databaseUrl` is the bench database, direct. Undefined where there is no /proc. */
-export async function startComponentCpu(components: Components, databaseUrl: string): Promise<ComponentCpuMeter | undefined> {
+export async function startComponentCpu(
+  components: Components,
+  databaseUrl: string,
+): Promise<ComponentCpuMeter | undefined> {
   const before = snapshot(components);
   if (Object.values(before).some((s) => s === undefined)) return undefined;
   const holders = Object.fromEntries(components.service.map((p) => [p.role, p.pid]));
@@ -168,7 +174,9 @@ export async function startComponentCpu(components: Components, databaseUrl: str
       if (loadGeneratorCpuSeconds !== undefined) cpuSeconds.load_generator = loadGeneratorCpuSeconds;
       return {
         cpu_seconds: Object.fromEntries(Object.entries(cpuSeconds).map(([name, s]) => [name, Number(s.toFixed(2))])),
-        payouts_per_cpu_second: Object.fromEntries(Object.entries(cpuSeconds).map(([name, s]) => [name, s > 0 ? Math.round(payouts / s) : 0])),
+        payouts_per_cpu_second: Object.fromEntries(
+          Object.entries(cpuSeconds).map(([name, s]) => [name, s > 0 ? Math.round(payouts / s) : 0]),
+        ),
         postgres_connections_max: seen.maxTotal,
         postgres_connections_max_by_process: seen.max,
         window_seconds: Number(windowSeconds.toFixed(2)),
@@ -180,7 +188,11 @@ export async function startComponentCpu(components: Components, databaseUrl: str
 
 /** "payouts per CPU-second: api 1170/CPU-s (1.71 s), …; PostgreSQL connections ≤ 36 (api 27, worker 9)" */
 export function describeComponentCpu(c: ComponentCpuFigures): string {
-  const parts = Object.entries(c.payouts_per_cpu_second).map(([name, perS]) => `${name} ${perS}/CPU-s (${c.cpu_seconds[name]!.toFixed(2)} s)`);
-  const byProcess = Object.entries(c.postgres_connections_max_by_process).map(([name, n]) => `${name} ${n}`).join(', ');
+  const parts = Object.entries(c.payouts_per_cpu_second).map(
+    ([name, perS]) => `${name} ${perS}/CPU-s (${c.cpu_seconds[name]!.toFixed(2)} s)`,
+  );
+  const byProcess = Object.entries(c.postgres_connections_max_by_process)
+    .map(([name, n]) => `${name} ${n}`)
+    .join(', ');
   return `payouts per CPU-second: ${parts.join(', ')}; PostgreSQL connections ≤ ${c.postgres_connections_max} (${byProcess})`;
 }

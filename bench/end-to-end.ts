@@ -34,7 +34,14 @@ export interface PayrollContext {
   waitReady(url: string): Promise<void>;
   stop(child: ChildProcess): Promise<void>;
   load(job: LoadJob): Promise<LoadResult>;
-  api(origin: string, key: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, headers?: Record<string, string>): Promise<any>;
+  api(
+    origin: string,
+    key: string,
+    method: 'GET' | 'POST' | 'PUT',
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<any>;
   seedQuotes(tenantId: string, count: number): Promise<string[]>;
   seedBeneficiaries(tenantId: string, count: number): Promise<string[]>;
   quiesce(): Promise<void>;
@@ -81,7 +88,8 @@ function cpuSnapshot(processes: Running['processes'], postmasterPid: number | un
 }
 
 function cpuPerPayout(before: CpuSnapshot, after: CpuSnapshot, payouts: number): CpuFigures {
-  const perPayout = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : Number((((b - a) * 1000) / payouts).toFixed(3)));
+  const perPayout = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? undefined : Number((((b - a) * 1000) / payouts).toFixed(3));
   const service: Record<string, number> = {};
   for (const [role, seconds] of Object.entries(after.service)) {
     const ms = perPayout(before.service[role], seconds);
@@ -90,8 +98,12 @@ function cpuPerPayout(before: CpuSnapshot, after: CpuSnapshot, payouts: number):
   const m0 = before.machine;
   const m1 = after.machine;
   return {
-    cpu_ms_per_payout: Object.keys(service).length === 0 ? null : { service, postgres: perPayout(before.postgres, after.postgres) ?? null },
-    machine_busy_pct: m0 && m1 && m1.total > m0.total ? Math.round((100 * (m1.busy - m0.busy)) / (m1.total - m0.total)) : null,
+    cpu_ms_per_payout:
+      Object.keys(service).length === 0
+        ? null
+        : { service, postgres: perPayout(before.postgres, after.postgres) ?? null },
+    machine_busy_pct:
+      m0 && m1 && m1.total > m0.total ? Math.round((100 * (m1.busy - m0.busy)) / (m1.total - m0.total)) : null,
   };
 }
 
@@ -101,8 +113,12 @@ export function describeCpu(cpu: CpuFigures): string {
   if (!c) return 'not measured (no /proc)';
   const roles = Object.entries(c.service);
   const total = roles.reduce((sum, [, ms]) => sum + ms, 0);
-  const service = roles.length > 1 ? `service ${total.toFixed(2)} ms (${roles.map(([role, ms]) => `${role} ${ms.toFixed(2)}`).join(', ')})` : `service ${total.toFixed(2)} ms`;
-  const postgres = c.postgres === null ? 'PostgreSQL not measured (another machine)' : `PostgreSQL ${c.postgres.toFixed(2)} ms`;
+  const service =
+    roles.length > 1
+      ? `service ${total.toFixed(2)} ms (${roles.map(([role, ms]) => `${role} ${ms.toFixed(2)}`).join(', ')})`
+      : `service ${total.toFixed(2)} ms`;
+  const postgres =
+    c.postgres === null ? 'PostgreSQL not measured (another machine)' : `PostgreSQL ${c.postgres.toFixed(2)} ms`;
   return `${service}, ${postgres}${cpu.machine_busy_pct === null ? '' : `; machine ${cpu.machine_busy_pct} % busy`}`;
 }
 
@@ -120,7 +136,12 @@ interface Running {
  * BENCH_METRICS_DIR=dir: after a payroll run, each process's /metrics (batch sizes and durations per
  * lane, rail calls, deliveries, worker passes) is written there, to see where the time went.
  */
-async function dumpMetrics(name: string, topology: Topology, processes: Running['processes'], metricsToken: string | undefined): Promise<void> {
+async function dumpMetrics(
+  name: string,
+  topology: Topology,
+  processes: Running['processes'],
+  metricsToken: string | undefined,
+): Promise<void> {
   const dir = process.env.BENCH_METRICS_DIR;
   if (!dir) return;
   const { mkdirSync, writeFileSync } = await import('node:fs');
@@ -139,7 +160,9 @@ export async function startTopology(ctx: PayrollContext, topology: Topology): Pr
   // Nothing of the earlier scenarios may compete for this run's workers: park their open payments
   // and set their undelivered events aside.
   // (A seeded history's open payments have no check time: they are left alone.)
-  await ctx.db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown') AND next_check_at < 'infinity'`);
+  await ctx.db.query(
+    `UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown') AND next_check_at < 'infinity'`,
+  );
   await ctx.db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
   const processes: Running['processes'] = [];
   const common = { ...ctx.env, PORT: String(port) };
@@ -148,7 +171,11 @@ export async function startTopology(ctx: PayrollContext, topology: Topology): Pr
   } else {
     processes.push({ role: 'api', child: ctx.startService({ ...common, ROLE: 'api' }), origin });
     const workerPort = await ctx.freePort();
-    processes.push({ role: 'worker', child: ctx.startService({ ...common, ROLE: 'worker', PORT: String(workerPort) }), origin: `http://127.0.0.1:${workerPort}` });
+    processes.push({
+      role: 'worker',
+      child: ctx.startService({ ...common, ROLE: 'worker', PORT: String(workerPort) }),
+      origin: `http://127.0.0.1:${workerPort}`,
+    });
   }
   try {
     await ctx.waitReady(`${origin}/health/ready`);
@@ -173,15 +200,33 @@ export interface PayrollTenant {
  */
 export async function payrollTenant(ctx: PayrollContext, origin: string, name: string): Promise<PayrollTenant> {
   const tenant = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/tenants', { name });
-  const key: string = (await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' })).key;
-  await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': `funding-${name}` });
-  await ctx.api(origin, ctx.platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${ctx.receiverOrigin}/webhook` });
+  const key: string = (
+    await ctx.api(origin, ctx.platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' })
+  ).key;
+  await ctx.api(
+    origin,
+    ctx.platformKey,
+    'POST',
+    `/v1/admin/tenants/${tenant.id}/fundings`,
+    { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 },
+    { 'idempotency-key': `funding-${name}` },
+  );
+  await ctx.api(origin, ctx.platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, {
+    mode: 'test',
+    url: `${ctx.receiverOrigin}/webhook`,
+  });
   const [beneficiaryId] = await ctx.seedBeneficiaries(tenant.id, 1);
   return { name, tenantId: tenant.id as string, key, beneficiaryId: beneficiaryId! };
 }
 
 /** When every payout of the tenant was settled in the database, and when its last webhook arrived. */
-async function awaitSettledAndNotified(ctx: PayrollContext, label: string, tenantId: string, payouts: number, startedMs: number): Promise<{ settledAtMs: number; lastWebhookAtMs: number }> {
+async function awaitSettledAndNotified(
+  ctx: PayrollContext,
+  label: string,
+  tenantId: string,
+  payouts: number,
+  startedMs: number,
+): Promise<{ settledAtMs: number; lastWebhookAtMs: number }> {
   let settledAtMs: number | undefined;
   let lastWebhookAtMs: number | undefined;
   let settled = 0;
@@ -191,19 +236,30 @@ async function awaitSettledAndNotified(ctx: PayrollContext, label: string, tenan
       // Counted from the small unresolved index while the pipeline runs (counting the settled rows
       // read the tenant's whole payroll, 7 ms a poll on the measured server); the settled count is
       // checked once nothing is left unresolved.
-      const { rows } = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status IN ('submitted', 'unknown')`, [tenantId]);
+      const { rows } = await ctx.db.query<{ n: string }>(
+        `SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status IN ('submitted', 'unknown')`,
+        [tenantId],
+      );
       settled = payouts - Number(rows[0]!.n);
       if (settled >= payouts) {
         settledAtMs = Date.now();
-        const counted = await ctx.db.query<{ n: string }>(`SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`, [tenantId]);
-        if (Number(counted.rows[0]!.n) !== payouts) throw new Error(`${label}: ${counted.rows[0]!.n} of ${payouts} payouts settled; the others failed or were never made`);
+        const counted = await ctx.db.query<{ n: string }>(
+          `SELECT count(*) AS n FROM payments WHERE tenant_id = $1 AND status = 'settled'`,
+          [tenantId],
+        );
+        if (Number(counted.rows[0]!.n) !== payouts)
+          throw new Error(
+            `${label}: ${counted.rows[0]!.n} of ${payouts} payouts settled; the others failed or were never made`,
+          );
       }
     }
     const received = await receiverState(ctx.receiverOrigin);
     if (received.settled >= payouts) lastWebhookAtMs = received.last_settled_at_ms;
     if (Date.now() - progressAtMs >= PROGRESS_MS) {
       progressAtMs = Date.now();
-      ctx.log(`${label}: ${((progressAtMs - startedMs) / 1000).toFixed(0)} s: ${settled} settled, ${received.settled} webhooks received`);
+      ctx.log(
+        `${label}: ${((progressAtMs - startedMs) / 1000).toFixed(0)} s: ${settled} settled, ${received.settled} webhooks received`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
@@ -228,7 +284,11 @@ export interface Submission<Prepared, Submitted> {
  * One payroll, submitted by `submission` to the service in `topology`, from the first request to
  * the last webhook: earlier scenarios' open payments are set aside, the tenant is fresh.
  */
-export async function runEndToEnd<P, S extends { cpuSeconds?: number }>(ctx: PayrollContext, topology: Topology, submission: Submission<P, S>): Promise<{ submitted: S; figures: EndToEndFigures }> {
+export async function runEndToEnd<P, S extends { cpuSeconds?: number }>(
+  ctx: PayrollContext,
+  topology: Topology,
+  submission: Submission<P, S>,
+): Promise<{ submitted: S; figures: EndToEndFigures }> {
   const label = `${submission.name} (${topology})`;
   const { origin, processes } = await startTopology(ctx, topology);
   let meter: ComponentCpuMeter | undefined;
@@ -240,12 +300,21 @@ export async function runEndToEnd<P, S extends { cpuSeconds?: number }>(ctx: Pay
     const { rows: backend } = await ctx.db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
     const postmasterPid = postmasterOf(backend[0]!.pid);
 
-    const components = { service: processes.map((p) => ({ role: p.role, pid: p.child.pid! })), poolerPid: ctx.poolerPid };
+    const components = {
+      service: processes.map((p) => ({ role: p.role, pid: p.child.pid! })),
+      poolerPid: ctx.poolerPid,
+    };
     meter = await startComponentCpu(components, ctx.databaseUrl);
     const cpuBefore = cpuSnapshot(processes, postmasterPid);
     const startedMs = Date.now();
     const submitted = await submission.submit(origin, prepared);
-    const { settledAtMs, lastWebhookAtMs } = await awaitSettledAndNotified(ctx, label, tenant.tenantId, submission.payouts, startedMs);
+    const { settledAtMs, lastWebhookAtMs } = await awaitSettledAndNotified(
+      ctx,
+      label,
+      tenant.tenantId,
+      submission.payouts,
+      startedMs,
+    );
     const cpu = cpuPerPayout(cpuBefore, cpuSnapshot(processes, postmasterPid), submission.payouts);
     const byComponent = (await meter?.stop(submission.payouts, submitted.cpuSeconds)) ?? null;
     await dumpMetrics(submission.name, topology, processes, ctx.env.METRICS_TOKEN);
@@ -262,7 +331,9 @@ export async function runEndToEnd<P, S extends { cpuSeconds?: number }>(ctx: Pay
       ...cpu,
       cpu_by_component: byComponent,
     };
-    ctx.log(`${label}: all settled after ${figures.seconds_to_all_settled} s, last webhook after ${figures.seconds_to_last_webhook} s: ${figures.end_to_end_per_s}/s end to end (ratio ${figures.end_to_end_ratio})`);
+    ctx.log(
+      `${label}: all settled after ${figures.seconds_to_all_settled} s, last webhook after ${figures.seconds_to_last_webhook} s: ${figures.end_to_end_per_s}/s end to end (ratio ${figures.end_to_end_ratio})`,
+    );
     if (cpu.cpu_ms_per_payout) ctx.log(`${label}: CPU per payout ${describeCpu(cpu)}`);
     if (byComponent) ctx.log(`${label}: ${describeComponentCpu(byComponent)}`);
     return { submitted, figures };

@@ -50,7 +50,10 @@ export function figuresOf(results: {
     if (typeof s.p99_ms === 'number') figures[`${name}.p99_ms`] = s.p99_ms;
     if (typeof s.ratio === 'number') figures[`${name}.ratio`] = s.ratio;
   }
-  for (const [kind, runs] of [['payroll', results.payroll], ['payroll_batch', results.payroll_batch]] as const) {
+  for (const [kind, runs] of [
+    ['payroll', results.payroll],
+    ['payroll_batch', results.payroll_batch],
+  ] as const) {
     for (const [topology, p] of Object.entries(runs ?? {})) {
       const at = `${kind}.${topology}`;
       figures[`${at}.submit_per_s`] = p.submit_throughput_per_s;
@@ -86,7 +89,12 @@ const median = (values: number[]) => {
 function mediansOf(history: readonly HistoryEntry[], commit: string, quick: boolean): Record<string, number> {
   const runs = history.filter((entry) => entry.commit === commit && entry.quick === quick);
   const names = new Set(runs.flatMap((entry) => Object.keys(entry.figures)));
-  return Object.fromEntries([...names].map((name) => [name, median(runs.flatMap((entry) => (name in entry.figures ? [entry.figures[name]!] : [])))]));
+  return Object.fromEntries(
+    [...names].map((name) => [
+      name,
+      median(runs.flatMap((entry) => (name in entry.figures ? [entry.figures[name]!] : []))),
+    ]),
+  );
 }
 
 export interface FigureChange {
@@ -103,7 +111,10 @@ export interface FigureChange {
  * This commit's medians (the runs recorded so far, this one included) beside the previous commit's,
  * the last one before it in the history with runs of the same length; none when there is no such commit.
  */
-export function compareWithPrevious(history: readonly HistoryEntry[], entry: HistoryEntry): { previous: string | null; changes: FigureChange[] } {
+export function compareWithPrevious(
+  history: readonly HistoryEntry[],
+  entry: HistoryEntry,
+): { previous: string | null; changes: FigureChange[] } {
   const earlier = history.filter((e) => e.quick === entry.quick && e.commit !== entry.commit);
   const previous = earlier.length > 0 ? earlier[earlier.length - 1]!.commit : null;
   if (previous === null) return { previous, changes: [] };
@@ -114,14 +125,24 @@ export function compareWithPrevious(history: readonly HistoryEntry[], entry: His
     .map((figure) => {
       const change = now[figure]! / before[figure]! - 1;
       const lowerIsBetter = figure.endsWith('_ms');
-      return { figure, before: before[figure]!, now: now[figure]!, change, flagged: lowerIsBetter ? change > FLAGGED_CHANGE : change < -FLAGGED_CHANGE };
+      return {
+        figure,
+        before: before[figure]!,
+        now: now[figure]!,
+        change,
+        flagged: lowerIsBetter ? change > FLAGGED_CHANGE : change < -FLAGGED_CHANGE,
+      };
     });
   return { previous, changes };
 }
 
 export function describeChanges(result: ReturnType<typeof compareWithPrevious>, commit: string): string {
-  if (result.previous === null) return `\nbench history: the first run of this length; nothing to compare ${commit} with yet\n`;
-  const lines = result.changes.map((c) => `  ${c.flagged ? '!' : ' '} ${c.figure}: ${c.before} → ${c.now} (${c.change >= 0 ? '+' : ''}${(100 * c.change).toFixed(1)} %)`);
+  if (result.previous === null)
+    return `\nbench history: the first run of this length; nothing to compare ${commit} with yet\n`;
+  const lines = result.changes.map(
+    (c) =>
+      `  ${c.flagged ? '!' : ' '} ${c.figure}: ${c.before} → ${c.now} (${c.change >= 0 ? '+' : ''}${(100 * c.change).toFixed(1)} %)`,
+  );
   const flagged = result.changes.filter((c) => c.flagged).length;
   return `\nbench history: medians of ${commit} against ${result.previous}${flagged > 0 ? ` — ${flagged} figures worse by more than ${100 * FLAGGED_CHANGE} % (!)` : ''}\n${lines.join('\n')}\n`;
 }

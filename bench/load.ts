@@ -91,10 +91,19 @@ class BatchAnswers {
 }
 
 /** One request of the list: its status (0 when it got no answer) and, when `keepAnswer`, the answer's text. */
-async function send(pool: Pool, request: LoadJob['requests'][number], keepAnswer: boolean): Promise<{ status: number; answer?: string }> {
+async function send(
+  pool: Pool,
+  request: LoadJob['requests'][number],
+  keepAnswer: boolean,
+): Promise<{ status: number; answer?: string }> {
   let status = 0;
   try {
-    const response = await pool.request({ method: request.method, path: request.path, headers: request.headers, body: request.body });
+    const response = await pool.request({
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: request.body,
+    });
     status = response.statusCode;
     if (keepAnswer) return { status, answer: await response.body.text() };
     await response.body.dump();
@@ -107,7 +116,12 @@ async function send(pool: Pool, request: LoadJob['requests'][number], keepAnswer
 /** The two-call flow: POST /v1/quotes then POST /v1/payouts with its id; answers the last status. */
 function flowCaller(pool: Pool, flow: NonNullable<LoadJob['flow']>): () => Promise<number> {
   let flowCounter = 0;
-  const call = async (method: 'GET' | 'POST', path: string, headers: Record<string, string> | undefined, body?: string) => {
+  const call = async (
+    method: 'GET' | 'POST',
+    path: string,
+    headers: Record<string, string> | undefined,
+    body?: string,
+  ) => {
     const response = await pool.request({ method, path, headers, body });
     const status = response.statusCode;
     const text = await response.body.text();
@@ -115,7 +129,12 @@ function flowCaller(pool: Pool, flow: NonNullable<LoadJob['flow']>): () => Promi
   };
   return async (): Promise<number> => {
     const headers = { 'x-api-key': flow.apiKey, 'content-type': 'application/json' };
-    const quote = await call('POST', '/v1/quotes', headers, JSON.stringify({ deliver: { asset: 'BS', amount: flow.deliverAmount } }));
+    const quote = await call(
+      'POST',
+      '/v1/quotes',
+      headers,
+      JSON.stringify({ deliver: { asset: 'BS', amount: flow.deliverAmount } }),
+    );
     if (quote.status !== 201) return quote.status;
     const n = flowCounter++;
     const payout = await call(
@@ -133,7 +152,10 @@ function flowCaller(pool: Pool, flow: NonNullable<LoadJob['flow']>): () => Promi
   };
 }
 
-function latencyFigures(latencies: number[], elapsedS: number): Pick<LoadResult, 'requests' | 'throughputPerS' | 'p50Ms' | 'p99Ms' | 'meanMs'> {
+function latencyFigures(
+  latencies: number[],
+  elapsedS: number,
+): Pick<LoadResult, 'requests' | 'throughputPerS' | 'p50Ms' | 'p99Ms' | 'meanMs'> {
   const sorted = Float64Array.from(latencies).sort();
   const total = latencies.reduce((a, b) => a + b, 0);
   return {

@@ -31,9 +31,17 @@ export interface NoisyNeighbourFigures {
   target_met: boolean;
 }
 
-const figuresOf = (r: LoadResult) => ({ throughput_per_s: Math.round(r.throughputPerS), p50_ms: Number(r.p50Ms.toFixed(2)), p99_ms: Number(r.p99Ms.toFixed(2)), errors: r.errors });
+const figuresOf = (r: LoadResult) => ({
+  throughput_per_s: Math.round(r.throughputPerS),
+  p50_ms: Number(r.p50Ms.toFixed(2)),
+  p99_ms: Number(r.p99Ms.toFixed(2)),
+  errors: r.errors,
+});
 
-export async function runNoisyNeighbour(ctx: PayrollContext, options: NoisyNeighbourOptions): Promise<NoisyNeighbourFigures> {
+export async function runNoisyNeighbour(
+  ctx: PayrollContext,
+  options: NoisyNeighbourOptions,
+): Promise<NoisyNeighbourFigures> {
   const { origin, processes } = await startTopology(ctx, 'all');
   try {
     const payroll = await payrollTenant(ctx, origin, 'bench-noisy-payroll');
@@ -41,20 +49,43 @@ export async function runNoisyNeighbour(ctx: PayrollContext, options: NoisyNeigh
     const perWindow = Math.ceil((options.windowMs / 1000) * NEIGHBOUR_PAYOUTS_PER_S);
     const aloneRequests = await payoutRequests(ctx, neighbour, perWindow, 'noisy-alone');
     const noisyRequests = await payoutRequests(ctx, neighbour, perWindow, 'noisy-with');
-    const batches = batchRequests(ctx, payroll, { payouts: options.payouts, itemsPerBatch: options.itemsPerBatch, concurrency: options.batchConcurrency });
+    const batches = batchRequests(ctx, payroll, {
+      payouts: options.payouts,
+      itemsPerBatch: options.itemsPerBatch,
+      concurrency: options.batchConcurrency,
+    });
     await ctx.quiesce();
-    const job = { origin, concurrency: NEIGHBOUR_CONCURRENCY, warmupMs: 0, durationMs: options.windowMs, expectStatus: [201] };
+    const job = {
+      origin,
+      concurrency: NEIGHBOUR_CONCURRENCY,
+      warmupMs: 0,
+      durationMs: options.windowMs,
+      expectStatus: [201],
+    };
     const alone = await ctx.load({ ...job, requests: aloneRequests });
     const [withPayroll, submitted] = await Promise.all([
       ctx.load({ ...job, requests: noisyRequests }),
-      ctx.load({ origin, concurrency: options.batchConcurrency, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], expectItemStatus: 'submitted', requests: batches }),
+      ctx.load({
+        origin,
+        concurrency: options.batchConcurrency,
+        warmupMs: 0,
+        durationMs: 0,
+        drain: true,
+        expectStatus: [201],
+        expectItemStatus: 'submitted',
+        requests: batches,
+      }),
     ]);
     const ratio = withPayroll.p99Ms / alone.p99Ms;
     const figures: NoisyNeighbourFigures = {
       window_s: options.windowMs / 1000,
       alone: figuresOf(alone),
       with_payroll: figuresOf(withPayroll),
-      payroll: { payouts: options.payouts, batches_p99_ms: Number(submitted.p99Ms.toFixed(0)), batch_errors: submitted.errors + submitted.itemErrors },
+      payroll: {
+        payouts: options.payouts,
+        batches_p99_ms: Number(submitted.p99Ms.toFixed(0)),
+        batch_errors: submitted.errors + submitted.itemErrors,
+      },
       p99_ratio: Number(ratio.toFixed(2)),
       target: NOISY_P99_RATIO_TARGET,
       target_met: ratio <= NOISY_P99_RATIO_TARGET,

@@ -15,7 +15,13 @@ import { businessDate } from '../src/domain/caracas-time.ts';
 import { reportRangeOf, type ReportGranularity, type ReportRange } from '../src/domain/payout-report.ts';
 import { startTopology, type PayrollContext } from './end-to-end.ts';
 import type { LoadJob, LoadResult, ScenarioFigures } from './load.ts';
-import { SEED_DAYS, seedBalanceHistory, seedBeneficiaries, seedPayments, withIndexesBuiltAfter } from './seed-payout-report.ts';
+import {
+  SEED_DAYS,
+  seedBalanceHistory,
+  seedBeneficiaries,
+  seedPayments,
+  withIndexesBuiltAfter,
+} from './seed-payout-report.ts';
 
 /** The requirement: the report in ≤ 200 ms p99 for a tenant with 1,000,000 payments. */
 export const REPORT_P99_TARGET_MS = 200;
@@ -68,46 +74,116 @@ interface Series {
   platform: boolean;
 }
 
-const daysBefore = (day: string, n: number) => new Date(Date.parse(`${day}T00:00:00Z`) - n * DAY_MS).toISOString().slice(0, 10);
+const daysBefore = (day: string, n: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) - n * DAY_MS).toISOString().slice(0, 10);
 
 function seriesOf(today: string): Series[] {
   return [
     { name: 'report_today_hour', label: 'today by hour', from: today, to: today, granularity: 'hour', platform: false },
-    { name: 'report_7d_hour', label: '7 days by hour', from: daysBefore(today, 6), to: today, granularity: 'hour', platform: false },
-    { name: 'report_30d_hour', label: '30 days by hour', from: daysBefore(today, 29), to: today, granularity: 'hour', platform: false },
-    { name: 'report_30d_day', label: '30 days by day', from: daysBefore(today, 29), to: today, granularity: 'day', platform: false },
-    { name: 'report_366d_day', label: '366 days by day', from: daysBefore(today, 365), to: today, granularity: 'day', platform: false },
-    { name: 'report_platform_30d_day', label: 'platform, every tenant, 30 days by day', from: daysBefore(today, 29), to: today, granularity: 'day', platform: true },
+    {
+      name: 'report_7d_hour',
+      label: '7 days by hour',
+      from: daysBefore(today, 6),
+      to: today,
+      granularity: 'hour',
+      platform: false,
+    },
+    {
+      name: 'report_30d_hour',
+      label: '30 days by hour',
+      from: daysBefore(today, 29),
+      to: today,
+      granularity: 'hour',
+      platform: false,
+    },
+    {
+      name: 'report_30d_day',
+      label: '30 days by day',
+      from: daysBefore(today, 29),
+      to: today,
+      granularity: 'day',
+      platform: false,
+    },
+    {
+      name: 'report_366d_day',
+      label: '366 days by day',
+      from: daysBefore(today, 365),
+      to: today,
+      granularity: 'day',
+      platform: false,
+    },
+    {
+      name: 'report_platform_30d_day',
+      label: 'platform, every tenant, 30 days by day',
+      from: daysBefore(today, 29),
+      to: today,
+      granularity: 'day',
+      platform: true,
+    },
   ];
 }
 
-const pathOf = (s: Series) => `/v1/reports/payouts?from=${s.from}&to=${s.to}&granularity=${s.granularity}${s.platform ? '&mode=test' : ''}`;
+const pathOf = (s: Series) =>
+  `/v1/reports/payouts?from=${s.from}&to=${s.to}&granularity=${s.granularity}${s.platform ? '&mode=test' : ''}`;
 
 /** The tenants (created through the admin API, funded), their payments, events, deliveries and balances. */
-async function seed(ctx: PayrollContext, options: PayoutReportOptions, t0: Date): Promise<{ tenantId: string; key: string }> {
+async function seed(
+  ctx: PayrollContext,
+  options: PayoutReportOptions,
+  t0: Date,
+): Promise<{ tenantId: string; key: string }> {
   const origin = options.adminOrigin;
   const platformKey = ctx.platformKey;
   const tenants: Array<{ id: string; keyId: string | null; key: string; payments: number; beneficiaries: number }> = [];
-  for (const [i, name] of ['Bench Payout Report', 'Bench Payout Report neighbour 1', 'Bench Payout Report neighbour 2'].entries()) {
+  for (const [i, name] of [
+    'Bench Payout Report',
+    'Bench Payout Report neighbour 1',
+    'Bench Payout Report neighbour 2',
+  ].entries()) {
     const tenant = await ctx.api(origin, platformKey, 'POST', '/v1/admin/tenants', { name });
-    const issued = await ctx.api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' });
-    await ctx.api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 30_000_000_000 }, { 'idempotency-key': `report-funding-${i}` });
-    tenants.push({ id: tenant.id, keyId: issued.id ?? null, key: issued.key, payments: i === 0 ? options.payments : options.neighbourPayments, beneficiaries: i === 0 ? options.beneficiaries : 300 });
+    const issued = await ctx.api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, {
+      mode: 'test',
+    });
+    await ctx.api(
+      origin,
+      platformKey,
+      'POST',
+      `/v1/admin/tenants/${tenant.id}/fundings`,
+      { mode: 'test', asset: 'BS', amount: 30_000_000_000 },
+      { 'idempotency-key': `report-funding-${i}` },
+    );
+    tenants.push({
+      id: tenant.id,
+      keyId: issued.id ?? null,
+      key: issued.key,
+      payments: i === 0 ? options.payments : options.neighbourPayments,
+      beneficiaries: i === 0 ? options.beneficiaries : 300,
+    });
   }
   const ids = tenants.map((t) => t.id);
   const yearBefore = new Date(t0.getTime() - (SEED_DAYS + 1) * DAY_MS);
   // The service has run for the seeded year: the tenants, their keys and the balance history are as old as it.
   await ctx.db.query('UPDATE tenants SET created_at = $2 WHERE id = ANY ($1::uuid[])', [ids, yearBefore]);
   await ctx.db.query('UPDATE api_keys SET created_at = $2 WHERE tenant_id = ANY ($1::uuid[])', [ids, yearBefore]);
-  await ctx.db.query(`UPDATE app_state SET value = to_jsonb($1::timestamptz) WHERE key = 'balance_history_started_at'`, [yearBefore]);
+  await ctx.db.query(
+    `UPDATE app_state SET value = to_jsonb($1::timestamptz) WHERE key = 'balance_history_started_at'`,
+    [yearBefore],
+  );
   for (const t of tenants) {
     await seedBeneficiaries(ctx.db, t.id, t.beneficiaries, yearBefore);
-    const { rows } = await ctx.db.query<{ at: Date }>(`SELECT balance_changed_at AS at FROM ledger_accounts WHERE tenant_id = $1 AND mode = 'test' AND kind = 'prefunding'`, [t.id]);
+    const { rows } = await ctx.db.query<{ at: Date }>(
+      `SELECT balance_changed_at AS at FROM ledger_accounts WHERE tenant_id = $1 AND mode = 'test' AND kind = 'prefunding'`,
+      [t.id],
+    );
     await seedBalanceHistory(ctx.db, t.id, t0, rows[0]!.at);
   }
-  await withIndexesBuiltAfter(ctx.db, async () => {
-    for (const [i, t] of tenants.entries()) await seedPayments(ctx.db, t.id, t.keyId, t.payments, t0, i + 1, ctx.log);
-  }, ctx.log);
+  await withIndexesBuiltAfter(
+    ctx.db,
+    async () => {
+      for (const [i, t] of tenants.entries()) await seedPayments(ctx.db, t.id, t.keyId, t.payments, t0, i + 1, ctx.log);
+    },
+    ctx.log,
+  );
   return { tenantId: tenants[0]!.id, key: tenants[0]!.key };
 }
 
@@ -120,7 +196,11 @@ function balanceInstants(range: ReportRange, now: Date): Date[] {
 }
 
 /** The report's queries exactly as the service sends them once its rollups are built, captured from its repository. */
-async function reportQueries(scope: ReportScope, range: ReportRange, now: Date): Promise<Record<'payments' | 'timing' | 'webhooks' | 'balances', { sql: string; params: readonly unknown[] }>> {
+async function reportQueries(
+  scope: ReportScope,
+  range: ReportRange,
+  now: Date,
+): Promise<Record<'payments' | 'timing' | 'webhooks' | 'balances', { sql: string; params: readonly unknown[] }>> {
   const captured: Array<{ sql: string; params: readonly unknown[] }> = [];
   const capture: Queryable = {
     async query<Row>(sql: string, params: readonly unknown[] = []): Promise<QueryResult<Row>> {
@@ -128,18 +208,28 @@ async function reportQueries(scope: ReportScope, range: ReportRange, now: Date):
       if (sql === ROLLUPS_BUILT_SQL) return { rows: [{ built: true } as Row], rowCount: 1 };
       captured.push({ sql, params });
       // The balances' statement answers one row of JSON; the others, rows of figures: none here.
-      return sql.includes('ledger_balance_history') ? { rows: [{ rows: [] } as Row], rowCount: 1 } : { rows: [], rowCount: 0 };
+      return sql.includes('ledger_balance_history')
+        ? { rows: [{ rows: [] } as Row], rowCount: 1 }
+        : { rows: [], rowCount: 0 };
     },
     async exec() {},
   };
-  const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
+  const window = {
+    start: range.start,
+    end: range.end,
+    bucketStarts: range.bucketStarts,
+    granularity: range.granularity,
+  };
   await reportAggregates(capture, scope, window);
   await balancesAt(capture, scope, balanceInstants(range, now));
   return { payments: captured[0]!, timing: captured[1]!, webhooks: captured[2]!, balances: captured[3]! };
 }
 
 async function explain(ctx: PayrollContext, query: { sql: string; params: readonly unknown[] }): Promise<string> {
-  const { rows } = await ctx.db.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`, query.params as unknown[]);
+  const { rows } = await ctx.db.query<{ 'QUERY PLAN': string }>(
+    `EXPLAIN (ANALYZE, BUFFERS) ${query.sql}`,
+    query.params as unknown[],
+  );
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
@@ -172,7 +262,14 @@ async function paymentsInRange(ctx: PayrollContext, s: Series, tenantId: string)
   return Number(rows[0]!.n);
 }
 
-function figures(result: LoadResult, s: Series, concurrency: number, inRange: number, ceilingPerS: number, load: [number, number]): ReportSeries {
+function figures(
+  result: LoadResult,
+  s: Series,
+  concurrency: number,
+  inRange: number,
+  ceilingPerS: number,
+  load: [number, number],
+): ReportSeries {
   return {
     range: s.label,
     concurrency,
@@ -192,13 +289,29 @@ function figures(result: LoadResult, s: Series, concurrency: number, inRange: nu
 }
 
 /** One range: a warm-up (1 to `warmupRequests`), sequential requests (as many as fit the budget, 5 to 200), then 4 at a time (8 to 200). */
-async function measureSeries(ctx: PayrollContext, options: PayoutReportOptions, origin: string, s: Series, key: string, inRange: number): Promise<ReportSeries[]> {
+async function measureSeries(
+  ctx: PayrollContext,
+  options: PayoutReportOptions,
+  origin: string,
+  s: Series,
+  key: string,
+  inRange: number,
+): Promise<ReportSeries[]> {
   const request = { method: 'GET' as const, path: pathOf(s), headers: { 'x-api-key': key } };
-  const job = (n: number): LoadJob => ({ origin, concurrency: 1, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [200], requests: Array<typeof request>(n).fill(request) });
+  const job = (n: number): LoadJob => ({
+    origin,
+    concurrency: 1,
+    warmupMs: 0,
+    durationMs: 0,
+    drain: true,
+    expectStatus: [200],
+    requests: Array<typeof request>(n).fill(request),
+  });
   // Warm-up: one request, then the rest only if it was short (a 366-day report warms up in one).
   let warm = await ctx.load(job(1));
   if (warm.meanMs < 1000 && options.warmupRequests > 1) warm = await ctx.load(job(options.warmupRequests - 1));
-  const fit = (budgetMs: number, min: number) => Math.max(min, Math.min(200, Math.round(budgetMs / Math.max(1, warm.meanMs))));
+  const fit = (budgetMs: number, min: number) =>
+    Math.max(min, Math.min(200, Math.round(budgetMs / Math.max(1, warm.meanMs))));
   const load0 = os.loadavg()[0]!;
   const sequential = await ctx.load(job(fit(options.sequentialBudgetMs, 5)));
   const load1 = os.loadavg()[0]!;
@@ -206,16 +319,30 @@ async function measureSeries(ctx: PayrollContext, options: PayoutReportOptions, 
   const concurrent = await ctx.load({ ...job(fit(4 * options.concurrentMs, 8)), concurrency: 4 });
   const load2 = os.loadavg()[0]!;
   const round = (x: number) => Number(x.toFixed(2));
-  const out = [figures(sequential, s, 1, inRange, options.ceilingPerS, [round(load0), round(load1)]), figures(concurrent, s, 4, inRange, options.ceilingPerS, [round(load1), round(load2)])];
-  ctx.log(`payout-report ${s.label}: ${inRange} payments; sequential ${sequential.requests} p50 ${sequential.p50Ms.toFixed(1)} ms p99 ${sequential.p99Ms.toFixed(1)} ms; ` +
-    `c4 ${concurrent.throughputPerS.toFixed(1)}/s p50 ${concurrent.p50Ms.toFixed(1)} ms p99 ${concurrent.p99Ms.toFixed(1)} ms; errors ${sequential.errors + concurrent.errors}; load ${load0.toFixed(1)}`);
+  const out = [
+    figures(sequential, s, 1, inRange, options.ceilingPerS, [round(load0), round(load1)]),
+    figures(concurrent, s, 4, inRange, options.ceilingPerS, [round(load1), round(load2)]),
+  ];
+  ctx.log(
+    `payout-report ${s.label}: ${inRange} payments; sequential ${sequential.requests} p50 ${sequential.p50Ms.toFixed(1)} ms p99 ${sequential.p99Ms.toFixed(1)} ms; ` +
+      `c4 ${concurrent.throughputPerS.toFixed(1)}/s p50 ${concurrent.p50Ms.toFixed(1)} ms p99 ${concurrent.p99Ms.toFixed(1)} ms; errors ${sequential.errors + concurrent.errors}; load ${load0.toFixed(1)}`,
+  );
   return out;
 }
 
 /** The answer counts every payment of the range: the report and the table agree before anything is timed. */
-async function checkAnswer(ctx: PayrollContext, origin: string, s: Series, key: string, inRange: number): Promise<void> {
+async function checkAnswer(
+  ctx: PayrollContext,
+  origin: string,
+  s: Series,
+  key: string,
+  inRange: number,
+): Promise<void> {
   const report = await ctx.api(origin, key, 'GET', pathOf(s));
-  if (report.totals.count !== inRange) throw new Error(`payout-report ${s.label}: the report counts ${report.totals.count} payments, the range holds ${inRange}`);
+  if (report.totals.count !== inRange)
+    throw new Error(
+      `payout-report ${s.label}: the report counts ${report.totals.count} payments, the range holds ${inRange}`,
+    );
 }
 
 export async function runPayoutReport(ctx: PayrollContext, options: PayoutReportOptions): Promise<PayoutReportFigures> {
@@ -225,14 +352,17 @@ export async function runPayoutReport(ctx: PayrollContext, options: PayoutReport
   const { tenantId, key } = await seed(ctx, options, t0);
   const seedSeconds = (performance.now() - seedStarted) / 1000;
   const vacuumStarted = performance.now();
-  for (const table of ['payments', 'outbox_events', 'webhook_deliveries', 'ledger_balance_history', 'beneficiaries']) await ctx.db.query(`VACUUM (ANALYZE) ${table}`);
+  for (const table of ['payments', 'outbox_events', 'webhook_deliveries', 'ledger_balance_history', 'beneficiaries'])
+    await ctx.db.query(`VACUUM (ANALYZE) ${table}`);
   const vacuumSeconds = (performance.now() - vacuumStarted) / 1000;
   const { rows: counted } = await ctx.db.query<{ name: string; n: string }>(
     `SELECT 'payments' AS name, count(*) AS n FROM payments UNION ALL SELECT 'outbox_events', count(*) FROM outbox_events
      UNION ALL SELECT 'webhook_deliveries', count(*) FROM webhook_deliveries UNION ALL SELECT 'ledger_balance_history', count(*) FROM ledger_balance_history`,
   );
   const rows = Object.fromEntries(counted.map((r) => [r.name, Number(r.n)]));
-  ctx.log(`payout-report: seeded in ${seedSeconds.toFixed(1)} s, VACUUM ANALYZE ${vacuumSeconds.toFixed(1)} s; tables now ${JSON.stringify(rows)}`);
+  ctx.log(
+    `payout-report: seeded in ${seedSeconds.toFixed(1)} s, VACUUM ANALYZE ${vacuumSeconds.toFixed(1)} s; tables now ${JSON.stringify(rows)}`,
+  );
   // The seed wrote payments and attempts without their history, as a database from before the
   // rollups existed: the worker's report fold builds them at its first pass (reports meanwhile read
   // the payments themselves). The build is timed: it is what an upgrade of such a database costs once.
@@ -276,22 +406,30 @@ const ROLLUP_POLL_MS = 500;
 async function waitForRollups(ctx: PayrollContext, startedAt: number): Promise<number> {
   for (;;) {
     if (await rollupsBuilt(ctx.db)) break;
-    if (performance.now() - startedAt > ROLLUP_BUILD_WAIT_MS) throw new Error(`payout-report: the rollups were not built within ${ROLLUP_BUILD_WAIT_MS} ms`);
+    if (performance.now() - startedAt > ROLLUP_BUILD_WAIT_MS)
+      throw new Error(`payout-report: the rollups were not built within ${ROLLUP_BUILD_WAIT_MS} ms`);
     await new Promise((resolve) => setTimeout(resolve, ROLLUP_POLL_MS));
   }
   const seconds = (performance.now() - startedAt) / 1000;
-  for (const table of ['report_payment_counts', 'report_outcome_times', 'report_webhook_attempts']) await ctx.db.query(`VACUUM (ANALYZE) ${table}`);
-  const { rows } = await ctx.db.query<{ n: string }>('SELECT (SELECT count(*) FROM report_payment_counts) + (SELECT count(*) FROM report_outcome_times) + (SELECT count(*) FROM report_webhook_attempts) AS n');
+  for (const table of ['report_payment_counts', 'report_outcome_times', 'report_webhook_attempts'])
+    await ctx.db.query(`VACUUM (ANALYZE) ${table}`);
+  const { rows } = await ctx.db.query<{ n: string }>(
+    'SELECT (SELECT count(*) FROM report_payment_counts) + (SELECT count(*) FROM report_outcome_times) + (SELECT count(*) FROM report_webhook_attempts) AS n',
+  );
   ctx.log(`payout-report: the report fold built the rollups in ${seconds.toFixed(1)} s (${rows[0]!.n} rollup rows)`);
   return seconds;
 }
 
 /** The table's lines after the scenarios: each series against the 200 ms p99 target. */
 export function describePayoutReport(figures: PayoutReportFigures): string {
-  const lines = [`\npayout report (${figures.payments.toLocaleString('en')} payments of one tenant over ${SEED_DAYS} days, ROLE=all; target p99 ≤ ${REPORT_P99_TARGET_MS} ms):`];
+  const lines = [
+    `\npayout report (${figures.payments.toLocaleString('en')} payments of one tenant over ${SEED_DAYS} days, ROLE=all; target p99 ≤ ${REPORT_P99_TARGET_MS} ms):`,
+  ];
   for (const [name, s] of Object.entries(figures.series)) {
-    lines.push(`  ${name.padEnd(28)} ${s.range.padEnd(40)} c${s.concurrency}  ${String(s.payments_in_range).padStart(8)} payments  n ${String(s.requests).padStart(4)}  ` +
-      `p50 ${s.p50_ms.toFixed(1).padStart(7)} ms  p99 ${s.p99_ms.toFixed(1).padStart(7)} ms  ${s.throughput_per_s.toFixed(1).padStart(6)}/s  ${s.target_met ? 'met' : 'NOT MET'}  (load ${s.load_average[0]})`);
+    lines.push(
+      `  ${name.padEnd(28)} ${s.range.padEnd(40)} c${s.concurrency}  ${String(s.payments_in_range).padStart(8)} payments  n ${String(s.requests).padStart(4)}  ` +
+        `p50 ${s.p50_ms.toFixed(1).padStart(7)} ms  p99 ${s.p99_ms.toFixed(1).padStart(7)} ms  ${s.throughput_per_s.toFixed(1).padStart(6)}/s  ${s.target_met ? 'met' : 'NOT MET'}  (load ${s.load_average[0]})`,
+    );
   }
   lines.push(`\nEXPLAIN (ANALYZE, BUFFERS) of the 30-day report's payment aggregate:\n${figures.explain.payments_30d}`);
   return lines.join('\n') + '\n';

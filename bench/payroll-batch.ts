@@ -3,7 +3,14 @@
 // `POST /v1/payout-batches`, each item quoted at submission (`deliver`, so no quote is made
 // beforehand), a few batches at once as independent closed loops.
 import type { LoadJob, LoadResult } from './load.ts';
-import { describeCpu, runEndToEnd, type EndToEndFigures, type PayrollContext, type PayrollTenant, type Topology } from './end-to-end.ts';
+import {
+  describeCpu,
+  runEndToEnd,
+  type EndToEndFigures,
+  type PayrollContext,
+  type PayrollTenant,
+  type Topology,
+} from './end-to-end.ts';
 
 /** What each item delivers, BS minor units (5,000.00 Bs: under pago móvil's per-payout cap). */
 const ITEM_AMOUNT = 500_000;
@@ -48,19 +55,37 @@ export function batchRequests(ctx: PayrollContext, tenant: PayrollTenant, shape:
       sender: ctx.sender,
     }));
     const key = `${tenant.name}-${first / shape.itemsPerBatch}`;
-    requests.push({ method: 'POST', path: '/v1/payout-batches', headers: { ...headers, 'idempotency-key': key }, body: JSON.stringify({ items }) });
+    requests.push({
+      method: 'POST',
+      path: '/v1/payout-batches',
+      headers: { ...headers, 'idempotency-key': key },
+      body: JSON.stringify({ items }),
+    });
   }
   return requests;
 }
 
-export async function runPayrollBatch(ctx: PayrollContext, topology: Topology, shape: BatchShape): Promise<PayrollBatchFigures> {
+export async function runPayrollBatch(
+  ctx: PayrollContext,
+  topology: Topology,
+  shape: BatchShape,
+): Promise<PayrollBatchFigures> {
   const batches = Math.ceil(shape.payouts / shape.itemsPerBatch);
   const { submitted, figures } = await runEndToEnd(ctx, topology, {
     name: 'payroll-batch',
     payouts: shape.payouts,
     prepare: async (tenant) => batchRequests(ctx, tenant, shape),
     submit: async (origin, requests): Promise<LoadResult> => {
-      const result = await ctx.load({ origin, concurrency: shape.concurrency, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], expectItemStatus: 'submitted', requests });
+      const result = await ctx.load({
+        origin,
+        concurrency: shape.concurrency,
+        warmupMs: 0,
+        durationMs: 0,
+        drain: true,
+        expectStatus: [201],
+        expectItemStatus: 'submitted',
+        requests,
+      });
       ctx.log(
         `payroll-batch (${topology}): ${batches} batches answered at ${(result.throughputPerS * (shape.payouts / batches)).toFixed(0)} payouts/s, ` +
           `p99 ${result.p99Ms.toFixed(0)} ms, answers ${JSON.stringify(result.statuses)}, items ${JSON.stringify(result.itemStatuses)}`,
@@ -104,7 +129,9 @@ export function describePayrollBatch(p: PayrollBatchFigures): string {
     `payroll-batch (${p.topology}, ${p.payouts} payouts in ${p.batches} batches of ${p.items_per_batch}, c${p.concurrency}): ` +
     `submit ${p.submit_throughput_per_s}/s (ratio ${p.submit_ratio}, batch p50 ${p.batch_p50_ms} ms, p99 ${p.batch_p99_ms} ms, errors ${p.errors}); ` +
     `all settled ${p.seconds_to_all_settled} s; last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end (ratio ${p.end_to_end_ratio}); ` +
-    `CPU per payout: ${describeCpu(p)}; RSS after ${Object.entries(p.rss_mb_after).map(([role, mb]) => `${role} ${mb} MB`).join(', ')}\n` +
+    `CPU per payout: ${describeCpu(p)}; RSS after ${Object.entries(p.rss_mb_after)
+      .map(([role, mb]) => `${role} ${mb} MB`)
+      .join(', ')}\n` +
     `  targets: submit ≥ ${p.targets.submit_ratio_min}× ceiling (b) ${met(p.targets_met.submit_ratio)}, ` +
     `end to end ≥ ${p.targets.end_to_end_ratio_min.toFixed(1)}× ${met(p.targets_met.end_to_end_ratio)}, ` +
     `batch p99 ≤ ${p.targets.batch_p99_ms_max} ms ${met(p.targets_met.batch_p99_ms)}, ` +

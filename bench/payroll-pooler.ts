@@ -17,10 +17,15 @@ export interface PooledPayrollFigures extends PayrollFigures {
    * not run): submit throughput, end to end, and payouts per PostgreSQL CPU-second (below 1: each
    * payout costs PostgreSQL more behind the pooler).
    */
-  ratio_to_direct: { submit_throughput: number; end_to_end: number; postgres_payouts_per_cpu_second: number | null } | null;
+  ratio_to_direct: {
+    submit_throughput: number;
+    end_to_end: number;
+    postgres_payouts_per_cpu_second: number | null;
+  } | null;
 }
 
-const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? null : Number((a / b).toFixed(2)));
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || b === 0 ? null : Number((a / b).toFixed(2));
 
 function besideDirect(pooled: PayrollFigures, direct: PayrollFigures | undefined): PooledPayrollFigures {
   const perCpu = (f: PayrollFigures) => f.cpu_by_component?.payouts_per_cpu_second.postgres;
@@ -42,7 +47,10 @@ function besideDirect(pooled: PayrollFigures, direct: PayrollFigures | undefined
  * end, whatever happened. A string (why) when it cannot run: no pgbouncer binary on this machine.
  */
 export async function runPooledPayrolls(
-  ctx: PayrollContext, topologies: readonly Topology[], payouts: number, direct: Record<string, PayrollFigures>,
+  ctx: PayrollContext,
+  topologies: readonly Topology[],
+  payouts: number,
+  direct: Record<string, PayrollFigures>,
 ): Promise<Record<string, PooledPayrollFigures> | string> {
   if (!pgbouncerBinary()) {
     const why = 'skipped: pgbouncer is not installed (not on PATH, not /usr/sbin/pgbouncer)';
@@ -51,15 +59,23 @@ export async function runPooledPayrolls(
   }
   const dbName = decodeURIComponent(new URL(ctx.databaseUrl).pathname.slice(1));
   const bouncer = await startPgBouncer(ctx.databaseUrl, dbName, { poolSize: POOLER_POOL_SIZE });
-  ctx.log(`payroll-pooler: PgBouncer (pid ${bouncer.pid}, transaction mode, default_pool_size ${POOLER_POOL_SIZE}) at ${bouncer.url}`);
+  ctx.log(
+    `payroll-pooler: PgBouncer (pid ${bouncer.pid}, transaction mode, default_pool_size ${POOLER_POOL_SIZE}) at ${bouncer.url}`,
+  );
   try {
     const pooled: PayrollContext = {
       ...ctx,
       poolerPid: bouncer.pid,
-      env: { ...ctx.env, DATABASE_URL: bouncer.url, DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: ctx.databaseUrl },
+      env: {
+        ...ctx.env,
+        DATABASE_URL: bouncer.url,
+        DATABASE_POOLER: 'transaction',
+        DATABASE_DIRECT_URL: ctx.databaseUrl,
+      },
     };
     const figures: Record<string, PooledPayrollFigures> = {};
-    for (const topology of topologies) figures[topology] = besideDirect(await runPayroll(pooled, topology, payouts, 'payroll-pooler'), direct[topology]);
+    for (const topology of topologies)
+      figures[topology] = besideDirect(await runPayroll(pooled, topology, payouts, 'payroll-pooler'), direct[topology]);
     return figures;
   } catch (error) {
     ctx.log(`payroll-pooler: PgBouncer's log:\n${bouncer.log()}`);
@@ -77,6 +93,8 @@ export function describePooledPayroll(p: PooledPayrollFigures): string {
     `payroll behind PgBouncer (${p.topology}, ${p.payouts} payouts, c64, transaction mode, pool ${p.pooler.default_pool_size}): ` +
     `submit ${p.submit_throughput_per_s}/s${vs(r?.submit_throughput)} (p50 ${p.submit_p50_ms} ms, p99 ${p.submit_p99_ms} ms, errors ${p.errors}); ` +
     `last webhook ${p.seconds_to_last_webhook} s → ${p.end_to_end_per_s}/s end to end${vs(r?.end_to_end)}` +
-    (p.cpu_by_component ? `; ${describeComponentCpu(p.cpu_by_component)}${r?.postgres_payouts_per_cpu_second ? `; PostgreSQL payouts per CPU-second pooler/direct ${r.postgres_payouts_per_cpu_second}` : ''}` : '')
+    (p.cpu_by_component
+      ? `; ${describeComponentCpu(p.cpu_by_component)}${r?.postgres_payouts_per_cpu_second ? `; PostgreSQL payouts per CPU-second pooler/direct ${r.postgres_payouts_per_cpu_second}` : ''}`
+      : '')
   );
 }

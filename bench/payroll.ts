@@ -2,7 +2,15 @@
 // tenant submits N payouts (pre-created quotes, one beneficiary, default outcome) at concurrency 64,
 // timed from the first request to the last `payment.settled` webhook (bench/end-to-end.ts).
 import type { LoadResult, ScenarioFigures } from './load.ts';
-import { payrollTenant, runEndToEnd, startTopology, type EndToEndFigures, type PayrollContext, type PayrollTenant, type Topology } from './end-to-end.ts';
+import {
+  payrollTenant,
+  runEndToEnd,
+  startTopology,
+  type EndToEndFigures,
+  type PayrollContext,
+  type PayrollTenant,
+  type Topology,
+} from './end-to-end.ts';
 
 const CONCURRENCY = 64;
 
@@ -23,20 +31,37 @@ export async function payoutRequests(ctx: PayrollContext, tenant: PayrollTenant,
   const quotes = await ctx.seedQuotes(tenant.tenantId, count);
   const headers = { 'x-api-key': tenant.key, 'content-type': 'application/json' };
   return quotes.map((quoteId, i) => ({
-    method: 'POST' as const, path: '/v1/payouts', headers: { ...headers, 'idempotency-key': `${prefix}-${i}` },
+    method: 'POST' as const,
+    path: '/v1/payouts',
+    headers: { ...headers, 'idempotency-key': `${prefix}-${i}` },
     body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: tenant.beneficiaryId, sender: ctx.sender }),
   }));
 }
 
 /** `name` tells runs apart in logs, tenant names and metrics files (`payroll-pooler` behind PgBouncer). */
-export async function runPayroll(ctx: PayrollContext, topology: Topology, payouts: number, name = 'payroll'): Promise<PayrollFigures> {
+export async function runPayroll(
+  ctx: PayrollContext,
+  topology: Topology,
+  payouts: number,
+  name = 'payroll',
+): Promise<PayrollFigures> {
   const { submitted, figures } = await runEndToEnd(ctx, topology, {
     name,
     payouts,
     prepare: (tenant) => payoutRequests(ctx, tenant, payouts),
     submit: async (origin, requests): Promise<LoadResult> => {
-      const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], requests });
-      ctx.log(`${name} (${topology}): ${payouts} submitted at ${Math.round(result.throughputPerS)}/s (ratio ${(result.throughputPerS / ctx.ceilingPerS).toFixed(2)}), p99 ${result.p99Ms.toFixed(1)} ms, errors ${result.errors} ${JSON.stringify(result.statuses)}`);
+      const result = await ctx.load({
+        origin,
+        concurrency: CONCURRENCY,
+        warmupMs: 0,
+        durationMs: 0,
+        drain: true,
+        expectStatus: [201],
+        requests,
+      });
+      ctx.log(
+        `${name} (${topology}): ${payouts} submitted at ${Math.round(result.throughputPerS)}/s (ratio ${(result.throughputPerS / ctx.ceilingPerS).toFixed(2)}), p99 ${result.p99Ms.toFixed(1)} ms, errors ${result.errors} ${JSON.stringify(result.statuses)}`,
+      );
       return result;
     },
   });
@@ -56,7 +81,10 @@ export interface SoakFigures extends ScenarioFigures {
   seconds: number;
   warmup_seconds: number;
   /** Per process: RSS every 10 s from the start of the warm-up, and growth from its end to the end. */
-  rss: Record<string, { mb_samples: number[]; mb_before: number; mb_after: number; growth: number; growth_second_half: number }>;
+  rss: Record<
+    string,
+    { mb_samples: number[]; mb_before: number; mb_after: number; growth: number; growth_second_half: number }
+  >;
 }
 
 const RSS_SAMPLE_MS = 10_000;
@@ -65,7 +93,12 @@ const RSS_SAMPLE_MS = 10_000;
  * Memory over a long run, in the payroll setup: an api process and a worker settling and notifying
  * what the api accepts, payouts at concurrency 64 for `seconds` after a warm-up.
  */
-export async function runSoak(ctx: PayrollContext, seconds: number, warmupMs: number, payoutsPerS: number): Promise<SoakFigures> {
+export async function runSoak(
+  ctx: PayrollContext,
+  seconds: number,
+  warmupMs: number,
+  payoutsPerS: number,
+): Promise<SoakFigures> {
   const { origin, processes } = await startTopology(ctx, 'api+worker');
   try {
     const tenant = await payrollTenant(ctx, origin, 'bench-soak');
@@ -75,7 +108,14 @@ export async function runSoak(ctx: PayrollContext, seconds: number, warmupMs: nu
     const sampler = setInterval(() => {
       for (const p of processes) samples.get(p.role)!.push(ctx.rssMb(p.child.pid!));
     }, RSS_SAMPLE_MS);
-    const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs, durationMs: seconds * 1000, expectStatus: [201], requests });
+    const result = await ctx.load({
+      origin,
+      concurrency: CONCURRENCY,
+      warmupMs,
+      durationMs: seconds * 1000,
+      expectStatus: [201],
+      requests,
+    });
     clearInterval(sampler);
     const rss: SoakFigures['rss'] = {};
     for (const p of processes) {
@@ -106,7 +146,9 @@ export async function runSoak(ctx: PayrollContext, seconds: number, warmupMs: nu
     };
     ctx.log(
       `soak (api+worker): ${figures.throughput_per_s}/s for ${seconds} s, errors ${figures.errors}; ` +
-        Object.entries(rss).map(([role, r]) => `${role} RSS ${r.mb_samples.join(' ')} MB, growth ${(100 * r.growth).toFixed(1)} %`).join('; '),
+        Object.entries(rss)
+          .map(([role, r]) => `${role} RSS ${r.mb_samples.join(' ')} MB, growth ${(100 * r.growth).toFixed(1)} %`)
+          .join('; '),
     );
     return figures;
   } finally {

@@ -41,25 +41,41 @@ export interface ReconciliationFigures {
   new_payouts: number;
   incremental_run: RunFigures;
   /** The payroll's figures, schedule off and on, in the order run. */
-  payroll: Array<{ schedule: 'off' | 'every 1 s'; submit_per_s: number; end_to_end_per_s: number; submit_p99_ms: number }>;
+  payroll: Array<{
+    schedule: 'off' | 'every 1 s';
+    submit_per_s: number;
+    end_to_end_per_s: number;
+    submit_p99_ms: number;
+  }>;
   /** 1 − median(on) / median(off), of the end-to-end rate: what the proofs cost the payroll. */
   payroll_loss: number;
   targets: { full_run_s: number; incremental_run_s: number; payroll_loss: number };
 }
 
 /** Starts a run through the admin API and waits for its end. */
-async function timedRun(ctx: PayrollContext, origin: string, tenantId: string, scope: 'full' | 'incremental'): Promise<RunFigures> {
-  const started = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/reconciliation/runs', { tenantId, mode: 'test', scope });
+async function timedRun(
+  ctx: PayrollContext,
+  origin: string,
+  tenantId: string,
+  scope: 'full' | 'incremental',
+): Promise<RunFigures> {
+  const started = await ctx.api(origin, ctx.platformKey, 'POST', '/v1/admin/reconciliation/runs', {
+    tenantId,
+    mode: 'test',
+    scope,
+  });
   const id = started.data[0].id as string;
   const deadline = Date.now() + RUN_TIMEOUT_MS;
   for (;;) {
     const run = await ctx.api(origin, ctx.platformKey, 'GET', `/v1/admin/reconciliation/runs/${id}`);
     if (run.status !== 'queued' && run.status !== 'running') {
-      if (run.status !== 'completed') throw new Error(`reconciliation: the ${scope} run ended ${run.status}: ${run.error}`);
+      if (run.status !== 'completed')
+        throw new Error(`reconciliation: the ${scope} run ended ${run.status}: ${run.error}`);
       const seconds = (Date.parse(run.finishedAt) - Date.parse(run.startedAt)) / 1000;
       return { scope: run.scope, seconds, clean: run.clean, examined: run.examined };
     }
-    if (Date.now() > deadline) throw new Error(`reconciliation: the ${scope} run did not end within ${RUN_TIMEOUT_MS / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(`reconciliation: the ${scope} run did not end within ${RUN_TIMEOUT_MS / 1000} s`);
     await new Promise((resolve) => setTimeout(resolve, RUN_POLL_MS));
   }
 }
@@ -70,7 +86,10 @@ const median = (values: number[]) => {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 };
 
-export async function runReconciliation(ctx: PayrollContext, options: ReconciliationOptions): Promise<ReconciliationFigures> {
+export async function runReconciliation(
+  ctx: PayrollContext,
+  options: ReconciliationOptions,
+): Promise<ReconciliationFigures> {
   const quiet = { ...ctx, env: { ...ctx.env, RECONCILE_INTERVAL_S: '0' } };
   const { origin, processes } = await startTopology(quiet, 'all');
   let full: RunFigures;
@@ -82,22 +101,35 @@ export async function runReconciliation(ctx: PayrollContext, options: Reconcilia
     await ctx.db.query('BEGIN');
     try {
       await ctx.db.query('SET LOCAL session_replication_role = replica');
-      for (const sql of seedSql(options.payments)) await ctx.db.query(sql, sql.includes('$1') ? [tenant.tenantId] : undefined);
+      for (const sql of seedSql(options.payments))
+        await ctx.db.query(sql, sql.includes('$1') ? [tenant.tenantId] : undefined);
       await ctx.db.query('COMMIT');
     } catch (error) {
       await ctx.db.query('ROLLBACK');
       throw error;
     }
-    await ctx.db.query('VACUUM ANALYZE payments, ledger_transactions, ledger_postings, outbox_events, limit_usage, ledger_accounts');
+    await ctx.db.query(
+      'VACUUM ANALYZE payments, ledger_transactions, ledger_postings, outbox_events, limit_usage, ledger_accounts',
+    );
     seedSeconds = (performance.now() - seedStarted) / 1000;
     ctx.log(`reconciliation: ${options.payments} payments seeded in ${seedSeconds.toFixed(1)} s`);
 
     full = await timedRun(ctx, origin, tenant.tenantId, 'full');
-    ctx.log(`reconciliation: full run over ${full.examined.payments} payments in ${full.seconds.toFixed(2)} s (target ≤ ${FULL_RUN_TARGET_S} s), clean ${full.clean}`);
+    ctx.log(
+      `reconciliation: full run over ${full.examined.payments} payments in ${full.seconds.toFixed(2)} s (target ≤ ${FULL_RUN_TARGET_S} s), clean ${full.clean}`,
+    );
 
     const requests = await payoutRequests(ctx, tenant, options.newPayouts);
     const since = new Date();
-    const result = await ctx.load({ origin, concurrency: CONCURRENCY, warmupMs: 0, durationMs: 0, drain: true, expectStatus: [201], requests });
+    const result = await ctx.load({
+      origin,
+      concurrency: CONCURRENCY,
+      warmupMs: 0,
+      durationMs: 0,
+      drain: true,
+      expectStatus: [201],
+      requests,
+    });
     const deadline = Date.now() + SETTLE_TIMEOUT_MS;
     for (;;) {
       const { rows } = await ctx.db.query<{ open: string }>(
@@ -105,12 +137,17 @@ export async function runReconciliation(ctx: PayrollContext, options: Reconcilia
         [tenant.tenantId, since],
       );
       if (Number(rows[0]!.open) === 0) break;
-      if (Date.now() > deadline) throw new Error(`reconciliation: ${rows[0]!.open} new payouts still open after ${SETTLE_TIMEOUT_MS / 1000} s`);
+      if (Date.now() > deadline)
+        throw new Error(`reconciliation: ${rows[0]!.open} new payouts still open after ${SETTLE_TIMEOUT_MS / 1000} s`);
       await new Promise((resolve) => setTimeout(resolve, RUN_POLL_MS));
     }
-    ctx.log(`reconciliation: ${options.newPayouts} new payouts at ${Math.round(result.throughputPerS)}/s, errors ${result.errors}, all resolved`);
+    ctx.log(
+      `reconciliation: ${options.newPayouts} new payouts at ${Math.round(result.throughputPerS)}/s, errors ${result.errors}, all resolved`,
+    );
     incremental = await timedRun(ctx, origin, tenant.tenantId, 'incremental');
-    ctx.log(`reconciliation: incremental run over ${incremental.examined.payments} payments written since in ${incremental.seconds.toFixed(2)} s (target ≤ ${INCREMENTAL_RUN_TARGET_S} s), clean ${incremental.clean}`);
+    ctx.log(
+      `reconciliation: incremental run over ${incremental.examined.payments} payments written since in ${incremental.seconds.toFixed(2)} s (target ≤ ${INCREMENTAL_RUN_TARGET_S} s), clean ${incremental.clean}`,
+    );
   } finally {
     for (const p of processes) await ctx.stop(p.child);
   }
@@ -121,13 +158,26 @@ export async function runReconciliation(ctx: PayrollContext, options: Reconcilia
   for (const round of [1, 2]) {
     for (const schedule of ['off', 'every 1 s'] as const) {
       const env = { ...ctx.env, RECONCILE_INTERVAL_S: schedule === 'off' ? '0' : '1' };
-      const figures: PayrollFigures = await runPayroll({ ...ctx, env }, 'all', options.payrollPayouts, `reconciliation-payroll-${round}-${schedule === 'off' ? 'off' : 'on'}`);
-      payroll.push({ schedule, submit_per_s: figures.submit_throughput_per_s, end_to_end_per_s: figures.end_to_end_per_s, submit_p99_ms: figures.submit_p99_ms });
+      const figures: PayrollFigures = await runPayroll(
+        { ...ctx, env },
+        'all',
+        options.payrollPayouts,
+        `reconciliation-payroll-${round}-${schedule === 'off' ? 'off' : 'on'}`,
+      );
+      payroll.push({
+        schedule,
+        submit_per_s: figures.submit_throughput_per_s,
+        end_to_end_per_s: figures.end_to_end_per_s,
+        submit_p99_ms: figures.submit_p99_ms,
+      });
     }
   }
-  const rate = (schedule: 'off' | 'every 1 s') => median(payroll.filter((p) => p.schedule === schedule).map((p) => p.end_to_end_per_s));
+  const rate = (schedule: 'off' | 'every 1 s') =>
+    median(payroll.filter((p) => p.schedule === schedule).map((p) => p.end_to_end_per_s));
   const loss = Number((1 - rate('every 1 s') / rate('off')).toFixed(3));
-  ctx.log(`reconciliation: payroll end to end ${rate('off')}/s with the schedule off, ${rate('every 1 s')}/s proving every tenant every second: loss ${(loss * 100).toFixed(1)} % (target ≤ ${PAYROLL_LOSS_TARGET * 100} %)`);
+  ctx.log(
+    `reconciliation: payroll end to end ${rate('off')}/s with the schedule off, ${rate('every 1 s')}/s proving every tenant every second: loss ${(loss * 100).toFixed(1)} % (target ≤ ${PAYROLL_LOSS_TARGET * 100} %)`,
+  );
   return {
     seeded_payments: options.payments,
     seed_seconds: Number(seedSeconds.toFixed(1)),
@@ -136,7 +186,11 @@ export async function runReconciliation(ctx: PayrollContext, options: Reconcilia
     incremental_run: incremental,
     payroll,
     payroll_loss: loss,
-    targets: { full_run_s: FULL_RUN_TARGET_S, incremental_run_s: INCREMENTAL_RUN_TARGET_S, payroll_loss: PAYROLL_LOSS_TARGET },
+    targets: {
+      full_run_s: FULL_RUN_TARGET_S,
+      incremental_run_s: INCREMENTAL_RUN_TARGET_S,
+      payroll_loss: PAYROLL_LOSS_TARGET,
+    },
   };
 }
 

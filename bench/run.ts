@@ -20,13 +20,23 @@ import { describePayrollBatch, runPayrollBatch, type PayrollBatchFigures } from 
 import { describePayoutReport, runPayoutReport, type PayoutReportFigures } from './payout-report.ts';
 import { describeReconciliation, runReconciliation, type ReconciliationFigures } from './reconciliation.ts';
 import { describeNoisyNeighbour, runNoisyNeighbour, type NoisyNeighbourFigures } from './noisy-neighbour.ts';
-import { appendHistory, compareWithPrevious, describeChanges, figuresOf, readHistory, type HistoryEntry } from './history.ts';
+import {
+  appendHistory,
+  compareWithPrevious,
+  describeChanges,
+  figuresOf,
+  readHistory,
+  type HistoryEntry,
+} from './history.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const QUICK = process.argv.includes('--quick');
 const SOAK_S = Number(process.argv.find((a) => a.startsWith('--soak='))?.slice(7) ?? 0);
-const ONLY = process.argv.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const ONLY = process.argv
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 const runs = (name: string) => !ONLY || ONLY.includes(name);
 const WARMUP_MS = QUICK ? 1000 : 3000;
 const DURATION_MS = QUICK ? 4000 : 15_000;
@@ -45,12 +55,21 @@ const PAYROLL_BATCH_ITEMS = 1000;
  * one transaction at a time, so batches sent together share that path: 4 at once take about twice as
  * long each as 2, for the same payouts per second.
  */
-const PAYROLL_BATCH_CONCURRENCY = Number(process.argv.find((a) => a.startsWith('--batch-concurrency='))?.slice(20) ?? 2);
-if (!Number.isInteger(PAYROLL_BATCH_CONCURRENCY) || PAYROLL_BATCH_CONCURRENCY < 1) throw new Error('bench: --batch-concurrency=N takes a whole number of batches, 1 or more');
+const PAYROLL_BATCH_CONCURRENCY = Number(
+  process.argv.find((a) => a.startsWith('--batch-concurrency='))?.slice(20) ?? 2,
+);
+if (!Number.isInteger(PAYROLL_BATCH_CONCURRENCY) || PAYROLL_BATCH_CONCURRENCY < 1)
+  throw new Error('bench: --batch-concurrency=N takes a whole number of batches, 1 or more');
 const WEBHOOK_EVENTS = QUICK ? 3000 : 20_000;
 // Page latency is the figure that matters for the statement: moderate concurrency, not saturation.
 const STATEMENT_CONCURRENCY = 4;
-const SENDER = { nationalId: 'V12345678', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
+const SENDER = {
+  nationalId: 'V12345678',
+  firstName: 'Ana',
+  lastName: 'Rojas',
+  phone: '04141234567',
+  email: 'ana@example.com',
+};
 
 interface Scenario extends ScenarioFigures {
   [extra: string]: unknown;
@@ -81,8 +100,16 @@ function startProcess(args: string[], env: Record<string, string>): ChildProcess
   const service = args[0] === SERVICE_ENTRY;
   const profile = PROFILE_DIR && service ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   // The ceiling server runs with the service's node flags (through tsx), none of its code.
-  const runner = service ? SERVICE_FLAGS : args[0] === CEILING_SERVER ? [...SERVICE_FLAGS, '--import', 'tsx'] : ['--import', 'tsx'];
-  const child = spawn(process.execPath, [...profile, ...runner, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const runner = service
+    ? SERVICE_FLAGS
+    : args[0] === CEILING_SERVER
+      ? [...SERVICE_FLAGS, '--import', 'tsx']
+      : ['--import', 'tsx'];
+  const child = spawn(process.execPath, [...profile, ...runner, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   child.stderr!.on('data', (chunk) => process.stderr.write(`[${path.basename(args[0]!)}] ${chunk}`));
   return child;
 }
@@ -127,7 +154,10 @@ function rssMb(pid: number): number {
 }
 
 async function load(job: LoadJob): Promise<LoadResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts'], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts'], {
+    cwd: ROOT,
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   let out = '';
   child.stdout.on('data', (chunk) => (out += chunk));
   child.stdin.end(JSON.stringify(job));
@@ -135,7 +165,14 @@ async function load(job: LoadJob): Promise<LoadResult> {
   return JSON.parse(out) as LoadResult;
 }
 
-async function api(origin: string, key: string, method: 'GET' | 'POST' | 'PUT', url: string, body?: unknown, headers: Record<string, string> = {}) {
+async function api(
+  origin: string,
+  key: string,
+  method: 'GET' | 'POST' | 'PUT',
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   const response = await request(`${origin}${url}`, {
     method,
     headers: { 'x-api-key': key, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
@@ -280,7 +317,14 @@ async function main(): Promise<void> {
     const tenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Remesas' });
     const issued = await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/api-keys`, { mode: 'test' });
     const key: string = issued.key;
-    await api(origin, platformKey, 'POST', `/v1/admin/tenants/${tenant.id}/fundings`, { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 }, { 'idempotency-key': 'bench-funding' });
+    await api(
+      origin,
+      platformKey,
+      'POST',
+      `/v1/admin/tenants/${tenant.id}/fundings`,
+      { mode: 'test', asset: 'BS', amount: 9_000_000_000_000_000 },
+      { 'idempotency-key': 'bench-funding' },
+    );
     const beneficiaryIds = await seedBeneficiaries(db, tenant.id, 1000);
     const historyTenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench History' });
     await seedHistory(db, historyTenant.id, await seedBeneficiaries(db, historyTenant.id, 200));
@@ -293,13 +337,26 @@ async function main(): Promise<void> {
     processes.push(bare);
     const bareOrigin = `http://127.0.0.1:${barePort}`;
     await waitReady(`${bareOrigin}/constant`);
-    const ceilingA = await load({ origin: bareOrigin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: [{ method: 'GET', path: '/constant' }] });
+    const ceilingA = await load({
+      origin: bareOrigin,
+      concurrency: 64,
+      warmupMs: WARMUP_MS,
+      durationMs: DURATION_MS,
+      cycle: true,
+      expectStatus: [200],
+      requests: [{ method: 'GET', path: '/constant' }],
+    });
     log(`ceiling (a) bare route: ${Math.round(ceilingA.throughputPerS)}/s`);
 
     // Ceiling (b): the smallest payout-shaped transaction behind a server of the bench's own, sharing
     // none of the service's code (so no change to the service moves it), stopped once measured.
     const ceilingPort = await freePort();
-    const ceilingServer = startProcess([CEILING_SERVER], { DATABASE_URL: env.DATABASE_URL, HOST: env.HOST, PORT: String(ceilingPort), CEILING_API_KEY: key });
+    const ceilingServer = startProcess([CEILING_SERVER], {
+      DATABASE_URL: env.DATABASE_URL,
+      HOST: env.HOST,
+      PORT: String(ceilingPort),
+      CEILING_API_KEY: key,
+    });
     processes.push(ceilingServer);
     const ceilingOrigin = `http://127.0.0.1:${ceilingPort}`;
     await waitReady(`${ceilingOrigin}/health/ready`);
@@ -307,7 +364,12 @@ async function main(): Promise<void> {
     for (const concurrency of [16, 64]) {
       await quiesce(db);
       ceilingB[concurrency] = await load({
-        origin: ceilingOrigin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [201],
+        origin: ceilingOrigin,
+        concurrency,
+        warmupMs: WARMUP_MS,
+        durationMs: DURATION_MS,
+        cycle: true,
+        expectStatus: [201],
         requests: [{ method: 'POST', path: '/bench/ceiling-transaction', headers, body: '{}' }],
       });
       log(`ceiling (b) c${concurrency}: ${Math.round(ceilingB[concurrency]!.throughputPerS)}/s`);
@@ -320,106 +382,163 @@ async function main(): Promise<void> {
       await quiesce(db);
       const rssBefore = rssMb(service.pid!);
       const result = await load({
-        origin, concurrency, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201],
+        origin,
+        concurrency,
+        warmupMs: WARMUP_MS,
+        durationMs: DURATION_MS,
+        expectStatus: [201],
         requests: quotes.map((quoteId, i) => ({
           method: 'POST' as const,
           path: '/v1/payouts',
           headers: { ...headers, 'idempotency-key': `bench-c${concurrency}-${i}` },
-          body: JSON.stringify({ quoteId, method: 'pago_movil', beneficiaryId: beneficiaryIds[i % beneficiaryIds.length], sender: SENDER }),
+          body: JSON.stringify({
+            quoteId,
+            method: 'pago_movil',
+            beneficiaryId: beneficiaryIds[i % beneficiaryIds.length],
+            sender: SENDER,
+          }),
         })),
       });
       const rssAfter = rssMb(service.pid!);
-      scenarios[`payout_c${concurrency}`] = scenario(result, ceilingB[concurrency]!.throughputPerS, { rss_mb_before: rssBefore, rss_mb_after: rssAfter });
-      log(`payout c${concurrency}: ${Math.round(result.throughputPerS)}/s p99 ${result.p99Ms.toFixed(1)} ms errors ${result.errors} ${JSON.stringify(result.statuses)}`);
+      scenarios[`payout_c${concurrency}`] = scenario(result, ceilingB[concurrency]!.throughputPerS, {
+        rss_mb_before: rssBefore,
+        rss_mb_after: rssAfter,
+      });
+      log(
+        `payout c${concurrency}: ${Math.round(result.throughputPerS)}/s p99 ${result.p99Ms.toFixed(1)} ms errors ${result.errors} ${JSON.stringify(result.statuses)}`,
+      );
     }
 
     // The full two-call flow per payout.
     if (runs('quote_payout')) {
-    await quiesce(db);
-    const flow = await load({
-      origin, concurrency: 64, warmupMs: WARMUP_MS, durationMs: DURATION_MS, expectStatus: [201], requests: [],
-      flow: { apiKey: key, beneficiaryIds, sender: SENDER, deliverAmount: 1_000_000 },
-    });
-    scenarios.quote_payout = scenario(flow, ceilingB[64]!.throughputPerS);
-    log(`quote+payout: ${Math.round(flow.throughputPerS)} flows/s p99 ${flow.p99Ms.toFixed(1)} ms`);
+      await quiesce(db);
+      const flow = await load({
+        origin,
+        concurrency: 64,
+        warmupMs: WARMUP_MS,
+        durationMs: DURATION_MS,
+        expectStatus: [201],
+        requests: [],
+        flow: { apiKey: key, beneficiaryIds, sender: SENDER, deliverAmount: 1_000_000 },
+      });
+      scenarios.quote_payout = scenario(flow, ceilingB[64]!.throughputPerS);
+      log(`quote+payout: ${Math.round(flow.throughputPerS)} flows/s p99 ${flow.p99Ms.toFixed(1)} ms`);
     }
 
     // Statement pages against 1,000,000 payments of one tenant.
     if (runs('statement')) {
-    log(`seeding ${STATEMENT_ROWS} payments for the statement`);
-    const statementTenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Statement' });
-    const statementKey = (await api(origin, platformKey, 'POST', `/v1/admin/tenants/${statementTenant.id}/api-keys`, { mode: 'test' })).key as string;
-    const statementBeneficiaries = await seedBeneficiaries(db, statementTenant.id, 200);
-    await seedPayments(db, statementTenant.id, statementBeneficiaries, STATEMENT_ROWS);
-    const pages: Array<{ method: 'GET'; path: string; headers: Record<string, string> }> = [];
-    const sh = { 'x-api-key': statementKey };
-    let cursor: string | null = null;
-    for (let i = 0; i < 40; i += 1) {
-      const page: { next_cursor: string | null } = await api(origin, statementKey, 'GET', `/v1/payments?limit=100${cursor ? `&cursor=${cursor}` : ''}`);
-      cursor = page.next_cursor;
-      pages.push({ method: 'GET', path: `/v1/payments?limit=25&cursor=${cursor}`, headers: sh });
-    }
-    pages.push({ method: 'GET', path: '/v1/payments', headers: sh });
-    pages.push({ method: 'GET', path: '/v1/payments?status=failed', headers: sh });
-    pages.push({ method: 'GET', path: `/v1/payments?beneficiaryId=${statementBeneficiaries[3]}`, headers: sh });
-    const today = new Date(Date.now() - 4 * 3600_000).toISOString().slice(0, 10);
-    const monthAgo = new Date(Date.now() - 30 * 24 * 3600_000).toISOString().slice(0, 10);
-    pages.push({ method: 'GET', path: `/v1/payments?from=${monthAgo}&to=${today}`, headers: sh });
-    await quiesce(db);
-    const statement = await load({ origin, concurrency: STATEMENT_CONCURRENCY, warmupMs: WARMUP_MS, durationMs: DURATION_MS, cycle: true, expectStatus: [200], requests: pages });
-    scenarios.statement = scenario(statement, ceilingA.throughputPerS, { payments: STATEMENT_ROWS });
-    log(`statement: ${Math.round(statement.throughputPerS)}/s p50 ${statement.p50Ms.toFixed(2)} ms p99 ${statement.p99Ms.toFixed(2)} ms`);
+      log(`seeding ${STATEMENT_ROWS} payments for the statement`);
+      const statementTenant = await api(origin, platformKey, 'POST', '/v1/admin/tenants', { name: 'Bench Statement' });
+      const statementKey = (
+        await api(origin, platformKey, 'POST', `/v1/admin/tenants/${statementTenant.id}/api-keys`, { mode: 'test' })
+      ).key as string;
+      const statementBeneficiaries = await seedBeneficiaries(db, statementTenant.id, 200);
+      await seedPayments(db, statementTenant.id, statementBeneficiaries, STATEMENT_ROWS);
+      const pages: Array<{ method: 'GET'; path: string; headers: Record<string, string> }> = [];
+      const sh = { 'x-api-key': statementKey };
+      let cursor: string | null = null;
+      for (let i = 0; i < 40; i += 1) {
+        const page: { next_cursor: string | null } = await api(
+          origin,
+          statementKey,
+          'GET',
+          `/v1/payments?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+        );
+        cursor = page.next_cursor;
+        pages.push({ method: 'GET', path: `/v1/payments?limit=25&cursor=${cursor}`, headers: sh });
+      }
+      pages.push({ method: 'GET', path: '/v1/payments', headers: sh });
+      pages.push({ method: 'GET', path: '/v1/payments?status=failed', headers: sh });
+      pages.push({ method: 'GET', path: `/v1/payments?beneficiaryId=${statementBeneficiaries[3]}`, headers: sh });
+      const today = new Date(Date.now() - 4 * 3600_000).toISOString().slice(0, 10);
+      const monthAgo = new Date(Date.now() - 30 * 24 * 3600_000).toISOString().slice(0, 10);
+      pages.push({ method: 'GET', path: `/v1/payments?from=${monthAgo}&to=${today}`, headers: sh });
+      await quiesce(db);
+      const statement = await load({
+        origin,
+        concurrency: STATEMENT_CONCURRENCY,
+        warmupMs: WARMUP_MS,
+        durationMs: DURATION_MS,
+        cycle: true,
+        expectStatus: [200],
+        requests: pages,
+      });
+      scenarios.statement = scenario(statement, ceilingA.throughputPerS, { payments: STATEMENT_ROWS });
+      log(
+        `statement: ${Math.round(statement.throughputPerS)}/s p50 ${statement.p50Ms.toFixed(2)} ms p99 ${statement.p99Ms.toFixed(2)} ms`,
+      );
     }
 
     // Webhooks: deliveries per second from ONE worker process to the local receiver answering 200.
     if (runs('webhooks')) {
-    await api(origin, platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, { mode: 'test', url: `${bareOrigin}/webhook` });
-    // Only the seeded events are measured: events of the payouts above are set aside, and their
-    // payments are parked so that the worker's reaper does not create more events meanwhile.
-    await db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
-    await db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
-    const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
-    const firstSeeded = BigInt(before[0]!.max ?? '0');
-    await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
-    const worker = startProcess([SERVICE_ENTRY], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
-    processes.push(worker);
-    // Timed from the first delivery to the last (the worker's start-up is not delivery time).
-    const waitStarted = performance.now();
-    let published = 0;
-    let firstAt: number | undefined;
-    while (performance.now() - waitStarted < 120_000) {
-      const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM outbox_events WHERE id > $1 AND status = 'published'`, [firstSeeded.toString()]);
-      published = Number(rows[0]!.n);
-      if (published > 0 && firstAt === undefined) firstAt = performance.now();
-      if (published >= WEBHOOK_EVENTS) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    const webhookSeconds = (performance.now() - (firstAt ?? waitStarted)) / 1000;
-    const { rows: durations } = await db.query<{ p50: number; p99: number }>(
-      `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM webhook_deliveries`,
-    ).catch(() => ({ rows: [{ p50: 0, p99: 0 }] }));
-    const deliveries = published / webhookSeconds;
-    scenarios.webhooks = {
-      throughput_per_s: Math.round(deliveries),
-      p50_ms: Number(durations[0]?.p50 ?? 0),
-      p99_ms: Number(durations[0]?.p99 ?? 0),
-      errors: WEBHOOK_EVENTS - published,
-      ceiling_throughput_per_s: Math.round(ceilingA.throughputPerS),
-      ratio: Number((deliveries / ceilingA.throughputPerS).toFixed(2)),
-      events: WEBHOOK_EVENTS,
-    };
-    log(`webhooks: ${Math.round(deliveries)} deliveries/s (${published}/${WEBHOOK_EVENTS} in ${webhookSeconds.toFixed(1)} s)`);
-    // The payroll and soak runs start workers of their own: this one would compete with them.
-    await new Promise((resolve) => {
-      worker.once('exit', resolve);
-      worker.kill('SIGTERM');
-    });
+      await api(origin, platformKey, 'PUT', `/v1/admin/tenants/${tenant.id}/webhook-endpoint`, {
+        mode: 'test',
+        url: `${bareOrigin}/webhook`,
+      });
+      // Only the seeded events are measured: events of the payouts above are set aside, and their
+      // payments are parked so that the worker's reaper does not create more events meanwhile.
+      await db.query(`UPDATE payments SET next_check_at = 'infinity' WHERE status IN ('submitted', 'unknown')`);
+      await db.query(`UPDATE outbox_events SET status = 'published', published_at = now() WHERE status = 'pending'`);
+      const { rows: before } = await db.query<{ max: string | null }>('SELECT max(id)::text AS max FROM outbox_events');
+      const firstSeeded = BigInt(before[0]!.max ?? '0');
+      await seedOutbox(db, tenant.id, WEBHOOK_EVENTS);
+      const worker = startProcess([SERVICE_ENTRY], { ...env, ROLE: 'worker', PORT: String(await freePort()) });
+      processes.push(worker);
+      // Timed from the first delivery to the last (the worker's start-up is not delivery time).
+      const waitStarted = performance.now();
+      let published = 0;
+      let firstAt: number | undefined;
+      while (performance.now() - waitStarted < 120_000) {
+        const { rows } = await db.query<{ n: string }>(
+          `SELECT count(*) AS n FROM outbox_events WHERE id > $1 AND status = 'published'`,
+          [firstSeeded.toString()],
+        );
+        published = Number(rows[0]!.n);
+        if (published > 0 && firstAt === undefined) firstAt = performance.now();
+        if (published >= WEBHOOK_EVENTS) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const webhookSeconds = (performance.now() - (firstAt ?? waitStarted)) / 1000;
+      const { rows: durations } = await db
+        .query<{ p50: number; p99: number }>(
+          `SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50, percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99 FROM webhook_deliveries`,
+        )
+        .catch(() => ({ rows: [{ p50: 0, p99: 0 }] }));
+      const deliveries = published / webhookSeconds;
+      scenarios.webhooks = {
+        throughput_per_s: Math.round(deliveries),
+        p50_ms: Number(durations[0]?.p50 ?? 0),
+        p99_ms: Number(durations[0]?.p99 ?? 0),
+        errors: WEBHOOK_EVENTS - published,
+        ceiling_throughput_per_s: Math.round(ceilingA.throughputPerS),
+        ratio: Number((deliveries / ceilingA.throughputPerS).toFixed(2)),
+        events: WEBHOOK_EVENTS,
+      };
+      log(
+        `webhooks: ${Math.round(deliveries)} deliveries/s (${published}/${WEBHOOK_EVENTS} in ${webhookSeconds.toFixed(1)} s)`,
+      );
+      // The payroll and soak runs start workers of their own: this one would compete with them.
+      await new Promise((resolve) => {
+        worker.once('exit', resolve);
+        worker.kill('SIGTERM');
+      });
     }
 
     // The headline: a payroll settled and notified end to end, with every role running.
     const payrollContext: PayrollContext = {
-      db, databaseUrl: dbUrl.toString(), env, platformKey, receiverOrigin: bareOrigin, ceilingPerS: ceilingB[64]!.throughputPerS, sender: SENDER,
-      freePort, waitReady, load, api, log, rssMb,
+      db,
+      databaseUrl: dbUrl.toString(),
+      env,
+      platformKey,
+      receiverOrigin: bareOrigin,
+      ceilingPerS: ceilingB[64]!.throughputPerS,
+      sender: SENDER,
+      freePort,
+      waitReady,
+      load,
+      api,
+      log,
+      rssMb,
       startService: (serviceEnv) => startProcess([SERVICE_ENTRY], serviceEnv),
       stop: stopProcess,
       seedQuotes: (tenantId, count) => seedQuotes(db, tenantId, count),
@@ -430,8 +549,14 @@ async function main(): Promise<void> {
     let payoutReport: PayoutReportFigures | undefined;
     if (runs('payout-report')) {
       payoutReport = await runPayoutReport(payrollContext, {
-        adminOrigin: origin, payments: REPORT_PAYMENTS, neighbourPayments: REPORT_NEIGHBOUR_PAYMENTS, beneficiaries: QUICK ? 500 : 2000,
-        sequentialBudgetMs: QUICK ? 4000 : 15_000, concurrentMs: QUICK ? 2000 : 6000, warmupRequests: QUICK ? 2 : 5, ceilingPerS: ceilingA.throughputPerS,
+        adminOrigin: origin,
+        payments: REPORT_PAYMENTS,
+        neighbourPayments: REPORT_NEIGHBOUR_PAYMENTS,
+        beneficiaries: QUICK ? 500 : 2000,
+        sequentialBudgetMs: QUICK ? 4000 : 15_000,
+        concurrentMs: QUICK ? 2000 : 6000,
+        warmupRequests: QUICK ? 2 : 5,
+        ceilingPerS: ceilingA.throughputPerS,
       });
       for (const [name, s] of Object.entries(payoutReport.series)) scenarios[name] = { ...s };
     }
@@ -440,26 +565,43 @@ async function main(): Promise<void> {
     // 10,000 more, and what proving every tenant every second costs a payroll.
     let reconciliation: ReconciliationFigures | undefined;
     if (runs('reconciliation')) {
-      reconciliation = await runReconciliation(payrollContext, { payments: QUICK ? 100_000 : 1_000_000, newPayouts: QUICK ? 2_000 : 10_000, payrollPayouts: PAYROLL_PAYOUTS });
+      reconciliation = await runReconciliation(payrollContext, {
+        payments: QUICK ? 100_000 : 1_000_000,
+        newPayouts: QUICK ? 2_000 : 10_000,
+        payrollPayouts: PAYROLL_PAYOUTS,
+      });
     }
 
     const payroll: Record<string, PayrollFigures> = {};
     if (runs('payroll')) {
-      for (const topology of ['all', 'api+worker'] as const) payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
+      for (const topology of ['all', 'api+worker'] as const)
+        payroll[topology] = await runPayroll(payrollContext, topology, PAYROLL_PAYOUTS);
     }
     // The same payroll behind PgBouncer (transaction mode), beside the direct one above.
-    const payrollPooler = runs('payroll-pooler') ? await runPooledPayrolls(payrollContext, ['all', 'api+worker'], PAYROLL_PAYOUTS, payroll) : undefined;
+    const payrollPooler = runs('payroll-pooler')
+      ? await runPooledPayrolls(payrollContext, ['all', 'api+worker'], PAYROLL_PAYOUTS, payroll)
+      : undefined;
     // The same payroll as a payroll file: batches through POST /v1/payout-batches.
     const payrollBatch: Record<string, PayrollBatchFigures> = {};
     if (runs('payroll-batch')) {
-      const shape = { payouts: PAYROLL_PAYOUTS, itemsPerBatch: PAYROLL_BATCH_ITEMS, concurrency: PAYROLL_BATCH_CONCURRENCY };
-      for (const topology of ['all', 'api+worker'] as const) payrollBatch[topology] = await runPayrollBatch(payrollContext, topology, shape);
+      const shape = {
+        payouts: PAYROLL_PAYOUTS,
+        itemsPerBatch: PAYROLL_BATCH_ITEMS,
+        concurrency: PAYROLL_BATCH_CONCURRENCY,
+      };
+      for (const topology of ['all', 'api+worker'] as const)
+        payrollBatch[topology] = await runPayrollBatch(payrollContext, topology, shape);
     }
 
     // One tenant's payroll file beside another tenant's single payouts.
     let noisyNeighbour: NoisyNeighbourFigures | undefined;
     if (runs('noisy-neighbour')) {
-      noisyNeighbour = await runNoisyNeighbour(payrollContext, { payouts: PAYROLL_PAYOUTS, itemsPerBatch: PAYROLL_BATCH_ITEMS, batchConcurrency: PAYROLL_BATCH_CONCURRENCY, windowMs: QUICK ? 6000 : 15_000 });
+      noisyNeighbour = await runNoisyNeighbour(payrollContext, {
+        payouts: PAYROLL_PAYOUTS,
+        itemsPerBatch: PAYROLL_BATCH_ITEMS,
+        batchConcurrency: PAYROLL_BATCH_CONCURRENCY,
+        windowMs: QUICK ? 6000 : 15_000,
+      });
     }
 
     // Memory over a long run, in the payroll setup (an api process and a worker).
@@ -467,7 +609,13 @@ async function main(): Promise<void> {
 
     let startup: StartupFigures | undefined;
     if (runs('startup')) {
-      startup = await measureStartup({ root: ROOT, databaseUrl: dbUrl.toString(), port: await freePort(), runs: QUICK ? 1 : 3, log });
+      startup = await measureStartup({
+        root: ROOT,
+        databaseUrl: dbUrl.toString(),
+        port: await freePort(),
+        runs: QUICK ? 1 : 3,
+        log,
+      });
     }
 
     const { rows: version } = await db.query<{ v: string }>("SELECT current_setting('server_version') AS v");
@@ -492,13 +640,22 @@ async function main(): Promise<void> {
       ...(reconciliation ? { reconciliation } : {}),
       ...(noisyNeighbour ? { noisy_neighbour: noisyNeighbour } : {}),
       ...(Object.keys(payroll).length > 0 ? { payroll } : {}),
-      ...(payrollPooler === undefined ? {} : typeof payrollPooler === 'string' ? { payroll_pooler_skipped: payrollPooler } : { payroll_pooler: payrollPooler }),
+      ...(payrollPooler === undefined
+        ? {}
+        : typeof payrollPooler === 'string'
+          ? { payroll_pooler_skipped: payrollPooler }
+          : { payroll_pooler: payrollPooler }),
       ...(Object.keys(payrollBatch).length > 0 ? { payroll_batch: payrollBatch } : {}),
       ...(soak ? { soak } : {}),
       ...(startup ? { startup } : {}),
     };
     writeFileSync(path.join(ROOT, 'bench/results.json'), JSON.stringify(results, null, 2) + '\n');
-    const entry: HistoryEntry = { commit: commitOf(), at: new Date().toISOString(), quick: QUICK, figures: figuresOf(results) };
+    const entry: HistoryEntry = {
+      commit: commitOf(),
+      at: new Date().toISOString(),
+      quick: QUICK,
+      figures: figuresOf(results),
+    };
     const historyFile = path.join(ROOT, 'bench/history.jsonl');
     const comparison = compareWithPrevious(readHistory(historyFile), entry);
     appendHistory(historyFile, entry);
@@ -510,7 +667,10 @@ async function main(): Promise<void> {
     if (soak) {
       process.stdout.write(
         `\nsoak (api+worker, ${soak.seconds} s): ${soak.throughput_per_s}/s, errors ${soak.errors}; RSS growth after warm-up: ` +
-          Object.entries(soak.rss).map(([role, r]) => `${role} ${(100 * r.growth).toFixed(1)} % (${r.mb_before} → ${r.mb_after} MB)`).join(', ') + '\n',
+          Object.entries(soak.rss)
+            .map(([role, r]) => `${role} ${(100 * r.growth).toFixed(1)} % (${r.mb_before} → ${r.mb_after} MB)`)
+            .join(', ') +
+          '\n',
       );
     }
     if (startup) {
@@ -520,12 +680,15 @@ async function main(): Promise<void> {
       );
     }
     process.stdout.write(describeChanges(comparison, entry.commit));
-    process.stdout.write(`\nwritten bench/results.json and a line of bench/history.jsonl (${results.machine.seconds} s)\n`);
+    process.stdout.write(
+      `\nwritten bench/results.json and a line of bench/history.jsonl (${results.machine.seconds} s)\n`,
+    );
   } finally {
     for (const child of processes) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1500));
     await db.end().catch(() => undefined);
-    if (!process.env.BENCH_KEEP_DB) await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+    if (!process.env.BENCH_KEEP_DB)
+      await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
     await admin.end();
   }
 }
@@ -534,7 +697,9 @@ async function main(): Promise<void> {
 function commitOf(): string {
   try {
     const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    const dirty =
+      execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !==
+      '';
     return dirty ? `${head}+dirty` : head;
   } catch {
     return 'unknown';
@@ -542,7 +707,11 @@ function commitOf(): string {
 }
 
 /** Per topology, the payroll paid one request per payout, the same behind PgBouncer, and the same in batches. */
-function printPayrolls(payroll: Record<string, PayrollFigures>, pooler: Record<string, PooledPayrollFigures> | string | undefined, payrollBatch: Record<string, PayrollBatchFigures>): void {
+function printPayrolls(
+  payroll: Record<string, PayrollFigures>,
+  pooler: Record<string, PooledPayrollFigures> | string | undefined,
+  payrollBatch: Record<string, PayrollBatchFigures>,
+): void {
   for (const topology of ['all', 'api+worker'] as const) {
     const p = payroll[topology];
     if (p) {
@@ -559,16 +728,28 @@ function printPayrolls(payroll: Record<string, PayrollFigures>, pooler: Record<s
     if (b) process.stdout.write(`\n${describePayrollBatch(b)}`);
   }
   if (typeof pooler === 'string') process.stdout.write(`\npayroll-pooler: ${pooler}`);
-  if (Object.keys(payroll).length + Object.keys(payrollBatch).length > 0 || pooler !== undefined) process.stdout.write('\n');
+  if (Object.keys(payroll).length + Object.keys(payrollBatch).length > 0 || pooler !== undefined)
+    process.stdout.write('\n');
 }
 
 function printTable(scenarios: Record<string, Scenario>): void {
   const rows = [['scenario', 'throughput/s', 'p50 ms', 'p99 ms', 'errors', 'ceiling/s', 'ratio']];
   for (const [name, s] of Object.entries(scenarios)) {
-    rows.push([name, String(s.throughput_per_s), s.p50_ms.toFixed(2), s.p99_ms.toFixed(2), String(s.errors), String(s.ceiling_throughput_per_s), s.ratio.toFixed(2)]);
+    rows.push([
+      name,
+      String(s.throughput_per_s),
+      s.p50_ms.toFixed(2),
+      s.p99_ms.toFixed(2),
+      String(s.errors),
+      String(s.ceiling_throughput_per_s),
+      s.ratio.toFixed(2),
+    ]);
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  for (const row of rows) process.stdout.write(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ') + '\n');
+  for (const row of rows)
+    process.stdout.write(
+      row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ') + '\n',
+    );
 }
 
 await main();

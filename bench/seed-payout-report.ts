@@ -16,8 +16,20 @@ const BALANCE_STEP_MINUTES = 5;
 
 /** Catalogue codes (every instrument lists them), repeated by weight: a few big banks carry most payouts. */
 const BANKS = [
-  ...Array<string>(8).fill('0102'), ...Array<string>(6).fill('0134'), ...Array<string>(5).fill('0105'), ...Array<string>(4).fill('0108'),
-  ...Array<string>(2).fill('0191'), ...Array<string>(2).fill('0114'), '0172', '0175', '0163', '0171', '0115', '0128', '0151', '0104',
+  ...Array<string>(8).fill('0102'),
+  ...Array<string>(6).fill('0134'),
+  ...Array<string>(5).fill('0105'),
+  ...Array<string>(4).fill('0108'),
+  ...Array<string>(2).fill('0191'),
+  ...Array<string>(2).fill('0114'),
+  '0172',
+  '0175',
+  '0163',
+  '0171',
+  '0115',
+  '0128',
+  '0151',
+  '0104',
 ];
 /** Banks whose payouts fail more often (unreachable, mismatches): the per-bank success rates differ. */
 const FLAKY_BANKS = ['0163', '0175', '0115'];
@@ -34,18 +46,35 @@ function accountNumber(bank: string, n: number): string {
 }
 
 /** The tenant's beneficiaries: 70 % Pago Móvil (phone), 30 % transferencia (account), banks by weight. */
-export async function seedBeneficiaries(db: pg.Client, tenantId: string, count: number, createdAt: Date): Promise<void> {
+export async function seedBeneficiaries(
+  db: pg.Client,
+  tenantId: string,
+  count: number,
+  createdAt: Date,
+): Promise<void> {
   const rows = Array.from({ length: count }, (_, n) => {
     const bank = BANKS[(n * 31) % BANKS.length]!;
     const transfer = n % 10 >= 7;
-    return { n, bank, account: transfer ? accountNumber(bank, n) : null, instrument: transfer ? 'transferencia' : 'pago_movil' };
+    return {
+      n,
+      bank,
+      account: transfer ? accountNumber(bank, n) : null,
+      instrument: transfer ? 'transferencia' : 'pago_movil',
+    };
   });
   await db.query(
     `INSERT INTO beneficiaries (tenant_id, mode, id, full_name, national_id, bank_code, account_number, phone, asset, country, instrument, created_at)
      SELECT $1, 'test', gen_random_uuid(), 'Beneficiario ' || r.n, 'V' || (10000000 + r.n * 37), r.bank, r.account,
             '041' || lpad((2000000 + r.n)::text, 8, '0'), 'BS', 'VE', r.instrument, $6
        FROM unnest($2::int[], $3::text[], $4::text[], $5::text[]) AS r(n, bank, account, instrument)`,
-    [tenantId, rows.map((r) => r.n), rows.map((r) => r.bank), rows.map((r) => r.account), rows.map((r) => r.instrument), createdAt],
+    [
+      tenantId,
+      rows.map((r) => r.n),
+      rows.map((r) => r.bank),
+      rows.map((r) => r.account),
+      rows.map((r) => r.instrument),
+      createdAt,
+    ],
   );
 }
 
@@ -149,13 +178,32 @@ SELECT $1, o.id, a.n,
  * and deliveries from those events), so their per-row checks are skipped (session_replication_role =
  * replica: no other trigger is on these tables); every CHECK is still enforced.
  */
-export async function seedPayments(db: pg.Client, tenantId: string, keyId: string | null, rows: number, t0: Date, seed: number, log: (line: string) => void): Promise<void> {
+export async function seedPayments(
+  db: pg.Client,
+  tenantId: string,
+  keyId: string | null,
+  rows: number,
+  t0: Date,
+  seed: number,
+  log: (line: string) => void,
+): Promise<void> {
   for (let lo = 0; lo < rows; lo += CHUNK_ROWS) {
     const hi = Math.min(rows, lo + CHUNK_ROWS);
     await db.query('BEGIN');
     await db.query('SET LOCAL session_replication_role = replica');
     await db.query('SELECT setseed($1)', [((seed * 10 + lo / CHUNK_ROWS) % 100) / 100]);
-    await db.query(CHUNK_SQL, [tenantId, 'test', t0, lo, hi, SEED_DAYS, rows, keyId, FLAKY_BANKS, JSON.stringify(FAILURE_MESSAGES)]);
+    await db.query(CHUNK_SQL, [
+      tenantId,
+      'test',
+      t0,
+      lo,
+      hi,
+      SEED_DAYS,
+      rows,
+      keyId,
+      FLAKY_BANKS,
+      JSON.stringify(FAILURE_MESSAGES),
+    ]);
     await db.query('COMMIT');
   }
   log(`payout-report: ${rows.toLocaleString('en')} payments of ${tenantId.slice(0, 8)} seeded`);
@@ -185,7 +233,11 @@ const LOADED_TABLES = ['payments', 'outbox_events', 'webhook_deliveries'];
  * own definitions (pg_get_indexdef: exactly what the migrations made). A bulk load is several times
  * faster so, and the indexes come out as a freshly built index of that data, as after a REINDEX.
  */
-export async function withIndexesBuiltAfter(db: pg.Client, load: () => Promise<void>, log: (line: string) => void): Promise<void> {
+export async function withIndexesBuiltAfter(
+  db: pg.Client,
+  load: () => Promise<void>,
+  log: (line: string) => void,
+): Promise<void> {
   const { rows: indexes } = await db.query<{ name: string; def: string }>(
     `SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def FROM pg_index i
       WHERE i.indrelid = ANY ($1::regclass[]) AND NOT i.indisprimary`,
@@ -199,6 +251,8 @@ export async function withIndexesBuiltAfter(db: pg.Client, load: () => Promise<v
     await db.query(`SET maintenance_work_mem = '256MB'`);
     for (const index of indexes) await db.query(index.def);
     await db.query('RESET maintenance_work_mem');
-    log(`payout-report: ${indexes.length} indexes built again in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    log(
+      `payout-report: ${indexes.length} indexes built again in ${((performance.now() - started) / 1000).toFixed(1)} s`,
+    );
   }
 }

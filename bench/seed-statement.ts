@@ -46,7 +46,9 @@ const CUSTOMERS = 5_000;
 
 const url = process.env.DATABASE_URL;
 if (!url?.startsWith('postgres')) {
-  process.stderr.write('Set DATABASE_URL to a PostgreSQL database of its own (it is filled with a million payments).\n');
+  process.stderr.write(
+    'Set DATABASE_URL to a PostgreSQL database of its own (it is filled with a million payments).\n',
+  );
   process.exit(2);
 }
 
@@ -95,7 +97,14 @@ CROSS JOIN LATERAL (SELECT CASE
     WHEN r.st < 0.86 THEN 'settled' WHEN r.st < 0.96 THEN 'failed' WHEN r.st < 0.98 THEN 'reversed'
     WHEN r.st < 0.99 THEN 'unknown' ELSE 'submitted' END AS status) s`;
 
-async function seed(db: PostgresDatabase, tenantId: string, mode: string, rows: number, t0: Date, seedValue: number): Promise<void> {
+async function seed(
+  db: PostgresDatabase,
+  tenantId: string,
+  mode: string,
+  rows: number,
+  t0: Date,
+  seedValue: number,
+): Promise<void> {
   for (let lo = 0; lo < rows; lo += CHUNK_ROWS) {
     const hi = Math.min(rows, lo + CHUNK_ROWS);
     await db.transaction(async (tx) => {
@@ -125,7 +134,13 @@ function mulberry32(seedValue: number): () => number {
 const db = new PostgresDatabase(url, 10);
 const platformKey = generateApiKey('platform');
 await migrate(db, () => syncPlatformKey(db, platformKey));
-const config = loadConfig({ DATABASE_URL: url, BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', PLATFORM_API_KEY: platformKey });
+const config = loadConfig({
+  DATABASE_URL: url,
+  BOOTSTRAP: 'off',
+  LOG_LEVEL: 'silent',
+  RATE_LIMIT_RPS: '0',
+  PLATFORM_API_KEY: platformKey,
+});
 const { app } = await buildApp({ config, db });
 // Time spent in the server per request (Fastify's own measure, from request to response sent), to
 // tell it apart from the client's side of the loopback.
@@ -136,7 +151,12 @@ app.addHook('onResponse', async (_request, reply) => {
 await app.ready();
 
 async function admin(path: string, body: unknown): Promise<any> {
-  const response = await app.inject({ method: 'POST', url: path, headers: { 'x-api-key': platformKey, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  const response = await app.inject({
+    method: 'POST',
+    url: path,
+    headers: { 'x-api-key': platformKey, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  });
   if (response.statusCode !== 201) throw new Error(`${path}: ${response.body}`);
   return response.json();
 }
@@ -156,7 +176,9 @@ if (seeded.rows[0]) {
 } else {
   tenantId = (await admin('/v1/admin/tenants', { name: 'Statement benchmark' })).id;
   const neighbour = await admin('/v1/admin/tenants', { name: 'Statement benchmark neighbour' });
-  process.stdout.write(`seeding ${ROWS.toLocaleString('en')} payments over ${DAYS} days (+ ${(ROWS / 10).toLocaleString('en')} of another tenant, ${(ROWS / 20).toLocaleString('en')} in live mode)\n`);
+  process.stdout.write(
+    `seeding ${ROWS.toLocaleString('en')} payments over ${DAYS} days (+ ${(ROWS / 10).toLocaleString('en')} of another tenant, ${(ROWS / 20).toLocaleString('en')} in live mode)\n`,
+  );
   const seedingStarted = performance.now();
   await seed(db, tenantId, 'test', ROWS, t0, 1);
   await seed(db, neighbour.id, 'test', ROWS / 10, t0, 2);
@@ -220,16 +242,72 @@ const MIX: Array<[string, number, () => string]> = [
   ['status + deep cursor', 6, () => `/v1/payments?status=${pick(STATUSES)}&cursor=${pick(cursors)}`],
   ['beneficiaryId', 6, () => `/v1/payments?beneficiaryId=${beneficiaryId()}`],
   ['customerId', 6, () => `/v1/payments?customerId=${customerId()}`],
-  ['one day (from=to)', 10, () => { const d = anyDay(); return `/v1/payments?from=${d}&to=${d}`; }],
-  ['one day + deep cursor', 6, () => { const d = anyDay(); return `/v1/payments?from=${d}&to=${d}&cursor=${pick(cursors)}`; }],
-  ['week', 5, () => { const d = Math.floor(random() * (DAYS - 7)); return `/v1/payments?from=${dayAgo(d + 6)}&to=${dayAgo(d)}`; }],
-  ['month (30 days)', 5, () => { const d = Math.floor(random() * (DAYS - 30)); return `/v1/payments?from=${dayAgo(d + 29)}&to=${dayAgo(d)}`; }],
+  [
+    'one day (from=to)',
+    10,
+    () => {
+      const d = anyDay();
+      return `/v1/payments?from=${d}&to=${d}`;
+    },
+  ],
+  [
+    'one day + deep cursor',
+    6,
+    () => {
+      const d = anyDay();
+      return `/v1/payments?from=${d}&to=${d}&cursor=${pick(cursors)}`;
+    },
+  ],
+  [
+    'week',
+    5,
+    () => {
+      const d = Math.floor(random() * (DAYS - 7));
+      return `/v1/payments?from=${dayAgo(d + 6)}&to=${dayAgo(d)}`;
+    },
+  ],
+  [
+    'month (30 days)',
+    5,
+    () => {
+      const d = Math.floor(random() * (DAYS - 30));
+      return `/v1/payments?from=${dayAgo(d + 29)}&to=${dayAgo(d)}`;
+    },
+  ],
   ['whole range, limit=100', 2, () => `/v1/payments?from=${dayAgo(DAYS + 5)}&to=${dayAgo(-1)}&limit=100`],
-  ['from only / to only', 4, () => (random() < 0.5 ? `/v1/payments?from=${dayAgo(Math.floor(random() * 10))}` : `/v1/payments?to=${dayAgo(60 + Math.floor(random() * 20))}`)],
-  ['status + range', 5, () => { const d = Math.floor(random() * (DAYS - 7)); return `/v1/payments?status=${pick(STATUSES)}&from=${dayAgo(d + 6)}&to=${dayAgo(d)}`; }],
-  ['customerId + range', 3, () => { const d = Math.floor(random() * (DAYS - 30)); return `/v1/payments?customerId=${customerId()}&from=${dayAgo(d + 29)}&to=${dayAgo(d)}`; }],
+  [
+    'from only / to only',
+    4,
+    () =>
+      random() < 0.5
+        ? `/v1/payments?from=${dayAgo(Math.floor(random() * 10))}`
+        : `/v1/payments?to=${dayAgo(60 + Math.floor(random() * 20))}`,
+  ],
+  [
+    'status + range',
+    5,
+    () => {
+      const d = Math.floor(random() * (DAYS - 7));
+      return `/v1/payments?status=${pick(STATUSES)}&from=${dayAgo(d + 6)}&to=${dayAgo(d)}`;
+    },
+  ],
+  [
+    'customerId + range',
+    3,
+    () => {
+      const d = Math.floor(random() * (DAYS - 30));
+      return `/v1/payments?customerId=${customerId()}&from=${dayAgo(d + 29)}&to=${dayAgo(d)}`;
+    },
+  ],
   ['beneficiaryId + status', 2, () => `/v1/payments?beneficiaryId=${beneficiaryId()}&status=settled`],
-  ['next page of a day', 4, () => { const d = anyDay(); return `/v1/payments?from=${d}&to=${d}`; }],
+  [
+    'next page of a day',
+    4,
+    () => {
+      const d = anyDay();
+      return `/v1/payments?from=${d}&to=${d}`;
+    },
+  ],
 ];
 const totalWeight = MIX.reduce((sum, [, w]) => sum + w, 0);
 
@@ -266,7 +344,9 @@ async function runMix(reads: number): Promise<Map<string, number[]>> {
 
 process.stdout.write(`warming up (${WARMUP_READS} reads)…\n`);
 await runMix(WARMUP_READS);
-process.stdout.write(`measuring ${READS} page reads (sequential, one keep-alive connection, server in this process)…\n`);
+process.stdout.write(
+  `measuring ${READS} page reads (sequential, one keep-alive connection, server in this process)…\n`,
+);
 serverTimes.length = 0;
 const loadBefore = loadavg()[0]!;
 const byKind = await runMix(READS);
@@ -276,7 +356,9 @@ const line = (label: string, list: number[]) => {
   const sorted = [...list].sort((a, b) => a - b);
   return `${label.padEnd(26)} ${String(sorted.length).padStart(5)}  p50 ${percentile(sorted, 50).toFixed(2).padStart(6)} ms  p99 ${percentile(sorted, 99).toFixed(2).padStart(6)} ms  max ${sorted[sorted.length - 1]!.toFixed(2).padStart(6)} ms`;
 };
-process.stdout.write(`\nclient-measured (request sent → body read), machine load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)} on ${cpus().length} CPUs\n`);
+process.stdout.write(
+  `\nclient-measured (request sent → body read), machine load average ${loadBefore.toFixed(1)} → ${loadAfter.toFixed(1)} on ${cpus().length} CPUs\n`,
+);
 process.stdout.write(`${line('ALL', allMs)}\n`);
 process.stdout.write(`${line('ALL, server side', serverTimes)}\n`);
 for (const [kind] of MIX) if (byKind.has(kind)) process.stdout.write(`${line(kind, byKind.get(kind)!)}\n`);
@@ -294,7 +376,11 @@ if (EXPORT_DAYS > 0) {
     peakHeap = Math.max(peakHeap, now.heapUsed);
   }, 20);
   const begin = performance.now();
-  const response = await http.request({ method: 'GET', path: `/v1/payments/export?from=${from}&to=${to}`, headers: { 'x-api-key': key } });
+  const response = await http.request({
+    method: 'GET',
+    path: `/v1/payments/export?from=${from}&to=${to}`,
+    headers: { 'x-api-key': key },
+  });
   let bytes = 0;
   let lines = 0;
   for await (const chunk of response.body as AsyncIterable<Buffer>) {

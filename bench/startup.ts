@@ -28,9 +28,19 @@ export interface StartupFigures {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** Spawns the command and resolves with the ms until /health/ready answers 200; then stops it. */
-async function timeToReady(root: string, command: string[], env: Record<string, string>, port: number): Promise<number> {
+async function timeToReady(
+  root: string,
+  command: string[],
+  env: Record<string, string>,
+  port: number,
+): Promise<number> {
   const started = performance.now();
-  const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: 'ignore', detached: true });
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: root,
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: 'ignore',
+    detached: true,
+  });
   try {
     while (performance.now() - started < START_TIMEOUT_MS) {
       if (child.exitCode !== null) throw new Error(`${command.join(' ')} exited with ${child.exitCode}`);
@@ -52,16 +62,24 @@ async function timeToReady(root: string, command: string[], env: Record<string, 
   }
 }
 
-export async function measureStartup(options: { root: string; databaseUrl: string; port: number; runs: number; log: (line: string) => void }): Promise<StartupFigures> {
+export async function measureStartup(options: {
+  root: string;
+  databaseUrl: string;
+  port: number;
+  runs: number;
+  log: (line: string) => void;
+}): Promise<StartupFigures> {
   const node = [process.execPath, ...startFlags(options.root), SERVICE_ENTRY];
   const npmStart = ['npm', 'start', '--silent'];
   const common = { LOG_LEVEL: 'warn', RATE_LIMIT_RPS: '0' };
   const onPostgres = { ...common, DATABASE_URL: options.databaseUrl, BOOTSTRAP: 'off' };
 
   const postgres: number[] = [];
-  for (let i = 0; i < options.runs; i += 1) postgres.push(await timeToReady(options.root, node, onPostgres, options.port));
+  for (let i = 0; i < options.runs; i += 1)
+    postgres.push(await timeToReady(options.root, node, onPostgres, options.port));
   const postgresNpm: number[] = [];
-  for (let i = 0; i < options.runs; i += 1) postgresNpm.push(await timeToReady(options.root, npmStart, onPostgres, options.port));
+  for (let i = 0; i < options.runs; i += 1)
+    postgresNpm.push(await timeToReady(options.root, npmStart, onPostgres, options.port));
 
   const first: number[] = [];
   const restart: number[] = [];

@@ -6,8 +6,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const result = spawnSync(process.execPath, ['--import', import.meta.resolve('tsx'), path.join(root, 'src/cli/main.ts'), ...process.argv.slice(2)], {
-  stdio: 'inherit',
-  cwd: process.cwd(),
-});
+const result = spawnSync(
+  process.execPath,
+  ['--import', import.meta.resolve('tsx'), path.join(root, 'src/cli/main.ts'), ...process.argv.slice(2)],
+  {
+    stdio: 'inherit',
+    cwd: process.cwd(),
+  },
+);
 process.exit(result.status ?? 1);

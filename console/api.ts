@@ -50,8 +50,17 @@ function queryString(query: Query = {}): string {
 async function failureOf(response: Response): Promise<ApiFailure> {
   const requestId = response.headers.get('x-request-id');
   try {
-    const body = (await response.json()) as { error?: { code?: string; message?: string; request_id?: string; meta?: Record<string, unknown> } };
-    if (body.error?.code) return new ApiFailure(response.status, body.error.code, body.error.message ?? body.error.code, body.error.request_id ?? requestId, body.error.meta);
+    const body = (await response.json()) as {
+      error?: { code?: string; message?: string; request_id?: string; meta?: Record<string, unknown> };
+    };
+    if (body.error?.code)
+      return new ApiFailure(
+        response.status,
+        body.error.code,
+        body.error.message ?? body.error.code,
+        body.error.request_id ?? requestId,
+        body.error.meta,
+      );
   } catch {
     // not the envelope
   }
@@ -61,14 +70,24 @@ async function failureOf(response: Response): Promise<ApiFailure> {
 export class Api {
   constructor(private readonly key: string) {}
 
-  private async send(method: string, path: ApiPath, query?: Query, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  private async send(
+    method: string,
+    path: ApiPath,
+    query?: Query,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
     // Checked again here: a cast cannot smuggle in a path the browser would rewrite.
     const url = checkedApiPath(path) + queryString(query);
     let response: Response;
     try {
       response = await fetch(url, {
         method,
-        headers: { 'x-api-key': this.key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          'x-api-key': this.key,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         body: body === undefined ? undefined : jsonWithIntegers(body),
         credentials: 'omit',
         cache: 'no-store',

@@ -41,7 +41,9 @@ export interface ChartProps {
 const AXIS = { stroke: '#1b1f24', grid: { stroke: '#d8dee4', width: 1 }, ticks: { stroke: '#d8dee4', width: 1 } };
 const HEIGHT = 220;
 /** Tick steps of a count axis: 1, 2, 5, 10, 20, 50… (no 0.25 of a payment). */
-const COUNT_STEPS = [1, 2, 5].flatMap((step) => [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000].map((scale) => step * scale)).sort((a, b) => a - b);
+const COUNT_STEPS = [1, 2, 5]
+  .flatMap((step) => [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000].map((scale) => step * scale))
+  .sort((a, b) => a - b);
 
 function seriesOptions(series: ChartSeries, bars: uPlot.Series.PathBuilder): uPlot.Series {
   return {
@@ -66,15 +68,27 @@ function chartOptions(props: ChartProps, width: number): uPlot.Options {
     cursor: { points: { show: false }, drag: { x: false, y: false } },
     tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'America/Caracas'),
     scales: {
-      x: categories ? { time: false, range: [-0.5, Math.max(count, 1) - 0.5] } : { time: true, range: (_u, min, max) => timeRange(props.x, min, max) },
+      x: categories
+        ? { time: false, range: [-0.5, Math.max(count, 1) - 0.5] }
+        : { time: true, range: (_u, min, max) => timeRange(props.x, min, max) },
       y: { range: props.yRange ?? ((_u, _min, max) => [0, max > 0 ? max * 1.1 : 1]) },
     },
     axes: [
       {
         ...AXIS,
-        ...(categories ? { splits: () => categories.map((_, i) => i), values: (_u: uPlot, splits: number[]) => splits.map((i) => categories[i] ?? '') } : { values: caracasTicks }),
+        ...(categories
+          ? {
+              splits: () => categories.map((_, i) => i),
+              values: (_u: uPlot, splits: number[]) => splits.map((i) => categories[i] ?? ''),
+            }
+          : { values: caracasTicks }),
       },
-      { ...AXIS, size: props.ySize ?? 56, ...(props.integers ? { incrs: COUNT_STEPS } : {}), ...(yFormat ? { values: (_u: uPlot, splits: number[]) => splits.map(yFormat) } : {}) },
+      {
+        ...AXIS,
+        size: props.ySize ?? 56,
+        ...(props.integers ? { incrs: COUNT_STEPS } : {}),
+        ...(yFormat ? { values: (_u: uPlot, splits: number[]) => splits.map(yFormat) } : {}),
+      },
     ],
     series: [{}, ...props.series.map((s) => seriesOptions(s, bars))],
   };

@@ -44,10 +44,15 @@ export function parseCsv(text: string): CsvRecord[] {
       line = quoted.line;
       i = quoted.next;
       const after = input[i];
-      if (after !== undefined && after !== ',' && after !== '\n' && after !== '\r') throw new CsvSyntaxError(line, 'text after the closing quote of a field');
+      if (after !== undefined && after !== ',' && after !== '\n' && after !== '\r')
+        throw new CsvSyntaxError(line, 'text after the closing quote of a field');
       continue;
     }
-    if (char === QUOTE) throw new CsvSyntaxError(line, 'a quote inside a field that does not start with one (quote the whole field and double the quote)');
+    if (char === QUOTE)
+      throw new CsvSyntaxError(
+        line,
+        'a quote inside a field that does not start with one (quote the whole field and double the quote)',
+      );
     if (char === ',') {
       fields.push(field);
       field = '';

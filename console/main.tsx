@@ -35,10 +35,18 @@ interface Screen {
 const CUSTOMER_SCREENS: Screen[] = [
   { path: '/overview', label: 'Overview', available: (me) => hasScope(me, 'payments:read') },
   { path: '/payments', label: 'Payments', available: (me) => hasScope(me, 'payments:read') },
-  { path: '/payroll', label: 'Payroll', available: (me) => hasScope(me, 'payments:write') && hasScope(me, 'payments:read') },
+  {
+    path: '/payroll',
+    label: 'Payroll',
+    available: (me) => hasScope(me, 'payments:write') && hasScope(me, 'payments:read'),
+  },
   { path: '/batches', label: 'Payout batches', available: (me) => hasScope(me, 'payments:read') },
   { path: '/events', label: 'Events', available: (me) => hasScope(me, 'events:read') },
-  { path: '/treasury', label: 'Treasury and limits', available: (me) => hasScope(me, 'treasury:read') || hasScope(me, 'payments:read') },
+  {
+    path: '/treasury',
+    label: 'Treasury and limits',
+    available: (me) => hasScope(me, 'treasury:read') || hasScope(me, 'payments:read'),
+  },
   { path: '/beneficiaries', label: 'Beneficiaries', available: (me) => hasScope(me, 'beneficiaries:read') },
   { path: '/sandbox', label: 'Sandbox', available: (me) => me.mode === 'test' },
 ];
@@ -93,8 +101,8 @@ function SignIn({ onSession, note }: { onSession: (session: Session, key: string
           autoFocus
         />
         <p class="muted">
-          A tenant key (bsk_test_…, bsk_live_…) shows that program; the platform key (bsk_platform_…) the admin screens. The key stays in this tab
-          (sessionStorage) and is sent only in the x-api-key header to this service.
+          A tenant key (bsk_test_…, bsk_live_…) shows that program; the platform key (bsk_platform_…) the admin screens.
+          The key stays in this tab (sessionStorage) and is sent only in the x-api-key header to this service.
         </p>
         <button type="submit" class="primary" disabled={busy || key.trim() === ''}>
           {busy ? 'Signing in…' : 'Sign in'}
@@ -107,7 +115,8 @@ function SignIn({ onSession, note }: { onSession: (session: Session, key: string
 
 function Screens({ session, path }: { session: Session; path: string }) {
   const { api, me } = session;
-  if (match('/overview', path) && (me.isPlatform || hasScope(me, 'payments:read'))) return <OverviewScreen api={api} me={me} />;
+  if (match('/overview', path) && (me.isPlatform || hasScope(me, 'payments:read')))
+    return <OverviewScreen api={api} me={me} />;
   if (me.isPlatform) {
     if (match('/tenants', path)) return <TenantsScreen api={api} />;
     const tenant = match('/tenants/:id', path, { id: 'uuid' });
@@ -117,14 +126,16 @@ function Screens({ session, path }: { session: Session; path: string }) {
     const statement = match('/tenants/:tenantId/payments', path, { tenantId: 'uuid' });
     if (statement) return <PaymentsScreen api={api} of={tenantStatementOf(statement.tenantId, location.search)} />;
     const tenantPayment = match('/tenants/:tenantId/payments/:id', path, { tenantId: 'uuid', id: 'uuid' });
-    if (tenantPayment) return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
+    if (tenantPayment)
+      return <AdminPaymentScreen api={api} tenantId={tenantPayment.tenantId!} id={tenantPayment.id!} />;
     if (match('/review', path)) return <NeedsReviewScreen api={api} />;
     if (match('/rails', path)) return <RailsScreen api={api} />;
   } else {
     if (match('/payments', path)) return <PaymentsScreen api={api} />;
     const payment = match('/payments/:id', path, { id: 'uuid' });
     if (payment) return <PaymentScreen api={api} me={me} id={payment.id!} />;
-    if (match('/payroll', path) && hasScope(me, 'payments:write') && hasScope(me, 'payments:read')) return <PayrollScreen api={api} />;
+    if (match('/payroll', path) && hasScope(me, 'payments:write') && hasScope(me, 'payments:read'))
+      return <PayrollScreen api={api} />;
     if (match('/batches', path)) return <BatchesScreen api={api} />;
     const batch = match('/batches/:id', path, { id: 'uuid' });
     if (batch) return <BatchScreen api={api} id={batch.id!} />;
@@ -151,7 +162,8 @@ function TopBar({ me, onSignOut }: { me: TenantMe; onSignOut: () => void }) {
     <header class="top">
       <span class="brand">Bolivar console</span>
       <span>
-        {me.name} · <span class={`mode mode-${me.isPlatform ? 'platform' : me.mode}`}>{me.isPlatform ? 'platform' : me.mode}</span>
+        {me.name} ·{' '}
+        <span class={`mode mode-${me.isPlatform ? 'platform' : me.mode}`}>{me.isPlatform ? 'platform' : me.mode}</span>
       </span>
       <span class="muted scopes" title="Scopes of this key">
         {me.scopes.join(', ')}
@@ -175,12 +187,15 @@ function Console() {
     signIn(key)
       .then(setSession, (failure: unknown) => {
         storeKey(null);
-        if (failure instanceof ApiFailure && failure.status === 401) setNote('The saved key was refused (revoked or unknown): sign in again.');
+        if (failure instanceof ApiFailure && failure.status === 401)
+          setNote('The saved key was refused (revoked or unknown): sign in again.');
       })
       .finally(() => setRestoring(false));
   }, []);
 
-  const screens = session ? (session.me.isPlatform ? PLATFORM_SCREENS : CUSTOMER_SCREENS).filter((s) => s.available(session.me)) : [];
+  const screens = session
+    ? (session.me.isPlatform ? PLATFORM_SCREENS : CUSTOMER_SCREENS).filter((s) => s.available(session.me))
+    : [];
   useEffect(() => {
     if (session && (path === '/' || path === '') && screens[0]) navigate(screens[0].path, { replace: true });
   }, [session, path]);

@@ -31,7 +31,11 @@ type ShapesOf<P extends string> = [RouteParams<P>] extends [never] ? [] : [shape
  * when the path is another route or a parameter does not have its shape (`..%2F..%2Fadmin` is not a
  * UUID, so it is no payment's page).
  */
-export function match<P extends string>(pattern: P, path: string, ...[shapes]: ShapesOf<P>): Record<RouteParams<P>, string> | undefined {
+export function match<P extends string>(
+  pattern: P,
+  path: string,
+  ...[shapes]: ShapesOf<P>
+): Record<RouteParams<P>, string> | undefined {
   const want = pattern.split('/');
   const got = path.replace(/\/$/, '').split('/');
   if (want.length !== got.length) return undefined;
@@ -78,7 +82,8 @@ export function apiPath(strings: TemplateStringsArray, ...values: Array<string |
   let path = strings[0]!;
   values.forEach((value, i) => {
     const text = String(value);
-    if (text === '' || text === '.' || text === '..') throw new Error(`invariant: ${JSON.stringify(text)} cannot be a path segment`);
+    if (text === '' || text === '.' || text === '..')
+      throw new Error(`invariant: ${JSON.stringify(text)} cannot be a path segment`);
     path += encodeURIComponent(text) + strings[i + 1]!;
   });
   return checkedApiPath(path);

@@ -29,7 +29,13 @@ type Values = Record<Column, string>;
 const REQUIRED_COLUMNS: Column[] = ['reference', 'amount', 'method'];
 const INLINE_BENEFICIARY: Column[] = ['full_name', 'national_id', 'bank_code'];
 const INLINE_OPTIONAL: Column[] = ['phone', 'account_number'];
-const SENDER: Column[] = ['sender_national_id', 'sender_first_name', 'sender_last_name', 'sender_phone', 'sender_email'];
+const SENDER: Column[] = [
+  'sender_national_id',
+  'sender_first_name',
+  'sender_last_name',
+  'sender_phone',
+  'sender_email',
+];
 
 /** The template offered on the payroll screen and in docs/console.md: a registered beneficiary, an inline one with a sender. */
 export const PAYROLL_TEMPLATE = `${PAYROLL_COLUMNS.join(',')}
@@ -81,7 +87,10 @@ export function bolivaresToMinor(text: string): { minor: bigint } | { problem: s
   const value = text.trim();
   if (value === '') return { problem: 'missing' };
   if (value.startsWith('-')) return { problem: 'must be more than 0' };
-  if (value.includes(',')) return { problem: `"${value}" has a comma: write the amount without thousands separators and with a point before the decimals, such as 1500.50` };
+  if (value.includes(','))
+    return {
+      problem: `"${value}" has a comma: write the amount without thousands separators and with a point before the decimals, such as 1500.50`,
+    };
   const parts = /^([0-9]+)(?:\.([0-9]+))?$/.exec(value);
   if (!parts) return { problem: `"${value}" is not an amount in bolivares, such as 1500.50` };
   const fraction = parts[2] ?? '';
@@ -89,7 +98,8 @@ export function bolivaresToMinor(text: string): { minor: bigint } | { problem: s
   const digits = (parts[1]! + fraction.padEnd(2, '0')).replace(/^0+/, '');
   if (digits === '') return { problem: 'must be more than 0' };
   // 17 digits and more are past the bound anyway: compared as text first, so BigInt sees only a short string.
-  if (digits.length > 16 || BigInt(digits) > MAX_AMOUNT_MINOR) return { problem: `"${value}" is more than the largest amount (90,071,992,547,409.91 Bs)` };
+  if (digits.length > 16 || BigInt(digits) > MAX_AMOUNT_MINOR)
+    return { problem: `"${value}" is more than the largest amount (90,071,992,547,409.91 Bs)` };
   return { minor: BigInt(digits) };
 }
 
@@ -97,13 +107,23 @@ export function bolivaresToMinor(text: string): { minor: bigint } | { problem: s
 function readHeader(header: string[]): { columns: Column[] } | { problem: string } {
   const names = header.map((name) => name.trim().toLowerCase());
   // A spreadsheet set to decimal commas (Spanish locales) writes "CSV" with semicolons.
-  if (names.length === 1 && names[0]!.includes(';')) return { problem: 'the columns are separated by semicolons: save the sheet as CSV with commas (and amounts with a decimal point)' };
+  if (names.length === 1 && names[0]!.includes(';'))
+    return {
+      problem:
+        'the columns are separated by semicolons: save the sheet as CSV with commas (and amounts with a decimal point)',
+    };
   const unknown = names.filter((name) => !(PAYROLL_COLUMNS as readonly string[]).includes(name));
-  if (unknown.length > 0) return { problem: `unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')}: the columns are ${PAYROLL_COLUMNS.join(', ')}` };
+  if (unknown.length > 0)
+    return {
+      problem: `unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((n) => `"${n}"`).join(', ')}: the columns are ${PAYROLL_COLUMNS.join(', ')}`,
+    };
   const repeated = names.filter((name, i) => names.indexOf(name) !== i);
   if (repeated.length > 0) return { problem: `column ${repeated[0]} appears twice` };
   const missing = REQUIRED_COLUMNS.filter((name) => !names.includes(name));
-  if (missing.length > 0) return { problem: `missing column${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (the first row must name the columns)` };
+  if (missing.length > 0)
+    return {
+      problem: `missing column${missing.length > 1 ? 's' : ''} ${missing.join(', ')} (the first row must name the columns)`,
+    };
   return { columns: names as Column[] };
 }
 
@@ -113,7 +133,8 @@ export function readPayroll(text: string): PayrollSheet {
   try {
     records = parseCsv(text);
   } catch (error) {
-    if (error instanceof CsvSyntaxError) return { rows: [], fileProblem: `Not a well-formed CSV file: ${error.message}.` };
+    if (error instanceof CsvSyntaxError)
+      return { rows: [], fileProblem: `Not a well-formed CSV file: ${error.message}.` };
     throw error;
   }
   const [header, ...body] = records;
@@ -140,11 +161,13 @@ export function readPayroll(text: string): PayrollSheet {
 function readRow(row: number, values: Values): PayrollRow {
   const problems: string[] = [];
   if (values.reference === '') problems.push('reference: missing');
-  else if (!REFERENCE.test(values.reference)) problems.push('reference: must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -');
+  else if (!REFERENCE.test(values.reference))
+    problems.push('reference: must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -');
   const amount = bolivaresToMinor(values.amount);
   if ('problem' in amount) problems.push(`amount: ${amount.problem}`);
   if (values.method === '') problems.push('method: missing (pago_movil or transferencia)');
-  else if (!(METHODS as readonly string[]).includes(values.method)) problems.push(`method: "${values.method}" is not pago_movil or transferencia`);
+  else if (!(METHODS as readonly string[]).includes(values.method))
+    problems.push(`method: "${values.method}" is not pago_movil or transferencia`);
   const beneficiary = readBeneficiary(values, problems);
   const sender = readSender(values, problems);
   const minor = 'minor' in amount ? amount.minor : undefined;
@@ -154,14 +177,23 @@ function readRow(row: number, values: Values): PayrollRow {
     values,
     problems,
     amount: minor,
-    item: { reference: values.reference, deliver: { asset: 'BS', amount: minor }, method: values.method as Method, ...beneficiary, ...(sender ? { sender } : {}) },
+    item: {
+      reference: values.reference,
+      deliver: { asset: 'BS', amount: minor },
+      method: values.method as Method,
+      ...beneficiary,
+      ...(sender ? { sender } : {}),
+    },
   };
 }
 
 function readBeneficiary(values: Values, problems: string[]): Pick<BatchItem, 'beneficiaryId' | 'beneficiary'> {
   const inline = [...INLINE_BENEFICIARY, ...INLINE_OPTIONAL].filter((column) => values[column] !== '');
   if (values.beneficiary_id !== '') {
-    if (inline.length > 0) problems.push(`beneficiary: beneficiary_id and ${inline.join(', ')} both given: give the registered beneficiary's id or the beneficiary's fields, not both`);
+    if (inline.length > 0)
+      problems.push(
+        `beneficiary: beneficiary_id and ${inline.join(', ')} both given: give the registered beneficiary's id or the beneficiary's fields, not both`,
+      );
     else if (!UUID.test(values.beneficiary_id)) problems.push('beneficiary_id: must be a beneficiary id (a UUID)');
     return { beneficiaryId: values.beneficiary_id };
   }
@@ -170,7 +202,10 @@ function readBeneficiary(values: Values, problems: string[]): Pick<BatchItem, 'b
     return {};
   }
   const missing = INLINE_BENEFICIARY.filter((column) => values[column] === '');
-  if (missing.length > 0) problems.push(`beneficiary: ${missing.join(', ')} missing (an inline beneficiary needs full_name, national_id and bank_code)`);
+  if (missing.length > 0)
+    problems.push(
+      `beneficiary: ${missing.join(', ')} missing (an inline beneficiary needs full_name, national_id and bank_code)`,
+    );
   return {
     beneficiary: {
       fullName: values.full_name,
@@ -188,7 +223,9 @@ function readSender(values: Values, problems: string[]): BatchItem['sender'] {
   if (given.length === 0) return undefined;
   if (given.length < SENDER.length) {
     const missing = SENDER.filter((column) => values[column] === '');
-    problems.push(`sender: ${missing.join(', ')} missing (give all five sender columns, or none for the stored sender)`);
+    problems.push(
+      `sender: ${missing.join(', ')} missing (give all five sender columns, or none for the stored sender)`,
+    );
     return undefined;
   }
   return {
@@ -253,7 +290,10 @@ const COLUMN_OF_FIELD: Record<string, Column> = {
  * problems by row: `items.3.beneficiary.phone` is the fourth item's phone column. Errors that name
  * no item are left in `other`.
  */
-export function problemsOfFields(errors: Array<{ field: string; message: string }>, itemRows: number[]): { byRow: Map<number, string[]>; other: string[] } {
+export function problemsOfFields(
+  errors: Array<{ field: string; message: string }>,
+  itemRows: number[],
+): { byRow: Map<number, string[]>; other: string[] } {
   const byRow = new Map<number, string[]>();
   const other: string[] = [];
   for (const { field, message } of errors) {

@@ -16,7 +16,16 @@ type Granularity = PayoutReport['granularity'];
  * Every status a report counts, in the order its tables list them: a key for each of the API's
  * statuses, no other (the typecheck fails on a status added to the API and not here).
  */
-const STATUS_COLUMNS: Record<ReportStatus, true> = { created: true, pending: true, submitted: true, unknown: true, settled: true, failed: true, returned: true, reversed: true };
+const STATUS_COLUMNS: Record<ReportStatus, true> = {
+  created: true,
+  pending: true,
+  submitted: true,
+  unknown: true,
+  settled: true,
+  failed: true,
+  returned: true,
+  reversed: true,
+};
 export const REPORT_STATUSES = Object.keys(STATUS_COLUMNS) as ReportStatus[];
 
 /** What the range picker asks for: whole Caracas days, inclusive, and the bucket size. */
@@ -27,7 +36,12 @@ export interface ReportRange {
   granularity: Granularity;
 }
 
-const CARACAS_DAY = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Caracas', year: 'numeric', month: '2-digit', day: '2-digit' });
+const CARACAS_DAY = new Intl.DateTimeFormat('en-CA', {
+  timeZone: 'America/Caracas',
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+});
 
 /**
  * The calendar day in Caracas at `now`: "2026-11-27".
@@ -59,7 +73,8 @@ export function rangeFromQuery(search: string, now: Date): ReportRange {
   const from = params.get('from') ?? '';
   const to = params.get('to') ?? '';
   const granularity = params.get('granularity');
-  if (!DAY.test(from) || !DAY.test(to) || (granularity !== 'hour' && granularity !== 'day')) return presetRange('today', now);
+  if (!DAY.test(from) || !DAY.test(to) || (granularity !== 'hour' && granularity !== 'day'))
+    return presetRange('today', now);
   for (const preset of ['today', '7d', '30d'] as const) {
     const candidate = presetRange(preset, now);
     if (candidate.from === from && candidate.to === to && candidate.granularity === granularity) return candidate;
@@ -71,14 +86,27 @@ export function rangeFromQuery(search: string, now: Date): ReportRange {
  * The statement's address for a bucket, and for one status of it: what the bucket counted. `of`: the
  * platform key's report on one tenant opens that tenant's statement in the report's mode.
  */
-export function statementPath(bucket: { start: string; end: string }, status?: ReportStatus, of?: TenantStatement): string {
+export function statementPath(
+  bucket: { start: string; end: string },
+  status?: ReportStatus,
+  of?: TenantStatement,
+): string {
   const params = new URLSearchParams({ createdFrom: bucket.start, createdBefore: bucket.end });
   if (status) params.set('status', status);
   return statementScreenPath(of, params);
 }
 
 /** How a bar stacks the statuses, from the bottom: the outcomes first, then what is still in flight. */
-export const STACK_ORDER: readonly ReportStatus[] = ['settled', 'failed', 'returned', 'reversed', 'unknown', 'submitted', 'pending', 'created'];
+export const STACK_ORDER: readonly ReportStatus[] = [
+  'settled',
+  'failed',
+  'returned',
+  'reversed',
+  'unknown',
+  'submitted',
+  'pending',
+  'created',
+];
 
 /**
  * Which status of a stacked bar a count reached from the bottom falls in (the bar stacks them in

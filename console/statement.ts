@@ -25,7 +25,9 @@ export function statementScreenPath(of: TenantStatement | undefined, params: URL
 
 /** The API call of a statement: its path, and the query parameters it needs besides the filters. */
 export function statementApi(of: TenantStatement | undefined): { path: ApiPath; query: Record<string, string> } {
-  return of ? { path: apiPath`/v1/admin/tenants/${of.tenantId}/payments`, query: { mode: of.mode } } : { path: apiPath`/v1/payments`, query: {} };
+  return of
+    ? { path: apiPath`/v1/admin/tenants/${of.tenantId}/payments`, query: { mode: of.mode } }
+    : { path: apiPath`/v1/payments`, query: {} };
 }
 
 /** The screen of one payment of the statement: the tenant's payment screen, or the platform's view of it. */

@@ -20,7 +20,10 @@ export async function tenantsForPicker(api: Pick<Api, 'get'>): Promise<PickerTen
   const tenants: { id: string; name: string }[] = [];
   let cursor: string | null = null;
   for (let page = 0; page < TENANT_PAGES_MAX; page += 1) {
-    const next: Page<{ id: string; name: string }> = await api.get(apiPath`/v1/admin/tenants`, { limit: String(TENANT_PAGE), ...(cursor ? { cursor } : {}) });
+    const next: Page<{ id: string; name: string }> = await api.get(apiPath`/v1/admin/tenants`, {
+      limit: String(TENANT_PAGE),
+      ...(cursor ? { cursor } : {}),
+    });
     tenants.push(...next.data);
     if (!next.has_more || !next.next_cursor) return { tenants, more: false };
     cursor = next.next_cursor;

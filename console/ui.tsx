@@ -21,7 +21,17 @@ export function Time({ iso }: { iso: string | null | undefined }) {
   );
 }
 
-export function Link({ to, children, class: className, current }: { to: string; children: ComponentChildren; class?: string; current?: boolean }) {
+export function Link({
+  to,
+  children,
+  class: className,
+  current,
+}: {
+  to: string;
+  children: ComponentChildren;
+  class?: string;
+  current?: boolean;
+}) {
   return (
     <a
       class={className}
@@ -100,7 +110,15 @@ export function useCursor(resetOn: unknown[]) {
   };
 }
 
-export function Pager({ paging, nextCursor, label }: { paging: ReturnType<typeof useCursor>; nextCursor: string | null | undefined; label: string }) {
+export function Pager({
+  paging,
+  nextCursor,
+  label,
+}: {
+  paging: ReturnType<typeof useCursor>;
+  nextCursor: string | null | undefined;
+  label: string;
+}) {
   return (
     <nav class="pager" aria-label={`${label} pages`}>
       <button type="button" onClick={paging.newer} disabled={paging.page <= 1}>

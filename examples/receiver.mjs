@@ -5,7 +5,9 @@ import { createServer } from 'node:http';
 import { constructEvent, WebhookVerificationError } from '@bolivar/sdk/webhooks';
 
 // During a secret rotation give both: the new one and the previous one.
-const secrets = [process.env.WEBHOOK_SECRET, process.env.WEBHOOK_SECRET_PREVIOUS].flatMap((secret) => (secret ? [secret] : []));
+const secrets = [process.env.WEBHOOK_SECRET, process.env.WEBHOOK_SECRET_PREVIOUS].flatMap((secret) =>
+  secret ? [secret] : [],
+);
 const PORT = Number(process.env.PORT ?? 4000);
 const HOST = process.env.HOST ?? '127.0.0.1';
 const BODY_BYTES_MAX = 1024 * 1024; // a webhook body is small
@@ -15,7 +17,9 @@ const seen = new Set(); // in production: a table with a unique key on the event
 function handle(event) {
   switch (event.eventType) {
     case 'payment.settled':
-      return console.log(`payment.settled ${event.payload.paymentId} ${event.payload.amount} ${event.payload.asset} ref ${event.payload.bankReference}`);
+      return console.log(
+        `payment.settled ${event.payload.paymentId} ${event.payload.amount} ${event.payload.asset} ref ${event.payload.bankReference}`,
+      );
     case 'payment.failed':
       return console.log(`payment.failed ${event.payload.paymentId} ${event.payload.reason}`);
     case 'payment.reversed':
@@ -42,7 +46,9 @@ const server = createServer((req, res) => {
     } catch (error) {
       if (!(error instanceof WebhookVerificationError)) throw error;
       console.log(`refused: ${error.reason}`);
-      return void res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: error.reason }));
+      return void res
+        .writeHead(401, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: error.reason }));
     }
     res.writeHead(200).end(); // within 5 s; a redelivery is acknowledged again, not handled again
     if (seen.has(event.id)) return console.log(`duplicate ${event.id}`);

@@ -56,7 +56,10 @@ export function describeEvent(event: WebhookEvent): string {
 }
 
 export const example = async (): Promise<void> => {
-  const client = new Bolivar({ apiKey: process.env.BOLIVAR_API_KEY ?? '', baseUrl: process.env.BOLIVAR_BASE_URL ?? 'http://localhost:3000' });
+  const client = new Bolivar({
+    apiKey: process.env.BOLIVAR_API_KEY ?? '',
+    baseUrl: process.env.BOLIVAR_BASE_URL ?? 'http://localhost:3000',
+  });
   const totals = await reconcileDay(client, new Date().toISOString().slice(0, 10));
   console.log(`${totals.payments} payments, ${totals.delivered} delivered, ${totals.fees} fees (BS minor units)`);
 };

@@ -25,7 +25,11 @@ const SDK = path.join(ROOT, 'sdk');
 const SDK_OUT = path.join(SDK, 'dist');
 // A development dependency: an install without them (--omit=dev) builds the service, not the SDK.
 const TSC = path.join(ROOT, 'node_modules/typescript/bin/tsc');
-const ENTRY_POINTS = { main: 'src/main.ts', migrate: 'src/cli/migrate.ts', 'pglite-template': 'src/db/pglite-template.ts' };
+const ENTRY_POINTS = {
+  main: 'src/main.ts',
+  migrate: 'src/cli/migrate.ts',
+  'pglite-template': 'src/db/pglite-template.ts',
+};
 /** Read at run time relative to the module that reads them (see src/db/migrate.ts, src/rails/catalogue.ts). */
 const ASSETS = [
   ['src/db/migrations', 'migrations'],
@@ -62,7 +66,10 @@ function buildSdk() {
     process.stderr.write('typescript is not installed: sdk/dist not built\n');
     return;
   }
-  const tsc = spawnSync(process.execPath, [TSC, '-p', path.join(SDK, 'tsconfig.json')], { cwd: ROOT, stdio: 'inherit' });
+  const tsc = spawnSync(process.execPath, [TSC, '-p', path.join(SDK, 'tsconfig.json')], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
   if (tsc.status !== 0) throw new Error(`tsc -p sdk/tsconfig.json failed (exit ${tsc.status})`);
 }
 
@@ -105,7 +112,9 @@ async function buildConsole() {
     legalComments: 'linked',
     logLevel: 'warning',
   });
-  const outputs = Object.keys(result.metafile.outputs).map((file) => path.relative(out, path.resolve(ROOT, file)).split(path.sep).join('/'));
+  const outputs = Object.keys(result.metafile.outputs).map((file) =>
+    path.relative(out, path.resolve(ROOT, file)).split(path.sep).join('/'),
+  );
   const script = outputs.find((file) => file.endsWith('.js'));
   const stylesheet = outputs.find((file) => file.endsWith('.css'));
   if (!script || !stylesheet) throw new Error(`console build wrote no script or stylesheet: ${outputs.join(', ')}`);

@@ -24,7 +24,11 @@ async function generate(into) {
 }
 
 function filesOf(dir) {
-  return Object.fromEntries(readdirSync(dir).sort().map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]));
+  return Object.fromEntries(
+    readdirSync(dir)
+      .sort()
+      .map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]),
+  );
 }
 
 if (process.argv.includes('--check')) {
@@ -33,7 +37,9 @@ if (process.argv.includes('--check')) {
     await generate(scratch);
     const fresh = filesOf(scratch);
     const committed = filesOf(TARGET);
-    const stale = [...new Set([...Object.keys(fresh), ...Object.keys(committed)])].filter((name) => fresh[name] !== committed[name]);
+    const stale = [...new Set([...Object.keys(fresh), ...Object.keys(committed)])].filter(
+      (name) => fresh[name] !== committed[name],
+    );
     if (stale.length > 0) {
       process.stderr.write(`sdk/src/generated is stale (${stale.join(', ')}): run npm run sdk:generate\n`);
       process.exit(1);

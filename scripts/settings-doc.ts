@@ -9,7 +9,8 @@ import { CONFIG_DOC } from '../src/config.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const SETTINGS_DOC = 'docs/settings.md';
-const BEGIN = '<!-- settings table: written by `npm run docs:settings` from CONFIG_DOC in src/config.ts; edit it there, not here -->';
+const BEGIN =
+  '<!-- settings table: written by `npm run docs:settings` from CONFIG_DOC in src/config.ts; edit it there, not here -->';
 const END = '<!-- end of the settings table -->';
 
 const NAMES = CONFIG_DOC.map(([name]) => name).sort((a, b) => b.length - a.length);
@@ -20,7 +21,14 @@ const GUIDE = /\bdocs\/([\w-]+\.md)(#[\w-]+)?/g;
 function meaningCell(meaning: string): string {
   return meaning
     .split(/(`[^`]*`)/)
-    .map((part, i) => (i % 2 === 1 ? part : part.replace(/[|*]/g, '\\$&').replace(SETTING, '`$&`').replace(GUIDE, (_, file: string, anchor = '') => `[${file}](${file}${anchor})`)))
+    .map((part, i) =>
+      i % 2 === 1
+        ? part
+        : part
+            .replace(/[|*]/g, '\\$&')
+            .replace(SETTING, '`$&`')
+            .replace(GUIDE, (_, file: string, anchor = '') => `[${file}](${file}${anchor})`),
+    )
     .join('');
 }
 
@@ -30,7 +38,9 @@ function defaultCell(fallback: string): string {
 
 /** The generated table, markers included. */
 function settingsTable(): string {
-  const rows = CONFIG_DOC.map(([name, fallback, meaning]) => `| \`${name}\` | ${defaultCell(fallback)} | ${meaningCell(meaning)} |`);
+  const rows = CONFIG_DOC.map(
+    ([name, fallback, meaning]) => `| \`${name}\` | ${defaultCell(fallback)} | ${meaningCell(meaning)} |`,
+  );
   return [BEGIN, '', '| Variable | Default | Meaning |', '|---|---|---|', ...rows, '', END].join('\n');
 }
 

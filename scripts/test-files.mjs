@@ -18,14 +18,22 @@ const FILE_CONCURRENCY = 2;
 const FILE_TIMEOUT_MS = 240_000;
 
 const [flag, durationsFile, ...files] = process.argv.slice(2);
-if (flag !== '--durations' || !durationsFile) throw new Error('usage: test-files.mjs --durations <file.jsonl> <test files…>');
+if (flag !== '--durations' || !durationsFile)
+  throw new Error('usage: test-files.mjs --durations <file.jsonl> <test files…>');
 
-const stream = run({ files: files.map((file) => path.resolve(file)), concurrency: FILE_CONCURRENCY, timeout: FILE_TIMEOUT_MS });
+const stream = run({
+  files: files.map((file) => path.resolve(file)),
+  concurrency: FILE_CONCURRENCY,
+  timeout: FILE_TIMEOUT_MS,
+});
 stream.on('test:fail', () => (process.exitCode = 1));
 stream.on('test:complete', (data) => {
   // A file's own entry (named by its path), not one of its tests.
   if (data.file && data.name === data.file && data.details?.duration_ms !== undefined) {
-    appendFileSync(durationsFile, `${JSON.stringify({ file: path.relative(process.cwd(), data.file), ms: Math.round(data.details.duration_ms) })}\n`);
+    appendFileSync(
+      durationsFile,
+      `${JSON.stringify({ file: path.relative(process.cwd(), data.file), ms: Math.round(data.details.duration_ms) })}\n`,
+    );
   }
 });
 // What `node --test` prints: spec on a terminal, TAP otherwise.

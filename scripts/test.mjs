@@ -20,7 +20,14 @@ function find(dir) {
 }
 
 /** A file never timed here: roughly what files of its folder take (a browser, processes, many requests, one module). */
-const GUESS_MS_BY_FOLDER = { browser: 60_000, process: 60_000, fuzz: 60_000, integration: 20_000, api: 10_000, unit: 2_000 };
+const GUESS_MS_BY_FOLDER = {
+  browser: 60_000,
+  process: 60_000,
+  fuzz: 60_000,
+  integration: 20_000,
+  api: 10_000,
+  unit: 2_000,
+};
 const GUESS_MS_OTHERWISE = 20_000;
 /** The slowest files named after the run, for whoever wonders where the time went. */
 const SLOWEST_SHOWN = 15;
@@ -40,26 +47,46 @@ const selected = find('test').filter((file) => filters.length === 0 || filters.s
 // harness, no engine, no DATABASE_URL): they prove the same on either engine, and the embedded-engine
 // run (CI's first) ran them. Named in a filter, they run.
 const NAMES_A_DATABASE = /DATABASE_URL|ENGINE|harness|process\.ts|private-postgres|service-cluster|pglite|postgres/i;
-const engineFree = (file) => file.startsWith(path.join('test', 'unit') + path.sep) && !NAMES_A_DATABASE.test(readFileSync(file, 'utf8'));
+const engineFree = (file) =>
+  file.startsWith(path.join('test', 'unit') + path.sep) && !NAMES_A_DATABASE.test(readFileSync(file, 'utf8'));
 const leftOut = engine === 'postgres' && filters.length === 0 ? selected.filter(engineFree) : [];
-const files = selected.filter((file) => !leftOut.includes(file)).sort((a, b) => expectedMs(b) - expectedMs(a) || a.localeCompare(b));
-process.stdout.write(`running ${files.length} test files on ${engine}${leftOut.length ? ` (not the ${leftOut.length} unit test files that open no database: they ran on the embedded engine)` : ''}\n`);
+const files = selected
+  .filter((file) => !leftOut.includes(file))
+  .sort((a, b) => expectedMs(b) - expectedMs(a) || a.localeCompare(b));
+process.stdout.write(
+  `running ${files.length} test files on ${engine}${leftOut.length ? ` (not the ${leftOut.length} unit test files that open no database: they ran on the embedded engine)` : ''}\n`,
+);
 
 mkdirSync('.tmp', { recursive: true });
 const durations = path.join('.tmp', `test-durations-${engine}-${process.pid}.jsonl`);
 rmSync(durations, { force: true });
-const result = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/test-files.mjs', '--durations', durations, ...files], {
-  stdio: 'inherit',
-  env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' },
-});
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', 'scripts/test-files.mjs', '--durations', durations, ...files],
+  {
+    stdio: 'inherit',
+    env: { ...process.env, LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent' },
+  },
+);
 
-const measured = existsSync(durations) ? readFileSync(durations, 'utf8').trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)) : [];
+const measured = existsSync(durations)
+  ? readFileSync(durations, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+  : [];
 rmSync(durations, { force: true });
 if (measured.length > 0) {
   const all = find('test');
   const kept = Object.fromEntries(Object.entries(known).filter(([file]) => all.includes(file)));
-  writeFileSync(record, `${JSON.stringify({ ...kept, ...Object.fromEntries(measured.map(({ file, ms }) => [file, ms])) }, null, 2)}\n`);
+  writeFileSync(
+    record,
+    `${JSON.stringify({ ...kept, ...Object.fromEntries(measured.map(({ file, ms }) => [file, ms])) }, null, 2)}\n`,
+  );
   const slowest = measured.sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_SHOWN);
-  process.stdout.write(`\nslowest test files on ${engine} (seconds):\n${slowest.map(({ file, ms }) => `${(ms / 1000).toFixed(1).padStart(7)}  ${file}`).join('\n')}\n`);
+  process.stdout.write(
+    `\nslowest test files on ${engine} (seconds):\n${slowest.map(({ file, ms }) => `${(ms / 1000).toFixed(1).padStart(7)}  ${file}`).join('\n')}\n`,
+  );
 }
 process.exit(result.status ?? 1);

@@ -91,7 +91,9 @@ export function loggerOptions(level: string): FastifyServerOptions['logger'] {
   };
 }
 
-export async function buildApp(deps: AppDeps): Promise<{ app: App; services: Services; warmCompilers: LazyCompilers['warm'] }> {
+export async function buildApp(
+  deps: AppDeps,
+): Promise<{ app: App; services: Services; warmCompilers: LazyCompilers['warm'] }> {
   const compilers = lazyCompilers(validatorCompiler);
   const app = createFastify(deps, compilers);
   app.setValidatorCompiler(compilers.validatorCompiler);
@@ -154,7 +156,9 @@ function createFastify(deps: AppDeps, compilers: LazyCompilers): App {
     trustProxy: deps.config.trustProxy,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given) ? given : `req_${randomUUID().replace(/-/g, '')}`;
+      return typeof given === 'string' && REQUEST_ID_PATTERN.test(given)
+        ? given
+        : `req_${randomUUID().replace(/-/g, '')}`;
     },
     ajv: { customOptions: {} },
     frameworkErrors,
@@ -184,7 +188,10 @@ function refuseWhileClosing(app: App): void {
   app.addHook('onRequest', async (_request, reply) => {
     if (!closing) return;
     reply.header('connection', 'close');
-    throw new ApiError('service_unavailable', 'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).');
+    throw new ApiError(
+      'service_unavailable',
+      'This process is shutting down; nothing was done. Retry (with the same Idempotency-Key).',
+    );
   });
 }
 
@@ -234,12 +241,16 @@ function registerInputHygiene(app: App): void {
   app.addHook('preValidation', async (request) => {
     const schema = request.routeOptions.schema;
     const errors = [
-      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter((e) => e !== undefined),
+      ...[findUnstorableText(request.params, 'params'), findUnstorableText(request.query, 'query')].filter(
+        (e) => e !== undefined,
+      ),
       ...nonDecimalIntegers(schema?.querystring as TSchema | undefined, request.query),
       ...nonDecimalIntegers(schema?.params as TSchema | undefined, request.params),
     ];
-    if (request.routeOptions.config.public !== true) errors.push(...undeclaredInput(schema, request.query, request.body));
-    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
+    if (request.routeOptions.config.public !== true)
+      errors.push(...undeclaredInput(schema, request.query, request.body));
+    if (errors.length > 0)
+      throw validationFailed(errors.map((e) => ({ ...e, field: e.field.replace(/^(params|query)\./, '') })));
   });
 }
 
@@ -270,7 +281,13 @@ async function registerApiRoutes(app: App, deps: AppDeps, services: Services, re
   await sandboxRailRoutes(app, services.sandboxSimulation);
   await limitRoutes(app, services.limitService);
   await adminReconciliationRoutes(app, services.reconciliation);
-  await railCallbackRoutes(app, services.railCallbacks, new CallbackBudget(deps.config.railCallbackRps, deps.config.publicRateLimitRps, services.connectors.length, () => Date.now()));
+  await railCallbackRoutes(
+    app,
+    services.railCallbacks,
+    new CallbackBudget(deps.config.railCallbackRps, deps.config.publicRateLimitRps, services.connectors.length, () =>
+      Date.now(),
+    ),
+  );
   await adminRailStatementRoutes(app, services.railStatements, services.railStatementPulls);
   await adminRailRoutes(app, services.railAdmin);
 }

@@ -106,8 +106,15 @@ export interface Config {
 }
 
 export class ConfigError extends Error {
-  constructor(readonly variable: string, readonly accepts: string, readonly got: string, detail?: string) {
-    super(`Invalid configuration: ${variable}=${JSON.stringify(got)}; ${variable} accepts ${accepts}.${detail ? ` ${detail}` : ''}`);
+  constructor(
+    readonly variable: string,
+    readonly accepts: string,
+    readonly got: string,
+    detail?: string,
+  ) {
+    super(
+      `Invalid configuration: ${variable}=${JSON.stringify(got)}; ${variable} accepts ${accepts}.${detail ? ` ${detail}` : ''}`,
+    );
     this.name = 'ConfigError';
   }
 }
@@ -179,7 +186,8 @@ function redactUrl(raw: string): string {
 }
 
 const PROXY_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
-const TRUST_PROXY_ACCEPTS = 'off, or a comma-separated list of the proxies\' addresses or CIDR ranges (loopback, linklocal and uniquelocal name the usual ranges)';
+const TRUST_PROXY_ACCEPTS =
+  "off, or a comma-separated list of the proxies' addresses or CIDR ranges (loopback, linklocal and uniquelocal name the usual ranges)";
 
 function trustProxy(env: Env, name: string): false | string[] {
   const raw = env[name];
@@ -196,13 +204,19 @@ function trustProxy(env: Env, name: string): false | string[] {
 }
 
 /** One DNS name (RFC 1123 labels, at most 253 characters) or an IPv4/IPv6 address. */
-const HOST_NAME = /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
+const HOST_NAME =
+  /^(?=.{1,253}\.?$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?$/;
 
 function host(env: Env, name: string, fallback: string): string {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = raw.trim();
-  if (isIP(value) === 0 && !HOST_NAME.test(value)) throw new ConfigError(name, 'an IP address to listen on (0.0.0.0 for all, 127.0.0.1 for this machine only, :: for all IPv6) or a host name of this machine', raw);
+  if (isIP(value) === 0 && !HOST_NAME.test(value))
+    throw new ConfigError(
+      name,
+      'an IP address to listen on (0.0.0.0 for all, 127.0.0.1 for this machine only, :: for all IPv6) or a host name of this machine',
+      raw,
+    );
   return value;
 }
 
@@ -212,7 +226,12 @@ const BEARER_TOKEN = /^[\x21-\x7e]{16,512}$/;
 function bearerToken(env: Env, name: string): string | undefined {
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
-  if (!BEARER_TOKEN.test(raw)) throw new ConfigError(name, '16 to 512 printable ASCII characters without spaces (for example the output of `openssl rand -hex 32`)', '…(hidden)');
+  if (!BEARER_TOKEN.test(raw))
+    throw new ConfigError(
+      name,
+      '16 to 512 printable ASCII characters without spaces (for example the output of `openssl rand -hex 32`)',
+      '…(hidden)',
+    );
   return raw;
 }
 
@@ -234,7 +253,12 @@ const pooler = (env: Env) => oneOf<Config['databasePooler']>(env, 'DATABASE_POOL
 function directUrl(env: Env, mode: Config['databasePooler']): string | undefined {
   const direct = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
   if (mode === 'transaction' && env.DATABASE_URL && direct === undefined) {
-    throw new ConfigError('DATABASE_DIRECT_URL', 'a postgres:// URL of the same database that reaches PostgreSQL itself, not the pooler', '', 'DATABASE_POOLER=transaction needs it: migrations hold a session lock (docs/pooler.md).');
+    throw new ConfigError(
+      'DATABASE_DIRECT_URL',
+      'a postgres:// URL of the same database that reaches PostgreSQL itself, not the pooler',
+      '',
+      'DATABASE_POOLER=transaction needs it: migrations hold a session lock (docs/pooler.md).',
+    );
   }
   return direct;
 }
@@ -244,7 +268,11 @@ const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 export function loadConfig(env: Env = process.env): Config {
   const platformApiKey = env.PLATFORM_API_KEY || undefined;
   if (platformApiKey !== undefined && !PLATFORM_KEY_PATTERN.test(platformApiKey)) {
-    throw new ConfigError('PLATFORM_API_KEY', 'bsk_platform_ followed by at least 32 base62 characters', 'bsk_…(hidden)');
+    throw new ConfigError(
+      'PLATFORM_API_KEY',
+      'bsk_platform_ followed by at least 32 base62 characters',
+      'bsk_…(hidden)',
+    );
   }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
@@ -314,7 +342,12 @@ export function loadConfig(env: Env = process.env): Config {
 function readUrl(env: Env, name: string): string | undefined {
   const value = url(env, name, ['postgres:', 'postgresql:']);
   if (value !== undefined && !env.DATABASE_URL) {
-    throw new ConfigError(name, 'a postgres:// URL of a streaming replica of DATABASE_URL\'s server, with DATABASE_URL set', redactUrl(value), 'The embedded engine (DATABASE_URL unset) has no replica: unset DATABASE_READ_URL, or set DATABASE_URL.');
+    throw new ConfigError(
+      name,
+      "a postgres:// URL of a streaming replica of DATABASE_URL's server, with DATABASE_URL set",
+      redactUrl(value),
+      'The embedded engine (DATABASE_URL unset) has no replica: unset DATABASE_READ_URL, or set DATABASE_URL.',
+    );
   }
   return value;
 }
@@ -324,61 +357,205 @@ export const CONFIG_DOC: ReadonlyArray<[string, string, string]> = [
   ['PORT', '3000', 'HTTP port (every role listens: a worker answers only /health/* and /metrics on it)'],
   ['HOST', '0.0.0.0', 'Interface to bind: an IP address (:: for all IPv6) or a host name of this machine'],
   ['DATABASE_URL', '(unset)', 'postgres://… to use PostgreSQL; unset = embedded PGlite under DATA_DIR'],
-  ['DATA_DIR', './data', 'Embedded database files and bootstrap.json; created (with its parents) when missing, mode 0700; a start is refused (exit 78) when it is open to its group or other users (chmod 700 it)'],
+  [
+    'DATA_DIR',
+    './data',
+    'Embedded database files and bootstrap.json; created (with its parents) when missing, mode 0700; a start is refused (exit 78) when it is open to its group or other users (chmod 700 it)',
+  ],
   ['DB_POOL_SIZE', '20', 'PostgreSQL connections per process'],
-  ['DB_CONNECTION_MAX_LIFETIME_S', '60', 'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes'],
-  ['DB_STATEMENT_TIMEOUT_MS', '15000', 'PostgreSQL: the longest one statement of the service may run (migrations are not bound)'],
-  ['DB_LOCK_TIMEOUT_MS', '5000', 'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)'],
-  ['DATABASE_POOLER', 'none', 'What DATABASE_URL reaches: none (PostgreSQL itself) or transaction (a transaction pooler such as PgBouncer with pool_mode=transaction: statements go unnamed and the service\'s settings are made in each transaction, never per session; docs/pooler.md)'],
-  ['DATABASE_DIRECT_URL', '(unset)', 'postgres://… of the same database straight to PostgreSQL, not through the pooler: required with DATABASE_POOLER=transaction, for migrations (they hold a session lock)'],
-  ['DB_CONNECT_WAIT_S', '60', 'PostgreSQL: how long a start waits for a database that is unreachable or restarting, retrying with a logged, doubling wait (0.25 s to 5 s); past it the start fails naming the database (host, port, name), exit code 69'],
-  ['BOOTSTRAP', 'on', 'off skips the first-start sandbox tenant (created by the first api or all process, with its own port in the printed curl and the sandbox webhook endpoint; a worker process never creates it)'],
-  ['PLATFORM_API_KEY', '(unset)', 'bsk_platform_… (at least 32 base62 characters) admin key accepted as given (stored hashed)'],
+  [
+    'DB_CONNECTION_MAX_LIFETIME_S',
+    '60',
+    'A PostgreSQL connection is replaced after this many seconds (0 = never), so cached plans are made again against current table sizes',
+  ],
+  [
+    'DB_STATEMENT_TIMEOUT_MS',
+    '15000',
+    'PostgreSQL: the longest one statement of the service may run (migrations are not bound)',
+  ],
+  [
+    'DB_LOCK_TIMEOUT_MS',
+    '5000',
+    'PostgreSQL: the longest a statement waits for a row lock; past it the request answers 503 (retryable)',
+  ],
+  [
+    'DATABASE_POOLER',
+    'none',
+    "What DATABASE_URL reaches: none (PostgreSQL itself) or transaction (a transaction pooler such as PgBouncer with pool_mode=transaction: statements go unnamed and the service's settings are made in each transaction, never per session; docs/pooler.md)",
+  ],
+  [
+    'DATABASE_DIRECT_URL',
+    '(unset)',
+    'postgres://… of the same database straight to PostgreSQL, not through the pooler: required with DATABASE_POOLER=transaction, for migrations (they hold a session lock)',
+  ],
+  [
+    'DB_CONNECT_WAIT_S',
+    '60',
+    'PostgreSQL: how long a start waits for a database that is unreachable or restarting, retrying with a logged, doubling wait (0.25 s to 5 s); past it the start fails naming the database (host, port, name), exit code 69',
+  ],
+  [
+    'BOOTSTRAP',
+    'on',
+    'off skips the first-start sandbox tenant (created by the first api or all process, with its own port in the printed curl and the sandbox webhook endpoint; a worker process never creates it)',
+  ],
+  [
+    'PLATFORM_API_KEY',
+    '(unset)',
+    'bsk_platform_… (at least 32 base62 characters) admin key accepted as given (stored hashed)',
+  ],
   ['PUBLIC_BASE_URL', 'http://localhost:$PORT', 'Base URL used for the sandbox webhook sink and printed curl'],
-  ['ROLE', 'all', 'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)'],
+  [
+    'ROLE',
+    'all',
+    'all, api (the API, no background loops) or worker (the background loops; its PORT serves the health checks and /metrics only)',
+  ],
   ['LOG_LEVEL', 'info', 'fatal, error, warn, info, debug, trace or silent'],
   ['RATE_LIMIT_RPS', '1000', 'Requests per second per API key, per process (0 = unlimited)'],
-  ['PUBLIC_RATE_LIMIT_RPS', '100', 'Requests per second per client address, per process, to the routes that need no key: /health/*, /metrics, /docs, /v1/openapi.json, the console\'s files, the sandbox receivers, all together (0 = unlimited)'],
-  ['RAIL_CALLBACK_RPS', '1000', "Verified callbacks per second, per rail and per process, that POST /v1/rails/{rail}/callbacks takes; past it 503 overloaded with Retry-After (a gateway redelivers), never 429. Not counted in any other limit; callbacks that do not verify are counted per address at PUBLIC_RATE_LIMIT_RPS"],
-  ['METRICS_TOKEN', '(unset)', 'Bearer token for /metrics (Authorization: Bearer …), 16 to 512 printable characters. Unset: /metrics is not served on PORT'],
-  ['METRICS_PORT', '(unset)', 'A second listener, for an internal network, that serves /metrics only (with METRICS_TOKEN, if set, required there too); 0 picks a free port'],
+  [
+    'PUBLIC_RATE_LIMIT_RPS',
+    '100',
+    "Requests per second per client address, per process, to the routes that need no key: /health/*, /metrics, /docs, /v1/openapi.json, the console's files, the sandbox receivers, all together (0 = unlimited)",
+  ],
+  [
+    'RAIL_CALLBACK_RPS',
+    '1000',
+    'Verified callbacks per second, per rail and per process, that POST /v1/rails/{rail}/callbacks takes; past it 503 overloaded with Retry-After (a gateway redelivers), never 429. Not counted in any other limit; callbacks that do not verify are counted per address at PUBLIC_RATE_LIMIT_RPS',
+  ],
+  [
+    'METRICS_TOKEN',
+    '(unset)',
+    'Bearer token for /metrics (Authorization: Bearer …), 16 to 512 printable characters. Unset: /metrics is not served on PORT',
+  ],
+  [
+    'METRICS_PORT',
+    '(unset)',
+    'A second listener, for an internal network, that serves /metrics only (with METRICS_TOKEN, if set, required there too); 0 picks a free port',
+  ],
   ['METRICS_HOST', '$HOST', 'The interface METRICS_PORT listens on (127.0.0.1 for this machine only)'],
-  ['AUTH_FAILURE_LIMIT', '300', 'Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it that address\'s keys that are not active get 429 without a lookup, while a valid key is still served (0 = unlimited)'],
-  ['AUTH_FAILURE_PREFIX_LIMIT', '3000', 'The same across all addresses, per key prefix (bsk_test_, bsk_live_, bsk_platform_), counting well-formed keys that are not active (0 = unlimited)'],
+  [
+    'AUTH_FAILURE_LIMIT',
+    '300',
+    "Failed authentications (unknown, revoked or malformed key) per client address per AUTH_FAILURE_WINDOW_S, per process; past it that address's keys that are not active get 429 without a lookup, while a valid key is still served (0 = unlimited)",
+  ],
+  [
+    'AUTH_FAILURE_PREFIX_LIMIT',
+    '3000',
+    'The same across all addresses, per key prefix (bsk_test_, bsk_live_, bsk_platform_), counting well-formed keys that are not active (0 = unlimited)',
+  ],
   ['AUTH_FAILURE_WINDOW_S', '60', 'The sliding window of AUTH_FAILURE_LIMIT and AUTH_FAILURE_PREFIX_LIMIT, in seconds'],
-  ['TRUST_PROXY', 'off', 'Behind a load balancer or reverse proxy: its addresses or CIDR ranges, comma-separated (loopback, linklocal, uniquelocal name the usual ranges). A request from one of them has its client address (AUTH_FAILURE_LIMIT\'s key, logs) taken from X-Forwarded-For; off: always the connection\'s peer'],
+  [
+    'TRUST_PROXY',
+    'off',
+    "Behind a load balancer or reverse proxy: its addresses or CIDR ranges, comma-separated (loopback, linklocal, uniquelocal name the usual ranges). A request from one of them has its client address (AUTH_FAILURE_LIMIT's key, logs) taken from X-Forwarded-For; off: always the connection's peer",
+  ],
   ['QUOTE_TTL_SECONDS', '60', 'Quote lifetime'],
   ['RATE_MAX_AGE_SECONDS', '86400', 'An FX rate older than this is not fresh'],
   ['SANDBOX_SETTLE_DELAY_MS', '3000', 'Sandbox rail: time until a submitted payout settles'],
   ['SANDBOX_REVERSE_DELAY_MS', '10000', 'Sandbox rail: time until V99990007 is reversed'],
   ['SANDBOX_RAIL_TIMEOUT_MS', '2000', 'Time the payout path waits for the rail before answering unknown'],
-  ['RAIL_BREAKER_FAILURES', '5', 'Connections to one connector refused in a row that open its circuit breaker in this process: new payouts wait for a rail instead of being sent to it (docs/rails.md). Timeouts and errors of unknown fate never open it by themselves; the sandbox rail is never judged'],
-  ['RAIL_BREAKER_WINDOW_MS', '30000', "The sliding window over which a connector's failure rate is taken (refusals, timeouts, errors against all its calls)"],
+  [
+    'RAIL_BREAKER_FAILURES',
+    '5',
+    'Connections to one connector refused in a row that open its circuit breaker in this process: new payouts wait for a rail instead of being sent to it (docs/rails.md). Timeouts and errors of unknown fate never open it by themselves; the sandbox rail is never judged',
+  ],
+  [
+    'RAIL_BREAKER_WINDOW_MS',
+    '30000',
+    "The sliding window over which a connector's failure rate is taken (refusals, timeouts, errors against all its calls)",
+  ],
   ['RAIL_BREAKER_MIN_CALLS', '20', 'Calls the window must hold before its failure rate can open the breaker'],
   ['RAIL_BREAKER_FAILURE_RATE', '50', "Failed calls, in percent of the window's calls, that open the breaker"],
-  ['RAIL_BREAKER_OPEN_MS', '30000', 'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again. Any answer of the rail (a status, a callback, a rejection) closes it too'],
-  ['RAIL_BREAKER_HALF_OPEN_WAITERS', '100', "Payouts that may wait for a half-open breaker's probe at once instead of waiting in the rail queue"],
-  ['RAIL_QUEUE_MAX_AGE_S', '900', "How long a payout no rail could take (every candidate's breaker open) waits, `pending` `awaiting_rail`, before it fails `bank_unreachable` with its money back"],
-  ['REAPER_INTERVAL_MS', '1000', 'The longest the reaper sleeps between passes when idle (it wakes sooner when the next submitted/unknown payment falls due, at most ten times a second); also the first wait of its per-payment backoff'],
-  ['REAPER_CHECK_ATTEMPTS_MAX', '24', 'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)'],
-  ['REPORT_FOLD_INTERVAL_MS', '1000', 'How often a worker folds new payment changes and webhook attempts into the payout report\'s rollups (one worker at a time; reports read what is not folded yet from the history, so this bounds their work, not their freshness; docs/reports.md)'],
+  [
+    'RAIL_BREAKER_OPEN_MS',
+    '30000',
+    'How long an open rail breaker skips its rail; then one health probe (never a payment) closes it or opens it again. Any answer of the rail (a status, a callback, a rejection) closes it too',
+  ],
+  [
+    'RAIL_BREAKER_HALF_OPEN_WAITERS',
+    '100',
+    "Payouts that may wait for a half-open breaker's probe at once instead of waiting in the rail queue",
+  ],
+  [
+    'RAIL_QUEUE_MAX_AGE_S',
+    '900',
+    "How long a payout no rail could take (every candidate's breaker open) waits, `pending` `awaiting_rail`, before it fails `bank_unreachable` with its money back",
+  ],
+  [
+    'REAPER_INTERVAL_MS',
+    '1000',
+    'The longest the reaper sleeps between passes when idle (it wakes sooner when the next submitted/unknown payment falls due, at most ten times a second); also the first wait of its per-payment backoff',
+  ],
+  [
+    'REAPER_CHECK_ATTEMPTS_MAX',
+    '24',
+    'Questions to the rail about one unresolved payment before the reaper stops asking (it stays submitted/unknown, is logged and counted)',
+  ],
+  [
+    'REPORT_FOLD_INTERVAL_MS',
+    '1000',
+    "How often a worker folds new payment changes and webhook attempts into the payout report's rollups (one worker at a time; reports read what is not folded yet from the history, so this bounds their work, not their freshness; docs/reports.md)",
+  ],
   ['REAPER_BACKOFF_MAX_MS', '600000', 'The longest wait between two questions to the rail about one payment'],
   ['WEBHOOK_BACKOFF_SCALE', '1', 'Multiplies every wait of the webhook retry schedule'],
   ['WEBHOOK_TIMEOUT_MS', '5000', 'Webhook receiver timeout'],
   ['WEBHOOK_SECRET_OVERLAP_HOURS', '24', 'How long a rotated signing secret keeps signing'],
   ['WEBHOOK_CONCURRENCY', '64', 'Webhook deliveries in flight per worker process'],
   ['DISPATCHER_INTERVAL_MS', '200', 'Idle poll interval of the webhook dispatcher'],
-  ['IDEMPOTENCY_TTL_HOURS', '24', 'How long an Idempotency-Key is remembered (and a payout batch item\'s reference)'],
-  ['PAYOUT_BATCH_MAX_ITEMS', '1000', 'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item (docs/payout-batches.md)'],
-  ['PAYOUT_BATCH_TENANT_ITEMS_PER_S', '2000', 'Payout batch items per second one tenant may send across all its keys (each key may send RATE_LIMIT_RPS items per second; a full batch passes at once, the next waits for the refill); past it 429 rate_limited with Retry-After, nothing written (0 = unlimited); docs/payout-batches.md#cost-a-batch-costs-what-its-payouts-cost'],
-  ['PAYOUT_BATCHES_IN_PROGRESS_MAX', '4', 'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress'],
-  ['AUDIT_RETENTION_DAYS', '400', 'Audit rows older than this many days are archived by the worker role to AUDIT_ARCHIVE_DIR (JSON lines, each with the hash of the one before) and then removed, the one removal the database allows (0 to 36500; 0 = kept for ever); docs/operations.md#the-audit-trails-retention'],
-  ['AUDIT_ARCHIVE_DIR', '$DATA_DIR/audit-archive', 'Where the audit archive files are written (created mode 0700; keep it on durable storage, shared if several machines run the worker role); npm run audit:verify checks its chain'],
-  ['RAIL_STATEMENT_PULL_AT', '06:00', "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off (docs/rails.md#the-daily-bank-statement-pull)"],
-  ['RECONCILE_INTERVAL_S', '300', 'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile). Each scheduled run proves what was written since the last one (incremental); docs/operations.md#reconciliation'],
-  ['RECONCILE_FULL_INTERVAL_S', '604800', "How long (60 to 31536000 s; a week by default) a tenant and mode's scheduled runs stay incremental after its last full proof of the whole history; the next scheduled run then proves it whole. An operator's run is full unless asked otherwise; docs/operations.md#full-and-incremental-runs"],
-  ['RAILS_FILE', '(unset)', 'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md#configuration-the-rails-file). A bad file stops the start (exit 78)'],
+  ['IDEMPOTENCY_TTL_HOURS', '24', "How long an Idempotency-Key is remembered (and a payout batch item's reference)"],
+  [
+    'PAYOUT_BATCH_MAX_ITEMS',
+    '1000',
+    'Most items in one payout batch (1 to 5000); the body of POST /v1/payout-batches may take 4 KiB per item (docs/payout-batches.md)',
+  ],
+  [
+    'PAYOUT_BATCH_TENANT_ITEMS_PER_S',
+    '2000',
+    'Payout batch items per second one tenant may send across all its keys (each key may send RATE_LIMIT_RPS items per second; a full batch passes at once, the next waits for the refill); past it 429 rate_limited with Retry-After, nothing written (0 = unlimited); docs/payout-batches.md#cost-a-batch-costs-what-its-payouts-cost',
+  ],
+  [
+    'PAYOUT_BATCHES_IN_PROGRESS_MAX',
+    '4',
+    'Payout batches of one tenant and mode being recorded at once; one more is 429 payout_batches_in_progress',
+  ],
+  [
+    'AUDIT_RETENTION_DAYS',
+    '400',
+    'Audit rows older than this many days are archived by the worker role to AUDIT_ARCHIVE_DIR (JSON lines, each with the hash of the one before) and then removed, the one removal the database allows (0 to 36500; 0 = kept for ever); docs/operations.md#the-audit-trails-retention',
+  ],
+  [
+    'AUDIT_ARCHIVE_DIR',
+    '$DATA_DIR/audit-archive',
+    'Where the audit archive files are written (created mode 0700; keep it on durable storage, shared if several machines run the worker role); npm run audit:verify checks its chain',
+  ],
+  [
+    'RAIL_STATEMENT_PULL_AT',
+    '06:00',
+    "Caracas time of day (HH:MM) from which the worker role pulls each live connector's statement of the day before from the bank and matches it against our payments; retried with a backoff, given up after 10 attempts with an anomaly; off turns it off (docs/rails.md#the-daily-bank-statement-pull)",
+  ],
+  [
+    'RECONCILE_INTERVAL_S',
+    '300',
+    'How often the worker role reconciles each tenant and mode (0 to 604800; 0 = only when asked: POST /v1/admin/reconciliation/runs, bolivar reconcile). Each scheduled run proves what was written since the last one (incremental); docs/operations.md#reconciliation',
+  ],
+  [
+    'RECONCILE_FULL_INTERVAL_S',
+    '604800',
+    "How long (60 to 31536000 s; a week by default) a tenant and mode's scheduled runs stay incremental after its last full proof of the whole history; the next scheduled run then proves it whole. An operator's run is full unless asked otherwise; docs/operations.md#full-and-incremental-runs",
+  ],
+  [
+    'RAILS_FILE',
+    '(unset)',
+    'A JSON file listing the bank connectors (HTTP bank gateways) beside the sandbox rail: URL, signing keys (inline or named by secretEnv), callback keys, timeout, modes (docs/http-bank.md#configuration-the-rails-file). A bad file stops the start (exit 78)',
+  ],
   ['SHUTDOWN_GRACE_MS', '10000', 'Time allowed for in-flight work on SIGTERM'],
-  ['DATABASE_READ_URL', '(unset)', 'PostgreSQL only: postgres://… of a streaming replica of DATABASE_URL\'s server, which then serves the statement, its export, the payout report and the long lists (events, beneficiaries, anomalies, audit); payouts, reads by id and every money path stay on the primary (docs/read-replica.md). Refused (exit 78) without DATABASE_URL'],
-  ['READ_REPLICA_MAX_LAG_MS', '5000', 'How far behind the primary (100 to 600000 ms) the replica may be and still serve reads, measured in the background by WAL position; past it, or while it is unreachable, they go to the primary (bolivar_read_replica_fallbacks_total)'],
+  [
+    'DATABASE_READ_URL',
+    '(unset)',
+    "PostgreSQL only: postgres://… of a streaming replica of DATABASE_URL's server, which then serves the statement, its export, the payout report and the long lists (events, beneficiaries, anomalies, audit); payouts, reads by id and every money path stay on the primary (docs/read-replica.md). Refused (exit 78) without DATABASE_URL",
+  ],
+  [
+    'READ_REPLICA_MAX_LAG_MS',
+    '5000',
+    'How far behind the primary (100 to 600000 ms) the replica may be and still serve reads, measured in the background by WAL position; past it, or while it is unreachable, they go to the primary (bolivar_read_replica_fallbacks_total)',
+  ],
 ];

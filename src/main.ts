@@ -38,23 +38,47 @@ async function main(): Promise<void> {
   // health checks and /metrics only.
   const surface = config.role === 'worker' ? 'operations' : 'api';
   const metrics = createMetricsRegistry();
-  const { app, services, warmCompilers } = await buildApp({ config, connectorConfigs: connectors, db, logger: loggerOptions(config.logLevel), surface, metrics });
+  const { app, services, warmCompilers } = await buildApp({
+    config,
+    connectorConfigs: connectors,
+    db,
+    logger: loggerOptions(config.logLevel),
+    surface,
+    metrics,
+  });
   // The internal listener shares the registry: the same metrics, on a port the operator keeps private.
-  const metricsServer = config.metricsPort === undefined ? undefined : await buildMetricsServer(config, metrics, loggerOptions(config.logLevel));
+  const metricsServer =
+    config.metricsPort === undefined
+      ? undefined
+      : await buildMetricsServer(config, metrics, loggerOptions(config.logLevel));
   if (staleLock) {
     app.log.warn(
-      { lockFile: staleLock.lockPath, previousPid: staleLock.previous.pid, previousStartedAt: staleLock.previous.startedAt },
+      {
+        lockFile: staleLock.lockPath,
+        previousPid: staleLock.previous.pid,
+        previousStartedAt: staleLock.previous.startedAt,
+      },
       `took over the DATA_DIR lock of ${describeHolder(staleLock.previous)}, which is no longer running`,
     );
   }
   if (revokedBootstrapKeys > 0) {
-    app.log.warn({ revoked: revokedBootstrapKeys }, 'PLATFORM_API_KEY is set: revoked the platform key of the first start (platformApiKey in bootstrap.json no longer works)');
+    app.log.warn(
+      { revoked: revokedBootstrapKeys },
+      'PLATFORM_API_KEY is set: revoked the platform key of the first start (platformApiKey in bootstrap.json no longer works)',
+    );
   }
   const workers = config.role === 'api' ? undefined : startWorkers(services, app.log);
 
   await listen(app, config.port, config.host, 'HOST');
   if (metricsServer) await listen(metricsServer, config.metricsPort!, config.metricsHost, 'METRICS_HOST');
-  logStarted(app, metricsServer, { config, connectors, engine: db.engine, surface, workers: workers?.names ?? [], startedAtMs });
+  logStarted(app, metricsServer, {
+    config,
+    connectors,
+    engine: db.engine,
+    surface,
+    workers: workers?.names ?? [],
+    startedAtMs,
+  });
   if (bootstrap) printBootstrap(bootstrap);
   // Schemas compile on first use; what is left compiles now, between requests.
   const warming = new AbortController();
@@ -74,7 +98,9 @@ interface StaleLock {
   lockPath: string;
 }
 
-async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock?: StaleLock; bootstrap?: BootstrapResult; revokedBootstrapKeys: number }> {
+async function openAndMigrate(
+  config: Config,
+): Promise<{ db: Database; staleLock?: StaleLock; bootstrap?: BootstrapResult; revokedBootstrapKeys: number }> {
   let staleLock: StaleLock | undefined;
   const db = await openDatabase(config, {
     purpose: `npm start, ROLE=${config.role}`,
@@ -87,7 +113,8 @@ async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock
       ({ revokedBootstrapKeys } = await syncPlatformKey(db, config.platformApiKey));
       // Only a process serving the API bootstraps: the sandbox tenant's curl and webhook endpoint name
       // this process's own port, where a worker answers no API route.
-      if (config.bootstrap && config.role !== 'worker') bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
+      if (config.bootstrap && config.role !== 'worker')
+        bootstrap = await bootstrapIfEmpty(db, config, bootstrapSteps(config));
     });
   if (config.databaseUrl === undefined) await firstContact();
   else await waitForPostgres(firstContact, config, config.databaseUrl);
@@ -98,12 +125,27 @@ async function openAndMigrate(config: Config): Promise<{ db: Database; staleLock
 function logStarted(
   app: App,
   metricsServer: { server: { address(): AddressInfo | string | null } } | undefined,
-  started: { config: Config; connectors: readonly ConnectorConfig[]; engine: string; surface: 'api' | 'operations'; workers: readonly string[]; startedAtMs: number },
+  started: {
+    config: Config;
+    connectors: readonly ConnectorConfig[];
+    engine: string;
+    surface: 'api' | 'operations';
+    workers: readonly string[];
+    startedAtMs: number;
+  },
 ): void {
   const { config, surface } = started;
   const address = listeningOn(app.server);
-  const metricsAt = [metricsServer && `${listeningOn(metricsServer.server)}/metrics`, config.metricsToken && `${address}/metrics`].filter(Boolean).join(' and ');
-  const metricsOn = metricsAt === '' ? 'not served: set METRICS_TOKEN or METRICS_PORT' : `${metricsAt}${config.metricsToken ? ' (Authorization: Bearer METRICS_TOKEN)' : ''}`;
+  const metricsAt = [
+    metricsServer && `${listeningOn(metricsServer.server)}/metrics`,
+    config.metricsToken && `${address}/metrics`,
+  ]
+    .filter(Boolean)
+    .join(' and ');
+  const metricsOn =
+    metricsAt === ''
+      ? 'not served: set METRICS_TOKEN or METRICS_PORT'
+      : `${metricsAt}${config.metricsToken ? ' (Authorization: Bearer METRICS_TOKEN)' : ''}`;
   app.log.info(
     {
       role: config.role,
@@ -114,7 +156,11 @@ function logStarted(
       metrics: metricsOn,
       workers: started.workers,
       // The configured connectors (never their keys); the first serving live carries live payouts.
-      connectors: started.connectors.map((connector) => ({ name: connector.name, modes: connector.modes, gateway: new URL(connector.baseUrl).origin })),
+      connectors: started.connectors.map((connector) => ({
+        name: connector.name,
+        modes: connector.modes,
+        gateway: new URL(connector.baseUrl).origin,
+      })),
       startup_ms: Math.round(performance.now() - started.startedAtMs),
     },
     'bolivar disbursement service started',
@@ -149,26 +195,43 @@ function stopOnSignals(config: Config, log: FastifyBaseLogger, stop: () => Promi
  * A start while PostgreSQL is unreachable or restarting waits for it (DB_CONNECT_WAIT_S), logging
  * each attempt, instead of giving up at the first refused connection.
  */
-async function waitForPostgres(firstContact: () => Promise<unknown>, config: Config, databaseUrl: string): Promise<void> {
+async function waitForPostgres(
+  firstContact: () => Promise<unknown>,
+  config: Config,
+  databaseUrl: string,
+): Promise<void> {
   const log = pino(loggerOptions(config.logLevel) as LoggerOptions);
   const database = describeDatabase(databaseUrl);
   await withDatabaseWait(firstContact, {
     waitS: config.dbConnectWaitS,
     database,
     onRetry: ({ attempt, error, retryInMs, waitedMs }) =>
-      log.warn({ database, attempt, error, retry_in_ms: retryInMs, waited_ms: waitedMs, wait_max_s: config.dbConnectWaitS }, 'waiting for PostgreSQL'),
+      log.warn(
+        { database, attempt, error, retry_in_ms: retryInMs, waited_ms: waitedMs, wait_max_s: config.dbConnectWaitS },
+        'waiting for PostgreSQL',
+      ),
   });
 }
 
 /** Listens, or throws a ConfigError naming the host variable when the address is not this machine's. */
-async function listen(server: { listen(options: { port: number; host: string }): Promise<string> }, port: number, host: string, variable: 'HOST' | 'METRICS_HOST'): Promise<void> {
+async function listen(
+  server: { listen(options: { port: number; host: string }): Promise<string> },
+  port: number,
+  host: string,
+  variable: 'HOST' | 'METRICS_HOST',
+): Promise<void> {
   try {
     await server.listen({ port, host });
   } catch (error) {
     // A name that does not resolve, or an address this machine does not have, is a HOST mistake.
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EADDRNOTAVAIL') {
-      throw new ConfigError(variable, 'an address of this machine, or a name resolving to one', host, `Listening failed: ${(error as Error).message}.`);
+      throw new ConfigError(
+        variable,
+        'an address of this machine, or a name resolving to one',
+        host,
+        `Listening failed: ${(error as Error).message}.`,
+      );
     }
     throw error;
   }
@@ -176,7 +239,9 @@ async function listen(server: { listen(options: { port: number; host: string }):
 
 function listeningOn(server: { address(): AddressInfo | string | null }): string {
   const bound = server.address();
-  return typeof bound === 'object' && bound ? `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}` : String(bound);
+  return typeof bound === 'object' && bound
+    ? `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`
+    : String(bound);
 }
 
 main().catch((error) => {

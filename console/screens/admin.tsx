@@ -96,7 +96,10 @@ function LimitRules({ rules }: { rules: LimitRule[] }) {
 
 export function TenantsScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<Tenant>>(apiPath`/v1/admin/tenants`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<Tenant>>(apiPath`/v1/admin/tenants`, { limit: '25', cursor: paging.cursor }),
+    [paging.cursor],
+  );
   return (
     <section>
       <ScreenTitle>Tenants</ScreenTitle>
@@ -205,7 +208,9 @@ function ApiKeys({ keys }: { keys: ApiKeyRecord[] }) {
               <Time iso={k.revokedAt} />
             </td>
             <td>
-              <Link to={auditPath({ actorKeyId: k.id })}>What {k.prefix}…{k.last4} did</Link>
+              <Link to={auditPath({ actorKeyId: k.id })}>
+                What {k.prefix}…{k.last4} did
+              </Link>
             </td>
           </tr>
         ))}
@@ -249,7 +254,10 @@ export function TenantScreen({ api, id }: { api: Api; id: string }) {
 
 export function LimitRulesScreen({ api }: { api: Api }) {
   const rules = useLoad(() => api.get<{ data: LimitRule[] }>(apiPath`/v1/admin/limit-rules`), []);
-  const rates = useLoad(() => api.get<{ data: Array<{ asset: string; market: string; updatedAt: string }> }>(apiPath`/v1/admin/rates`), []);
+  const rates = useLoad(
+    () => api.get<{ data: Array<{ asset: string; market: string; updatedAt: string }> }>(apiPath`/v1/admin/rates`),
+    [],
+  );
   return (
     <section>
       <ScreenTitle>Limits and rates</ScreenTitle>

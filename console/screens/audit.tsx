@@ -33,7 +33,12 @@ interface AdminPayment extends Payment {
 const FILTERS = ['actorKeyId', 'targetType', 'targetId', 'tenantId'] as const;
 type Filters = Record<(typeof FILTERS)[number], string>;
 const NO_FILTERS: Filters = { actorKeyId: '', targetType: '', targetId: '', tenantId: '' };
-const LABELS: Record<keyof Filters, string> = { actorKeyId: 'Actor key id', targetType: 'Target type', targetId: 'Target id', tenantId: 'Tenant id' };
+const LABELS: Record<keyof Filters, string> = {
+  actorKeyId: 'Actor key id',
+  targetType: 'Target type',
+  targetId: 'Target id',
+  tenantId: 'Tenant id',
+};
 
 /** The trail's console path, narrowed: other screens link here with one filter. */
 export function auditPath(filters: Partial<Filters>): string {
@@ -50,7 +55,10 @@ function filtersOfLocation(): Filters {
 
 function Target({ row }: { row: AuditEntry }) {
   const id = <span class="mono">{row.targetId}</span>;
-  if (row.targetType === 'tenant' || ((row.targetType === 'program' || row.targetType === 'webhook_endpoint') && row.targetTenantId)) {
+  if (
+    row.targetType === 'tenant' ||
+    ((row.targetType === 'program' || row.targetType === 'webhook_endpoint') && row.targetTenantId)
+  ) {
     return (
       <>
         {row.targetType} <Link to={`/tenants/${encodeURIComponent(row.targetTenantId ?? row.targetId)}`}>{id}</Link>
@@ -60,7 +68,10 @@ function Target({ row }: { row: AuditEntry }) {
   if (row.targetType === 'payment' && row.targetTenantId) {
     return (
       <>
-        payment <Link to={`/tenants/${encodeURIComponent(row.targetTenantId)}/payments/${encodeURIComponent(row.targetId)}`}>{id}</Link>
+        payment{' '}
+        <Link to={`/tenants/${encodeURIComponent(row.targetTenantId)}/payments/${encodeURIComponent(row.targetId)}`}>
+          {id}
+        </Link>
       </>
     );
   }
@@ -99,7 +110,12 @@ function AuditTable({ rows, onActor }: { rows: AuditEntry[]; onActor: (keyId: st
             </td>
             <td>{row.targetMode ?? '—'}</td>
             <td>
-              <button type="button" class="mono" title="Show only what this key did" onClick={() => onActor(row.actorKeyId)}>
+              <button
+                type="button"
+                class="mono"
+                title="Show only what this key did"
+                onClick={() => onActor(row.actorKeyId)}
+              >
                 {row.actorKeyId}
               </button>
             </td>
@@ -117,7 +133,10 @@ export function AuditScreen({ api }: { api: Api }) {
   const [draft, setDraft] = useState<Filters>(filtersOfLocation);
   const [filters, setFilters] = useState<Filters>(draft);
   const paging = useCursor([filters]);
-  const page = useLoad(() => api.get<Page<AuditEntry>>(apiPath`/v1/admin/audit`, { ...filters, limit: '25', cursor: paging.cursor }), [filters, paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<AuditEntry>>(apiPath`/v1/admin/audit`, { ...filters, limit: '25', cursor: paging.cursor }),
+    [filters, paging.cursor],
+  );
   const apply = (next: Filters) => {
     setDraft(next);
     setFilters(next);
@@ -127,8 +146,9 @@ export function AuditScreen({ api }: { api: Api }) {
     <section>
       <ScreenTitle>Audit trail</ScreenTitle>
       <p class="muted">
-        Every admin and operator action, newest first, recorded with the change itself: who (the API key), what, on what, the fields before and after
-        (never a secret or a key; account numbers and phones by their last 4 digits) and the request id to find its log lines.
+        Every admin and operator action, newest first, recorded with the change itself: who (the API key), what, on
+        what, the fields before and after (never a secret or a key; account numbers and phones by their last 4 digits)
+        and the request id to find its log lines.
       </p>
       <form
         class="filters"
@@ -175,7 +195,10 @@ export function AuditScreen({ api }: { api: Api }) {
 
 /** A tenant's payment as the platform sees it: the public view, its mode, its rail, and the key that created it. */
 export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: string; id: string }) {
-  const payment = useLoad(() => api.get<AdminPayment>(apiPath`/v1/admin/tenants/${tenantId}/payments/${id}`), [tenantId, id]);
+  const payment = useLoad(
+    () => api.get<AdminPayment>(apiPath`/v1/admin/tenants/${tenantId}/payments/${id}`),
+    [tenantId, id],
+  );
   const p = payment.data;
   return (
     <section>
@@ -194,12 +217,19 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
               <span class="mono">{p.tenant_id}</span> · {p.mode}
             </dd>
             <dt>Rail</dt>
-            <dd>{p.rail ? <Link to="/rails">{p.rail}</Link> : <span class="muted">none (failed before any rail, or made before payments recorded their rail)</span>}</dd>
+            <dd>
+              {p.rail ? (
+                <Link to="/rails">{p.rail}</Link>
+              ) : (
+                <span class="muted">none (failed before any rail, or made before payments recorded their rail)</span>
+              )}
+            </dd>
             <dt>Created by key</dt>
             <dd>
               {p.created_by_key_id ? (
                 <>
-                  <span class="mono">{p.created_by_key_id}</span> <Link to={auditPath({ actorKeyId: p.created_by_key_id })}>What else this key did</Link>
+                  <span class="mono">{p.created_by_key_id}</span>{' '}
+                  <Link to={auditPath({ actorKeyId: p.created_by_key_id })}>What else this key did</Link>
                 </>
               ) : (
                 <span class="muted">not recorded (made before keys were recorded)</span>
@@ -210,7 +240,9 @@ export function AdminPaymentScreen({ api, tenantId, id }: { api: Api; tenantId: 
           <Transitions payment={p} />
           <h2>Recorded actions on this payment</h2>
           <p>
-            <Link to={auditPath({ targetType: 'payment', targetId: p.id })}>Rechecks and simulations of this payment</Link>
+            <Link to={auditPath({ targetType: 'payment', targetId: p.id })}>
+              Rechecks and simulations of this payment
+            </Link>
           </p>
         </>
       )}
@@ -232,7 +264,16 @@ export function FindPayment({ tenantId }: { tenantId: string }) {
     >
       <div>
         <label for="find-payment">Payment id</label>
-        <input id="find-payment" type="text" spellcheck={false} autoComplete="off" maxLength={36} placeholder="UUID" value={paymentId} onInput={(e) => setPaymentId(e.currentTarget.value.trim())} />
+        <input
+          id="find-payment"
+          type="text"
+          spellcheck={false}
+          autoComplete="off"
+          maxLength={36}
+          placeholder="UUID"
+          value={paymentId}
+          onInput={(e) => setPaymentId(e.currentTarget.value.trim())}
+        />
       </div>
       <div class="actions">
         <button type="submit">Open payment</button>

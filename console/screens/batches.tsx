@@ -7,7 +7,17 @@ import { apiPath } from '../api.ts';
 import { formatMinor } from '../format.ts';
 import { Amount, ErrorNote, Link, Loading, Pager, ScreenTitle, Time, useCursor, useLoad } from '../ui.tsx';
 
-const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
+const ITEM_STATUSES = [
+  'created',
+  'pending',
+  'submitted',
+  'unknown',
+  'settled',
+  'failed',
+  'returned',
+  'reversed',
+  'refused',
+] as const;
 type ItemStatus = (typeof ITEM_STATUSES)[number];
 /** An item is final once its payment is, or when it was refused (no payment). */
 const FINAL: ReadonlySet<string> = new Set(['settled', 'failed', 'returned', 'reversed', 'refused']);
@@ -37,7 +47,8 @@ export interface PayoutBatch {
   items?: BatchItemResult[];
 }
 
-const finalCount = (batch: PayoutBatch) => ITEM_STATUSES.filter((s) => FINAL.has(s)).reduce((sum, s) => sum + (batch.counts[s] ?? 0), 0);
+const finalCount = (batch: PayoutBatch) =>
+  ITEM_STATUSES.filter((s) => FINAL.has(s)).reduce((sum, s) => sum + (batch.counts[s] ?? 0), 0);
 
 /** "2 settled, 1 failed": the statuses that have items, in lifecycle order. */
 function countsText(batch: PayoutBatch): string {
@@ -122,7 +133,15 @@ function Outcome({ item }: { item: BatchItemResult }) {
   return item.reason ? <span class="mono">{item.reason}</span> : <span class="muted">—</span>;
 }
 
-function ItemsTable({ items, label, rowOf }: { items: BatchItemResult[]; label: string; rowOf?: (index: number) => number | undefined }) {
+function ItemsTable({
+  items,
+  label,
+  rowOf,
+}: {
+  items: BatchItemResult[];
+  label: string;
+  rowOf?: (index: number) => number | undefined;
+}) {
   return (
     <table aria-label={label}>
       <thead>
@@ -171,7 +190,19 @@ function ItemsTable({ items, label, rowOf }: { items: BatchItemResult[]; label: 
  * One batch followed until completed: a status line (a live region), the counts and amounts by
  * status, and every item's result. `rowOf` names items by the row of the file they came from.
  */
-export function BatchProgress({ api, id, first, title, rowOf }: { api: Api; id: string; first?: PayoutBatch; title: string; rowOf?: (index: number) => number | undefined }) {
+export function BatchProgress({
+  api,
+  id,
+  first,
+  title,
+  rowOf,
+}: {
+  api: Api;
+  id: string;
+  first?: PayoutBatch;
+  title: string;
+  rowOf?: (index: number) => number | undefined;
+}) {
   const { batch, error, following, refresh } = useFollowedBatch(api, id, first);
   return (
     <section class="batch" aria-label={title}>
@@ -181,9 +212,13 @@ export function BatchProgress({ api, id, first, title, rowOf }: { api: Api; id: 
       <p role="status" class="batch-status">
         {batch ? (
           <>
-            <span class={`status status-${batch.status === 'completed' ? 'settled' : 'pending'}`}>{batch.status}</span> {finalCount(batch)} of{' '}
-            {batch.itemCount} items final{countsText(batch) ? ` (${countsText(batch)})` : ''}.
-            {batch.status !== 'completed' ? (following ? ' Following…' : ' Stopped following: refresh to follow again.') : ''}
+            <span class={`status status-${batch.status === 'completed' ? 'settled' : 'pending'}`}>{batch.status}</span>{' '}
+            {finalCount(batch)} of {batch.itemCount} items final{countsText(batch) ? ` (${countsText(batch)})` : ''}.
+            {batch.status !== 'completed'
+              ? following
+                ? ' Following…'
+                : ' Stopped following: refresh to follow again.'
+              : ''}
           </>
         ) : (
           'Loading…'
@@ -197,8 +232,8 @@ export function BatchProgress({ api, id, first, title, rowOf }: { api: Api; id: 
       ) : null}
       {batch?.status === 'receiving' ? (
         <p class="notice">
-          Its items are still being recorded. If this lasts, the request that sent it stopped midway: submit the same upload again (same key) to complete
-          it.
+          Its items are still being recorded. If this lasts, the request that sent it stopped midway: submit the same
+          upload again (same key) to complete it.
         </p>
       ) : null}
       {batch ? (
@@ -210,7 +245,13 @@ export function BatchProgress({ api, id, first, title, rowOf }: { api: Api; id: 
               <Time iso={batch.createdAt} />
             </dd>
             <dt>Completed</dt>
-            <dd>{batch.completedAt ? <Time iso={batch.completedAt} /> : <span class="muted">not yet: a payment is not final</span>}</dd>
+            <dd>
+              {batch.completedAt ? (
+                <Time iso={batch.completedAt} />
+              ) : (
+                <span class="muted">not yet: a payment is not final</span>
+              )}
+            </dd>
           </dl>
           {batch.items ? <ItemsTable items={batch.items} label={`${title} items`} rowOf={rowOf} /> : null}
         </>
@@ -221,7 +262,10 @@ export function BatchProgress({ api, id, first, title, rowOf }: { api: Api; id: 
 
 export function BatchesScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<PayoutBatch>>(apiPath`/v1/payout-batches`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<PayoutBatch>>(apiPath`/v1/payout-batches`, { limit: '25', cursor: paging.cursor }),
+    [paging.cursor],
+  );
   return (
     <section>
       <ScreenTitle>Payout batches</ScreenTitle>

@@ -37,7 +37,10 @@ const NATIONAL_ID_CHECK_LABELS: Record<BeneficiaryRecord['national_id_check'], s
 
 export function BeneficiariesScreen({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<BeneficiaryRecord>>(apiPath`/v1/beneficiaries`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<BeneficiaryRecord>>(apiPath`/v1/beneficiaries`, { limit: '25', cursor: paging.cursor }),
+    [paging.cursor],
+  );
   return (
     <section>
       <ScreenTitle>Beneficiaries</ScreenTitle>
@@ -70,7 +73,11 @@ export function BeneficiariesScreen({ api }: { api: Api }) {
                     <td>{b.national_id}</td>
                     <td>{b.bank_code}</td>
                     <td>
-                      {b.account_number ? `account …${b.account_number.slice(-4)}` : b.phone ? `phone …${b.phone.slice(-4)}` : '—'}
+                      {b.account_number
+                        ? `account …${b.account_number.slice(-4)}`
+                        : b.phone
+                          ? `phone …${b.phone.slice(-4)}`
+                          : '—'}
                       {b.account_check === 'invalid_check_digits' ? ' (invalid check digits)' : ''}
                     </td>
                     <td class="num">{b.payout_count}</td>
@@ -94,7 +101,10 @@ export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id:
   const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${id}`), [id]);
   const paging = useCursor([id]);
   const payments = useLoad(
-    () => (hasScope(me, 'payments:read') ? api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId: id, limit: '25', cursor: paging.cursor }) : Promise.resolve(undefined)),
+    () =>
+      hasScope(me, 'payments:read')
+        ? api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId: id, limit: '25', cursor: paging.cursor })
+        : Promise.resolve(undefined),
     [id, paging.cursor],
   );
   const b = beneficiary.data;

@@ -87,7 +87,15 @@ function retriedNote(r: Retried): string {
     : `Event ${r.id} was already pending and due: nothing changed.`;
 }
 
-export function RetryEventButton({ api, event, onDone }: { api: Api; event: EventRecord; onDone: (note: string) => void }) {
+export function RetryEventButton({
+  api,
+  event,
+  onDone,
+}: {
+  api: Api;
+  event: EventRecord;
+  onDone: (note: string) => void;
+}) {
   return (
     <ConfirmButton
       label={`Retry event ${event.id}`}
@@ -96,8 +104,9 @@ export function RetryEventButton({ api, event, onDone }: { api: Api; event: Even
       onConfirm={async () => onDone(retriedNote(await api.post<Retried>(apiPath`/v1/events/${event.id}/retry`)))}
     >
       <p>
-        The {event.event_type} event (now {event.status}, {event.attempts} attempts) goes back to the delivery queue, due now, and is sent again to the
-        program's webhook endpoint{event.status === 'published' ? ': the receiver gets it a second time' : ''}.
+        The {event.event_type} event (now {event.status}, {event.attempts} attempts) goes back to the delivery queue,
+        due now, and is sent again to the program's webhook endpoint
+        {event.status === 'published' ? ': the receiver gets it a second time' : ''}.
       </p>
     </ConfirmButton>
   );
@@ -115,13 +124,26 @@ function RetryDeadButton({ api, onDone }: { api: Api; onDone: (note: string) => 
         onDone(`${requeued} dead event${requeued === 1 ? '' : 's'} requeued: pending, due for delivery now.`);
       }}
     >
-      <p>Every dead event of this program goes back to the delivery queue, due now. One that fails again goes straight back to dead.</p>
+      <p>
+        Every dead event of this program goes back to the delivery queue, due now. One that fails again goes straight
+        back to dead.
+      </p>
     </ConfirmButton>
   );
 }
 
 /** One page of the queue; with events:write each row has its retry. */
-function EventTable({ api, events, canWrite, onRetried }: { api: Api; events: EventRecord[]; canWrite: boolean; onRetried: (note: string) => void }) {
+function EventTable({
+  api,
+  events,
+  canWrite,
+  onRetried,
+}: {
+  api: Api;
+  events: EventRecord[];
+  canWrite: boolean;
+  onRetried: (note: string) => void;
+}) {
   return (
     <table>
       <thead>
@@ -174,7 +196,10 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
   const [status, setStatus] = useState<string>('dead');
   const paging = useCursor([status]);
   const retry = useRetryNote();
-  const page = useLoad(() => api.get<Page<EventRecord>>(apiPath`/v1/events`, { status, limit: '25', cursor: paging.cursor }), [status, paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<EventRecord>>(apiPath`/v1/events`, { status, limit: '25', cursor: paging.cursor }),
+    [status, paging.cursor],
+  );
   const canWrite = hasScope(me, 'events:write');
   const after = (note: string) => {
     retry.setNote(note);
@@ -183,7 +208,9 @@ export function EventsScreen({ api, me }: { api: Api; me: TenantMe }) {
   return (
     <section>
       <ScreenTitle>Events</ScreenTitle>
-      <p class="muted">Outcome events (payment.settled, payment.failed, payment.reversed) and their webhook delivery.</p>
+      <p class="muted">
+        Outcome events (payment.settled, payment.failed, payment.reversed) and their webhook delivery.
+      </p>
       <div class="tabs" role="group" aria-label="Event status">
         {EVENT_STATUSES.map((s) => (
           <button key={s} type="button" aria-pressed={status === s} onClick={() => setStatus(s)}>

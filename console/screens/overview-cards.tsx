@@ -31,11 +31,29 @@ interface RailSummary {
   };
 }
 
-function Card({ title, loaded, children, to, linkLabel }: { title: string; loaded: Loaded<unknown>; children: ComponentChildren; to?: string; linkLabel?: string }) {
+function Card({
+  title,
+  loaded,
+  children,
+  to,
+  linkLabel,
+}: {
+  title: string;
+  loaded: Loaded<unknown>;
+  children: ComponentChildren;
+  to?: string;
+  linkLabel?: string;
+}) {
   return (
     <section class="card summary-card" aria-label={title}>
       <h2>{title}</h2>
-      {loaded.error ? <p class="muted">Not available.</p> : loaded.loading && !loaded.data ? <p class="muted">Loading…</p> : children}
+      {loaded.error ? (
+        <p class="muted">Not available.</p>
+      ) : loaded.loading && !loaded.data ? (
+        <p class="muted">Loading…</p>
+      ) : (
+        children
+      )}
       {to ? <Link to={to}>{linkLabel}</Link> : null}
     </section>
   );
@@ -43,11 +61,15 @@ function Card({ title, loaded, children, to, linkLabel }: { title: string; loade
 
 function LastRun({ run }: { run: RunSummary | undefined }) {
   if (!run) return <p>No run yet.</p>;
-  const verdict = run.clean === null ? run.status : run.clean ? 'clean' : `${formatCount(run.discrepancyCount)} discrepancies`;
+  const verdict =
+    run.clean === null ? run.status : run.clean ? 'clean' : `${formatCount(run.discrepancyCount)} discrepancies`;
   return (
     <>
       <p>
-        <span class={`status status-${run.clean === false ? 'failed' : run.clean ? 'settled' : 'pending'}`}>{verdict}</span> · {run.mode}
+        <span class={`status status-${run.clean === false ? 'failed' : run.clean ? 'settled' : 'pending'}`}>
+          {verdict}
+        </span>{' '}
+        · {run.mode}
       </p>
       <Time iso={run.finishedAt ?? run.requestedAt} />
     </>
@@ -60,7 +82,8 @@ function Rails({ rails }: { rails: RailSummary[] }) {
   return (
     <>
       <p>
-        {formatCount(rails.length)} rails: {formatCount(rails.length - unhealthy.length)} healthy, {formatCount(open.length)} with the breaker not closed
+        {formatCount(rails.length)} rails: {formatCount(rails.length - unhealthy.length)} healthy,{' '}
+        {formatCount(open.length)} with the breaker not closed
       </p>
       {unhealthy.length > 0 ? <p class="error">Unhealthy: {unhealthy.map((rail) => rail.name).join(', ')}</p> : null}
     </>
@@ -68,10 +91,15 @@ function Rails({ rails }: { rails: RailSummary[] }) {
 }
 
 export function PlatformCards({ api }: { api: Api }) {
-  const anomalies = useLoad(() => api.get<Page<{ id: string }>>(apiPath`/v1/admin/anomalies`, { status: 'open', limit: String(ANOMALY_PAGE) }), []);
+  const anomalies = useLoad(
+    () => api.get<Page<{ id: string }>>(apiPath`/v1/admin/anomalies`, { status: 'open', limit: String(ANOMALY_PAGE) }),
+    [],
+  );
   const runs = useLoad(() => api.get<Page<RunSummary>>(apiPath`/v1/admin/reconciliation/runs`, { limit: '1' }), []);
   const rails = useLoad(() => api.get<{ data: RailSummary[] }>(apiPath`/v1/admin/rails`), []);
-  const openCount = anomalies.data ? `${anomalies.data.has_more ? 'at least ' : ''}${formatCount(anomalies.data.data.length)}` : '';
+  const openCount = anomalies.data
+    ? `${anomalies.data.has_more ? 'at least ' : ''}${formatCount(anomalies.data.data.length)}`
+    : '';
   return (
     <div class="cards">
       <Card title="Open anomalies" loaded={anomalies} to="/review" linkLabel="Needs review">

@@ -4,7 +4,17 @@ import type { ComponentChildren } from 'preact';
 import type { PayoutReport, ReportBucket } from '../report.ts';
 import { bucketLabel } from '../report.ts';
 
-export function ChartCard({ title, wide, children, table }: { title: string; wide?: boolean; children: ComponentChildren; table: ComponentChildren }) {
+export function ChartCard({
+  title,
+  wide,
+  children,
+  table,
+}: {
+  title: string;
+  wide?: boolean;
+  children: ComponentChildren;
+  table: ComponentChildren;
+}) {
   return (
     <section class={wide ? 'chart-card wide' : 'chart-card'} aria-label={title}>
       <h2>{title}</h2>
@@ -31,7 +41,17 @@ export function figures<R>(heads: readonly string[], values: (row: R) => Compone
 }
 
 /** The table behind a chart: the same numbers, for screen readers and for copying. */
-export function ChartTable<R>({ title, rows, keyOf, columns }: { title: string; rows: readonly R[]; keyOf: (row: R) => string; columns: Column<R>[] }) {
+export function ChartTable<R>({
+  title,
+  rows,
+  keyOf,
+  columns,
+}: {
+  title: string;
+  rows: readonly R[];
+  keyOf: (row: R) => string;
+  columns: Column<R>[];
+}) {
   return (
     <table aria-label={title}>
       <thead>
@@ -66,12 +86,33 @@ export function ChartTable<R>({ title, rows, keyOf, columns }: { title: string; 
 
 /** The first column of a per-bucket table: the bucket's start, in Caracas time. */
 export function bucketColumn(report: PayoutReport): Column<ReportBucket> {
-  return { head: report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)', rowHeader: true, cell: (bucket) => bucketLabel(report, bucket) };
+  return {
+    head: report.granularity === 'hour' ? 'Hour (Caracas)' : 'Day (Caracas)',
+    rowHeader: true,
+    cell: (bucket) => bucketLabel(report, bucket),
+  };
 }
 
 /** A table of one row per bucket: the bucket, then its figures. */
-export function BucketTable({ report, title, head, cells }: { report: PayoutReport; title: string; head: string[]; cells: (bucket: ReportBucket) => string[] }) {
-  return <ChartTable title={title} rows={report.buckets} keyOf={(bucket) => bucket.start} columns={[bucketColumn(report), ...figures(head, cells)]} />;
+export function BucketTable({
+  report,
+  title,
+  head,
+  cells,
+}: {
+  report: PayoutReport;
+  title: string;
+  head: string[];
+  cells: (bucket: ReportBucket) => string[];
+}) {
+  return (
+    <ChartTable
+      title={title}
+      rows={report.buckets}
+      keyOf={(bucket) => bucket.start}
+      columns={[bucketColumn(report), ...figures(head, cells)]}
+    />
+  );
 }
 
 export function Legend({ items }: { items: Array<[string, string]> }) {

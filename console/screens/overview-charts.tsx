@@ -4,10 +4,26 @@
 import type { ComponentChildren } from 'preact';
 import { Chart, type ChartSeries } from '../chart.tsx';
 import { formatCount, formatMinor } from '../format.ts';
-import { formatRate, REPORT_STATUSES, STACK_ORDER, statusAtHeight, type PayoutReport, type ReportBucket, type ReportStatus } from '../report.ts';
+import {
+  formatRate,
+  REPORT_STATUSES,
+  STACK_ORDER,
+  statusAtHeight,
+  type PayoutReport,
+  type ReportBucket,
+  type ReportStatus,
+} from '../report.ts';
 import { navigate } from '../router.ts';
 import { Link } from '../ui.tsx';
-import { bucketColumn, BucketTable, ChartCard, ChartTable, figures, Legend, type Column } from './overview-chart-card.tsx';
+import {
+  bucketColumn,
+  BucketTable,
+  ChartCard,
+  ChartTable,
+  figures,
+  Legend,
+  type Column,
+} from './overview-chart-card.tsx';
 
 /** Each status's color: at least 3:1 against white, and apart from its neighbours in a stack. */
 const STATUS_COLORS: Record<ReportStatus, string> = {
@@ -40,8 +56,17 @@ const short = (name: string, length = 14) => (name.length > length ? `${name.sli
 export type StatementOf = ((bucket: ReportBucket, status?: ReportStatus) => string) | undefined;
 
 /** A count of a bucket (of one status, or all of them), linked to the statement of those payments when there is one to open. */
-function countLink(bucket: ReportBucket, count: number, statementOf: StatementOf, status?: ReportStatus): ComponentChildren {
-  return statementOf && count > 0 ? <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link> : formatCount(count);
+function countLink(
+  bucket: ReportBucket,
+  count: number,
+  statementOf: StatementOf,
+  status?: ReportStatus,
+): ComponentChildren {
+  return statementOf && count > 0 ? (
+    <Link to={statementOf(bucket, status)}>{formatCount(count)}</Link>
+  ) : (
+    formatCount(count)
+  );
 }
 
 export function StatusChart({ report, statementOf }: { report: PayoutReport; statementOf: StatementOf }) {
@@ -66,7 +91,11 @@ export function StatusChart({ report, statementOf }: { report: PayoutReport; sta
           columns={[
             bucketColumn(report),
             { head: 'Payments', num: true, cell: (bucket) => countLink(bucket, bucket.count, statementOf) },
-            ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({ head: status, num: true, cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status) })),
+            ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({
+              head: status,
+              num: true,
+              cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status),
+            })),
             { head: 'Delivered', num: true, cell: (bucket) => formatMinor(bucket.deliveredAmount) },
           ]}
         />
@@ -92,7 +121,14 @@ export function StatusChart({ report, statementOf }: { report: PayoutReport; sta
       <Chart
         label={`Delivered amount in Bs per ${report.granularity}: bars. The table has every amount.`}
         x={buckets.map((b) => seconds(b.start))}
-        series={[{ label: 'delivered', color: STATUS_COLORS.settled, kind: 'bars', values: buckets.map((b) => major(b.deliveredAmount)) }]}
+        series={[
+          {
+            label: 'delivered',
+            color: STATUS_COLORS.settled,
+            kind: 'bars',
+            values: buckets.map((b) => major(b.deliveredAmount)),
+          },
+        ]}
         yFormat={majorTick}
         ySize={64}
         onPick={
@@ -111,7 +147,15 @@ export function StatusChart({ report, statementOf }: { report: PayoutReport; sta
 type Tally = PayoutReport['banks'][number] | PayoutReport['instruments'][number];
 type FailureReason = PayoutReport['failureReasons'][number];
 
-export function SuccessChart({ title, rows, nameOf }: { title: string; rows: Tally[]; nameOf: (row: Tally) => string }) {
+export function SuccessChart({
+  title,
+  rows,
+  nameOf,
+}: {
+  title: string;
+  rows: Tally[];
+  nameOf: (row: Tally) => string;
+}) {
   return (
     <ChartCard
       title={title}
@@ -122,10 +166,13 @@ export function SuccessChart({ title, rows, nameOf }: { title: string; rows: Tal
           keyOf={nameOf}
           columns={[
             { head: title.endsWith('bank') ? 'Bank' : 'Instrument', rowHeader: true, cell: nameOf },
-            ...figures<Tally>(['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'], (row) => [
-              ...[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map(formatCount),
-              formatRate(row.successRate),
-            ]),
+            ...figures<Tally>(
+              ['Payments', 'Settled', 'Failed', 'Returned', 'Reversed', 'In flight', 'Success rate'],
+              (row) => [
+                ...[row.count, row.settled, row.failed, row.returned, row.reversed, row.inFlight].map(formatCount),
+                formatRate(row.successRate),
+              ],
+            ),
           ]}
         />
       }
@@ -137,7 +184,14 @@ export function SuccessChart({ title, rows, nameOf }: { title: string; rows: Tal
           label={`${title}: bars of the success rate in percent (settled of those with an outcome). The table has every number.`}
           x={rows.map((_, i) => i)}
           categories={rows.map((row) => short(nameOf(row)))}
-          series={[{ label: 'success rate', color: STATUS_COLORS.settled, kind: 'bars', values: rows.map((row) => (row.successRate === null ? null : row.successRate * 100)) }]}
+          series={[
+            {
+              label: 'success rate',
+              color: STATUS_COLORS.settled,
+              kind: 'bars',
+              values: rows.map((row) => (row.successRate === null ? null : row.successRate * 100)),
+            },
+          ]}
           yRange={[0, 100]}
           yFormat={(v) => `${v} %`}
         />
@@ -160,7 +214,10 @@ export function FailureChart({ report }: { report: PayoutReport }) {
           columns={[
             { head: 'Status', cell: (row) => row.status },
             { head: 'Reason', rowHeader: true, cell: (row) => row.reason ?? '—' },
-            ...figures<FailureReason>(['Payments', 'Amount'], (row) => [formatCount(row.count), formatMinor(row.amount)]),
+            ...figures<FailureReason>(['Payments', 'Amount'], (row) => [
+              formatCount(row.count),
+              formatMinor(row.amount),
+            ]),
           ]}
         />
       }
@@ -196,15 +253,33 @@ export function OutcomeTimeChart({ report }: { report: PayoutReport }) {
   return (
     <ChartCard
       title={title}
-      table={<BucketTable report={report} title={title} head={['With an outcome', 'p50', 'p95']} cells={(b) => [formatCount(b.timeToOutcome.count), ms(b.timeToOutcome.p50Ms), ms(b.timeToOutcome.p95Ms)]} />}
+      table={
+        <BucketTable
+          report={report}
+          title={title}
+          head={['With an outcome', 'p50', 'p95']}
+          cells={(b) => [formatCount(b.timeToOutcome.count), ms(b.timeToOutcome.p50Ms), ms(b.timeToOutcome.p95Ms)]}
+        />
+      }
     >
-      <Legend items={[['p50', '#0969da'], ['p95 (dashed)', '#b42318']]} />
+      <Legend
+        items={[
+          ['p50', '#0969da'],
+          ['p95 (dashed)', '#b42318'],
+        ]}
+      />
       <Chart
         label={`${title}, p50 and p95 in milliseconds per ${report.granularity}: lines. The table has every number.`}
         x={x}
         series={[
           { label: 'p50', color: '#0969da', kind: 'line', values: report.buckets.map((b) => b.timeToOutcome.p50Ms) },
-          { label: 'p95', color: '#b42318', kind: 'line', dash: true, values: report.buckets.map((b) => b.timeToOutcome.p95Ms) },
+          {
+            label: 'p95',
+            color: '#b42318',
+            kind: 'line',
+            dash: true,
+            values: report.buckets.map((b) => b.timeToOutcome.p95Ms),
+          },
         ]}
         yFormat={(v) => `${formatCount(Math.round(v))} ms`}
         ySize={80}
@@ -225,23 +300,50 @@ export function WebhookChart({ report }: { report: PayoutReport }) {
           report={report}
           title={title}
           head={['Delivered', 'Rejected', 'Unreachable', 'p50', 'p95']}
-          cells={(b) => [formatCount(b.webhooks.delivered), formatCount(b.webhooks.rejected), formatCount(b.webhooks.unreachable), ms(b.webhooks.p50Ms), ms(b.webhooks.p95Ms)]}
+          cells={(b) => [
+            formatCount(b.webhooks.delivered),
+            formatCount(b.webhooks.rejected),
+            formatCount(b.webhooks.unreachable),
+            ms(b.webhooks.p50Ms),
+            ms(b.webhooks.p95Ms),
+          ]}
         />
       }
     >
-      <Legend items={[['delivered', STATUS_COLORS.settled], ['rejected', STATUS_COLORS.failed], ['unreachable', STATUS_COLORS.unknown]]} />
+      <Legend
+        items={[
+          ['delivered', STATUS_COLORS.settled],
+          ['rejected', STATUS_COLORS.failed],
+          ['unreachable', STATUS_COLORS.unknown],
+        ]}
+      />
       <Chart
         label={`Webhook delivery attempts by outcome per ${report.granularity}: stacked bars. The table has every number.`}
         x={x}
         integers
         series={[
-          { label: 'unreachable', color: STATUS_COLORS.unknown, kind: 'bars', values: w.map((t) => t.delivered + t.rejected + t.unreachable) },
-          { label: 'rejected', color: STATUS_COLORS.failed, kind: 'bars', values: w.map((t) => t.delivered + t.rejected) },
+          {
+            label: 'unreachable',
+            color: STATUS_COLORS.unknown,
+            kind: 'bars',
+            values: w.map((t) => t.delivered + t.rejected + t.unreachable),
+          },
+          {
+            label: 'rejected',
+            color: STATUS_COLORS.failed,
+            kind: 'bars',
+            values: w.map((t) => t.delivered + t.rejected),
+          },
           { label: 'delivered', color: STATUS_COLORS.settled, kind: 'bars', values: w.map((t) => t.delivered) },
         ]}
       />
       <h3>Delivery latency</h3>
-      <Legend items={[['p50', '#0969da'], ['p95 (dashed)', '#b42318']]} />
+      <Legend
+        items={[
+          ['p50', '#0969da'],
+          ['p95 (dashed)', '#b42318'],
+        ]}
+      />
       <Chart
         label={`Webhook delivery latency, p50 and p95 in milliseconds per ${report.granularity}: lines. The table has every number.`}
         x={x}
@@ -261,8 +363,19 @@ export function BalanceChart({ report }: { report: PayoutReport }) {
   const assets = [...new Set(report.buckets.flatMap((b) => b.balances.map((balance) => balance.asset)))];
   const at = (bucket: ReportBucket, asset: string) => bucket.balances.find((b) => b.asset === asset);
   const series: ChartSeries[] = assets.flatMap((asset, i) => [
-    { label: `${asset} prefunding`, color: i === 0 ? '#0b5cad' : '#8250df', kind: 'line' as const, values: report.buckets.map((b) => major(at(b, asset)?.prefundingBalance ?? null)) },
-    { label: `${asset} credit drawn`, color: i === 0 ? '#b42318' : '#bc4c00', kind: 'line' as const, dash: true, values: report.buckets.map((b) => major(at(b, asset)?.creditDrawn ?? null)) },
+    {
+      label: `${asset} prefunding`,
+      color: i === 0 ? '#0b5cad' : '#8250df',
+      kind: 'line' as const,
+      values: report.buckets.map((b) => major(at(b, asset)?.prefundingBalance ?? null)),
+    },
+    {
+      label: `${asset} credit drawn`,
+      color: i === 0 ? '#b42318' : '#bc4c00',
+      kind: 'line' as const,
+      dash: true,
+      values: report.buckets.map((b) => major(at(b, asset)?.creditDrawn ?? null)),
+    },
   ]);
   return (
     <ChartCard
@@ -272,7 +385,12 @@ export function BalanceChart({ report }: { report: PayoutReport }) {
           report={report}
           title={title}
           head={assets.flatMap((asset) => [`${asset} prefunding at the end`, `${asset} credit drawn at the end`])}
-          cells={(b) => assets.flatMap((asset) => [formatMinor(at(b, asset)?.prefundingBalance ?? null, asset), formatMinor(at(b, asset)?.creditDrawn ?? null, asset)])}
+          cells={(b) =>
+            assets.flatMap((asset) => [
+              formatMinor(at(b, asset)?.prefundingBalance ?? null, asset),
+              formatMinor(at(b, asset)?.creditDrawn ?? null, asset),
+            ])
+          }
         />
       }
     >

@@ -19,7 +19,12 @@ export function RangePicker({ range, onRange }: { range: ReportRange; onRange: (
     <div class="range">
       <div class="toolbar" role="group" aria-label="Range">
         {presets.map(([preset, label]) => (
-          <button key={preset} type="button" aria-pressed={range.preset === preset} onClick={() => onRange(presetRange(preset, new Date()))}>
+          <button
+            key={preset}
+            type="button"
+            aria-pressed={range.preset === preset}
+            onClick={() => onRange(presetRange(preset, new Date()))}
+          >
             {label}
           </button>
         ))}
@@ -34,15 +39,31 @@ export function RangePicker({ range, onRange }: { range: ReportRange; onRange: (
       >
         <div>
           <label for="range-from">From (Caracas day)</label>
-          <input id="range-from" type="date" required value={draft.from} onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })} />
+          <input
+            id="range-from"
+            type="date"
+            required
+            value={draft.from}
+            onInput={(e) => setDraft({ ...draft, from: e.currentTarget.value })}
+          />
         </div>
         <div>
           <label for="range-to">To (Caracas day)</label>
-          <input id="range-to" type="date" required value={draft.to} onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })} />
+          <input
+            id="range-to"
+            type="date"
+            required
+            value={draft.to}
+            onInput={(e) => setDraft({ ...draft, to: e.currentTarget.value })}
+          />
         </div>
         <div>
           <label for="range-granularity">Per</label>
-          <select id="range-granularity" value={draft.granularity} onInput={(e) => setDraft({ ...draft, granularity: e.currentTarget.value as 'hour' | 'day' })}>
+          <select
+            id="range-granularity"
+            value={draft.granularity}
+            onInput={(e) => setDraft({ ...draft, granularity: e.currentTarget.value as 'hour' | 'day' })}
+          >
             <option value="hour">hour (up to 31 days)</option>
             <option value="day">day (up to 366 days)</option>
           </select>
@@ -62,7 +83,11 @@ export function PlatformScope({ api, scope, onScope }: { api: Api; scope: Scope;
     <div class="filters" role="group" aria-label="Tenant and mode">
       <div>
         <label for="overview-tenant">Tenant</label>
-        <select id="overview-tenant" value={listed.some((tenant) => tenant.id === scope.tenantId) ? scope.tenantId : ''} onInput={(e) => onScope({ ...scope, tenantId: e.currentTarget.value })}>
+        <select
+          id="overview-tenant"
+          value={listed.some((tenant) => tenant.id === scope.tenantId) ? scope.tenantId : ''}
+          onInput={(e) => onScope({ ...scope, tenantId: e.currentTarget.value })}
+        >
           <option value="">all tenants</option>
           {listed.map((tenant) => (
             <option key={tenant.id} value={tenant.id}>
@@ -74,12 +99,20 @@ export function PlatformScope({ api, scope, onScope }: { api: Api; scope: Scope;
       {picker.data?.more ? (
         <div>
           <label for="overview-tenant-id">Or a tenant id (the list shows the first {formatCount(listed.length)})</label>
-          <input id="overview-tenant-id" value={listed.some((tenant) => tenant.id === scope.tenantId) ? '' : scope.tenantId} onChange={(e) => onScope({ ...scope, tenantId: e.currentTarget.value.trim() })} />
+          <input
+            id="overview-tenant-id"
+            value={listed.some((tenant) => tenant.id === scope.tenantId) ? '' : scope.tenantId}
+            onChange={(e) => onScope({ ...scope, tenantId: e.currentTarget.value.trim() })}
+          />
         </div>
       ) : null}
       <div>
         <label for="overview-mode">Mode</label>
-        <select id="overview-mode" value={scope.mode} onInput={(e) => onScope({ ...scope, mode: e.currentTarget.value as 'test' | 'live' })}>
+        <select
+          id="overview-mode"
+          value={scope.mode}
+          onInput={(e) => onScope({ ...scope, mode: e.currentTarget.value as 'test' | 'live' })}
+        >
           <option value="test">test</option>
           <option value="live">live</option>
         </select>

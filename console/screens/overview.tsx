@@ -10,12 +10,22 @@ import { formatCount, formatMinor } from '../format.ts';
 import { rangeFromQuery, statementPath, type PayoutReport } from '../report.ts';
 import { Loading, ScreenTitle, useLoad } from '../ui.tsx';
 import { PlatformCards } from './overview-cards.tsx';
-import { BalanceChart, FailureChart, OutcomeTimeChart, StatusChart, SuccessChart, WebhookChart, type StatementOf } from './overview-charts.tsx';
+import {
+  BalanceChart,
+  FailureChart,
+  OutcomeTimeChart,
+  StatusChart,
+  SuccessChart,
+  WebhookChart,
+  type StatementOf,
+} from './overview-charts.tsx';
 import { PlatformScope, RangePicker } from './overview-pickers.tsx';
 import { remember, scopeFromQuery, type Scope } from './overview-url.ts';
 
 function Totals({ report }: { report: PayoutReport }) {
-  const outcomes = (['settled', 'failed', 'returned', 'reversed'] as const).map((s) => [s, report.totals.byStatus[s].count] as const);
+  const outcomes = (['settled', 'failed', 'returned', 'reversed'] as const).map(
+    (s) => [s, report.totals.byStatus[s].count] as const,
+  );
   return (
     <dl class="totals" aria-label="Totals of the range">
       <div>
@@ -42,7 +52,12 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
   const platformScope = me.isPlatform ? scope : undefined;
   const report = useLoad(() => {
     remember(range, platformScope);
-    const query = { from: range.from, to: range.to, granularity: range.granularity, ...(platformScope ? { mode: scope.mode, tenantId: scope.tenantId } : {}) };
+    const query = {
+      from: range.from,
+      to: range.to,
+      granularity: range.granularity,
+      ...(platformScope ? { mode: scope.mode, tenantId: scope.tenantId } : {}),
+    };
     return api.get<PayoutReport>(apiPath`/v1/reports/payouts`, query);
   }, [range.from, range.to, range.granularity, scope.tenantId, scope.mode]);
   const data = report.data;
@@ -50,7 +65,8 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
   // just picked, whose report may still be loading); over every tenant together there is no one
   // statement a bar could open.
   const tenant = me.isPlatform && data?.tenantId ? { tenantId: data.tenantId, mode: data.mode } : undefined;
-  const statementOf: StatementOf = me.isPlatform && !tenant ? undefined : (bucket, status) => statementPath(bucket, status, tenant);
+  const statementOf: StatementOf =
+    me.isPlatform && !tenant ? undefined : (bucket, status) => statementPath(bucket, status, tenant);
   const pickTenant = me.isPlatform && !scope.tenantId;
   return (
     <section>
@@ -69,8 +85,16 @@ export function OverviewScreen({ api, me }: { api: Api; me: TenantMe }) {
         <div class="charts" aria-busy={report.loading}>
           <Totals report={data} />
           <StatusChart report={data} statementOf={statementOf} />
-          <SuccessChart title="Success rate by bank" rows={data.banks} nameOf={(row) => ('bankCode' in row ? `${row.bankCode} ${row.bankName ?? ''}`.trim() : '')} />
-          <SuccessChart title="Success rate by instrument" rows={data.instruments} nameOf={(row) => ('method' in row ? (row.method ?? 'none chosen') : '')} />
+          <SuccessChart
+            title="Success rate by bank"
+            rows={data.banks}
+            nameOf={(row) => ('bankCode' in row ? `${row.bankCode} ${row.bankName ?? ''}`.trim() : '')}
+          />
+          <SuccessChart
+            title="Success rate by instrument"
+            rows={data.instruments}
+            nameOf={(row) => ('method' in row ? (row.method ?? 'none chosen') : '')}
+          />
           <FailureChart report={data} />
           <OutcomeTimeChart report={data} />
           <WebhookChart report={data} />

@@ -13,7 +13,14 @@ export interface Payment extends StatementRow {
   quote_id: string | null;
   compensated: boolean;
   updated_at: string;
-  events: Array<{ from_status: string | null; to_status: string; reason: string | null; actor: string; metadata: Record<string, unknown>; created_at: string }>;
+  events: Array<{
+    from_status: string | null;
+    to_status: string;
+    reason: string | null;
+    actor: string;
+    metadata: Record<string, unknown>;
+    created_at: string;
+  }>;
 }
 
 interface LedgerEntry {
@@ -100,7 +107,8 @@ function OutcomeEvents({ api, me, id }: { api: Api; me: TenantMe; id: string }) 
     return Promise.all(list.data.map((event) => api.get<EventDetail>(apiPath`/v1/events/${event.id}`)));
   }, [id]);
   if (!events.data) return <Loading loaded={events} />;
-  if (events.data.length === 0) return <p class="muted">No outcome event yet: one is written when the payment settles, fails or is reversed.</p>;
+  if (events.data.length === 0)
+    return <p class="muted">No outcome event yet: one is written when the payment settles, fails or is reversed.</p>;
   return (
     <>
       {events.data.map((event) => (
@@ -114,7 +122,9 @@ function OutcomeEvents({ api, me, id }: { api: Api; me: TenantMe; id: string }) 
             {event.last_error ? <> · last error: {event.last_error}</> : null}
           </p>
           <EventDeliveries deliveries={event.deliveries} />
-          {hasScope(me, 'events:write') ? <RetryEventButton api={api} event={event} onDone={() => events.reload()} /> : null}
+          {hasScope(me, 'events:write') ? (
+            <RetryEventButton api={api} event={event} onDone={() => events.reload()} />
+          ) : null}
         </div>
       ))}
     </>
@@ -122,8 +132,14 @@ function OutcomeEvents({ api, me, id }: { api: Api; me: TenantMe; id: string }) 
 }
 
 function BeneficiaryHistory({ api, me, beneficiaryId }: { api: Api; me: TenantMe; beneficiaryId: string }) {
-  const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${beneficiaryId}`), [beneficiaryId]);
-  const recent = useLoad(() => api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId, limit: '10' }), [beneficiaryId]);
+  const beneficiary = useLoad(
+    () => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${beneficiaryId}`),
+    [beneficiaryId],
+  );
+  const recent = useLoad(
+    () => api.get<Page<StatementRow>>(apiPath`/v1/payments`, { beneficiaryId, limit: '10' }),
+    [beneficiaryId],
+  );
   return (
     <>
       {hasScope(me, 'beneficiaries:read') ? (
@@ -131,7 +147,8 @@ function BeneficiaryHistory({ api, me, beneficiaryId }: { api: Api; me: TenantMe
           <dl class="facts">
             <dt>Beneficiary</dt>
             <dd>
-              <Link to={`/beneficiaries/${beneficiaryId}`}>{beneficiary.data.full_name}</Link> ({beneficiary.data.national_id}, bank {beneficiary.data.bank_code})
+              <Link to={`/beneficiaries/${beneficiaryId}`}>{beneficiary.data.full_name}</Link> (
+              {beneficiary.data.national_id}, bank {beneficiary.data.bank_code})
             </dd>
             <dt>Payouts</dt>
             <dd>{beneficiary.data.payout_count}</dd>
@@ -162,7 +179,8 @@ export function PaymentFacts({ payment: p, children }: { payment: Payment; child
       <dd class="mono">{p.id}</dd>
       <dt>Status</dt>
       <dd>
-        <span class={`status status-${p.status}`}>{p.status}</span> {p.status_reason ? <span class="muted">{p.status_reason}</span> : null}
+        <span class={`status status-${p.status}`}>{p.status}</span>{' '}
+        {p.status_reason ? <span class="muted">{p.status_reason}</span> : null}
       </dd>
       <dt>Delivered</dt>
       <dd>
@@ -227,9 +245,17 @@ export function PaymentScreen({ api, me, id }: { api: Api; me: TenantMe; id: str
           <h2>Ledger entries</h2>
           <Ledger api={api} id={p.id} />
           <h2>Outcome events and deliveries</h2>
-          {hasScope(me, 'events:read') ? <OutcomeEvents api={api} me={me} id={p.id} /> : <NeedsScope scope="events:read" />}
+          {hasScope(me, 'events:read') ? (
+            <OutcomeEvents api={api} me={me} id={p.id} />
+          ) : (
+            <NeedsScope scope="events:read" />
+          )}
           <h2>Beneficiary history</h2>
-          {p.beneficiary_id ? <BeneficiaryHistory api={api} me={me} beneficiaryId={p.beneficiary_id} /> : <p class="muted">No registered beneficiary.</p>}
+          {p.beneficiary_id ? (
+            <BeneficiaryHistory api={api} me={me} beneficiaryId={p.beneficiary_id} />
+          ) : (
+            <p class="muted">No registered beneficiary.</p>
+          )}
         </>
       )}
     </section>

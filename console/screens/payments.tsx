@@ -27,7 +27,15 @@ interface Filters {
   createdBefore: string;
 }
 
-const NO_FILTERS: Filters = { from: '', to: '', status: '', beneficiaryId: '', customerId: '', createdFrom: '', createdBefore: '' };
+const NO_FILTERS: Filters = {
+  from: '',
+  to: '',
+  status: '',
+  beneficiaryId: '',
+  customerId: '',
+  createdFrom: '',
+  createdBefore: '',
+};
 
 const INSTANT = /^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z$/;
 
@@ -68,7 +76,15 @@ function CreatedRange({ filters, onClear }: { filters: Filters; onClear: () => v
   );
 }
 
-export function PaymentTable({ rows, showBeneficiary = true, of }: { rows: StatementRow[]; showBeneficiary?: boolean; of?: TenantStatement }) {
+export function PaymentTable({
+  rows,
+  showBeneficiary = true,
+  of,
+}: {
+  rows: StatementRow[];
+  showBeneficiary?: boolean;
+  of?: TenantStatement;
+}) {
   if (rows.length === 0) return <p class="muted">No payments.</p>;
   return (
     <table>
@@ -136,7 +152,8 @@ function StatementOwner({ api, of }: { api: Api; of: TenantStatement }) {
   const tenant = useLoad(() => api.get<{ name: string }>(apiPath`/v1/admin/tenants/${of.tenantId}`), [of.tenantId]);
   return (
     <p>
-      <Link to={`/tenants/${encodeURIComponent(of.tenantId)}`}>← {tenant.data?.name ?? 'Tenant'}</Link> · {of.mode} mode, read with the platform key
+      <Link to={`/tenants/${encodeURIComponent(of.tenantId)}`}>← {tenant.data?.name ?? 'Tenant'}</Link> · {of.mode}{' '}
+      mode, read with the platform key
     </p>
   );
 }
@@ -150,7 +167,8 @@ function useStatementFilters(of: TenantStatement | undefined) {
     // The address keeps what a link can carry (a bucket of the overview), so a reload shows the same.
     const params = new URLSearchParams();
     if (next.createdFrom || next.createdBefore) {
-      for (const name of ['status', 'createdFrom', 'createdBefore'] as const) if (next[name]) params.set(name, next[name]);
+      for (const name of ['status', 'createdFrom', 'createdBefore'] as const)
+        if (next[name]) params.set(name, next[name]);
     }
     history.replaceState(null, '', BASE + statementScreenPath(of, params));
   };
@@ -176,7 +194,19 @@ function useStatementExport(api: Api) {
 }
 
 /** The filters form; `children` are the extra actions after Apply and Clear (the tenant's export). */
-function StatementFilters({ draft, onDraft, onApply, onClear, children }: { draft: Filters; onDraft: (draft: Filters) => void; onApply: () => void; onClear: () => void; children: ComponentChildren }) {
+function StatementFilters({
+  draft,
+  onDraft,
+  onApply,
+  onClear,
+  children,
+}: {
+  draft: Filters;
+  onDraft: (draft: Filters) => void;
+  onApply: () => void;
+  onClear: () => void;
+  children: ComponentChildren;
+}) {
   const field = (name: keyof Filters) => ({
     id: `filter-${name}`,
     name,
@@ -239,7 +269,10 @@ export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) 
   const paging = useCursor([filters]);
   const list = statementApi(of);
   const query: Query = { ...list.query, ...filters, limit: '25', cursor: paging.cursor };
-  const page = useLoad(() => api.get<Page<StatementRow>>(list.path, query), [of?.tenantId, of?.mode, filters, paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<StatementRow>>(list.path, query),
+    [of?.tenantId, of?.mode, filters, paging.cursor],
+  );
   return (
     <section>
       <ScreenTitle>Payments</ScreenTitle>
@@ -267,7 +300,9 @@ export function PaymentsScreen({ api, of }: { api: Api; of?: TenantStatement }) 
           apply(next);
         }}
       />
-      {of ? null : <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>}
+      {of ? null : (
+        <p class="muted">The CSV export has every payment matching the applied filters, amounts in minor units.</p>
+      )}
       <ErrorNote error={exported.error} />
       <Loading loaded={page} />
       {page.data ? (

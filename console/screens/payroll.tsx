@@ -5,7 +5,15 @@
 import { useState } from 'preact/hooks';
 import { ApiFailure, apiPath, saveFile, type Api } from '../api.ts';
 import { formatMinor } from '../format.ts';
-import { batchesOf, batchKey, PAYROLL_TEMPLATE, problemsOfFields, readPayroll, type PayrollRow, type PayrollSheet } from '../payroll.ts';
+import {
+  batchesOf,
+  batchKey,
+  PAYROLL_TEMPLATE,
+  problemsOfFields,
+  readPayroll,
+  type PayrollRow,
+  type PayrollSheet,
+} from '../payroll.ts';
 import { ConfirmButton, ErrorNote, Link, ScreenTitle } from '../ui.tsx';
 import { BatchProgress, type PayoutBatch } from './batches.tsx';
 
@@ -37,7 +45,11 @@ async function readUpload(file: File): Promise<Upload> {
     serverOther: [],
     sent: [],
   });
-  if (file.size > FILE_BYTES_MAX) return fresh({ rows: [], fileProblem: `The file has ${file.size} bytes: more than a payroll file of this console (${FILE_BYTES_MAX}).` });
+  if (file.size > FILE_BYTES_MAX)
+    return fresh({
+      rows: [],
+      fileProblem: `The file has ${file.size} bytes: more than a payroll file of this console (${FILE_BYTES_MAX}).`,
+    });
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(await file.arrayBuffer());
@@ -47,7 +59,10 @@ async function readUpload(file: File): Promise<Upload> {
   return fresh(readPayroll(text));
 }
 
-const problemsOf = (upload: Upload, row: PayrollRow) => [...row.problems, ...(upload.serverProblems.get(row.row) ?? [])];
+const problemsOf = (upload: Upload, row: PayrollRow) => [
+  ...row.problems,
+  ...(upload.serverProblems.get(row.row) ?? []),
+];
 
 function Summary({ upload }: { upload: Upload }) {
   const { rows } = upload.sheet;
@@ -80,7 +95,9 @@ function Summary({ upload }: { upload: Upload }) {
 function beneficiaryText(row: PayrollRow): string {
   const v = row.values;
   if (v.beneficiary_id !== '') return v.beneficiary_id;
-  return [v.full_name, v.national_id, v.bank_code, v.phone, v.account_number].filter((s) => s !== '').join(' · ') || '—';
+  return (
+    [v.full_name, v.national_id, v.bank_code, v.phone, v.account_number].filter((s) => s !== '').join(' · ') || '—'
+  );
 }
 
 function PreviewTable({ upload, onlyProblems }: { upload: Upload; onlyProblems: boolean }) {
@@ -109,10 +126,16 @@ function PreviewTable({ upload, onlyProblems }: { upload: Upload; onlyProblems: 
                 {row.row}
               </th>
               <td class="mono">{row.values.reference || '—'}</td>
-              <td class="num">{row.amount !== undefined ? formatMinor(row.amount.toString()) : row.values.amount || '—'}</td>
+              <td class="num">
+                {row.amount !== undefined ? formatMinor(row.amount.toString()) : row.values.amount || '—'}
+              </td>
               <td>{row.values.method || '—'}</td>
               <td>{beneficiaryText(row)}</td>
-              <td>{row.values.sender_national_id !== '' ? `${row.values.sender_first_name} ${row.values.sender_last_name} ${row.values.sender_national_id}` : 'stored sender'}</td>
+              <td>
+                {row.values.sender_national_id !== ''
+                  ? `${row.values.sender_first_name} ${row.values.sender_last_name} ${row.values.sender_national_id}`
+                  : 'stored sender'}
+              </td>
               <td>
                 {problems.length === 0 ? (
                   <span class="status status-settled">ok</span>
@@ -136,7 +159,11 @@ function PreviewTable({ upload, onlyProblems }: { upload: Upload; onlyProblems: 
  * Sends the batches not yet answered, in order, each with its key. Returns the upload as it stands
  * after: the answers kept, or the rows a 400 named. Throws what should be shown (and retried).
  */
-async function submitBatches(api: Api, start: Upload, onProgress: (upload: Upload, note: string) => void): Promise<Upload> {
+async function submitBatches(
+  api: Api,
+  start: Upload,
+  onProgress: (upload: Upload, note: string) => void,
+): Promise<Upload> {
   let upload = start;
   const rows = upload.sheet.rows;
   const chunks = batchesOf(rows, upload.batchSize);
@@ -144,7 +171,11 @@ async function submitBatches(api: Api, start: Upload, onProgress: (upload: Uploa
     if (upload.sent[n]) continue;
     onProgress(upload, `Sending batch ${n + 1} of ${chunks.length}…`);
     try {
-      const batch = await api.post<PayoutBatch>(apiPath`/v1/payout-batches`, { items: chunk.map((row) => row.item!) }, { 'idempotency-key': batchKey(upload.key, n) });
+      const batch = await api.post<PayoutBatch>(
+        apiPath`/v1/payout-batches`,
+        { items: chunk.map((row) => row.item!) },
+        { 'idempotency-key': batchKey(upload.key, n) },
+      );
       const sent = [...upload.sent];
       sent[n] = batch;
       upload = { ...upload, sent };
@@ -153,11 +184,19 @@ async function submitBatches(api: Api, start: Upload, onProgress: (upload: Uploa
       if (!(failure instanceof ApiFailure)) throw failure;
       const maxItems = Number(failure.meta.maxItems);
       // Nothing was written and nothing sent yet: split again at the service's bound, under a new key.
-      if (failure.code === 'payout_batch_too_large' && upload.sent.length === 0 && maxItems > 0 && maxItems < upload.batchSize) {
+      if (
+        failure.code === 'payout_batch_too_large' &&
+        upload.sent.length === 0 &&
+        maxItems > 0 &&
+        maxItems < upload.batchSize
+      ) {
         return submitBatches(api, { ...upload, batchSize: maxItems, key: crypto.randomUUID() }, onProgress);
       }
       if (failure.code === 'validation_failed' && Array.isArray(failure.meta.errors)) {
-        const { byRow, other } = problemsOfFields(failure.meta.errors as Array<{ field: string; message: string }>, chunk.map((row) => row.row));
+        const { byRow, other } = problemsOfFields(
+          failure.meta.errors as Array<{ field: string; message: string }>,
+          chunk.map((row) => row.row),
+        );
         upload = { ...upload, serverProblems: byRow, serverOther: other };
         onProgress(upload, '');
       }
@@ -172,19 +211,31 @@ function Template() {
     <details class="template">
       <summary>CSV template and columns</summary>
       <p>
-        UTF-8, comma-separated, a header row naming the columns (any order; reference, amount and method are required). amount is in bolivares with at
-        most two decimals and no thousands separator (1500.50). Give either beneficiary_id (a registered beneficiary) or full_name, national_id and
-        bank_code (with phone and, for transferencia, account_number). The five sender columns go together: all or none (none: the stored sender).
+        UTF-8, comma-separated, a header row naming the columns (any order; reference, amount and method are required).
+        amount is in bolivares with at most two decimals and no thousands separator (1500.50). Give either
+        beneficiary_id (a registered beneficiary) or full_name, national_id and bank_code (with phone and, for
+        transferencia, account_number). The five sender columns go together: all or none (none: the stored sender).
       </p>
       <pre class="json">{PAYROLL_TEMPLATE}</pre>
-      <button type="button" onClick={() => saveFile(new Blob([PAYROLL_TEMPLATE], { type: 'text/csv;charset=utf-8' }), 'payroll-template.csv')}>
+      <button
+        type="button"
+        onClick={() =>
+          saveFile(new Blob([PAYROLL_TEMPLATE], { type: 'text/csv;charset=utf-8' }), 'payroll-template.csv')
+        }
+      >
         Download template
       </button>
     </details>
   );
 }
 
-function FileInput({ onUpload, onError }: { onUpload: (upload: Upload | undefined) => void; onError: (error: unknown) => void }) {
+function FileInput({
+  onUpload,
+  onError,
+}: {
+  onUpload: (upload: Upload | undefined) => void;
+  onError: (error: unknown) => void;
+}) {
   const [reading, setReading] = useState(false);
   return (
     <div class="upload">
@@ -221,7 +272,17 @@ function statusLine(upload: Upload | undefined, note: string): string {
   return `${upload.fileName}: ${rows.length} rows, ${rows.length - invalid} valid, ${invalid} with problems. ${note}`.trim();
 }
 
-function SubmitBar({ upload, onSubmit, onlyProblems, setOnlyProblems }: { upload: Upload; onSubmit: () => Promise<void>; onlyProblems: boolean; setOnlyProblems: (only: boolean) => void }) {
+function SubmitBar({
+  upload,
+  onSubmit,
+  onlyProblems,
+  setOnlyProblems,
+}: {
+  upload: Upload;
+  onSubmit: () => Promise<void>;
+  onlyProblems: boolean;
+  setOnlyProblems: (only: boolean) => void;
+}) {
   const rows = upload.sheet.rows;
   const invalid = rows.filter((row) => problemsOf(upload, row).length > 0).length;
   const batches = Math.ceil(rows.length / upload.batchSize);
@@ -237,13 +298,18 @@ function SubmitBar({ upload, onSubmit, onlyProblems, setOnlyProblems }: { upload
         onConfirm={onSubmit}
       >
         <p>
-          {rows.length} payouts, {formatMinor(total.toString())} delivered in total (fees on top), in {batches} batch{batches === 1 ? '' : 'es'}. In live
-          mode this moves real money.
+          {rows.length} payouts, {formatMinor(total.toString())} delivered in total (fees on top), in {batches} batch
+          {batches === 1 ? '' : 'es'}. In live mode this moves real money.
         </p>
       </ConfirmButton>
-      {invalid > 0 ? <span class="muted">Fix the rows with problems in the file and upload it again: nothing is sent while one is left.</span> : null}
+      {invalid > 0 ? (
+        <span class="muted">
+          Fix the rows with problems in the file and upload it again: nothing is sent while one is left.
+        </span>
+      ) : null}
       <label class="inline">
-        <input type="checkbox" checked={onlyProblems} onChange={(e) => setOnlyProblems(e.currentTarget.checked)} /> Show only rows with problems
+        <input type="checkbox" checked={onlyProblems} onChange={(e) => setOnlyProblems(e.currentTarget.checked)} /> Show
+        only rows with problems
       </label>
     </div>
   );
@@ -268,7 +334,11 @@ export function PayrollScreen({ api }: { api: Api }) {
     } catch (failure) {
       setError(failure);
       const refused = failure instanceof ApiFailure && failure.code === 'validation_failed';
-      setNote(refused ? 'The service refused a batch: see the rows marked below.' : 'Not every batch was sent: submit again to send the rest (nothing is paid twice).');
+      setNote(
+        refused
+          ? 'The service refused a batch: see the rows marked below.'
+          : 'Not every batch was sent: submit again to send the rest (nothing is paid twice).',
+      );
     }
   };
 
@@ -276,8 +346,9 @@ export function PayrollScreen({ api }: { api: Api }) {
     <section>
       <ScreenTitle>Payroll</ScreenTitle>
       <p>
-        Pay many beneficiaries from one CSV file. Every row is checked here before anything is sent; then the rows go as payout batches, followed until
-        every payment is final. Earlier batches are under <Link to="/batches">Payout batches</Link>.
+        Pay many beneficiaries from one CSV file. Every row is checked here before anything is sent; then the rows go as
+        payout batches, followed until every payment is final. Earlier batches are under{' '}
+        <Link to="/batches">Payout batches</Link>.
       </p>
       <Template />
       <FileInput

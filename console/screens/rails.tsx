@@ -19,7 +19,13 @@ interface Rail {
   configured: boolean;
   breaker: { state: 'closed' | 'open' | 'half_open'; failures: number; lastProbe: Health | null };
   health: Health;
-  counts: { sends: number; failures: Record<string, number>; failovers: number; meanLatencyMs: number | null; lastSendAt: string | null };
+  counts: {
+    sends: number;
+    failures: Record<string, number>;
+    failovers: number;
+    meanLatencyMs: number | null;
+    lastSendAt: string | null;
+  };
 }
 
 interface RailRoute {
@@ -72,21 +78,35 @@ function RailsTable({ rails }: { rails: Rail[] }) {
           return (
             <tr key={rail.name}>
               <th scope="row">
-                <span class="mono">{rail.name}</span> <span class="muted">({rail.kind}{rail.configured ? '' : ', defaults'})</span>
+                <span class="mono">{rail.name}</span>{' '}
+                <span class="muted">
+                  ({rail.kind}
+                  {rail.configured ? '' : ', defaults'})
+                </span>
               </th>
               <td>
-                {rail.enabled ? null : <span class="status status-failed">disabled</span>} modes: {list(rail.modes)}; instruments: {list(rail.instruments)}
+                {rail.enabled ? null : <span class="status status-failed">disabled</span>} modes: {list(rail.modes)};
+                instruments: {list(rail.instruments)}
               </td>
               <td>
-                <span class={`status ${breakerClass}`}>{breaker}</span> <span class="muted">{rail.breaker.failures} failures in a row</span>
+                <span class={`status ${breakerClass}`}>{breaker}</span>{' '}
+                <span class="muted">{rail.breaker.failures} failures in a row</span>
               </td>
-              <td>{rail.health.ok ? <span class="status status-settled">answers</span> : <span class="status status-failed">{rail.health.message ?? 'does not answer'}</span>}</td>
+              <td>
+                {rail.health.ok ? (
+                  <span class="status status-settled">answers</span>
+                ) : (
+                  <span class="status status-failed">{rail.health.message ?? 'does not answer'}</span>
+                )}
+              </td>
               <td>{rail.counts.sends}</td>
               <td>
                 <Failures failures={rail.counts.failures} />
               </td>
               <td>{rail.counts.failovers}</td>
-              <td>{rail.counts.meanLatencyMs === null ? <span class="muted">—</span> : `${rail.counts.meanLatencyMs} ms`}</td>
+              <td>
+                {rail.counts.meanLatencyMs === null ? <span class="muted">—</span> : `${rail.counts.meanLatencyMs} ms`}
+              </td>
               <td>
                 <Time iso={rail.counts.lastSendAt} />
               </td>
@@ -99,7 +119,13 @@ function RailsTable({ rails }: { rails: Rail[] }) {
 }
 
 function RoutesTable({ routes }: { routes: RailRoute[] }) {
-  if (routes.length === 0) return <p class="muted">No routing rule: every payout tries the eligible rails in the default order (connectors by name, the sandbox last).</p>;
+  if (routes.length === 0)
+    return (
+      <p class="muted">
+        No routing rule: every payout tries the eligible rails in the default order (connectors by name, the sandbox
+        last).
+      </p>
+    );
   const any = <span class="muted">any</span>;
   return (
     <table aria-label="Routing rules">
@@ -130,7 +156,8 @@ function RoutesTable({ routes }: { routes: RailRoute[] }) {
                 any
               ) : (
                 <>
-                  {route.minAmount === null ? 'any' : <Amount minor={route.minAmount} />} to {route.maxAmount === null ? 'any' : <Amount minor={route.maxAmount} />}
+                  {route.minAmount === null ? 'any' : <Amount minor={route.minAmount} />} to{' '}
+                  {route.maxAmount === null ? 'any' : <Amount minor={route.maxAmount} />}
                 </>
               )}
             </td>
@@ -147,8 +174,9 @@ export function RailsScreen({ api }: { api: Api }) {
     <section>
       <ScreenTitle>Rail health</ScreenTitle>
       <p class="muted">
-        The rails payouts are sent through. Breakers and counts are those of the process that answered, since it started; health is asked now. A payout
-        moves to another rail only when its rail provably did not receive it (docs/rails.md). Settings change with the admin API or bolivar rails.
+        The rails payouts are sent through. Breakers and counts are those of the process that answered, since it
+        started; health is asked now. A payout moves to another rail only when its rail provably did not receive it
+        (docs/rails.md). Settings change with the admin API or bolivar rails.
       </p>
       <button type="button" onClick={rails.reload}>
         Refresh

@@ -32,7 +32,7 @@ const KIND_TITLES: Record<string, string> = {
   amount_mismatch: 'The rail reports another amount',
   bank_reference_mismatch: 'The rail reports another bank reference',
   reconciliation_discrepancy: 'Reconciliation found figures that disagree',
-  statement_unknown_reference: "A rail statement line names no payment of that rail",
+  statement_unknown_reference: 'A rail statement line names no payment of that rail',
   statement_missing_at_rail: "A payment settled that day is missing from the rail's statement",
   statement_amount_mismatch: "The rail's statement gives another amount",
   statement_status_mismatch: "The rail's statement gives another status",
@@ -69,7 +69,12 @@ function Evidence({ anomaly }: { anomaly: Anomaly }) {
               <td class="mono">{ours}</td>
               <td class="mono">
                 {theirs}
-                {differs ? <> <span class="status status-failed">differs</span></> : null}
+                {differs ? (
+                  <>
+                    {' '}
+                    <span class="status status-failed">differs</span>
+                  </>
+                ) : null}
               </td>
             </tr>
           );
@@ -79,7 +84,15 @@ function Evidence({ anomaly }: { anomaly: Anomaly }) {
   );
 }
 
-function ResolveForm({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly; onResolved: (resolved: Anomaly) => void }) {
+function ResolveForm({
+  api,
+  anomaly,
+  onResolved,
+}: {
+  api: Api;
+  anomaly: Anomaly;
+  onResolved: (resolved: Anomaly) => void;
+}) {
   const [note, setNote] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -92,7 +105,9 @@ function ResolveForm({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly;
         setBusy(true);
         setError(undefined);
         try {
-          onResolved(await api.post<Anomaly>(apiPath`/v1/admin/anomalies/${anomaly.id}/resolve`, { note: note.trim() }));
+          onResolved(
+            await api.post<Anomaly>(apiPath`/v1/admin/anomalies/${anomaly.id}/resolve`, { note: note.trim() }),
+          );
         } catch (failure) {
           setError(failure);
         } finally {
@@ -101,7 +116,14 @@ function ResolveForm({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly;
       }}
     >
       <label for={id}>Resolution note</label>
-      <textarea id={id} rows={2} maxLength={NOTE_LENGTH_MAX} required value={note} onInput={(e) => setNote(e.currentTarget.value)} />
+      <textarea
+        id={id}
+        rows={2}
+        maxLength={NOTE_LENGTH_MAX}
+        required
+        value={note}
+        onInput={(e) => setNote(e.currentTarget.value)}
+      />
       <button type="submit" class="primary" disabled={busy || note.trim() === ''}>
         {busy ? 'Resolving…' : 'Resolve'}
       </button>
@@ -110,7 +132,15 @@ function ResolveForm({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly;
   );
 }
 
-function AnomalyCard({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly; onResolved: (resolved: Anomaly) => void }) {
+function AnomalyCard({
+  api,
+  anomaly,
+  onResolved,
+}: {
+  api: Api;
+  anomaly: Anomaly;
+  onResolved: (resolved: Anomaly) => void;
+}) {
   const headingId = `anomaly-${anomaly.id}`;
   return (
     <article class="card anomaly" aria-labelledby={headingId}>
@@ -121,7 +151,13 @@ function AnomalyCard({ api, anomaly, onResolved }: { api: Api; anomaly: Anomaly;
           {anomaly.id} <span class="muted">({anomaly.kind})</span>
         </dd>
         <dt>Tenant</dt>
-        <dd>{anomaly.tenantId ? <Link to={`/tenants/${anomaly.tenantId}`}>{anomaly.tenantId}</Link> : <span class="muted">none known</span>}</dd>
+        <dd>
+          {anomaly.tenantId ? (
+            <Link to={`/tenants/${anomaly.tenantId}`}>{anomaly.tenantId}</Link>
+          ) : (
+            <span class="muted">none known</span>
+          )}
+        </dd>
         <dt>Mode</dt>
         <dd>{anomaly.mode ?? '—'}</dd>
         <dt>Payment</dt>
@@ -152,15 +188,23 @@ export function NeedsReviewScreen({ api }: { api: Api }) {
   const [resolved, setResolved] = useState<Anomaly | undefined>(undefined);
   const paging = useCursor([kind, mode]);
   const page = useLoad(
-    () => api.get<Page<Anomaly>>(apiPath`/v1/admin/anomalies`, { status: 'open', kind, mode, limit: '10', cursor: paging.cursor }),
+    () =>
+      api.get<Page<Anomaly>>(apiPath`/v1/admin/anomalies`, {
+        status: 'open',
+        kind,
+        mode,
+        limit: '10',
+        cursor: paging.cursor,
+      }),
     [kind, mode, paging.cursor],
   );
   return (
     <section>
       <ScreenTitle>Needs review</ScreenTitle>
       <p class="muted">
-        What the rail said that contradicts our records, and what reconciliation found. Nothing was changed: each waits for a person to look (see
-        docs/operations.md for what each kind means), and is resolved with a note saying what was found and done.
+        What the rail said that contradicts our records, and what reconciliation found. Nothing was changed: each waits
+        for a person to look (see docs/operations.md for what each kind means), and is resolved with a note saying what
+        was found and done.
       </p>
       <div class="filters">
         <div>

@@ -45,7 +45,10 @@ const header = (headers: Record<string, string | string[]>, name: string) => [he
 
 function SinkDeliveries({ api }: { api: Api }) {
   const paging = useCursor([]);
-  const page = useLoad(() => api.get<Page<SinkDelivery>>(apiPath`/v1/sandbox/webhooks`, { limit: '25', cursor: paging.cursor }), [paging.cursor]);
+  const page = useLoad(
+    () => api.get<Page<SinkDelivery>>(apiPath`/v1/sandbox/webhooks`, { limit: '25', cursor: paging.cursor }),
+    [paging.cursor],
+  );
   return (
     <>
       <div class="toolbar">
@@ -81,7 +84,13 @@ function SinkDeliveries({ api }: { api: Api }) {
                     </td>
                     <td>{header(d.headers, 'x-event-type')}</td>
                     <td>{header(d.headers, 'x-delivery-attempt')}</td>
-                    <td>{d.signature_verified ? <span class="status status-settled">verified</span> : <span class="status status-failed">not verified</span>}</td>
+                    <td>
+                      {d.signature_verified ? (
+                        <span class="status status-settled">verified</span>
+                      ) : (
+                        <span class="status status-failed">not verified</span>
+                      )}
+                    </td>
                     <td>
                       <details>
                         <summary>Raw body</summary>
@@ -207,27 +216,54 @@ function useTestPayout(api: Api) {
 
 /** The banks that take the draft's method; until they load, the draft's bank alone. */
 function BankSelect({ api, draft, onInput }: { api: Api; draft: Draft; onInput: (event: Event) => void }) {
-  const banks = useLoad(() => api.get<{ data: Bank[] }>(apiPath`/v1/payouts/banks`, { method: draft.method }), [draft.method]);
+  const banks = useLoad(
+    () => api.get<{ data: Bank[] }>(apiPath`/v1/payouts/banks`, { method: draft.method }),
+    [draft.method],
+  );
   return (
     <div>
       <label for="sandbox-bankCode">Bank</label>
       <select id="sandbox-bankCode" name="bankCode" value={draft.bankCode} onInput={onInput}>
-        {(banks.data?.data ?? [{ code: draft.bankCode, name: draft.bankCode, shortName: draft.bankCode }]).map((bank) => (
-          <option key={bank.code} value={bank.code}>
-            {bank.code} {bank.shortName}
-          </option>
-        ))}
+        {(banks.data?.data ?? [{ code: draft.bankCode, name: draft.bankCode, shortName: draft.bankCode }]).map(
+          (bank) => (
+            <option key={bank.code} value={bank.code}>
+              {bank.code} {bank.shortName}
+            </option>
+          ),
+        )}
       </select>
     </div>
   );
 }
 
-function TestPayoutForm({ api, draft, onDraft, busy, onSubmit }: { api: Api; draft: Draft; onDraft: (draft: Draft) => void; busy: boolean; onSubmit: () => void }) {
-  const set = (name: keyof Draft) => (event: Event) => onDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value });
+function TestPayoutForm({
+  api,
+  draft,
+  onDraft,
+  busy,
+  onSubmit,
+}: {
+  api: Api;
+  draft: Draft;
+  onDraft: (draft: Draft) => void;
+  busy: boolean;
+  onSubmit: () => void;
+}) {
+  const set = (name: keyof Draft) => (event: Event) =>
+    onDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value });
   const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
     <div>
       <label for={`sandbox-${name}`}>{label}</label>
-      <input id={`sandbox-${name}`} name={name} type="text" autoComplete="off" spellcheck={false} value={draft[name]} onInput={set(name)} {...extra} />
+      <input
+        id={`sandbox-${name}`}
+        name={name}
+        type="text"
+        autoComplete="off"
+        spellcheck={false}
+        value={draft[name]}
+        onInput={set(name)}
+        {...extra}
+      />
     </div>
   );
   return (
@@ -285,7 +321,15 @@ function TestPayoutForm({ api, draft, onDraft, busy, onSubmit }: { api: Api; dra
 }
 
 /** The payment the test payout made, as it moves, and what to expect of its test national id. */
-function TestPayoutOutcome({ payment, watching, nationalId }: { payment: Payment; watching: boolean; nationalId: string }) {
+function TestPayoutOutcome({
+  payment,
+  watching,
+  nationalId,
+}: {
+  payment: Payment;
+  watching: boolean;
+  nationalId: string;
+}) {
   return (
     <div class="card" aria-live="polite">
       <p>
@@ -294,11 +338,18 @@ function TestPayoutOutcome({ payment, watching, nationalId }: { payment: Payment
           {payment.id}
         </Link>
         : <span class={`status status-${payment.status}`}>{payment.status}</span>
-        {payment.status_reason ? <span class="muted"> {payment.status_reason}</span> : null} · <Amount minor={payment.payout_amount} />
+        {payment.status_reason ? <span class="muted"> {payment.status_reason}</span> : null} ·{' '}
+        <Amount minor={payment.payout_amount} />
       </p>
       <p class="muted" role="status">
-        {watching ? 'Waiting for the outcome…' : UNRESOLVED.has(payment.status) ? 'Still unresolved: open its timeline later.' : 'Resolved.'}
-        {payment.status === 'settled' && nationalId === 'V99990007' ? ' The bank returns it later (SANDBOX_REVERSE_DELAY_MS): see its timeline.' : ''}
+        {watching
+          ? 'Waiting for the outcome…'
+          : UNRESOLVED.has(payment.status)
+            ? 'Still unresolved: open its timeline later.'
+            : 'Resolved.'}
+        {payment.status === 'settled' && nationalId === 'V99990007'
+          ? ' The bank returns it later (SANDBOX_REVERSE_DELAY_MS): see its timeline.'
+          : ''}
       </p>
     </div>
   );
@@ -309,22 +360,34 @@ function TestPayout({ api }: { api: Api }) {
   const payout = useTestPayout(api);
   return (
     <>
-      <TestPayoutForm api={api} draft={draft} onDraft={setDraft} busy={payout.busy} onSubmit={() => payout.send(draft)} />
+      <TestPayoutForm
+        api={api}
+        draft={draft}
+        onDraft={setDraft}
+        busy={payout.busy}
+        onSubmit={() => payout.send(draft)}
+      />
       <ErrorNote error={payout.error} />
-      {payout.payment ? <TestPayoutOutcome payment={payout.payment} watching={payout.watching} nationalId={draft.nationalId} /> : null}
+      {payout.payment ? (
+        <TestPayoutOutcome payment={payout.payment} watching={payout.watching} nationalId={draft.nationalId} />
+      ) : null}
     </>
   );
 }
 
 export function SandboxScreen({ api, me }: { api: Api; me: TenantMe }) {
-  const canPay = ['quotes:write', 'beneficiaries:write', 'payments:write', 'payments:read'].filter((scope) => !hasScope(me, scope));
+  const canPay = ['quotes:write', 'beneficiaries:write', 'payments:write', 'payments:read'].filter(
+    (scope) => !hasScope(me, scope),
+  );
   return (
     <section>
       <ScreenTitle>Sandbox</ScreenTitle>
       <h2>Test payout</h2>
       {canPay.length === 0 ? <TestPayout api={api} /> : <NeedsScope scope={canPay.join(', ')} />}
       <h2>Webhook sink</h2>
-      <p class="muted">Deliveries the sandbox sink stored for this program; it keeps only those whose signature verified.</p>
+      <p class="muted">
+        Deliveries the sandbox sink stored for this program; it keeps only those whose signature verified.
+      </p>
       {hasScope(me, 'events:read') ? <SinkDeliveries api={api} /> : <NeedsScope scope="events:read" />}
     </section>
   );

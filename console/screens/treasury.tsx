@@ -20,11 +20,21 @@ interface Position {
 interface Usage {
   asset: string;
   usage: { day_amount: string; day_count: string; month_amount: string };
-  limit: { scope: string; method: string; per_tx_max: string; daily_max: string; monthly_max: string | null; daily_count_max: string | null } | null;
+  limit: {
+    scope: string;
+    method: string;
+    per_tx_max: string;
+    daily_max: string;
+    monthly_max: string | null;
+    daily_count_max: string | null;
+  } | null;
 }
 
 function Positions({ api }: { api: Api }) {
-  const positions = useLoad(() => Promise.all(ASSETS.map((asset) => api.get<Position>(apiPath`/v1/treasury/position`, { asset }))), []);
+  const positions = useLoad(
+    () => Promise.all(ASSETS.map((asset) => api.get<Position>(apiPath`/v1/treasury/position`, { asset }))),
+    [],
+  );
   if (!positions.data) return <Loading loaded={positions} />;
   return (
     <table aria-label="Position per asset">
@@ -55,9 +65,35 @@ function Positions({ api }: { api: Api }) {
             <td class="num">
               <Amount minor={p.prefundingBalance} asset={p.asset} />
             </td>
-            <td class="num">{p.creditEnabled ? <Amount minor={p.creditDrawn} asset={p.asset} /> : <span class="muted">prefunded</span>}</td>
-            <td class="num">{p.creditEnabled ? (p.creditLimit === null ? 'no ceiling' : <Amount minor={p.creditLimit} asset={p.asset} />) : '—'}</td>
-            <td class="num">{p.creditEnabled ? (p.creditAvailable === null ? 'no ceiling' : <Amount minor={p.creditAvailable} asset={p.asset} />) : '—'}</td>
+            <td class="num">
+              {p.creditEnabled ? (
+                <Amount minor={p.creditDrawn} asset={p.asset} />
+              ) : (
+                <span class="muted">prefunded</span>
+              )}
+            </td>
+            <td class="num">
+              {p.creditEnabled ? (
+                p.creditLimit === null ? (
+                  'no ceiling'
+                ) : (
+                  <Amount minor={p.creditLimit} asset={p.asset} />
+                )
+              ) : (
+                '—'
+              )}
+            </td>
+            <td class="num">
+              {p.creditEnabled ? (
+                p.creditAvailable === null ? (
+                  'no ceiling'
+                ) : (
+                  <Amount minor={p.creditAvailable} asset={p.asset} />
+                )
+              ) : (
+                '—'
+              )}
+            </td>
             <td class="num">
               <Amount minor={p.platformRevenueFromTenant} asset={p.asset} />
             </td>
@@ -84,7 +120,14 @@ function LimitUsage({ api }: { api: Api }) {
       >
         <div>
           <label for="usage-customer">Customer id (empty: the whole program)</label>
-          <input id="usage-customer" type="text" spellcheck={false} autoComplete="off" value={draft} onInput={(e) => setDraft(e.currentTarget.value)} />
+          <input
+            id="usage-customer"
+            type="text"
+            spellcheck={false}
+            autoComplete="off"
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+          />
         </div>
         <div class="actions">
           <button type="submit">Show usage</button>
@@ -108,14 +151,16 @@ function LimitUsage({ api }: { api: Api }) {
               'none: only the instrument caps and the rail floor'
             ) : (
               <>
-                {usage.data.limit.scope} rule, method {usage.data.limit.method}: per payout <Amount minor={usage.data.limit.per_tx_max} />, per day{' '}
-                <Amount minor={usage.data.limit.daily_max} />
+                {usage.data.limit.scope} rule, method {usage.data.limit.method}: per payout{' '}
+                <Amount minor={usage.data.limit.per_tx_max} />, per day <Amount minor={usage.data.limit.daily_max} />
                 {usage.data.limit.monthly_max ? (
                   <>
                     , per month <Amount minor={usage.data.limit.monthly_max} />
                   </>
                 ) : null}
-                {usage.data.limit.daily_count_max ? <>, at most {usage.data.limit.daily_count_max} payouts a day</> : null}
+                {usage.data.limit.daily_count_max ? (
+                  <>, at most {usage.data.limit.daily_count_max} payouts a day</>
+                ) : null}
               </>
             )}
           </dd>

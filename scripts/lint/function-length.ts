@@ -36,7 +36,13 @@ function nameOf(node: ts.Node, source: ts.SourceFile): string {
 /** The line comments just above a function's statement (or the declaration holding it). */
 function leadingComments(node: ts.Node, source: ts.SourceFile): string {
   let anchor: ts.Node = node;
-  while (anchor.parent && !ts.isSourceFile(anchor.parent) && !ts.isBlock(anchor.parent) && !ts.isClassDeclaration(anchor.parent) && !ts.isObjectLiteralExpression(anchor.parent)) {
+  while (
+    anchor.parent &&
+    !ts.isSourceFile(anchor.parent) &&
+    !ts.isBlock(anchor.parent) &&
+    !ts.isClassDeclaration(anchor.parent) &&
+    !ts.isObjectLiteralExpression(anchor.parent)
+  ) {
     anchor = anchor.parent;
   }
   const ranges = ts.getLeadingCommentRanges(source.text, anchor.getFullStart()) ?? [];
@@ -57,7 +63,12 @@ export function longFunctions(root: string, max = MAX_FUNCTION_LINES): LongFunct
         if (lines > max && !insideLong) {
           long = true;
           if (!JUSTIFICATION.test(leadingComments(node, source))) {
-            found.push({ file: path.relative(process.cwd(), file), name: nameOf(node, source), line: start + 1, lines });
+            found.push({
+              file: path.relative(process.cwd(), file),
+              name: nameOf(node, source),
+              line: start + 1,
+              lines,
+            });
           }
         }
       }
@@ -72,7 +83,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const found = ['src', 'sdk/src', 'console'].flatMap((root) => longFunctions(root));
   for (const f of found) process.stdout.write(`${f.file}:${f.line}  ${f.name}: ${f.lines} lines\n`);
   if (found.length > 0) {
-    process.stderr.write(`${found.length} function(s) over ${MAX_FUNCTION_LINES} lines without a "// long function:" reason\n`);
+    process.stderr.write(
+      `${found.length} function(s) over ${MAX_FUNCTION_LINES} lines without a "// long function:" reason\n`,
+    );
     process.exit(1);
   }
   process.stdout.write(`no function over ${MAX_FUNCTION_LINES} lines\n`);

@@ -47,7 +47,8 @@ function sourceFiles(dir: string): string[] {
 /** The text of a string or template literal (a template's placeholders as `$`), else undefined. */
 function literalText(node: ts.Node): string | undefined {
   if (ts.isStringLiteral(node) || ts.isNoSubstitutionTemplateLiteral(node)) return node.text;
-  if (ts.isTemplateExpression(node)) return node.head.text + node.templateSpans.map((span) => `$${span.literal.text}`).join('');
+  if (ts.isTemplateExpression(node))
+    return node.head.text + node.templateSpans.map((span) => `$${span.literal.text}`).join('');
   return undefined;
 }
 
@@ -81,7 +82,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const found = sqlOutsideDb(process.argv[2] ?? 'src');
   for (const f of found) process.stdout.write(`${f.file}:${f.line}  ${f.text}\n`);
   if (found.length > 0) {
-    process.stderr.write(`${found.length} SQL statement(s) outside src/db/: move them into a repository function under src/db/\n`);
+    process.stderr.write(
+      `${found.length} SQL statement(s) outside src/db/: move them into a repository function under src/db/\n`,
+    );
     process.exit(1);
   }
   process.stdout.write(`no SQL outside src/db/\n`);

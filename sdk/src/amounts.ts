@@ -10,7 +10,9 @@ const DIGITS = /^[0-9]+$/;
 const MAX = BigInt(Number.MAX_SAFE_INTEGER);
 
 function refuse(field: string, value: unknown, why: string): never {
-  throw new RangeError(`${field}: ${why} (got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}); amounts are whole minor units, e.g. 5000000 for 50,000.00 Bs`);
+  throw new RangeError(
+    `${field}: ${why} (got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}); amounts are whole minor units, e.g. 5000000 for 50,000.00 Bs`,
+  );
 }
 
 /** The API's form of an amount (a safe non-negative integer), or a RangeError naming the field. */
@@ -20,7 +22,8 @@ export function toApiAmount(value: AmountInput, field = 'amount'): number {
     big = value;
   } else if (typeof value === 'number') {
     if (!Number.isFinite(value) || !Number.isInteger(value)) refuse(field, value, 'not an integer');
-    if (!Number.isSafeInteger(value)) refuse(field, value, 'beyond 2^53 - 1, where a number is no longer exact: pass a bigint or a string');
+    if (!Number.isSafeInteger(value))
+      refuse(field, value, 'beyond 2^53 - 1, where a number is no longer exact: pass a bigint or a string');
     big = BigInt(value);
   } else if (typeof value === 'string') {
     if (!DIGITS.test(value)) refuse(field, value, 'not a string of digits');
@@ -34,7 +37,16 @@ export function toApiAmount(value: AmountInput, field = 'amount'): number {
 }
 
 /** Amount fields of request bodies, by name; `creditLimits` holds one amount per asset. */
-const AMOUNT_FIELDS = new Set(['amount', 'creditLimit', 'feeFixed', 'per_tx_max', 'daily_max', 'monthly_max', 'minAmount', 'maxAmount']);
+const AMOUNT_FIELDS = new Set([
+  'amount',
+  'creditLimit',
+  'feeFixed',
+  'per_tx_max',
+  'daily_max',
+  'monthly_max',
+  'minAmount',
+  'maxAmount',
+]);
 const AMOUNT_MAPS = new Set(['creditLimits']);
 
 /**
@@ -48,10 +60,14 @@ export function withApiAmounts(body: unknown, path = ''): unknown {
   for (const [key, value] of Object.entries(body)) {
     const field = path ? `${path}.${key}` : key;
     if (key === 'metadata') out[key] = value;
-    else if (AMOUNT_FIELDS.has(key) && value !== null && value !== undefined) out[key] = toApiAmount(value as AmountInput, field);
+    else if (AMOUNT_FIELDS.has(key) && value !== null && value !== undefined)
+      out[key] = toApiAmount(value as AmountInput, field);
     else if (AMOUNT_MAPS.has(key) && typeof value === 'object' && value !== null) {
       out[key] = Object.fromEntries(
-        Object.entries(value).map(([asset, amount]) => [asset, amount === null || amount === undefined ? amount : toApiAmount(amount as AmountInput, `${field}.${asset}`)]),
+        Object.entries(value).map(([asset, amount]) => [
+          asset,
+          amount === null || amount === undefined ? amount : toApiAmount(amount as AmountInput, `${field}.${asset}`),
+        ]),
       );
     } else out[key] = withApiAmounts(value, field);
   }
@@ -65,9 +81,18 @@ export function withApiAmounts(body: unknown, path = ''): unknown {
 export type WithAmountInputs<T> = T extends readonly (infer U)[]
   ? WithAmountInputs<U>[]
   : T extends object
-    ? { [K in keyof T]: K extends 'metadata' ? T[K] : K extends AmountField ? Widen<T[K]> : K extends 'creditLimits' ? WidenMap<T[K]> : WithAmountInputs<T[K]> }
+    ? {
+        [K in keyof T]: K extends 'metadata'
+          ? T[K]
+          : K extends AmountField
+            ? Widen<T[K]>
+            : K extends 'creditLimits'
+              ? WidenMap<T[K]>
+              : WithAmountInputs<T[K]>;
+      }
     : T;
 
-type AmountField = 'amount' | 'creditLimit' | 'feeFixed' | 'per_tx_max' | 'daily_max' | 'monthly_max' | 'minAmount' | 'maxAmount';
+type AmountField =
+  'amount' | 'creditLimit' | 'feeFixed' | 'per_tx_max' | 'daily_max' | 'monthly_max' | 'minAmount' | 'maxAmount';
 type Widen<V> = V extends number ? AmountInput : V;
 type WidenMap<V> = V extends object ? { [K in keyof V]: Widen<V[K]> } : V;

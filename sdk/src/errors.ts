@@ -62,11 +62,21 @@ export class BolivarConnectionError extends Error {
 function isEnvelope(body: unknown): body is ErrorEnvelope {
   if (typeof body !== 'object' || body === null) return false;
   const error = (body as { error?: unknown }).error;
-  return typeof error === 'object' && error !== null && typeof (error as { code?: unknown }).code === 'string' && typeof (error as { message?: unknown }).message === 'string';
+  return (
+    typeof error === 'object' &&
+    error !== null &&
+    typeof (error as { code?: unknown }).code === 'string' &&
+    typeof (error as { message?: unknown }).message === 'string'
+  );
 }
 
 /** The error an answer with status >= 400 stands for; `text` is its body as received. */
-export function errorFromResponse(status: number, headers: Headers, text: string, retryAfterSeconds: number | undefined): BolivarError {
+export function errorFromResponse(
+  status: number,
+  headers: Headers,
+  text: string,
+  retryAfterSeconds: number | undefined,
+): BolivarError {
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -120,12 +120,13 @@ function redirectRefused(request: Request, response: Response): BolivarError {
     type: 'api_error',
     message:
       `${request.method} ${request.path}: the server answered with a redirect (HTTP ${response.status}${target}), which is not followed ` +
-      'so that the API key is sent to baseUrl only; set baseUrl to the service\'s own URL',
+      "so that the API key is sent to baseUrl only; set baseUrl to the service's own URL",
     requestId: response.headers.get('x-request-id'),
   });
 }
 
-const isRedirect = (response: Response) => response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400);
+const isRedirect = (response: Response) =>
+  response.type === 'opaqueredirect' || (response.status >= 300 && response.status < 400);
 
 function retryableAnswer(status: number, error: BolivarError): boolean {
   return status === 429 || status === 503 || (status === 409 && error.code === 'idempotency_request_in_progress');
@@ -139,8 +140,10 @@ export class Transport {
   private readonly timeoutMs: number;
 
   constructor(options: TransportOptions) {
-    if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) throw new TypeError('apiKey is required (bsk_test_…, bsk_live_… or a platform key)');
-    if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl)) throw new TypeError('baseUrl is required: the service URL, such as http://localhost:3000');
+    if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+      throw new TypeError('apiKey is required (bsk_test_…, bsk_live_… or a platform key)');
+    if (typeof options.baseUrl !== 'string' || !/^https?:\/\//.test(options.baseUrl))
+      throw new TypeError('baseUrl is required: the service URL, such as http://localhost:3000');
     const maxRetries = options.maxRetries ?? DEFAULT_MAX_RETRIES;
     if (!Number.isInteger(maxRetries) || maxRetries < 0) throw new RangeError('maxRetries must be an integer >= 0');
     this.apiKey = options.apiKey;
@@ -152,19 +155,32 @@ export class Transport {
 
   url(path: string, query: Query | undefined): string {
     const search = new URLSearchParams();
-    for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined && value !== null) search.set(name, String(value));
+    for (const [name, value] of Object.entries(query ?? {}))
+      if (value !== undefined && value !== null) search.set(name, String(value));
     const text = search.toString();
     return `${this.baseUrl}${path}${text ? `?${text}` : ''}`;
   }
 
   async request<T>(request: Request): Promise<Answer<T>> {
-    const headers: Record<string, string> = { 'x-api-key': this.apiKey, accept: request.accept === 'text' ? 'text/csv' : 'application/json' };
+    const headers: Record<string, string> = {
+      'x-api-key': this.apiKey,
+      accept: request.accept === 'text' ? 'text/csv' : 'application/json',
+    };
     if (request.content !== undefined) headers['content-type'] = request.content.type;
     else if (request.body !== undefined) headers['content-type'] = 'application/json';
     if (request.idempotent) headers['idempotency-key'] = request.options?.idempotencyKey ?? randomUUID();
     // Safe to send again when no answer came: reads, and writes that carry an Idempotency-Key.
-    const resendable = request.method === 'GET' || request.method === 'PUT' || request.method === 'DELETE' || request.idempotent === true;
-    const body = request.content !== undefined ? request.content.data : request.body === undefined ? undefined : JSON.stringify(request.body);
+    const resendable =
+      request.method === 'GET' ||
+      request.method === 'PUT' ||
+      request.method === 'DELETE' ||
+      request.idempotent === true;
+    const body =
+      request.content !== undefined
+        ? request.content.data
+        : request.body === undefined
+          ? undefined
+          : JSON.stringify(request.body);
     // A stream is read once, so it is never sent again; fetch sends it as it reads it only when told (duplex).
     const streamed = body instanceof ReadableStream;
     const maxRetries = streamed ? 0 : this.maxRetries;
@@ -176,14 +192,24 @@ export class Transport {
       let text: string;
       try {
         const timeout = AbortSignal.timeout(this.timeoutMs);
-        const init: RequestInit & { duplex?: 'half' } = { method: request.method, headers, body, redirect: 'manual', signal: signal ? eitherSignal(signal, timeout) : timeout };
+        const init: RequestInit & { duplex?: 'half' } = {
+          method: request.method,
+          headers,
+          body,
+          redirect: 'manual',
+          signal: signal ? eitherSignal(signal, timeout) : timeout,
+        };
         if (streamed) init.duplex = 'half';
         response = await this.fetch(url, init);
         text = await response.text();
       } catch (cause) {
         if (signal?.aborted) throw cause;
         if (!resendable || attempt >= maxRetries) {
-          throw new BolivarConnectionError(`${request.method} ${request.path}: no answer (${(cause as Error)?.message ?? cause})`, attempt + 1, cause);
+          throw new BolivarConnectionError(
+            `${request.method} ${request.path}: no answer (${(cause as Error)?.message ?? cause})`,
+            attempt + 1,
+            cause,
+          );
         }
         await sleep(backoffMs(attempt), signal);
         continue;
@@ -194,7 +220,12 @@ export class Transport {
         return { data, status: response.status, headers: response.headers };
       }
       const waitMs = retryAfterMs(response.headers.get('retry-after'));
-      const error = errorFromResponse(response.status, response.headers, text, waitMs === undefined ? undefined : waitMs / 1000);
+      const error = errorFromResponse(
+        response.status,
+        response.headers,
+        text,
+        waitMs === undefined ? undefined : waitMs / 1000,
+      );
       if (!retryableAnswer(response.status, error) || attempt >= maxRetries) throw error;
       if (waitMs !== undefined && waitMs > MAX_RETRY_AFTER_MS) throw error;
       await sleep(Math.max(waitMs ?? 0, backoffMs(attempt)), signal);

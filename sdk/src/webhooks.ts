@@ -18,8 +18,7 @@ export const SIGNATURE_SCHEME = 'sha256';
 
 /** Header values as Node's `IncomingMessage.headers` gives them, or a fetch `Headers` object. */
 export type WebhookHeaders =
-  | Record<string, string | string[] | number | undefined>
-  | { get(name: string): string | null };
+  Record<string, string | string[] | number | undefined> | { get(name: string): string | null };
 
 export interface VerifyWebhookOptions {
   /** The endpoint's signing secret (`whsec_…`), or several (e.g. new and old around a rotation). */
@@ -46,8 +45,7 @@ export type VerifyFailure =
 
 export type VerifyWebhookResult =
   /** `eventId` is the `id` of the signed body: deduplicate on it. */
-  | { ok: true; timestampMs: number; eventId: string }
-  | { ok: false; reason: VerifyFailure };
+  { ok: true; timestampMs: number; eventId: string } | { ok: false; reason: VerifyFailure };
 
 /** The body of a delivery, by `eventType`: `switch (event.eventType)` narrows `payload`. */
 export type WebhookEvent = PaymentSettledEvent | PaymentFailedEvent | PaymentReversedEvent;
@@ -69,7 +67,9 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 }
 
 function bytesOf(body: string | Uint8Array): Buffer {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return typeof body === 'string'
+    ? Buffer.from(body, 'utf8')
+    : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 /** The hex HMAC-SHA256 of `<timestamp>.<raw body>`: what `sha256=` carries. */
@@ -78,14 +78,23 @@ export function computeSignature(secret: string, timestamp: string | number, raw
 }
 
 /** The `x-signature` value for these secrets, in order: for a receiver's own tests of its endpoint. */
-export function signatureHeader(secrets: string | readonly string[], timestamp: string | number, rawBody: string | Uint8Array): string {
+export function signatureHeader(
+  secrets: string | readonly string[],
+  timestamp: string | number,
+  rawBody: string | Uint8Array,
+): string {
   const list = typeof secrets === 'string' ? [secrets] : secrets;
   return list.map((secret) => `${SIGNATURE_SCHEME}=${computeSignature(secret, timestamp, rawBody)}`).join(',');
 }
 
 /** The verified timestamp, or why the headers and bytes do not verify. */
-function checkSignature(options: VerifyWebhookOptions, body: Buffer): { ok: true; timestampMs: number } | { ok: false; reason: VerifyFailure } {
-  const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter((s) => typeof s === 'string' && s.length > 0);
+function checkSignature(
+  options: VerifyWebhookOptions,
+  body: Buffer,
+): { ok: true; timestampMs: number } | { ok: false; reason: VerifyFailure } {
+  const secrets = (typeof options.secret === 'string' ? [options.secret] : [...options.secret]).filter(
+    (s) => typeof s === 'string' && s.length > 0,
+  );
   if (secrets.length === 0) return { ok: false, reason: 'missing_secret' };
 
   const timestamp = header(options.headers, 'x-timestamp')?.trim();
@@ -125,8 +134,13 @@ function parseEvent(body: Buffer): WebhookEvent | undefined {
   }
   const fields = event as { id?: unknown; eventType?: unknown; payload?: unknown } | null;
   if (
-    typeof fields !== 'object' || fields === null || typeof fields.id !== 'string' || fields.id === '' || typeof fields.eventType !== 'string' ||
-    typeof fields.payload !== 'object' || fields.payload === null
+    typeof fields !== 'object' ||
+    fields === null ||
+    typeof fields.id !== 'string' ||
+    fields.id === '' ||
+    typeof fields.eventType !== 'string' ||
+    typeof fields.payload !== 'object' ||
+    fields.payload === null
   ) {
     return undefined;
   }
@@ -141,7 +155,9 @@ function verifyDelivery(options: VerifyWebhookOptions): Verified {
   if (!check.ok) return check;
   // Parsed only once the bytes are known to be ours.
   const event = parseEvent(body);
-  return event === undefined ? { ok: false, reason: 'invalid_body' } : { ok: true, timestampMs: check.timestampMs, event };
+  return event === undefined
+    ? { ok: false, reason: 'invalid_body' }
+    : { ok: true, timestampMs: check.timestampMs, event };
 }
 
 /**

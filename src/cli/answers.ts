@@ -61,7 +61,8 @@ function networkCode(error: unknown): string | undefined {
 function errorAnswer(status: number, text: string, url: string): string {
   try {
     const { error } = JSON.parse(text) as { error?: { code?: string; message?: string; request_id?: string } };
-    if (error?.code) return `${status} ${error.code}: ${error.message ?? ''}${error.request_id ? ` (request_id ${error.request_id})` : ''}`;
+    if (error?.code)
+      return `${status} ${error.code}: ${error.message ?? ''}${error.request_id ? ` (request_id ${error.request_id})` : ''}`;
   } catch {
     // not the envelope: shown as text below
   }
@@ -70,28 +71,35 @@ function errorAnswer(status: number, text: string, url: string): string {
 }
 
 function noAnswer(cause: unknown, { base, source }: Service, timeoutMs: number): CliError {
-  if ((cause as Error)?.name === 'TimeoutError') return new CliError(`no answer from the service at ${base} (${source}) within ${timeoutMs / 1000} s`);
+  if ((cause as Error)?.name === 'TimeoutError')
+    return new CliError(`no answer from the service at ${base} (${source}) within ${timeoutMs / 1000} s`);
   const code = networkCode(cause);
   const why = code ? `${NETWORK_REASONS[code] ?? code}` : ((cause as Error)?.message ?? String(cause));
-  return new CliError(`cannot reach the service at ${base} (${source}): ${why}. Start it (npm start), or set BOLIVAR_URL to its base URL, e.g. BOLIVAR_URL=http://localhost:3000`);
+  return new CliError(
+    `cannot reach the service at ${base} (${source}): ${why}. Start it (npm start), or set BOLIVAR_URL to its base URL, e.g. BOLIVAR_URL=http://localhost:3000`,
+  );
 }
 
 function redirected(answer: Answer, { base, source }: Service): CliError {
   const { status, location } = answer;
   return new CliError(
     `the service at ${base} (${source}) answered with a redirect (HTTP ${status}${location ? ` to ${location.slice(0, 200)}` : ''}), ` +
-      'which the CLI does not follow so that the platform key goes to BOLIVAR_URL only; set BOLIVAR_URL to the service\'s own URL',
+      "which the CLI does not follow so that the platform key goes to BOLIVAR_URL only; set BOLIVAR_URL to the service's own URL",
   );
 }
 
 /** The error to print for what a call through the SDK threw; anything it does not recognise, as it is. */
 export function failureOf(error: unknown, answer: Answer | undefined, service: Service, timeoutMs: number): unknown {
   // An answer that broke off after it began is the error itself, as reading the body always said it.
-  if (error instanceof BolivarConnectionError) return answer?.arrived ? error.cause : noAnswer(error.cause, service, timeoutMs);
+  if (error instanceof BolivarConnectionError)
+    return answer?.arrived ? error.cause : noAnswer(error.cause, service, timeoutMs);
   if (error instanceof BolivarError && answer?.status !== undefined) {
-    return answer.status < 400 ? redirected(answer, service) : new CliError(errorAnswer(answer.status, answer.text ?? '', answer.url));
+    return answer.status < 400
+      ? redirected(answer, service)
+      : new CliError(errorAnswer(answer.status, answer.text ?? '', answer.url));
   }
   // The SDK parses a 2xx answer as JSON: a SyntaxError is one that is not.
-  if (error instanceof SyntaxError && answer?.arrived) return new CliError(`the answer from ${answer.url} is not JSON (is BOLIVAR_URL the Bolivar service?)`);
+  if (error instanceof SyntaxError && answer?.arrived)
+    return new CliError(`the answer from ${answer.url} is not JSON (is BOLIVAR_URL the Bolivar service?)`);
   return error;
 }

@@ -17,19 +17,25 @@ export function parseFlags(command: Command, rest: string[]): Values {
       allowPositionals: false,
     }));
   } catch (error) {
-    const message = ((error as Error).message ?? String(error)).split('\n')[0]!.replace(/\. This command does not take positional arguments$/, '');
+    const message = ((error as Error).message ?? String(error))
+      .split('\n')[0]!
+      .replace(/\. This command does not take positional arguments$/, '');
     throw new UsageError(`${command.name}: ${message}; ${hint}`);
   }
   const missing = Object.entries(command.flags)
     .filter(([name, flag]) => flag.required && (values[name] === undefined || values[name] === ''))
     .map(([name]) => `--${name}`);
-  if (missing.length > 0) throw new UsageError(`${command.name}: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required; ${hint}`);
+  if (missing.length > 0)
+    throw new UsageError(
+      `${command.name}: ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} required; ${hint}`,
+    );
   return values;
 }
 
 export function int(value: Value, name: string): number | undefined {
   if (value === undefined) return undefined;
-  if (typeof value !== 'string' || !/^\d+$/.test(value)) throw new UsageError(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'string' || !/^\d+$/.test(value))
+    throw new UsageError(`--${name} must be a non-negative integer, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 
@@ -69,4 +75,9 @@ export function given<T extends string = string>(value: Value): T {
 }
 
 export const TENANT: Flag = { type: 'string', value: 'ID', required: true, description: 'the tenant id' };
-export const MODE: Flag = { type: 'string', value: 'test|live', required: true, description: 'the mode (program) it applies to' };
+export const MODE: Flag = {
+  type: 'string',
+  value: 'test|live',
+  required: true,
+  description: 'the mode (program) it applies to',
+};

@@ -32,7 +32,8 @@ function resolve(argv: readonly string[]): { command?: Command; rest: string[]; 
 /** No command named: the overview (`bolivar`, `bolivar --help`), a group's (`bolivar rails --help`), or the mistake. */
 function withoutCommand(argv: readonly string[], words: string[], out: (text: string) => void): number {
   if (words.length === 0) {
-    if (argv.length > 0 && !wantsHelp(argv)) throw new UsageError(`give a command before ${argv[0]}; see "bolivar --help"`);
+    if (argv.length > 0 && !wantsHelp(argv))
+      throw new UsageError(`give a command before ${argv[0]}; see "bolivar --help"`);
     out(`${overview(COMMANDS)}\n`);
     return 0;
   }
@@ -44,7 +45,9 @@ function withoutCommand(argv: readonly string[], words: string[], out: (text: st
       out(`${overview(group, `Usage: bolivar ${prefix} <${next.join('|')}> [flags]`)}\n`);
       return 0;
     }
-    throw new UsageError(`"${prefix}" needs a subcommand: ${group.map((c) => c.name).join(', ')}; see "bolivar ${prefix} --help"`);
+    throw new UsageError(
+      `"${prefix}" needs a subcommand: ${group.map((c) => c.name).join(', ')}; see "bolivar ${prefix} --help"`,
+    );
   }
   throw new UsageError(`unknown command "${words.join(' ')}"; see "bolivar --help" for the list`);
 }
@@ -65,7 +68,11 @@ function failure(error: unknown, err: (text: string) => void): number {
 }
 
 /** Runs the CLI; returns the exit code. Output goes to `out`, the one-line failure to `err`. */
-export async function runCli(argv: readonly string[], out: (text: string) => void, err: (text: string) => void): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  out: (text: string) => void,
+  err: (text: string) => void,
+): Promise<number> {
   warnTo(err);
   try {
     const { command, rest, words } = resolve(argv);

@@ -19,7 +19,10 @@ export function pageFlags(what: string): Record<string, Flag> {
 }
 
 /** One page of a cursor-paginated admin list, or every page from --cursor on with --all. */
-export async function listPages(readPage: (page: { limit: number | undefined; cursor: string | undefined }) => Promise<Page>, v: Values): Promise<unknown> {
+export async function listPages(
+  readPage: (page: { limit: number | undefined; cursor: string | undefined }) => Promise<Page>,
+  v: Values,
+): Promise<unknown> {
   const limit = int(v.limit, 'limit');
   if (!v.all) return readPage({ limit, cursor: v.cursor as string | undefined });
   const data: unknown[] = [];

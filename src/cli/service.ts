@@ -28,7 +28,10 @@ export function warnTo(write: (text: string) => void): void {
  * @internal Exported for its tests, not used elsewhere.
  */
 export function isLocalHost(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  const host = hostname
+    .replace(/^\[|\]$/g, '')
+    .replace(/\.$/, '')
+    .toLowerCase();
   if (host === 'localhost' || host.endsWith('.localhost')) return true;
   if (!ipaddr.isValid(host)) return false;
   const address = ipaddr.process(host); // an IPv4-mapped IPv6 address is judged as its IPv4 address
@@ -39,7 +42,9 @@ export function isLocalHost(hostname: string): boolean {
 function warnOnPlainHttp(url: URL): void {
   if (url.protocol !== 'http:' || isLocalHost(url.hostname) || plainHttpWarned) return;
   plainHttpWarned = true;
-  warn(`bolivar: warning: BOLIVAR_URL is plain http to ${url.host}, not this machine: the platform key crosses the network unencrypted; use https://\n`);
+  warn(
+    `bolivar: warning: BOLIVAR_URL is plain http to ${url.host}, not this machine: the platform key crosses the network unencrypted; use https://\n`,
+  );
 }
 
 function serviceBase(): Service {
@@ -49,10 +54,14 @@ function serviceBase(): Service {
   try {
     url = new URL(raw);
   } catch {
-    throw new UsageError(`BOLIVAR_URL=${JSON.stringify(raw)} is not a URL; give the service's base URL, such as http://localhost:3000`);
+    throw new UsageError(
+      `BOLIVAR_URL=${JSON.stringify(raw)} is not a URL; give the service's base URL, such as http://localhost:3000`,
+    );
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new UsageError(`BOLIVAR_URL=${JSON.stringify(raw)} is not an http:// or https:// URL; give the service's base URL, such as http://localhost:3000`);
+    throw new UsageError(
+      `BOLIVAR_URL=${JSON.stringify(raw)} is not an http:// or https:// URL; give the service's base URL, such as http://localhost:3000`,
+    );
   }
   warnOnPlainHttp(url);
   return { base: raw.replace(/\/+$/, ''), source: given ? 'BOLIVAR_URL' : 'the default; BOLIVAR_URL is not set' };

@@ -31,16 +31,24 @@ export const PayoutAnswerSchema = Type.Object({
     description:
       'Usually `submitted`: the outcome arrives by webhook. `pending` when no rail can take it right now (its bank connection is down): accepted and charged, it is sent as soon as a rail admits it, or fails `bank_unreachable` after the rail queue bound (`message` says so)',
   }),
-  bankReference: Nullable(Type.String({ description: 'Receipt the beneficiary sees at their bank; null until the rail settles' })),
+  bankReference: Nullable(
+    Type.String({ description: 'Receipt the beneficiary sees at their bank; null until the rail settles' }),
+  ),
   asset: Asset,
   amount: AmountString('Amount sent to the destination, minor units'),
   feeAmount: AmountString('Fee charged; "0" when failed'),
-  totalDebited: Type.Optional(AmountString('amount + fee: what left the source balance; "0" when failed; absent when unknown')),
-  method: StringEnum(INSTRUMENTS, { description: 'Instrument used; the requested one when the payout failed before any instrument was used' }),
+  totalDebited: Type.Optional(
+    AmountString('amount + fee: what left the source balance; "0" when failed; absent when unknown'),
+  ),
+  method: StringEnum(INSTRUMENTS, {
+    description: 'Instrument used; the requested one when the payout failed before any instrument was used',
+  }),
   methodRequested: Instrument,
   methodChanged: Type.Boolean({ description: 'true if another instrument than requested was used' }),
   message: Nullable(Type.String()),
-  reason: Nullable(StringEnum(PAYOUT_FAILURE_REASONS, { description: 'Why it failed; only with status `failed`, else null' })),
+  reason: Nullable(
+    StringEnum(PAYOUT_FAILURE_REASONS, { description: 'Why it failed; only with status `failed`, else null' }),
+  ),
   beneficiaryId: Uuid(),
   beneficiary: Type.Object({
     fullName: Type.String(),

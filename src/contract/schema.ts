@@ -16,19 +16,33 @@ export function Nullable<T extends TSchema>(schema: T) {
  * the `maxLength` of its longest value: every string the document accepts states its bound.
  */
 export function StringEnum<const T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) {
-  return Type.Unsafe<T[number]>({ type: 'string', enum: [...values], maxLength: Math.max(...values.map((v) => [...v].length)), ...options });
+  return Type.Unsafe<T[number]>({
+    type: 'string',
+    enum: [...values],
+    maxLength: Math.max(...values.map((v) => [...v].length)),
+    ...options,
+  });
 }
 
 const UUID_LENGTH = 36;
 
 export const Uuid = (description?: string) =>
-  Type.String({ format: 'uuid', maxLength: UUID_LENGTH, description, 'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f' });
+  Type.String({
+    format: 'uuid',
+    maxLength: UUID_LENGTH,
+    description,
+    'x-error-message': 'must be a UUID such as 3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f',
+  });
 
 export const DateTime = (description?: string) => Type.String({ format: 'date-time', description });
 
 /** Amount in a response: integer minor units as a decimal string. */
 export const AmountString = (description?: string) =>
-  Type.String({ pattern: '^-?[0-9]+$', description: description ?? 'Integer amount in minor units, as a string', example: '5000000' });
+  Type.String({
+    pattern: '^-?[0-9]+$',
+    description: description ?? 'Integer amount in minor units, as a string',
+    example: '5000000',
+  });
 
 const MODES = ['test', 'live'] as const;
 export const ModeSchema = StringEnum(MODES);

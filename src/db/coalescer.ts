@@ -46,7 +46,9 @@ export class Coalescer<In, Out> {
     }
   }
 
-  private async execute(batch: Array<{ item: In; resolve(out: Out): void; reject(error: unknown): void }>): Promise<void> {
+  private async execute(
+    batch: Array<{ item: In; resolve(out: Out): void; reject(error: unknown): void }>,
+  ): Promise<void> {
     try {
       const outputs = await this.run(batch.map((entry) => entry.item));
       assert(outputs.length === batch.length, `a batch of ${batch.length} produced ${outputs.length} results`);

@@ -7,8 +7,14 @@ export const DB_CONNECT_RETRY_MAX_MS = 5_000;
 
 /** The database did not answer within DB_CONNECT_WAIT_S: the message names it, never its password. */
 export class DatabaseUnreachableError extends Error {
-  constructor(readonly database: string, readonly waitedS: number, readonly lastError: string) {
-    super(`PostgreSQL at ${database} did not answer within ${waitedS} s (DB_CONNECT_WAIT_S=${waitedS}); last error: ${lastError}. Check that it runs and that DATABASE_URL names it.`);
+  constructor(
+    readonly database: string,
+    readonly waitedS: number,
+    readonly lastError: string,
+  ) {
+    super(
+      `PostgreSQL at ${database} did not answer within ${waitedS} s (DB_CONNECT_WAIT_S=${waitedS}); last error: ${lastError}. Check that it runs and that DATABASE_URL names it.`,
+    );
     this.name = 'DatabaseUnreachableError';
   }
 }
@@ -65,7 +71,8 @@ export async function withDatabaseWait<T>(firstContact: () => Promise<T>, option
       return await firstContact();
     } catch (error) {
       if (!worthWaitingFor(error)) throw error;
-      const message = error instanceof Error ? error.message || String((error as { code?: unknown }).code) : String(error);
+      const message =
+        error instanceof Error ? error.message || String((error as { code?: unknown }).code) : String(error);
       const remainingMs = deadlineMs - nowMs();
       if (remainingMs <= 0) throw new DatabaseUnreachableError(options.database, options.waitS, message);
       const waitMs = Math.ceil(Math.min(retryInMs, remainingMs));

@@ -6,7 +6,17 @@
 // succeeds. It holds the holder's pid, host and start time. A lock whose pid no longer runs on this
 // host (the holder was SIGKILLed, the machine lost power) is stale and is taken over; a lock from
 // another host is never taken over, because this host cannot tell whether that process still runs.
-import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { hostname } from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -69,8 +79,14 @@ function errorCode(error: unknown): string | undefined {
 function parseHolder(text: string): LockHolder | undefined {
   try {
     const value = JSON.parse(text) as Partial<LockHolder>;
-    if (!Number.isSafeInteger(value.pid) || (value.pid as number) <= 0 || typeof value.host !== 'string') return undefined;
-    return { pid: value.pid as number, host: value.host, startedAt: String(value.startedAt ?? 'unknown'), purpose: String(value.purpose ?? 'unknown') };
+    if (!Number.isSafeInteger(value.pid) || (value.pid as number) <= 0 || typeof value.host !== 'string')
+      return undefined;
+    return {
+      pid: value.pid as number,
+      host: value.host,
+      startedAt: String(value.startedAt ?? 'unknown'),
+      purpose: String(value.purpose ?? 'unknown'),
+    };
   } catch {
     return undefined;
   }
@@ -148,12 +164,21 @@ export async function lockDataDir(dataDir: string, purpose: string): Promise<Dat
     const found = await readLock(lockPath);
     if (found === undefined) continue; // released meanwhile: create it again
     if (found === 'unreadable') {
-      refuse(undefined, `DATA_DIR ${path.dirname(lockPath)} is locked by ${lockPath}, which names no process. If no other process uses DATA_DIR, delete that file. ${singleProcess}`);
+      refuse(
+        undefined,
+        `DATA_DIR ${path.dirname(lockPath)} is locked by ${lockPath}, which names no process. If no other process uses DATA_DIR, delete that file. ${singleProcess}`,
+      );
     }
     const { holder, ino } = found as ReadLock;
     if (mayBeAlive(holder)) {
-      const elsewhere = holder.host !== hostname() ? ` This host cannot tell whether it still runs; if it does not, delete ${lockPath}.` : '';
-      refuse(holder, `DATA_DIR ${path.dirname(lockPath)} is in use by another process: ${describeHolder(holder)}.${elsewhere} ${singleProcess}`);
+      const elsewhere =
+        holder.host !== hostname()
+          ? ` This host cannot tell whether it still runs; if it does not, delete ${lockPath}.`
+          : '';
+      refuse(
+        holder,
+        `DATA_DIR ${path.dirname(lockPath)} is in use by another process: ${describeHolder(holder)}.${elsewhere} ${singleProcess}`,
+      );
     }
     // Stale. Move it aside under a name only this process uses, then make sure the file moved is the
     // one judged stale: a process that took it over first may already have put its own in its place.
@@ -179,7 +204,11 @@ export async function lockDataDir(dataDir: string, purpose: string): Promise<Dat
     unlinkSync(aside);
     tookOver = holder;
   }
-  throw new DataDirLockedError(`could not take the lock ${lockPath} in ${LOCK_ATTEMPTS_MAX} attempts: other processes keep taking it`, undefined, lockPath);
+  throw new DataDirLockedError(
+    `could not take the lock ${lockPath} in ${LOCK_ATTEMPTS_MAX} attempts: other processes keep taking it`,
+    undefined,
+    lockPath,
+  );
 }
 
 function heldLock(lockPath: string, token: string, tookOver: LockHolder | undefined): DataDirLock {

@@ -2,7 +2,8 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import path from 'node:path';
 import { ConfigError } from '../config.ts';
 
-const DATA_DIR_ACCEPTS = 'a directory this process can create and write, closed to other users (it holds the embedded database with its secrets, and bootstrap.json)';
+const DATA_DIR_ACCEPTS =
+  'a directory this process can create and write, closed to other users (it holds the embedded database with its secrets, and bootstrap.json)';
 
 /** DATA_DIR's own mode: its owner only. The embedded database holds webhook secrets, account numbers and national ids. */
 const DATA_DIR_MODE = 0o700;
@@ -45,7 +46,9 @@ export function ensureDataDir(dataDir: string): string {
   // Windows has no such mode bits: its ACLs are the operator's to set.
   const mode = statSync(absolute).mode & 0o777;
   if (process.platform !== 'win32' && (mode & OPEN_TO_OTHERS) !== 0) {
-    refuse(`${absolute} is open to other users (mode ${mode.toString(8).padStart(4, '0')}). Close it with \`chmod 700 ${absolute}\` (its owner only) and start again.`);
+    refuse(
+      `${absolute} is open to other users (mode ${mode.toString(8).padStart(4, '0')}). Close it with \`chmod 700 ${absolute}\` (its owner only) and start again.`,
+    );
   }
   return absolute;
 }

@@ -8,7 +8,11 @@ export interface QueryResult<Row> {
 }
 
 export interface Queryable {
-  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>>;
+  query<Row = Record<string, unknown>>(
+    sql: string,
+    params?: readonly unknown[],
+    options?: QueryOptions,
+  ): Promise<QueryResult<Row>>;
   /** Runs a parameterless script of one or more statements (migrations). */
   exec(sql: string): Promise<void>;
 }
@@ -134,8 +138,26 @@ export function isRetryableConflict(error: unknown): boolean {
 
 // Server-side codes of a database that is restarting, shutting down, out of connections, or that
 // gave up waiting (statement or lock timeout): the request may succeed in a moment.
-const TRANSIENT_CODES = new Set(['57P01', '57P02', '57P03', '53300', '53400', PG_LOCK_NOT_AVAILABLE, PG_QUERY_CANCELED, PG_DEADLOCK, PG_SERIALIZATION_FAILURE]);
-const TRANSIENT_NODE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+const TRANSIENT_CODES = new Set([
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+  '53400',
+  PG_LOCK_NOT_AVAILABLE,
+  PG_QUERY_CANCELED,
+  PG_DEADLOCK,
+  PG_SERIALIZATION_FAILURE,
+]);
+const TRANSIENT_NODE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
 const TRANSIENT_MESSAGES = [
   'Connection terminated',
   'timeout exceeded when trying to connect',
@@ -153,7 +175,11 @@ const TRANSIENT_MESSAGES = [
 export function isTransientDatabaseError(error: unknown): boolean {
   if (!error || typeof error !== 'object') return false;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && (code.startsWith('08') || TRANSIENT_CODES.has(code) || TRANSIENT_NODE_CODES.has(code))) return true;
+  if (
+    typeof code === 'string' &&
+    (code.startsWith('08') || TRANSIENT_CODES.has(code) || TRANSIENT_NODE_CODES.has(code))
+  )
+    return true;
   const message = (error as { message?: unknown }).message;
   return typeof message === 'string' && TRANSIENT_MESSAGES.some((m) => message.includes(m));
 }

@@ -32,10 +32,7 @@ export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
  * two processes starting at once apply each migration exactly once (the second waits, then finds
  * nothing to do). `afterLock` runs under the same lock: first-start work such as the bootstrap.
  */
-export async function migrate(
-  db: Database,
-  afterLock?: () => Promise<unknown>,
-): Promise<{ applied: string[] }> {
+export async function migrate(db: Database, afterLock?: () => Promise<unknown>): Promise<{ applied: string[] }> {
   const migrations = loadMigrations();
   return db.withConnection(async (conn) => {
     const lock = new Params();
@@ -57,11 +54,16 @@ export async function migrate(
         try {
           await conn.exec(migration.sql);
           const p = new Params();
-          await conn.query(`INSERT INTO schema_migrations (version, name) VALUES (${p.add(migration.version)}, ${p.add(migration.name)})`, p.values);
+          await conn.query(
+            `INSERT INTO schema_migrations (version, name) VALUES (${p.add(migration.version)}, ${p.add(migration.name)})`,
+            p.values,
+          );
           await conn.exec('COMMIT');
         } catch (error) {
           await conn.exec('ROLLBACK');
-          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`, { cause: error });
+          throw new Error(`migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`, {
+            cause: error,
+          });
         }
         applied.push(`${String(migration.version).padStart(3, '0')}_${migration.name}`);
       }

@@ -20,7 +20,10 @@ export interface OpenOptions {
  * released when the database is closed, or when the process exits.
  */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolSize' | 'dbConnectionMaxLifetimeS' | 'dbStatementTimeoutMs' | 'dbLockTimeoutMs'> &
+  config: Pick<
+    Config,
+    'databaseUrl' | 'dataDir' | 'dbPoolSize' | 'dbConnectionMaxLifetimeS' | 'dbStatementTimeoutMs' | 'dbLockTimeoutMs'
+  > &
     Pick<Config, 'databasePooler' | 'databaseDirectUrl'>,
   options: OpenOptions = {},
 ): Promise<Database> {

@@ -1,7 +1,14 @@
 import { PGlite, types } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import type { Database, Queryable, QueryOptions, QueryResult, TransactionHandle, TransactionOptions } from './database.ts';
+import type {
+  Database,
+  Queryable,
+  QueryOptions,
+  QueryResult,
+  TransactionHandle,
+  TransactionOptions,
+} from './database.ts';
 
 const parsers = {
   [types.INT8]: (value: string) => BigInt(value),
@@ -55,7 +62,12 @@ export class PgliteDatabase implements Database {
   static async open(dataDir: string | undefined, template?: Blob): Promise<PgliteDatabase> {
     if (dataDir) mkdirSync(dataDir, { recursive: true });
     const isNew = dataDir === undefined || !existsSync(path.join(dataDir, 'PG_VERSION'));
-    const db = await PGlite.create({ dataDir, parsers, serializers, ...(isNew && template ? { loadDataDir: template } : {}) });
+    const db = await PGlite.create({
+      dataDir,
+      parsers,
+      serializers,
+      ...(isNew && template ? { loadDataDir: template } : {}),
+    });
     // PGlite's default statement timeout is none; keep timestamps in UTC like the server engine.
     await db.exec(`SET TIME ZONE 'UTC'`);
     return new PgliteDatabase(db);

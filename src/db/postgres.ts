@@ -1,5 +1,13 @@
 import pg from 'pg';
-import { type Database, type PoolStats, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import {
+  type Database,
+  type PoolStats,
+  type Queryable,
+  type QueryOptions,
+  type QueryResult,
+  type TransactionHandle,
+  type TransactionOptions,
+} from './database.ts';
 import { assert } from '../domain/assert.ts';
 
 // int8 → bigint (money is never a JS number), numeric → string (exact decimals), so both engines
@@ -36,7 +44,12 @@ function statementName(sql: string): string | undefined {
  */
 function queryConfig(sql: string, params: readonly unknown[] | undefined, named: boolean): pg.QueryConfig {
   if (params === undefined) return { text: sql, types } as pg.QueryConfig;
-  return { name: named ? statementName(sql) : undefined, text: sql, values: params as unknown[], types } as pg.QueryConfig;
+  return {
+    name: named ? statementName(sql) : undefined,
+    text: sql,
+    values: params as unknown[],
+    types,
+  } as pg.QueryConfig;
 }
 
 /**
@@ -46,7 +59,8 @@ function queryConfig(sql: string, params: readonly unknown[] | undefined, named:
  * extended-protocol query itself); the last uncork sends them all.
  */
 function together<T>(client: pg.ClientBase, issue: () => T): T {
-  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection?.stream;
+  const stream = (client as unknown as { connection?: { stream?: { cork?(): void; uncork?(): void } } }).connection
+    ?.stream;
   stream?.cork?.();
   try {
     return issue();
@@ -95,7 +109,9 @@ const BEGIN_PLANNED = {
 
 /** BEGIN of a transaction with these options, and what it sets for itself: one message. */
 function beginOf(options: TransactionOptions): string {
-  return ['BEGIN', ...(options.commit ? [IN_COMMIT] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join('; ');
+  return ['BEGIN', ...(options.commit ? [IN_COMMIT] : []), ...(options.seqScans === false ? [KEYED_PLANNER] : [])].join(
+    '; ',
+  );
 }
 
 /**
@@ -124,7 +140,12 @@ function opening(target: Target, begin: string): string {
  * statement would run on its own, as planned statements did before: each is one statement, atomic by
  * itself.) Any other statement runs as it is.
  */
-async function poolQuery<Row>(target: Target, sql: string, params: readonly unknown[] | undefined, options: QueryOptions | undefined): Promise<QueryResult<Row>> {
+async function poolQuery<Row>(
+  target: Target,
+  sql: string,
+  params: readonly unknown[] | undefined,
+  options: QueryOptions | undefined,
+): Promise<QueryResult<Row>> {
   if (params !== undefined && options?.plan !== undefined) {
     return transactionOn(target, (tx) => tx.queryAndCommit<Row>(sql, params), BEGIN_PLANNED[options.plan], true);
   }
@@ -192,7 +213,10 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
   async queryAndCommit<Row>(sql: string, params?: readonly unknown[]): Promise<QueryResult<Row>> {
     // Pipelined behind the statement: if the statement fails, the transaction is aborted and the
     // server answers this COMMIT with ROLLBACK, so nothing of it is committed.
-    const [result, commit] = together(this.client, () => [this.query<Row>(sql, params), this.client.query('COMMIT')] as const);
+    const [result, commit] = together(
+      this.client,
+      () => [this.query<Row>(sql, params), this.client.query('COMMIT')] as const,
+    );
     commit.catch(() => undefined);
     let rows: QueryResult<Row>;
     try {
@@ -213,7 +237,12 @@ class PgTransaction extends PgQueryable implements TransactionHandle {
  * either pool), opened by `begin` (after the target's session settings, if it has any to set). `pipelined`:
  * BEGIN's answer is not waited for before the work's first statement goes out.
  */
-async function transactionOn<T>(target: Target, work: (tx: TransactionHandle) => Promise<T>, begin: string, pipelined: boolean): Promise<T> {
+async function transactionOn<T>(
+  target: Target,
+  work: (tx: TransactionHandle) => Promise<T>,
+  begin: string,
+  pipelined: boolean,
+): Promise<T> {
   const client = await target.pool.connect();
   const opened = opening(target, begin);
   const checkedOut = checkOut(client);
@@ -305,7 +334,13 @@ function sessionSettings(timeouts: Timeouts, relaxed: boolean): string[] {
  * A pool of `max` connections and how it carries its session settings: direct to PostgreSQL, as
  * startup options of each connection; behind a transaction pooler, as SET LOCAL in each transaction.
  */
-function openTarget(connectionString: string, max: number, options: PostgresOptions, timeouts: Timeouts, relaxed: boolean): Target {
+function openTarget(
+  connectionString: string,
+  max: number,
+  options: PostgresOptions,
+  timeouts: Timeouts,
+  relaxed: boolean,
+): Target {
   const pooled = options.pooler === 'transaction';
   const pool = new pg.Pool({
     connectionString,
@@ -317,7 +352,9 @@ function openTarget(connectionString: string, max: number, options: PostgresOpti
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS,
     maxLifetimeSeconds: options.maxLifetimeSeconds ?? 0,
-    ...(pooled ? {} : { options: relaxed ? `${SESSION_OPTIONS} -c synchronous_commit=off` : SESSION_OPTIONS, ...timeouts }),
+    ...(pooled
+      ? {}
+      : { options: relaxed ? `${SESSION_OPTIONS} -c synchronous_commit=off` : SESSION_OPTIONS, ...timeouts }),
   });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
@@ -327,7 +364,11 @@ function openTarget(connectionString: string, max: number, options: PostgresOpti
   // neither idle nor in a transaction of ours (pool.query's own listener is a `once`). Each query still
   // fails on its own, and a client that lost its connection is not queryable: the pool drops it.
   pool.on('connect', (client) => client.on('error', () => undefined));
-  const local = pooled ? sessionSettings(timeouts, relaxed).map((setting) => `SET LOCAL ${setting}`).join('; ') : '';
+  const local = pooled
+    ? sessionSettings(timeouts, relaxed)
+        .map((setting) => `SET LOCAL ${setting}`)
+        .join('; ')
+    : '';
   return { pool, named: !pooled, local };
 }
 
@@ -368,7 +409,9 @@ export class PostgresDatabase implements Database {
       },
     };
     this.direct =
-      options.pooler === 'transaction' ? { url: options.directUrl, timeouts, connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS } : undefined;
+      options.pooler === 'transaction'
+        ? { url: options.directUrl, timeouts, connectTimeoutMs: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS }
+        : undefined;
   }
 
   async query<Row>(sql: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<Row>> {
@@ -402,8 +445,16 @@ export class PostgresDatabase implements Database {
    */
   private async withDirectConnection<T>(work: (conn: Queryable) => Promise<T>): Promise<T> {
     const { url, timeouts, connectTimeoutMs } = this.direct!;
-    assert(url !== undefined, 'behind a transaction pooler, work that needs a session of its own needs DATABASE_DIRECT_URL');
-    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, options: SESSION_OPTIONS, ...timeouts });
+    assert(
+      url !== undefined,
+      'behind a transaction pooler, work that needs a session of its own needs DATABASE_DIRECT_URL',
+    );
+    const client = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: connectTimeoutMs,
+      options: SESSION_OPTIONS,
+      ...timeouts,
+    });
     await client.connect();
     const checkedOut = checkOut(client);
     try {

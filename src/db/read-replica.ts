@@ -1,4 +1,13 @@
-import { isTransientDatabaseError, pgErrorCode, type Database, type Queryable, type QueryOptions, type QueryResult, type TransactionHandle, type TransactionOptions } from './database.ts';
+import {
+  isTransientDatabaseError,
+  pgErrorCode,
+  type Database,
+  type Queryable,
+  type QueryOptions,
+  type QueryResult,
+  type TransactionHandle,
+  type TransactionOptions,
+} from './database.ts';
 import { PostgresDatabase, type PostgresOptions } from './postgres.ts';
 import { ReplicaLag, type ReplicaRefusal } from './replica-lag.ts';
 
@@ -107,14 +116,21 @@ export class ReplicaReads implements Database {
 }
 
 /** The replica's pool and its lag sampler, started; reads through it fall back to `primary`. */
-export function openReadReplica(primary: Database, settings: ReadReplicaSettings, observer: ReplicaObserver): ReplicaReads {
+export function openReadReplica(
+  primary: Database,
+  settings: ReadReplicaSettings,
+  observer: ReplicaObserver,
+): ReplicaReads {
   const replica = new PostgresDatabase(settings.url, settings.poolSize, {
     maxLifetimeSeconds: settings.maxLifetimeSeconds,
     statementTimeoutMs: settings.statementTimeoutMs,
     connectTimeoutMs: REPLICA_CONNECT_TIMEOUT_MS,
     pooler: settings.pooler,
   });
-  const lag = new ReplicaLag(primary, replica, { maxLagMs: settings.maxLagMs, onSample: observer.sampled?.bind(observer) });
+  const lag = new ReplicaLag(primary, replica, {
+    maxLagMs: settings.maxLagMs,
+    onSample: observer.sampled?.bind(observer),
+  });
   lag.start();
   return new ReplicaReads(primary, replica, lag, observer);
 }

@@ -68,7 +68,10 @@ export class ReplicaLag {
     private readonly options: ReplicaLagOptions,
   ) {
     this.nowMs = options.nowMs ?? (() => Date.now());
-    this.intervalMs = Math.max(LAG_SAMPLE_INTERVAL_MIN_MS, Math.min(LAG_SAMPLE_INTERVAL_MAX_MS, Math.floor(options.maxLagMs / 4)));
+    this.intervalMs = Math.max(
+      LAG_SAMPLE_INTERVAL_MIN_MS,
+      Math.min(LAG_SAMPLE_INTERVAL_MAX_MS, Math.floor(options.maxLagMs / 4)),
+    );
   }
 
   /** Samples now, then every intervalMs until stop(); one sample at a time. */

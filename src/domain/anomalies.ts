@@ -32,24 +32,33 @@ export type AnomalyStatus = (typeof ANOMALY_STATUSES)[number];
 
 /** One line per kind: what happened. The API's descriptions and the console show these. */
 export const ANOMALY_KIND_MEANINGS: Readonly<Record<AnomalyKind, string>> = {
-  settled_after_failed: 'the rail reports settled a payment we recorded as failed (its charge was returned to the tenant)',
+  settled_after_failed:
+    'the rail reports settled a payment we recorded as failed (its charge was returned to the tenant)',
   failed_after_settled: 'the rail reports failed a payment we recorded as settled or reversed',
   return_of_failed: 'the rail reports a return of a payment we recorded as failed',
-  return_of_unresolved: 'the rail notifies a return of a payment we hold as submitted or unknown, and its own status shows no settlement',
+  return_of_unresolved:
+    'the rail notifies a return of a payment we hold as submitted or unknown, and its own status shows no settlement',
   unknown_reference: 'a rail notification names a reference we have no payment for',
   amount_mismatch: "the rail reports an amount other than the payment's",
   bank_reference_mismatch: 'the rail reports a bank reference other than the one the payment settled with',
   reconciliation_discrepancy: 'a reconciliation run found two figures that disagree',
   statement_unknown_reference: "a line of a rail's statement names a reference that is no payment of that rail",
-  statement_missing_at_rail: "a payment of ours settled on the statement's day through that rail is not in the rail's statement",
+  statement_missing_at_rail:
+    "a payment of ours settled on the statement's day through that rail is not in the rail's statement",
   statement_amount_mismatch: "a rail's statement gives a payment an amount other than ours",
   statement_status_mismatch: "a rail's statement gives a payment a status ours does not agree with",
-  statement_bank_reference_mismatch: "a rail's statement gives a payment a bank reference other than the one it settled with",
-  reference_mismatch: 'the rail answered a question about a payment with a transfer of another reference (not applied; the payment is asked about again)',
-  unreadable_answer: "the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)",
-  implausible_settled_at: "the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)",
-  resend_exhausted: 'the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it',
-  statement_pull_failed: "the day's statement could not be pulled from the rail, or could not be read, at every attempt: that day is not checked against the bank until a person posts it",
+  statement_bank_reference_mismatch:
+    "a rail's statement gives a payment a bank reference other than the one it settled with",
+  reference_mismatch:
+    'the rail answered a question about a payment with a transfer of another reference (not applied; the payment is asked about again)',
+  unreadable_answer:
+    'the rail gave a payment an amount or bank reference we cannot read (not applied; the payment is asked about again)',
+  implausible_settled_at:
+    "the rail's settlement time is in the future or before we sent the transfer (the payment settled at our own time)",
+  resend_exhausted:
+    'the rail still does not have a transfer we sent it again as often as we do: a person must find out what happened to it',
+  statement_pull_failed:
+    "the day's statement could not be pulled from the rail, or could not be read, at every attempt: that day is not checked against the bank until a person posts it",
 };
 
 /** What one side says, as JSON: amounts as decimal strings of minor units. */
@@ -86,12 +95,20 @@ const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
  * settle); then the amount and the bank reference, each compared only when both sides have one. A
  * report that agrees, or only repeats what we recorded, is no contradiction.
  */
-export function contradictionOf(payment: PaymentRecord, report: FinalReport, notified: boolean): Contradiction | undefined {
+export function contradictionOf(
+  payment: PaymentRecord,
+  report: FinalReport,
+  notified: boolean,
+): Contradiction | undefined {
   const kind = statusContradiction(payment.status, report.status, notified) ?? detailContradiction(payment, report);
   return kind === undefined ? undefined : { kind, ours: evidenceOfPayment(payment), theirs: evidenceOfReport(report) };
 }
 
-function statusContradiction(ours: PaymentStatus, theirs: FinalReport['status'], notified: boolean): AnomalyKind | undefined {
+function statusContradiction(
+  ours: PaymentStatus,
+  theirs: FinalReport['status'],
+  notified: boolean,
+): AnomalyKind | undefined {
   switch (theirs) {
     case 'settled':
       return ours === 'failed' ? 'settled_after_failed' : undefined;
@@ -106,7 +123,8 @@ function statusContradiction(ours: PaymentStatus, theirs: FinalReport['status'],
 function detailContradiction(payment: PaymentRecord, report: FinalReport): AnomalyKind | undefined {
   if (report.amountMinor !== undefined && report.amountMinor !== payment.payout_amount) return 'amount_mismatch';
   const theirs = report.status === 'failed' ? undefined : report.bankReference;
-  if (theirs !== undefined && payment.bank_reference !== null && theirs !== payment.bank_reference) return 'bank_reference_mismatch';
+  if (theirs !== undefined && payment.bank_reference !== null && theirs !== payment.bank_reference)
+    return 'bank_reference_mismatch';
   return undefined;
 }
 
@@ -156,7 +174,11 @@ export function jsonOf(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return value.map(jsonOf);
   if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, jsonOf(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, jsonOf(v)]),
+    );
   }
   return value;
 }

@@ -1,7 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Mode } from './partition.ts';
 
-
 /** The eight scopes a customer key can hold. */
 export const CUSTOMER_SCOPES = [
   'quotes:write',

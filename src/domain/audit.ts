@@ -2,7 +2,6 @@
 // here, once, for every action: a row is written by recordAudit (db/repositories/audit.ts), which
 // passes every recorded field through `redactForAudit` whatever the caller gave it.
 
-
 /** Every action the trail records, as a stable dotted name (`<what>.<verb>`). */
 import type { Mode } from './partition.ts';
 export const AUDIT_ACTIONS = [
@@ -59,7 +58,11 @@ type AuditTargetType = (typeof AUDIT_TARGET_TYPES)[number];
  * The service itself, acting on its own schedule (the daily statement pull, the audit archive): no key,
  * no tenant, no request. The nil UUIDs say so wherever an actor is shown.
  */
-export const SERVICE_ACTOR: AuditActor = { keyId: '00000000-0000-0000-0000-000000000000', tenantId: '00000000-0000-0000-0000-000000000000', requestId: null };
+export const SERVICE_ACTOR: AuditActor = {
+  keyId: '00000000-0000-0000-0000-000000000000',
+  tenantId: '00000000-0000-0000-0000-000000000000',
+  requestId: null,
+};
 
 /** Who acted: the authenticated key, its tenant (the platform's for the platform key), the request. */
 export interface AuditActor {
@@ -98,9 +101,22 @@ const AUDIT_TEXT_MAX = 2000;
 const VISIBLE_DIGITS = 4;
 
 /** Fields that hold a secret, wherever they appear (an object key or a URL query parameter): never recorded. */
-const SECRET_NAMES = new Set(
-  ['key', 'apikey', 'api_key', 'keyhash', 'key_hash', 'hash', 'secret', 'previoussecret', 'previous_secret', 'signingsecret', 'password', 'token', 'authorization', 'cookie'],
-);
+const SECRET_NAMES = new Set([
+  'key',
+  'apikey',
+  'api_key',
+  'keyhash',
+  'key_hash',
+  'hash',
+  'secret',
+  'previoussecret',
+  'previous_secret',
+  'signingsecret',
+  'password',
+  'token',
+  'authorization',
+  'cookie',
+]);
 /** Fields that hold an account number or a phone: only their last digits are recorded. */
 const MASKED_NAMES = new Set(['accountnumber', 'account_number', 'phone']);
 /** A key or a webhook signing secret, by its shape, whatever field it hides in. */
@@ -177,7 +193,11 @@ export function redactedFields(fields: Record<string, unknown> | null | undefine
 }
 
 /** The fields `names` of two snapshots: what an update changed, before and after. */
-export function changedFields<T extends object>(before: T, after: T, names: Iterable<keyof T>): { before: Record<string, unknown>; after: Record<string, unknown> } {
+export function changedFields<T extends object>(
+  before: T,
+  after: T,
+  names: Iterable<keyof T>,
+): { before: Record<string, unknown>; after: Record<string, unknown> } {
   const was: Record<string, unknown> = {};
   const now: Record<string, unknown> = {};
   for (const name of names) {

@@ -7,7 +7,6 @@ import type { Metadata } from './metadata.ts';
 import { ASSET_DECIMALS, type Asset } from './money.ts';
 import type { Instrument } from './instrument.ts';
 
-
 export const BENEFICIARY_STATUSES = ['active', 'blocked'] as const;
 export type BeneficiaryStatus = (typeof BENEFICIARY_STATUSES)[number];
 
@@ -52,9 +51,7 @@ export interface BeneficiaryDetails {
 /** The bank codes each instrument reaches, read from the rail's catalogue by the caller. */
 export type BankCodes = Readonly<Record<Instrument, ReadonlySet<string>>>;
 
-export type BeneficiaryValidation =
-  | { ok: true; beneficiary: BeneficiaryDetails }
-  | { ok: false; errors: FieldError[] };
+export type BeneficiaryValidation = { ok: true; beneficiary: BeneficiaryDetails } | { ok: false; errors: FieldError[] };
 
 /** An account number means a bank transfer; without one the only way to pay is Pago Móvil. */
 function deriveInstrument(accountNumber: string | null | undefined): Instrument {
@@ -74,8 +71,10 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
 
   const fullName = text(input.fullName) ?? '';
   // Counted in characters (code points), as PostgreSQL's char_length counts them.
-  if (fullName === '') fail('fullName', "fullName is required: the holder's name exactly as the destination bank holds it");
-  else if ([...fullName].length > FULL_NAME_LENGTH_MAX) fail('fullName', `fullName must be at most ${FULL_NAME_LENGTH_MAX} characters`);
+  if (fullName === '')
+    fail('fullName', "fullName is required: the holder's name exactly as the destination bank holds it");
+  else if ([...fullName].length > FULL_NAME_LENGTH_MAX)
+    fail('fullName', `fullName must be at most ${FULL_NAME_LENGTH_MAX} characters`);
 
   // Exactly as the rail expects it: a lower-case letter is refused, not silently corrected.
   const nationalId = text(input.nationalId) ?? '';
@@ -83,7 +82,8 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
     fail('nationalId', 'nationalId must be V, E, J, G or P followed by 6 to 9 digits, e.g. V12345678');
   }
 
-  const accountNumber = input.accountNumber === null || input.accountNumber === undefined ? null : (text(input.accountNumber) ?? '');
+  const accountNumber =
+    input.accountNumber === null || input.accountNumber === undefined ? null : (text(input.accountNumber) ?? '');
   const instrument = deriveInstrument(accountNumber);
 
   const bankCode = text(input.bankCode) ?? '';
@@ -100,7 +100,10 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
 
   if (accountNumber !== null) {
     if (!ACCOUNT_NUMBER.test(accountNumber)) {
-      fail('accountNumber', 'accountNumber must be 16 to 20 digits with no spaces or dashes, e.g. 01020123450123456789');
+      fail(
+        'accountNumber',
+        'accountNumber must be 16 to 20 digits with no spaces or dashes, e.g. 01020123450123456789',
+      );
     } else if (bankCodeWellFormed && !accountNumber.startsWith(bankCode)) {
       fail('accountNumber', `accountNumber must start with the bankCode (${bankCode})`);
     }
@@ -112,10 +115,12 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
   }
 
   const asset = input.asset === undefined ? DEFAULT_ASSET : input.asset;
-  if (!(ASSETS as string[]).includes(asset)) fail('asset', `asset must be one of ${ASSETS.join(', ')} (default ${DEFAULT_ASSET})`);
+  if (!(ASSETS as string[]).includes(asset))
+    fail('asset', `asset must be one of ${ASSETS.join(', ')} (default ${DEFAULT_ASSET})`);
 
   const country = input.country === undefined ? DEFAULT_COUNTRY : (text(input.country) ?? '');
-  if (!COUNTRY.test(country)) fail('country', `country must be 2 uppercase letters (ISO 3166-1 alpha-2), e.g. ${DEFAULT_COUNTRY}`);
+  if (!COUNTRY.test(country))
+    fail('country', `country must be 2 uppercase letters (ISO 3166-1 alpha-2), e.g. ${DEFAULT_COUNTRY}`);
 
   if (errors.length > 0) return { ok: false, errors };
   return {

@@ -17,4 +17,3 @@ function canonical(value: unknown): string {
   }
   return `{${parts.join(',')}}`;
 }
-

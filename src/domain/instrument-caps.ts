@@ -1,4 +1,3 @@
-
 /** Per-operation caps of each instrument; they always apply. */
 import type { Instrument } from './instrument.ts';
 const INSTRUMENT_CAPS: Record<Instrument, bigint> = {

@@ -3,7 +3,8 @@ import { assert, InvariantError } from './assert.ts';
 // balances per asset; `assertBalanced` stops the world otherwise (the database checks it again).
 
 export type AccountKind = 'prefunding' | 'credit_receivable' | 'in_flight' | 'revenue' | 'treasury' | 'fx';
-export type LedgerEntryKind = 'funding' | 'payout' | 'payout_settlement' | 'payout_failure' | 'payout_reversal' | 'daily_close';
+export type LedgerEntryKind =
+  'funding' | 'payout' | 'payout_settlement' | 'payout_failure' | 'payout_reversal' | 'daily_close';
 
 /** Where a tenant's payouts are charged: its prefunding balance, or its credit line (daily close). */
 export type FundingAccount = 'prefunding' | 'credit_receivable';
@@ -126,8 +127,16 @@ export function failureEntry(payout: LedgerEntry, funding: FundingAccount, credi
  * The bank returned a settled payout: the delivered bolivares come back to our cash and to the
  * tenant's position in the delivered asset (the fee is kept), through `refundPostings`.
  */
-export function reversalEntry(funding: FundingAccount, asset: string, deliverAmount: bigint, creditDrawn: bigint): LedgerEntry {
-  return entry('payout_reversal', [{ asset, account: 'treasury', amount: deliverAmount }, ...refundPostings(funding, asset, deliverAmount, creditDrawn)]);
+export function reversalEntry(
+  funding: FundingAccount,
+  asset: string,
+  deliverAmount: bigint,
+  creditDrawn: bigint,
+): LedgerEntry {
+  return entry('payout_reversal', [
+    { asset, account: 'treasury', amount: deliverAmount },
+    ...refundPostings(funding, asset, deliverAmount, creditDrawn),
+  ]);
 }
 
 /**

@@ -39,12 +39,18 @@ function appliesTo(rule: LimitRule, scope: LimitScope, target: LimitTarget): boo
     case 'customer':
       return target.customerId !== null && rule.tenantId === target.tenantId && rule.subjectId === target.customerId;
     case 'beneficiary':
-      return target.beneficiaryId !== null && rule.tenantId === target.tenantId && rule.subjectId === target.beneficiaryId;
+      return (
+        target.beneficiaryId !== null && rule.tenantId === target.tenantId && rule.subjectId === target.beneficiaryId
+      );
   }
 }
 
 /** The rule that governs a payout by `method` for `target`, or undefined when none is configured. */
-export function winningRule(rules: readonly LimitRule[], target: LimitTarget, method: Instrument): LimitRule | undefined {
+export function winningRule(
+  rules: readonly LimitRule[],
+  target: LimitTarget,
+  method: Instrument,
+): LimitRule | undefined {
   for (const scope of SCOPE_PRECEDENCE) {
     const here = rules.filter((rule) => appliesTo(rule, scope, target));
     const concrete = here.find((rule) => rule.method === method);
@@ -69,7 +75,10 @@ export function usageRule(rules: readonly LimitRule[], target: LimitTarget): Lim
 }
 
 /** Whom a rule's consumption is counted against: platform and tenant rules per tenant. */
-export function countedSubject(rule: LimitRule, target: LimitTarget): { kind: 'tenant' | 'customer' | 'beneficiary'; id: string } {
+export function countedSubject(
+  rule: LimitRule,
+  target: LimitTarget,
+): { kind: 'tenant' | 'customer' | 'beneficiary'; id: string } {
   if (rule.scope === 'customer') return { kind: 'customer', id: target.customerId! };
   if (rule.scope === 'beneficiary') return { kind: 'beneficiary', id: target.beneficiaryId! };
   return { kind: 'tenant', id: target.tenantId };
@@ -87,7 +96,17 @@ export interface Consumption {
  */
 export function ruleBreach(rule: LimitRule, consumed: Consumption, amount: bigint): LimitBreach | undefined {
   const breach = (name: LimitBreach['rule'], cap: bigint, attempted: bigint): LimitBreach | undefined =>
-    attempted > cap ? { rule: name, cap, scope: rule.scope, method: rule.method, attempted, exceededBy: attempted - cap, ruleId: rule.id } : undefined;
+    attempted > cap
+      ? {
+          rule: name,
+          cap,
+          scope: rule.scope,
+          method: rule.method,
+          attempted,
+          exceededBy: attempted - cap,
+          ruleId: rule.id,
+        }
+      : undefined;
   return (
     breach('per_tx_max', rule.perTxMax, amount) ??
     breach('daily_max', rule.dailyMax, consumed.dayAmount + amount) ??

@@ -49,14 +49,24 @@ export function microsToTimestamp(createdAtUs: bigint): string {
 export function positionAfter(cursor: string | undefined): PagePosition | undefined {
   if (cursor === undefined) return undefined;
   const position = decodeCursor(cursor);
-  if (!position) throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
+  if (!position)
+    throw validationFailed([
+      { field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' },
+    ]);
   return position;
 }
 
 /** A page out of the `limit + 1` rows a list read: its rows, whether more follow, and the next cursor. */
-export function pageOf<Row extends { created_at_us: bigint; id: string }>(rows: Row[], limit: number): { rows: Row[]; hasMore: boolean; nextCursor: string | null } {
+export function pageOf<Row extends { created_at_us: bigint; id: string }>(
+  rows: Row[],
+  limit: number,
+): { rows: Row[]; hasMore: boolean; nextCursor: string | null } {
   const hasMore = rows.length > limit;
   const pageRows = hasMore ? rows.slice(0, limit) : rows;
   const last = pageRows[pageRows.length - 1];
-  return { rows: pageRows, hasMore, nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null };
+  return {
+    rows: pageRows,
+    hasMore,
+    nextCursor: hasMore && last ? encodeCursor({ createdAtUs: last.created_at_us, id: last.id }) : null,
+  };
 }

@@ -2,7 +2,16 @@ import { InvariantError } from './assert.ts';
 // The payment state machine. Every transition is one conditional UPDATE (WHERE status = from); this
 // table says which moves exist at all, so a bug cannot invent one.
 
-export const PAYMENT_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed'] as const;
+export const PAYMENT_STATUSES = [
+  'created',
+  'pending',
+  'submitted',
+  'unknown',
+  'settled',
+  'failed',
+  'returned',
+  'reversed',
+] as const;
 export type PaymentStatus = (typeof PAYMENT_STATUSES)[number];
 export type TransitionActor = 'api' | 'provider_event' | 'reaper' | 'system';
 

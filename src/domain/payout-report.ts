@@ -53,22 +53,42 @@ function bucketStartsOf(from: string, to: string, granularity: ReportGranularity
 }
 
 /** The range of a query, or the field errors that make it invalid. */
-export function reportRangeOf(query: { from: string; to: string; granularity: ReportGranularity }): ReportRange | FieldError[] {
-  const errors = [dateError('from', query.from), dateError('to', query.to)].filter((e): e is FieldError => e !== undefined);
+export function reportRangeOf(query: {
+  from: string;
+  to: string;
+  granularity: ReportGranularity;
+}): ReportRange | FieldError[] {
+  const errors = [dateError('from', query.from), dateError('to', query.to)].filter(
+    (e): e is FieldError => e !== undefined,
+  );
   if (errors.length > 0) return errors;
   if (query.from > query.to) return [{ field: 'from', message: `must be on or before \`to\` (${query.to})` }];
   const days = daysBetween(query.from, query.to);
   const max = REPORT_DAYS_MAX[query.granularity];
   if (days > max) {
-    return [{ field: 'to', message: `a report by ${query.granularity} covers at most ${max} days; this range has ${days}` }];
+    return [
+      { field: 'to', message: `a report by ${query.granularity} covers at most ${max} days; this range has ${days}` },
+    ];
   }
   const start = startOfBusinessDate(query.from);
   const end = startOfBusinessDate(nextDate(query.to));
-  return { from: query.from, to: query.to, granularity: query.granularity, start, end, bucketStarts: bucketStartsOf(query.from, query.to, query.granularity, end) };
+  return {
+    from: query.from,
+    to: query.to,
+    granularity: query.granularity,
+    start,
+    end,
+    bucketStarts: bucketStartsOf(query.from, query.to, query.granularity, end),
+  };
 }
 
 /** Settled ÷ payments with an outcome, to 4 decimals; null while none has one. */
-export function successRate(tally: { settled: number; failed: number; returned: number; reversed: number }): number | null {
+export function successRate(tally: {
+  settled: number;
+  failed: number;
+  returned: number;
+  reversed: number;
+}): number | null {
   const decided = tally.settled + tally.failed + tally.returned + tally.reversed;
   if (decided === 0) return null;
   return Math.round((tally.settled / decided) * 10_000) / 10_000;

@@ -38,7 +38,8 @@ export interface RouteInput {
   railAvailable: Record<Instrument, boolean>;
 }
 
-type RouteFailureReason = 'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'instrument_unsupported' | 'no_route';
+type RouteFailureReason =
+  'beneficiary_missing_phone' | 'beneficiary_missing_account' | 'instrument_unsupported' | 'no_route';
 
 export type RouteDecision =
   | { ok: true; method: Instrument; methodChanged: boolean }
@@ -123,10 +124,17 @@ export function decideRoute(input: RouteInput): RouteDecision {
 
   if (alternativeUsable) return { ok: true, method: alternative, methodChanged: true };
 
-  const whyNotAlternative = alternativeCauses.map((cause) => explain(alternative, cause, beneficiary.bankCode)).join('; ');
+  const whyNotAlternative = alternativeCauses
+    .map((cause) => explain(alternative, cause, beneficiary.bankCode))
+    .join('; ');
   return {
     ok: false,
-    reason: missingAccount && unsupported ? 'no_route' : missingAccount ? 'beneficiary_missing_account' : 'instrument_unsupported',
+    reason:
+      missingAccount && unsupported
+        ? 'no_route'
+        : missingAccount
+          ? 'beneficiary_missing_account'
+          : 'instrument_unsupported',
     message: `${why}; ${alternative} cannot be used either: ${whyNotAlternative}. ${remedy(requested, requestedCauses, false)}`,
     methodTried: requested,
   };

@@ -41,7 +41,10 @@ export function planQuote(input: QuoteRequestInput): QuotePlan {
   if (deliverAmount !== undefined) {
     // Rule 2: only exact BS amounts can be delivered.
     if (input.deliver!.asset !== 'BS') {
-      return fail('deliver.asset', 'Only bolivares are delivered: send deliver.asset "BS" with deliver.amount in BS minor units.');
+      return fail(
+        'deliver.asset',
+        'Only bolivares are delivered: send deliver.asset "BS" with deliver.amount in BS minor units.',
+      );
     }
     // Rule 5: a fixed BS amount is paid in BS; to pay in another asset the caller fixes spend instead.
     const payIn = input.spend?.asset ?? 'BS';
@@ -56,7 +59,10 @@ export function planQuote(input: QuoteRequestInput): QuotePlan {
 
   // Rule 4: a fixed spend needs to know what it converts to.
   if (!input.deliver) {
-    return fail('deliver.asset', 'spend.amount is fixed: also send deliver {asset: "BS"} so the amount can be converted to bolivares.');
+    return fail(
+      'deliver.asset',
+      'spend.amount is fixed: also send deliver {asset: "BS"} so the amount can be converted to bolivares.',
+    );
   }
   const spendAsset = input.spend!.asset;
   // Rule 3: spend mode converts, so the assets differ; without conversion the caller fixes deliver.

@@ -37,13 +37,15 @@ export interface RailEcho {
   bankReference?: unknown;
 }
 
-const shown = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value) ?? String(value)).slice(0, 200);
+const shown = (value: unknown): string =>
+  (typeof value === 'string' ? value : (JSON.stringify(value) ?? String(value))).slice(0, 200);
 
 /** The amount an echo gives: undefined when none, a Doubt when it is not a decimal string of minor units. */
 function amountOfEcho(echo: RailEcho): bigint | undefined | Doubt {
   const raw = echo.amountMinor;
   if (raw === undefined || raw === null) return undefined;
-  if (typeof raw !== 'string' || !AMOUNT_PATTERN.test(raw)) return { kind: 'unreadable_answer', theirs: { field: 'amountMinor', value: shown(raw) } };
+  if (typeof raw !== 'string' || !AMOUNT_PATTERN.test(raw))
+    return { kind: 'unreadable_answer', theirs: { field: 'amountMinor', value: shown(raw) } };
   return BigInt(raw);
 }
 
@@ -53,17 +55,27 @@ function amountOfEcho(echo: RailEcho): bigint | undefined | Doubt {
  * one. Returns the amount it gives (to be compared with the payment's by the outcome decision when not
  * known here), or the first doubt.
  */
-export function checkEcho(asked: { reference: string; amountMinor?: bigint }, echo: RailEcho): { amountMinor?: bigint } | { doubt: Doubt } {
+export function checkEcho(
+  asked: { reference: string; amountMinor?: bigint },
+  echo: RailEcho,
+): { amountMinor?: bigint } | { doubt: Doubt } {
   if (echo.reference !== undefined && echo.reference !== asked.reference) {
-    return { doubt: { kind: 'reference_mismatch', theirs: { asked: asked.reference, answeredAbout: shown(echo.reference) } } };
+    return {
+      doubt: { kind: 'reference_mismatch', theirs: { asked: asked.reference, answeredAbout: shown(echo.reference) } },
+    };
   }
   const amount = amountOfEcho(echo);
   if (typeof amount === 'object') return { doubt: amount };
   if (amount !== undefined && asked.amountMinor !== undefined && amount !== asked.amountMinor) {
     return { doubt: { kind: 'amount_mismatch', theirs: { amount: amount.toString() } } };
   }
-  if (echo.bankReference !== undefined && (typeof echo.bankReference !== 'string' || !BANK_REFERENCE_PATTERN.test(echo.bankReference))) {
-    return { doubt: { kind: 'unreadable_answer', theirs: { field: 'bankReference', value: shown(echo.bankReference) } } };
+  if (
+    echo.bankReference !== undefined &&
+    (typeof echo.bankReference !== 'string' || !BANK_REFERENCE_PATTERN.test(echo.bankReference))
+  ) {
+    return {
+      doubt: { kind: 'unreadable_answer', theirs: { field: 'bankReference', value: shown(echo.bankReference) } },
+    };
   }
   return amount === undefined ? {} : { amountMinor: amount };
 }
@@ -74,6 +86,10 @@ export function checkEcho(asked: { reference: string; amountMinor?: bigint }, ec
  */
 export function settledAtOf(theirs: Date, sentAt: Date, now: Date): { settledAt: Date; doubt?: Doubt } {
   const t = theirs.getTime();
-  if (!Number.isNaN(t) && t <= now.getTime() + RAIL_CLOCK_SKEW_MS && t >= sentAt.getTime() - RAIL_CLOCK_SKEW_MS) return { settledAt: theirs };
-  return { settledAt: now, doubt: { kind: 'implausible_settled_at', theirs: { settledAt: Number.isNaN(t) ? null : theirs.toISOString() } } };
+  if (!Number.isNaN(t) && t <= now.getTime() + RAIL_CLOCK_SKEW_MS && t >= sentAt.getTime() - RAIL_CLOCK_SKEW_MS)
+    return { settledAt: theirs };
+  return {
+    settledAt: now,
+    doubt: { kind: 'implausible_settled_at', theirs: { settledAt: Number.isNaN(t) ? null : theirs.toISOString() } },
+  };
 }

@@ -69,7 +69,9 @@ export function routeMatches(route: RailRoute, payout: RoutedPayout): boolean {
 
 /** Rules in the order they apply: priority, then the older first, then by id (a total order). */
 export function byPriority(a: RailRoute, b: RailRoute): number {
-  return a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+  return (
+    a.priority - b.priority || a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+  );
 }
 
 /** The default order of rails no rule names: by name, the sandbox last. */
@@ -81,11 +83,18 @@ export function defaultOrder(a: string, b: string): number {
 }
 
 /** The rails that may carry `payout`, in the order they are tried. Empty: no rail can carry it. */
-export function candidateRails(payout: RoutedPayout, settings: readonly RailSetting[], routes: readonly RailRoute[]): string[] {
-  const eligible = new Set(settings.filter((setting) => railServes(setting, payout.mode, payout.instrument)).map((setting) => setting.name));
+export function candidateRails(
+  payout: RoutedPayout,
+  settings: readonly RailSetting[],
+  routes: readonly RailRoute[],
+): string[] {
+  const eligible = new Set(
+    settings.filter((setting) => railServes(setting, payout.mode, payout.instrument)).map((setting) => setting.name),
+  );
   const ordered: string[] = [];
   for (const route of [...routes].sort(byPriority)) {
-    if (eligible.has(route.rail) && !ordered.includes(route.rail) && routeMatches(route, payout)) ordered.push(route.rail);
+    if (eligible.has(route.rail) && !ordered.includes(route.rail) && routeMatches(route, payout))
+      ordered.push(route.rail);
   }
   const rest = [...eligible].filter((name) => !ordered.includes(name)).sort(defaultOrder);
   return [...ordered, ...rest];
@@ -96,7 +105,15 @@ export function candidateRails(payout: RoutedPayout, settings: readonly RailSett
  * amount — by the rules that hold for all of them (no bank or amount condition), else the default
  * order: the rail whose bank catalogue that tenant is served. Undefined: no rail serves them.
  */
-export function catalogueRail(tenantId: string, mode: Mode, instrument: Instrument, settings: readonly RailSetting[], routes: readonly RailRoute[]): string | undefined {
-  const forEveryPayout = routes.filter((route) => route.bankCode === null && route.minAmount === null && route.maxAmount === null);
+export function catalogueRail(
+  tenantId: string,
+  mode: Mode,
+  instrument: Instrument,
+  settings: readonly RailSetting[],
+  routes: readonly RailRoute[],
+): string | undefined {
+  const forEveryPayout = routes.filter(
+    (route) => route.bankCode === null && route.minAmount === null && route.maxAmount === null,
+  );
   return candidateRails({ tenantId, mode, instrument, bankCode: '', amountMinor: 0n }, settings, forEveryPayout)[0];
 }

@@ -36,10 +36,15 @@ export function railSignature(secret: string, timestamp: string, rawBody: string
 /** The three headers that sign `rawBody` with `key` at `nowMs`. */
 export function signRailMessage(key: RailKey, rawBody: string | Uint8Array, nowMs: number): Record<string, string> {
   const timestamp = String(Math.trunc(nowMs));
-  return { [RAIL_KEY_ID_HEADER]: key.id, [RAIL_TIMESTAMP_HEADER]: timestamp, [RAIL_SIGNATURE_HEADER]: railSignature(key.secret, timestamp, rawBody) };
+  return {
+    [RAIL_KEY_ID_HEADER]: key.id,
+    [RAIL_TIMESTAMP_HEADER]: timestamp,
+    [RAIL_SIGNATURE_HEADER]: railSignature(key.secret, timestamp, rawBody),
+  };
 }
 
-export type RailSignatureFailure = 'missing_headers' | 'unknown_key' | 'invalid_timestamp' | 'timestamp_outside_tolerance' | 'signature_mismatch';
+export type RailSignatureFailure =
+  'missing_headers' | 'unknown_key' | 'invalid_timestamp' | 'timestamp_outside_tolerance' | 'signature_mismatch';
 
 function single(headers: Record<string, unknown>, name: string): string | undefined {
   const value = headers[name];
@@ -64,7 +69,8 @@ export function verifyRailMessage(input: {
   const key = input.keys.find((candidate) => candidate.id === keyId && candidate.secret.length > 0);
   if (!key) return { ok: false, reason: 'unknown_key' };
   if (!/^[0-9]{1,16}$/.test(timestamp)) return { ok: false, reason: 'invalid_timestamp' };
-  if (Math.abs(input.nowMs - Number(timestamp)) > RAIL_SIGNATURE_TOLERANCE_MS) return { ok: false, reason: 'timestamp_outside_tolerance' };
+  if (Math.abs(input.nowMs - Number(timestamp)) > RAIL_SIGNATURE_TOLERANCE_MS)
+    return { ok: false, reason: 'timestamp_outside_tolerance' };
   const expected = Buffer.from(railSignature(key.secret, timestamp, input.rawBody), 'utf8');
   const actual = Buffer.from(offered.toLowerCase(), 'utf8');
   // Lengths are public (always 64 hex characters); the content is compared in constant time.

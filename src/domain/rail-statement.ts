@@ -19,11 +19,25 @@ type StatementStatus = 'settled' | 'failed' | 'reversed';
  * words, and the usual English and Spanish ones of Venezuelan banks' statements.
  */
 export const STATUS_ALIASES: Readonly<Record<StatementStatus, readonly string[]>> = {
-  settled: ['settled', 'paid', 'completed', 'liquidada', 'liquidado', 'pagada', 'pagado', 'acreditada', 'acreditado', 'exitosa', 'aprobada'],
+  settled: [
+    'settled',
+    'paid',
+    'completed',
+    'liquidada',
+    'liquidado',
+    'pagada',
+    'pagado',
+    'acreditada',
+    'acreditado',
+    'exitosa',
+    'aprobada',
+  ],
   failed: ['failed', 'rejected', 'rechazada', 'rechazado', 'fallida', 'fallido'],
   reversed: ['reversed', 'returned', 'devuelta', 'devuelto', 'reversada', 'reversado'],
 };
-const STATUS_BY_ALIAS = new Map(Object.entries(STATUS_ALIASES).flatMap(([status, aliases]) => aliases.map((a) => [a, status as StatementStatus])));
+const STATUS_BY_ALIAS = new Map(
+  Object.entries(STATUS_ALIASES).flatMap(([status, aliases]) => aliases.map((a) => [a, status as StatementStatus])),
+);
 
 /** The longest reference (ours or the bank's) a line may carry: longer is no reference of any rail. */
 const STATEMENT_REFERENCE_LENGTH_MAX = 100;
@@ -40,7 +54,14 @@ export function isPaymentId(reference: string): boolean {
 }
 
 /** What a statement's result for one line or payment is. `matched` lines are only counted. */
-export const STATEMENT_RESULTS = ['matched', 'unknown_reference', 'missing_at_rail', 'amount_mismatch', 'status_mismatch', 'bank_reference_mismatch'] as const;
+export const STATEMENT_RESULTS = [
+  'matched',
+  'unknown_reference',
+  'missing_at_rail',
+  'amount_mismatch',
+  'status_mismatch',
+  'bank_reference_mismatch',
+] as const;
 export type StatementResult = (typeof STATEMENT_RESULTS)[number];
 export type StatementMismatchKind = Exclude<StatementResult, 'matched'>;
 export const STATEMENT_MISMATCH_KINDS = STATEMENT_RESULTS.filter((r): r is StatementMismatchKind => r !== 'matched');
@@ -68,7 +89,10 @@ export interface StatementLine {
 /** Which header name each standard column has in this file. */
 export type ColumnMapping = Readonly<Record<StatementColumn, string>>;
 
-const DEFAULT_MAPPING: ColumnMapping = Object.fromEntries(STATEMENT_COLUMNS.map((c) => [c, c])) as Record<StatementColumn, string>;
+const DEFAULT_MAPPING: ColumnMapping = Object.fromEntries(STATEMENT_COLUMNS.map((c) => [c, c])) as Record<
+  StatementColumn,
+  string
+>;
 
 /**
  * The mapping a request gives (`reference:Referencia,amount:Monto`): each standard column it names is
@@ -82,8 +106,10 @@ export function parseColumnMapping(text: string | undefined): ColumnMapping | st
     const at = pair.indexOf(':');
     const column = (at < 0 ? pair : pair.slice(0, at)).trim();
     const name = at < 0 ? '' : pair.slice(at + 1).trim();
-    if (!(STATEMENT_COLUMNS as readonly string[]).includes(column)) return `"${column}" is not a statement column (${STATEMENT_COLUMNS.join(', ')})`;
-    if (name === '' || name.length > COLUMN_NAME_LENGTH_MAX) return `${column}: give the header name after a colon, 1 to ${COLUMN_NAME_LENGTH_MAX} characters`;
+    if (!(STATEMENT_COLUMNS as readonly string[]).includes(column))
+      return `"${column}" is not a statement column (${STATEMENT_COLUMNS.join(', ')})`;
+    if (name === '' || name.length > COLUMN_NAME_LENGTH_MAX)
+      return `${column}: give the header name after a colon, 1 to ${COLUMN_NAME_LENGTH_MAX} characters`;
     if (given.has(column)) return `${column} is mapped twice`;
     given.add(column);
     mapping[column] = name;
@@ -94,7 +120,10 @@ export function parseColumnMapping(text: string | undefined): ColumnMapping | st
 }
 
 /** Where each standard column is in a line, from the header (names compared without case); a string on error. */
-export function columnPositions(header: readonly string[], mapping: ColumnMapping): Record<StatementColumn, number> | string {
+export function columnPositions(
+  header: readonly string[],
+  mapping: ColumnMapping,
+): Record<StatementColumn, number> | string {
   const names = header.map((h) => h.trim().toLowerCase());
   const positions: Partial<Record<StatementColumn, number>> = {};
   const missing: string[] = [];
@@ -110,17 +139,26 @@ export function columnPositions(header: readonly string[], mapping: ColumnMappin
 }
 
 /** One line of the file read against the positions and the statement's day; a string says what is wrong. */
-export function readLine(cells: readonly string[], positions: Record<StatementColumn, number>, day: string, line: number): StatementLine | string {
+export function readLine(
+  cells: readonly string[],
+  positions: Record<StatementColumn, number>,
+  day: string,
+  line: number,
+): StatementLine | string {
   const cell = (c: StatementColumn) => (cells[positions[c]] ?? '').trim();
   const given = cell('reference');
   const reference = UUID.test(given) ? given.toLowerCase() : given;
-  if (reference === '' || reference.length > STATEMENT_REFERENCE_LENGTH_MAX) return `reference: 1 to ${STATEMENT_REFERENCE_LENGTH_MAX} characters`;
+  if (reference === '' || reference.length > STATEMENT_REFERENCE_LENGTH_MAX)
+    return `reference: 1 to ${STATEMENT_REFERENCE_LENGTH_MAX} characters`;
   const amount = cell('amount');
-  if (!AMOUNT.test(amount)) return `amount: "${amount.slice(0, 40)}" is not an amount in minor units (digits only, at most 18)`;
+  if (!AMOUNT.test(amount))
+    return `amount: "${amount.slice(0, 40)}" is not an amount in minor units (digits only, at most 18)`;
   const status = STATUS_BY_ALIAS.get(cell('status').toLowerCase());
-  if (status === undefined) return `status: "${cell('status').slice(0, 40)}" is not a known status (see the accepted words of settled, failed and reversed)`;
+  if (status === undefined)
+    return `status: "${cell('status').slice(0, 40)}" is not a known status (see the accepted words of settled, failed and reversed)`;
   const bankReference = cell('bank_reference');
-  if (bankReference.length > STATEMENT_REFERENCE_LENGTH_MAX) return `bank_reference: at most ${STATEMENT_REFERENCE_LENGTH_MAX} characters`;
+  if (bankReference.length > STATEMENT_REFERENCE_LENGTH_MAX)
+    return `bank_reference: at most ${STATEMENT_REFERENCE_LENGTH_MAX} characters`;
   if (bankReference === '' && status !== 'failed') return `bank_reference: required on a ${status} line`;
   const valueDate = cell('value_date');
   if (!isValidDate(valueDate)) return `value_date: "${valueDate.slice(0, 40)}" is not a date (YYYY-MM-DD)`;
@@ -168,7 +206,13 @@ function evidenceOfPayment(payment: StatementPayment | null): Evidence {
 }
 
 function evidenceOfLine(line: StatementLine): Evidence {
-  return { line: String(line.line), reference: line.reference, status: line.status, amount: line.amount.toString(), bankReference: line.bankReference || null };
+  return {
+    line: String(line.line),
+    reference: line.reference,
+    status: line.status,
+    amount: line.amount.toString(),
+    bankReference: line.bankReference || null,
+  };
 }
 
 /**
@@ -178,18 +222,36 @@ function evidenceOfLine(line: StatementLine): Evidence {
  */
 export function compareLine(line: StatementLine, payment: StatementPayment | undefined): StatementMismatch[] {
   const theirs = evidenceOfLine(line);
-  if (payment === undefined) return [{ kind: 'unknown_reference', line: line.line, reference: line.reference, payment: null, ours: evidenceOfPayment(null), theirs }];
+  if (payment === undefined)
+    return [
+      {
+        kind: 'unknown_reference',
+        line: line.line,
+        reference: line.reference,
+        payment: null,
+        ours: evidenceOfPayment(null),
+        theirs,
+      },
+    ];
   const kinds: StatementMismatchKind[] = [];
   if (!AGREEING[line.status].includes(payment.status)) kinds.push('status_mismatch');
   if (line.amount !== payment.payout_amount) kinds.push('amount_mismatch');
-  if (line.bankReference !== '' && payment.bank_reference !== null && line.bankReference !== payment.bank_reference) kinds.push('bank_reference_mismatch');
+  if (line.bankReference !== '' && payment.bank_reference !== null && line.bankReference !== payment.bank_reference)
+    kinds.push('bank_reference_mismatch');
   const ours = evidenceOfPayment(payment);
   return kinds.map((kind) => ({ kind, line: line.line, reference: line.reference, payment, ours, theirs }));
 }
 
 /** Our payment that settled on the statement's day and that no line names. */
 export function missingAtRail(payment: StatementPayment): StatementMismatch {
-  return { kind: 'missing_at_rail', line: null, reference: payment.id, payment, ours: evidenceOfPayment(payment), theirs: { line: null } };
+  return {
+    kind: 'missing_at_rail',
+    line: null,
+    reference: payment.id,
+    payment,
+    ours: evidenceOfPayment(payment),
+    theirs: { line: null },
+  };
 }
 
 /**
@@ -197,7 +259,9 @@ export function missingAtRail(payment: StatementPayment): StatementMismatch {
  * or a corrected one, opens nothing new for what was already seen.
  */
 export function statementDedupKey(kind: StatementMismatchKind, rail: string, day: string, reference: string): string {
-  return `${MISMATCH_ANOMALY_KINDS[kind]}:${createHash('sha256').update(JSON.stringify([rail, day, reference])).digest('hex')}`;
+  return `${MISMATCH_ANOMALY_KINDS[kind]}:${createHash('sha256')
+    .update(JSON.stringify([rail, day, reference]))
+    .digest('hex')}`;
 }
 
 const MISMATCH_CURSOR = /^m1:([1-9][0-9]{0,9})$/;
@@ -210,7 +274,12 @@ export function mismatchCursor(seq: number): string {
 /** The mismatch a page starts after (0: the first page); a 400 naming `cursor` for one this service did not issue. */
 export function mismatchesAfter(cursor: string | undefined): number {
   if (cursor === undefined) return 0;
-  const match = /^[A-Za-z0-9_-]{1,40}$/.test(cursor) ? MISMATCH_CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8')) : null;
-  if (!match) throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this statement, unchanged' }]);
+  const match = /^[A-Za-z0-9_-]{1,40}$/.test(cursor)
+    ? MISMATCH_CURSOR.exec(Buffer.from(cursor, 'base64url').toString('utf8'))
+    : null;
+  if (!match)
+    throw validationFailed([
+      { field: 'cursor', message: 'must be the next_cursor of a previous page of this statement, unchanged' },
+    ]);
   return Number(match[1]);
 }

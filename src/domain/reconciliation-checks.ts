@@ -31,8 +31,6 @@ export interface ChargedGroup {
   feeAmount: bigint;
 }
 
-
-
 /** Sums by string key; a figure never named is zero. */
 class Sums {
   private readonly map = new Map<string, bigint>();
@@ -49,7 +47,15 @@ class Sums {
 
 const accountKey = (asset: string, account: string) => `${asset}/${account}`;
 
-function accountDiscrepancy(check: Discrepancy['check'], asset: string, account: string, facet: string, expected: bigint, found: bigint, detail: Record<string, unknown>): Discrepancy {
+function accountDiscrepancy(
+  check: Discrepancy['check'],
+  asset: string,
+  account: string,
+  facet: string,
+  expected: bigint,
+  found: bigint,
+  detail: Record<string, unknown>,
+): Discrepancy {
   return {
     check,
     subjectType: 'account',
@@ -83,7 +89,12 @@ function accountBalanceFindings(books: BookFigures, balances: Sums): Discrepancy
   for (const key of [...keys].sort()) {
     if (balances.get(key) === posted.get(key)) continue;
     const [asset, account] = key.split('/') as [string, string];
-    findings.push(accountDiscrepancy('account_balances', asset, account, 'balance', posted.get(key), balances.get(key), { postingsSum: posted.get(key).toString(), balance: balances.get(key).toString() }));
+    findings.push(
+      accountDiscrepancy('account_balances', asset, account, 'balance', posted.get(key), balances.get(key), {
+        postingsSum: posted.get(key).toString(),
+        balance: balances.get(key).toString(),
+      }),
+    );
   }
   return findings;
 }
@@ -96,12 +107,19 @@ function inFlightFindings(books: BookFigures, balances: Sums): Discrepancy[] {
     owed.add(g.payoutAsset, -g.payoutAmount);
     payouts.set(g.payoutAsset, (payouts.get(g.payoutAsset) ?? 0) + g.count);
   }
-  const assets = new Set([...owed.keys(), ...books.balances.filter((b) => b.account === 'in_flight').map((b) => b.asset)]);
+  const assets = new Set([
+    ...owed.keys(),
+    ...books.balances.filter((b) => b.account === 'in_flight').map((b) => b.asset),
+  ]);
   const findings: Discrepancy[] = [];
   for (const asset of [...assets].sort()) {
     const found = balances.get(accountKey(asset, 'in_flight'));
     if (found === owed.get(asset)) continue;
-    findings.push(accountDiscrepancy('in_flight', asset, 'in_flight', 'unresolved_payouts', owed.get(asset), found, { unresolvedPayouts: payouts.get(asset) ?? 0 }));
+    findings.push(
+      accountDiscrepancy('in_flight', asset, 'in_flight', 'unresolved_payouts', owed.get(asset), found, {
+        unresolvedPayouts: payouts.get(asset) ?? 0,
+      }),
+    );
   }
   return findings;
 }
@@ -109,7 +127,8 @@ function inFlightFindings(books: BookFigures, balances: Sums): Discrepancy[] {
 /** Postings of the given entry kinds to the given accounts, summed per asset. */
 function postedTo(books: BookFigures, kinds: readonly LedgerEntryKind[], accounts: readonly AccountKind[]): Sums {
   const sums = new Sums();
-  for (const p of books.postings) if (kinds.includes(p.kind) && accounts.includes(p.account)) sums.add(p.asset, p.amount);
+  for (const p of books.postings)
+    if (kinds.includes(p.kind) && accounts.includes(p.account)) sums.add(p.asset, p.amount);
   return sums;
 }
 
@@ -124,17 +143,41 @@ function prefundingFindings(books: BookFigures, balances: Sums): Discrepancy[] {
     if (g.status === 'failed') refunds.add(g.sourceAsset, g.sourceAmount);
     if (g.status === 'reversed') returns.add(g.payoutAsset, g.payoutAmount);
   }
-  const tenantAccounts = books.balances.filter((b) => b.account === 'prefunding' || b.account === 'credit_receivable').map((b) => b.asset);
-  const assets = new Set([...fundings.keys(), ...closes.keys(), ...charges.keys(), ...returns.keys(), ...tenantAccounts]);
+  const tenantAccounts = books.balances
+    .filter((b) => b.account === 'prefunding' || b.account === 'credit_receivable')
+    .map((b) => b.asset);
+  const assets = new Set([
+    ...fundings.keys(),
+    ...closes.keys(),
+    ...charges.keys(),
+    ...returns.keys(),
+    ...tenantAccounts,
+  ]);
   const findings: Discrepancy[] = [];
   for (const asset of [...assets].sort()) {
     // Credit-normal: what the tenant holds is the negated balance of its two accounts.
-    const held = -(balances.get(accountKey(asset, 'prefunding')) + balances.get(accountKey(asset, 'credit_receivable')));
-    const parts = { fundings: -fundings.get(asset), charges: charges.get(asset), refunds: refunds.get(asset), returns: returns.get(asset), closes: -closes.get(asset) };
+    const held = -(
+      balances.get(accountKey(asset, 'prefunding')) + balances.get(accountKey(asset, 'credit_receivable'))
+    );
+    const parts = {
+      fundings: -fundings.get(asset),
+      charges: charges.get(asset),
+      refunds: refunds.get(asset),
+      returns: returns.get(asset),
+      closes: -closes.get(asset),
+    };
     const expected = parts.fundings - parts.charges + parts.refunds + parts.returns + parts.closes;
     if (held === expected) continue;
     findings.push(
-      accountDiscrepancy('prefunding', asset, 'prefunding', 'position', expected, held, Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.toString()]))),
+      accountDiscrepancy(
+        'prefunding',
+        asset,
+        'prefunding',
+        'position',
+        expected,
+        held,
+        Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v.toString()])),
+      ),
     );
   }
   return findings;
@@ -169,7 +212,13 @@ function creditFindings(books: BookFigures, balances: Sums): Discrepancy[] {
       paymentId: null,
       expected: String(close.recorded),
       found: String(close.posted),
-      detail: { asset: close.asset, settledAmount: close.amount.toString(), firstBusinessDate: close.firstDay, recordedCloses: close.recorded, closeEntries: close.posted },
+      detail: {
+        asset: close.asset,
+        settledAmount: close.amount.toString(),
+        firstBusinessDate: close.firstDay,
+        recordedCloses: close.recorded,
+        closeEntries: close.posted,
+      },
     });
   }
   return findings;
@@ -178,7 +227,10 @@ function creditFindings(books: BookFigures, balances: Sums): Discrepancy[] {
 function revenueFindings(books: BookFigures, balances: Sums): Discrepancy[] {
   const fees = new Sums();
   for (const g of books.charged) if (g.status !== 'failed') fees.add(g.payoutAsset, -g.feeAmount);
-  const assets = new Set([...fees.keys(), ...books.balances.filter((b) => b.account === 'revenue').map((b) => b.asset)]);
+  const assets = new Set([
+    ...fees.keys(),
+    ...books.balances.filter((b) => b.account === 'revenue').map((b) => b.asset),
+  ]);
   const findings: Discrepancy[] = [];
   for (const asset of [...assets].sort()) {
     const found = balances.get(accountKey(asset, 'revenue'));
@@ -207,13 +259,35 @@ export function transactionFindings(rows: readonly TransactionCheckRow[]): Discr
   for (const t of rows) {
     const base = { subjectType: 'ledger_transaction' as const, subjectId: t.id, paymentId: t.paymentId };
     const detail = { transactionId: t.id, kind: t.kind, paymentId: t.paymentId };
-    if (t.postings < 2) findings.push({ ...base, check: 'transaction_balanced', facet: 'postings', expected: 'at least 2', found: String(t.postings), detail });
+    if (t.postings < 2)
+      findings.push({
+        ...base,
+        check: 'transaction_balanced',
+        facet: 'postings',
+        expected: 'at least 2',
+        found: String(t.postings),
+        detail,
+      });
     for (const u of t.unbalanced) {
-      findings.push({ ...base, check: 'transaction_balanced', facet: u.asset, expected: '0', found: u.total.toString(), detail: { ...detail, asset: u.asset } });
+      findings.push({
+        ...base,
+        check: 'transaction_balanced',
+        facet: u.asset,
+        expected: '0',
+        found: u.total.toString(),
+        detail: { ...detail, asset: u.asset },
+      });
     }
     const forAPayment = t.kind.startsWith('payout');
     if (forAPayment && t.paymentId === null) {
-      findings.push({ ...base, check: 'payment_entries', facet: 'payment', expected: 'a payment', found: 'none', detail });
+      findings.push({
+        ...base,
+        check: 'payment_entries',
+        facet: 'payment',
+        expected: 'a payment',
+        found: 'none',
+        detail,
+      });
     } else if (t.paymentId !== null && (!forAPayment || !t.paymentFound)) {
       const expected = forAPayment ? 'an existing payment of this mode' : `no payment (a ${t.kind} entry)`;
       findings.push({ ...base, check: 'payment_entries', facet: 'payment', expected, found: t.paymentId, detail });
@@ -266,34 +340,75 @@ const EVENTS_OF_STATUS: Partial<Record<PaymentStatus, Partial<Record<(typeof EVE
 };
 
 const sortedKinds = (kinds: readonly string[]) =>
-  [...kinds].sort((a, b) => ENTRY_ORDER.indexOf(a as LedgerEntryKind) - ENTRY_ORDER.indexOf(b as LedgerEntryKind) || (a < b ? -1 : a > b ? 1 : 0)).join(',');
+  [...kinds]
+    .sort(
+      (a, b) =>
+        ENTRY_ORDER.indexOf(a as LedgerEntryKind) - ENTRY_ORDER.indexOf(b as LedgerEntryKind) ||
+        (a < b ? -1 : a > b ? 1 : 0),
+    )
+    .join(',');
 
-export function paymentFindings(payment: PaymentCheckRow, entries: readonly PaymentEntryRow[], events: readonly PaymentEventRow[]): Discrepancy[] {
+export function paymentFindings(
+  payment: PaymentCheckRow,
+  entries: readonly PaymentEntryRow[],
+  events: readonly PaymentEventRow[],
+): Discrepancy[] {
   const base = { subjectType: 'payment' as const, subjectId: payment.id, paymentId: payment.id };
   const kinds = KINDS_OF_STATUS[payment.status];
   if (!kinds) {
-    return [{ ...base, check: 'payment_entries', facet: 'status', expected: 'submitted, unknown, settled, failed or reversed', found: payment.status, detail: { status: payment.status } }];
+    return [
+      {
+        ...base,
+        check: 'payment_entries',
+        facet: 'status',
+        expected: 'submitted, unknown, settled, failed or reversed',
+        found: payment.status,
+        detail: { status: payment.status },
+      },
+    ];
   }
   return [...entryFindings(payment, kinds, entries), ...eventFindings(payment, events)];
 }
 
-function entryFindings(payment: PaymentCheckRow, statusKinds: readonly LedgerEntryKind[], entries: readonly PaymentEntryRow[]): Discrepancy[] {
-  const base = { check: 'payment_entries' as const, subjectType: 'payment' as const, subjectId: payment.id, paymentId: payment.id };
+function entryFindings(
+  payment: PaymentCheckRow,
+  statusKinds: readonly LedgerEntryKind[],
+  entries: readonly PaymentEntryRow[],
+): Discrepancy[] {
+  const base = {
+    check: 'payment_entries' as const,
+    subjectType: 'payment' as const,
+    subjectId: payment.id,
+    paymentId: payment.id,
+  };
   const ordered = [...entries].sort((a, b) => ENTRY_ORDER.indexOf(a.kind) - ENTRY_ORDER.indexOf(b.kind));
-  const detail = { status: payment.status, fundingAccount: payment.funding, entries: ordered.map((e) => ({ id: e.id, kind: e.kind })) };
+  const detail = {
+    status: payment.status,
+    fundingAccount: payment.funding,
+    entries: ordered.map((e) => ({ id: e.id, kind: e.kind })),
+  };
   // A failure before the rail was never charged: no entry at all.
   const expectedKinds = payment.funding === null && payment.status === 'failed' ? '' : sortedKinds(statusKinds);
   const found = sortedKinds(entries.map((e) => e.kind));
-  if (expectedKinds !== found) return [{ ...base, facet: 'entries', expected: expectedKinds || 'none', found: found || 'none', detail }];
+  if (expectedKinds !== found)
+    return [{ ...base, facet: 'entries', expected: expectedKinds || 'none', found: found || 'none', detail }];
   if (entries.length === 0) return [];
-  if (payment.funding === null) return [{ ...base, facet: 'funding_account', expected: 'prefunding or credit_receivable', found: 'none', detail }];
+  if (payment.funding === null)
+    return [{ ...base, facet: 'funding_account', expected: 'prefunding or credit_receivable', found: 'none', detail }];
   const expected = expectedNet(payment);
   const net = new Sums();
-  for (const e of entries) for (const p of e.postings) net.add(accountKey(p.asset, fundingSide(payment.funding, p.account)), p.amount);
+  for (const e of entries)
+    for (const p of e.postings) net.add(accountKey(p.asset, fundingSide(payment.funding, p.account)), p.amount);
   const findings: Discrepancy[] = [];
   for (const key of [...new Set([...expected.keys(), ...net.keys()])].sort()) {
     if (expected.get(key) === net.get(key)) continue;
-    findings.push({ ...base, facet: key, expected: expected.get(key).toString(), found: net.get(key).toString(), detail });
+    findings.push({
+      ...base,
+      facet: key,
+      expected: expected.get(key).toString(),
+      found: net.get(key).toString(),
+      detail,
+    });
   }
   return findings;
 }
@@ -304,7 +419,9 @@ function entryFindings(payment: PaymentCheckRow, statusKinds: readonly LedgerEnt
  * tenant's money only ever moves through prefunding.
  */
 function fundingSide(funding: FundingAccount, account: AccountKind): string {
-  return funding === 'credit_receivable' && (account === 'prefunding' || account === 'credit_receivable') ? 'prefunding+credit_receivable' : account;
+  return funding === 'credit_receivable' && (account === 'prefunding' || account === 'credit_receivable')
+    ? 'prefunding+credit_receivable'
+    : account;
 }
 
 /** What a payment's entries add up to, per account, given its status and its immutable amounts. */

@@ -22,13 +22,19 @@ export type CheckName = (typeof RECONCILIATION_CHECKS)[number];
 export const CHECK_SUMMARIES: Record<CheckName, string> = {
   transaction_balanced: 'every ledger transaction has at least two postings and sums to zero in each asset',
   account_balances: "every account's balance (all its slots) equals the sum of its postings",
-  in_flight: 'the in-flight account equals minus the delivered amounts of the charged payouts not yet resolved (submitted, unknown)',
-  prefunding: "what the tenant holds (prefunding net of credit drawn) equals fundings − charges + refunds of failures + returns + what the daily closes settled",
-  credit_drawn: 'credit drawn equals the charges to credit − the refunds applied to it − what the closes settled, and every recorded daily close has its ledger entry',
+  in_flight:
+    'the in-flight account equals minus the delivered amounts of the charged payouts not yet resolved (submitted, unknown)',
+  prefunding:
+    'what the tenant holds (prefunding net of credit drawn) equals fundings − charges + refunds of failures + returns + what the daily closes settled',
+  credit_drawn:
+    'credit drawn equals the charges to credit − the refunds applied to it − what the closes settled, and every recorded daily close has its ledger entry',
   revenue: 'the revenue account equals minus the fees of the charged payouts that did not fail',
-  payment_entries: "every payment's ledger entries match its status (none before the rail; payout; + settlement; + failure, netting to zero; + settlement + return), and every entry names an existing payment",
-  outcome_events: 'exactly one outcome event per resolved payment (payment.settled or payment.failed), one payment.reversed per return, none for an unresolved one',
-  limit_usage: 'every limit counter equals the delivered amount and number of the payouts it counts (submitted, unknown, settled) of its Caracas day',
+  payment_entries:
+    "every payment's ledger entries match its status (none before the rail; payout; + settlement; + failure, netting to zero; + settlement + return), and every entry names an existing payment",
+  outcome_events:
+    'exactly one outcome event per resolved payment (payment.settled or payment.failed), one payment.reversed per return, none for an unresolved one',
+  limit_usage:
+    'every limit counter equals the delivered amount and number of the payouts it counts (submitted, unknown, settled) of its Caracas day',
 };
 
 type SubjectType = 'ledger_transaction' | 'account' | 'payment' | 'limit_counter' | 'daily_close';
@@ -141,7 +147,9 @@ export interface DiscrepancyAnomaly {
 const ANOMALY_DEDUP_KEY_MAX = 300;
 
 function dedupKeyOf(key: string): string {
-  return key.length <= ANOMALY_DEDUP_KEY_MAX ? key : `reconciliation:sha256:${createHash('sha256').update(key).digest('hex')}`;
+  return key.length <= ANOMALY_DEDUP_KEY_MAX
+    ? key
+    : `reconciliation:sha256:${createHash('sha256').update(key).digest('hex')}`;
 }
 
 export function discrepancyAnomalies(
@@ -155,8 +163,16 @@ export function discrepancyAnomalies(
     paymentId: d.paymentId,
     ours: { [d.facet]: d.expected },
     theirs: { [d.facet]: d.found },
-    raw: { runId: run.id, check: d.check, subjectType: d.subjectType, subjectId: d.subjectId, facet: d.facet, evidence: d.detail },
-    dedupKey: dedupKeyOf(`reconciliation:${run.tenantId}:${run.mode}:${d.check}:${d.subjectType}:${d.subjectId}:${d.facet}:${d.expected}:${d.found}`),
+    raw: {
+      runId: run.id,
+      check: d.check,
+      subjectType: d.subjectType,
+      subjectId: d.subjectId,
+      facet: d.facet,
+      evidence: d.detail,
+    },
+    dedupKey: dedupKeyOf(
+      `reconciliation:${run.tenantId}:${run.mode}:${d.check}:${d.subjectType}:${d.subjectId}:${d.facet}:${d.expected}:${d.found}`,
+    ),
   }));
 }
-

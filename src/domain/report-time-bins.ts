@@ -60,7 +60,11 @@ export function addBins(into: TimeHistogram, bins: Record<string, number>): void
  * The count, p50 and p95 of a histogram (nearest rank: the first bin whose running count reaches
  * p × count, in integers), each as its bin's last millisecond; null percentiles when it is empty.
  */
-export function histogramPercentiles(histogram: TimeHistogram): { count: number; p50Ms: number | null; p95Ms: number | null } {
+export function histogramPercentiles(histogram: TimeHistogram): {
+  count: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+} {
   const bins = [...histogram.entries()].filter(([, n]) => n !== 0).sort(([a], [b]) => a - b);
   const count = bins.reduce((total, [, n]) => total + n, 0);
   const rank = (percent: number): number | null => {

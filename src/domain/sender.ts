@@ -146,24 +146,34 @@ function checkNationality(check: SenderCheck): { nationality: string; known: boo
   if (isAbsent(check.input.nationality)) return { nationality: DEFAULT_NATIONALITY, known: true };
   const raw = typeof check.input.nationality === 'string' ? check.input.nationality.trim().toUpperCase() : '';
   if (ISO_3166_ALPHA3.has(raw)) return { nationality: raw, known: true };
-  check.fail('nationality', `nationality must be an ISO 3166-1 alpha-3 country code, e.g. VEN or COL; leave it out for a Venezuelan sender`);
+  check.fail(
+    'nationality',
+    `nationality must be an ISO 3166-1 alpha-3 country code, e.g. VEN or COL; leave it out for a Venezuelan sender`,
+  );
   return { nationality: DEFAULT_NATIONALITY, known: false };
 }
 
 /** The nationalId format the nationality asks for, as the messages state it. */
 function nationalIdFormat(nationality: string, known: boolean): string {
   if (!known) {
-    return '5 to 20 letters and digits as issued by the country of nationality, or for a Venezuelan sender V, E or J ' +
-      'followed by 4 to 9 digits, e.g. AB12345 or V12345678';
+    return (
+      '5 to 20 letters and digits as issued by the country of nationality, or for a Venezuelan sender V, E or J ' +
+      'followed by 4 to 9 digits, e.g. AB12345 or V12345678'
+    );
   }
   if (nationality === DEFAULT_NATIONALITY) {
-    return 'V, E or J followed by 4 to 9 digits for a Venezuelan sender (nationality absent or VEN), e.g. V12345678; ' +
-      'a foreign sender also sends nationality, e.g. COL';
+    return (
+      'V, E or J followed by 4 to 9 digits for a Venezuelan sender (nationality absent or VEN), e.g. V12345678; ' +
+      'a foreign sender also sends nationality, e.g. COL'
+    );
   }
   return `5 to 20 letters and digits as issued by the country of nationality (${nationality}), e.g. AB12345`;
 }
 
-function checkNationalId(check: SenderCheck, { nationality, known }: { nationality: string; known: boolean }): string | undefined {
+function checkNationalId(
+  check: SenderCheck,
+  { nationality, known }: { nationality: string; known: boolean },
+): string | undefined {
   const format = nationalIdFormat(nationality, known);
   const nationalId = check.stringOf('nationalId', format);
   if (nationalId === undefined) return undefined;
@@ -203,7 +213,10 @@ function checkPhone(check: SenderCheck): string | null {
   if (national !== null) {
     const prefix = national.slice(0, 4);
     const kind = national.startsWith('04') ? 'is not a Venezuelan mobile prefix' : 'is a landline prefix';
-    check.fail('phone', `phone prefix ${prefix} ${kind}; only mobile prefixes ${VENEZUELAN_MOBILE_PREFIXES.join('/')} are accepted, e.g. 04141234567`);
+    check.fail(
+      'phone',
+      `phone prefix ${prefix} ${kind}; only mobile prefixes ${VENEZUELAN_MOBILE_PREFIXES.join('/')} are accepted, e.g. 04141234567`,
+    );
   } else {
     check.fail('phone', `phone must be ${phoneFormat}`);
   }

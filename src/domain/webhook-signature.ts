@@ -14,7 +14,9 @@ export const SIGNATURE_SCHEME = 'sha256';
 const TOLERANCE_MS = 5 * 60 * 1000;
 
 function bytesOf(body: string | Uint8Array): Buffer {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return typeof body === 'string'
+    ? Buffer.from(body, 'utf8')
+    : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 /**
@@ -26,7 +28,11 @@ export function computeSignature(secret: string, timestamp: string | number, raw
 }
 
 /** The `x-signature` value for these secrets, in order (the current secret first). */
-export function signatureHeader(secrets: string | readonly string[], timestamp: string | number, rawBody: string | Uint8Array): string {
+export function signatureHeader(
+  secrets: string | readonly string[],
+  timestamp: string | number,
+  rawBody: string | Uint8Array,
+): string {
   const list = typeof secrets === 'string' ? [secrets] : secrets;
   return list.map((secret) => `${SIGNATURE_SCHEME}=${computeSignature(secret, timestamp, rawBody)}`).join(',');
 }
@@ -56,7 +62,12 @@ function offeredSignatures(header: string | undefined): string[] {
 }
 
 /** true when one offered signature is one secret's over these bytes; compared in constant time. */
-function anySignatureMatches(secrets: readonly string[], timestamp: string, offered: readonly string[], body: Buffer): boolean {
+function anySignatureMatches(
+  secrets: readonly string[],
+  timestamp: string,
+  offered: readonly string[],
+  body: Buffer,
+): boolean {
   let matched = false;
   for (const secret of secrets) {
     const expected = Buffer.from(computeSignature(secret, timestamp, body), 'utf8');
@@ -89,5 +100,7 @@ export function verifySignature(input: {
   if (Math.abs(input.nowMs - timestampMs) > TOLERANCE_MS) return { ok: false, reason: 'timestamp_outside_tolerance' };
   const offered = offeredSignatures(headerText(input.headers, 'x-signature'));
   if (offered.length === 0) return { ok: false, reason: 'missing_signature' };
-  return anySignatureMatches(secrets, timestamp, offered, bytesOf(input.rawBody)) ? { ok: true, timestampMs } : { ok: false, reason: 'signature_mismatch' };
+  return anySignatureMatches(secrets, timestamp, offered, bytesOf(input.rawBody))
+    ? { ok: true, timestampMs }
+    : { ok: false, reason: 'signature_mismatch' };
 }

@@ -22,7 +22,10 @@ export const BACKOFF_WAITS_SECONDS = [5, 15, 45, 135, 405, 1215, 3645, 10935, 21
  * What happens after `attempt` failed: the wait before the next one, or `dead` once the twelfth
  * (or any later, manually requeued) attempt has failed.
  */
-export function afterFailure(attempt: number, backoffScale: number): { status: 'pending'; waitMs: number } | { status: 'dead' } {
+export function afterFailure(
+  attempt: number,
+  backoffScale: number,
+): { status: 'pending'; waitMs: number } | { status: 'dead' } {
   assert(Number.isInteger(attempt) && attempt >= 1, `attempt ${attempt} is not a positive integer`);
   if (attempt >= WEBHOOK_ATTEMPTS_MAX) return { status: 'dead' };
   const waitSeconds = BACKOFF_WAITS_SECONDS[attempt - 1]!;
@@ -33,7 +36,12 @@ export function afterFailure(attempt: number, backoffScale: number): { status: '
  * The delivery body, built once per attempt as a string so that the signed bytes are exactly the
  * bytes sent. `payloadText` is the stored payload JSON, embedded verbatim (never re-serialized).
  */
-export function deliveryBody(event: { id: bigint | string; eventType: string; attempt: number; payloadText: string }): string {
+export function deliveryBody(event: {
+  id: bigint | string;
+  eventType: string;
+  attempt: number;
+  payloadText: string;
+}): string {
   assert(Number.isInteger(event.attempt) && event.attempt >= 1, `attempt ${event.attempt} is not a positive integer`);
   return `{"id":${JSON.stringify(String(event.id))},"eventType":${JSON.stringify(event.eventType)},"attempt":${event.attempt},"payload":${event.payloadText}}`;
 }
@@ -47,7 +55,11 @@ export interface EndpointSecrets {
 /** The secrets that sign at `now`: the current one, then the previous one while its overlap lasts. */
 export function signingSecrets(endpoint: EndpointSecrets, now: Date): string[] {
   const secrets = [endpoint.secret];
-  if (endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > now.getTime()) {
+  if (
+    endpoint.previousSecret &&
+    endpoint.previousSecretExpiresAt &&
+    endpoint.previousSecretExpiresAt.getTime() > now.getTime()
+  ) {
     secrets.push(endpoint.previousSecret);
   }
   return secrets;
@@ -81,9 +93,19 @@ export function deliveryHeaders(input: {
  * any of its libraries: `webhook-signature` holds `v1,<base64 HMAC-SHA256>` of `<id>.<seconds>.<body>`
  * per secret (current first, space-separated), keyed by the base64 part of the `whsec_` secret.
  */
-function standardWebhookHeaders(eventId: string, timestampS: number, body: string, secrets: readonly string[]): Record<string, string> {
+function standardWebhookHeaders(
+  eventId: string,
+  timestampS: number,
+  body: string,
+  secrets: readonly string[],
+): Record<string, string> {
   const signed = `${eventId}.${timestampS}.${body}`;
-  const signatures = secrets.map((secret) => `v1,${createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64')).update(signed, 'utf8').digest('base64')}`);
+  const signatures = secrets.map(
+    (secret) =>
+      `v1,${createHmac('sha256', Buffer.from(secret.replace(/^whsec_/, ''), 'base64'))
+        .update(signed, 'utf8')
+        .digest('base64')}`,
+  );
   return { 'webhook-id': eventId, 'webhook-timestamp': String(timestampS), 'webhook-signature': signatures.join(' ') };
 }
 
@@ -120,7 +142,9 @@ function canonicalAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefine
   // no resolver hands back and no URL keeps (WHATWG rewrites them to dotted decimal).
   if (!ipaddr.IPv4.isValidFourPartDecimal(bare) && !ipaddr.IPv6.isValid(bare)) return undefined;
   const parsed = ipaddr.parse(bare);
-  return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address() : parsed;
+  return parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (parsed as ipaddr.IPv6).toIPv4Address()
+    : parsed;
 }
 
 /**
@@ -146,11 +170,14 @@ export function mayReachAddress(mode: 'test' | 'live', address: string): boolean
 
 /** What a refused address is, as the admin API and the delivery log say it. */
 export function forbiddenAddressText(mode: 'test' | 'live'): string {
-  return mode === 'live' ? 'a loopback, private, link-local or metadata address' : 'a private, link-local or metadata address (test mode allows loopback and public addresses only)';
+  return mode === 'live'
+    ? 'a loopback, private, link-local or metadata address'
+    : 'a private, link-local or metadata address (test mode allows loopback and public addresses only)';
 }
 
 // Names that are internal by definition, whatever a resolver says.
-const INTERNAL_NAMES = /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data)$|\.(localhost|local|internal|localdomain|home\.arpa)$/i;
+const INTERNAL_NAMES =
+  /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback|metadata|metadata\.google\.internal|instance-data)$|\.(localhost|local|internal|localdomain|home\.arpa)$/i;
 // Cloud metadata services by name: never a destination, in either mode.
 const METADATA_NAMES = /^(metadata|metadata\.google\.internal|instance-data|instance-data\.ec2\.internal)$/i;
 
@@ -169,12 +196,17 @@ export function checkEndpointUrl(raw: string, mode: 'test' | 'live'): EndpointUr
   } catch {
     return { ok: false, message: 'must be an absolute http:// or https:// URL' };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, message: 'must use http:// or https://' };
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    return { ok: false, message: 'must use http:// or https://' };
   if (!url.hostname) return { ok: false, message: 'must name a host' };
   if (url.hash) return { ok: false, message: 'must not contain a #fragment' };
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (isIP(host) !== 0) {
-    if (!mayReachAddress(mode, host)) return { ok: false, message: `must not point at ${forbiddenAddressText(mode)}${mode === 'live' ? ' in live mode' : ''}` };
+    if (!mayReachAddress(mode, host))
+      return {
+        ok: false,
+        message: `must not point at ${forbiddenAddressText(mode)}${mode === 'live' ? ' in live mode' : ''}`,
+      };
   } else if (METADATA_NAMES.test(host)) {
     return { ok: false, message: 'must not name a cloud metadata service' };
   } else if (mode === 'live' && (INTERNAL_NAMES.test(host) || !host.includes('.'))) {

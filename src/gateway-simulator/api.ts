@@ -6,7 +6,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { verifyRailMessage, type RailKey } from '../domain/rail-signature.ts';
 import { bankDayOf, isBankDay } from './bank-day.ts';
-import { BULK_STATUS_MAX, STATEMENT_PAGE_MAX, type GatewayStatementPage, type GatewayTransfer, type GatewayTransferRequest } from '../rails/http-bank/protocol.ts';
+import {
+  BULK_STATUS_MAX,
+  STATEMENT_PAGE_MAX,
+  type GatewayStatementPage,
+  type GatewayTransfer,
+  type GatewayTransferRequest,
+} from '../rails/http-bank/protocol.ts';
 import type { GatewayState } from './gateway.ts';
 import { answer, parseJson, readBody } from './http.ts';
 
@@ -38,7 +44,14 @@ export interface Tamper {
 }
 
 export class GatewayApi {
-  readonly faults: ApiFaults = { error5xx: 0, slowMs: 0, catalogueDown: false, refuseSendsWith: 0, statementNotReady: false, statementPageSize: STATEMENT_PAGE_MAX };
+  readonly faults: ApiFaults = {
+    error5xx: 0,
+    slowMs: 0,
+    catalogueDown: false,
+    refuseSendsWith: 0,
+    statementNotReady: false,
+    statementPageSize: STATEMENT_PAGE_MAX,
+  };
   /** Sends answered `refuseSendsWith` (none of them recorded). */
   refusedSends = 0;
   /** By reference: how the gateway lies about it (the control API sets it). */
@@ -54,7 +67,8 @@ export class GatewayApi {
   ) {
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((error: unknown) => {
-        if (!response.headersSent) answer(response, 500, { error: { code: 'INTERNAL', message: (error as Error).message } });
+        if (!response.headersSent)
+          answer(response, 500, { error: { code: 'INTERNAL', message: (error as Error).message } });
       });
     });
   }
@@ -80,9 +94,12 @@ export class GatewayApi {
     if (method === 'POST' && path === '/transfers/status') return this.bulkStatus(raw);
     if (method === 'GET' && path.startsWith('/transfers/')) {
       const found = this.state.find(decodeURIComponent(path.slice('/transfers/'.length)));
-      return found ? { status: 200, body: this.told(found) } : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
+      return found
+        ? { status: 200, body: this.told(found) }
+        : { status: 404, body: { error: { code: 'TRANSFER_NOT_FOUND' } } };
     }
-    if (method === 'GET' && path.startsWith('/statements/')) return this.statement(decodeURIComponent(path.slice('/statements/'.length)), url.searchParams.get('cursor'));
+    if (method === 'GET' && path.startsWith('/statements/'))
+      return this.statement(decodeURIComponent(path.slice('/statements/'.length)), url.searchParams.get('cursor'));
     if (method === 'GET' && path === '/banks') return this.banks(url.searchParams.get('instrument') ?? '');
     if (method === 'GET' && path === '/health') return { status: 200, body: { status: 'ok' } };
     return { status: 404, body: { error: { code: 'NOT_FOUND' } } };
@@ -109,14 +126,25 @@ export class GatewayApi {
 
   private bulkStatus(raw: Buffer): { status: number; body: unknown } {
     const references = (parseJson(raw) as { references?: unknown } | undefined)?.references;
-    if (!Array.isArray(references) || references.length > BULK_STATUS_MAX || !references.every((r) => typeof r === 'string')) {
-      return { status: 400, body: { error: { code: 'INVALID_REQUEST', message: `references: a list of at most ${BULK_STATUS_MAX}` } } };
+    if (
+      !Array.isArray(references) ||
+      references.length > BULK_STATUS_MAX ||
+      !references.every((r) => typeof r === 'string')
+    ) {
+      return {
+        status: 400,
+        body: { error: { code: 'INVALID_REQUEST', message: `references: a list of at most ${BULK_STATUS_MAX}` } },
+      };
     }
     const transfers = (references as string[]).flatMap((reference) => {
       const found = this.state.find(reference);
       const entry = found ? { found: true, ...this.told(found) } : { found: false, reference };
       const bulk = this.lieAbout(reference)?.bulk;
-      return bulk === 'omit' ? [] : bulk === 'duplicate' ? [entry, { ...entry, status: 'REJECTED', errorCode: 'REJECTED_BY_BANK' }] : [entry];
+      return bulk === 'omit'
+        ? []
+        : bulk === 'duplicate'
+          ? [entry, { ...entry, status: 'REJECTED', errorCode: 'REJECTED_BY_BANK' }]
+          : [entry];
     });
     return { status: 200, body: { transfers } };
   }
@@ -124,7 +152,9 @@ export class GatewayApi {
   /** The lie armed for a reference, or for its beneficiary's national id (`nid:V…`), as scenarios are. */
   private lieAbout(reference: string): Tamper | undefined {
     const nationalId = this.state.nationalIdOf(reference);
-    return this.tampering.get(reference) ?? (nationalId === undefined ? undefined : this.tampering.get(`nid:${nationalId}`));
+    return (
+      this.tampering.get(reference) ?? (nationalId === undefined ? undefined : this.tampering.get(`nid:${nationalId}`))
+    );
   }
 
   /** A transfer as the gateway tells it: with its lies, when it is told to lie about it. */
@@ -136,16 +166,23 @@ export class GatewayApi {
   /** A page of a day's statement; a day to come (Caracas), or every day under the fault, is not ready. */
   private statement(day: string, cursor: string | null): { status: number; body: unknown } {
     if (!isBankDay(day)) return { status: 400, body: { error: { code: 'INVALID_DAY' } } };
-    if (this.faults.statementNotReady || day > bankDayOf(new Date())) return { status: 404, body: { error: { code: 'STATEMENT_NOT_READY' } } };
+    if (this.faults.statementNotReady || day > bankDayOf(new Date()))
+      return { status: 404, body: { error: { code: 'STATEMENT_NOT_READY' } } };
     const all = this.state.statementOf(day).filter((entry) => cursor === null || entry.reference > cursor);
     const entries = all.slice(0, this.faults.statementPageSize);
-    const page: GatewayStatementPage = { day, entries, nextCursor: all.length > entries.length ? entries[entries.length - 1]!.reference : null };
+    const page: GatewayStatementPage = {
+      day,
+      entries,
+      nextCursor: all.length > entries.length ? entries[entries.length - 1]!.reference : null,
+    };
     return { status: 200, body: page };
   }
 
   private banks(instrument: string): { status: number; body: unknown } {
     if (this.faults.catalogueDown) return { status: 503, body: { error: { code: 'CATALOGUE_UNAVAILABLE' } } };
     const banks = Object.hasOwn(this.catalogue, instrument) ? this.catalogue[instrument] : undefined;
-    return Array.isArray(banks) ? { status: 200, body: { banks } } : { status: 400, body: { error: { code: 'INSTRUMENT_UNKNOWN' } } };
+    return Array.isArray(banks)
+      ? { status: 200, body: { banks } }
+      : { status: 400, body: { error: { code: 'INSTRUMENT_UNKNOWN' } } };
   }
 }

@@ -1,7 +1,12 @@
 // The simulated bank's own calendar: its statement days are Caracas days, as a Venezuelan bank's are.
 // Its own code, like every other part of the simulator: it stands for a bank, not for our service.
 
-const bankDayFormat = new Intl.DateTimeFormat('en-CA', { timeZone: 'America/Caracas', year: 'numeric', month: '2-digit', day: '2-digit' });
+const bankDayFormat = new Intl.DateTimeFormat('en-CA', {
+  timeZone: 'America/Caracas',
+  year: 'numeric',
+  month: '2-digit',
+  day: '2-digit',
+});
 
 /** The bank's calendar day of an instant, YYYY-MM-DD. */
 export function bankDayOf(at: Date): string {

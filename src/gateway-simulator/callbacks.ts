@@ -51,7 +51,11 @@ export class CallbackSender {
     // Two events in one millisecond would tie on their time, and a receiver ordering by it could not
     // tell which came first: the later one is a millisecond later.
     this.lastOccurredMs = Math.max(occurredAt.getTime(), this.lastOccurredMs + 1);
-    const event: GatewayCallback = { eventId: `evt_${randomUUID()}`, occurredAt: new Date(this.lastOccurredMs).toISOString(), transfer };
+    const event: GatewayCallback = {
+      eventId: `evt_${randomUUID()}`,
+      occurredAt: new Date(this.lastOccurredMs).toISOString(),
+      transfer,
+    };
     const copies = Array.from({ length: Math.max(1, times) }, () => event);
     if (this.faults.hold) this.held.push(...copies);
     else this.enqueue(copies);

@@ -11,7 +11,11 @@ import { answer, parseJson, readBody } from './http.ts';
 /** Times one notify may repeat each callback: duplicates, not a flood. */
 const NOTIFY_TIMES_MAX = 10;
 
-type Outcome = { status: 'SETTLED' | 'REJECTED' | 'RETURNED' | 'PROCESSING'; errorCode?: string; returnReason?: string };
+type Outcome = {
+  status: 'SETTLED' | 'REJECTED' | 'RETURNED' | 'PROCESSING';
+  errorCode?: string;
+  returnReason?: string;
+};
 
 export interface Listening {
   /** Closes the API's listening socket (connections are refused) or opens it again on the same port. */
@@ -21,12 +25,22 @@ export interface Listening {
 
 function isOutcome(value: unknown): value is Outcome {
   const o = value as Outcome | undefined;
-  return typeof o === 'object' && o !== null && ['SETTLED', 'REJECTED', 'RETURNED', 'PROCESSING'].includes(o.status) && (o.status !== 'REJECTED' || typeof o.errorCode === 'string');
+  return (
+    typeof o === 'object' &&
+    o !== null &&
+    ['SETTLED', 'REJECTED', 'RETURNED', 'PROCESSING'].includes(o.status) &&
+    (o.status !== 'REJECTED' || typeof o.errorCode === 'string')
+  );
 }
 
 function isScenario(value: unknown): value is Scenario {
   const s = value as Scenario | undefined;
-  return typeof s === 'object' && s !== null && ['settle', 'hang', 'processing', 'fail'].includes(s.kind) && (s.kind !== 'fail' || typeof s.errorCode === 'string');
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    ['settle', 'hang', 'processing', 'fail'].includes(s.kind) &&
+    (s.kind !== 'fail' || typeof s.errorCode === 'string')
+  );
 }
 
 interface Parts {
@@ -36,10 +50,17 @@ interface Parts {
   listening: Listening;
 }
 
-export function controlServer(state: GatewayState, api: GatewayApi, callbacks: CallbackSender, listening: Listening): Server {
+export function controlServer(
+  state: GatewayState,
+  api: GatewayApi,
+  callbacks: CallbackSender,
+  listening: Listening,
+): Server {
   const parts: Parts = { state, api, callbacks, listening };
   return createServer((request, response) => {
-    handle(parts, request, response).catch((error: unknown) => answer(response, 500, { error: (error as Error).message }));
+    handle(parts, request, response).catch((error: unknown) =>
+      answer(response, 500, { error: (error as Error).message }),
+    );
   });
 }
 
@@ -50,25 +71,33 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
   const scenario = /^\/_control\/scenarios\/([^/]+)$/.exec(path);
   const tamper = /^\/_control\/tamper\/([^/]+)$/.exec(path);
   if (request.method === 'GET' && path === '/_control/state') return answer(response, 200, stateView(parts));
-  if (request.method === 'GET' && path === '/_control/transfers') return answer(response, 200, { data: parts.state.received() });
-  if (request.method === 'POST' && path === '/_control/faults') return answer(response, 200, await setFaults(parts, body ?? {}));
+  if (request.method === 'GET' && path === '/_control/transfers')
+    return answer(response, 200, { data: parts.state.received() });
+  if (request.method === 'POST' && path === '/_control/faults')
+    return answer(response, 200, await setFaults(parts, body ?? {}));
   if (request.method === 'PUT' && path === '/_control/catalogue') {
     // Anything the gateway is told to serve, served as given: a connector must survive a bad list too.
     for (const [instrument, banks] of Object.entries(body ?? {})) parts.api.catalogue[instrument] = banks;
     return answer(response, 200, { catalogue: parts.api.catalogue });
   }
-  if (request.method === 'POST' && path === '/_control/callbacks') return answer(response, 200, setCallbacks(parts, body ?? {}));
+  if (request.method === 'POST' && path === '/_control/callbacks')
+    return answer(response, 200, setCallbacks(parts, body ?? {}));
   if (request.method === 'POST' && path === '/_control/callbacks/release') {
     return answer(response, 200, { released: parts.callbacks.release(body?.order === 'reverse' ? 'reverse' : 'fifo') });
   }
   if (request.method === 'POST' && scenario) {
-    if (!isScenario(body)) return answer(response, 400, { error: 'a scenario: {kind: settle | hang | processing | fail, errorCode}' });
+    if (!isScenario(body))
+      return answer(response, 400, { error: 'a scenario: {kind: settle | hang | processing | fail, errorCode}' });
     parts.state.arm(decodeURIComponent(scenario[1]!), body);
     return answer(response, 200, { armed: body });
   }
   if (request.method === 'POST' && tamper) {
     const lie = body as Tamper | undefined;
-    const valid = typeof lie === 'object' && lie !== null && (lie.with === undefined || (typeof lie.with === 'object' && lie.with !== null)) && (lie.bulk === undefined || lie.bulk === 'omit' || lie.bulk === 'duplicate');
+    const valid =
+      typeof lie === 'object' &&
+      lie !== null &&
+      (lie.with === undefined || (typeof lie.with === 'object' && lie.with !== null)) &&
+      (lie.bulk === undefined || lie.bulk === 'omit' || lie.bulk === 'duplicate');
     if (!valid) return answer(response, 400, { error: 'a tamper: {with?: {field: value}, bulk?: omit | duplicate}' });
     parts.api.tampering.set(decodeURIComponent(tamper[1]!), lie);
     return answer(response, 200, { tampering: lie });
@@ -77,14 +106,26 @@ async function handle(parts: Parts, request: IncomingMessage, response: ServerRe
     parts.api.tampering.delete(decodeURIComponent(tamper[1]!));
     return answer(response, 200, { tampering: null });
   }
-  if (transfer) return transferRoute(parts, request.method ?? 'GET', decodeURIComponent(transfer[1]!), transfer[2], body, response);
+  if (transfer)
+    return transferRoute(parts, request.method ?? 'GET', decodeURIComponent(transfer[1]!), transfer[2], body, response);
   answer(response, 404, { error: 'no such control route' });
 }
 
-function transferRoute(parts: Parts, method: string, reference: string, action: string | undefined, body: Record<string, unknown> | undefined, response: ServerResponse): void {
+function transferRoute(
+  parts: Parts,
+  method: string,
+  reference: string,
+  action: string | undefined,
+  body: Record<string, unknown> | undefined,
+  response: ServerResponse,
+): void {
   const { state } = parts;
   if (method === 'GET' && action === undefined) {
-    return answer(response, 200, { reference, submissions: state.submissionsOf(reference), transfer: state.find(reference) ?? null });
+    return answer(response, 200, {
+      reference,
+      submissions: state.submissionsOf(reference),
+      transfer: state.find(reference) ?? null,
+    });
   }
   if (method === 'POST' && action === '/outcome') {
     if (!isOutcome(body)) return answer(response, 400, { error: 'an outcome: {status, errorCode?, returnReason?}' });
@@ -94,7 +135,8 @@ function transferRoute(parts: Parts, method: string, reference: string, action: 
   if (method === 'POST' && action === '/notify') {
     const notices = body?.notices;
     const times = typeof body?.times === 'number' ? Math.min(NOTIFY_TIMES_MAX, Math.max(1, Math.trunc(body.times))) : 1;
-    if (!Array.isArray(notices) || !notices.every(isOutcome)) return answer(response, 400, { error: 'notices: a list of outcomes' });
+    if (!Array.isArray(notices) || !notices.every(isOutcome))
+      return answer(response, 400, { error: 'notices: a list of outcomes' });
     notify(parts, reference, notices, times);
     return answer(response, 200, { queued: notices.length * times });
   }
@@ -108,7 +150,8 @@ function notify(parts: Parts, reference: string, notices: Outcome[], times: numb
     const said: GatewayTransfer = { ...base, status: notice.status };
     if (notice.errorCode !== undefined) said.errorCode = notice.errorCode;
     if (notice.returnReason !== undefined) said.returnReason = notice.returnReason;
-    if ((notice.status === 'SETTLED' || notice.status === 'RETURNED') && said.bankReference === undefined) said.bankReference = '000000000000';
+    if ((notice.status === 'SETTLED' || notice.status === 'RETURNED') && said.bankReference === undefined)
+      said.bankReference = '000000000000';
     parts.callbacks.send(parts.api.told(said), new Date(), times);
   }
 }
@@ -120,17 +163,27 @@ async function setFaults(parts: Parts, body: Record<string, unknown>): Promise<u
   if (typeof body.slowMs === 'number') api.faults.slowMs = body.slowMs;
   if (typeof body.catalogueDown === 'boolean') api.faults.catalogueDown = body.catalogueDown;
   if (typeof body.statementNotReady === 'boolean') api.faults.statementNotReady = body.statementNotReady;
-  if (typeof body.statementPageSize === 'number' && Number.isInteger(body.statementPageSize) && body.statementPageSize >= 1 && body.statementPageSize <= STATEMENT_PAGE_MAX) {
+  if (
+    typeof body.statementPageSize === 'number' &&
+    Number.isInteger(body.statementPageSize) &&
+    body.statementPageSize >= 1 &&
+    body.statementPageSize <= STATEMENT_PAGE_MAX
+  ) {
     api.faults.statementPageSize = body.statementPageSize;
   }
-  if (typeof body.refuseSendsWith === 'number' && (body.refuseSendsWith === 0 || (body.refuseSendsWith >= 400 && body.refuseSendsWith <= 499))) api.faults.refuseSendsWith = body.refuseSendsWith;
+  if (
+    typeof body.refuseSendsWith === 'number' &&
+    (body.refuseSendsWith === 0 || (body.refuseSendsWith >= 400 && body.refuseSendsWith <= 499))
+  )
+    api.faults.refuseSendsWith = body.refuseSendsWith;
   return stateView(parts);
 }
 
 function setCallbacks(parts: Parts, body: Record<string, unknown>): unknown {
   const { callbacks } = parts;
   if (typeof body.url === 'string') callbacks.url = body.url;
-  if (typeof body.duplicate === 'number') callbacks.faults.duplicate = Math.min(NOTIFY_TIMES_MAX, Math.max(1, Math.trunc(body.duplicate)));
+  if (typeof body.duplicate === 'number')
+    callbacks.faults.duplicate = Math.min(NOTIFY_TIMES_MAX, Math.max(1, Math.trunc(body.duplicate)));
   if (typeof body.hold === 'boolean') callbacks.faults.hold = body.hold;
   if (typeof body.badSignature === 'boolean') callbacks.faults.badSignature = body.badSignature;
   return stateView(parts);
@@ -142,6 +195,11 @@ function stateView({ state, api, callbacks, listening }: Parts) {
     faults: api.faults,
     refusedSends: api.refusedSends,
     transfers: state.size,
-    callbacks: { url: callbacks.url ?? null, faults: callbacks.faults, counters: callbacks.counters, pending: callbacks.pending },
+    callbacks: {
+      url: callbacks.url ?? null,
+      faults: callbacks.faults,
+      counters: callbacks.counters,
+      pending: callbacks.pending,
+    },
   };
 }

@@ -6,7 +6,8 @@ import type { GatewayStatementPage, GatewayTransfer, GatewayTransferRequest } fr
 import { Journal, type JournalRecord, type PlannedOutcome, type RecordedOutcome } from './journal.ts';
 
 /** What the gateway does with a transfer of one reference, armed before it is submitted. */
-export type Scenario = { kind: 'settle' } | { kind: 'fail'; errorCode: string } | { kind: 'hang' } | { kind: 'processing' };
+export type Scenario =
+  { kind: 'settle' } | { kind: 'fail'; errorCode: string } | { kind: 'hang' } | { kind: 'processing' };
 
 interface SimTransfer {
   reference: string;
@@ -20,7 +21,8 @@ interface SimTransfer {
   outcome: RecordedOutcome;
 }
 
-export type Submission = { kind: 'answer'; transfer: GatewayTransfer; created: boolean } | { kind: 'hang' } | { kind: 'conflict' };
+export type Submission =
+  { kind: 'answer'; transfer: GatewayTransfer; created: boolean } | { kind: 'hang' } | { kind: 'conflict' };
 
 function bankReference(): string {
   return String(randomInt(0, 1_000_000_000_000)).padStart(12, '0');
@@ -68,13 +70,19 @@ export class GatewayState {
   submit(request: GatewayTransferRequest, now: number): Submission {
     const known = this.transfers.get(request.reference);
     if (known) {
-      if (known.request.amountMinor !== request.amountMinor || known.request.beneficiary.nationalId !== request.beneficiary.nationalId) return { kind: 'conflict' };
+      if (
+        known.request.amountMinor !== request.amountMinor ||
+        known.request.beneficiary.nationalId !== request.beneficiary.nationalId
+      )
+        return { kind: 'conflict' };
       known.submissions += 1;
       this.journal.append({ t: 'submission', reference: known.reference });
       return { kind: 'answer', transfer: this.view(known), created: false };
     }
-    const scenario = this.scenarios.get(request.reference) ?? this.scenarios.get(`nid:${request.beneficiary.nationalId}`);
-    const planned: PlannedOutcome = scenario?.kind === 'fail' ? { status: 'REJECTED', errorCode: scenario.errorCode } : { status: 'SETTLED' };
+    const scenario =
+      this.scenarios.get(request.reference) ?? this.scenarios.get(`nid:${request.beneficiary.nationalId}`);
+    const planned: PlannedOutcome =
+      scenario?.kind === 'fail' ? { status: 'REJECTED', errorCode: scenario.errorCode } : { status: 'SETTLED' };
     const immediate = scenario?.kind === 'settle' || scenario?.kind === 'fail';
     const settleAt = scenario?.kind === 'processing' ? null : immediate ? now : now + this.settleDelayMs;
     const transfer: SimTransfer = {
@@ -87,7 +95,15 @@ export class GatewayState {
       submissions: 1,
       outcome: { status: 'PROCESSING', at: now },
     };
-    this.journal.append({ t: 'transfer', reference: transfer.reference, request, receivedAt: now, settleAt, planned, scenario: transfer.scenario });
+    this.journal.append({
+      t: 'transfer',
+      reference: transfer.reference,
+      request,
+      receivedAt: now,
+      settleAt,
+      planned,
+      scenario: transfer.scenario,
+    });
     this.transfers.set(transfer.reference, transfer);
     // An outcome decided at receipt is part of the answer (and is also called back).
     if (immediate) this.reachPlanned(transfer, now);
@@ -135,7 +151,13 @@ export class GatewayState {
   }
 
   /** Every transfer received, in the order received: what a test compares with the payments it made. */
-  received(): Array<{ reference: string; submissions: number; scenario: string; receivedAt: string; status: GatewayTransfer['status'] }> {
+  received(): Array<{
+    reference: string;
+    submissions: number;
+    scenario: string;
+    receivedAt: string;
+    status: GatewayTransfer['status'];
+  }> {
     return [...this.transfers.values()].map((t) => ({
       reference: t.reference,
       submissions: t.submissions,
@@ -148,7 +170,8 @@ export class GatewayState {
   /** Transfers whose planned outcome is due reach it (journaled, then called back). */
   settleDue(now: number): void {
     for (const transfer of this.transfers.values()) {
-      if (transfer.outcome.status === 'PROCESSING' && transfer.settleAt !== null && transfer.settleAt <= now) this.reachPlanned(transfer, now);
+      if (transfer.outcome.status === 'PROCESSING' && transfer.settleAt !== null && transfer.settleAt <= now)
+        this.reachPlanned(transfer, now);
     }
   }
 
@@ -160,14 +183,18 @@ export class GatewayState {
   record(reference: string, outcome: Omit<RecordedOutcome, 'at' | 'bankReference'>, now: number): boolean {
     const transfer = this.transfers.get(reference);
     if (!transfer) return false;
-    const kept = transfer.outcome.bankReference ?? (outcome.status === 'SETTLED' || outcome.status === 'RETURNED' ? bankReference() : undefined);
+    const kept =
+      transfer.outcome.bankReference ??
+      (outcome.status === 'SETTLED' || outcome.status === 'RETURNED' ? bankReference() : undefined);
     this.change(transfer, { ...outcome, at: now, ...(kept === undefined ? {} : { bankReference: kept }) });
     return true;
   }
 
   private reachPlanned(transfer: SimTransfer, now: number): void {
     const outcome: RecordedOutcome =
-      transfer.planned.status === 'SETTLED' ? { status: 'SETTLED', at: now, bankReference: bankReference() } : { status: 'REJECTED', at: now, errorCode: transfer.planned.errorCode };
+      transfer.planned.status === 'SETTLED'
+        ? { status: 'SETTLED', at: now, bankReference: bankReference() }
+        : { status: 'REJECTED', at: now, errorCode: transfer.planned.errorCode };
     this.change(transfer, outcome);
   }
 

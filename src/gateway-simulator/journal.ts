@@ -5,7 +5,15 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, wr
 import path from 'node:path';
 
 export type JournalRecord =
-  | { t: 'transfer'; reference: string; request: unknown; receivedAt: number; settleAt: number | null; planned: PlannedOutcome; scenario: string }
+  | {
+      t: 'transfer';
+      reference: string;
+      request: unknown;
+      receivedAt: number;
+      settleAt: number | null;
+      planned: PlannedOutcome;
+      scenario: string;
+    }
   | { t: 'submission'; reference: string }
   | { t: 'outcome'; reference: string; outcome: RecordedOutcome };
 

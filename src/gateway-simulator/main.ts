@@ -34,10 +34,24 @@ function readConfig(argv: readonly string[]): SimulatorConfig {
   const at = argv.indexOf('--config');
   if (at < 0 || argv[at + 1] === undefined) throw new Error('usage: gateway-simulator --config <file.json>');
   const c = JSON.parse(readFileSync(argv[at + 1]!, 'utf8')) as Partial<SimulatorConfig>;
-  if (typeof c.dir !== 'string' || !Array.isArray(c.keys) || c.keys.length === 0 || typeof c.callbackKey?.secret !== 'string') {
+  if (
+    typeof c.dir !== 'string' ||
+    !Array.isArray(c.keys) ||
+    c.keys.length === 0 ||
+    typeof c.callbackKey?.secret !== 'string'
+  ) {
     throw new Error('the config needs dir, keys [{id, secret}] and callbackKey {id, secret}');
   }
-  return { port: c.port ?? 0, controlPort: c.controlPort ?? 0, host: c.host ?? '127.0.0.1', dir: c.dir, keys: c.keys, callbackKey: c.callbackKey, callbackUrl: c.callbackUrl, settleDelayMs: c.settleDelayMs ?? 200 };
+  return {
+    port: c.port ?? 0,
+    controlPort: c.controlPort ?? 0,
+    host: c.host ?? '127.0.0.1',
+    dir: c.dir,
+    keys: c.keys,
+    callbackKey: c.callbackKey,
+    callbackUrl: c.callbackUrl,
+    settleDelayMs: c.settleDelayMs ?? 200,
+  };
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -56,7 +70,9 @@ async function main(): Promise<void> {
   const journal = new Journal(config.dir);
   // Its callbacks tell a transfer as its answers do, lies included (the API is built right after).
   let api: GatewayApi | undefined;
-  const state = new GatewayState(journal, config.settleDelayMs, (transfer) => callbacks.send(api ? api.told(transfer) : transfer, new Date()));
+  const state = new GatewayState(journal, config.settleDelayMs, (transfer) =>
+    callbacks.send(api ? api.told(transfer) : transfer, new Date()),
+  );
   api = new GatewayApi(state, config.keys);
   let port = await listen(api.server, config.port, config.host);
   let refusing = false;

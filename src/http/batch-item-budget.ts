@@ -57,7 +57,8 @@ class TokenBuckets {
   }
 }
 
-export type BatchItemCharge = { ok: true } | { ok: false; retryAfterS: number; budget: 'key' | 'tenant'; perSecond: number };
+export type BatchItemCharge =
+  { ok: true } | { ok: false; retryAfterS: number; budget: 'key' | 'tenant'; perSecond: number };
 
 export class BatchItemBudget {
   private readonly perKey: TokenBuckets;
@@ -84,13 +85,23 @@ export class BatchItemBudget {
       return { ok: true };
     }
     const byKey = keyWait >= tenantWait;
-    return { ok: false, retryAfterS: Math.max(1, Math.ceil(Math.max(keyWait, tenantWait) / 1000)), budget: byKey ? 'key' : 'tenant', perSecond: byKey ? this.keyItemsPerSecond : this.tenantItemsPerSecond };
+    return {
+      ok: false,
+      retryAfterS: Math.max(1, Math.ceil(Math.max(keyWait, tenantWait) / 1000)),
+      budget: byKey ? 'key' : 'tenant',
+      perSecond: byKey ? this.keyItemsPerSecond : this.tenantItemsPerSecond,
+    };
   }
 }
 
 /** This process's batch item budget, as configured (RATE_LIMIT_RPS per key, PAYOUT_BATCH_TENANT_ITEMS_PER_S per tenant). */
-export function batchItemBudgetOf(config: Pick<Config, 'rateLimitRps' | 'payoutBatchTenantItemsPerS' | 'payoutBatchMaxItems'>, clock: Clock): BatchItemBudget {
-  return new BatchItemBudget(config.rateLimitRps, config.payoutBatchTenantItemsPerS, config.payoutBatchMaxItems, () => clock.now().getTime());
+export function batchItemBudgetOf(
+  config: Pick<Config, 'rateLimitRps' | 'payoutBatchTenantItemsPerS' | 'payoutBatchMaxItems'>,
+  clock: Clock,
+): BatchItemBudget {
+  return new BatchItemBudget(config.rateLimitRps, config.payoutBatchTenantItemsPerS, config.payoutBatchMaxItems, () =>
+    clock.now().getTime(),
+  );
 }
 
 /**
@@ -109,10 +120,14 @@ export function registerBatchItemBudget(app: App, budget: BatchItemBudget, maxIt
     if (charged.ok) return;
     reply.header('retry-after', String(charged.retryAfterS));
     const whose = charged.budget === 'key' ? 'this API key' : "this key's tenant (all its keys together)";
-    throw new ApiError('rate_limited', `Payout batch items are limited to ${charged.perSecond} per second for ${whose}: this batch of ${items.length} items fits in ${charged.retryAfterS} s. Retry after ${charged.retryAfterS} s; nothing was written.`, {
-      limit_per_second: charged.perSecond,
-      budget: `batch_items_per_${charged.budget}`,
-      retry_after_s: charged.retryAfterS,
-    });
+    throw new ApiError(
+      'rate_limited',
+      `Payout batch items are limited to ${charged.perSecond} per second for ${whose}: this batch of ${items.length} items fits in ${charged.retryAfterS} s. Retry after ${charged.retryAfterS} s; nothing was written.`,
+      {
+        limit_per_second: charged.perSecond,
+        budget: `batch_items_per_${charged.budget}`,
+        retry_after_s: charged.retryAfterS,
+      },
+    );
   });
 }

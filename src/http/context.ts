@@ -41,7 +41,10 @@ declare module 'fastify' {
 }
 
 /** The key and fingerprint of a writer-recorded route (the plugin guarantees them). */
-export function idempotencyOf(request: { idempotency?: { key: string; fingerprint: string } }): { key: string; fingerprint: string } {
+export function idempotencyOf(request: { idempotency?: { key: string; fingerprint: string } }): {
+  key: string;
+  fingerprint: string;
+} {
   assert(request.idempotency, 'a writer-recorded route reached without its Idempotency-Key');
   return request.idempotency;
 }

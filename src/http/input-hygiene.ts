@@ -59,12 +59,15 @@ export function findUnstorableText(value: unknown, root: string): FieldError | u
       return message ? { field: here(), message } : undefined;
     }
     if (node === null || typeof node !== 'object') return undefined;
-    if (depth > BODY_DEPTH_MAX) return { field: here(), message: `is nested too deeply (at most ${BODY_DEPTH_MAX} levels)` };
+    if (depth > BODY_DEPTH_MAX)
+      return { field: here(), message: `is nested too deeply (at most ${BODY_DEPTH_MAX} levels)` };
     const keys = Array.isArray(node) ? node.keys() : Object.keys(node);
     for (const key of keys) {
       path.push(String(key));
       const keyProblem = typeof key === 'string' ? unstorableText(key) : undefined;
-      const found = keyProblem ? { field: here(), message: `field name ${keyProblem}` } : walk((node as Record<string | number, unknown>)[key], depth + 1);
+      const found = keyProblem
+        ? { field: here(), message: `field name ${keyProblem}` }
+        : walk((node as Record<string | number, unknown>)[key], depth + 1);
       path.pop();
       if (found) return found;
     }
@@ -97,12 +100,18 @@ export function nonDecimalIntegers(schema: TSchema | undefined, values: unknown)
  * A route that declares no query parameters or no body refuses them too (the validator only runs
  * where a schema exists). An empty JSON object counts as no body: some clients always send one.
  */
-export function undeclaredInput(schema: { querystring?: unknown; body?: unknown } | undefined, query: unknown, body: unknown): FieldError[] {
+export function undeclaredInput(
+  schema: { querystring?: unknown; body?: unknown } | undefined,
+  query: unknown,
+  body: unknown,
+): FieldError[] {
   const errors: FieldError[] = [];
   if (schema?.querystring === undefined && query !== null && typeof query === 'object') {
-    for (const name of Object.keys(query)) errors.push({ field: name, message: 'is not a known query parameter; this call takes none' });
+    for (const name of Object.keys(query))
+      errors.push({ field: name, message: 'is not a known query parameter; this call takes none' });
   }
-  const emptyObject = body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0;
+  const emptyObject =
+    body !== null && typeof body === 'object' && !Array.isArray(body) && Object.keys(body).length === 0;
   if (schema?.body === undefined && body !== undefined && !emptyObject) {
     errors.push({ field: 'body', message: 'this call takes no body; send none' });
   }

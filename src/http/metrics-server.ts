@@ -19,7 +19,11 @@ const METRICS_BODY_LIMIT_BYTES = 1024;
  * internal (METRICS_HOST picks the interface). METRICS_TOKEN, when set, is required here too.
  * Errors in the usual envelope; small bounds, since a scraper sends nothing.
  */
-export async function buildMetricsServer(config: Config, registry: Registry, logger: FastifyServerOptions['logger'] = false): Promise<App> {
+export async function buildMetricsServer(
+  config: Config,
+  registry: Registry,
+  logger: FastifyServerOptions['logger'] = false,
+): Promise<App> {
   const app = Fastify({
     logger,
     bodyLimit: METRICS_BODY_LIMIT_BYTES,

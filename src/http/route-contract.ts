@@ -19,10 +19,20 @@ import { PLATFORM_SCOPE } from '../domain/api-keys.ts';
 import { isStoredStatus } from '../domain/idempotency.ts';
 import { ERROR_CODES, type ErrorCode } from '../domain/errors.ts';
 import { errorAnswer, errorAnswerCodes } from './schemas/common.ts';
-import { IdempotencyKeyHeaders, RATE_LIMIT_HEADERS, REPLAYED_HEADER, REQUEST_ID_HEADER, RETRY_AFTER_HEADER } from './schemas/headers.ts';
+import {
+  IdempotencyKeyHeaders,
+  RATE_LIMIT_HEADERS,
+  REPLAYED_HEADER,
+  REQUEST_ID_HEADER,
+  RETRY_AFTER_HEADER,
+} from './schemas/headers.ts';
 import { assert } from '../domain/assert.ts';
 
-type RouteSchema = Record<string, unknown> & { hide?: boolean; headers?: TSchema; response?: Record<string, Record<string, unknown>> };
+type RouteSchema = Record<string, unknown> & {
+  hide?: boolean;
+  headers?: TSchema;
+  response?: Record<string, Record<string, unknown>>;
+};
 
 const COMPLETED = new WeakSet<object>();
 
@@ -32,11 +42,18 @@ const METHODS_WITHOUT_BODY = new Set(['GET', 'HEAD']);
 function changesAMode(route: Pick<RouteOptions, 'method' | 'config' | 'schema'>): boolean {
   const body = (route.schema as { body?: { properties?: Record<string, unknown> } } | undefined)?.body;
   const methods = [route.method].flat();
-  return (route.config?.scopes ?? []).includes(PLATFORM_SCOPE) && route.config?.modeReadOnly !== true && body?.properties?.mode !== undefined && methods.some((m) => !METHODS_WITHOUT_BODY.has(m));
+  return (
+    (route.config?.scopes ?? []).includes(PLATFORM_SCOPE) &&
+    route.config?.modeReadOnly !== true &&
+    body?.properties?.mode !== undefined &&
+    methods.some((m) => !METHODS_WITHOUT_BODY.has(m))
+  );
 }
 
 /** The error codes a route has by its kind (see the file comment). */
-function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Partial<Pick<RouteOptions, 'schema'>>): ErrorCode[] {
+function derivedErrorCodes(
+  route: Pick<RouteOptions, 'method' | 'config'> & Partial<Pick<RouteOptions, 'schema'>>,
+): ErrorCode[] {
   const config = route.config ?? {};
   const codes: ErrorCode[] = ['validation_failed', 'internal_error', 'service_unavailable'];
   if (config.public !== true) {
@@ -44,7 +61,8 @@ function derivedErrorCodes(route: Pick<RouteOptions, 'method' | 'config'> & Part
     codes.push('api_key_missing', 'api_key_invalid', 'rate_limited', 'overloaded');
     if ((config.scopes ?? []).length > 0) codes.push('scope_missing');
     if (changesAMode(route)) codes.push('bootstrap_key_test_only');
-    if ([route.method].flat().some((method) => !METHODS_WITHOUT_BODY.has(method))) codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
+    if ([route.method].flat().some((method) => !METHODS_WITHOUT_BODY.has(method)))
+      codes.push('invalid_json', 'payload_too_large', 'unsupported_media_type');
   } else {
     // The per-address limit of the routes that need no key (PUBLIC_RATE_LIMIT_RPS), and for a route
     // with a budget of its own (the rail callbacks) that budget, spent with 503 `overloaded`.

@@ -47,10 +47,12 @@ export function lazyCompilers(compile: FastifySchemaCompiler<unknown>): LazyComp
   // bodies keep their schema serializer (it also drops any field the schema does not declare).
   const compilersFactory = {
     buildSerializer(externalSchemas: unknown, serializerOptions: unknown) {
-      const factory = (SerializerSelector() as unknown as (external: unknown, options: unknown) => (route: { httpStatus?: string }) => (data: unknown) => string)(
-        externalSchemas,
-        serializerOptions,
-      );
+      const factory = (
+        SerializerSelector() as unknown as (
+          external: unknown,
+          options: unknown,
+        ) => (route: { httpStatus?: string }) => (data: unknown) => string
+      )(externalSchemas, serializerOptions);
       return (route: { httpStatus?: string }) => {
         if (Number(route.httpStatus) >= 400) return (data: unknown) => JSON.stringify(data);
         const ensure = deferred(() => factory(route));

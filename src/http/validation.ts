@@ -23,12 +23,23 @@ function makeAjv(coerceTypes: boolean): Ajv {
   ajv.addKeyword({ keyword: 'x-error-message', schemaType: 'string' });
   ajv.addKeyword({ keyword: 'example' });
   ajv.addKeyword({ keyword: VALIDATED_IN_CODE, schemaType: 'array' });
-  ajv.addKeyword({ keyword: PROPERTY_NAMES_KEYWORD, type: 'object', schemaType: 'object', errors: true, validate: checkPropertyNames });
+  ajv.addKeyword({
+    keyword: PROPERTY_NAMES_KEYWORD,
+    type: 'object',
+    schemaType: 'object',
+    errors: true,
+    validate: checkPropertyNames,
+  });
   return ajv;
 }
 
 /** The keys of an object within `{minLength, maxLength}` characters (code points, as maxLength counts). */
-const checkPropertyNames: SchemaValidateFunction = (bounds: { minLength: number; maxLength: number }, data: Record<string, unknown>, _parent, cxt) => {
+const checkPropertyNames: SchemaValidateFunction = (
+  bounds: { minLength: number; maxLength: number },
+  data: Record<string, unknown>,
+  _parent,
+  cxt,
+) => {
   const at = cxt?.instancePath ?? '';
   const errors: Partial<ErrorObject>[] = [];
   for (const key of Object.keys(data)) {
@@ -38,7 +49,12 @@ const checkPropertyNames: SchemaValidateFunction = (bounds: { minLength: number;
     errors.push(
       key === ''
         ? // An empty key has no field name of its own: the object is named.
-          { keyword: PROPERTY_NAMES_KEYWORD, instancePath: at, params: { propertyName: key }, message: `${rule} (one key is empty)` }
+          {
+            keyword: PROPERTY_NAMES_KEYWORD,
+            instancePath: at,
+            params: { propertyName: key },
+            message: `${rule} (one key is empty)`,
+          }
         : {
             keyword: PROPERTY_NAMES_KEYWORD,
             instancePath: `${at}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`,
@@ -58,7 +74,9 @@ export const validatorCompiler: FastifySchemaCompiler<unknown> = ({ schema, http
   const ajv = httpPart === 'body' ? bodyAjv : textAjv;
   // Node lower-cases header names; the document keeps their usual spelling (Idempotency-Key).
   const compiled = ajv.compile((httpPart === 'headers' ? lowerCaseHeaderNames(schema) : schema) as object);
-  return (JSON.stringify(schema).includes(VALIDATED_IN_CODE) ? leavingToCode(compiled) : compiled) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return (JSON.stringify(schema).includes(VALIDATED_IN_CODE) ? leavingToCode(compiled) : compiled) as ReturnType<
+    FastifySchemaCompiler<unknown>
+  >;
 };
 
 function lowerCaseHeaderNames(schema: unknown): unknown {
@@ -66,11 +84,12 @@ function lowerCaseHeaderNames(schema: unknown): unknown {
   if (object === null || typeof object !== 'object' || object.properties === undefined) return schema;
   return {
     ...object,
-    properties: Object.fromEntries(Object.entries(object.properties).map(([name, value]) => [name.toLowerCase(), value])),
+    properties: Object.fromEntries(
+      Object.entries(object.properties).map(([name, value]) => [name.toLowerCase(), value]),
+    ),
     ...(object.required ? { required: object.required.map((name) => name.toLowerCase()) } : {}),
   };
 }
-
 
 type Validate = ((data: unknown) => boolean) & { errors?: ErrorObject[] | null };
 
@@ -87,8 +106,12 @@ function leavingToCode(validate: Validate): Validate {
     }
     const errors = validate.errors ?? [];
     const dropped = errors.filter(leftToCode);
-    const branches = dropped.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => `${e.schemaPath}/`);
-    const kept = errors.filter((e) => !dropped.includes(e) && !branches.some((prefix) => e.schemaPath.startsWith(prefix)));
+    const branches = dropped
+      .filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf')
+      .map((e) => `${e.schemaPath}/`);
+    const kept = errors.filter(
+      (e) => !dropped.includes(e) && !branches.some((prefix) => e.schemaPath.startsWith(prefix)),
+    );
     wrapped.errors = kept.length > 0 ? kept : null;
     return kept.length === 0;
   };
@@ -105,9 +128,14 @@ const TYPE_WORDS: Record<string, string> = {
 };
 
 function fieldPath(error: ErrorObject, part: string): string {
-  const segments = error.instancePath.split('/').filter(Boolean).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (error.keyword === 'required') segments.push(String((error.params as { missingProperty: string }).missingProperty));
-  if (error.keyword === 'additionalProperties') segments.push(String((error.params as { additionalProperty: string }).additionalProperty));
+  const segments = error.instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required')
+    segments.push(String((error.params as { missingProperty: string }).missingProperty));
+  if (error.keyword === 'additionalProperties')
+    segments.push(String((error.params as { additionalProperty: string }).additionalProperty));
   const base = segments.join('.');
   if (part === 'body') return base || 'body';
   return base || part;
@@ -123,13 +151,16 @@ function messageFor(error: ErrorObject): string {
     case 'type': {
       const expected = String((error.params as { type: string }).type);
       if (typeof custom === 'string') return custom;
-      return `must be ${expected.split(',').map((t) => TYPE_WORDS[t] ?? t).join(' or ')}`;
+      return `must be ${expected
+        .split(',')
+        .map((t) => TYPE_WORDS[t] ?? t)
+        .join(' or ')}`;
     }
     case 'maxProperties':
       if (typeof custom === 'string') return custom;
       return `must have at most ${(error.params as { limit: number }).limit} keys`;
     case 'enum':
-      return `must be one of: ${((error.params as { allowedValues: unknown[] }).allowedValues).join(', ')}`;
+      return `must be one of: ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
     case 'minimum':
     case 'maximum':
     case 'exclusiveMinimum':
@@ -178,6 +209,7 @@ export function toFieldErrors(errors: ErrorObject[], part: string): FieldError[]
     const field = fieldPath(error, part);
     if (!seen.has(field)) seen.set(field, { field, message: messageFor(error) });
   }
-  if (seen.size === 0 && errors[0]) seen.set(part, { field: fieldPath(errors[0], part), message: errors[0].message ?? 'is invalid' });
+  if (seen.size === 0 && errors[0])
+    seen.set(part, { field: fieldPath(errors[0], part), message: errors[0].message ?? 'is invalid' });
   return [...seen.values()];
 }

@@ -15,7 +15,9 @@ function checked<A extends RailLookup>(asked: { reference: string; amountMinor?:
   if (echo === undefined) return said;
   const result = checkEcho(asked, echo);
   if ('doubt' in result) return { status: 'unconfirmed', doubt: result.doubt };
-  return result.amountMinor === undefined || said.status === 'unconfirmed' ? said : { ...said, amountMinor: result.amountMinor };
+  return result.amountMinor === undefined || said.status === 'unconfirmed'
+    ? said
+    : { ...said, amountMinor: result.amountMinor };
 }
 
 /** A notification as the reaper may read it: its echo checked into the amount it gives, or its doubt. */
@@ -38,7 +40,10 @@ export function answerCheckedRail(rail: RailAdapter): RailAdapter {
     ...(lookupMany && {
       lookupMany: async (references: readonly string[], mode: 'test' | 'live') => {
         const answers = await lookupMany(references, mode);
-        if (answers.length !== references.length) throw new Error(`rail ${rail.name} answered ${answers.length} of ${references.length} references in a bulk status`);
+        if (answers.length !== references.length)
+          throw new Error(
+            `rail ${rail.name} answered ${answers.length} of ${references.length} references in a bulk status`,
+          );
         return answers.map((answer, i) => checked({ reference: references[i]! }, answer));
       },
     }),

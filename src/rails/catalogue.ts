@@ -160,7 +160,10 @@ export class BankCatalogue {
     } catch (error) {
       // Only the kind of failure is logged: a provider's message may carry URLs or credentials.
       this.options.log?.warn(
-        { method, cause: error instanceof CatalogueTimeout ? 'timeout' : error instanceof Error ? error.name : 'unknown' },
+        {
+          method,
+          cause: error instanceof CatalogueTimeout ? 'timeout' : error instanceof Error ? error.name : 'unknown',
+        },
         'bank catalogue unavailable; serving the local copy',
       );
       banks = this.fallback.banksOf(method);

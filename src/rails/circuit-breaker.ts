@@ -192,7 +192,10 @@ export class CircuitBreaker {
 }
 
 /** The rail's health, bounded: an adapter that throws or never answers is unhealthy. */
-async function boundedHealth(probe: (signal: AbortSignal) => Promise<RailHealth>, timeoutMs: number): Promise<RailHealth> {
+async function boundedHealth(
+  probe: (signal: AbortSignal) => Promise<RailHealth>,
+  timeoutMs: number,
+): Promise<RailHealth> {
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<RailHealth>((resolve) => {

@@ -8,7 +8,9 @@ import { passedThrough, type RailAdapter } from './rail.ts';
 /** Thrown when a call would carry a payment of a mode its rail does not serve. */
 class RailModeMismatch extends Error {
   constructor(rail: string, mode: string, serves: readonly Mode[]) {
-    super(`invariant: a ${mode} payment was about to reach rail ${rail}, which serves ${serves.join(', ')} only; nothing was sent`);
+    super(
+      `invariant: a ${mode} payment was about to reach rail ${rail}, which serves ${serves.join(', ')} only; nothing was sent`,
+    );
     this.name = 'RailModeMismatch';
   }
 }

@@ -10,7 +10,11 @@ export interface RailObserver {
  * rail says later is not counted again.
  */
 export function observedRail(rail: RailAdapter, observer: RailObserver): RailAdapter {
-  const timed = <T extends { status: string }>(operation: 'submit' | 'lookup', call: () => Promise<T>, signal?: AbortSignal): Promise<T> => {
+  const timed = <T extends { status: string }>(
+    operation: 'submit' | 'lookup',
+    call: () => Promise<T>,
+    signal?: AbortSignal,
+  ): Promise<T> => {
     const startedAt = performance.now();
     let counted = false;
     const count = (outcome: string) => {

@@ -21,4 +21,3 @@ export function bounded<T>(question: Promise<T>, ms: number, what: string): Prom
   question.catch(() => undefined);
   return Promise.race([question, timeout]).finally(() => clearTimeout(timer));
 }
-

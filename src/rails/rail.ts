@@ -125,13 +125,14 @@ export type RailNotification = {
   /** Set when the notification fails the answer checks: it is not applied, this anomaly is opened. */
   doubt?: Doubt;
   occurredAt: Date;
-} & (
+} &
   /** `settledAt`: when the rail says the money arrived, when it says (else `occurredAt`). */
-  | { kind: 'settled'; bankReference: string; settledAt?: Date }
-  | { kind: 'failed'; reason: string }
-  /** The bank reference of the settlement returned, when the rail gives it. */
-  | { kind: 'reversed'; reason: string; bankReference?: string }
-);
+  (
+    | { kind: 'settled'; bankReference: string; settledAt?: Date }
+    | { kind: 'failed'; reason: string }
+    /** The bank reference of the settlement returned, when the rail gives it. */
+    | { kind: 'reversed'; reason: string; bankReference?: string }
+  );
 
 export interface RailAdapter {
   /** How the rail is named in settings, routing rules, payments and metrics (`sandbox` is the sandbox's). */
@@ -151,7 +152,11 @@ export interface RailAdapter {
    * Can this beneficiary receive through `instrument` right now? No money moves. `requested` is the
    * instrument the caller asked for (a sandbox trigger makes exactly that one unavailable).
    */
-  instrumentAvailable(beneficiary: RailTransfer['beneficiary'], instrument: Instrument, requested: Instrument): Promise<boolean>;
+  instrumentAvailable(
+    beneficiary: RailTransfer['beneficiary'],
+    instrument: Instrument,
+    requested: Instrument,
+  ): Promise<boolean>;
   /** Idempotent by `transfer.reference`. May hang: the caller bounds it with a timeout. */
   submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus>;
   /** Status of a transfer by our reference; `not_found` if the rail never received it. */
@@ -201,7 +206,18 @@ export class RailStatementNotReady extends Error {
 }
 
 /** What a wrapper of an adapter (mode guard, answer checks, observation) passes on unchanged. */
-type PassedThrough = Pick<RailAdapter, 'name' | 'modes' | 'resolvesWithinMs' | 'instrumentAvailable' | 'pendingNotifications' | 'acknowledgeNotification' | 'banks' | 'health' | 'statement'>;
+type PassedThrough = Pick<
+  RailAdapter,
+  | 'name'
+  | 'modes'
+  | 'resolvesWithinMs'
+  | 'instrumentAvailable'
+  | 'pendingNotifications'
+  | 'acknowledgeNotification'
+  | 'banks'
+  | 'health'
+  | 'statement'
+>;
 
 /**
  * The members of `rail` a wrapper passes on as they are: a wrapper spreads these and then gives the
@@ -212,7 +228,8 @@ export function passedThrough(rail: RailAdapter): PassedThrough {
     name: rail.name,
     ...(rail.modes !== undefined && { modes: rail.modes }),
     ...(rail.resolvesWithinMs !== undefined && { resolvesWithinMs: rail.resolvesWithinMs }),
-    instrumentAvailable: (beneficiary, instrument, requested) => rail.instrumentAvailable(beneficiary, instrument, requested),
+    instrumentAvailable: (beneficiary, instrument, requested) =>
+      rail.instrumentAvailable(beneficiary, instrument, requested),
     pendingNotifications: (limit) => rail.pendingNotifications(limit),
     acknowledgeNotification: (id) => rail.acknowledgeNotification(id),
     banks: (instrument) => rail.banks(instrument),

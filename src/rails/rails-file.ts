@@ -46,23 +46,26 @@ function objectAt(value: unknown, where: string): Record<string, unknown> {
 }
 
 function keysAt(value: unknown, where: string, env: Env, inline: { found: boolean }): RailKey[] {
-  if (!Array.isArray(value) || value.length === 0) fail(`${where} must be a non-empty list of {id, secret | secretEnv}`);
+  if (!Array.isArray(value) || value.length === 0)
+    fail(`${where} must be a non-empty list of {id, secret | secretEnv}`);
   const ids = new Set<string>();
   return value.map((entry, i) => {
     const key = objectAt(entry, `${where}[${i}]`);
-    if (typeof key.id !== 'string' || !KEY_ID.test(key.id)) fail(`${where}[${i}].id must be 1 to 64 letters, digits, '.', '_' or '-'`);
+    if (typeof key.id !== 'string' || !KEY_ID.test(key.id))
+      fail(`${where}[${i}].id must be 1 to 64 letters, digits, '.', '_' or '-'`);
     if (ids.has(key.id)) fail(`${where} lists the key id ${key.id} twice`);
     ids.add(key.id);
     let secret: string | undefined;
     if (typeof key.secret === 'string') {
       secret = key.secret;
       inline.found = true;
-    }
-    else if (typeof key.secretEnv === 'string') {
+    } else if (typeof key.secretEnv === 'string') {
       secret = env[key.secretEnv];
-      if (secret === undefined || secret === '') fail(`${where}[${i}].secretEnv names ${key.secretEnv}, which is not set`);
+      if (secret === undefined || secret === '')
+        fail(`${where}[${i}].secretEnv names ${key.secretEnv}, which is not set`);
     } else fail(`${where}[${i}] needs secret or secretEnv`);
-    if (secret.length < SECRET_MIN_LENGTH) fail(`${where}[${i}] (${key.id}): the secret must be at least ${SECRET_MIN_LENGTH} characters`);
+    if (secret.length < SECRET_MIN_LENGTH)
+      fail(`${where}[${i}] (${key.id}): the secret must be at least ${SECRET_MIN_LENGTH} characters`);
     return { id: key.id, secret };
   });
 }
@@ -70,7 +73,8 @@ function keysAt(value: unknown, where: string, env: Env, inline: { found: boolea
 function connectorAt(value: unknown, i: number, env: Env, inline: { found: boolean }): ConnectorConfig {
   const where = `connectors[${i}]`;
   const c = objectAt(value, where);
-  if (typeof c.name !== 'string' || !NAME.test(c.name)) fail(`${where}.name must be 1 to 32 lower-case letters, digits or '-', starting with a letter`);
+  if (typeof c.name !== 'string' || !NAME.test(c.name))
+    fail(`${where}.name must be 1 to 32 lower-case letters, digits or '-', starting with a letter`);
   const at = `${where} (${c.name})`;
   if (c.kind !== 'http-bank') fail(`${at}.kind must be "http-bank"`);
   let baseUrl: URL;
@@ -79,18 +83,21 @@ function connectorAt(value: unknown, i: number, env: Env, inline: { found: boole
   } catch {
     fail(`${at}.baseUrl must be an http:// or https:// URL`);
   }
-  if (baseUrl.protocol !== 'https:' && baseUrl.protocol !== 'http:') fail(`${at}.baseUrl must be an http:// or https:// URL`);
+  if (baseUrl.protocol !== 'https:' && baseUrl.protocol !== 'http:')
+    fail(`${at}.baseUrl must be an http:// or https:// URL`);
   const timeoutMs = c.timeoutMs ?? 5000;
-  if (!Number.isSafeInteger(timeoutMs) || (timeoutMs as number) < 1 || (timeoutMs as number) > TIMEOUT_MS_MAX) fail(`${at}.timeoutMs must be an integer from 1 to ${TIMEOUT_MS_MAX}`);
+  if (!Number.isSafeInteger(timeoutMs) || (timeoutMs as number) < 1 || (timeoutMs as number) > TIMEOUT_MS_MAX)
+    fail(`${at}.timeoutMs must be an integer from 1 to ${TIMEOUT_MS_MAX}`);
   const modes = c.modes;
   if (!Array.isArray(modes) || modes.length !== 1 || (modes[0] !== 'test' && modes[0] !== 'live')) {
     fail(
       `${at}.modes must be ["test"] or ["live"]: a connector serves one mode, so a test key can never move real money. ` +
-        'To test against the same bank, list a second connector with its own name, the gateway\'s test URL and its test keys',
+        "To test against the same bank, list a second connector with its own name, the gateway's test URL and its test keys",
     );
   }
   const resolvesWithinMs = c.resolvesWithinMs;
-  if (resolvesWithinMs !== undefined && (!Number.isSafeInteger(resolvesWithinMs) || (resolvesWithinMs as number) < 0)) fail(`${at}.resolvesWithinMs must be a non-negative integer`);
+  if (resolvesWithinMs !== undefined && (!Number.isSafeInteger(resolvesWithinMs) || (resolvesWithinMs as number) < 0))
+    fail(`${at}.resolvesWithinMs must be a non-negative integer`);
   const known = new Set(['name', 'kind', 'baseUrl', 'keys', 'callbackKeys', 'timeoutMs', 'modes', 'resolvesWithinMs']);
   const unknown = Object.keys(c).find((field) => !known.has(field));
   if (unknown !== undefined) fail(`${at} has an unknown field ${unknown}`);
@@ -114,9 +121,15 @@ function modesApart(connectors: readonly ConnectorConfig[]): void {
   for (const a of connectors) {
     for (const b of connectors) {
       if (a.modes[0] !== 'test' || b.modes[0] !== 'live') continue;
-      if (a.baseUrl === b.baseUrl) fail(`connectors ${a.name} (test) and ${b.name} (live) have the same baseUrl ${a.baseUrl}: give the test connector the gateway's test URL`);
+      if (a.baseUrl === b.baseUrl)
+        fail(
+          `connectors ${a.name} (test) and ${b.name} (live) have the same baseUrl ${a.baseUrl}: give the test connector the gateway's test URL`,
+        );
       const shared = a.keys.find((key) => b.keys.some((other) => other.secret === key.secret));
-      if (shared) fail(`connectors ${a.name} (test) and ${b.name} (live) sign with the same secret (key ${shared.id}): give the test connector the gateway's test keys`);
+      if (shared)
+        fail(
+          `connectors ${a.name} (test) and ${b.name} (live) sign with the same secret (key ${shared.id}): give the test connector the gateway's test keys`,
+        );
     }
   }
 }
@@ -126,7 +139,10 @@ function modesApart(connectors: readonly ConnectorConfig[]): void {
  * the file itself holds a secret (`secret`, not `secretEnv`), so it must be readable by its owner only.
  * @internal Exported for its tests, not used elsewhere.
  */
-export function parseRailsFile(text: string, env: Env): { ok: true; connectors: ConnectorConfig[]; inlineSecrets: boolean } | { ok: false; problem: string } {
+export function parseRailsFile(
+  text: string,
+  env: Env,
+): { ok: true; connectors: ConnectorConfig[]; inlineSecrets: boolean } | { ok: false; problem: string } {
   const inline = { found: false };
   try {
     let parsed: unknown;
@@ -141,7 +157,8 @@ export function parseRailsFile(text: string, env: Env): { ok: true; connectors: 
     const connectors = list.map((entry, i) => connectorAt(entry, i, env, inline));
     const names = new Set<string>();
     for (const connector of connectors) {
-      if (connector.name === 'sandbox' || names.has(connector.name)) fail(`the connector name ${connector.name} is used twice (or is the sandbox's)`);
+      if (connector.name === 'sandbox' || names.has(connector.name))
+        fail(`the connector name ${connector.name} is used twice (or is the sandbox's)`);
       names.add(connector.name);
     }
     modesApart(connectors);
@@ -166,7 +183,12 @@ export function readRailsFile(file: string | null, env: Env): ConnectorConfig[] 
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `It cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`);
+    throw new ConfigError(
+      name,
+      RAILS_FILE_ACCEPTS,
+      file,
+      `It cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}.`,
+    );
   }
   const parsed = parseRailsFile(text, env);
   if (!parsed.ok) throw new ConfigError(name, RAILS_FILE_ACCEPTS, file, `The file is not usable: ${parsed.problem}.`);

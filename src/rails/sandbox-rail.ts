@@ -28,7 +28,15 @@ import {
 } from '../db/repositories/sandbox-rail.ts';
 import type { Clock } from '../domain/clock.ts';
 import { LocalBankCatalogue, type Bank } from './catalogue.ts';
-import { ServiceDatabaseError, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatus, type RailTransfer } from './rail.ts';
+import {
+  ServiceDatabaseError,
+  type RailAdapter,
+  type RailHealth,
+  type RailLookup,
+  type RailNotification,
+  type RailStatus,
+  type RailTransfer,
+} from './rail.ts';
 import type { RailFailureReason } from '../domain/failure-reasons.ts';
 import type { Instrument } from '../domain/instrument.ts';
 import { InvariantError } from '../domain/assert.ts';
@@ -82,13 +90,21 @@ function sandboxStatusAt(row: SandboxTransferRow, now: Date): RailStatus {
     throw new InvariantError(`sandbox transfer ${row.reference} has neither a failure nor a settlement`);
   }
   if (row.reverse_at !== null && t >= row.reverse_at.getTime()) {
-    return { status: 'reversed', bankReference: row.bank_reference, reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON };
+    return {
+      status: 'reversed',
+      bankReference: row.bank_reference,
+      reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
+    };
   }
   return { status: 'settled', bankReference: row.bank_reference, settledAt: row.settled_at };
 }
 
 /** The outcomes the bank gives while the rail holds the transfer: part of the answer to the send. */
-const DECIDED_AT_RECEIPT: ReadonlySet<SandboxScenario> = new Set(['settle_at_once', 'beneficiary_mismatch', 'bank_unreachable']);
+const DECIDED_AT_RECEIPT: ReadonlySet<SandboxScenario> = new Set([
+  'settle_at_once',
+  'beneficiary_mismatch',
+  'bank_unreachable',
+]);
 
 /**
  * The rail's answer to a new transfer. Every other outcome comes from the bank later, so the answer
@@ -112,7 +128,10 @@ function ofDatabase<T>(statement: Promise<T>, signal?: AbortSignal): Promise<T> 
   });
   if (!signal) return failed;
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new ServiceDatabaseError(new Error('the sandbox bank\'s statement had not answered when the caller gave up')));
+    const onAbort = () =>
+      reject(
+        new ServiceDatabaseError(new Error("the sandbox bank's statement had not answered when the caller gave up")),
+      );
     signal.addEventListener('abort', onAbort, { once: true });
     failed.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
   });
@@ -124,7 +143,8 @@ export function newBankReference(): string {
 }
 
 function nonNegativeInteger(value: number, name: string): number {
-  if (!Number.isSafeInteger(value) || value < 0) throw new RangeError(`SandboxRail: ${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new RangeError(`SandboxRail: ${name} must be a non-negative integer`);
   return value;
 }
 
@@ -183,7 +203,10 @@ export class SandboxRail implements RailAdapter {
     if (!UUID.test(transfer.reference)) throw new Error('SandboxRail: the reference must be a payment id (uuid)');
     if (transfer.amountMinor <= 0n) throw new RangeError('SandboxRail: amountMinor must be positive');
 
-    const { row, inserted } = await ofDatabase(insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now())), signal);
+    const { row, inserted } = await ofDatabase(
+      insertSandboxTransfer(this.db, this.plan(transfer, this.clock.now())),
+      signal,
+    );
     if (!inserted) {
       // Known reference: the same transfer again (counted). Never a second transfer, never a second hang.
       assertSameTransfer(row, transfer);
@@ -204,7 +227,13 @@ export class SandboxRail implements RailAdapter {
   }
 
   async lookupMany(references: readonly string[], mode: 'test' | 'live'): Promise<RailLookup[]> {
-    const rows = await ofDatabase(findSandboxTransfers(this.db, references.filter((reference) => UUID.test(reference)), mode));
+    const rows = await ofDatabase(
+      findSandboxTransfers(
+        this.db,
+        references.filter((reference) => UUID.test(reference)),
+        mode,
+      ),
+    );
     const now = this.clock.now();
     return references.map((reference) => {
       const row = rows.get(reference);
@@ -214,23 +243,24 @@ export class SandboxRail implements RailAdapter {
 
   /** The returns its schedule made happen, and the notifications tests asked for, oldest first. */
   async pendingNotifications(limit: number): Promise<RailNotification[]> {
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('SandboxRail: limit must be a non-negative integer');
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new RangeError('SandboxRail: limit must be a non-negative integer');
     if (limit === 0) return [];
     const now = this.clock.now();
-    const [reversals, notices] = await ofDatabase(Promise.all([listDueReversals(this.db, now, limit), listPendingNotices(this.db, now, limit)]));
-    const scheduled = reversals.map(
-      (row): RailNotification => ({
-        id: NOTIFICATION_PREFIX + row.reference,
-        reference: row.reference,
-        tenantId: row.tenant_id,
-        mode: row.mode,
-        kind: 'reversed',
-        reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
-        bankReference: row.bank_reference!,
-        amountMinor: row.amount_minor,
-        occurredAt: row.reverse_at!,
-      }),
+    const [reversals, notices] = await ofDatabase(
+      Promise.all([listDueReversals(this.db, now, limit), listPendingNotices(this.db, now, limit)]),
     );
+    const scheduled = reversals.map((row): RailNotification => ({
+      id: NOTIFICATION_PREFIX + row.reference,
+      reference: row.reference,
+      tenantId: row.tenant_id,
+      mode: row.mode,
+      kind: 'reversed',
+      reason: row.reversal_reason ?? SANDBOX_REVERSAL_REASON,
+      bankReference: row.bank_reference!,
+      amountMinor: row.amount_minor,
+      occurredAt: row.reverse_at!,
+    }));
     const all = [...scheduled, ...notices.map(noticeOf)];
     all.sort((a, b) => a.occurredAt.getTime() - b.occurredAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return all.slice(0, limit);
@@ -338,7 +368,12 @@ function noticeOf(row: SandboxNoticeRow): RailNotification {
     case 'failed':
       return { ...common, kind: 'failed', reason: row.reason! };
     case 'reversed':
-      return { ...common, kind: 'reversed', reason: row.reason!, ...(row.bank_reference === null ? {} : { bankReference: row.bank_reference }) };
+      return {
+        ...common,
+        kind: 'reversed',
+        reason: row.reason!,
+        ...(row.bank_reference === null ? {} : { bankReference: row.bank_reference }),
+      };
   }
 }
 
@@ -396,7 +431,9 @@ export async function simulatedBankReference(db: Queryable, reference: string, m
  */
 export async function recordSimulation(
   tx: Queryable,
-  transfer: Pick<RailTransfer, 'reference' | 'tenantId' | 'mode' | 'instrument' | 'amountMinor'> & { beneficiary: Pick<RailTransfer['beneficiary'], 'nationalId' | 'bankCode'> },
+  transfer: Pick<RailTransfer, 'reference' | 'tenantId' | 'mode' | 'instrument' | 'amountMinor'> & {
+    beneficiary: Pick<RailTransfer['beneficiary'], 'nationalId' | 'bankCode'>;
+  },
   outcome: SimulatedOutcome,
   at: Date,
 ): Promise<void> {

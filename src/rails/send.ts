@@ -40,9 +40,11 @@ export async function callRail(rail: RailAdapter, transfer: RailTransfer, timeou
   try {
     return await Promise.race([rail.submit(transfer, controller.signal), timeout]);
   } catch (error) {
-    if (error instanceof RailNotReceivedError && !controller.signal.aborted) return { status: 'not_received', message: error.message };
+    if (error instanceof RailNotReceivedError && !controller.signal.aborted)
+      return { status: 'not_received', message: error.message };
     // We cannot know whether the rail got it: unknown, resolved later by asking with our reference.
-    if (controller.signal.aborted) return isRailFailure(error) ? { status: 'timeout' } : { status: 'timeout', database: true };
+    if (controller.signal.aborted)
+      return isRailFailure(error) ? { status: 'timeout' } : { status: 'timeout', database: true };
     const message = (error as Error).message;
     return isRailFailure(error) ? { status: 'error', message } : { status: 'error', message, database: true };
   } finally {
@@ -61,7 +63,13 @@ export function transferOf(payment: PaymentRow, sender: Sender | Record<string, 
     instrument: payment.method,
     amountMinor: payment.payout_amount,
     asset: 'BS',
-    beneficiary: { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone },
+    beneficiary: {
+      fullName: b.fullName,
+      nationalId: b.nationalId,
+      bankCode: b.bankCode,
+      accountNumber: b.accountNumber,
+      phone: b.phone,
+    },
     sender: sender as RailTransfer['sender'],
   };
 }

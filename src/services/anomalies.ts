@@ -3,7 +3,14 @@
 // moved contrary to the ledger, corrected it with a new, audited entry), never by editing records.
 import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { findAnomaly, listAnomalies, lockAnomaly, markAnomalyResolved, type AnomalyFilter, type AnomalyRow } from '../db/repositories/anomalies.ts';
+import {
+  findAnomaly,
+  listAnomalies,
+  lockAnomaly,
+  markAnomalyResolved,
+  type AnomalyFilter,
+  type AnomalyRow,
+} from '../db/repositories/anomalies.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';

@@ -11,7 +11,13 @@ import { mkdir, open, readdir, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { auditRowsDue, lastAuditArchive, lockAuditArchiving, recordAuditArchive, type ArchivedAuditRow } from '../db/repositories/audit-archives.ts';
+import {
+  auditRowsDue,
+  lastAuditArchive,
+  lockAuditArchiving,
+  recordAuditArchive,
+  type ArchivedAuditRow,
+} from '../db/repositories/audit-archives.ts';
 import { SERVICE_ACTOR } from '../domain/audit.ts';
 import { canonicalJson } from '../domain/canonical-json.ts';
 import type { Clock } from '../domain/clock.ts';
@@ -77,7 +83,12 @@ export class AuditArchiver {
     return this.db.transaction(async (tx) => {
       await lockAuditArchiving(tx);
       const last = await lastAuditArchive(tx);
-      const rows = await auditRowsDue(tx, cutoff, last && { createdAt: last.through_created_at, id: last.through_id }, AUDIT_ARCHIVE_ROWS_MAX);
+      const rows = await auditRowsDue(
+        tx,
+        cutoff,
+        last && { createdAt: last.through_created_at, id: last.through_id },
+        AUDIT_ARCHIVE_ROWS_MAX,
+      );
       if (rows.length === 0) return 0;
       const seq = (last?.seq ?? 0) + 1;
       const prevHash = last?.last_hash ?? GENESIS_HASH;
@@ -92,15 +103,35 @@ export class AuditArchiver {
       const file = archiveFileName(seq);
       await writeDurably(path.join(this.settings.dir, file), content);
       const through = rows[rows.length - 1]!;
-      const archive = { seq, through_created_at: through.created_at, through_id: through.id, row_count: rows.length, file, prev_hash: prevHash, last_hash: prev, file_sha256: sha256(content) };
-      const removed = await recordAuditArchive(tx, archive, rows.map((row) => row.id), now);
+      const archive = {
+        seq,
+        through_created_at: through.created_at,
+        through_id: through.id,
+        row_count: rows.length,
+        file,
+        prev_hash: prevHash,
+        last_hash: prev,
+        file_sha256: sha256(content),
+      };
+      const removed = await recordAuditArchive(
+        tx,
+        archive,
+        rows.map((row) => row.id),
+        now,
+      );
       assert(removed === rows.length, `archive ${seq} holds ${rows.length} rows but ${removed} were removed`);
       await recordAudit(tx, {
         actor: SERVICE_ACTOR,
         action: 'audit.archive',
         target: { type: 'audit_archive', id: String(seq) },
         before: null,
-        after: { file, rows: rows.length, throughCreatedAt: through.created_at, lastHash: prev, fileSha256: archive.file_sha256 },
+        after: {
+          file,
+          rows: rows.length,
+          throughCreatedAt: through.created_at,
+          lastHash: prev,
+          fileSha256: archive.file_sha256,
+        },
       });
       return rows.length;
     });
@@ -127,7 +158,8 @@ export async function verifyAuditArchives(dir: string): Promise<ArchiveVerificat
   let rows = 0;
   const broken = (problem: string): ArchiveVerification => ({ files: names.length, rows, lastHash: prev, problem });
   for (const [i, name] of names.entries()) {
-    if (Number(FILE_PATTERN.exec(name)![1]) !== i + 1) return broken(`${name}: archive ${archiveFileName(i + 1)} is missing`);
+    if (Number(FILE_PATTERN.exec(name)![1]) !== i + 1)
+      return broken(`${name}: archive ${archiveFileName(i + 1)} is missing`);
     const lines = (await readFile(path.join(dir, name), 'utf8')).split('\n').filter((line) => line !== '');
     for (const [n, text] of lines.entries()) {
       let parsed: Record<string, unknown>;
@@ -137,8 +169,12 @@ export async function verifyAuditArchives(dir: string): Promise<ArchiveVerificat
         return broken(`${name}:${n + 1}: not a JSON line`);
       }
       const { prev: linePrev, hash, ...row } = parsed;
-      if (linePrev !== prev) return broken(`${name}:${n + 1}: the line before it is not the one it was chained to (a line removed or reordered)`);
-      if (hash !== chainHash(prev, row as unknown as ArchivedAuditRow)) return broken(`${name}:${n + 1}: the row is not what was archived (altered)`);
+      if (linePrev !== prev)
+        return broken(
+          `${name}:${n + 1}: the line before it is not the one it was chained to (a line removed or reordered)`,
+        );
+      if (hash !== chainHash(prev, row as unknown as ArchivedAuditRow))
+        return broken(`${name}:${n + 1}: the row is not what was archived (altered)`);
       prev = hash as string;
       rows += 1;
     }

@@ -1,7 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
-import { findBeneficiary, listBeneficiaries, upsertBeneficiary, type BeneficiaryRow } from '../db/repositories/beneficiaries.ts';
-import { validateBeneficiary, type BankCodes, type BeneficiaryDetails, type BeneficiaryInput } from '../domain/beneficiary.ts';
+import {
+  findBeneficiary,
+  listBeneficiaries,
+  upsertBeneficiary,
+  type BeneficiaryRow,
+} from '../db/repositories/beneficiaries.ts';
+import {
+  validateBeneficiary,
+  type BankCodes,
+  type BeneficiaryDetails,
+  type BeneficiaryInput,
+} from '../domain/beneficiary.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound, validationFailed } from '../domain/errors.ts';
 import type { RoutedBankCatalogue } from './routed-catalogue.ts';
@@ -38,14 +48,20 @@ export class BeneficiaryService {
    * (`created: false`) and takes the name, phone and account number given. Nothing is stored unless
    * every rule passes.
    */
-  async register(partition: Partition, input: BeneficiaryInput): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
+  async register(
+    partition: Partition,
+    input: BeneficiaryInput,
+  ): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
     const result = validateBeneficiary(input, await this.bankCodes(partition));
     if (!result.ok) throw validationFailed(result.errors);
     return this.save(partition, result.beneficiary);
   }
 
   /** Registers validated details (also the inline beneficiary of a payout). */
-  async save(partition: Partition, details: BeneficiaryDetails): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
+  async save(
+    partition: Partition,
+    details: BeneficiaryDetails,
+  ): Promise<{ beneficiary: BeneficiaryRow; created: boolean }> {
     for (let attempt = 1; attempt <= REGISTER_ATTEMPTS_MAX; attempt += 1) {
       const saved = await upsertBeneficiary(this.db, partition.tenantId, partition.mode, randomUUID(), details);
       if (saved) return saved;
@@ -61,6 +77,9 @@ export class BeneficiaryService {
 
   async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<BeneficiaryPage> {
     const after = positionAfter(page.cursor);
-    return pageOf(await listBeneficiaries(this.reads, partition.tenantId, partition.mode, { limit: page.limit, after }), page.limit);
+    return pageOf(
+      await listBeneficiaries(this.reads, partition.tenantId, partition.mode, { limit: page.limit, after }),
+      page.limit,
+    );
   }
 }

@@ -4,10 +4,23 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { ensureDataDir } from '../db/data-dir.ts';
-import { findKeyByHash, insertApiKey, reinstateApiKey, revokeBootstrapPlatformKeys, revokeEnvKeysExcept } from '../db/repositories/api-keys.ts';
+import {
+  findKeyByHash,
+  insertApiKey,
+  reinstateApiKey,
+  revokeBootstrapPlatformKeys,
+  revokeEnvKeysExcept,
+} from '../db/repositories/api-keys.ts';
 import { isBootstrapped, recordBootstrap } from '../db/repositories/app-state.ts';
 import { ensurePlatformTenant, hasCustomerTenant, insertTenant } from '../db/repositories/tenants.ts';
-import { CUSTOMER_SCOPES, PLATFORM_SCOPE, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
+import {
+  CUSTOMER_SCOPES,
+  PLATFORM_SCOPE,
+  generateApiKey,
+  hashApiKey,
+  keyLast4,
+  keyPrefix,
+} from '../domain/api-keys.ts';
 import { TENANT_DEFAULTS } from './tenants.ts';
 
 /** @internal Exported for its tests, not used elsewhere. */
@@ -44,7 +57,10 @@ async function insertPlatformKey(tx: Queryable, key: string, source: 'env' | 'bo
  * chosen the key that administers this service, and a key lying in a file must not outlive that
  * choice. Answers how many bootstrap platform keys this revoked (for one log line).
  */
-export async function syncPlatformKey(db: Database, key: string | undefined): Promise<{ revokedBootstrapKeys: number }> {
+export async function syncPlatformKey(
+  db: Database,
+  key: string | undefined,
+): Promise<{ revokedBootstrapKeys: number }> {
   if (!key) return { revokedBootstrapKeys: 0 };
   const hash = hashApiKey(key);
   return db.transaction(async (tx) => {
@@ -128,14 +144,19 @@ export async function bootstrapIfEmpty(
  * The first-start banner. The sandbox test key is shown (it moves sandbox money only); the platform
  * key never is: the banner says where it is saved.
  */
-export function printBootstrap(result: BootstrapResult, write: (text: string) => void = (t) => process.stdout.write(t)): void {
+export function printBootstrap(
+  result: BootstrapResult,
+  write: (text: string) => void = (t) => process.stdout.write(t),
+): void {
   const lines = [
     '',
     '  First start: created a sandbox tenant (test mode). This key is shown once.',
     `  tenant:        ${result.tenantId}`,
     `  test API key:  ${result.apiKey}`,
     ...(result.platformApiKey
-      ? [`  platform key:  saved in the file below, never printed (admin API, test mode only: set PLATFORM_API_KEY for live mode)`]
+      ? [
+          `  platform key:  saved in the file below, never printed (admin API, test mode only: set PLATFORM_API_KEY for live mode)`,
+        ]
       : []),
     `  saved to:      ${result.file} (mode 0600)`,
     '',

@@ -14,7 +14,10 @@ export async function mapBounded<T, R>(
   work: (item: T, index: number) => Promise<R>,
   afterEach?: (index: number) => Promise<void>,
 ): Promise<R[]> {
-  assert(Number.isSafeInteger(concurrency) && concurrency >= 1, `concurrency must be a positive integer, got ${concurrency}`);
+  assert(
+    Number.isSafeInteger(concurrency) && concurrency >= 1,
+    `concurrency must be a positive integer, got ${concurrency}`,
+  );
   const results = new Array<R>(items.length);
   let next = 0;
   const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -30,7 +33,11 @@ export async function mapBounded<T, R>(
 }
 
 /** `work` over `items` with at most `concurrency` at once; `work` must not throw. */
-export async function forEachBounded<T>(items: readonly T[], concurrency: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function forEachBounded<T>(
+  items: readonly T[],
+  concurrency: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   await mapBounded(items, concurrency, (item) => work(item));
 }
 

@@ -17,7 +17,6 @@ import { notFound } from '../domain/errors.ts';
 import type { Partition } from '../domain/partition.ts';
 import { assert } from '../domain/assert.ts';
 
-
 export const INT8_MAX = 9_223_372_036_854_775_807n;
 /** Deliveries shown with one event (a requeued event can pass 12 attempts). */
 const EVENT_DELIVERIES_SHOWN_MAX = 100;
@@ -40,14 +39,27 @@ export class EventService {
     private readonly reads: Queryable = db,
   ) {}
 
-  async list(partition: Partition, query: { status?: EventStatus; eventType?: EventType; paymentId?: string; limit: number; cursor?: bigint }): Promise<EventPage> {
-    const rows = await listEvents(this.reads, { ...partition, status: query.status, eventType: query.eventType, paymentId: query.paymentId, beforeId: query.cursor, limit: query.limit + 1 });
+  async list(
+    partition: Partition,
+    query: { status?: EventStatus; eventType?: EventType; paymentId?: string; limit: number; cursor?: bigint },
+  ): Promise<EventPage> {
+    const rows = await listEvents(this.reads, {
+      ...partition,
+      status: query.status,
+      eventType: query.eventType,
+      paymentId: query.paymentId,
+      beforeId: query.cursor,
+      limit: query.limit + 1,
+    });
     const hasMore = rows.length > query.limit;
     const page = rows.slice(0, query.limit);
     return { rows: page, hasMore, nextCursor: hasMore ? page.at(-1)!.id.toString() : null };
   }
 
-  async get(partition: Partition, id: bigint): Promise<{ row: EventRow; payload: Record<string, unknown>; deliveries: DeliveryRow[] }> {
+  async get(
+    partition: Partition,
+    id: bigint,
+  ): Promise<{ row: EventRow; payload: Record<string, unknown>; deliveries: DeliveryRow[] }> {
     const event = id > INT8_MAX ? undefined : await findEvent(this.db, partition.tenantId, partition.mode, id);
     if (!event) throw notFound('event');
     const { payload_text, ...row } = event;
@@ -105,4 +117,8 @@ export class EventService {
   }
 }
 
-const deliveryState = (row: EventRow) => ({ status: row.status, attempts: row.attempts, nextAttemptAt: row.next_attempt_at });
+const deliveryState = (row: EventRow) => ({
+  status: row.status,
+  attempts: row.attempts,
+  nextAttemptAt: row.next_attempt_at,
+});

@@ -15,7 +15,12 @@ import { SandboxRail } from '../rails/sandbox-rail.ts';
 import { HttpBankRail } from '../rails/http-bank/adapter.ts';
 import { isCallbackReceiver, RailCallbackService } from './rail-callbacks.ts';
 import { AnomalyService } from './anomalies.ts';
-import { AUTH_FAILURE_ADDRESSES_MAX, AUTH_FAILURE_PREFIXES_MAX, AuthFailureLimiter, FailedAuthentications } from './auth-failures.ts';
+import {
+  AUTH_FAILURE_ADDRESSES_MAX,
+  AUTH_FAILURE_PREFIXES_MAX,
+  AuthFailureLimiter,
+  FailedAuthentications,
+} from './auth-failures.ts';
 import { Authenticator } from './authenticator.ts';
 import { BeneficiaryService } from './beneficiaries.ts';
 import { ownOriginOf } from './bootstrap.ts';
@@ -135,25 +140,54 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
   const reads = readsOf(config, db, registry, log);
   const authenticator = new Authenticator(db, {
     nowMs,
-    onPartialIndex: (max) => log?.warn({ max }, 'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited'),
+    onPartialIndex: (max) =>
+      log?.warn(
+        { max },
+        'more active API keys than the index of possibly valid keys holds: keys past it are refused to a client being limited',
+      ),
   });
   const rates = new RateService(db, deps.rateSource ?? new StoredRateSource(db), clock, config.rateMaxAgeSeconds);
   const metrics = new MoneyMetrics(registry, db, clock);
   const { connectors, railMetrics, railRegistry, rails } = railsOf(deps, clock, metrics, registry, log);
   const catalogueOptions = { nowMs: () => clock.now().getTime(), log };
-  const catalogue = new RoutedBankCatalogue(railRegistry, new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), catalogueOptions), catalogueOptions);
+  const catalogue = new RoutedBankCatalogue(
+    railRegistry,
+    new BankCatalogue(deps.catalogueProvider ?? new LocalBankCatalogue(), catalogueOptions),
+    catalogueOptions,
+  );
   const limitService = new LimitService(db, clock);
   // Commit transactions may hold at most half of the pool: reads and the rest keep the other half.
   const background = new BackgroundShare();
-  const committer = new Committer(db, { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX }, log, metrics, background);
+  const committer = new Committer(
+    db,
+    { transactionsMax: Math.max(1, Math.floor(config.dbPoolSize / 2)), pendingMax: COMMIT_QUEUE_MAX },
+    log,
+    metrics,
+    background,
+  );
   metrics.watchCommitter(() => committer.depth);
   metrics.watchBackground(() => background.state);
   const outcomes = new PaymentOutcomes(clock, committer, resolutionScheduleOf(config), metrics, log);
   const beneficiaries = new BeneficiaryService(db, catalogue, reads.db);
   const idempotencyTtlMs = config.idempotencyTtlHours * 3_600_000;
   const quotes = new QuoteService(db, rates, clock, config.quoteTtlSeconds);
-  const payoutSettings = { railTimeoutMs: config.sandboxRailTimeoutMs, reaperIntervalMs: config.reaperIntervalMs, idempotencyTtlMs };
-  const payouts = new PayoutService(db, clock, catalogue, railRegistry, outcomes, committer, limitService, payoutSettings, log, metrics);
+  const payoutSettings = {
+    railTimeoutMs: config.sandboxRailTimeoutMs,
+    reaperIntervalMs: config.reaperIntervalMs,
+    idempotencyTtlMs,
+  };
+  const payouts = new PayoutService(
+    db,
+    clock,
+    catalogue,
+    railRegistry,
+    outcomes,
+    committer,
+    limitService,
+    payoutSettings,
+    log,
+    metrics,
+  );
   return {
     config,
     db,
@@ -180,16 +214,33 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
     metrics,
     payouts,
     payoutReports: new PayoutReportService(reads.db, clock, catalogue.sandbox),
-    payoutBatches: new PayoutBatchService(db, clock, payouts, quotes, committer, limitService, { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax }, background, log),
+    payoutBatches: new PayoutBatchService(
+      db,
+      clock,
+      payouts,
+      quotes,
+      committer,
+      limitService,
+      { maxItems: config.payoutBatchMaxItems, inProgressMax: config.payoutBatchesInProgressMax },
+      background,
+      log,
+    ),
     events: new EventService(db, clock, reads.db),
-    webhookEndpoints: new WebhookEndpointService(db, clock, { secretOverlapHours: config.webhookSecretOverlapHours, ownOrigin: ownOriginOf(config) }),
+    webhookEndpoints: new WebhookEndpointService(db, clock, {
+      secretOverlapHours: config.webhookSecretOverlapHours,
+      ownOrigin: ownOriginOf(config),
+    }),
     sandboxWebhooks: new SandboxWebhookService(db, clock),
     sandboxSimulation: new SandboxSimulationService(db, clock, outcomes),
     anomalies: new AnomalyService(db, clock, reads.db),
     reconciliation: new ReconciliationService(
       db,
       clock,
-      { intervalS: config.reconcileIntervalS, fullIntervalS: config.reconcileFullIntervalS, executesRuns: config.role !== 'api' },
+      {
+        intervalS: config.reconcileIntervalS,
+        fullIntervalS: config.reconcileFullIntervalS,
+        executesRuns: config.role !== 'api',
+      },
       new ReconciliationMetrics(registry, db, clock),
       log,
       openDiscrepancyAnomalies(metrics),
@@ -200,23 +251,39 @@ export function createServices(deps: ServiceDeps, registry: Registry, log?: Fast
 
 /** A tenant's money and payments as the operator and the tenant manage them: funding, senders, reads. */
 function paymentAdminServicesOf(db: Database, clock: Clock, idempotencyTtlMs: number) {
-  return { treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }), senders: new SenderService(db), payments: new PaymentReads(db, clock) };
+  return {
+    treasury: new TreasuryService(db, clock, { ttlMs: idempotencyTtlMs }),
+    senders: new SenderService(db),
+    payments: new PaymentReads(db, clock),
+  };
 }
 
 /** The statement matching and the daily pull that feeds it the banks' statements. */
 function railStatementServicesOf(db: Database, clock: Clock, railRegistry: RailRegistry, metrics: MoneyMetrics) {
   const railStatements = new RailStatementService(db, clock, railRegistry, metrics);
-  return { railStatements, railStatementPulls: new RailStatementPullService(db, clock, railRegistry, railStatements, metrics) };
+  return {
+    railStatements,
+    railStatementPulls: new RailStatementPullService(db, clock, railRegistry, railStatements, metrics),
+  };
 }
 
 /** The rails of this process: the sandbox (or a test's), the connectors, their registry and metrics. */
 function railsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registry: Registry, log?: FastifyBaseLogger) {
   const { config, db } = deps;
-  const testRail = deps.testRail ?? new SandboxRail(db, clock, { settleDelayMs: config.sandboxSettleDelayMs, reverseDelayMs: config.sandboxReverseDelayMs });
-  const connectors = deps.connectors ?? (deps.connectorConfigs ?? []).map((connector) => new HttpBankRail(connector, db, clock));
+  const testRail =
+    deps.testRail ??
+    new SandboxRail(db, clock, {
+      settleDelayMs: config.sandboxSettleDelayMs,
+      reverseDelayMs: config.sandboxReverseDelayMs,
+    });
+  const connectors =
+    deps.connectors ?? (deps.connectorConfigs ?? []).map((connector) => new HttpBankRail(connector, db, clock));
   const railMetrics = new RailMetrics(registry, metrics, () => clock.now().toISOString());
   const railRegistry = railRegistryOf(deps, clock, testRail, connectors, railMetrics, log);
-  const rails: RailsByMode = { test: railRegistry.named(testRail.name)!.adapter, live: railRegistry.railOf({ rail: null, mode: 'live' }) };
+  const rails: RailsByMode = {
+    test: railRegistry.named(testRail.name)!.adapter,
+    live: railRegistry.railOf({ rail: null, mode: 'live' }),
+  };
   return { connectors, railMetrics, railRegistry, rails };
 }
 
@@ -224,15 +291,26 @@ function railsOf(deps: ServiceDeps, clock: Clock, metrics: MoneyMetrics, registr
 function connectorServicesOf(connectors: readonly RailAdapter[], railRegistry: RailRegistry, registry: Registry) {
   return {
     connectors: connectors.map((connector) => railRegistry.named(connector.name)!.adapter),
-    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry, (rail) => railRegistry.answered(rail)),
+    railCallbacks: new RailCallbackService(connectors.filter(isCallbackReceiver), registry, (rail) =>
+      railRegistry.answered(rail),
+    ),
     closeConnectors: async () => {
-      await Promise.all(connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)));
+      await Promise.all(
+        connectors.map((connector) => (connector instanceof HttpBankRail ? connector.close() : undefined)),
+      );
     },
   };
 }
 
 /** The rails of this process: the sandbox (or the test's replacement), the connectors, a live rail. */
-function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, connectors: readonly RailAdapter[], metrics: RailMetrics, log?: FastifyBaseLogger): RailRegistry {
+function railRegistryOf(
+  deps: ServiceDeps,
+  clock: Clock,
+  sandbox: RailAdapter,
+  connectors: readonly RailAdapter[],
+  metrics: RailMetrics,
+  log?: FastifyBaseLogger,
+): RailRegistry {
   const { config } = deps;
   return new RailRegistry(
     deps.db,
@@ -256,7 +334,13 @@ function railRegistryOf(deps: ServiceDeps, clock: Clock, sandbox: RailAdapter, c
 function failedAuthenticationsOf(config: Config, nowMs: () => number): FailedAuthentications {
   const windowMs = config.authFailureWindowS * 1000;
   return new FailedAuthentications(
-    new AuthFailureLimiter({ limit: config.authFailureLimit, windowMs, addressesMax: AUTH_FAILURE_ADDRESSES_MAX }, nowMs),
-    new AuthFailureLimiter({ limit: config.authFailurePrefixLimit, windowMs, addressesMax: AUTH_FAILURE_PREFIXES_MAX }, nowMs),
+    new AuthFailureLimiter(
+      { limit: config.authFailureLimit, windowMs, addressesMax: AUTH_FAILURE_ADDRESSES_MAX },
+      nowMs,
+    ),
+    new AuthFailureLimiter(
+      { limit: config.authFailurePrefixLimit, windowMs, addressesMax: AUTH_FAILURE_PREFIXES_MAX },
+      nowMs,
+    ),
   );
 }

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/database.ts';
 import { readUsage, type UsageKey } from '../db/repositories/limit-usage.ts';
-import { deleteLimitRule, listLimitRules, replaceLimitRule, ruleEpoch, type StoredLimitRule } from '../db/repositories/limit-rules.ts';
+import {
+  deleteLimitRule,
+  listLimitRules,
+  replaceLimitRule,
+  ruleEpoch,
+  type StoredLimitRule,
+} from '../db/repositories/limit-rules.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
 import type { AuditActor } from '../domain/audit.ts';
@@ -74,8 +80,14 @@ export class LimitService implements LimitRuleSource {
       : { ...partition, kind: 'tenant', subjectId: partition.tenantId };
     // Limits measure the delivered amount, which is always BS.
     const consumed =
-      asset === 'BS' ? await readUsage(this.db, key, INSTRUMENTS, day, monthStartOf(day)) : { dayAmount: 0n, dayCount: 0n, monthAmount: 0n };
-    const rule = usageRule(await this.rules(), { tenantId: partition.tenantId, customerId: customerId ?? null, beneficiaryId: null });
+      asset === 'BS'
+        ? await readUsage(this.db, key, INSTRUMENTS, day, monthStartOf(day))
+        : { dayAmount: 0n, dayCount: 0n, monthAmount: 0n };
+    const rule = usageRule(await this.rules(), {
+      tenantId: partition.tenantId,
+      customerId: customerId ?? null,
+      beneficiaryId: null,
+    });
     return { consumed, rule };
   }
 
@@ -89,7 +101,13 @@ export class LimitService implements LimitRuleSource {
     const stored = await this.db.transaction(async (tx) => {
       const { rule, replaced } = await replaceLimitRule(tx, { ...input, id: randomUUID() }, this.clock.now());
       // The rule it replaced, if any, is the `before`: one row tells the whole change.
-      await recordAudit(tx, { actor, action: 'limit_rule.create', target: ruleTarget(rule), before: replaced ? ruleFields(replaced) : null, after: ruleFields(rule) });
+      await recordAudit(tx, {
+        actor,
+        action: 'limit_rule.create',
+        target: ruleTarget(rule),
+        before: replaced ? ruleFields(replaced) : null,
+        after: ruleFields(rule),
+      });
       return rule;
     });
     this.cache = undefined;
@@ -103,7 +121,14 @@ export class LimitService implements LimitRuleSource {
   async deleteRule(id: string, actor: AuditActor): Promise<void> {
     const deleted = await this.db.transaction(async (tx) => {
       const rule = await deleteLimitRule(tx, id, this.clock.now());
-      if (rule) await recordAudit(tx, { actor, action: 'limit_rule.delete', target: ruleTarget(rule), before: ruleFields(rule), after: null });
+      if (rule)
+        await recordAudit(tx, {
+          actor,
+          action: 'limit_rule.delete',
+          target: ruleTarget(rule),
+          before: ruleFields(rule),
+          after: null,
+        });
       return rule;
     });
     if (!deleted) throw notFound('limit rule');
@@ -121,8 +146,10 @@ function ruleFields(rule: StoredLimitRule): Record<string, unknown> {
 
 function ruleShapeErrors(rule: Omit<LimitRule, 'id'>): Array<{ field: string; message: string }> {
   const errors: Array<{ field: string; message: string }> = [];
-  if (rule.scope === 'platform' && rule.tenantId) errors.push({ field: 'tenantId', message: 'must be absent for a platform rule (it applies to every tenant)' });
-  if (rule.scope !== 'platform' && !rule.tenantId) errors.push({ field: 'tenantId', message: `is required for a ${rule.scope} rule` });
+  if (rule.scope === 'platform' && rule.tenantId)
+    errors.push({ field: 'tenantId', message: 'must be absent for a platform rule (it applies to every tenant)' });
+  if (rule.scope !== 'platform' && !rule.tenantId)
+    errors.push({ field: 'tenantId', message: `is required for a ${rule.scope} rule` });
   if ((rule.scope === 'customer' || rule.scope === 'beneficiary') && !rule.subjectId) {
     errors.push({ field: 'subjectId', message: `is required for a ${rule.scope} rule: the ${rule.scope} id` });
   }

@@ -305,15 +305,24 @@ function poolGauges(registers: Registers, poolStats: () => PoolStats[]): void {
         for (const stats of poolStats()) this.set({ pool: stats.pool }, value(stats));
       },
     });
-  poolGauge('bolivar_db_pool_connections_in_use', 'PostgreSQL connections checked out of the pool (pool main: money and reads; relaxed: bookkeeping without WAL flush wait)', (s) => s.total - s.idle);
-  poolGauge('bolivar_db_pool_clients_waiting', 'Requests of this process waiting for a free PostgreSQL connection', (s) => s.waiting);
+  poolGauge(
+    'bolivar_db_pool_connections_in_use',
+    'PostgreSQL connections checked out of the pool (pool main: money and reads; relaxed: bookkeeping without WAL flush wait)',
+    (s) => s.total - s.idle,
+  );
+  poolGauge(
+    'bolivar_db_pool_clients_waiting',
+    'Requests of this process waiting for a free PostgreSQL connection',
+    (s) => s.waiting,
+  );
   poolGauge('bolivar_db_pool_connections_max', 'Size of the PostgreSQL pool (DB_POOL_SIZE for main)', (s) => s.max);
 }
 
 /** The gauges read from the database on scrape (ScrapeSnapshot): the backlog and the open anomalies. */
 function backlogGauges(registers: Registers, db: Database, clock: Clock): void {
   const snapshot = new ScrapeSnapshot<Backlog>(() => readBacklog(db, BACKLOG_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
-  const ageSeconds = (at: Date | null) => (at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000));
+  const ageSeconds = (at: Date | null) =>
+    at === null ? 0 : Math.max(0, (clock.now().getTime() - at.getTime()) / 1000);
   const backlogGauge = (name: string, help: string, value: (b: Backlog) => number) =>
     new Gauge({
       name,
@@ -336,7 +345,11 @@ function backlogGauges(registers: Registers, db: Database, clock: Clock): void {
       this.set({ status: 'dead' }, backlog.outboxDead);
     },
   });
-  backlogGauge('bolivar_outbox_oldest_pending_age_seconds', 'Age of the oldest outcome event not yet delivered (0: none pending)', (b) => ageSeconds(b.oldestPendingEventAt));
+  backlogGauge(
+    'bolivar_outbox_oldest_pending_age_seconds',
+    'Age of the oldest outcome event not yet delivered (0: none pending)',
+    (b) => ageSeconds(b.oldestPendingEventAt),
+  );
   backlogGauge(
     'bolivar_payments_unresolved',
     `Payments submitted or unknown: waiting for the rail's outcome (parked ones included). Counted up to ${BACKLOG_COUNT_MAX}`,
@@ -347,7 +360,10 @@ function backlogGauges(registers: Registers, db: Database, clock: Clock): void {
     'Payments still submitted/unknown that the reaper no longer asks about (re-queue with POST /v1/admin/payments/{id}/recheck)',
     (b) => b.parked,
   );
-  const openAnomalies = new ScrapeSnapshot(() => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX), BACKLOG_SCRAPE_WAIT_MS);
+  const openAnomalies = new ScrapeSnapshot(
+    () => countOpenAnomalies(db, ANOMALIES_OPEN_COUNT_MAX),
+    BACKLOG_SCRAPE_WAIT_MS,
+  );
   new Gauge({
     name: 'bolivar_anomalies_open',
     help: `Anomalies waiting for an operator, by kind (GET /v1/admin/anomalies?status=open). Counted up to ${ANOMALIES_OPEN_COUNT_MAX} in all`,

@@ -31,7 +31,8 @@ export class PaymentReads {
 
   /** The operator's read: the tenant's payment in either mode. */
   async tenantPayment(tenantId: string, id: string): Promise<PaymentWithHistory> {
-    const payment = (await findPayment(this.db, tenantId, 'test', id)) ?? (await findPayment(this.db, tenantId, 'live', id));
+    const payment =
+      (await findPayment(this.db, tenantId, 'test', id)) ?? (await findPayment(this.db, tenantId, 'live', id));
     if (!payment) throw notFound('payment');
     return { payment, transitions: await listTransitions(this.db, tenantId, id) };
   }

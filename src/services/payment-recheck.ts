@@ -19,7 +19,11 @@ export async function recheckPayment(db: Database, clock: Clock, id: string, act
     const payment = await lockPayment(tx, found.tenant_id, id);
     if (!payment) throw notFound('payment');
     if (!UNRESOLVED.includes(payment.status)) {
-      throw new ApiError('payment_already_resolved', `This payment is already ${payment.status}: there is nothing to ask the rail.`, { status: payment.status });
+      throw new ApiError(
+        'payment_already_resolved',
+        `This payment is already ${payment.status}: there is nothing to ask the rail.`,
+        { status: payment.status },
+      );
     }
     const row = await requeueResolution(tx, payment.tenant_id, id, clock.now());
     assert(row, `payment ${id}, locked and unresolved, was not requeued`);
@@ -34,4 +38,9 @@ export async function recheckPayment(db: Database, clock: Clock, id: string, act
   });
 }
 
-const scheduleOf = (p: PaymentRow) => ({ status: p.status, nextCheckAt: p.next_check_at, checkAttempts: p.check_attempts, resolutionParkedAt: p.resolution_parked_at });
+const scheduleOf = (p: PaymentRow) => ({
+  status: p.status,
+  nextCheckAt: p.next_check_at,
+  checkAttempts: p.check_attempts,
+  resolutionParkedAt: p.resolution_parked_at,
+});

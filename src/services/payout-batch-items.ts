@@ -30,5 +30,8 @@ export function canonicalItem(item: BatchItemRequest): string {
 
 /** A refused item: the error a single payout would have answered, and no payment. */
 export function refusalOf(error: ApiError): ItemOutcome {
-  return { kind: 'refused', refusal: { code: error.code, message: error.message, ...(error.meta ? { meta: error.meta } : {}) } };
+  return {
+    kind: 'refused',
+    refusal: { code: error.code, message: error.message, ...(error.meta ? { meta: error.meta } : {}) },
+  };
 }

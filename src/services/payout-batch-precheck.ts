@@ -41,7 +41,8 @@ export interface ItemCost {
 /** A limit the precheck cannot judge from the tenant's counters (a rule that counts per customer or beneficiary). */
 const UNDECIDED = Symbol('undecided');
 
-type Funds = { funding: 'prefunding'; available: bigint } | { funding: 'credit_receivable'; drawn: bigint; limit: bigint | null };
+type Funds =
+  { funding: 'prefunding'; available: bigint } | { funding: 'credit_receivable'; drawn: bigint; limit: bigint | null };
 
 export class BatchPrecheck {
   private constructor(
@@ -52,7 +53,13 @@ export class BatchPrecheck {
     private readonly counters: Map<Instrument, { dayAmount: bigint; dayCount: bigint; monthAmount: bigint }>,
   ) {}
 
-  static async read(db: Queryable, partition: Partition, rules: readonly LimitRule[], assets: readonly string[], now: Date): Promise<BatchPrecheck> {
+  static async read(
+    db: Queryable,
+    partition: Partition,
+    rules: readonly LimitRule[],
+    assets: readonly string[],
+    now: Date,
+  ): Promise<BatchPrecheck> {
     const tenant = await findTenant(db, partition.tenantId);
     assert(tenant, `tenant ${partition.tenantId} has no row`);
     const funds = new Map<string, Funds>();
@@ -60,7 +67,8 @@ export class BatchPrecheck {
     const day = businessDate(now);
     const counters = new Map<Instrument, { dayAmount: bigint; dayCount: bigint; monthAmount: bigint }>();
     const key = { ...partition, kind: 'tenant' as const, subjectId: partition.tenantId };
-    for (const method of INSTRUMENTS) counters.set(method, await readUsage(db, key, [method], day, `${day.slice(0, 7)}-01`));
+    for (const method of INSTRUMENTS)
+      counters.set(method, await readUsage(db, key, [method], day, `${day.slice(0, 7)}-01`));
     return new BatchPrecheck(partition.tenantId, rules, funds, counters);
   }
 
@@ -76,7 +84,11 @@ export class BatchPrecheck {
     if (funds.funding === 'prefunding') funds.available -= cost.spend.amount;
     else funds.drawn += cost.spend.amount;
     const counted = this.counters.get(cost.method)!;
-    this.counters.set(cost.method, { dayAmount: counted.dayAmount + cost.deliverAmount, dayCount: counted.dayCount + 1n, monthAmount: counted.monthAmount + cost.deliverAmount });
+    this.counters.set(cost.method, {
+      dayAmount: counted.dayAmount + cost.deliverAmount,
+      dayCount: counted.dayCount + 1n,
+      monthAmount: counted.monthAmount + cost.deliverAmount,
+    });
     return undefined;
   }
 
@@ -116,10 +128,16 @@ export class BatchPrecheck {
  * batch on to the item-by-item checks. Undefined: some item may be paid. The answer is a 422
  * insufficient_tenant_funds for the whole batch, with the meta of the cheapest item's refusal.
  */
-export async function unpayableBatchRefusal(db: Queryable, partition: Partition, items: readonly BatchItemCost[]): Promise<ApiError | undefined> {
+export async function unpayableBatchRefusal(
+  db: Queryable,
+  partition: Partition,
+  items: readonly BatchItemCost[],
+): Promise<ApiError | undefined> {
   const least = new Map<string, bigint>();
   for (const item of items) {
-    const floors: Array<[string, bigint]> = item.deliver ? [['BS', BigInt(item.deliver.amount)]] : ASSETS.map((asset) => [asset, 1n]);
+    const floors: Array<[string, bigint]> = item.deliver
+      ? [['BS', BigInt(item.deliver.amount)]]
+      : ASSETS.map((asset) => [asset, 1n]);
     for (const [asset, amount] of floors) if (!least.has(asset) || amount < least.get(asset)!) least.set(asset, amount);
   }
   const tenant = await findTenant(db, partition.tenantId);
@@ -149,10 +167,19 @@ const ASSETS = Object.keys(ASSET_DECIMALS);
 type FundsShortfall = Extract<PayoutRefusal, { code: 'insufficient_tenant_funds' }>;
 
 /** The tenant's funds in one asset: prefunding is credit-normal (what it has is the negated balance), a credit draw is debit-normal. */
-async function fundsOf(db: Queryable, partition: Partition, tenant: NonNullable<Awaited<ReturnType<typeof findTenant>>>, asset: string): Promise<Funds> {
+async function fundsOf(
+  db: Queryable,
+  partition: Partition,
+  tenant: NonNullable<Awaited<ReturnType<typeof findTenant>>>,
+  asset: string,
+): Promise<Funds> {
   const balances = await accountBalances(db, partition, asset);
   return tenant.credit_enabled
-    ? { funding: 'credit_receivable', drawn: balances.credit_receivable, limit: creditCeiling(tenant.credit_limit, tenant.credit_limits, asset) }
+    ? {
+        funding: 'credit_receivable',
+        drawn: balances.credit_receivable,
+        limit: creditCeiling(tenant.credit_limit, tenant.credit_limits, asset),
+      }
     : { funding: 'prefunding', available: -balances.prefunding };
 }
 
@@ -160,8 +187,20 @@ async function fundsOf(db: Queryable, partition: Partition, tenant: NonNullable<
 function shortfallOf(funds: Funds, asset: string, amount: bigint): FundsShortfall | undefined {
   if (funds.funding === 'prefunding') {
     if (amount <= funds.available) return undefined;
-    return { code: 'insufficient_tenant_funds', funds: { funding: 'prefunding', asset, required: amount, available: funds.available > 0n ? funds.available : 0n } };
+    return {
+      code: 'insufficient_tenant_funds',
+      funds: { funding: 'prefunding', asset, required: amount, available: funds.available > 0n ? funds.available : 0n },
+    };
   }
   if (funds.limit === null || funds.drawn + amount <= funds.limit) return undefined;
-  return { code: 'insufficient_tenant_funds', funds: { funding: 'credit_receivable', asset, required: amount, creditDrawn: funds.drawn, creditLimit: funds.limit } };
+  return {
+    code: 'insufficient_tenant_funds',
+    funds: {
+      funding: 'credit_receivable',
+      asset,
+      required: amount,
+      creditDrawn: funds.drawn,
+      creditLimit: funds.limit,
+    },
+  };
 }

@@ -76,7 +76,17 @@ const FIELD_ERRORS_MAX = 100;
 
 /** A payment past these statuses changes no more (a settled one may still be returned). */
 const OPEN_STATUSES = new Set(['created', 'pending', 'submitted', 'unknown']);
-const ITEM_STATUSES = ['created', 'pending', 'submitted', 'unknown', 'settled', 'failed', 'returned', 'reversed', 'refused'] as const;
+const ITEM_STATUSES = [
+  'created',
+  'pending',
+  'submitted',
+  'unknown',
+  'settled',
+  'failed',
+  'returned',
+  'reversed',
+  'refused',
+] as const;
 const NO_QUOTE = '00000000-0000-0000-0000-000000000000';
 /** What the payout commit transaction answers the second of two payouts with one key in it. */
 const SAME_KEY_IN_TRANSACTION = new Set(['idempotency_request_in_progress', 'idempotency_key_reused']);
@@ -115,18 +125,24 @@ export class PayoutBatchService {
     const quoted = await this.priceDeliverItems(partition, items);
     const now = this.clock.now();
     const scope: BatchScope = partition;
-    const claim = await inTransaction(this.db, (tx) => claimPayoutBatch(tx, scope, {
-      id: randomUUID(),
-      key: context.key,
-      fingerprint: context.fingerprint,
-      itemCount: items.length,
-      createdByKeyId: context.createdByKeyId,
-      now,
-      leasedUntil: new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS),
-      inProgressMax: this.settings.inProgressMax,
-    }));
+    const claim = await inTransaction(this.db, (tx) =>
+      claimPayoutBatch(tx, scope, {
+        id: randomUUID(),
+        key: context.key,
+        fingerprint: context.fingerprint,
+        itemCount: items.length,
+        createdByKeyId: context.createdByKeyId,
+        now,
+        leasedUntil: new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS),
+        inProgressMax: this.settings.inProgressMax,
+      }),
+    );
     if (claim.kind === 'too_many') {
-      throw new ApiError('payout_batches_in_progress', `At most ${this.settings.inProgressMax} batches of a tenant are recorded at once; retry once one has been answered.`, { inProgressMax: this.settings.inProgressMax });
+      throw new ApiError(
+        'payout_batches_in_progress',
+        `At most ${this.settings.inProgressMax} batches of a tenant are recorded at once; retry once one has been answered.`,
+        { inProgressMax: this.settings.inProgressMax },
+      );
     }
     let batch = claim.batch;
     if (claim.kind === 'existing') {
@@ -136,9 +152,20 @@ export class PayoutBatchService {
     }
     try {
       const records = await this.decideItems(partition, batch, items, checked, quoted, bankCodes, context);
-      const held = await recordPayoutBatchItems(this.db, scope, batch.id, batch.leased_until!, records, this.clock.now());
+      const held = await recordPayoutBatchItems(
+        this.db,
+        scope,
+        batch.id,
+        batch.leased_until!,
+        records,
+        this.clock.now(),
+      );
       // This request ran past its lease and a retry took the batch over: the retry's results stand.
-      if (!held) this.log?.warn({ batchId: batch.id }, 'payout batch: taken over by a retry while this request ran; its results are the retry\'s');
+      if (!held)
+        this.log?.warn(
+          { batchId: batch.id },
+          "payout batch: taken over by a retry while this request ran; its results are the retry's",
+        );
     } catch (error) {
       // Let a retry take the batch over at once: its items already paid are answered by reference.
       await releasePayoutBatch(this.db, scope, batch.id, this.clock.now()).catch(() => undefined);
@@ -153,23 +180,43 @@ export class PayoutBatchService {
    * the key names a batch already (its retry answers it as it stands), nor when an item's reference
    * has paid (the retry of a batch that spent the balance answers those items with their payments).
    */
-  private async refuseIfUnpayable(partition: Partition, items: readonly BatchItemRequest[], key: string): Promise<void> {
+  private async refuseIfUnpayable(
+    partition: Partition,
+    items: readonly BatchItemRequest[],
+    key: string,
+  ): Promise<void> {
     const refusal = await unpayableBatchRefusal(this.db, partition, items);
     if (!refusal) return;
     const now = this.clock.now();
     if (await findPayoutBatchByKey(this.db, partition, key)) return;
-    if (await anyLiveIdempotencyKey(this.db, partition, items.map((item) => itemKeyOf(item.reference)), now)) return;
+    if (
+      await anyLiveIdempotencyKey(
+        this.db,
+        partition,
+        items.map((item) => itemKeyOf(item.reference)),
+        now,
+      )
+    )
+      return;
     throw refusal;
   }
 
   /** A batch the key already names: replayed, taken over (its request stopped), or refused. */
-  private async resume(scope: BatchScope, batch: PayoutBatchRow, fingerprint: string, now: Date): Promise<PayoutBatchRow | 'replay'> {
+  private async resume(
+    scope: BatchScope,
+    batch: PayoutBatchRow,
+    fingerprint: string,
+    now: Date,
+  ): Promise<PayoutBatchRow | 'replay'> {
     if (batch.fingerprint !== fingerprint) throw keyReused();
     if (batch.status !== 'receiving') return 'replay';
     if (batch.leased_until && batch.leased_until.getTime() > now.getTime()) throw keyInProgress();
     const leasedUntil = new Date(now.getTime() + PAYOUT_BATCH_LEASE_MS);
     if (!(await takeOverPayoutBatch(this.db, scope, batch, now, leasedUntil))) throw keyInProgress();
-    this.log?.info({ batchId: batch.id }, 'payout batch: taken over from a request that stopped; its paid items are answered by reference');
+    this.log?.info(
+      { batchId: batch.id },
+      'payout batch: taken over from a request that stopped; its paid items are answered by reference',
+    );
     return { ...batch, leased_until: leasedUntil };
   }
 
@@ -187,16 +234,38 @@ export class PayoutBatchService {
     bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
     context: BatchContext,
   ): Promise<BatchItemRecord[]> {
-    const keys = items.map((item) => ({ key: itemKeyOf(item.reference), fingerprint: createHash('sha256').update(canonicalItem(item)).digest('hex') }));
+    const keys = items.map((item) => ({
+      key: itemKeyOf(item.reference),
+      fingerprint: createHash('sha256').update(canonicalItem(item)).digest('hex'),
+    }));
     const reads = await readPayoutReferences(
       this.db,
-      items.map((item, i) => ({ ...partition, key: keys[i]!.key, quoteId: item.quoteId ?? NO_QUOTE, beneficiaryId: item.beneficiaryId, customerId: item.customerId })),
+      items.map((item, i) => ({
+        ...partition,
+        key: keys[i]!.key,
+        quoteId: item.quoteId ?? NO_QUOTE,
+        beneficiaryId: item.beneficiaryId,
+        customerId: item.customerId,
+      })),
     );
     const fresh = this.deliverQuotesOf(quoted, reads);
     const prepared = await mapBounded(
       items,
       PREPARE_CONCURRENCY,
-      (item, i) => this.prepareItem(partition, item, checked[i]!, reads[i]!, { ...keys[i]!, requestId: context.requestId, createdByKeyId: context.createdByKeyId, batch: { id: batch.id, item: i } }, bankCodes),
+      (item, i) =>
+        this.prepareItem(
+          partition,
+          item,
+          checked[i]!,
+          reads[i]!,
+          {
+            ...keys[i]!,
+            requestId: context.requestId,
+            createdByKeyId: context.createdByKeyId,
+            batch: { id: batch.id, item: i },
+          },
+          bankCodes,
+        ),
       async (i) => {
         if (endsSlice(i)) await this.background.turn();
       },
@@ -218,7 +287,11 @@ export class PayoutBatchService {
     const settled = await Promise.all(outcomes);
     // An item its transaction refused after all (another request spent meanwhile, a rule the precheck
     // leaves to the transaction) leaves no quote behind.
-    await deleteUnusedBatchQuotes(this.db, partition.tenantId, fresh.flatMap((quote, i) => (quote && settled[i]!.kind === 'refused' ? [quote.id] : [])));
+    await deleteUnusedBatchQuotes(
+      this.db,
+      partition.tenantId,
+      fresh.flatMap((quote, i) => (quote && settled[i]!.kind === 'refused' ? [quote.id] : [])),
+    );
     return settled.map((outcome, i) => ({
       index: i,
       reference: items[i]!.reference,
@@ -242,7 +315,14 @@ export class PayoutBatchService {
         const known = this.fromKey(reads.key, context.fingerprint);
         if (known) return known;
       }
-      const { job } = await this.payouts.prepare(partition, { ...item, quoteId: item.quoteId ?? reads.quote?.id ?? NO_QUOTE }, checked, reads, context, bankCodes);
+      const { job } = await this.payouts.prepare(
+        partition,
+        { ...item, quoteId: item.quoteId ?? reads.quote?.id ?? NO_QUOTE },
+        checked,
+        reads,
+        context,
+        bankCodes,
+      );
       return { job };
     } catch (error) {
       if (error instanceof ApiError) return refusalOf(error);
@@ -251,7 +331,11 @@ export class PayoutBatchService {
   }
 
   /** Submits one payout to the committer at once (the caller keeps item order) and reads what became of it. */
-  private async commitItem(partition: Partition, job: PayoutJob, { key, fingerprint }: { key: string; fingerprint: string }): Promise<ItemOutcome> {
+  private async commitItem(
+    partition: Partition,
+    job: PayoutJob,
+    { key, fingerprint }: { key: string; fingerprint: string },
+  ): Promise<ItemOutcome> {
     try {
       const result = await this.committer.submit(this.payouts.payoutLane, partition, job);
       switch (result.kind) {
@@ -275,7 +359,9 @@ export class PayoutBatchService {
 
   /** What an item's reference holds as committed now, read again (undefined: nothing, it may pay). */
   private async fromKeyNow(partition: Partition, key: string, fingerprint: string): Promise<ItemOutcome | undefined> {
-    const [reads] = await readPayoutReferences(this.db, [{ ...partition, key, quoteId: NO_QUOTE, beneficiaryId: undefined, customerId: undefined }]);
+    const [reads] = await readPayoutReferences(this.db, [
+      { ...partition, key, quoteId: NO_QUOTE, beneficiaryId: undefined, customerId: undefined },
+    ]);
     return reads?.key ? this.fromKey(reads.key, fingerprint) : undefined;
   }
 
@@ -287,7 +373,11 @@ export class PayoutBatchService {
         return undefined;
       case 'mismatch':
         return refusalOf(
-          new ApiError('reference_reused', 'This reference already paid a different payout within the last 24 hours: a reference pays once. Use a new reference for a new payout.', { paymentId: stored.paymentId }),
+          new ApiError(
+            'reference_reused',
+            'This reference already paid a different payout within the last 24 hours: a reference pays once. Use a new reference for a new payout.',
+            { paymentId: stored.paymentId },
+          ),
         );
       case 'in_progress':
         return refusalOf(keyInProgress());
@@ -303,11 +393,17 @@ export class PayoutBatchService {
    * tenant's fee; not written. Worked out before the batch is claimed: an amount no quote can be made
    * for is a malformed item (400 naming it), and a malformed batch writes nothing.
    */
-  private async priceDeliverItems(partition: Partition, items: readonly BatchItemRequest[]): Promise<Array<NewQuote | undefined>> {
-    const wanted = items.map((item) => (item.deliver ? { amount: item.deliver.amount, customerId: item.customerId } : undefined));
+  private async priceDeliverItems(
+    partition: Partition,
+    items: readonly BatchItemRequest[],
+  ): Promise<Array<NewQuote | undefined>> {
+    const wanted = items.map((item) =>
+      item.deliver ? { amount: item.deliver.amount, customerId: item.customerId } : undefined,
+    );
     if (!wanted.some((w) => w !== undefined)) return [];
     const { quotes, errors } = await this.quotes.deliverQuotes(partition, wanted);
-    if (errors.length > 0) throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
+    if (errors.length > 0)
+      throw validationFailed(errors.map((e) => ({ field: `items.${e.index}.deliver.amount`, message: e.message })));
     return quotes;
   }
 
@@ -316,9 +412,14 @@ export class PayoutBatchService {
    * reference holds one is answered from it), each made its item's quote in memory; written only for
    * the items that pass the precheck. By item index.
    */
-  private deliverQuotesOf(quoted: ReadonlyArray<NewQuote | undefined>, reads: PayoutReads[]): Array<NewQuote | undefined> {
+  private deliverQuotesOf(
+    quoted: ReadonlyArray<NewQuote | undefined>,
+    reads: PayoutReads[],
+  ): Array<NewQuote | undefined> {
     const now = this.clock.now().getTime();
-    const quotes = quoted.map((quote, i) => (reads[i]!.key && reads[i]!.key!.expiresAt.getTime() > now ? undefined : quote));
+    const quotes = quoted.map((quote, i) =>
+      reads[i]!.key && reads[i]!.key!.expiresAt.getTime() > now ? undefined : quote,
+    );
     quotes.forEach((quote, i) => {
       if (quote) reads[i]!.quote = { ...quote, consumed_at: null, payment_id: null };
     });
@@ -338,7 +439,13 @@ export class PayoutBatchService {
     // No USD rate: every transaction answers rate_unavailable; nothing to check here.
     if (!usd) return;
     const floor = railFloorMinor(parseRate(usd.market_text));
-    const check = await BatchPrecheck.read(this.db, partition, rules, jobs.map((job) => job.candidate.spend.asset), now);
+    const check = await BatchPrecheck.read(
+      this.db,
+      partition,
+      rules,
+      jobs.map((job) => job.candidate.spend.asset),
+      now,
+    );
     const claimed = new Set<string>();
     for (const [i, entry] of prepared.entries()) {
       if (endsSlice(i)) await this.background.turn();
@@ -347,7 +454,14 @@ export class PayoutBatchService {
       // A quote used, expired or claimed by an earlier item is refused by the transaction for that.
       if (quote.consumed_at !== null || quote.expires_at.getTime() <= now.getTime() || claimed.has(c.quoteId)) continue;
       const consumes = c.routeFailure === null && !c.senderMissing && c.deliverAmount >= floor;
-      const refusal = check.refusal({ spend: c.spend, deliverAmount: c.deliverAmount, method: c.method, customerId: c.customerId, beneficiaryId: c.beneficiaryId, consumes });
+      const refusal = check.refusal({
+        spend: c.spend,
+        deliverAmount: c.deliverAmount,
+        method: c.method,
+        customerId: c.customerId,
+        beneficiaryId: c.beneficiaryId,
+        consumes,
+      });
       if (refusal) prepared[i] = refusalOf(refusal);
       else claimed.add(c.quoteId);
     }
@@ -367,10 +481,17 @@ export class PayoutBatchService {
     return JSON.stringify(view);
   }
 
-  async list(partition: Partition, page: { limit: number; cursor?: string }): Promise<{ data: PayoutBatchSummaryView[]; has_more: boolean; next_cursor: string | null }> {
+  async list(
+    partition: Partition,
+    page: { limit: number; cursor?: string },
+  ): Promise<{ data: PayoutBatchSummaryView[]; has_more: boolean; next_cursor: string | null }> {
     const rows = await listPayoutBatches(this.db, partition, { limit: page.limit, after: positionAfter(page.cursor) });
     const paged = pageOf(rows, page.limit);
-    const tallies = await tallyPayoutBatches(this.db, partition, paged.rows.map((r) => r.id));
+    const tallies = await tallyPayoutBatches(
+      this.db,
+      partition,
+      paged.rows.map((r) => r.id),
+    );
     const data: PayoutBatchSummaryView[] = [];
     for (const row of paged.rows) {
       const own = tallies.filter((t) => t.batch_id === row.id);
@@ -384,10 +505,17 @@ export class PayoutBatchService {
    * found on the read that first sees it, so the outcome path (which settles payments) writes nothing
    * more for batches.
    */
-  private async completeIfFinal(scope: BatchScope, batch: PayoutBatchRow, tallies: readonly BatchTally[]): Promise<PayoutBatchRow> {
+  private async completeIfFinal(
+    scope: BatchScope,
+    batch: PayoutBatchRow,
+    tallies: readonly BatchTally[],
+  ): Promise<PayoutBatchRow> {
     if (batch.status !== 'processing' || tallies.some((t) => OPEN_STATUSES.has(t.status))) return batch;
     // Items all paid before the batch (by earlier batches with their references) completed it as it was made.
-    const last = tallies.reduce<Date>((latest, t) => (t.last_change && t.last_change > latest ? t.last_change : latest), batch.created_at);
+    const last = tallies.reduce<Date>(
+      (latest, t) => (t.last_change && t.last_change > latest ? t.last_change : latest),
+      batch.created_at,
+    );
     await completePayoutBatch(this.db, scope, batch.id, last);
     return { ...batch, status: 'completed', completed_at: last };
   }
@@ -433,7 +561,8 @@ function tallyOf(items: readonly BatchItemRow[]): BatchTally[] {
     const tally = byStatus.get(status) ?? { batch_id: '', status, items: 0, amount: 0n, last_change: null };
     tally.items += 1;
     tally.amount += item.amount === null ? 0n : BigInt(item.amount);
-    if (item.updated_at && (!tally.last_change || item.updated_at > tally.last_change)) tally.last_change = item.updated_at;
+    if (item.updated_at && (!tally.last_change || item.updated_at > tally.last_change))
+      tally.last_change = item.updated_at;
     byStatus.set(status, tally);
   }
   return [...byStatus.values()];
@@ -454,10 +583,20 @@ function itemView(item: BatchItemRow) {
 
 /** A payout's stored answer: 201 names its payment; anything else is the error it answered. */
 function outcomeOfAnswer(status: number, body: string): ItemOutcome {
-  const parsed = JSON.parse(body) as { id?: string; error?: { code: string; message: string; meta?: Record<string, unknown> } };
+  const parsed = JSON.parse(body) as {
+    id?: string;
+    error?: { code: string; message: string; meta?: Record<string, unknown> };
+  };
   if (status === 201 && parsed.id) return { kind: 'payment', paymentId: parsed.id };
   assert(parsed.error, `a stored payout answer (${status}) is neither a payment nor an error`);
-  return { kind: 'refused', refusal: { code: parsed.error.code, message: parsed.error.message, ...(parsed.error.meta ? { meta: parsed.error.meta } : {}) } };
+  return {
+    kind: 'refused',
+    refusal: {
+      code: parsed.error.code,
+      message: parsed.error.message,
+      ...(parsed.error.meta ? { meta: parsed.error.meta } : {}),
+    },
+  };
 }
 
 /**
@@ -465,7 +604,11 @@ function outcomeOfAnswer(status: number, body: string): ItemOutcome {
  * used once in the batch, and the payout's field rules. Any violation rejects the whole batch (400),
  * every field named with its item's index.
  */
-async function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>, background: BackgroundShare): Promise<CheckedPayout[]> {
+async function checkItems(
+  items: readonly BatchItemRequest[],
+  bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
+  background: BackgroundShare,
+): Promise<CheckedPayout[]> {
   const errors: FieldError[] = [];
   const firstOf = new Map<string, number>();
   const checked: CheckedPayout[] = [];
@@ -476,19 +619,36 @@ async function checkItems(items: readonly BatchItemRequest[], bankCodes: Awaited
   if (errors.length > 0) {
     const shown = errors.slice(0, FIELD_ERRORS_MAX);
     const more = errors.length - shown.length;
-    throw validationFailed(shown, `${shown.map((e) => `${e.field}: ${e.message}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}. Nothing was written.`);
+    throw validationFailed(
+      shown,
+      `${shown.map((e) => `${e.field}: ${e.message}`).join('; ')}${more > 0 ? `; and ${more} more` : ''}. Nothing was written.`,
+    );
   }
   return checked;
 }
 
 /** One item's checks; its field errors are added to `errors`, and its reference to `firstOf`. */
-function checkItem(item: BatchItemRequest, i: number, bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>, firstOf: Map<string, number>, errors: FieldError[]): CheckedPayout {
+function checkItem(
+  item: BatchItemRequest,
+  i: number,
+  bankCodes: Awaited<ReturnType<PayoutService['bankCodes']>>,
+  firstOf: Map<string, number>,
+  errors: FieldError[],
+): CheckedPayout {
   const at = (field: string) => `items.${i}.${field}`;
   if ((item.quoteId === undefined) === (item.deliver === undefined)) {
-    errors.push({ field: at('quoteId'), message: 'send exactly one of quoteId (a quote you made) or deliver {asset: "BS", amount} (quoted now with your fee)' });
+    errors.push({
+      field: at('quoteId'),
+      message:
+        'send exactly one of quoteId (a quote you made) or deliver {asset: "BS", amount} (quoted now with your fee)',
+    });
   }
   const first = firstOf.get(item.reference);
-  if (first !== undefined) errors.push({ field: at('reference'), message: `repeats the reference of items.${first}: each item of a batch has its own reference` });
+  if (first !== undefined)
+    errors.push({
+      field: at('reference'),
+      message: `repeats the reference of items.${first}: each item of a batch has its own reference`,
+    });
   else firstOf.set(item.reference, i);
   try {
     return validate(item, bankCodes);

@@ -18,38 +18,56 @@ export function refusalError(refusal: PayoutRefusal): ApiError {
     case 'insufficient_tenant_funds': {
       const f = refusal.funds;
       if (f.funding === 'prefunding') {
-        return new ApiError('insufficient_tenant_funds', `The prefunding balance does not cover this payout: ${f.required} ${f.asset} minor units needed.`, {
+        return new ApiError(
+          'insufficient_tenant_funds',
+          `The prefunding balance does not cover this payout: ${f.required} ${f.asset} minor units needed.`,
+          {
+            asset: f.asset,
+            required: f.required.toString(),
+            available: f.available.toString(),
+          },
+        );
+      }
+      return new ApiError(
+        'insufficient_tenant_funds',
+        `This payout would take ${f.asset} credit drawn past the credit limit of ${f.creditLimit} minor units.`,
+        {
           asset: f.asset,
           required: f.required.toString(),
-          available: f.available.toString(),
-        });
-      }
-      return new ApiError('insufficient_tenant_funds', `This payout would take ${f.asset} credit drawn past the credit limit of ${f.creditLimit} minor units.`, {
-        asset: f.asset,
-        required: f.required.toString(),
-        credit_drawn: f.creditDrawn.toString(),
-        credit_limit: f.creditLimit.toString(),
-      });
+          credit_drawn: f.creditDrawn.toString(),
+          credit_limit: f.creditLimit.toString(),
+        },
+      );
     }
   }
 }
 
 /** 422 `limit_exceeded`, naming the rule, its cap and scope in `meta`. */
 function limitExceeded(breach: LimitBreach): ApiError {
-  const where = breach.scope === 'instrument' ? `the ${breach.method} per-operation cap` : `the ${breach.scope} ${breach.rule} limit`;
-  return new ApiError('limit_exceeded', `The payout exceeds ${where} of ${breach.cap} minor units by ${breach.exceededBy}.`, {
-    rule: breach.rule,
-    cap: breach.cap.toString(),
-    scope: breach.scope,
-    method: breach.method,
-    attempted: breach.attempted.toString(),
-    exceeded_by: breach.exceededBy.toString(),
-    ...(breach.ruleId ? { rule_id: breach.ruleId } : {}),
-  });
+  const where =
+    breach.scope === 'instrument'
+      ? `the ${breach.method} per-operation cap`
+      : `the ${breach.scope} ${breach.rule} limit`;
+  return new ApiError(
+    'limit_exceeded',
+    `The payout exceeds ${where} of ${breach.cap} minor units by ${breach.exceededBy}.`,
+    {
+      rule: breach.rule,
+      cap: breach.cap.toString(),
+      scope: breach.scope,
+      method: breach.method,
+      attempted: breach.attempted.toString(),
+      exceeded_by: breach.exceededBy.toString(),
+      ...(breach.ruleId ? { rule_id: breach.ruleId } : {}),
+    },
+  );
 }
 
 export const keyReused = () =>
-  new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.');
+  new ApiError(
+    'idempotency_key_reused',
+    'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
+  );
 
 export const keyInProgress = () =>
   new ApiError(

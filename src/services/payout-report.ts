@@ -15,7 +15,8 @@ import { assert } from '../domain/assert.ts';
 type ByStatus = PayoutReport['totals']['byStatus'];
 type OutcomeTally = Omit<PayoutReport['banks'][number], 'bankCode' | 'bankName'>;
 
-const emptyByStatus = (): ByStatus => Object.fromEntries(PAYMENT_STATUSES.map((s) => [s, { count: 0, amount: '0' }])) as ByStatus;
+const emptyByStatus = (): ByStatus =>
+  Object.fromEntries(PAYMENT_STATUSES.map((s) => [s, { count: 0, amount: '0' }])) as ByStatus;
 
 function addTo(tally: ByStatus, status: PaymentStatus, count: number, amount: bigint): void {
   const entry = tally[status];
@@ -26,10 +27,20 @@ function addTo(tally: ByStatus, status: PaymentStatus, count: number, amount: bi
 const IN_FLIGHT: ReadonlySet<PaymentStatus> = new Set(['created', 'pending', 'submitted', 'unknown']);
 
 /** Counts of one grouping (a bank, an instrument) by status, with the success rate, most payments first. */
-function outcomeTallies<K extends string | null>(rows: readonly [K, PaymentStatus, number][]): { key: K; tally: OutcomeTally }[] {
+function outcomeTallies<K extends string | null>(
+  rows: readonly [K, PaymentStatus, number][],
+): { key: K; tally: OutcomeTally }[] {
   const byKey = new Map<K, OutcomeTally>();
   for (const [key, status, count] of rows) {
-    const tally = byKey.get(key) ?? { count: 0, settled: 0, failed: 0, returned: 0, reversed: 0, inFlight: 0, successRate: null };
+    const tally = byKey.get(key) ?? {
+      count: 0,
+      settled: 0,
+      failed: 0,
+      returned: 0,
+      reversed: 0,
+      inFlight: 0,
+      successRate: null,
+    };
     tally.count += count;
     if (IN_FLIGHT.has(status)) tally.inFlight += count;
     else tally[status as 'settled' | 'failed' | 'returned' | 'reversed'] += count;
@@ -42,7 +53,8 @@ function outcomeTallies<K extends string | null>(rows: readonly [K, PaymentStatu
 /** Who a key may report on: its own program, or (the platform key) any tenant or all of them in a mode. */
 function scopeOf(auth: AuthContext, request: PayoutReportRequest): ReportScope {
   if (auth.isPlatform) {
-    if (request.mode === undefined) throw validationFailed([{ field: 'mode', message: 'is required with the platform key: test or live' }]);
+    if (request.mode === undefined)
+      throw validationFailed([{ field: 'mode', message: 'is required with the platform key: test or live' }]);
     return { tenantId: request.tenantId ?? null, mode: request.mode };
   }
   const errors: FieldError[] = [];
@@ -74,7 +86,12 @@ export class PayoutReportService {
       if (!tenant || tenant.is_platform) throw notFound('tenant');
     }
     const now = this.clock.now();
-    const window = { start: range.start, end: range.end, bucketStarts: range.bucketStarts, granularity: range.granularity };
+    const window = {
+      start: range.start,
+      end: range.end,
+      bucketStarts: range.bucketStarts,
+      granularity: range.granularity,
+    };
     const instants = balanceInstants(range, now);
     const [{ payments, webhooks }, balances, bankNames] = await Promise.all([
       reportAggregates(this.db, scope, window),
@@ -93,18 +110,34 @@ export class PayoutReportService {
       generatedAt: now.toISOString(),
       totals: totalsOf(payments),
       buckets: bucketsOf(range, payments, webhooks, balances, instants.length),
-      banks: outcomeTallies(payments.banks).map(({ key, tally }) => ({ bankCode: key ?? '', bankName: key === null ? null : (bankNames.get(key) ?? null), ...tally })),
-      instruments: outcomeTallies<Instrument | null>(payments.methods).map(({ key, tally }) => ({ method: key, ...tally })),
+      banks: outcomeTallies(payments.banks).map(({ key, tally }) => ({
+        bankCode: key ?? '',
+        bankName: key === null ? null : (bankNames.get(key) ?? null),
+        ...tally,
+      })),
+      instruments: outcomeTallies<Instrument | null>(payments.methods).map(({ key, tally }) => ({
+        method: key,
+        ...tally,
+      })),
       failureReasons: payments.reasons
-        .map(([status, reason, count, amount]) => ({ status: status as 'failed' | 'returned' | 'reversed', reason, count, amount }))
-        .sort((a, b) => b.count - a.count || a.status.localeCompare(b.status) || String(a.reason).localeCompare(String(b.reason))),
+        .map(([status, reason, count, amount]) => ({
+          status: status as 'failed' | 'returned' | 'reversed',
+          reason,
+          count,
+          amount,
+        }))
+        .sort(
+          (a, b) =>
+            b.count - a.count || a.status.localeCompare(b.status) || String(a.reason).localeCompare(String(b.reason)),
+        ),
     };
   }
 
   /** Bank names by code, from every instrument's catalogue (the first name a code carries). */
   private async bankNames(): Promise<Map<string, string>> {
     const names = new Map<string, string>();
-    for (const method of INSTRUMENTS) for (const bank of await this.catalogue.list(method)) if (!names.has(bank.code)) names.set(bank.code, bank.name);
+    for (const method of INSTRUMENTS)
+      for (const bank of await this.catalogue.list(method)) if (!names.has(bank.code)) names.set(bank.code, bank.name);
     return names;
   }
 }
@@ -130,7 +163,13 @@ function totalsOf(payments: PaymentAggregates): PayoutReport['totals'] {
   return { count, deliveredAmount: byStatus.settled.amount, byStatus };
 }
 
-function bucketsOf(range: ReportRange, payments: PaymentAggregates, webhooks: readonly WebhookBucketRow[], balances: readonly BalanceAtRow[], begun: number): PayoutReport['buckets'] {
+function bucketsOf(
+  range: ReportRange,
+  payments: PaymentAggregates,
+  webhooks: readonly WebhookBucketRow[],
+  balances: readonly BalanceAtRow[],
+  begun: number,
+): PayoutReport['buckets'] {
   const buckets: PayoutReport['buckets'] = range.bucketStarts.map((start, i) => ({
     start: start.toISOString(),
     end: (range.bucketStarts[i + 1] ?? range.end).toISOString(),
@@ -153,7 +192,8 @@ function bucketsOf(range: ReportRange, payments: PaymentAggregates, webhooks: re
     bucket.deliveredAmount = bucket.byStatus.settled.amount;
   }
   for (const [b, n, p50, p95] of payments.timing) at(b).timeToOutcome = { count: n, p50Ms: p50, p95Ms: p95 };
-  for (const [b, delivered, rejected, unreachable, p50, p95] of webhooks) at(b).webhooks = { delivered, rejected, unreachable, p50Ms: p50, p95Ms: p95 };
+  for (const [b, delivered, rejected, unreachable, p50, p95] of webhooks)
+    at(b).webhooks = { delivered, rejected, unreachable, p50Ms: p50, p95Ms: p95 };
   const assets = [...new Set(balances.map((row) => row.asset))].sort();
   const balanceOf = new Map(balances.map((row) => [`${row.instant}\t${row.asset}`, row]));
   for (let i = 0; i < buckets.length; i += 1) {

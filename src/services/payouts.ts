@@ -5,7 +5,12 @@ import type { FastifyBaseLogger } from 'fastify';
 import { COALESCER_BOUNDS, Coalescer } from '../db/coalescer.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
 import { recordPayoutAnswer } from '../db/repositories/payout-answers.ts';
-import { readPayoutReferences, type PayoutBeneficiary, type PayoutReads, type PayoutReferences } from '../db/repositories/payout-reads.ts';
+import {
+  readPayoutReferences,
+  type PayoutBeneficiary,
+  type PayoutReads,
+  type PayoutReferences,
+} from '../db/repositories/payout-reads.ts';
 import { findPayment, type BeneficiarySnapshot, type PaymentRow } from '../db/repositories/payments.ts';
 import { findRate } from '../db/repositories/rates.ts';
 import { findTenant } from '../db/repositories/tenants.ts';
@@ -112,8 +117,14 @@ export class PayoutService {
     metrics?: MoneyMetrics,
   ) {
     const resolvesWithinMs = (mode: Mode) => rails.railOf({ rail: null, mode })?.resolvesWithinMs;
-    const firstLook = { test: firstLookMs(settings, resolvesWithinMs('test')), live: firstLookMs(settings, resolvesWithinMs('live')) };
-    this.unknownRecheck = { test: unknownRecheckMs(settings, resolvesWithinMs('test')), live: unknownRecheckMs(settings, resolvesWithinMs('live')) };
+    const firstLook = {
+      test: firstLookMs(settings, resolvesWithinMs('test')),
+      live: firstLookMs(settings, resolvesWithinMs('live')),
+    };
+    this.unknownRecheck = {
+      test: unknownRecheckMs(settings, resolvesWithinMs('test')),
+      live: unknownRecheckMs(settings, resolvesWithinMs('live')),
+    };
     this.lane = new PayoutLane(clock, rules, settings, firstLook, log, metrics);
     this.reads = new Coalescer((items) => readPayoutReferences(db, items), COALESCER_BOUNDS);
   }
@@ -122,7 +133,13 @@ export class PayoutService {
   async create(partition: Partition, request: PayoutRequest, context: PayoutContext): Promise<WriterAnswer> {
     const bankCodes = await this.bankCodes(partition);
     const checked = validate(request, bankCodes);
-    const reads = await this.reads.submit({ ...partition, key: context.key, quoteId: request.quoteId, beneficiaryId: request.beneficiaryId, customerId: request.customerId });
+    const reads = await this.reads.submit({
+      ...partition,
+      key: context.key,
+      quoteId: request.quoteId,
+      beneficiaryId: request.beneficiaryId,
+      customerId: request.customerId,
+    });
     if (reads.key) {
       const answer = await this.answerFromKey(partition, reads.key, context.fingerprint);
       if (answer) return answer;
@@ -166,8 +183,22 @@ export class PayoutService {
 
     const target = inline ? snapshotOfDetails(inline) : snapshotOf(reads.beneficiary!);
     const quote = reads.quote;
-    const routed = await this.route({ tenantId: partition.tenantId, mode: partition.mode, bankCode: target.bankCode, amountMinor: quote.deliver_amount }, request, target, bankCodes);
-    const { methodUsed, methodChanged, routeFailure, rails, waitsForRail } = await this.checkAccount(partition.tenantId, target, routed);
+    const routed = await this.route(
+      {
+        tenantId: partition.tenantId,
+        mode: partition.mode,
+        bankCode: target.bankCode,
+        amountMinor: quote.deliver_amount,
+      },
+      request,
+      target,
+      bankCodes,
+    );
+    const { methodUsed, methodChanged, routeFailure, rails, waitsForRail } = await this.checkAccount(
+      partition.tenantId,
+      target,
+      routed,
+    );
 
     const job: PayoutJob = {
       candidate: {
@@ -221,13 +252,26 @@ export class PayoutService {
    * rail of the chosen one has its breaker open, the payout is accepted and waits for one
    * (`waitsForRail`), so an outage never fails a payout for a reason that is not true.
    */
-  private async route(payout: Omit<RoutedPayout, 'instrument'>, request: PayoutRequest, target: BeneficiarySnapshot, bankCodes: Record<Instrument, ReadonlySet<string>>): Promise<RouteOutcome> {
+  private async route(
+    payout: Omit<RoutedPayout, 'instrument'>,
+    request: PayoutRequest,
+    target: BeneficiarySnapshot,
+    bankCodes: Record<Instrument, ReadonlySet<string>>,
+  ): Promise<RouteOutcome> {
     const available = async (instrument: Instrument) => {
       const rails = await this.rails.candidates({ ...payout, instrument });
-      const answers = await Promise.all(rails.map((rail) => rail.adapter.instrumentAvailable(target, instrument, request.method).catch(() => false)));
+      const answers = await Promise.all(
+        rails.map((rail) => rail.adapter.instrumentAvailable(target, instrument, request.method).catch(() => false)),
+      );
       return { rails: rails.filter((_, i) => answers[i]), eligible: rails.length > 0 };
     };
-    const unrouted = (reason: string, message: string): RouteOutcome => ({ rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason, message }, waitsForRail: false });
+    const unrouted = (reason: string, message: string): RouteOutcome => ({
+      rails: [],
+      methodUsed: null,
+      methodChanged: false,
+      routeFailure: { reason, message },
+      waitsForRail: false,
+    });
     const [pagoMovil, transferencia] = [await available('pago_movil'), await available('transferencia')];
     if (!pagoMovil.eligible && !transferencia.eligible && !(await this.rails.servesAny(payout.mode))) {
       return unrouted('no_route', `No rail serves ${payout.mode} payouts in this deployment.`);
@@ -242,21 +286,42 @@ export class PayoutService {
     if (!route.ok) return unrouted(route.reason, route.message);
     const rails = route.method === 'pago_movil' ? pagoMovil.rails : transferencia.rails;
     const admitting = await this.rails.admitting(rails);
-    return { rails: admitting.length > 0 ? admitting : rails, methodUsed: route.method, methodChanged: route.methodChanged, routeFailure: null, waitsForRail: admitting.length === 0 };
+    return {
+      rails: admitting.length > 0 ? admitting : rails,
+      methodUsed: route.method,
+      methodChanged: route.methodChanged,
+      routeFailure: null,
+      waitsForRail: admitting.length === 0,
+    };
   }
 
   /**
    * A tenant with `rejectInvalidAccounts` fails a transferencia to an account whose check digits do
    * not agree before the rail, as any route failure (nothing charged). The tenant is read only then.
    */
-  private async checkAccount(tenantId: string, target: BeneficiarySnapshot, routed: RouteOutcome): Promise<RouteOutcome> {
-    if (routed.methodUsed !== 'transferencia' || checkAccountNumber(target.accountNumber) !== 'invalid_check_digits') return routed;
+  private async checkAccount(
+    tenantId: string,
+    target: BeneficiarySnapshot,
+    routed: RouteOutcome,
+  ): Promise<RouteOutcome> {
+    if (routed.methodUsed !== 'transferencia' || checkAccountNumber(target.accountNumber) !== 'invalid_check_digits')
+      return routed;
     if (!(await findTenant(this.db, tenantId))?.reject_invalid_accounts) return routed;
-    return { rails: [], methodUsed: null, methodChanged: false, routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE }, waitsForRail: false };
+    return {
+      rails: [],
+      methodUsed: null,
+      methodChanged: false,
+      routeFailure: { reason: 'invalid_destination_account', message: INVALID_CHECK_DIGITS_MESSAGE },
+      waitsForRail: false,
+    };
   }
 
   /** What a key found before or in the commit answers, or undefined when it is past its TTL. */
-  private async answerFromKey(partition: Partition, stored: StoredKey, fingerprint: string): Promise<WriterAnswer | undefined> {
+  private async answerFromKey(
+    partition: Partition,
+    stored: StoredKey,
+    fingerprint: string,
+  ): Promise<WriterAnswer | undefined> {
     const answer = answerForStoredKey(stored, fingerprint, this.clock.now());
     switch (answer.kind) {
       case 'absent':
@@ -280,7 +345,12 @@ export class PayoutService {
    * is applied through the outcome commit. The payout path sends only within its window (sendWindowMs);
    * later the reaper sends it.
    */
-  private async deliver(payment: PaymentRow, job: PayoutJob, commitStartedAt: Date, rails: readonly RegisteredRail[]): Promise<WriterAnswer> {
+  private async deliver(
+    payment: PaymentRow,
+    job: PayoutJob,
+    commitStartedAt: Date,
+    rails: readonly RegisteredRail[],
+  ): Promise<WriterAnswer> {
     let row = payment;
     let accepted = false;
     // A payout waiting for a rail (pending) is not sent here: the reaper sends it once a rail admits it.
@@ -308,13 +378,22 @@ export class PayoutService {
       paymentId: payment.id,
       status: 201,
       body,
-      acceptance: accepted ? { actor: 'api', metadata: { methodRequested: payment.method_requested, methodUsed: payment.method }, at: this.clock.now() } : undefined,
+      acceptance: accepted
+        ? {
+            actor: 'api',
+            metadata: { methodRequested: payment.method_requested, methodUsed: payment.method },
+            at: this.clock.now(),
+          }
+        : undefined,
     }).catch((error) => this.logLost('the stored answer of the key and the rail acceptance', error));
     return { status: 201, body, replayed: false };
   }
 
   private logLost(what: string, error: unknown): void {
-    this.log?.warn({ code: pgErrorCode(error), message: (error as Error)?.message }, `payout: could not record ${what}; it is recovered later`);
+    this.log?.warn(
+      { code: pgErrorCode(error), message: (error as Error)?.message },
+      `payout: could not record ${what}; it is recovered later`,
+    );
   }
 
   private withinSendWindow(commitStartedAt: Date): boolean {
@@ -329,7 +408,12 @@ export class PayoutService {
    * reaper alone may send it. Any other answer — a timeout, an error, whose fate is unknown — keeps
    * it on its rail: never two rails for one payment.
    */
-  private async send(payment: PaymentRow, sender: Sender, commitStartedAt: Date, candidates: readonly RegisteredRail[]): Promise<{ outcome: RailReport | NotReceived; payment: PaymentRow }> {
+  private async send(
+    payment: PaymentRow,
+    sender: Sender,
+    commitStartedAt: Date,
+    candidates: readonly RegisteredRail[],
+  ): Promise<{ outcome: RailReport | NotReceived; payment: PaymentRow }> {
     let row = payment;
     const transfer = transferOf(payment, sender);
     for (let tried = 1; ; tried += 1) {
@@ -338,15 +422,21 @@ export class PayoutService {
       const outcome = await callRail(rail, transfer, this.settings.railTimeoutMs);
       this.rails.sent(rail.name, outcome);
       if (outcome.status !== 'not_received') return { outcome, payment: row };
-      const next = candidates.slice(candidates.findIndex((c) => c.name === rail.name) + 1).find((c) => c.breaker.admits());
-      if (!next || tried >= RAILS_TRIED_MAX || !this.withinSendWindow(commitStartedAt)) return { outcome, payment: row };
+      const next = candidates
+        .slice(candidates.findIndex((c) => c.name === rail.name) + 1)
+        .find((c) => c.breaker.admits());
+      if (!next || tried >= RAILS_TRIED_MAX || !this.withinSendWindow(commitStartedAt))
+        return { outcome, payment: row };
       const moved = await movePaymentToRail(this.db, row, row.rail, next.name).catch((error: unknown) => {
         this.logLost(`the move to rail ${next.name} (it stays on ${rail.name} for the reaper)`, error);
         return false;
       });
       if (!moved) return { outcome, payment: row };
       this.rails.failedOver(rail.name, next.name);
-      this.log?.warn({ paymentId: row.id, from: rail.name, to: next.name }, 'payout: the rail did not receive it; sent to the next rail');
+      this.log?.warn(
+        { paymentId: row.id, from: rail.name, to: next.name },
+        'payout: the rail did not receive it; sent to the next rail',
+      );
       row = { ...row, rail: next.name };
     }
   }
@@ -355,7 +445,9 @@ export class PayoutService {
   private async ensureUsdRate(): Promise<void> {
     if (this.usdRateSeen) return;
     if (!(await findRate(this.db, 'USD'))) {
-      throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
+      throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', {
+        asset: 'USD',
+      });
     }
     this.usdRateSeen = true;
   }
@@ -368,7 +460,12 @@ export class PayoutService {
  */
 function customerOf(requested: string | undefined, quoted: string | null): string | undefined {
   if (requested !== undefined && quoted !== null && requested.toLowerCase() !== quoted.toLowerCase()) {
-    throw validationFailed([{ field: 'customerId', message: `the quote was made for customerId ${quoted}: send that customerId, or leave it out to use the quote's` }]);
+    throw validationFailed([
+      {
+        field: 'customerId',
+        message: `the quote was made for customerId ${quoted}: send that customerId, or leave it out to use the quote's`,
+      },
+    ]);
   }
   return requested ?? quoted ?? undefined;
 }
@@ -380,10 +477,16 @@ export interface CheckedPayout {
 }
 
 /** The payout's own fields by the rules (400 `validation_failed` listing every violation). */
-export function validate(request: Omit<PayoutRequest, 'quoteId'>, bankCodes: Record<Instrument, ReadonlySet<string>>): CheckedPayout {
+export function validate(
+  request: Omit<PayoutRequest, 'quoteId'>,
+  bankCodes: Record<Instrument, ReadonlySet<string>>,
+): CheckedPayout {
   const errors: FieldError[] = [];
   if ((request.beneficiaryId === undefined) === (request.beneficiary === undefined)) {
-    errors.push({ field: 'beneficiaryId', message: 'send exactly one of beneficiaryId (a registered beneficiary) or beneficiary (inline)' });
+    errors.push({
+      field: 'beneficiaryId',
+      message: 'send exactly one of beneficiaryId (a registered beneficiary) or beneficiary (inline)',
+    });
   }
   let inline: BeneficiaryDetails | undefined;
   if (request.beneficiary) {
@@ -415,10 +518,24 @@ function answerOfSend(committed: PaymentRow, outcome: RailReport, applied: Payme
 }
 
 function snapshotOf(b: PayoutBeneficiary): BeneficiarySnapshot {
-  return { fullName: b.full_name, nationalId: b.national_id, bankCode: b.bank_code, accountNumber: b.account_number, phone: b.phone, instrument: b.instrument };
+  return {
+    fullName: b.full_name,
+    nationalId: b.national_id,
+    bankCode: b.bank_code,
+    accountNumber: b.account_number,
+    phone: b.phone,
+    instrument: b.instrument,
+  };
 }
 
 /** An inline beneficiary is paid as sent. */
 function snapshotOfDetails(b: BeneficiaryDetails): BeneficiarySnapshot {
-  return { fullName: b.fullName, nationalId: b.nationalId, bankCode: b.bankCode, accountNumber: b.accountNumber, phone: b.phone, instrument: b.instrument };
+  return {
+    fullName: b.fullName,
+    nationalId: b.nationalId,
+    bankCode: b.bankCode,
+    accountNumber: b.accountNumber,
+    phone: b.phone,
+    instrument: b.instrument,
+  };
 }

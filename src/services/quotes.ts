@@ -27,7 +27,10 @@ export class QuoteService {
     private readonly ttlSeconds: number,
   ) {}
 
-  async create(partition: Partition, request: QuoteRequestInput & { customerId?: string; metadata?: Metadata }): Promise<QuoteRow> {
+  async create(
+    partition: Partition,
+    request: QuoteRequestInput & { customerId?: string; metadata?: Metadata },
+  ): Promise<QuoteRow> {
     const plan = planQuote(request);
     if (!plan.ok) throw validationFailed(plan.errors);
     const tenant = await findTenant(this.db, partition.tenantId);
@@ -62,7 +65,13 @@ export class QuoteService {
   }
 
   /** The row a computed quote is stored as, expiring QUOTE_TTL_SECONDS from `now`. */
-  private rowOf(partition: Partition, quote: Quote, customerId: string | undefined, metadata: Metadata, now: Date): NewQuote {
+  private rowOf(
+    partition: Partition,
+    quote: Quote,
+    customerId: string | undefined,
+    metadata: Metadata,
+    now: Date,
+  ): NewQuote {
     return {
       tenant_id: partition.tenantId,
       mode: partition.mode,
@@ -88,7 +97,10 @@ export class QuoteService {
    * `create` computes one, with the tenant's fee; not written (the batch writes them in one statement).
    * An amount no quote can be made for is a field error at its index.
    */
-  async deliverQuotes(partition: Partition, requests: ReadonlyArray<{ amount: number; customerId?: string } | undefined>): Promise<{ quotes: Array<NewQuote | undefined>; errors: Array<{ index: number; message: string }> }> {
+  async deliverQuotes(
+    partition: Partition,
+    requests: ReadonlyArray<{ amount: number; customerId?: string } | undefined>,
+  ): Promise<{ quotes: Array<NewQuote | undefined>; errors: Array<{ index: number; message: string }> }> {
     const tenant = await findTenant(this.db, partition.tenantId);
     assert(tenant, 'authenticated tenant has no row');
     const now = this.clock.now();
@@ -97,7 +109,12 @@ export class QuoteService {
       if (!request) return undefined;
       let quote: Quote;
       try {
-        quote = computeQuote({ mode: 'deliver', deliverAmount: BigInt(request.amount), feeBps: tenant.fee_bps, feeFixed: tenant.fee_fixed });
+        quote = computeQuote({
+          mode: 'deliver',
+          deliverAmount: BigInt(request.amount),
+          feeBps: tenant.fee_bps,
+          feeFixed: tenant.fee_fixed,
+        });
       } catch (error) {
         if (!(error instanceof MoneyError)) throw error;
         errors.push({ index, message: error.message });

@@ -3,14 +3,25 @@
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { deleteRailRoute, insertRailRoute, listRailRoutes, listRailSettings, lockRailSetting, upsertRailSetting } from '../db/repositories/rails.ts';
+import {
+  deleteRailRoute,
+  insertRailRoute,
+  listRailRoutes,
+  listRailSettings,
+  lockRailSetting,
+  upsertRailSetting,
+} from '../db/repositories/rails.ts';
 import { changedFields, type AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { ApiError, notFound, validationFailed } from '../domain/errors.ts';
 import { byPriority, type RailRoute, type RailSetting } from '../domain/rail-routing.ts';
 import type { BreakerState } from '../rails/circuit-breaker.ts';
 import type { RailHealth } from '../rails/rail.ts';
-import { latestStatementChecks, latestStatementPulls, type RailStatementPullRow } from '../db/repositories/rail-statement-pulls.ts';
+import {
+  latestStatementChecks,
+  latestStatementPulls,
+  type RailStatementPullRow,
+} from '../db/repositories/rail-statement-pulls.ts';
 import type { RailCounts, RailMetrics } from './rail-metrics.ts';
 import { pullStateOf, type PullState } from './rail-statement-pull.ts';
 import type { RailKind, RailRegistry } from './rail-registry.ts';
@@ -27,7 +38,15 @@ export interface RailView extends RailSetting {
   counts: RailCounts;
   /** The last bank-side check: the statement matched last (posted or pulled) and the last day's pull. */
   statementCheck: {
-    lastStatement: { id: string; day: string; at: Date; lines: number; matched: number; mismatches: number; anomaliesOpened: number } | null;
+    lastStatement: {
+      id: string;
+      day: string;
+      at: Date;
+      lines: number;
+      matched: number;
+      mismatches: number;
+      anomaliesOpened: number;
+    } | null;
     lastPull: { row: RailStatementPullRow; state: PullState } | null;
   };
 }
@@ -39,7 +58,15 @@ function statementCheckOf(
 ): RailView['statementCheck'] {
   return {
     lastStatement: check
-      ? { id: check.id, day: check.value_date, at: check.created_at, lines: check.line_count, matched: check.matched, mismatches: check.mismatches, anomaliesOpened: check.anomalies_opened }
+      ? {
+          id: check.id,
+          day: check.value_date,
+          at: check.created_at,
+          lines: check.line_count,
+          matched: check.matched,
+          mismatches: check.mismatches,
+          anomaliesOpened: check.anomalies_opened,
+        }
       : null,
     lastPull: pull ? { row: pull, state: pullStateOf(pull, now) } : null,
   };
@@ -59,7 +86,11 @@ export class RailAdminService {
 
   /** Every rail of this process with its settings in force, breaker, health (asked now) and counts. */
   async list(): Promise<RailView[]> {
-    const [stored, checks, pulls] = await Promise.all([listRailSettings(this.db), latestStatementChecks(this.db), latestStatementPulls(this.db)]);
+    const [stored, checks, pulls] = await Promise.all([
+      listRailSettings(this.db),
+      latestStatementChecks(this.db),
+      latestStatementPulls(this.db),
+    ]);
     const storedNames = new Set(stored.map((setting) => setting.name));
     const settings = this.registry.settingsOf(stored);
     const now = this.clock.now();
@@ -81,14 +112,20 @@ export class RailAdminService {
   }
 
   /** Stores a rail's settings (the fields given; the others as in force now). 404 for a rail this process does not have. */
-  async update(name: string, patch: RailSettingsPatch, actor: AuditActor, options: { testModeOnly: boolean }): Promise<RailView> {
+  async update(
+    name: string,
+    patch: RailSettingsPatch,
+    actor: AuditActor,
+    options: { testModeOnly: boolean },
+  ): Promise<RailView> {
     const rail = this.registry.named(name);
     if (!rail) throw railNotFound(name);
     await this.db.transaction(async (tx) => {
       const before = (await lockRailSetting(tx, name)) ?? rail.defaults;
       const next = { ...before, ...definedOnly(patch), name };
       // A rail that serves live payouts, before or after, is a live change (as the mode a body names).
-      if (options.testModeOnly && (before.modes.includes('live') || next.modes.includes('live'))) throw liveChangeRefused();
+      if (options.testModeOnly && (before.modes.includes('live') || next.modes.includes('live')))
+        throw liveChangeRefused();
       const foreign = next.modes.filter((mode) => !rail.defaults.modes.includes(mode));
       if (foreign.length > 0) throw modeNotServed(rail.name, rail.defaults.modes, foreign);
       const after = await upsertRailSetting(tx, next, this.clock.now());
@@ -107,11 +144,19 @@ export class RailAdminService {
   async addRoute(route: NewRailRoute, actor: AuditActor): Promise<RailRoute> {
     if (!this.registry.named(route.rail)) throw railNotFound(route.rail);
     if (route.minAmount !== null && route.maxAmount !== null && route.minAmount > route.maxAmount) {
-      throw validationFailed([{ field: 'minAmount', message: `is more than maxAmount (${route.maxAmount}): the rule would match no payout` }]);
+      throw validationFailed([
+        { field: 'minAmount', message: `is more than maxAmount (${route.maxAmount}): the rule would match no payout` },
+      ]);
     }
     const created = await this.db.transaction(async (tx) => {
       const row = await insertRailRoute(tx, { ...route, id: randomUUID(), createdAt: this.clock.now() });
-      await recordAudit(tx, { actor, action: 'rail_route.create', target: { type: 'rail_route', id: row.id }, before: null, after: auditedRoute(row) });
+      await recordAudit(tx, {
+        actor,
+        action: 'rail_route.create',
+        target: { type: 'rail_route', id: row.id },
+        before: null,
+        after: auditedRoute(row),
+      });
       return row;
     });
     this.registry.invalidate();
@@ -122,7 +167,13 @@ export class RailAdminService {
     const deleted = await this.db.transaction(async (tx) => {
       const row = await deleteRailRoute(tx, id);
       if (!row) throw notFound('routing rule');
-      await recordAudit(tx, { actor, action: 'rail_route.delete', target: { type: 'rail_route', id }, before: auditedRoute(row), after: null });
+      await recordAudit(tx, {
+        actor,
+        action: 'rail_route.delete',
+        target: { type: 'rail_route', id },
+        before: auditedRoute(row),
+        after: null,
+      });
       return row;
     });
     this.registry.invalidate();
@@ -155,7 +206,11 @@ function modeNotServed(name: string, serves: readonly string[], asked: readonly 
 }
 
 function railNotFound(name: string): ApiError {
-  return new ApiError('resource_not_found', `No rail named ${name} in this deployment (GET /v1/admin/rails lists them).`, { rail: name });
+  return new ApiError(
+    'resource_not_found',
+    `No rail named ${name} in this deployment (GET /v1/admin/rails lists them).`,
+    { rail: name },
+  );
 }
 
 function auditedRoute(route: RailRoute): Record<string, unknown> {
@@ -179,7 +234,10 @@ async function healthOf(health: (signal: AbortSignal) => Promise<RailHealth>): P
   const signal = AbortSignal.timeout(RAIL_HEALTH_TIMEOUT_MS);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<RailHealth>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, message: `no answer within ${RAIL_HEALTH_TIMEOUT_MS} ms` }), RAIL_HEALTH_TIMEOUT_MS);
+    timer = setTimeout(
+      () => resolve({ ok: false, message: `no answer within ${RAIL_HEALTH_TIMEOUT_MS} ms` }),
+      RAIL_HEALTH_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([health(signal), late]);
@@ -189,4 +247,3 @@ async function healthOf(health: (signal: AbortSignal) => Promise<RailHealth>): P
     clearTimeout(timer);
   }
 }
-

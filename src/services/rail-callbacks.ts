@@ -8,7 +8,11 @@ import type { CallbackReceipt } from '../rails/http-bank/adapter.ts';
 /** A connector that receives callbacks (the HTTP bank connector). */
 export interface CallbackReceiver {
   readonly name: string;
-  receiveCallback(headers: Record<string, unknown>, rawBody: Uint8Array, admit: () => boolean): Promise<CallbackReceipt>;
+  receiveCallback(
+    headers: Record<string, unknown>,
+    rawBody: Uint8Array,
+    admit: () => boolean,
+  ): Promise<CallbackReceipt>;
 }
 
 export function isCallbackReceiver<T extends object>(rail: T): rail is T & CallbackReceiver {
@@ -31,14 +35,19 @@ export class RailCallbackService {
     this.receivers = new Map(receivers.map((receiver) => [receiver.name, receiver]));
     this.received = new Counter({
       name: 'bolivar_rail_callbacks_total',
-      help: "Callbacks received on POST /v1/rails/{rail}/callbacks by result: stored, duplicate (a redelivery), refused (signature, key id or timestamp), unreadable, overloaded (past the rail's budget); a rail we do not have is counted as rail=\"unknown\"",
+      help: 'Callbacks received on POST /v1/rails/{rail}/callbacks by result: stored, duplicate (a redelivery), refused (signature, key id or timestamp), unreadable, overloaded (past the rail\'s budget); a rail we do not have is counted as rail="unknown"',
       labelNames: ['rail', 'result'],
       registers: [registry],
     });
   }
 
   /** `admit`: asked once the callback verified, with the rail's name (its budget); refused, nothing is stored. */
-  async receive(rail: string, headers: Record<string, unknown>, rawBody: Uint8Array, admit: (rail: string) => boolean): Promise<CallbackReceipt> {
+  async receive(
+    rail: string,
+    headers: Record<string, unknown>,
+    rawBody: Uint8Array,
+    admit: (rail: string) => boolean,
+  ): Promise<CallbackReceipt> {
     const receiver = this.receivers.get(rail);
     // The label is a configured name or "unknown": a caller's path never becomes a series of its own.
     if (!receiver) return this.counted('unknown', { stored: false, refusal: 'unknown_rail' });
@@ -48,7 +57,13 @@ export class RailCallbackService {
   }
 
   private counted(rail: string, receipt: CallbackReceipt): CallbackReceipt {
-    const result: CallbackResult = receipt.stored ? (receipt.duplicate ? 'duplicate' : 'stored') : receipt.refusal === 'unreadable' || receipt.refusal === 'overloaded' ? receipt.refusal : 'refused';
+    const result: CallbackResult = receipt.stored
+      ? receipt.duplicate
+        ? 'duplicate'
+        : 'stored'
+      : receipt.refusal === 'unreadable' || receipt.refusal === 'overloaded'
+        ? receipt.refusal
+        : 'refused';
     this.received.inc({ rail, result });
     return receipt;
   }

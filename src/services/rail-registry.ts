@@ -7,7 +7,14 @@ import { listRailRoutes, listRailSettings } from '../db/repositories/rails.ts';
 import type { Clock } from '../domain/clock.ts';
 import { INSTRUMENTS } from '../domain/instrument.ts';
 import type { Mode } from '../domain/partition.ts';
-import { candidateRails, defaultOrder, RAIL_NAME_PATTERN, type RailRoute, type RailSetting, type RoutedPayout } from '../domain/rail-routing.ts';
+import {
+  candidateRails,
+  defaultOrder,
+  RAIL_NAME_PATTERN,
+  type RailRoute,
+  type RailSetting,
+  type RoutedPayout,
+} from '../domain/rail-routing.ts';
 import { CircuitBreaker, type BreakerSettings } from '../rails/circuit-breaker.ts';
 import { answerCheckedRail } from '../rails/answer-check.ts';
 import { modeGuardedRail } from '../rails/mode-guard.ts';
@@ -63,12 +70,21 @@ export class RailRegistry implements RailSet {
   ) {
     const nowMs = () => clock.now().getTime();
     const add = (adapter: RailAdapter, kind: RailKind, modes: readonly Mode[]) => {
-      if (this.rails.has(adapter.name)) throw new Error(`two rails are named ${adapter.name}: a rail's name must be unique in a process`);
-      if (!new RegExp(RAIL_NAME_PATTERN).test(adapter.name)) throw new Error(`a rail is named ${JSON.stringify(adapter.name)}: a rail's name is lower-case letters, digits, _ and - (${RAIL_NAME_PATTERN})`);
+      if (this.rails.has(adapter.name))
+        throw new Error(`two rails are named ${adapter.name}: a rail's name must be unique in a process`);
+      if (!new RegExp(RAIL_NAME_PATTERN).test(adapter.name))
+        throw new Error(
+          `a rail is named ${JSON.stringify(adapter.name)}: a rail's name is lower-case letters, digits, _ and - (${RAIL_NAME_PATTERN})`,
+        );
       const name = adapter.name;
-      const railBreaker = new CircuitBreaker(breaker, nowMs, (signal) => adapter.health(signal), (state) => {
-        log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);
-      });
+      const railBreaker = new CircuitBreaker(
+        breaker,
+        nowMs,
+        (signal) => adapter.health(signal),
+        (state) => {
+          log?.warn({ rail: name, breaker: state }, `rail ${name}: circuit breaker ${state}`);
+        },
+      );
       metrics.known(name, () => railBreaker.state);
       this.rails.set(name, {
         name,
@@ -131,7 +147,8 @@ export class RailRegistry implements RailSet {
 
   /** The settings and rules, as cached (read again once older than RAIL_SETTINGS_TTL_MS). */
   async routing(): Promise<RailRouting> {
-    if (this.cache && this.clock.now().getTime() - this.cache.loadedAtMs < RAIL_SETTINGS_TTL_MS) return this.cache.routing;
+    if (this.cache && this.clock.now().getTime() - this.cache.loadedAtMs < RAIL_SETTINGS_TTL_MS)
+      return this.cache.routing;
     this.loading ??= this.load().finally(() => {
       this.loading = null;
     });
@@ -151,7 +168,9 @@ export class RailRegistry implements RailSet {
     const byName = new Map(stored.map((setting) => [setting.name, setting]));
     return this.list().map((rail) => {
       const setting = byName.get(rail.name);
-      return setting ? { ...setting, modes: setting.modes.filter((mode) => rail.defaults.modes.includes(mode)) } : rail.defaults;
+      return setting
+        ? { ...setting, modes: setting.modes.filter((mode) => rail.defaults.modes.includes(mode)) }
+        : rail.defaults;
     });
   }
 
@@ -200,12 +219,23 @@ export class RailRegistry implements RailSet {
   async railForWaiting(payment: WaitingPayment): Promise<string | null> {
     if (payment.method === null) return null;
     const instrument = payment.method;
-    const eligible = await this.candidates({ tenantId: payment.tenant_id, mode: payment.mode, instrument, bankCode: payment.beneficiary.bankCode, amountMinor: payment.payout_amount });
+    const eligible = await this.candidates({
+      tenantId: payment.tenant_id,
+      mode: payment.mode,
+      instrument,
+      bankCode: payment.beneficiary.bankCode,
+      amountMinor: payment.payout_amount,
+    });
     // Its own rail first (the one routing chose), then the others in the routing order.
-    const ordered = [...eligible.filter((rail) => rail.name === payment.rail), ...eligible.filter((rail) => rail.name !== payment.rail)];
+    const ordered = [
+      ...eligible.filter((rail) => rail.name === payment.rail),
+      ...eligible.filter((rail) => rail.name !== payment.rail),
+    ];
     for (const rail of await this.admitting(ordered)) {
       if (rail.name === payment.rail) return rail.name;
-      const deliverable = await rail.adapter.instrumentAvailable(payment.beneficiary, instrument, payment.method_requested).catch(() => false);
+      const deliverable = await rail.adapter
+        .instrumentAvailable(payment.beneficiary, instrument, payment.method_requested)
+        .catch(() => false);
       if (deliverable) return rail.name;
     }
     return null;
@@ -220,9 +250,12 @@ export class RailRegistry implements RailSet {
     const [stored, routes] = await Promise.all([listRailSettings(this.db), listRailRoutes(this.db)]);
     const routing = { settings: this.settingsOf(stored), routes };
     const unknown = routes.filter((route) => !this.rails.has(route.rail)).map((route) => route.rail);
-    if (unknown.length > 0) this.log?.warn({ rails: [...new Set(unknown)] }, 'rail routing: rules name rails this process does not have; they are skipped');
+    if (unknown.length > 0)
+      this.log?.warn(
+        { rails: [...new Set(unknown)] },
+        'rail routing: rules name rails this process does not have; they are skipped',
+      );
     this.cache = { routing, loadedAtMs };
     return routing;
   }
 }
-

@@ -12,7 +12,13 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { CsvError, parse } from 'csv-parse';
 import { ApiError } from '../domain/errors.ts';
-import { columnPositions, readLine, type ColumnMapping, type StatementColumn, type StatementLine } from '../domain/rail-statement.ts';
+import {
+  columnPositions,
+  readLine,
+  type ColumnMapping,
+  type StatementColumn,
+  type StatementLine,
+} from '../domain/rail-statement.ts';
 
 /**
  * The largest statement accepted, in bytes. A line of a statement is about 100 bytes, so 100,000
@@ -45,7 +51,13 @@ function meter(hash: ReturnType<typeof createHash>, seen: { bytes: number }): Tr
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       seen.bytes += chunk.length;
-      if (seen.bytes > STATEMENT_BYTES_MAX) return done(new ApiError('payload_too_large', `A statement is at most ${STATEMENT_BYTES_MAX / 1024 / 1024} MiB; nothing was stored.`));
+      if (seen.bytes > STATEMENT_BYTES_MAX)
+        return done(
+          new ApiError(
+            'payload_too_large',
+            `A statement is at most ${STATEMENT_BYTES_MAX / 1024 / 1024} MiB; nothing was stored.`,
+          ),
+        );
       hash.update(chunk);
       done(null, chunk);
     },
@@ -65,13 +77,21 @@ function checker(mapping: ColumnMapping, day: string, counted: { lines: number }
         return done();
       }
       counted.lines += 1;
-      if (counted.lines > STATEMENT_LINES_MAX) return done(statementMalformed(info.lines, `a statement has at most ${STATEMENT_LINES_MAX} lines`));
+      if (counted.lines > STATEMENT_LINES_MAX)
+        return done(statementMalformed(info.lines, `a statement has at most ${STATEMENT_LINES_MAX} lines`));
       const line = readLine(record, positions, day, info.lines);
       if (typeof line === 'string') return done(statementMalformed(info.lines, line));
-      done(null, `${JSON.stringify([line.line, line.reference, line.bankReference, line.amount.toString(), line.status])}\n`);
+      done(
+        null,
+        `${JSON.stringify([line.line, line.reference, line.bankReference, line.amount.toString(), line.status])}\n`,
+      );
     },
     flush(done) {
-      done(positions === undefined ? statementMalformed(1, 'the file is empty: a statement starts with its header line') : undefined);
+      done(
+        positions === undefined
+          ? statementMalformed(1, 'the file is empty: a statement starts with its header line')
+          : undefined,
+      );
     },
   });
 }
@@ -86,7 +106,10 @@ const UPLOAD_CUT = new Set(['ECONNRESET', 'ERR_STREAM_PREMATURE_CLOSE', 'ECONNAB
 function csvFault(error: unknown): unknown {
   const code = (error as { code?: unknown })?.code;
   if ((typeof code === 'string' && UPLOAD_CUT.has(code)) || (error as Error)?.message === 'aborted') {
-    return new ApiError('malformed_request', 'The statement upload ended before the whole body arrived; nothing was stored.');
+    return new ApiError(
+      'malformed_request',
+      'The statement upload ended before the whole body arrived; nothing was stored.',
+    );
   }
   if (!(error instanceof CsvError)) return error;
   const line = (error as CsvError & { lines?: number }).lines ?? 1;
@@ -127,7 +150,13 @@ export async function* spooledBatches(spool: SpooledStatement, size: number): As
   let batch: StatementLine[] = [];
   try {
     for await (const text of reader) {
-      const [line, reference, bankReference, amount, status] = JSON.parse(text) as [number, string, string, string, StatementLine['status']];
+      const [line, reference, bankReference, amount, status] = JSON.parse(text) as [
+        number,
+        string,
+        string,
+        string,
+        StatementLine['status'],
+      ];
       batch.push({ line, reference, bankReference, amount: BigInt(amount), status });
       if (batch.length >= size) {
         yield batch;

@@ -8,7 +8,13 @@ import { Readable } from 'node:stream';
 import type { Database } from '../db/database.ts';
 import { openAnomalies } from '../db/repositories/anomalies.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { claimStatementPull, failStatementPull, findStatementPull, finishStatementPull, type RailStatementPullRow } from '../db/repositories/rail-statement-pulls.ts';
+import {
+  claimStatementPull,
+  failStatementPull,
+  findStatementPull,
+  finishStatementPull,
+  type RailStatementPullRow,
+} from '../db/repositories/rail-statement-pulls.ts';
 import type { AnomalyKind } from '../domain/anomalies.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import { businessDate, isValidDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
@@ -33,7 +39,6 @@ const STATEMENT_PULL_LEASE_MS = STATEMENT_PULL_TIMEOUT_MS + 60_000;
 const STATEMENT_HEADER = 'reference,bank_reference,amount,status,value_date';
 const ERROR_LENGTH_MAX = 200;
 
-
 export type PullState = 'done' | 'in_progress' | 'retrying' | 'gave_up';
 
 export function pullStateOf(row: RailStatementPullRow, now: Date): PullState {
@@ -44,19 +49,29 @@ export function pullStateOf(row: RailStatementPullRow, now: Date): PullState {
 
 const STANDARD_COLUMNS = parseColumnMapping(undefined) as ColumnMapping;
 
-
 async function* csvOf(entries: AsyncIterable<RailStatementEntry>): AsyncGenerator<string> {
   yield `${STATEMENT_HEADER}\n`;
-  for await (const e of entries) yield `${[e.reference, e.bankReference, e.amountMinor, e.status, e.valueDate].map(csvQuoted).join(',')}\n`;
+  for await (const e of entries)
+    yield `${[e.reference, e.bankReference, e.amountMinor, e.status, e.valueDate].map(csvQuoted).join(',')}\n`;
 }
 
 /** What a failed attempt met, in words safe to store and show (never a URL or a key). */
 function failureOf(error: unknown): { error: string; definitive: boolean } {
-  if (error instanceof RailStatementNotReady) return { error: 'not_ready: the rail has no statement of that day yet', definitive: false };
-  if (error instanceof ApiError) return { error: `${error.code}: ${error.message}`.slice(0, ERROR_LENGTH_MAX), definitive: error.code === 'statement_malformed' };
-  if (error instanceof RailNotReceivedError) return { error: 'unreachable: the rail could not be reached', definitive: false };
-  if ((error as Error)?.name === 'TimeoutError' || (error as Error)?.name === 'AbortError') return { error: 'timeout: the pull did not end in time', definitive: false };
-  return { error: `failed: ${String((error as Error)?.message ?? error)}`.slice(0, ERROR_LENGTH_MAX), definitive: false };
+  if (error instanceof RailStatementNotReady)
+    return { error: 'not_ready: the rail has no statement of that day yet', definitive: false };
+  if (error instanceof ApiError)
+    return {
+      error: `${error.code}: ${error.message}`.slice(0, ERROR_LENGTH_MAX),
+      definitive: error.code === 'statement_malformed',
+    };
+  if (error instanceof RailNotReceivedError)
+    return { error: 'unreachable: the rail could not be reached', definitive: false };
+  if ((error as Error)?.name === 'TimeoutError' || (error as Error)?.name === 'AbortError')
+    return { error: 'timeout: the pull did not end in time', definitive: false };
+  return {
+    error: `failed: ${String((error as Error)?.message ?? error)}`.slice(0, ERROR_LENGTH_MAX),
+    definitive: false,
+  };
 }
 
 export class RailStatementPullService {
@@ -82,18 +97,41 @@ export class RailStatementPullService {
    * One attempt at `rail`'s statement of `day`, when it is due (or `force`: an operator's pull, even of
    * a day done or given up). Undefined: not due, or another process's attempt is under way.
    */
-  async pull(name: string, day: string, options: { actor: AuditActor; force: boolean }): Promise<RailStatementPullRow | undefined> {
+  async pull(
+    name: string,
+    day: string,
+    options: { actor: AuditActor; force: boolean },
+  ): Promise<RailStatementPullRow | undefined> {
     const rail = this.registry.named(name);
     if (!rail) throw notFound('rail');
     const statement = rail.adapter.statement?.bind(rail.adapter);
-    if (!statement) throw validationFailed([{ field: 'rail', message: `rail ${name} gives no statement (only a bank connector does); post its file to /v1/admin/rails/${name}/statements instead` }]);
+    if (!statement)
+      throw validationFailed([
+        {
+          field: 'rail',
+          message: `rail ${name} gives no statement (only a bank connector does); post its file to /v1/admin/rails/${name}/statements instead`,
+        },
+      ]);
     const now = this.clock.now();
     const dayEndsAt = startOfBusinessDate(nextDate(day));
-    const claimed = await claimStatementPull(this.db, { rail: name, day }, now, new Date(now.getTime() + STATEMENT_PULL_LEASE_MS), dayEndsAt, options.force);
+    const claimed = await claimStatementPull(
+      this.db,
+      { rail: name, day },
+      now,
+      new Date(now.getTime() + STATEMENT_PULL_LEASE_MS),
+      dayEndsAt,
+      options.force,
+    );
     if (!claimed) return undefined;
     try {
       const signal = AbortSignal.timeout(STATEMENT_PULL_TIMEOUT_MS);
-      const imported = await this.statements.import({ rail: name, day, mapping: STANDARD_COLUMNS, body: Readable.from(csvOf(statement(day, signal))), actor: options.actor });
+      const imported = await this.statements.import({
+        rail: name,
+        day,
+        mapping: STANDARD_COLUMNS,
+        body: Readable.from(csvOf(statement(day, signal))),
+        actor: options.actor,
+      });
       return await finishStatementPull(this.db, { rail: name, day }, imported.statement.id, this.clock.now());
     } catch (error) {
       return this.failed(name, day, claimed.attempts, failureOf(error));
@@ -105,14 +143,31 @@ export class RailStatementPullService {
    * bank may have corrected its record). `started` false: another process's attempt is under way, and
    * its row is answered.
    */
-  async forcePull(name: string, day: string, actor: AuditActor): Promise<{ pull: RailStatementPullRow; started: boolean; state: PullState }> {
+  async forcePull(
+    name: string,
+    day: string,
+    actor: AuditActor,
+  ): Promise<{ pull: RailStatementPullRow; started: boolean; state: PullState }> {
     if (!isValidDate(day)) throw validationFailed([{ field: 'day', message: 'a date, YYYY-MM-DD' }]);
-    if (day > businessDate(this.clock.now())) throw validationFailed([{ field: 'day', message: `${day} has not begun in Caracas yet` }]);
+    if (day > businessDate(this.clock.now()))
+      throw validationFailed([{ field: 'day', message: `${day} has not begun in Caracas yet` }]);
     const pulled = await this.pull(name, day, { actor, force: true });
     if (pulled) {
       const state = pullStateOf(pulled, this.clock.now());
-      const after = { day, state, attempts: pulled.attempts, statementId: pulled.statement_id, error: pulled.last_error };
-      await recordAudit(this.db, { actor, action: 'rail_statement.pull', target: { type: 'rail', id: name }, before: null, after });
+      const after = {
+        day,
+        state,
+        attempts: pulled.attempts,
+        statementId: pulled.statement_id,
+        error: pulled.last_error,
+      };
+      await recordAudit(this.db, {
+        actor,
+        action: 'rail_statement.pull',
+        target: { type: 'rail', id: name },
+        before: null,
+        after,
+      });
       return { pull: pulled, started: true, state };
     }
     const held = await findStatementPull(this.db, { rail: name, day });
@@ -120,13 +175,25 @@ export class RailStatementPullService {
     return { pull: held, started: false, state: pullStateOf(held, this.clock.now()) };
   }
 
-  private async failed(rail: string, day: string, attempts: number, failure: { error: string; definitive: boolean }): Promise<RailStatementPullRow> {
+  private async failed(
+    rail: string,
+    day: string,
+    attempts: number,
+    failure: { error: string; definitive: boolean },
+  ): Promise<RailStatementPullRow> {
     const now = this.clock.now();
     const giveUp = failure.definitive || attempts >= STATEMENT_PULL_ATTEMPTS_MAX;
-    const backoffMs = Math.min(STATEMENT_PULL_BACKOFF_MAX_MS, STATEMENT_PULL_BACKOFF_MS * 2 ** Math.min(attempts - 1, 20));
+    const backoffMs = Math.min(
+      STATEMENT_PULL_BACKOFF_MAX_MS,
+      STATEMENT_PULL_BACKOFF_MS * 2 ** Math.min(attempts - 1, 20),
+    );
     let opened = false;
     const row = await this.db.transaction(async (tx) => {
-      const stored = await failStatementPull(tx, { rail, day }, { error: failure.error, nextAttemptAt: new Date(now.getTime() + backoffMs), gaveUpAt: giveUp ? now : null });
+      const stored = await failStatementPull(
+        tx,
+        { rail, day },
+        { error: failure.error, nextAttemptAt: new Date(now.getTime() + backoffMs), gaveUpAt: giveUp ? now : null },
+      );
       if (giveUp) {
         const [anomaly] = await openAnomalies(
           tx,

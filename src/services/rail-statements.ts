@@ -63,7 +63,6 @@ const MISSING_PAGE_SIZE = 1000;
  */
 const MATCH_STATEMENT_TIMEOUT_MS = 60_000;
 
-
 export interface StatementImport {
   rail: string;
   day: string;
@@ -118,7 +117,12 @@ export class RailStatementService {
   }
 
   /** The matching, in the caller's transaction; undefined when the same file was stored meanwhile. */
-  private async match(tx: TransactionHandle, input: StatementImport, spool: SpooledStatement, opened: AnomalyKind[]): Promise<RailStatementRow | undefined> {
+  private async match(
+    tx: TransactionHandle,
+    input: StatementImport,
+    spool: SpooledStatement,
+    opened: AnomalyKind[],
+  ): Promise<RailStatementRow | undefined> {
     await beginStatementMatch(tx, { rail: input.rail, day: input.day }, MATCH_STATEMENT_TIMEOUT_MS);
     const now = this.clock.now();
     const id = await insertStatement(tx, {
@@ -134,11 +138,21 @@ export class RailStatementService {
     if (id === undefined) return undefined;
     await beginStatementReferences(tx);
     const counts = Object.fromEntries(STATEMENT_RESULTS.map((r) => [r, 0])) as Counts;
-    const store = new MismatchWriter(tx, { id, rail: input.rail, day: input.day, sha256: spool.sha256, now }, counts, opened);
+    const store = new MismatchWriter(
+      tx,
+      { id, rail: input.rail, day: input.day, sha256: spool.sha256, now },
+      counts,
+      opened,
+    );
     // At most STATEMENT_LINES_MAX / STATEMENT_BATCH_LINES batches: the spool holds no more lines.
     for await (const batch of spooledBatches(spool, STATEMENT_BATCH_LINES)) {
       await rememberBatch(tx, batch);
-      const payments = new Map((await railPaymentsByIds(tx, input.rail, batch.map((l) => l.reference).filter(isPaymentId))).map((p) => [p.id, p]));
+      const payments = new Map(
+        (await railPaymentsByIds(tx, input.rail, batch.map((l) => l.reference).filter(isPaymentId))).map((p) => [
+          p.id,
+          p,
+        ]),
+      );
       const mismatches: StatementMismatch[] = [];
       for (const line of batch) {
         const found = compareLine(line, payments.get(line.reference));
@@ -148,8 +162,12 @@ export class RailStatementService {
       await store.write(mismatches);
     }
     // Ends at the first short page: the rail's payments settled that day, MISSING_PAGE_SIZE at a time.
-    for (let afterId = FIRST_ID; ; ) {
-      const missing = await unnamedSettledPayments(tx, { rail: input.rail, day: input.day }, { afterId, limit: MISSING_PAGE_SIZE });
+    for (let afterId = FIRST_ID; ;) {
+      const missing = await unnamedSettledPayments(
+        tx,
+        { rail: input.rail, day: input.day },
+        { afterId, limit: MISSING_PAGE_SIZE },
+      );
       await store.write(missing.map(missingAtRail));
       if (missing.length < MISSING_PAGE_SIZE) break;
       afterId = missing[missing.length - 1]!.id;
@@ -160,7 +178,15 @@ export class RailStatementService {
       action: 'rail_statement.import',
       target: { type: 'rail_statement', id },
       before: null,
-      after: { rail: input.rail, day: input.day, fileSha256: spool.sha256, fileBytes: spool.bytes, lines: spool.lines, counts, anomaliesOpened: opened.length },
+      after: {
+        rail: input.rail,
+        day: input.day,
+        fileSha256: spool.sha256,
+        fileBytes: spool.bytes,
+        lines: spool.lines,
+        counts,
+        anomaliesOpened: opened.length,
+      },
     });
     return row;
   }
@@ -171,7 +197,11 @@ export class RailStatementService {
   }
 
   /** A statement of `rail` and one page of its mismatches (in file order, missing payments last). */
-  async get(rail: string, id: string, page: { limit: number; afterSeq: number }): Promise<{ statement: RailStatementRow; mismatches: MismatchRow[]; hasMore: boolean }> {
+  async get(
+    rail: string,
+    id: string,
+    page: { limit: number; afterSeq: number },
+  ): Promise<{ statement: RailStatementRow; mismatches: MismatchRow[]; hasMore: boolean }> {
     const statement = await findStatement(this.db, id);
     if (!statement || statement.rail !== rail) throw notFound('rail statement');
     const rows = await listMismatches(this.db, id, page);
@@ -184,13 +214,17 @@ async function rememberBatch(tx: TransactionHandle, batch: readonly StatementLin
   const first = new Map<string, number>();
   for (const line of batch) {
     const earlier = first.get(line.reference);
-    if (earlier !== undefined) throw statementMalformed(line.line, `reference ${line.reference} is named again (first on line ${earlier})`);
+    if (earlier !== undefined)
+      throw statementMalformed(line.line, `reference ${line.reference} is named again (first on line ${earlier})`);
     first.set(line.reference, line.line);
   }
   const named = await rememberReferences(tx, batch);
   if (named.length === 0) return;
   const again = batch.filter((l) => named.some((n) => n.reference === l.reference)).sort((a, b) => a.line - b.line)[0]!;
-  throw statementMalformed(again.line, `reference ${again.reference} is named again (first on line ${named.find((n) => n.reference === again.reference)!.line})`);
+  throw statementMalformed(
+    again.line,
+    `reference ${again.reference} is named again (first on line ${named.find((n) => n.reference === again.reference)!.line})`,
+  );
 }
 
 /** Stores mismatches in order, each with the anomaly it opens (or the one already open for it). */

@@ -41,7 +41,8 @@ export class RateService {
 
   async freshMarketRate(asset: string): Promise<MarketRate> {
     const rate = await this.source.marketRate(asset);
-    if (!rate) throw new ApiError('rate_unavailable', `No ${asset}/BS rate is available right now; retry later.`, { asset });
+    if (!rate)
+      throw new ApiError('rate_unavailable', `No ${asset}/BS rate is available right now; retry later.`, { asset });
     const ageSeconds = (this.clock.now().getTime() - rate.asOf.getTime()) / 1000;
     if (ageSeconds > this.maxAgeSeconds) {
       throw new ApiError('rate_unavailable', `The ${asset}/BS rate is stale; retry later.`, {
@@ -59,7 +60,10 @@ export class RateService {
     } catch (error) {
       if (!(error instanceof MoneyError)) throw error;
       throw validationFailed([
-        { field: 'market', message: 'must be a positive decimal string with at most 12 integer digits and 8 decimals, e.g. "925.00"' },
+        {
+          field: 'market',
+          message: 'must be a positive decimal string with at most 12 integer digits and 8 decimals, e.g. "925.00"',
+        },
       ]);
     }
     return this.db.transaction(async (tx) => {

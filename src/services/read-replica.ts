@@ -19,7 +19,8 @@ export interface Reads {
  * serves no list), else the primary. config.ts refuses DATABASE_READ_URL without DATABASE_URL.
  */
 export function readsOf(config: Config, db: Database, registry: Registry, log?: FastifyBaseLogger): Reads {
-  if (config.databaseReadUrl === undefined || config.role === 'worker' || db.engine !== 'postgres') return { db, close: async () => undefined };
+  if (config.databaseReadUrl === undefined || config.role === 'worker' || db.engine !== 'postgres')
+    return { db, close: async () => undefined };
   const observer = new ReplicaMetrics(registry, log);
   const reads = openReadReplica(
     db,
@@ -91,6 +92,9 @@ class ReplicaMetrics implements ReplicaObserver {
     }
     if (this.failing.has(server)) return;
     this.failing.add(server);
-    this.log?.warn({ server, err: error }, 'read replica: a lag sample failed; list reads go to the primary until one succeeds');
+    this.log?.warn(
+      { server, err: error },
+      'read replica: a lag sample failed; list reads go to the primary until one succeeds',
+    );
   }
 }

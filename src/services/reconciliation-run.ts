@@ -47,7 +47,12 @@ import {
   type RunScope,
 } from '../db/repositories/reconciliation-runs.ts';
 import type { Clock } from '../domain/clock.ts';
-import { bookFindings, counterFindings, paymentFindings, transactionFindings } from '../domain/reconciliation-checks.ts';
+import {
+  bookFindings,
+  counterFindings,
+  paymentFindings,
+  transactionFindings,
+} from '../domain/reconciliation-checks.ts';
 import { DiscrepancyTally, RECONCILIATION_CHECKS, type CheckName, type Discrepancy } from '../domain/reconciliation.ts';
 import type { Mode } from '../domain/partition.ts';
 import { assert } from '../domain/assert.ts';
@@ -78,7 +83,11 @@ export interface RunIdentity {
  * returns, if anything, is called once that transaction has committed (a metric counts only what
  * was stored).
  */
-export type DiscrepancyHook = (tx: Queryable, run: RunIdentity, discrepancies: readonly Discrepancy[]) => Promise<void | (() => void)>;
+export type DiscrepancyHook = (
+  tx: Queryable,
+  run: RunIdentity,
+  discrepancies: readonly Discrepancy[],
+) => Promise<void | (() => void)>;
 
 export interface RunObserver {
   runFinished(result: 'clean' | 'discrepancies' | 'failed' | 'abandoned', seconds: number): void;
@@ -114,7 +123,12 @@ export class ReconciliationRunner {
   private async startOf(row: RunRow, run: RunIdentity): Promise<Start> {
     if (row.scope === 'full') return { scope: 'full' };
     const stored = await readCheckpoint(this.db, run);
-    if (!stored || !stored.lastFullAt || stored.lastFullAt.getTime() <= this.clock.now().getTime() - this.fullIntervalS * 1000) return { scope: 'full' };
+    if (
+      !stored ||
+      !stored.lastFullAt ||
+      stored.lastFullAt.getTime() <= this.clock.now().getTime() - this.fullIntervalS * 1000
+    )
+      return { scope: 'full' };
     return { scope: 'incremental', since: stored, sinceRunId: stored.runId };
   }
 
@@ -141,7 +155,9 @@ export class ReconciliationRunner {
       const reading = await this.checkBooks(run, tally, examined, since);
       proven = reading.checkpoint;
       // What was written after the books' snapshot is the next run's: the walks stop at its xmax.
-      const window: WrittenWindow | undefined = since ? { from: since.provenBelow, below: reading.snapshot.xmax } : undefined;
+      const window: WrittenWindow | undefined = since
+        ? { from: since.provenBelow, below: reading.snapshot.xmax }
+        : undefined;
       const { payments, transactions } = this.pages;
       // The two walks read different rows and share nothing but the tally: they go side by side, each on
       // a connection of its own. The first error ends the run; the other walk stops at its next page.
@@ -154,19 +170,34 @@ export class ReconciliationRunner {
         cause ??= { error };
       };
       await Promise.all([
-        this.walk((tx, after) => readTransactionPage(tx, run, after, transactions, window), transactions, window, between, (rows) => {
-          examined.ledgerTransactions += rows.length;
-          tally.add(transactionFindings(rows));
-        }).then(() => tally.ranCheck('transaction_balanced'), failing),
-        this.walk((tx, after) => readPaymentPage(tx, run, after, payments, window), payments, window, between, (rows) => {
-          examined.payments += rows.length;
-          for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
-        }).then(() => tally.ranCheck('payment_entries', 'outcome_events'), failing),
+        this.walk(
+          (tx, after) => readTransactionPage(tx, run, after, transactions, window),
+          transactions,
+          window,
+          between,
+          (rows) => {
+            examined.ledgerTransactions += rows.length;
+            tally.add(transactionFindings(rows));
+          },
+        ).then(() => tally.ranCheck('transaction_balanced'), failing),
+        this.walk(
+          (tx, after) => readPaymentPage(tx, run, after, payments, window),
+          payments,
+          window,
+          between,
+          (rows) => {
+            examined.payments += rows.length;
+            for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
+          },
+        ).then(() => tally.ranCheck('payment_entries', 'outcome_events'), failing),
       ]);
       if (cause) throw cause.error;
     } catch (error) {
       if (error instanceof LeaseLost) {
-        this.log?.warn({ runId: run.id, tenantId: run.tenantId, mode: run.mode }, 'reconciliation run lost its lease (another worker found it expired); its result is dropped');
+        this.log?.warn(
+          { runId: run.id, tenantId: run.tenantId, mode: run.mode },
+          'reconciliation run lost its lease (another worker found it expired); its result is dropped',
+        );
         this.observer.runFinished('abandoned', (performance.now() - startedMs) / 1000);
         return undefined;
       }
@@ -178,11 +209,23 @@ export class ReconciliationRunner {
     // A run that failed before it knew where to start is recorded with the scope it was asked for.
     const scope: RunScope = start?.scope ?? row.scope;
     const sinceRunId = start?.scope === 'incremental' ? start.sinceRunId : null;
-    return this.finish(run, tally, examined, { ...end, scope, sinceRunId }, proven, (performance.now() - startedMs) / 1000);
+    return this.finish(
+      run,
+      tally,
+      examined,
+      { ...end, scope, sinceRunId },
+      proven,
+      (performance.now() - startedMs) / 1000,
+    );
   }
 
   /** The whole-book checks, in one snapshot (since a checkpoint: its carried sums and what was written since). */
-  private checkBooks(run: RunIdentity, tally: DiscrepancyTally, examined: Examined, since: Checkpoint | undefined): Promise<BookReading> {
+  private checkBooks(
+    run: RunIdentity,
+    tally: DiscrepancyTally,
+    examined: Examined,
+    since: Checkpoint | undefined,
+  ): Promise<BookReading> {
     return this.snapshot(async (tx) => {
       const reading = await readBooks(tx, run, since);
       examined.accounts = reading.accounts;
@@ -238,15 +281,28 @@ export class ReconciliationRunner {
     const finishedAt = this.clock.now();
     const committed: { afterCommit?: () => void } = {};
     const row = await this.db.transaction(async (tx) => {
-      const finished = await finishRun(tx, run, { ...end, finishedAt, checks: results, discrepancyCount: tally.total, examined });
+      const finished = await finishRun(tx, run, {
+        ...end,
+        finishedAt,
+        checks: results,
+        discrepancyCount: tally.total,
+        examined,
+      });
       if (!finished) return undefined;
       await insertDiscrepancies(tx, run, stored);
       if (end.status === 'completed') {
         assert(proven, 'a completed run read the books');
-        const byCheck = Object.fromEntries(RECONCILIATION_CHECKS.map((c) => [c, results[c].discrepancies])) as Record<CheckName, number>;
-        await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0, { ...proven, full: end.scope === 'full' });
+        const byCheck = Object.fromEntries(RECONCILIATION_CHECKS.map((c) => [c, results[c].discrepancies])) as Record<
+          CheckName,
+          number
+        >;
+        await recordStanding(tx, run, finishedAt, byCheck, tally.total === 0, {
+          ...proven,
+          full: end.scope === 'full',
+        });
       }
-      if (stored.length > 0 && this.onDiscrepancies) committed.afterCommit = (await this.onDiscrepancies(tx, run, stored)) ?? undefined;
+      if (stored.length > 0 && this.onDiscrepancies)
+        committed.afterCommit = (await this.onDiscrepancies(tx, run, stored)) ?? undefined;
       return finished;
     });
     committed.afterCommit?.();
@@ -254,11 +310,31 @@ export class ReconciliationRunner {
       this.observer.runFinished('abandoned', seconds);
       return undefined;
     }
-    const result = end.status !== 'completed' ? (end.status === 'failed' ? 'failed' : 'abandoned') : tally.total === 0 ? 'clean' : 'discrepancies';
+    const result =
+      end.status !== 'completed'
+        ? end.status === 'failed'
+          ? 'failed'
+          : 'abandoned'
+        : tally.total === 0
+          ? 'clean'
+          : 'discrepancies';
     this.observer.runFinished(result, seconds);
-    const fields = { runId: run.id, tenantId: run.tenantId, mode: run.mode, scope: end.scope, status: end.status, discrepancies: tally.total, seconds: Math.round(seconds * 1000) / 1000, error: end.error ?? undefined };
+    const fields = {
+      runId: run.id,
+      tenantId: run.tenantId,
+      mode: run.mode,
+      scope: end.scope,
+      status: end.status,
+      discrepancies: tally.total,
+      seconds: Math.round(seconds * 1000) / 1000,
+      error: end.error ?? undefined,
+    };
     if (result === 'clean') this.log?.info(fields, 'reconciliation run clean');
-    else this.log?.warn({ ...fields, failing: RECONCILIATION_CHECKS.filter((c) => results[c].verdict === 'fail') }, `reconciliation run ${result}`);
+    else
+      this.log?.warn(
+        { ...fields, failing: RECONCILIATION_CHECKS.filter((c) => results[c].verdict === 'fail') },
+        `reconciliation run ${result}`,
+      );
     return row;
   }
 }

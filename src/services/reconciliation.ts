@@ -28,7 +28,13 @@ import type { MoneyMetrics } from './money-metrics.ts';
 import type { Clock } from '../domain/clock.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
 import { notFound } from '../domain/errors.ts';
-import { ReconciliationRunner, RUN_LEASE_MS, type DiscrepancyHook, type PageSizes, type RunObserver } from './reconciliation-run.ts';
+import {
+  ReconciliationRunner,
+  RUN_LEASE_MS,
+  type DiscrepancyHook,
+  type PageSizes,
+  type RunObserver,
+} from './reconciliation-run.ts';
 import type { Mode } from '../domain/partition.ts';
 
 /** Runs one process takes from the queue in one drain, at most (then the worker loop comes back). */
@@ -82,7 +88,15 @@ export class ReconciliationService {
     private readonly log?: FastifyBaseLogger,
     onDiscrepancies?: DiscrepancyHook,
   ) {
-    this.runner = new ReconciliationRunner(db, clock, observer, log, onDiscrepancies, options.fullIntervalS, options.pageSizes);
+    this.runner = new ReconciliationRunner(
+      db,
+      clock,
+      observer,
+      log,
+      onDiscrepancies,
+      options.fullIntervalS,
+      options.pageSizes,
+    );
   }
 
   /**
@@ -92,21 +106,36 @@ export class ReconciliationService {
    * waits and a full one is asked for). With an actor (an operator's call), the audit row of the
    * request is written in the transaction that queues the runs.
    */
-  async request(selection: { tenantId?: string; mode?: Mode; scope?: RunScope }, actor?: AuditActor): Promise<RunRow[]> {
+  async request(
+    selection: { tenantId?: string; mode?: Mode; scope?: RunScope },
+    actor?: AuditActor,
+  ): Promise<RunRow[]> {
     if (selection.tenantId !== undefined) {
       const tenant = await findTenant(this.db, selection.tenantId);
       if (!tenant || tenant.is_platform) throw notFound('tenant');
     }
     const chosen: RunSelection =
-      selection.tenantId !== undefined ? { tenantId: selection.tenantId, modes: selection.mode ? [selection.mode] : ['test', 'live'] } : { mode: selection.mode };
+      selection.tenantId !== undefined
+        ? { tenantId: selection.tenantId, modes: selection.mode ? [selection.mode] : ['test', 'live'] }
+        : { mode: selection.mode };
     const runs = await this.db.transaction(async (tx) => {
       const scope = selection.scope ?? 'full';
-      const queued = await enqueueRuns(tx, chosen, { trigger: 'operator', scope, now: this.clock.now(), max: RUNS_QUEUED_PER_REQUEST_MAX });
+      const queued = await enqueueRuns(tx, chosen, {
+        trigger: 'operator',
+        scope,
+        now: this.clock.now(),
+        max: RUNS_QUEUED_PER_REQUEST_MAX,
+      });
       if (actor) {
         await recordAudit(tx, {
           actor,
           action: 'reconciliation.start',
-          target: { type: 'reconciliation', id: selection.tenantId ?? 'all', tenantId: selection.tenantId ?? null, mode: selection.mode ?? null },
+          target: {
+            type: 'reconciliation',
+            id: selection.tenantId ?? 'all',
+            tenantId: selection.tenantId ?? null,
+            mode: selection.mode ?? null,
+          },
           before: null,
           after: { scope, runs: queued.slice(0, AUDITED_RUN_IDS_MAX).map((run) => run.id), total: queued.length },
         });
@@ -114,7 +143,9 @@ export class ReconciliationService {
       return queued;
     });
     if (this.options.executesRuns) {
-      this.drain().catch((error: unknown) => this.log?.error({ message: (error as Error)?.message }, 'reconciliation: running the queued runs failed'));
+      this.drain().catch((error: unknown) =>
+        this.log?.error({ message: (error as Error)?.message }, 'reconciliation: running the queued runs failed'),
+      );
     }
     return runs;
   }
@@ -128,8 +159,20 @@ export class ReconciliationService {
     if (this.options.intervalS <= 0) return 0;
     const now = this.clock.now();
     const dueBefore = new Date(now.getTime() - this.options.intervalS * 1000);
-    return (await enqueueRuns(this.db, {}, { trigger: 'schedule', scope: 'incremental', now, max: RUNS_QUEUED_PER_REQUEST_MAX, dueBefore, restFactor: RUN_REST_FACTOR }))
-      .length;
+    return (
+      await enqueueRuns(
+        this.db,
+        {},
+        {
+          trigger: 'schedule',
+          scope: 'incremental',
+          now,
+          max: RUNS_QUEUED_PER_REQUEST_MAX,
+          dueBefore,
+          restFactor: RUN_REST_FACTOR,
+        },
+      )
+    ).length;
   }
 
   /**
@@ -159,7 +202,11 @@ export class ReconciliationService {
 
   private async drainOnce(max: number): Promise<number> {
     const abandoned = await abandonExpiredRuns(this.db, this.clock.now(), ABANDONED_PER_PASS_MAX);
-    for (const run of abandoned) this.log?.warn({ runId: run.id, tenantId: run.tenant_id }, 'reconciliation run abandoned: the process running it stopped');
+    for (const run of abandoned)
+      this.log?.warn(
+        { runId: run.id, tenantId: run.tenant_id },
+        'reconciliation run abandoned: the process running it stopped',
+      );
     let done = 0;
     while (done < max && !this.stopping) {
       const now = this.clock.now();
@@ -173,7 +220,11 @@ export class ReconciliationService {
 
   /** Deletes finished runs older than RUN_RETENTION_DAYS; answers how many (RUNS_PURGED_PER_PASS_MAX at most). */
   purgeOld(): Promise<number> {
-    return purgeRuns(this.db, new Date(this.clock.now().getTime() - RUN_RETENTION_DAYS * 86_400_000), RUNS_PURGED_PER_PASS_MAX);
+    return purgeRuns(
+      this.db,
+      new Date(this.clock.now().getTime() - RUN_RETENTION_DAYS * 86_400_000),
+      RUNS_PURGED_PER_PASS_MAX,
+    );
   }
 
   /** Ends the run under way at its next page (recorded as abandoned) and waits for it. */
@@ -184,7 +235,13 @@ export class ReconciliationService {
 
   async list(filter: { limit: number; cursor?: string; tenantId?: string; mode?: Mode; status?: RunStatus }) {
     const after = positionAfter(filter.cursor);
-    const rows = await listRuns(this.db, { limit: filter.limit, after, tenantId: filter.tenantId, mode: filter.mode, status: filter.status });
+    const rows = await listRuns(this.db, {
+      limit: filter.limit,
+      after,
+      tenantId: filter.tenantId,
+      mode: filter.mode,
+      status: filter.status,
+    });
     return pageOf(
       rows.map((r) => ({ ...r, created_at_us: r.requested_at_us })),
       filter.limit,

@@ -29,7 +29,10 @@ export class RoutedBankCatalogue {
 
   /** The codes of each instrument's list for this tenant and mode, for validation. */
   async codes(partition: Partition): Promise<BankCodes> {
-    const [pagoMovil, transferencia] = await Promise.all([this.codesOf(partition, 'pago_movil'), this.codesOf(partition, 'transferencia')]);
+    const [pagoMovil, transferencia] = await Promise.all([
+      this.codesOf(partition, 'pago_movil'),
+      this.codesOf(partition, 'transferencia'),
+    ]);
     return { pago_movil: pagoMovil, transferencia };
   }
 
@@ -53,7 +56,12 @@ export class RoutedBankCatalogue {
     const log = this.options.log;
     const catalogue = new BankCatalogue(
       { fetchBanks: (instrument) => rail.adapter.banks(instrument) },
-      { ...this.options, ...(log && { log: { warn: (details: object, message: string) => log.warn({ ...details, rail: name }, message) } }) },
+      {
+        ...this.options,
+        ...(log && {
+          log: { warn: (details: object, message: string) => log.warn({ ...details, rail: name }, message) },
+        }),
+      },
     );
     this.byRail.set(name, catalogue);
     return catalogue;

@@ -63,14 +63,19 @@ function reasonOf(request: SimulationRequest): string | undefined {
     return undefined;
   }
   const allowed: readonly string[] = outcome === 'fail' ? SIMULATED_FAILURE_REASONS : SIMULATED_REVERSAL_REASONS;
-  if (reason === undefined) return outcome === 'fail' ? DEFAULT_SIMULATED_FAILURE_REASON : DEFAULT_SIMULATED_REVERSAL_REASON;
+  if (reason === undefined)
+    return outcome === 'fail' ? DEFAULT_SIMULATED_FAILURE_REASON : DEFAULT_SIMULATED_REVERSAL_REASON;
   if (!allowed.includes(reason)) throw refuse(`with outcome ${outcome} must be one of: ${allowed.join(', ')}`);
   return reason;
 }
 
 function refusal(outcome: SimulatedOutcomeName, status: PaymentStatus): ApiError {
   if (outcome === 'reverse') {
-    return new ApiError('payment_not_settled', `Only a settled payment can be reversed; this one is ${status}. Nothing changed.`, { status });
+    return new ApiError(
+      'payment_not_settled',
+      `Only a settled payment can be reversed; this one is ${status}. Nothing changed.`,
+      { status },
+    );
   }
   return new ApiError(
     'payment_already_resolved',
@@ -161,11 +166,17 @@ export class SandboxSimulationService {
     switch (outcome) {
       case 'settle': {
         const bankReference = await simulatedBankReference(this.db, payment.id, 'test');
-        return { report: { status: 'settled', bankReference, settledAt: at }, simulated: () => ({ status: 'settled', bankReference }) };
+        return {
+          report: { status: 'settled', bankReference, settledAt: at },
+          simulated: () => ({ status: 'settled', bankReference }),
+        };
       }
       case 'fail': {
         const failure = reason as RailFailureReason;
-        return { report: { status: 'failed', reason: failure }, simulated: () => ({ status: 'failed', reason: failure }) };
+        return {
+          report: { status: 'failed', reason: failure },
+          simulated: () => ({ status: 'failed', reason: failure }),
+        };
       }
       case 'reverse': {
         const returned = reason!;
@@ -202,7 +213,11 @@ export interface QueuedNotification {
   occurredAt: Date;
 }
 
-const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeName> = { settled: 'settle', failed: 'fail', reversed: 'reverse' };
+const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeName> = {
+  settled: 'settle',
+  failed: 'fail',
+  reversed: 'reverse',
+};
 
 /**
  * Test mode only: makes the sandbox rail notify what the request says, as a real rail's webhook
@@ -211,20 +226,34 @@ const OUTCOME_OF_STATUS: Record<NotificationRequest['status'], SimulatedOutcomeN
  * next pass and applies it, or records it as an anomaly; nothing is changed here. 404 for a payment
  * outside the caller's test program, 503 `overloaded` past SANDBOX_NOTICES_PENDING_MAX waiting.
  */
-async function queueNotification(db: Database, clock: Clock, partition: Partition, request: NotificationRequest): Promise<QueuedNotification> {
+async function queueNotification(
+  db: Database,
+  clock: Clock,
+  partition: Partition,
+  request: NotificationRequest,
+): Promise<QueuedNotification> {
   const reason = reasonOf({ outcome: OUTCOME_OF_STATUS[request.status], reason: request.reason }) ?? null;
   if (request.status === 'failed' && request.bankReference !== undefined) {
-    throw validationFailed([{ field: 'bankReference', message: 'is not accepted with status failed: a failed transfer has no bank reference' }]);
+    throw validationFailed([
+      {
+        field: 'bankReference',
+        message: 'is not accepted with status failed: a failed transfer has no bank reference',
+      },
+    ]);
   }
-  if (partition.mode !== 'test') throw new ApiError('resource_not_found', 'Live programs have no sandbox rail: use a test key.');
-  const payment = request.paymentId === undefined ? undefined : await findPayment(db, partition.tenantId, 'test', request.paymentId);
+  if (partition.mode !== 'test')
+    throw new ApiError('resource_not_found', 'Live programs have no sandbox rail: use a test key.');
+  const payment =
+    request.paymentId === undefined ? undefined : await findPayment(db, partition.tenantId, 'test', request.paymentId);
   if (request.paymentId !== undefined && !payment) throw notFound('payment');
   const reference = payment?.id ?? randomUUID();
   const amount = request.amount !== undefined ? BigInt(request.amount) : (payment?.payout_amount ?? null);
   const bankReference =
     request.status === 'failed'
       ? null
-      : (request.bankReference ?? payment?.bank_reference ?? (payment ? await simulatedBankReference(db, payment.id, 'test') : newBankReference()));
+      : (request.bankReference ??
+        payment?.bank_reference ??
+        (payment ? await simulatedBankReference(db, payment.id, 'test') : newBankReference()));
   const notice: SandboxNotice =
     request.status === 'failed'
       ? { kind: 'failed', reason: reason!, amountMinor: amount }
@@ -234,5 +263,14 @@ async function queueNotification(db: Database, clock: Clock, partition: Partitio
   const at = clock.now();
   const id = await queueSandboxNotification(db, { tenantId: partition.tenantId, mode: 'test' }, reference, notice, at);
   if (id === undefined) throw overloaded("the sandbox rail's notifications waiting for this program");
-  return { id, reference, paymentId: payment?.id ?? null, status: request.status, reason, amount, bankReference, occurredAt: at };
+  return {
+    id,
+    reference,
+    paymentId: payment?.id ?? null,
+    status: request.status,
+    reason,
+    amount,
+    bankReference,
+    occurredAt: at,
+  };
 }

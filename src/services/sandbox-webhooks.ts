@@ -1,5 +1,10 @@
 import type { Database } from '../db/database.ts';
-import { findTestEventSigner, insertSandboxReceipt, listSandboxReceipts, type SandboxReceiptRow } from '../db/repositories/webhooks.ts';
+import {
+  findTestEventSigner,
+  insertSandboxReceipt,
+  listSandboxReceipts,
+  type SandboxReceiptRow,
+} from '../db/repositories/webhooks.ts';
 import type { Clock } from '../domain/clock.ts';
 import { signingSecrets } from '../domain/webhooks.ts';
 // The same check as the SDK's verifier, the one integrators run (test/unit/webhooks-verify.test.ts
@@ -37,7 +42,9 @@ function storableText(bytes: Uint8Array): string | undefined {
 /** jsonb refuses \u0000 in any string, so a header value carrying one cannot be stored. */
 function storableHeaders(headers: Record<string, unknown>): boolean {
   return Object.values(headers).every((value) =>
-    Array.isArray(value) ? value.every((v) => typeof v === 'string' && !v.includes('\u0000')) : typeof value === 'string' && !value.includes('\u0000'),
+    Array.isArray(value)
+      ? value.every((v) => typeof v === 'string' && !v.includes('\u0000'))
+      : typeof value === 'string' && !value.includes('\u0000'),
   );
 }
 
@@ -54,7 +61,8 @@ function bodyEventId(text: string): unknown {
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
   const fields = parsed as { id?: unknown; eventType?: unknown; payload?: unknown };
-  if (typeof fields.eventType !== 'string' || typeof fields.payload !== 'object' || fields.payload === null) return undefined;
+  if (typeof fields.eventType !== 'string' || typeof fields.payload !== 'object' || fields.payload === null)
+    return undefined;
   return fields.id;
 }
 
@@ -79,7 +87,8 @@ export class SandboxWebhookService {
    */
   async receive(input: { headers: Record<string, unknown>; rawBody: Uint8Array }): Promise<SinkOutcome> {
     const eventIdHeader = input.headers['x-event-id'];
-    if (typeof eventIdHeader !== 'string' || !EVENT_ID_HEADER.test(eventIdHeader)) return { stored: false, refusal: 'event_id_missing_or_malformed' };
+    if (typeof eventIdHeader !== 'string' || !EVENT_ID_HEADER.test(eventIdHeader))
+      return { stored: false, refusal: 'event_id_missing_or_malformed' };
     const text = storableText(input.rawBody);
     if (text === undefined) return { stored: false, refusal: 'body_not_utf8_text' };
     // The signature already binds the body to the secret; this binds it to the event the header names.
@@ -91,7 +100,14 @@ export class SandboxWebhookService {
     if (!signer) return { stored: false, refusal: 'no_test_event_with_endpoint' };
     const now = this.clock.now();
     const verified = verifySignature({
-      secrets: signingSecrets({ secret: signer.secret, previousSecret: signer.previous_secret, previousSecretExpiresAt: signer.previous_secret_expires_at }, now),
+      secrets: signingSecrets(
+        {
+          secret: signer.secret,
+          previousSecret: signer.previous_secret,
+          previousSecretExpiresAt: signer.previous_secret_expires_at,
+        },
+        now,
+      ),
       headers: input.headers,
       rawBody: input.rawBody,
       nowMs: now.getTime(),
@@ -104,7 +120,12 @@ export class SandboxWebhookService {
   }
 
   async list(partition: Partition, query: { limit: number; cursor?: bigint; eventId?: bigint }) {
-    const rows = await listSandboxReceipts(this.db, { ...partition, beforeId: query.cursor, eventId: query.eventId, limit: query.limit + 1 });
+    const rows = await listSandboxReceipts(this.db, {
+      ...partition,
+      beforeId: query.cursor,
+      eventId: query.eventId,
+      limit: query.limit + 1,
+    });
     const hasMore = rows.length > query.limit;
     const page = rows.slice(0, query.limit);
     return { rows: page, hasMore, nextCursor: hasMore ? page.at(-1)!.id.toString() : null };

@@ -4,7 +4,12 @@
 // transaction locks that one row and nothing else, so it never waits in a cycle with a payout batch.
 import type { Database } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { lockCustomerSender, lockDefaultSender, setCustomerSender, setDefaultSender } from '../db/repositories/programs.ts';
+import {
+  lockCustomerSender,
+  lockDefaultSender,
+  setCustomerSender,
+  setDefaultSender,
+} from '../db/repositories/programs.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import { validateSender, type Sender } from '../domain/sender.ts';
 import { validationFailed } from '../domain/errors.ts';
@@ -36,7 +41,12 @@ export class SenderService {
   }
 
   /** Step 2 of sender resolution, for payouts with this customerId and no sender block. */
-  async setCustomerStored(program: Program, customerId: string, input: Record<string, unknown>, actor: AuditActor): Promise<Sender> {
+  async setCustomerStored(
+    program: Program,
+    customerId: string,
+    input: Record<string, unknown>,
+    actor: AuditActor,
+  ): Promise<Sender> {
     await customerTenant(this.db, program.tenantId);
     const sender = checkedSender(input);
     await this.db.transaction(async (tx) => {

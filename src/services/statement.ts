@@ -54,11 +54,18 @@ function dateError(field: 'from' | 'to', value: string | undefined): FieldError 
 const INSTANT_MIN = Date.parse(`${DATE_MIN}T00:00:00Z`);
 const INSTANT_MAX = Date.parse(`${DATE_MAX}T00:00:00Z`);
 
-function instantOf(field: 'createdFrom' | 'createdBefore', value: string | undefined, errors: FieldError[]): Date | undefined {
+function instantOf(
+  field: 'createdFrom' | 'createdBefore',
+  value: string | undefined,
+  errors: FieldError[],
+): Date | undefined {
   if (value === undefined) return undefined;
   const at = new Date(value);
   if (at.getTime() >= INSTANT_MIN && at.getTime() <= INSTANT_MAX) return at;
-  errors.push({ field, message: `must be an instant from ${DATE_MIN}T00:00:00Z to ${DATE_MAX}T00:00:00Z (RFC 3339, no leap second), such as 2026-03-01T04:00:00.000Z` });
+  errors.push({
+    field,
+    message: `must be an instant from ${DATE_MIN}T00:00:00Z to ${DATE_MAX}T00:00:00Z (RFC 3339, no leap second), such as 2026-03-01T04:00:00.000Z`,
+  });
   return undefined;
 }
 
@@ -69,7 +76,9 @@ function instantOf(field: 'createdFrom' | 'createdBefore', value: string | undef
  * belongs to the second day.
  */
 export function statementFilter(query: StatementQuery): StatementFilter {
-  const errors = [dateError('from', query.from), dateError('to', query.to)].filter((e): e is FieldError => e !== undefined);
+  const errors = [dateError('from', query.from), dateError('to', query.to)].filter(
+    (e): e is FieldError => e !== undefined,
+  );
   if (errors.length === 0 && query.from !== undefined && query.to !== undefined && query.from > query.to) {
     errors.push({ field: 'from', message: `must be on or before \`to\` (${query.to})` });
   }
@@ -92,7 +101,10 @@ export function statementFilter(query: StatementQuery): StatementFilter {
     beneficiaryId: query.beneficiaryId,
     customerId: query.customerId,
     batchId: query.batchId,
-    metadata: query.metadata_key === undefined || query.metadata_value === undefined ? undefined : { key: query.metadata_key, value: query.metadata_value },
+    metadata:
+      query.metadata_key === undefined || query.metadata_value === undefined
+        ? undefined
+        : { key: query.metadata_key, value: query.metadata_value },
     settledFrom: query.from === undefined ? undefined : startOfBusinessDate(query.from),
     settledBefore: query.to === undefined ? undefined : startOfBusinessDate(nextDate(query.to)),
   };
@@ -101,7 +113,10 @@ export function statementFilter(query: StatementQuery): StatementFilter {
 function cursorPosition(cursor: string | undefined): PagePosition | undefined {
   if (cursor === undefined) return undefined;
   const position = decodeCursor(cursor);
-  if (!position) throw validationFailed([{ field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' }]);
+  if (!position)
+    throw validationFailed([
+      { field: 'cursor', message: 'must be the next_cursor of a previous page of this list, unchanged' },
+    ]);
   return position;
 }
 
@@ -116,7 +131,10 @@ export class StatementService {
   async page(partition: Partition, query: StatementQuery & { limit: number; cursor?: string }): Promise<StatementPage> {
     const filter = statementFilter(query);
     const after = cursorPosition(query.cursor);
-    const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, { limit: query.limit, after });
+    const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, {
+      limit: query.limit,
+      after,
+    });
     const hasMore = rows.length > query.limit;
     const pageRows = hasMore ? rows.slice(0, query.limit) : rows;
     const last = pageRows[pageRows.length - 1];
@@ -129,16 +147,26 @@ export class StatementService {
    * batch and no database connection or transaction between batches. The filter is validated
    * before anything is read (`statementFilter`).
    */
-  async *exportBatches(partition: Partition, filter: StatementFilter, batchRows = EXPORT_BATCH_ROWS): AsyncGenerator<StatementPayment[]> {
+  async *exportBatches(
+    partition: Partition,
+    filter: StatementFilter,
+    batchRows = EXPORT_BATCH_ROWS,
+  ): AsyncGenerator<StatementPayment[]> {
     let after: PagePosition | undefined;
     for (;;) {
-      const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, { limit: batchRows, after });
+      const rows = await listStatement(this.db, partition.tenantId, partition.mode, filter, {
+        limit: batchRows,
+        after,
+      });
       const batch = rows.length > batchRows ? rows.slice(0, batchRows) : rows;
       if (batch.length > 0) yield batch;
       if (rows.length <= batchRows) return;
       const next = positionOf(batch[batch.length - 1]!);
       // The keyset only moves down; anything else would loop or repeat rows.
-      if (after && !(next.createdAtUs < after.createdAtUs || (next.createdAtUs === after.createdAtUs && next.id < after.id))) {
+      if (
+        after &&
+        !(next.createdAtUs < after.createdAtUs || (next.createdAtUs === after.createdAtUs && next.id < after.id))
+      ) {
         throw new InvariantError('statement export cursor did not advance');
       }
       after = next;

@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/database.ts';
 import { insertApiKey, listTenantKeys, lockApiKey, revokeApiKey, type ApiKeyRow } from '../db/repositories/api-keys.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
-import { findTenant, insertTenant, listCustomerTenants, lockTenant, updateTenant, type TenantFields, type TenantRow } from '../db/repositories/tenants.ts';
+import {
+  findTenant,
+  insertTenant,
+  listCustomerTenants,
+  lockTenant,
+  updateTenant,
+  type TenantFields,
+  type TenantRow,
+} from '../db/repositories/tenants.ts';
 import { CUSTOMER_SCOPES, generateApiKey, hashApiKey, keyLast4, keyPrefix } from '../domain/api-keys.ts';
 import { changedFields, type AuditActor } from '../domain/audit.ts';
 import { pageOf, positionAfter } from '../domain/page-cursor.ts';
@@ -45,7 +53,13 @@ export class TenantService {
   async create(fields: Partial<TenantFields> & { name: string }, actor: AuditActor): Promise<TenantRow> {
     return this.db.transaction(async (tx) => {
       const tenant = await insertTenant(tx, randomUUID(), { ...TENANT_DEFAULTS, ...definedOnly(fields) });
-      await recordAudit(tx, { actor, action: 'tenant.create', target: { type: 'tenant', id: tenant.id, tenantId: tenant.id }, before: null, after: settingsOf(tenant) });
+      await recordAudit(tx, {
+        actor,
+        action: 'tenant.create',
+        target: { type: 'tenant', id: tenant.id, tenantId: tenant.id },
+        before: null,
+        after: settingsOf(tenant),
+      });
       return tenant;
     });
   }
@@ -70,13 +84,27 @@ export class TenantService {
       if (!before || before.is_platform) throw notFound('tenant');
       const tenant = await updateTenant(tx, id, given);
       assert(tenant, `tenant ${id}, locked, vanished before its update`);
-      const fields = changedFields(settingsOf(before), settingsOf(tenant), Object.keys(given) as Array<keyof TenantFields>);
-      await recordAudit(tx, { actor, action: 'tenant.update', target: { type: 'tenant', id, tenantId: id }, ...fields });
+      const fields = changedFields(
+        settingsOf(before),
+        settingsOf(tenant),
+        Object.keys(given) as Array<keyof TenantFields>,
+      );
+      await recordAudit(tx, {
+        actor,
+        action: 'tenant.update',
+        target: { type: 'tenant', id, tenantId: id },
+        ...fields,
+      });
       return tenant;
     });
   }
 
-  async issueKey(tenantId: string, mode: Mode, actor: AuditActor, scopes: readonly string[] = CUSTOMER_SCOPES): Promise<IssuedKey> {
+  async issueKey(
+    tenantId: string,
+    mode: Mode,
+    actor: AuditActor,
+    scopes: readonly string[] = CUSTOMER_SCOPES,
+  ): Promise<IssuedKey> {
     await this.get(tenantId);
     return this.db.transaction(async (tx) => {
       const issued = await this.issueKeyUnchecked(tx, tenantId, mode, scopes, 'admin');
@@ -101,7 +129,10 @@ export class TenantService {
     source: ApiKeyRow['source'],
   ): Promise<IssuedKey> {
     const unique = [...new Set(scopes)];
-    if (unique.length === 0) throw new ApiError('validation_failed', 'scopes: give at least one scope, or omit it for all eight.', { errors: [{ field: 'scopes', message: 'must not be empty' }] });
+    if (unique.length === 0)
+      throw new ApiError('validation_failed', 'scopes: give at least one scope, or omit it for all eight.', {
+        errors: [{ field: 'scopes', message: 'must not be empty' }],
+      });
     const key = generateApiKey(mode);
     const row = await insertApiKey(db as Database, {
       id: randomUUID(),

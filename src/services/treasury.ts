@@ -33,7 +33,6 @@ export interface TreasuryPosition {
   creditAvailable: string | null;
 }
 
-
 /** The largest balance a ledger account can hold (PostgreSQL bigint). */
 const BALANCE_MAX = 2n ** 63n - 1n;
 
@@ -99,13 +98,19 @@ export class TreasuryService {
         lockedUntil: new Date(now.getTime() + this.idempotency.ttlMs),
       });
       if (!key.owned) return { stored: key.stored, answer: undefined };
-      const prefundingOf = (balances: ReadonlyMap<string, bigint>) => balances.get(accountKeyOf({ asset: target.asset, kind: 'prefunding' })) ?? 0n;
+      const prefundingOf = (balances: ReadonlyMap<string, bigint>) =>
+        balances.get(accountKeyOf({ asset: target.asset, kind: 'prefunding' })) ?? 0n;
       const posted = await lockAndPostEntry(tx, partition, fundingEntry(target.asset, target.amount), {
         at: now,
         check: (balances) => {
           const treasury = balances.get(accountKeyOf({ asset: target.asset, kind: 'treasury' })) ?? 0n;
           if (-prefundingOf(balances) + target.amount > BALANCE_MAX || treasury + target.amount > BALANCE_MAX) {
-            throw validationFailed([{ field: 'amount', message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less` }]);
+            throw validationFailed([
+              {
+                field: 'amount',
+                message: `would take the ${target.asset} balance past the largest one the ledger holds; fund less`,
+              },
+            ]);
           }
         },
       });
@@ -116,7 +121,12 @@ export class TreasuryService {
         action: 'funding.create',
         target: { type: 'funding', id: posted.id, tenantId: target.tenantId, mode: target.mode },
         before: { asset: target.asset, prefundingBalance: -prefundingOf(posted.before) },
-        after: { asset: target.asset, amount: target.amount, prefundingBalance: position.prefundingBalance, idempotencyKey: caller.key },
+        after: {
+          asset: target.asset,
+          amount: target.amount,
+          prefundingBalance: position.prefundingBalance,
+          idempotencyKey: caller.key,
+        },
       });
       const answered = await completeIdempotencyKeyInTransaction(tx, caller, owner, { status: 201, body });
       assert(answered, 'a funding lost the Idempotency-Key it holds locked');
@@ -128,9 +138,15 @@ export class TreasuryService {
       case 'replay':
         return { status: answer.status, body: answer.body, replayed: true };
       case 'mismatch':
-        throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.');
+        throw new ApiError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
+        );
       default:
-        throw new ApiError('idempotency_request_in_progress', 'A request with this Idempotency-Key is still being processed. Retry the same request in a moment.');
+        throw new ApiError(
+          'idempotency_request_in_progress',
+          'A request with this Idempotency-Key is still being processed. Retry the same request in a moment.',
+        );
     }
   }
 
@@ -144,7 +160,12 @@ export class TreasuryService {
    * Without it (the admin's close), everything drawn until now. `actor` (an operator's close): the
    * close is recorded in the audit trail, in its own transaction.
    */
-  async close(tenantId: string, mode: Mode, businessDay?: string, actor?: AuditActor): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
+  async close(
+    tenantId: string,
+    mode: Mode,
+    businessDay?: string,
+    actor?: AuditActor,
+  ): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
     const tenant = await this.customerTenant(tenantId);
     const partition = { tenantId, mode };
     const now = this.clock.now();
@@ -153,11 +174,15 @@ export class TreasuryService {
       const assets = await fundedAssets(tx, partition);
       const refs = new Map<string, AccountRef>();
       for (const asset of assets) {
-        for (const kind of ['credit_receivable', 'prefunding', 'treasury'] as const) refs.set(accountKeyOf({ asset, kind }), { asset, kind });
+        for (const kind of ['credit_receivable', 'prefunding', 'treasury'] as const)
+          refs.set(accountKeyOf({ asset, kind }), { asset, kind });
       }
       const balances = await lockAccounts(tx, partition, sortedValues(refs));
       // Read under the locks: nothing posts to these accounts between this and the close's entry.
-      const since = dayEnded && dayEnded.getTime() <= now.getTime() ? await postedSince(tx, partition, dayEnded, ['credit_receivable', 'prefunding']) : new Map<string, bigint>();
+      const since =
+        dayEnded && dayEnded.getTime() <= now.getTime()
+          ? await postedSince(tx, partition, dayEnded, ['credit_receivable', 'prefunding'])
+          : new Map<string, bigint>();
       const closed: ClosedAsset[] = [];
       for (const asset of assets) {
         const drawnNow = balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n;
@@ -179,10 +204,19 @@ export class TreasuryService {
         const before = Object.fromEntries(
           assets.map((asset) => [
             asset,
-            { creditDrawn: balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n, prefundingBalance: -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n) },
+            {
+              creditDrawn: balances.get(accountKeyOf({ asset, kind: 'credit_receivable' })) ?? 0n,
+              prefundingBalance: -(balances.get(accountKeyOf({ asset, kind: 'prefunding' })) ?? 0n),
+            },
           ]),
         );
-        await recordAudit(tx, { actor, action: 'tenant.close', target: { type: 'tenant', id: tenantId, tenantId, mode }, before, after: { closed } });
+        await recordAudit(tx, {
+          actor,
+          action: 'tenant.close',
+          target: { type: 'tenant', id: tenantId, tenantId, mode },
+          before,
+          after: { closed },
+        });
       }
       const bs = closed.find((c) => c.asset === 'BS');
       return { ...(await this.position(partition, 'BS', tx)), closedAmount: bs?.drawn ?? '0', closed };

@@ -1,7 +1,12 @@
 import type { Database, Queryable } from '../db/database.ts';
 import { recordAudit } from '../db/repositories/audit.ts';
 import { customerTenant } from './customer-tenant.ts';
-import { lockWebhookEndpoint, rotateWebhookSecret, upsertWebhookEndpoint, type WebhookEndpointRow } from '../db/repositories/webhooks.ts';
+import {
+  lockWebhookEndpoint,
+  rotateWebhookSecret,
+  upsertWebhookEndpoint,
+  type WebhookEndpointRow,
+} from '../db/repositories/webhooks.ts';
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { checkEndpointUrl, generateWebhookSecret } from '../domain/webhooks.ts';
@@ -25,7 +30,12 @@ export class WebhookEndpointService {
    * change it). URLs that are, or resolve to, addresses the mode may not reach are refused. The audit
    * row records the URL before and after, never the secret.
    */
-  async setEndpoint(tenantId: string, mode: Mode, rawUrl: string, actor: AuditActor): Promise<{ url: string; secret: string }> {
+  async setEndpoint(
+    tenantId: string,
+    mode: Mode,
+    rawUrl: string,
+    actor: AuditActor,
+  ): Promise<{ url: string; secret: string }> {
     await this.customerTenant(tenantId);
     const url = await validEndpointUrl(rawUrl, mode, this.settings.ownOrigin);
     const endpoint = await this.db.transaction(async (tx) => {
@@ -44,14 +54,24 @@ export class WebhookEndpointService {
   }
 
   /** A new secret; the old one keeps signing (second signature) for WEBHOOK_SECRET_OVERLAP_HOURS. */
-  async rotateSecret(tenantId: string, mode: Mode, actor: AuditActor): Promise<{ secret: string; previousSecretExpiresAt: string }> {
+  async rotateSecret(
+    tenantId: string,
+    mode: Mode,
+    actor: AuditActor,
+  ): Promise<{ secret: string; previousSecretExpiresAt: string }> {
     await this.customerTenant(tenantId);
     const now = this.clock.now();
     const previousExpiresAt = new Date(now.getTime() + Math.round(this.settings.secretOverlapHours * HOUR_MS));
     const rotated = await this.db.transaction(async (tx) => {
       const before = await lockWebhookEndpoint(tx, tenantId, mode);
       if (!before) return undefined;
-      const row = await rotateWebhookSecret(tx, { tenantId, mode, newSecret: generateWebhookSecret(), previousExpiresAt, at: now });
+      const row = await rotateWebhookSecret(tx, {
+        tenantId,
+        mode,
+        newSecret: generateWebhookSecret(),
+        previousExpiresAt,
+        at: now,
+      });
       assert(row, `the webhook endpoint of ${tenantId} (${mode}), locked, vanished before its rotation`);
       // When each secret was set and until when the old one signs: which secrets, never.
       await recordAudit(tx, {
@@ -63,7 +83,10 @@ export class WebhookEndpointService {
       });
       return row;
     });
-    if (!rotated) throw notFound(`webhook endpoint for this tenant in ${mode} mode (set one with PUT /v1/admin/tenants/{id}/webhook-endpoint first)`);
+    if (!rotated)
+      throw notFound(
+        `webhook endpoint for this tenant in ${mode} mode (set one with PUT /v1/admin/tenants/{id}/webhook-endpoint first)`,
+      );
     return { secret: rotated.secret, previousSecretExpiresAt: previousExpiresAt.toISOString() };
   }
 
@@ -89,7 +112,15 @@ async function validEndpointUrl(rawUrl: string, mode: Mode, ownOrigin?: string):
 }
 
 /** Upsert with a fresh secret for a new endpoint (also used by the first-start bootstrap). */
-export async function setWebhookEndpoint(db: Queryable, endpoint: { tenantId: string; mode: Mode; url: string; at: Date }): Promise<WebhookEndpointRow> {
+export async function setWebhookEndpoint(
+  db: Queryable,
+  endpoint: { tenantId: string; mode: Mode; url: string; at: Date },
+): Promise<WebhookEndpointRow> {
   const url = new URL(endpoint.url);
-  return upsertWebhookEndpoint(db, { ...endpoint, url: url.href, origin: url.origin, secretIfNew: generateWebhookSecret() });
+  return upsertWebhookEndpoint(db, {
+    ...endpoint,
+    url: url.href,
+    origin: url.origin,
+    secretIfNew: generateWebhookSecret(),
+  });
 }

@@ -8,7 +8,6 @@ import { isIP, type LookupFunction } from 'node:net';
 import { forbiddenAddressText, mayReachAddress } from '../domain/webhooks.ts';
 import type { Mode } from '../domain/partition.ts';
 
-
 export class ForbiddenDestinationError extends Error {
   readonly code = 'EDESTINATIONFORBIDDEN';
   constructor(host: string, mode: Mode) {
@@ -17,7 +16,10 @@ export class ForbiddenDestinationError extends Error {
   }
 }
 
-type Resolver = (hostname: string, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+type Resolver = (
+  hostname: string,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 const systemResolver: Resolver = (hostname, callback) => dns.lookup(hostname, { all: true, verbatim: true }, callback);
 
@@ -29,11 +31,13 @@ export function guardedLookup(mode: Mode, resolve: Resolver = systemResolver): L
   return ((hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
     resolve(hostname, (error, addresses) => {
       if (error) return callback(error);
-      const wanted = options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
+      const wanted =
+        options.family === 4 || options.family === 6 ? addresses.filter((a) => a.family === options.family) : addresses;
       if (addresses.length === 0 || wanted.length === 0) {
         return callback(Object.assign(new Error(`${hostname} did not resolve`), { code: 'ENOTFOUND' }));
       }
-      if (addresses.some((a) => !mayReachAddress(mode, a.address))) return callback(new ForbiddenDestinationError(hostname, mode));
+      if (addresses.some((a) => !mayReachAddress(mode, a.address)))
+        return callback(new ForbiddenDestinationError(hostname, mode));
       if (options.all) return callback(null, wanted);
       return callback(null, wanted[0]!.address, wanted[0]!.family);
     });
@@ -48,10 +52,17 @@ const CONFIG_LOOKUP_TIMEOUT_MS = 3000;
  * accepted: it can only ever be reached through the delivery-time check, which refuses it if it
  * then resolves somewhere the mode may not reach.
  */
-export async function checkEndpointHost(hostname: string, mode: Mode, resolve: Resolver = systemResolver): Promise<{ ok: true } | { ok: false; message: string }> {
+export async function checkEndpointHost(
+  hostname: string,
+  mode: Mode,
+  resolve: Resolver = systemResolver,
+): Promise<{ ok: true } | { ok: false; message: string }> {
   const host = hostname.replace(/^\[|\]$/g, '');
   const inMode = mode === 'live' ? ' in live mode' : '';
-  if (isIP(host) !== 0) return mayReachAddress(mode, host) ? { ok: true } : { ok: false, message: `must not point at ${forbiddenAddressText(mode)}${inMode}` };
+  if (isIP(host) !== 0)
+    return mayReachAddress(mode, host)
+      ? { ok: true }
+      : { ok: false, message: `must not point at ${forbiddenAddressText(mode)}${inMode}` };
   const addresses = await new Promise<LookupAddress[]>((done) => {
     const timer = setTimeout(() => done([]), CONFIG_LOOKUP_TIMEOUT_MS);
     resolve(host, (error, found) => {

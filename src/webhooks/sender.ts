@@ -77,7 +77,8 @@ export class HttpWebhookTransport implements WebhookTransport {
   /** The agent for this request, or the address it may not reach (a literal never goes through `lookup`). */
   private route(req: WebhookRequest): { agent: Agent } | { forbidden: string } {
     const url = new URL(req.url);
-    if (req.mode === 'test' && this.settings.ownOrigin !== undefined && url.origin === this.settings.ownOrigin) return { agent: this.ownAgent };
+    if (req.mode === 'test' && this.settings.ownOrigin !== undefined && url.origin === this.settings.ownOrigin)
+      return { agent: this.ownAgent };
     const host = url.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host) !== 0 && !mayReachAddress(req.mode, host)) return { forbidden: host };
     return { agent: req.mode === 'live' ? this.liveAgent : this.testAgent };
@@ -88,7 +89,12 @@ export class HttpWebhookTransport implements WebhookTransport {
     const elapsed = () => Math.max(0, Math.round(performance.now() - startedAt));
     const route = this.route(req);
     if ('forbidden' in route) {
-      return { statusCode: null, ok: false, error: new ForbiddenDestinationError(route.forbidden, req.mode).message, durationMs: elapsed() };
+      return {
+        statusCode: null,
+        ok: false,
+        error: new ForbiddenDestinationError(route.forbidden, req.mode).message,
+        durationMs: elapsed(),
+      };
     }
     const controller = new AbortController();
     // The hard limit does not rely on the client honouring the abort: every wait races it.
@@ -118,12 +124,19 @@ export class HttpWebhookTransport implements WebhookTransport {
         if (controller.signal.aborted) throw error;
       }
       if (statusCode >= 200 && statusCode < 300) return { statusCode, ok: true, error: null, durationMs: elapsed() };
-      const error = statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode}: redirects are not followed` : `HTTP ${statusCode}`;
+      const error =
+        statusCode >= 300 && statusCode < 400 ? `HTTP ${statusCode}: redirects are not followed` : `HTTP ${statusCode}`;
       return { statusCode, ok: false, error, durationMs: elapsed() };
     } catch (error) {
       if (controller.signal.aborted) {
         const what = statusCode === null ? 'no response' : `HTTP ${statusCode} but the body did not finish`;
-        return { statusCode, ok: false, error: `timed out after ${this.settings.timeoutMs} ms (${what})`, durationMs: elapsed(), timedOut: true };
+        return {
+          statusCode,
+          ok: false,
+          error: `timed out after ${this.settings.timeoutMs} ms (${what})`,
+          durationMs: elapsed(),
+          timedOut: true,
+        };
       }
       return { statusCode, ok: false, error: errorText(error), durationMs: elapsed() };
     } finally {

@@ -35,7 +35,11 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
     services.clock,
     services.railRegistry,
     services.outcomes,
-    { intervalMs: config.reaperIntervalMs, railTimeoutMs: config.sandboxRailTimeoutMs, railQueueMaxAgeMs: config.railQueueMaxAgeS * 1000 },
+    {
+      intervalMs: config.reaperIntervalMs,
+      railTimeoutMs: config.sandboxRailTimeoutMs,
+      railQueueMaxAgeMs: config.railQueueMaxAgeS * 1000,
+    },
     log,
     services.metrics,
   );
@@ -44,20 +48,84 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
   const purge = new IdempotencyPurge(services.db, services.clock);
   const inboxPurge = new RailInboxPurge(services.db, services.clock);
   const reportFold = new ReportFold(services.db, log);
-  const reconciliation = new ReconciliationWorker(services.reconciliation, services.clock, config.reconcileIntervalS, log);
-  const statementPull = new RailStatementPullWorker(services.railStatementPulls, services.clock, config.railStatementPullAtMinutes, log);
-  const auditArchive = new AuditArchiveWorker(new AuditArchiver(services.db, services.clock, { retentionDays: config.auditRetentionDays, dir: config.auditArchiveDir }), log);
+  const reconciliation = new ReconciliationWorker(
+    services.reconciliation,
+    services.clock,
+    config.reconcileIntervalS,
+    log,
+  );
+  const statementPull = new RailStatementPullWorker(
+    services.railStatementPulls,
+    services.clock,
+    config.railStatementPullAtMinutes,
+    log,
+  );
+  const auditArchive = new AuditArchiveWorker(
+    new AuditArchiver(services.db, services.clock, {
+      retentionDays: config.auditRetentionDays,
+      dir: config.auditArchiveDir,
+    }),
+    log,
+  );
   const metrics = services.metrics;
   const loops: RunningLoop[] = [
-    startLoop({ name: 'webhook-dispatcher', intervalMs: config.dispatcherIntervalMs, runOnce: () => dispatcher.runOnce(), log, metrics }),
+    startLoop({
+      name: 'webhook-dispatcher',
+      intervalMs: config.dispatcherIntervalMs,
+      runOnce: () => dispatcher.runOnce(),
+      log,
+      metrics,
+    }),
     startLoop({ name: 'reaper', intervalMs: config.reaperIntervalMs, runOnce: () => reaper.runOnce(), log, metrics }),
-    startLoop({ name: 'daily-close', intervalMs: DAILY_CLOSE_INTERVAL_MS, runOnce: () => close.runOnce(), log, metrics }),
-    startLoop({ name: 'idempotency-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => purge.runOnce(), log, metrics }),
-    startLoop({ name: 'rail-inbox-purge', intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS, runOnce: () => inboxPurge.runOnce(), log, metrics }),
-    startLoop({ name: 'report-fold', intervalMs: config.reportFoldIntervalMs, runOnce: () => reportFold.runOnce(), log, metrics }),
-    startLoop({ name: 'reconciliation', intervalMs: RECONCILE_QUEUE_POLL_MS, runOnce: () => reconciliation.runOnce(), log, metrics }),
-    startLoop({ name: 'rail-statement-pull', intervalMs: STATEMENT_PULL_POLL_MS, runOnce: () => statementPull.runOnce(), log, metrics }),
-    startLoop({ name: 'audit-archive', intervalMs: AUDIT_ARCHIVE_POLL_MS, runOnce: () => auditArchive.runOnce(), log, metrics }),
+    startLoop({
+      name: 'daily-close',
+      intervalMs: DAILY_CLOSE_INTERVAL_MS,
+      runOnce: () => close.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'idempotency-purge',
+      intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS,
+      runOnce: () => purge.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'rail-inbox-purge',
+      intervalMs: IDEMPOTENCY_PURGE_INTERVAL_MS,
+      runOnce: () => inboxPurge.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'report-fold',
+      intervalMs: config.reportFoldIntervalMs,
+      runOnce: () => reportFold.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'reconciliation',
+      intervalMs: RECONCILE_QUEUE_POLL_MS,
+      runOnce: () => reconciliation.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'rail-statement-pull',
+      intervalMs: STATEMENT_PULL_POLL_MS,
+      runOnce: () => statementPull.runOnce(),
+      log,
+      metrics,
+    }),
+    startLoop({
+      name: 'audit-archive',
+      intervalMs: AUDIT_ARCHIVE_POLL_MS,
+      runOnce: () => auditArchive.runOnce(),
+      log,
+      metrics,
+    }),
   ];
   return {
     names: loops.map((loop) => loop.name),
@@ -73,13 +141,20 @@ export function startWorkers(services: Services, log: FastifyBaseLogger): Runnin
  * The webhook dispatcher of this process, configured by the WEBHOOK_* knobs.
  * @internal Exported for its tests, not used elsewhere.
  */
-export function webhookDispatcherOf(services: Pick<Services, 'config' | 'db' | 'clock'> & Partial<Pick<Services, 'metrics'>>, log?: FastifyBaseLogger): WebhookDispatcher {
+export function webhookDispatcherOf(
+  services: Pick<Services, 'config' | 'db' | 'clock'> & Partial<Pick<Services, 'metrics'>>,
+  log?: FastifyBaseLogger,
+): WebhookDispatcher {
   const { config } = services;
   const originConcurrency = originShareOf(config.webhookConcurrency);
   return new WebhookDispatcher(
     services.db,
     services.clock,
-    new HttpWebhookTransport({ timeoutMs: config.webhookTimeoutMs, connectionsPerOrigin: originConcurrency, ownOrigin: ownOriginOf(config) }),
+    new HttpWebhookTransport({
+      timeoutMs: config.webhookTimeoutMs,
+      connectionsPerOrigin: originConcurrency,
+      ownOrigin: ownOriginOf(config),
+    }),
     {
       timeoutMs: config.webhookTimeoutMs,
       backoffScale: config.webhookBackoffScale,
@@ -102,10 +177,19 @@ const SANDBOX_PREFUNDING_MINOR = 100_000_000_000n;
 export function bootstrapSteps(_config: Config): BootstrapStep[] {
   return [
     async (tx, sandbox) => {
-      await lockAndPostEntry(tx, { tenantId: sandbox.tenantId, mode: 'test' }, fundingEntry('BS', SANDBOX_PREFUNDING_MINOR));
+      await lockAndPostEntry(
+        tx,
+        { tenantId: sandbox.tenantId, mode: 'test' },
+        fundingEntry('BS', SANDBOX_PREFUNDING_MINOR),
+      );
     },
     async (tx, sandbox) => {
-      await setWebhookEndpoint(tx, { tenantId: sandbox.tenantId, mode: 'test', url: sandboxSinkUrl(sandbox.baseUrl), at: new Date() });
+      await setWebhookEndpoint(tx, {
+        tenantId: sandbox.tenantId,
+        mode: 'test',
+        url: sandboxSinkUrl(sandbox.baseUrl),
+        at: new Date(),
+      });
     },
   ];
 }

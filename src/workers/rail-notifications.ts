@@ -39,7 +39,11 @@ export class RailNotifications {
     for (const rail of this.rails.all()) {
       let notifications: RailNotification[];
       try {
-        notifications = await bounded(rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX), this.railTimeoutMs, 'the pending notifications');
+        notifications = await bounded(
+          rail.pendingNotifications(NOTIFICATIONS_BATCH_MAX),
+          this.railTimeoutMs,
+          'the pending notifications',
+        );
       } catch (error) {
         // One rail that does not answer does not keep the others' notifications waiting; the pass
         // still fails (counted by the loop) once they are handled.
@@ -54,7 +58,15 @@ export class RailNotifications {
         } catch (error) {
           rethrowInvariant(error);
           // Not acknowledged: the rail hands it out again on a later pass.
-          this.log?.warn({ rail: rail.name, notification: notification.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: a rail notification is not applied yet');
+          this.log?.warn(
+            {
+              rail: rail.name,
+              notification: notification.id,
+              code: pgErrorCode(error),
+              message: (error as Error)?.message,
+            },
+            'reaper: a rail notification is not applied yet',
+          );
         }
       });
       handled += notifications.length;
@@ -77,7 +89,11 @@ export class RailNotifications {
     const notified = { id: notification.id, raw: jsonOf(notification), occurredAt: notification.occurredAt };
     if (notification.doubt) {
       // Not believed (an amount or bank reference we cannot read): its anomaly is opened, the payment asked about again.
-      await this.outcomes.apply(payment, { status: 'unconfirmed', doubt: notification.doubt }, { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff', notification: notified });
+      await this.outcomes.apply(
+        payment,
+        { status: 'unconfirmed', doubt: notification.doubt },
+        { actor: 'provider_event', settledReason: 'resolved_by_reaper', recheck: 'backoff', notification: notified },
+      );
       return;
     }
     let current = payment;
@@ -87,7 +103,11 @@ export class RailNotifications {
       // repeats it); one it does not show settled leaves the return a contradiction.
       const lookup = await bounded(rail.lookup(current.id, current.mode), this.railTimeoutMs, 'a lookup');
       if (lookup.status === 'settled' || lookup.status === 'failed' || lookup.status === 'reversed') {
-        current = await this.outcomes.apply(current, lookup, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+        current = await this.outcomes.apply(current, lookup, {
+          actor: 'reaper',
+          settledReason: 'resolved_by_reaper',
+          recheck: 'backoff',
+        });
       }
     }
     await this.outcomes.apply(current, reportOfNotification(notification), {
@@ -104,7 +124,10 @@ export class RailNotifications {
    * return is never dropped for it). A payment carried by another rail is not this rail's.
    */
   private async paymentNamedBy(rail: RailAdapter, notification: RailNotification): Promise<PaymentRow | undefined> {
-    const keyed = notification.tenantId && notification.mode ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference) : undefined;
+    const keyed =
+      notification.tenantId && notification.mode
+        ? await findPayment(this.db, notification.tenantId, notification.mode, notification.reference)
+        : undefined;
     const payment = keyed ?? (await findPaymentById(this.db, notification.reference));
     return payment && this.rails.railOf(payment) === rail ? payment : undefined;
   }
@@ -141,7 +164,8 @@ export class RailNotifications {
     if (!opened.created) return;
     this.metrics?.anomalyRecorded(kind);
     const line = { anomalyId: opened.id, kind, mode, rail: rail.name, notification: notification.id };
-    const message = 'anomaly: the rail notified about a reference we have no payment for; it waits for an operator (GET /v1/admin/anomalies)';
+    const message =
+      'anomaly: the rail notified about a reference we have no payment for; it waits for an operator (GET /v1/admin/anomalies)';
     // A test program's own contradiction moves no money: no one is paged for it.
     if (mode === 'test') this.log?.info(line, message);
     else this.log?.error(line, message);
@@ -153,10 +177,20 @@ function reportOfNotification(notification: RailNotification): RailReport & Fina
   const amount = notification.amountMinor === undefined ? {} : { amountMinor: notification.amountMinor };
   switch (notification.kind) {
     case 'settled':
-      return { status: 'settled', bankReference: notification.bankReference, settledAt: notification.settledAt ?? notification.occurredAt, ...amount };
+      return {
+        status: 'settled',
+        bankReference: notification.bankReference,
+        settledAt: notification.settledAt ?? notification.occurredAt,
+        ...amount,
+      };
     case 'failed':
       return { status: 'failed', reason: notification.reason, ...amount };
     case 'reversed':
-      return { status: 'reversed', reason: notification.reason, ...(notification.bankReference === undefined ? {} : { bankReference: notification.bankReference }), ...amount };
+      return {
+        status: 'reversed',
+        reason: notification.reason,
+        ...(notification.bankReference === undefined ? {} : { bankReference: notification.bankReference }),
+        ...amount,
+      };
   }
 }

@@ -41,7 +41,12 @@ export class RailQueue {
 
   async runOnce(): Promise<RailQueuePass> {
     const now = this.clock.now();
-    const waiting = await claimWaitingPayments(this.db, now, new Date(now.getTime() + RAIL_QUEUE_RECHECK_MS), RAIL_QUEUE_BATCH_MAX);
+    const waiting = await claimWaitingPayments(
+      this.db,
+      now,
+      new Date(now.getTime() + RAIL_QUEUE_RECHECK_MS),
+      RAIL_QUEUE_BATCH_MAX,
+    );
     const admitted: PaymentRow[] = [];
     // In arrival order, one at a time: an earlier payment is admitted (and so sent) before a later one.
     for (const payment of waiting) {
@@ -50,7 +55,10 @@ export class RailQueue {
         if (row) admitted.push(row);
       } catch (error) {
         rethrowInvariant(error);
-        this.log?.warn({ paymentId: payment.id, code: pgErrorCode(error), message: (error as Error)?.message }, 'rail queue: could not release a waiting payment; it is looked at again');
+        this.log?.warn(
+          { paymentId: payment.id, code: pgErrorCode(error), message: (error as Error)?.message },
+          'rail queue: could not release a waiting payment; it is looked at again',
+        );
       }
     }
     return { admitted, full: waiting.length === RAIL_QUEUE_BATCH_MAX };
@@ -63,8 +71,15 @@ export class RailQueue {
 
   private async release(payment: PaymentRow, now: Date): Promise<PaymentRow | undefined> {
     if (now.getTime() - payment.created_at.getTime() >= this.maxAgeMs) {
-      await this.outcomes.apply(payment, { status: 'failed', reason: 'bank_unreachable' }, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff', onlyFrom: ['pending'] });
-      this.log?.warn({ paymentId: payment.id, rail: payment.rail, waitedMs: now.getTime() - payment.created_at.getTime() }, 'rail queue: no rail admitted the payout within RAIL_QUEUE_MAX_AGE_S; failed bank_unreachable, its money returned');
+      await this.outcomes.apply(
+        payment,
+        { status: 'failed', reason: 'bank_unreachable' },
+        { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff', onlyFrom: ['pending'] },
+      );
+      this.log?.warn(
+        { paymentId: payment.id, rail: payment.rail, waitedMs: now.getTime() - payment.created_at.getTime() },
+        'rail queue: no rail admitted the payout within RAIL_QUEUE_MAX_AGE_S; failed bank_unreachable, its money returned',
+      );
       return undefined;
     }
     const rail = await this.rails.railForWaiting(payment);

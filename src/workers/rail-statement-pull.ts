@@ -30,8 +30,13 @@ export class RailStatementPullWorker {
       const pull = await this.pulls.pull(rail, day, { actor: SERVICE_ACTOR, force: false });
       if (!pull) continue;
       const state = pullStateOf(pull, this.clock.now());
-      if (state === 'done') this.log.info({ rail, day, statementId: pull.statement_id }, 'rail statement pulled and matched');
-      else this.log.warn({ rail, day, state, attempts: pull.attempts, error: pull.last_error, nextAttemptAt: pull.next_attempt_at }, 'rail statement pull failed');
+      if (state === 'done')
+        this.log.info({ rail, day, statementId: pull.statement_id }, 'rail statement pulled and matched');
+      else
+        this.log.warn(
+          { rail, day, state, attempts: pull.attempts, error: pull.last_error, nextAttemptAt: pull.next_attempt_at },
+          'rail statement pull failed',
+        );
     }
     return false;
   }

@@ -1,5 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
-import { claimUnresolvedPayments, deferResolution, nextResolutionDue, type PaymentRow } from '../db/repositories/payments.ts';
+import {
+  claimUnresolvedPayments,
+  deferResolution,
+  nextResolutionDue,
+  type PaymentRow,
+} from '../db/repositories/payments.ts';
 import { pgErrorCode, type Database } from '../db/database.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { RailReport } from '../domain/commit/outcome-decision.ts';
@@ -98,7 +103,12 @@ export class Reaper {
     const queue = await this.railQueue.runOnce();
     this.admittedNow = new Set(queue.admitted.map((payment) => payment.id));
     const now = this.clock.now();
-    const claimed = await claimUnresolvedPayments(this.db, now, new Date(now.getTime() + this.leaseMs), REAPER_BATCH_MAX);
+    const claimed = await claimUnresolvedPayments(
+      this.db,
+      now,
+      new Date(now.getTime() + this.leaseMs),
+      REAPER_BATCH_MAX,
+    );
     // Answers are applied as they come: the outcome commits fill up while other questions are out.
     const applied: Array<Promise<void>> = [];
     const { known, unanswered } = await this.lookUpInBulk(claimed);
@@ -108,7 +118,10 @@ export class Reaper {
     // The rail each payment the rail has not heard of is on now, read once for the pass: those are the
     // ones it may send (nothing else moves a payment between this read and its send: the payout path
     // moves only a payment it is still sending, which `ask` leaves alone).
-    const railsNow = await railsOfPayments(this.db, asked.filter((payment) => known.get(payment)?.status === 'not_found'));
+    const railsNow = await railsOfPayments(
+      this.db,
+      asked.filter((payment) => known.get(payment)?.status === 'not_found'),
+    );
     await forEachBounded(asked, REAPER_RAIL_CONCURRENCY, async (payment) => {
       const report = await this.ask(payment, known.get(payment), railsNow);
       if (report === undefined) this.metrics?.resolution('error');
@@ -124,13 +137,14 @@ export class Reaper {
     return next === undefined ? false : Math.max(REAPER_PAUSE_MIN_MS, next.getTime() - this.clock.now().getTime());
   }
 
-
   /**
    * The statuses a rail can give in one call (RailAdapter.lookupMany), for every claimed payment of
    * that rail and mode: one question per rail per pass instead of one per payment. A payment missing
    * from the answer (no bulk lookup, or the call failed) is asked on its own by `ask`.
    */
-  private async lookUpInBulk(claimed: readonly PaymentRow[]): Promise<{ known: Map<PaymentRow, RailLookup>; unanswered: Set<PaymentRow> }> {
+  private async lookUpInBulk(
+    claimed: readonly PaymentRow[],
+  ): Promise<{ known: Map<PaymentRow, RailLookup>; unanswered: Set<PaymentRow> }> {
     const known = new Map<PaymentRow, RailLookup>();
     const unanswered = new Set<PaymentRow>();
     const groups = new Map<RailAdapter, { test: PaymentRow[]; live: PaymentRow[] }>();
@@ -146,8 +160,18 @@ export class Reaper {
         const payments = byMode[mode];
         if (payments.length === 0) continue;
         try {
-          const answers = await bounded(rail.lookupMany!(payments.map((payment) => payment.id), mode), this.settings.railTimeoutMs, `a bulk lookup of ${payments.length}`);
-          assert(answers.length === payments.length, `the rail answered ${answers.length} of ${payments.length} lookups`);
+          const answers = await bounded(
+            rail.lookupMany!(
+              payments.map((payment) => payment.id),
+              mode,
+            ),
+            this.settings.railTimeoutMs,
+            `a bulk lookup of ${payments.length}`,
+          );
+          assert(
+            answers.length === payments.length,
+            `the rail answered ${answers.length} of ${payments.length} lookups`,
+          );
           this.rails.answered(rail.name);
           payments.forEach((payment, i) => known.set(payment, answers[i]!));
         } catch (error) {
@@ -156,9 +180,21 @@ export class Reaper {
             // A rail that does not answer one question will not answer 200: this pass leaves them,
             // and each is asked again when its lease expires.
             for (const payment of payments) unanswered.add(payment);
-            this.log?.warn({ rail: rail.name, mode, payments: payments.length, message: error.message }, 'reaper: the rail did not answer the bulk lookup; asking again later');
+            this.log?.warn(
+              { rail: rail.name, mode, payments: payments.length, message: error.message },
+              'reaper: the rail did not answer the bulk lookup; asking again later',
+            );
           } else {
-            this.log?.warn({ rail: rail.name, mode, payments: payments.length, code: pgErrorCode(error), message: (error as Error)?.message }, 'reaper: the bulk lookup failed; asking one by one');
+            this.log?.warn(
+              {
+                rail: rail.name,
+                mode,
+                payments: payments.length,
+                code: pgErrorCode(error),
+                message: (error as Error)?.message,
+              },
+              'reaper: the bulk lookup failed; asking one by one',
+            );
           }
         }
       }
@@ -172,12 +208,19 @@ export class Reaper {
    * payout path may still be sending (the first look can come before the send has ended: a short
    * sandbox settle delay): only the payout path may send it until then.
    */
-  private async ask(payment: PaymentRow, known: RailLookup | undefined, railsNow: ReadonlyMap<string, string | null>): Promise<RailReport | { deferUntil: Date } | undefined> {
+  private async ask(
+    payment: PaymentRow,
+    known: RailLookup | undefined,
+    railsNow: ReadonlyMap<string, string | null>,
+  ): Promise<RailReport | { deferUntil: Date } | undefined> {
     const rail = this.rails.railOf(payment);
     if (!rail) {
       // Its rail is not configured in this process (removed, or a worker configured unlike the API):
       // asked again later, and never of another rail.
-      this.log?.warn({ paymentId: payment.id, rail: payment.rail, mode: payment.mode }, 'reaper: the payment is on a rail this process does not have; configure it to resolve the payment');
+      this.log?.warn(
+        { paymentId: payment.id, rail: payment.rail, mode: payment.mode },
+        'reaper: the payment is on a rail this process does not have; configure it to resolve the payment',
+      );
       return undefined;
     }
     try {
@@ -185,13 +228,23 @@ export class Reaper {
       if (lookup.status !== 'not_found') return lookup;
       const sendEnds = payment.created_at.getTime() + this.sendEndsMs;
       // A payout batch's payment has no payout path sending it: the reaper is its sender.
-      const beingSent = payment.status === 'submitted' && payment.batch_id === null && !this.admittedNow.has(payment.id) && this.clock.now().getTime() < sendEnds;
+      const beingSent =
+        payment.status === 'submitted' &&
+        payment.batch_id === null &&
+        !this.admittedNow.has(payment.id) &&
+        this.clock.now().getTime() < sendEnds;
       if (beingSent) return { deferUntil: new Date(sendEnds) };
       // Committed but never sent (a payout batch's, or the payout path died first): send it now, by the same reference, to
       // the rail it is on now (the payout path may have moved it since this pass claimed it).
       if (payment.check_attempts > RESEND_QUESTIONS_MAX) {
         // The same answer each time: one anomaly per payment (its dedup key is what the rail said).
-        return { status: 'unconfirmed', doubt: { kind: 'resend_exhausted', theirs: { rail: rail.name, answer: 'not_found', resendsMax: String(RESEND_QUESTIONS_MAX) } } };
+        return {
+          status: 'unconfirmed',
+          doubt: {
+            kind: 'resend_exhausted',
+            theirs: { rail: rail.name, answer: 'not_found', resendsMax: String(RESEND_QUESTIONS_MAX) },
+          },
+        };
       }
       assert(payment.sender, `payment ${payment.id} reached the rail without a sender`);
       const railNow = railsNow.has(payment.id) ? railsNow.get(payment.id) : await railOfPayment(this.db, payment);
@@ -227,7 +280,11 @@ export class Reaper {
 
   private async apply(payment: PaymentRow, report: RailReport): Promise<void> {
     try {
-      const applied = await this.outcomes.applyWithDetail(payment, report, { actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' });
+      const applied = await this.outcomes.applyWithDetail(payment, report, {
+        actor: 'reaper',
+        settledReason: 'resolved_by_reaper',
+        recheck: 'backoff',
+      });
       this.metrics?.resolution(resolutionOf(applied.payment.status, applied.moved));
     } catch (error) {
       this.metrics?.resolution('error');

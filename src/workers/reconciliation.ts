@@ -1,6 +1,10 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Clock } from '../domain/clock.ts';
-import { RUNS_PER_DRAIN_MAX, RUNS_PURGED_PER_PASS_MAX, type ReconciliationService } from '../services/reconciliation.ts';
+import {
+  RUNS_PER_DRAIN_MAX,
+  RUNS_PURGED_PER_PASS_MAX,
+  type ReconciliationService,
+} from '../services/reconciliation.ts';
 import type { PassOutcome } from './run-loop.ts';
 
 /**

@@ -17,7 +17,8 @@ export class ReportFold {
   /** One pass; never asks for another at once (the next interval's changes are the next pass's). */
   async runOnce(): Promise<false> {
     const result = await foldReportRollups(this.db);
-    if (result.built) this.log.info({ paymentChanges: result.paymentChanges, deliveries: result.deliveries }, 'report rollups built');
+    if (result.built)
+      this.log.info({ paymentChanges: result.paymentChanges, deliveries: result.deliveries }, 'report rollups built');
     return false;
   }
 }

@@ -65,13 +65,19 @@ export function startLoop(options: LoopOptions): RunningLoop {
         if (error instanceof InvariantError) {
           // A bug, not a condition of the world: passing again would only repeat it. The loop's
           // promise rejects, unhandled, and the process stops (its supervisor starts it again).
-          options.log.fatal({ worker: options.name, message: error.message }, 'worker pass broke an invariant; stopping');
+          options.log.fatal(
+            { worker: options.name, message: error.message },
+            'worker pass broke an invariant; stopping',
+          );
           throw error;
         }
         failures += 1;
         options.metrics?.workerPass(options.name, false);
         // Only the code and message: a driver error's detail may quote parameters.
-        options.log.error({ worker: options.name, code: (error as { code?: string })?.code, message: (error as Error)?.message }, 'worker pass failed');
+        options.log.error(
+          { worker: options.name, code: (error as { code?: string })?.code, message: (error as Error)?.message },
+          'worker pass failed',
+        );
       }
       if (stopped) break;
       if (failures > 0) await sleep(Math.min(options.intervalMs * 2 ** Math.min(failures, 20), backoffMaxMs));

@@ -82,7 +82,11 @@ export interface ClaimedEvent extends ClaimedEventRow {
  */
 export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
-  private readonly unrecorded: Array<{ record: AttemptRecord; resolve: (recorded: boolean) => void; reject: (error: unknown) => void }> = [];
+  private readonly unrecorded: Array<{
+    record: AttemptRecord;
+    resolve: (recorded: boolean) => void;
+    reject: (error: unknown) => void;
+  }> = [];
   private recording = false;
   private readonly perOrigin = new Map<string, number>();
   private readonly originMax: number;
@@ -98,7 +102,10 @@ export class WebhookDispatcher {
     private readonly metrics?: MoneyMetrics,
   ) {
     assert(settings.concurrency >= 1, 'dispatcher concurrency must be at least 1');
-    this.originMax = Math.max(1, Math.min(settings.concurrency, settings.originConcurrency ?? originShareOf(settings.concurrency)));
+    this.originMax = Math.max(
+      1,
+      Math.min(settings.concurrency, settings.originConcurrency ?? originShareOf(settings.concurrency)),
+    );
     this.batchMax = Math.max(1, settings.batchMax ?? DISPATCH_BATCH_MAX);
     this.pollIntervalMs = settings.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS;
   }
@@ -161,31 +168,56 @@ export class WebhookDispatcher {
   async claim(limit: number): Promise<ClaimedEvent[]> {
     const now = this.clock.now();
     const leaseToken = randomUUID();
-    const leaseUntil = new Date(now.getTime() + this.settings.timeoutMs + (this.settings.leaseMarginMs ?? DISPATCH_LEASE_MARGIN_MS));
+    const leaseUntil = new Date(
+      now.getTime() + this.settings.timeoutMs + (this.settings.leaseMarginMs ?? DISPATCH_LEASE_MARGIN_MS),
+    );
     const inFlight = [...this.perOrigin].map(([origin, count]) => ({ origin, count }));
     // One statement on the relaxed handle: atomic on its own, and the dispatcher's own bookkeeping
     // may skip the WAL flush wait (see ASYNC_COMMIT_NOTE) — one round trip instead of four.
-    const rows = await claimDueEvents(relaxedOf(this.db), { now, leaseUntil, leaseToken, limit, originMax: this.originMax, inFlight, scanMax: limit * CLAIM_SCAN_FACTOR });
+    const rows = await claimDueEvents(relaxedOf(this.db), {
+      now,
+      leaseUntil,
+      leaseToken,
+      limit,
+      originMax: this.originMax,
+      inFlight,
+      scanMax: limit * CLAIM_SCAN_FACTOR,
+    });
     const taken = new Map<string, number>();
     for (const row of rows) if (row.origin !== null) taken.set(row.origin, (taken.get(row.origin) ?? 0) + 1);
     for (const [origin, count] of taken) {
-      assert(count + (this.perOrigin.get(origin) ?? 0) <= this.originMax, `claimed ${count} events for a receiver beyond its free slots`);
+      assert(
+        count + (this.perOrigin.get(origin) ?? 0) <= this.originMax,
+        `claimed ${count} events for a receiver beyond its free slots`,
+      );
     }
     return rows.map((row) => ({ ...row, leaseToken }));
   }
 
   /** Sends one attempt (attempts + 1) of a claimed event; records nothing. */
   async send(event: ClaimedEvent): Promise<WebhookResponse> {
-    if (event.url === null || event.secret === null) return { statusCode: null, ok: false, error: NO_ENDPOINT_ERROR, durationMs: 0 };
+    if (event.url === null || event.secret === null)
+      return { statusCode: null, ok: false, error: NO_ENDPOINT_ERROR, durationMs: 0 };
     const attempt = event.attempts + 1;
     const eventId = event.id.toString();
     const body = deliveryBody({ id: eventId, eventType: event.event_type, attempt, payloadText: event.payload_text });
     const now = this.clock.now();
     const secrets = signingSecrets(
-      { secret: event.secret, previousSecret: event.previous_secret, previousSecretExpiresAt: event.previous_secret_expires_at },
+      {
+        secret: event.secret,
+        previousSecret: event.previous_secret,
+        previousSecretExpiresAt: event.previous_secret_expires_at,
+      },
       now,
     );
-    const headers = deliveryHeaders({ eventId, eventType: event.event_type, attempt, body, timestampMs: now.getTime(), secrets });
+    const headers = deliveryHeaders({
+      eventId,
+      eventType: event.event_type,
+      attempt,
+      body,
+      timestampMs: now.getTime(),
+      secrets,
+    });
     return this.transport.send({ url: event.url, mode: event.mode, headers, body });
   }
 
@@ -220,14 +252,27 @@ export class WebhookDispatcher {
       this.flushRecords();
     });
     const eventId = event.id.toString();
-    if (!recorded) this.log?.warn({ eventId, attempt }, 'webhook attempt not recorded: the lease had passed to another dispatcher');
+    if (!recorded)
+      this.log?.warn({ eventId, attempt }, 'webhook attempt not recorded: the lease had passed to another dispatcher');
     else if (next.status === 'dead') {
       this.log?.warn(
-        { eventId, eventType: event.event_type, paymentId: event.aggregate_id, tenantId: event.tenant_id, mode: event.mode, attempt, statusCode: response.statusCode, error: response.error },
+        {
+          eventId,
+          eventType: event.event_type,
+          paymentId: event.aggregate_id,
+          tenantId: event.tenant_id,
+          mode: event.mode,
+          attempt,
+          statusCode: response.statusCode,
+          error: response.error,
+        },
         'webhook event dead: attempts exhausted (POST /v1/events/retry-dead sends it again)',
       );
-    }
-    else this.log?.debug({ eventId, attempt, ok: response.ok, statusCode: response.statusCode, durationMs: response.durationMs }, 'webhook attempt');
+    } else
+      this.log?.debug(
+        { eventId, attempt, ok: response.ok, statusCode: response.statusCode, durationMs: response.durationMs },
+        'webhook attempt',
+      );
     return recorded;
   }
 
@@ -240,7 +285,10 @@ export class WebhookDispatcher {
         const batch = this.unrecorded.splice(0, RECORD_BATCH_MAX);
         try {
           // One statement on the relaxed handle (see the claim).
-          const recorded = await recordAttempts(relaxedOf(this.db), batch.map((b) => b.record));
+          const recorded = await recordAttempts(
+            relaxedOf(this.db),
+            batch.map((b) => b.record),
+          );
           for (const b of batch) b.resolve(recorded.has(`${b.record.tenantId}:${b.record.eventId}`));
         } catch (error) {
           for (const b of batch) b.reject(error);

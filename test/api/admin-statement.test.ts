@@ -4,7 +4,15 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ManualClock } from '../support/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
-import { assertEnvelope, client, ENGINE, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  ENGINE,
+  startTestApp,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 import { beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
 
 const CUSTOMER = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b301';
@@ -12,7 +20,12 @@ const UNKNOWN = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 const PAGE_BOUND = 1000;
 
 /** Every row of a list from its first page, `limit` at a time, following next_cursor. */
-async function walk(api: Client, path: string, query: Record<string, string>, limit: number): Promise<Array<Record<string, unknown>>> {
+async function walk(
+  api: Client,
+  path: string,
+  query: Record<string, string>,
+  limit: number,
+): Promise<Array<Record<string, unknown>>> {
   const rows: Array<Record<string, unknown>> = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < PAGE_BOUND; pages += 1) {
@@ -28,7 +41,10 @@ async function walk(api: Client, path: string, query: Record<string, string>, li
 
 function assertInvalid(response: InjectResult, field: string): void {
   assertEnvelope(assert, response, 400, 'validation_failed');
-  assert.ok((response.body.error.meta.errors as Array<{ field: string }>).some((e) => e.field === field), response.raw);
+  assert.ok(
+    (response.body.error.meta.errors as Array<{ field: string }>).some((e) => e.field === field),
+    response.raw,
+  );
 }
 
 describe(`admin statement: GET /v1/admin/tenants/{id}/payments, on ${ENGINE}`, () => {
@@ -83,12 +99,16 @@ describe(`admin statement: GET /v1/admin/tenants/{id}/payments, on ${ENGINE}`, (
       const own = await walk(main.api, '/v1/payments', filter, 100);
       assert.ok(own.length > 0, `the filter ${JSON.stringify(filter)} selects something`);
       for (const limit of [1, 2, 100]) {
-        assert.deepEqual(await walk(admin, `/v1/admin/tenants/${main.tenantId}/payments`, { mode: 'test', ...filter }, limit), own, `${JSON.stringify(filter)}, limit ${limit}`);
+        assert.deepEqual(
+          await walk(admin, `/v1/admin/tenants/${main.tenantId}/payments`, { mode: 'test', ...filter }, limit),
+          own,
+          `${JSON.stringify(filter)}, limit ${limit}`,
+        );
       }
     }
     const all = await walk(admin, `/v1/admin/tenants/${main.tenantId}/payments`, { mode: 'test' }, 100);
     assert.equal(all.length, 5);
-    assert.ok(!all.some((row) => otherIds.includes(row.id as string)), "no payment of another tenant");
+    assert.ok(!all.some((row) => otherIds.includes(row.id as string)), 'no payment of another tenant');
   });
 
   it('answers the same page, default limit and cursor as the tenant gets', async () => {
@@ -96,8 +116,13 @@ describe(`admin statement: GET /v1/admin/tenants/{id}/payments, on ${ENGINE}`, (
     const read = await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&limit=2`);
     assert.equal(read.status, 200, read.raw);
     assert.deepEqual(read.body, own.body);
-    const rest = await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&cursor=${encodeURIComponent(read.body.next_cursor)}`);
-    assert.deepEqual(rest.body, (await main.api.get(`/v1/payments?cursor=${encodeURIComponent(own.body.next_cursor)}`)).body);
+    const rest = await admin.get(
+      `/v1/admin/tenants/${main.tenantId}/payments?mode=test&cursor=${encodeURIComponent(read.body.next_cursor)}`,
+    );
+    assert.deepEqual(
+      rest.body,
+      (await main.api.get(`/v1/payments?cursor=${encodeURIComponent(own.body.next_cursor)}`)).body,
+    );
   });
 
   it('reads the mode it names: the live statement of a tenant that paid only in test is empty', async () => {
@@ -110,19 +135,44 @@ describe(`admin statement: GET /v1/admin/tenants/{id}/payments, on ${ENGINE}`, (
     assertInvalid(await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=sandbox`), 'mode');
     assertInvalid(await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&status=paid`), 'status');
     assertInvalid(
-      await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&createdFrom=2026-03-09T17:00:00.000Z&createdBefore=2026-03-09T16:00:00.000Z`),
+      await admin.get(
+        `/v1/admin/tenants/${main.tenantId}/payments?mode=test&createdFrom=2026-03-09T17:00:00.000Z&createdBefore=2026-03-09T16:00:00.000Z`,
+      ),
       'createdFrom',
     );
-    assertInvalid(await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&metadata_key=order_id`), 'metadata_value');
+    assertInvalid(
+      await admin.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test&metadata_key=order_id`),
+      'metadata_value',
+    );
   });
 
   it('404 resource_not_found for an unknown tenant and for the platform tenant', async () => {
-    assertEnvelope(assert, await admin.get(`/v1/admin/tenants/${UNKNOWN}/payments?mode=test`), 404, 'resource_not_found');
-    assertEnvelope(assert, await admin.get(`/v1/admin/tenants/${PLATFORM_TENANT_ID}/payments?mode=test`), 404, 'resource_not_found');
+    assertEnvelope(
+      assert,
+      await admin.get(`/v1/admin/tenants/${UNKNOWN}/payments?mode=test`),
+      404,
+      'resource_not_found',
+    );
+    assertEnvelope(
+      assert,
+      await admin.get(`/v1/admin/tenants/${PLATFORM_TENANT_ID}/payments?mode=test`),
+      404,
+      'resource_not_found',
+    );
   });
 
   it("403 for a tenant's key, its own tenant included", async () => {
-    assertEnvelope(assert, await main.api.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test`), 403, 'scope_missing');
-    assertEnvelope(assert, await main.api.get(`/v1/admin/tenants/${other.tenantId}/payments?mode=test`), 403, 'scope_missing');
+    assertEnvelope(
+      assert,
+      await main.api.get(`/v1/admin/tenants/${main.tenantId}/payments?mode=test`),
+      403,
+      'scope_missing',
+    );
+    assertEnvelope(
+      assert,
+      await main.api.get(`/v1/admin/tenants/${other.tenantId}/payments?mode=test`),
+      403,
+      'scope_missing',
+    );
   });
 });

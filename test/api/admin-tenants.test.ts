@@ -2,9 +2,30 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
-import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  walkPages,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 
-const TENANT_KEYS = ['id', 'name', 'creditEnabled', 'creditLimit', 'creditLimits', 'feeBps', 'feeFixed', 'spreadBps', 'rejectInvalidAccounts', 'createdAt', 'updatedAt'];
+const TENANT_KEYS = [
+  'id',
+  'name',
+  'creditEnabled',
+  'creditLimit',
+  'creditLimits',
+  'feeBps',
+  'feeFixed',
+  'spreadBps',
+  'rejectInvalidAccounts',
+  'createdAt',
+  'updatedAt',
+];
 
 /** 400 validation_failed whose meta.errors names exactly this field. */
 function assertInvalid(response: InjectResult, field: string): void {
@@ -27,7 +48,8 @@ describe('GET /v1/admin/tenants', () => {
   };
 
   /** Every page from the first, `between` run after each page read. */
-  const walk = (limit: number, between?: () => Promise<void>) => walkPages(admin, '/v1/admin/tenants', limit, TENANT_KEYS, between);
+  const walk = (limit: number, between?: () => Promise<void>) =>
+    walkPages(admin, '/v1/admin/tenants', limit, TENANT_KEYS, between);
 
   before(async () => {
     t = await startTestApp();
@@ -39,13 +61,22 @@ describe('GET /v1/admin/tenants', () => {
 
   it('an empty platform lists nothing: the platform tenant itself is never listed', async () => {
     // startTestApp registers the platform key, hence the platform tenant, and no customer tenant.
-    const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM tenants WHERE id = $1', [PLATFORM_TENANT_ID]);
+    const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM tenants WHERE id = $1', [
+      PLATFORM_TENANT_ID,
+    ]);
     assert.equal(rows[0]!.n, 1n);
     assert.deepEqual((await admin.get('/v1/admin/tenants')).body, { data: [], has_more: false, next_cursor: null });
   });
 
   it('each item is the tenant exactly as GET /v1/admin/tenants/{id} returns it', async () => {
-    const id = await create({ creditEnabled: true, creditLimit: 5_000_000, creditLimits: { USD: 250_000 }, feeBps: 80, feeFixed: 100, spreadBps: 30 });
+    const id = await create({
+      creditEnabled: true,
+      creditLimit: 5_000_000,
+      creditLimits: { USD: 250_000 },
+      feeBps: 80,
+      feeFixed: 100,
+      spreadBps: 30,
+    });
     await admin.patch(`/v1/admin/tenants/${id}`, { name: 'Renamed' });
     const listed = (await admin.get('/v1/admin/tenants?limit=1')).body.data[0];
     assert.equal(listed.id, id);
@@ -74,7 +105,12 @@ describe('GET /v1/admin/tenants', () => {
     const order = all.map((row: { createdAt: string }) => row.createdAt);
     assert.deepEqual(order, [...order].sort().reverse(), 'createdAt descending');
     assert.deepEqual((await admin.get('/v1/admin/tenants?limit=100')).body.data, all);
-    for (const limit of [1, 4, 7]) assert.deepEqual((await walk(limit)).ids, all.map((row: { id: string }) => row.id), `limit ${limit}`);
+    for (const limit of [1, 4, 7])
+      assert.deepEqual(
+        (await walk(limit)).ids,
+        all.map((row: { id: string }) => row.id),
+        `limit ${limit}`,
+      );
     assert.ok(!all.some((row: { id: string }) => row.id === PLATFORM_TENANT_ID));
   });
 
@@ -89,7 +125,11 @@ describe('GET /v1/admin/tenants', () => {
     assert.deepEqual(ids, existing, 'the walk lists exactly the tenants that existed when it started, in order');
     const fresh = await walk(6);
     assert.equal(fresh.ids.length, existing.length + added.length);
-    assert.deepEqual(new Set(fresh.ids.slice(0, added.length)), new Set(added), 'the tenants created during the walk come first');
+    assert.deepEqual(
+      new Set(fresh.ids.slice(0, added.length)),
+      new Set(added),
+      'the tenants created during the walk come first',
+    );
     assert.deepEqual(fresh.ids.slice(added.length), existing);
   });
 
@@ -98,11 +138,16 @@ describe('GET /v1/admin/tenants', () => {
     for (let i = 0; i < 7; i += 1) ids.push(await create());
     // Far in the future, so these seven are the newest; same millisecond and exact ties included.
     const times = [
-      '2999-01-01T00:00:00.000001Z', '2999-01-01T00:00:00.000001Z', '2999-01-01T00:00:00.000001Z',
-      '2999-01-01T00:00:00.000002Z', '2999-01-01T00:00:00.000999Z', '2999-01-01T00:00:00.000999Z',
+      '2999-01-01T00:00:00.000001Z',
+      '2999-01-01T00:00:00.000001Z',
+      '2999-01-01T00:00:00.000001Z',
+      '2999-01-01T00:00:00.000002Z',
+      '2999-01-01T00:00:00.000999Z',
+      '2999-01-01T00:00:00.000999Z',
       '2999-01-01T00:00:00.001000Z',
     ];
-    for (const [i, id] of ids.entries()) await t.db.query('UPDATE tenants SET created_at = $2::timestamptz WHERE id = $1', [id, times[i]]);
+    for (const [i, id] of ids.entries())
+      await t.db.query('UPDATE tenants SET created_at = $2::timestamptz WHERE id = $1', [id, times[i]]);
     const expected = ids
       .map((id, i) => ({ id, time: times[i]! }))
       .sort((a, b) => (a.time === b.time ? (a.id < b.id ? 1 : -1) : a.time < b.time ? 1 : -1))
@@ -111,7 +156,8 @@ describe('GET /v1/admin/tenants', () => {
   });
 
   it('limit must be an integer from 1 to 100', async () => {
-    for (const limit of ['0', '101', '-1', 'abc', '1.5', '0x10']) assertInvalid(await admin.get(`/v1/admin/tenants?limit=${limit}`), 'limit');
+    for (const limit of ['0', '101', '-1', 'abc', '1.5', '0x10'])
+      assertInvalid(await admin.get(`/v1/admin/tenants?limit=${limit}`), 'limit');
     assert.equal((await admin.get('/v1/admin/tenants?limit=1')).body.data.length, 1);
     assert.equal((await admin.get('/v1/admin/tenants?limit=100')).status, 200);
   });
@@ -131,14 +177,20 @@ describe('GET /v1/admin/tenants', () => {
       'x'.repeat(201),
       '',
     ];
-    for (const cursor of tampered) assertInvalid(await admin.get(`/v1/admin/tenants?cursor=${encodeURIComponent(cursor)}`), 'cursor');
+    for (const cursor of tampered)
+      assertInvalid(await admin.get(`/v1/admin/tenants?cursor=${encodeURIComponent(cursor)}`), 'cursor');
     assert.equal((await admin.get(`/v1/admin/tenants?cursor=${good}`)).status, 200);
     assertInvalid(await admin.get('/v1/admin/tenants?page=2'), 'page');
   });
 
   it('needs the platform key: 401 without a key or with an unknown one, 403 for a customer key', async () => {
     assertEnvelope(assert, await client(t.app).get('/v1/admin/tenants'), 401, 'api_key_missing');
-    assertEnvelope(assert, await client(t.app, `bsk_platform_${'a'.repeat(40)}`).get('/v1/admin/tenants'), 401, 'api_key_invalid');
+    assertEnvelope(
+      assert,
+      await client(t.app, `bsk_platform_${'a'.repeat(40)}`).get('/v1/admin/tenants'),
+      401,
+      'api_key_invalid',
+    );
     const customer = await createTenant(t, { scopes: ['payments:read', 'payments:write', 'treasury:read'] });
     const refused = await customer.api.get('/v1/admin/tenants');
     assertEnvelope(assert, refused, 403, 'scope_missing');

@@ -7,7 +7,16 @@ import { buildApp } from '../../src/app.ts';
 import type { Database } from '../../src/db/database.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import type { App } from '../../src/http/types.ts';
-import { assertEnvelope, client, createTenant, createTestDatabase, ENGINE, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  createTestDatabase,
+  ENGINE,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from '../support/harness.ts';
 
 const ROUNDS = 20;
 
@@ -64,7 +73,9 @@ describe(`API key revocation across app instances (${ENGINE})`, () => {
   });
 
   it('concurrent requests with different keys each get their own tenant', async () => {
-    const tenants = await Promise.all(['Uno', 'Dos', 'Tres'].map((name) => createTenant(a, { name: `Remesas ${name}` })));
+    const tenants = await Promise.all(
+      ['Uno', 'Dos', 'Tres'].map((name) => createTenant(a, { name: `Remesas ${name}` })),
+    );
     const unknown = 'bsk_test_' + 'Z'.repeat(40);
     const asks = Array.from({ length: 60 }, (_, i) => (i % 4 === 3 ? undefined : tenants[i % 4]));
     const answers = await Promise.all(asks.map((t) => client(b, t?.key ?? unknown).get('/v1/tenant/me')));

@@ -26,7 +26,14 @@ describe('failed authentications are limited per client address', () => {
 
   before(async () => {
     clock = new ManualClock('2026-11-23T12:00:00Z');
-    t = await startTestApp({ clock, env: { AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_S: String(WINDOW_S), AUTH_FAILURE_PREFIX_LIMIT: '0' } });
+    t = await startTestApp({
+      clock,
+      env: {
+        AUTH_FAILURE_LIMIT: String(LIMIT),
+        AUTH_FAILURE_WINDOW_S: String(WINDOW_S),
+        AUTH_FAILURE_PREFIX_LIMIT: '0',
+      },
+    });
     validKey = (await createTenant(t, { name: 'Valida' })).key;
     const revoked = await createTenant(t, { name: 'Revocada' });
     await client(t.app, t.platformKey).delete(`/v1/admin/api-keys/${revoked.keyId}`);
@@ -52,7 +59,8 @@ describe('failed authentications are limited per client address', () => {
     address = `203.0.113.${nextAddress++}`;
   });
 
-  const call = (from: string, key: string | undefined, url = '/v1/tenant/me') => getFrom(t.app, from, url, key === undefined ? {} : { 'x-api-key': key });
+  const call = (from: string, key: string | undefined, url = '/v1/tenant/me') =>
+    getFrom(t.app, from, url, key === undefined ? {} : { 'x-api-key': key });
 
   const unknownKey = (i: number) => `bsk_test_${String(i).padStart(40, 'x')}`;
 
@@ -66,7 +74,11 @@ describe('failed authentications are limited per client address', () => {
     assertEnvelope(assert, limited, 429, 'rate_limited');
     assert.equal(limited.body.error.type, 'rate_limit_error');
     assert.equal(limited.headers['retry-after'], String(WINDOW_S));
-    assert.deepEqual(limited.body.error.meta, { failed_authentications_max: LIMIT, window_seconds: WINDOW_S, limited_by: 'address' });
+    assert.deepEqual(limited.body.error.meta, {
+      failed_authentications_max: LIMIT,
+      window_seconds: WINDOW_S,
+      limited_by: 'address',
+    });
     // A valid key is served whoever shares the address; every other key is refused without a lookup.
     const me = await call(address, validKey);
     assert.equal(me.status, 200, me.raw);
@@ -109,7 +121,8 @@ describe('failed authentications are limited per client address', () => {
     assert.equal(keyLookups - lookupsBefore, LIMIT, 'one lookup per failure until the limit');
     assert.equal(authenticateCalls - callsBefore, LIMIT);
     assert.equal(indexLoads - loadsBefore, 0, 'no index while nothing is limited');
-    for (let i = 0; i < 20; i += 1) assertEnvelope(assert, await call(address, unknownKey(100 + i)), 429, 'rate_limited');
+    for (let i = 0; i < 20; i += 1)
+      assertEnvelope(assert, await call(address, unknownKey(100 + i)), 429, 'rate_limited');
     assert.equal(keyLookups - lookupsBefore, LIMIT, 'no lookup for an unknown key while limited');
     assert.equal(authenticateCalls - callsBefore, LIMIT, 'the authenticator is not even asked');
     assert.equal(indexLoads - loadsBefore, 1, 'one index load for all of them');
@@ -119,8 +132,13 @@ describe('failed authentications are limited per client address', () => {
     assertEnvelope(assert, await call(address, unknownKey(200)), 429, 'rate_limited');
     assert.equal(indexLoads - loadsBefore, 1);
     clock.advance(1);
-    for (let i = 0; i < 20; i += 1) assertEnvelope(assert, await call(address, unknownKey(300 + i)), 429, 'rate_limited');
-    assert.equal(indexLoads - loadsBefore, 2, 'a miss loads it again once it is a second old, once for the whole flood');
+    for (let i = 0; i < 20; i += 1)
+      assertEnvelope(assert, await call(address, unknownKey(300 + i)), 429, 'rate_limited');
+    assert.equal(
+      indexLoads - loadsBefore,
+      2,
+      'a miss loads it again once it is a second old, once for the whole flood',
+    );
     assert.equal(keyLookups - lookupsBefore, LIMIT + 3, 'and still no lookup for an unknown key');
   });
 
@@ -128,12 +146,26 @@ describe('failed authentications are limited per client address', () => {
     await failLimit(address);
     assertEnvelope(assert, await call(address, unknownKey(99)), 429, 'rate_limited'); // the index is loaded now
     const fresh = await createTenant(t, { name: 'Nueva' });
-    assert.equal((await call(address, fresh.key)).status, 200, 'issued by this process: served at once, in the middle of the flood');
+    assert.equal(
+      (await call(address, fresh.key)).status,
+      200,
+      'issued by this process: served at once, in the middle of the flood',
+    );
 
     // Issued by another process (its own TenantService, which tells this process nothing).
-    const elsewhere = await new TenantService(t.db).issueKeyUnchecked(t.db, fresh.tenantId, 'test', ['payments:read'], 'admin');
+    const elsewhere = await new TenantService(t.db).issueKeyUnchecked(
+      t.db,
+      fresh.tenantId,
+      'test',
+      ['payments:read'],
+      'admin',
+    );
     clock.advance(ACTIVE_KEY_INDEX_MISS_RELOAD_MS);
-    assert.equal((await call(address, elsewhere.key)).status, 200, 'issued by another process: known at the first miss a second after the last load');
+    assert.equal(
+      (await call(address, elsewhere.key)).status,
+      200,
+      'issued by another process: known at the first miss a second after the last load',
+    );
 
     const other = await createTenant(t, { name: 'Otra' });
     assert.equal((await call(`198.51.100.${nextAddress + 200}`, other.key)).status, 200);
@@ -203,13 +235,18 @@ describe('with the default limits, one address guessing keys locks nobody out', 
     const { key } = await createTenant(t, { name: 'Detrás del NAT' });
     lookups = 0;
     const from = '192.0.2.77';
-    const get = (apiKey: string) => t.app.inject({ method: 'GET', url: '/v1/tenant/me', remoteAddress: from, headers: { 'x-api-key': apiKey } });
+    const get = (apiKey: string) =>
+      t.app.inject({ method: 'GET', url: '/v1/tenant/me', remoteAddress: from, headers: { 'x-api-key': apiKey } });
     const statuses = new Map<number, number>();
     for (let i = 0; i < 400; i += 1) {
       const { statusCode } = await get(`bsk_live_${String(i).padStart(40, 'z')}`);
       statuses.set(statusCode, (statuses.get(statusCode) ?? 0) + 1);
     }
-    assert.deepEqual(Object.fromEntries(statuses), { 401: 300, 429: 100 }, 'AUTH_FAILURE_LIMIT (300) failures, then 429');
+    assert.deepEqual(
+      Object.fromEntries(statuses),
+      { 401: 300, 429: 100 },
+      'AUTH_FAILURE_LIMIT (300) failures, then 429',
+    );
     assert.equal(lookups, 300, 'the 100 refused keys cost no lookup');
     const valid = await get(key);
     assert.equal(valid.statusCode, 200, valid.body);
@@ -234,7 +271,13 @@ describe('failed lookups are limited per key prefix across addresses', () => {
 
   it('many addresses guessing one kind of key spend its budget; other kinds, malformed keys and valid keys are not refused', async () => {
     const valid = await createTenant(t, { name: 'Viva', mode: 'live' });
-    for (let i = 0; i < LIMIT; i += 1) assertEnvelope(assert, await get(`203.0.113.${i + 1}`, `bsk_live_${String(i).padStart(40, 'w')}`), 401, 'api_key_invalid');
+    for (let i = 0; i < LIMIT; i += 1)
+      assertEnvelope(
+        assert,
+        await get(`203.0.113.${i + 1}`, `bsk_live_${String(i).padStart(40, 'w')}`),
+        401,
+        'api_key_invalid',
+      );
     const limited = await get('203.0.113.200', `bsk_live_${'v'.repeat(40)}`);
     assertEnvelope(assert, limited, 429, 'rate_limited');
     assert.equal(limited.body.error.meta.limited_by, 'key_prefix');
@@ -281,11 +324,16 @@ describe('behind a proxy (TRUST_PROXY)', () => {
   it('through a trusted proxy, each client behind it has its own budget', async () => {
     for (let i = 0; i < LIMIT; i += 1) assert.equal((await guess('10.1.2.3', '198.51.100.1')).statusCode, 401);
     assert.equal((await guess('10.1.2.3', '198.51.100.1')).statusCode, 429, 'the guessing client is limited');
-    assert.equal((await guess('10.1.2.3', '198.51.100.2')).statusCode, 401, 'another client through the same proxy is not');
+    assert.equal(
+      (await guess('10.1.2.3', '198.51.100.2')).statusCode,
+      401,
+      'another client through the same proxy is not',
+    );
   });
 
   it('a peer that is not a trusted proxy is its own address, whatever X-Forwarded-For it sends', async () => {
-    for (let i = 0; i < LIMIT; i += 1) assert.equal((await guess('203.0.113.50', `198.51.100.${10 + i}`)).statusCode, 401);
+    for (let i = 0; i < LIMIT; i += 1)
+      assert.equal((await guess('203.0.113.50', `198.51.100.${10 + i}`)).statusCode, 401);
     assert.equal((await guess('203.0.113.50', '198.51.100.99')).statusCode, 429, 'a forged header buys no new budget');
   });
 });

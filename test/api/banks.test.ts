@@ -5,10 +5,9 @@ import { ManualClock } from '../support/clock.ts';
 import { BankCatalogue, LocalBankCatalogue, type Bank, type BankCatalogueProvider } from '../../src/rails/catalogue.ts';
 import { assertEnvelope, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
 
-const SHIPPED = JSON.parse(readFileSync(new URL('../../src/rails/data/ve-banks.json', import.meta.url), 'utf8')) as Record<
-  'pago_movil' | 'transferencia',
-  Bank[]
->;
+const SHIPPED = JSON.parse(
+  readFileSync(new URL('../../src/rails/data/ve-banks.json', import.meta.url), 'utf8'),
+) as Record<'pago_movil' | 'transferencia', Bank[]>;
 const entries = (banks: Bank[]) => banks.map(({ code, name, shortName }) => ({ code, name, shortName }));
 
 const RAIL_BANKS: Bank[] = [{ code: '0102', name: 'Banco de Venezuela (rail)', shortName: 'BDV' }];
@@ -69,17 +68,29 @@ describe('GET /v1/payouts/banks', () => {
     assert.deepEqual(transferencia.body.data, entries(SHIPPED.transferencia));
     const pagoMovil = (await api.get('/v1/payouts/banks?method=pago_movil')).body.data as Bank[];
     const transferCodes = new Set((transferencia.body.data as Bank[]).map((b) => b.code));
-    assert.ok(pagoMovil.some((b) => !transferCodes.has(b.code)), 'a bank only in pago_movil');
+    assert.ok(
+      pagoMovil.some((b) => !transferCodes.has(b.code)),
+      'a bank only in pago_movil',
+    );
     assert.ok(transferCodes.has('0102') && pagoMovil.some((b) => b.code === '0102'), '0102 is in both');
     const named = (list: Bank[], code: string) => list.find((b) => b.code === code)?.shortName;
     assert.notEqual(named(pagoMovil, '0169'), named(transferencia.body.data, '0169'));
   });
 
   it('a missing or invalid method is 400 validation_failed naming method', async () => {
-    for (const url of ['/v1/payouts/banks', '/v1/payouts/banks?method=', '/v1/payouts/banks?method=swift', '/v1/payouts/banks?method=PAGO_MOVIL']) {
+    for (const url of [
+      '/v1/payouts/banks',
+      '/v1/payouts/banks?method=',
+      '/v1/payouts/banks?method=swift',
+      '/v1/payouts/banks?method=PAGO_MOVIL',
+    ]) {
       const response = await api.get(url);
       assertEnvelope(assert, response, 400, 'validation_failed');
-      assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), ['method'], url);
+      assert.deepEqual(
+        response.body.error.meta.errors.map((e: { field: string }) => e.field),
+        ['method'],
+        url,
+      );
     }
   });
 
@@ -120,7 +131,12 @@ describe('bank catalogue: the rail, the cache and the local fallback', () => {
       assert.deepEqual(response.body.data, entries(SHIPPED[method]));
     }
     // Registration does not fail either: it validates against the same fallback.
-    const registered = await api.post('/v1/beneficiaries', { fullName: 'Ana', nationalId: 'V12345678', bankCode: '0146', phone: '04141234567' });
+    const registered = await api.post('/v1/beneficiaries', {
+      fullName: 'Ana',
+      nationalId: 'V12345678',
+      bankCode: '0146',
+      phone: '04141234567',
+    });
     assert.equal(registered.status, 201, registered.raw);
   });
 
@@ -179,13 +195,18 @@ describe('BankCatalogue service', () => {
   it('list and has never throw for a provider failure, and log only the kind of failure', async () => {
     const warnings: { details: object; message: string }[] = [];
     const { provider } = scriptedProvider(() => 'throw');
-    const catalogue = new BankCatalogue(provider, { log: { warn: (details, message) => warnings.push({ details, message }) } });
+    const catalogue = new BankCatalogue(provider, {
+      log: { warn: (details, message) => warnings.push({ details, message }) },
+    });
     assert.equal((await catalogue.list('pago_movil')).length, 31);
     assert.equal(await catalogue.has('pago_movil', '0146'), true);
     assert.equal(await catalogue.has('transferencia', '0146'), false);
     assert.deepEqual(
       warnings.map((w) => w.details),
-      [{ method: 'pago_movil', cause: 'Error' }, { method: 'transferencia', cause: 'Error' }],
+      [
+        { method: 'pago_movil', cause: 'Error' },
+        { method: 'transferencia', cause: 'Error' },
+      ],
       'one warning per method; the fallback is cached',
     );
     assert.equal(warnings[0]!.message, 'bank catalogue unavailable; serving the local copy');
@@ -195,10 +216,13 @@ describe('BankCatalogue service', () => {
   it('times out after timeoutMs and reports the timeout', async () => {
     const warnings: object[] = [];
     const { provider } = scriptedProvider(() => 'hang');
-    const catalogue = new BankCatalogue(provider, { timeoutMs: 50, log: { warn: (details) => warnings.push(details) } });
+    const catalogue = new BankCatalogue(provider, {
+      timeoutMs: 50,
+      log: { warn: (details) => warnings.push(details) },
+    });
     const started = Date.now();
     assert.equal((await catalogue.list('transferencia')).length, 24);
-    assert.ok(Date.now() - started < 5000, 'answered within the catalogue timeout (and a loaded machine\'s margin)');
+    assert.ok(Date.now() - started < 5000, "answered within the catalogue timeout (and a loaded machine's margin)");
     assert.deepEqual(warnings, [{ method: 'transferencia', cause: 'timeout' }]);
   });
 

@@ -2,22 +2,44 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { Bank, BankCatalogueProvider } from '../../src/rails/catalogue.ts';
-import { assertEnvelope, client, createTenant, startTestApp, walkPages, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  walkPages,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 
 const UNKNOWN_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
-const SHIPPED = JSON.parse(readFileSync(new URL('../../src/rails/data/ve-banks.json', import.meta.url), 'utf8')) as Record<
-  'pago_movil' | 'transferencia',
-  Bank[]
->;
+const SHIPPED = JSON.parse(
+  readFileSync(new URL('../../src/rails/data/ve-banks.json', import.meta.url), 'utf8'),
+) as Record<'pago_movil' | 'transferencia', Bank[]>;
 const PAGO_MOVIL_CODES = new Set(SHIPPED.pago_movil.map((b) => b.code));
 const TRANSFERENCIA_CODES = new Set(SHIPPED.transferencia.map((b) => b.code));
 /** A bank in the pago_movil list only (the shipped data has seven; 0146 is one). */
 const PAGO_MOVIL_ONLY = [...PAGO_MOVIL_CODES].find((code) => !TRANSFERENCIA_CODES.has(code))!;
 
 const BENEFICIARY_KEYS = [
-  'id', 'full_name', 'national_id', 'national_id_check', 'bank_code', 'account_number', 'account_check', 'phone', 'asset', 'country',
-  'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at', 'metadata',
+  'id',
+  'full_name',
+  'national_id',
+  'national_id_check',
+  'bank_code',
+  'account_number',
+  'account_check',
+  'phone',
+  'asset',
+  'country',
+  'status',
+  'payout_count',
+  'last_success_at',
+  'last_failure_reason',
+  'created_at',
+  'metadata',
 ];
 
 // Each test registers its own identities, so no test sees another's idempotent match.
@@ -134,7 +156,11 @@ describe('beneficiaries', () => {
         const created = await tenant.api.post('/v1/beneficiaries', valid({ nationalId: id }));
         assert.equal(created.status, 201, created.raw);
         assert.equal(created.body.national_id_check, expected, id);
-        assert.equal((await tenant.api.get(`/v1/beneficiaries/${created.body.id}`)).body.national_id_check, expected, id);
+        assert.equal(
+          (await tenant.api.get(`/v1/beneficiaries/${created.body.id}`)).body.national_id_check,
+          expected,
+          id,
+        );
       }
     });
 
@@ -150,7 +176,11 @@ describe('beneficiaries', () => {
     });
 
     it('accountNumber and phone may be null or absent', async () => {
-      const absent = await api.post('/v1/beneficiaries', { fullName: 'Ana', nationalId: nationalId(), bankCode: '0102' });
+      const absent = await api.post('/v1/beneficiaries', {
+        fullName: 'Ana',
+        nationalId: nationalId(),
+        bankCode: '0102',
+      });
       assert.equal(absent.status, 201, absent.raw);
       assert.equal(absent.body.account_number, null);
       assert.equal(absent.body.phone, null);
@@ -193,13 +223,19 @@ describe('beneficiaries', () => {
     it('the instrument is part of the identity: an account number makes a separate transferencia beneficiary', async () => {
       const id = nationalId();
       const pagoMovil = await api.post('/v1/beneficiaries', valid({ nationalId: id, bankCode: '0102' }));
-      const transferencia = await api.post('/v1/beneficiaries', valid({ nationalId: id, bankCode: '0102', accountNumber: account('0102') }));
+      const transferencia = await api.post(
+        '/v1/beneficiaries',
+        valid({ nationalId: id, bankCode: '0102', accountNumber: account('0102') }),
+      );
       assert.equal(pagoMovil.status, 201);
       assert.equal(transferencia.status, 201, transferencia.raw);
       assert.notEqual(pagoMovil.body.id, transferencia.body.id);
       const otherBank = await api.post('/v1/beneficiaries', valid({ nationalId: id, bankCode: '0105' }));
       assert.equal(otherBank.status, 201);
-      const sameAgain = await api.post('/v1/beneficiaries', valid({ nationalId: id, bankCode: '0102', accountNumber: account('0102', 16) }));
+      const sameAgain = await api.post(
+        '/v1/beneficiaries',
+        valid({ nationalId: id, bankCode: '0102', accountNumber: account('0102', 16) }),
+      );
       assert.equal(sameAgain.status, 200, 'another account number at the same bank is the same transferencia identity');
       assert.equal(sameAgain.body.id, transferencia.body.id);
       assert.equal(sameAgain.body.account_number, account('0102', 16), 'the latest account number is the one paid');
@@ -210,7 +246,11 @@ describe('beneficiaries', () => {
       const body = valid({ accountNumber: account('0102') });
       const responses = await Promise.all(Array.from({ length: 10 }, () => tenant.api.post('/v1/beneficiaries', body)));
       const statuses = responses.map((r) => r.status).sort();
-      assert.deepEqual(statuses, [200, 200, 200, 200, 200, 200, 200, 200, 200, 201], responses.map((r) => r.raw).join('\n'));
+      assert.deepEqual(
+        statuses,
+        [200, 200, 200, 200, 200, 200, 200, 200, 200, 201],
+        responses.map((r) => r.raw).join('\n'),
+      );
       assert.equal(responses.filter((r) => r.body.created === true).length, 1);
       assert.equal(responses.filter((r) => r.body.created === false).length, 9);
       assert.equal(new Set(responses.map((r) => r.body.id)).size, 1);
@@ -258,10 +298,24 @@ describe('beneficiaries', () => {
       });
 
       it('rejects a lower-case letter, other letters, too few or too many digits, separators and missing', async () => {
-        for (const id of ['v7654321', 'e12345678', 'V12345', 'V1234567890', 'X12345678', '12345678', 'V-12345678', 'V 12345678', 'VV1234567', '']) {
+        for (const id of [
+          'v7654321',
+          'e12345678',
+          'V12345',
+          'V1234567890',
+          'X12345678',
+          '12345678',
+          'V-12345678',
+          'V 12345678',
+          'VV1234567',
+          '',
+        ]) {
           const response = await api.post('/v1/beneficiaries', valid({ nationalId: id }));
           assertInvalid(response, 'nationalId');
-          assert.equal(messageFor(response, 'nationalId'), 'nationalId must be V, E, J, G or P followed by 6 to 9 digits, e.g. V12345678');
+          assert.equal(
+            messageFor(response, 'nationalId'),
+            'nationalId must be V, E, J, G or P followed by 6 to 9 digits, e.g. V12345678',
+          );
         }
         const { nationalId: _omit, ...missing } = valid();
         assertInvalid(await api.post('/v1/beneficiaries', missing), 'nationalId');
@@ -285,7 +339,10 @@ describe('beneficiaries', () => {
         const pagoMovil = await api.post('/v1/beneficiaries', valid({ bankCode: '9999' }));
         assertInvalid(pagoMovil, 'bankCode');
         assert.match(messageFor(pagoMovil, 'bankCode'), /GET \/v1\/payouts\/banks\?method=pago_movil/);
-        const transferencia = await api.post('/v1/beneficiaries', valid({ bankCode: '9999', accountNumber: account('9999') }));
+        const transferencia = await api.post(
+          '/v1/beneficiaries',
+          valid({ bankCode: '9999', accountNumber: account('9999') }),
+        );
         assertInvalid(transferencia, 'bankCode');
         assert.match(messageFor(transferencia, 'bankCode'), /GET \/v1\/payouts\/banks\?method=transferencia/);
       });
@@ -294,12 +351,18 @@ describe('beneficiaries', () => {
         assert.ok(PAGO_MOVIL_ONLY, 'the shipped data has a bank that only accepts pago_movil');
         const pagoMovil = await api.post('/v1/beneficiaries', valid({ bankCode: PAGO_MOVIL_ONLY }));
         assert.equal(pagoMovil.status, 201, `${PAGO_MOVIL_ONLY} is in the pago_movil list: ${pagoMovil.raw}`);
-        const transferencia = await api.post('/v1/beneficiaries', valid({ bankCode: PAGO_MOVIL_ONLY, accountNumber: account(PAGO_MOVIL_ONLY) }));
+        const transferencia = await api.post(
+          '/v1/beneficiaries',
+          valid({ bankCode: PAGO_MOVIL_ONLY, accountNumber: account(PAGO_MOVIL_ONLY) }),
+        );
         assertInvalid(transferencia, 'bankCode');
         assert.match(messageFor(transferencia, 'bankCode'), /transferencia/);
         // 0102 is in both lists.
         assert.equal((await api.post('/v1/beneficiaries', valid({ bankCode: '0102' }))).status, 201);
-        assert.equal((await api.post('/v1/beneficiaries', valid({ bankCode: '0102', accountNumber: account('0102') }))).status, 201);
+        assert.equal(
+          (await api.post('/v1/beneficiaries', valid({ bankCode: '0102', accountNumber: account('0102') }))).status,
+          201,
+        );
       });
     });
 
@@ -313,12 +376,22 @@ describe('beneficiaries', () => {
       });
 
       it('rejects wrong lengths, non-digits, empty and another bank prefix', async () => {
-        for (const value of [account('0102', 15), account('0102', 21), '0102-0123-45-0123456789', '0102012345012345678X', '', '   ']) {
+        for (const value of [
+          account('0102', 15),
+          account('0102', 21),
+          '0102-0123-45-0123456789',
+          '0102012345012345678X',
+          '',
+          '   ',
+        ]) {
           const response = await api.post('/v1/beneficiaries', valid({ accountNumber: value }));
           assertInvalid(response, 'accountNumber');
           assert.match(messageFor(response, 'accountNumber'), /16 to 20 digits/);
         }
-        const otherBank = await api.post('/v1/beneficiaries', valid({ bankCode: '0102', accountNumber: account('0105') }));
+        const otherBank = await api.post(
+          '/v1/beneficiaries',
+          valid({ bankCode: '0102', accountNumber: account('0105') }),
+        );
         assertInvalid(otherBank, 'accountNumber');
         assert.match(messageFor(otherBank, 'accountNumber'), /start with the bankCode \(0102\)/);
         assertInvalid(await api.post('/v1/beneficiaries', valid({ accountNumber: 1020123450123456 })), 'accountNumber');
@@ -335,7 +408,15 @@ describe('beneficiaries', () => {
       });
 
       it('rejects other lengths, international form, landlines and separators', async () => {
-        for (const phone of ['0414123456', '041412345678', '+584141234567', '4141234567', '02121234567', '0414-1234567', '']) {
+        for (const phone of [
+          '0414123456',
+          '041412345678',
+          '+584141234567',
+          '4141234567',
+          '02121234567',
+          '0414-1234567',
+          '',
+        ]) {
           const response = await api.post('/v1/beneficiaries', valid({ phone }));
           assertInvalid(response, 'phone');
           assert.match(messageFor(response, 'phone'), /04 followed by 9 digits/);
@@ -386,7 +467,11 @@ describe('beneficiaries', () => {
     it('schema type errors are validation_failed too, and a non-object body is rejected', async () => {
       assertInvalid(await api.post('/v1/beneficiaries', valid({ accountNumber: ['0102'] })), 'accountNumber');
       assertEnvelope(assert, await api.post('/v1/beneficiaries', [valid()]), 400, 'validation_failed');
-      const none = await t.app.inject({ method: 'POST', url: '/v1/beneficiaries', headers: { 'x-api-key': (await createTenant(t)).key } });
+      const none = await t.app.inject({
+        method: 'POST',
+        url: '/v1/beneficiaries',
+        headers: { 'x-api-key': (await createTenant(t)).key },
+      });
       assert.equal(none.statusCode, 400);
       assert.equal(none.json().error.code, 'validation_failed');
     });
@@ -404,7 +489,11 @@ describe('beneficiaries', () => {
       const other = await createTenant(t);
       const created = await owner.api.post('/v1/beneficiaries', valid());
       assertEnvelope(assert, await other.api.get(`/v1/beneficiaries/${created.body.id}`), 404, 'resource_not_found');
-      assert.deepEqual((await other.api.get('/v1/beneficiaries')).body, { data: [], has_more: false, next_cursor: null });
+      assert.deepEqual((await other.api.get('/v1/beneficiaries')).body, {
+        data: [],
+        has_more: false,
+        next_cursor: null,
+      });
       // The same identity in another tenant is a beneficiary of its own.
       const theirs = await other.api.post('/v1/beneficiaries', valid({ nationalId: created.body.national_id }));
       assert.equal(theirs.status, 201);
@@ -425,14 +514,23 @@ describe('beneficiaries', () => {
       const liveCreated = await live.post('/v1/beneficiaries', body);
       assert.equal(liveCreated.status, 201, 'the same identity in live mode is new');
       assert.notEqual(liveCreated.body.id, test.body.id);
-      assertEnvelope(assert, await tenant.api.get(`/v1/beneficiaries/${liveCreated.body.id}`), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await tenant.api.get(`/v1/beneficiaries/${liveCreated.body.id}`),
+        404,
+        'resource_not_found',
+      );
       const testList = await tenant.api.get('/v1/beneficiaries');
-      assert.deepEqual(testList.body.data.map((b: { id: string }) => b.id), [test.body.id]);
+      assert.deepEqual(
+        testList.body.data.map((b: { id: string }) => b.id),
+        [test.body.id],
+      );
     });
   });
 
   describe('listing', () => {
-    const walk = (api: Client, limit: number, between?: () => Promise<void>) => walkPages(api, '/v1/beneficiaries', limit, BENEFICIARY_KEYS, between);
+    const walk = (api: Client, limit: number, between?: () => Promise<void>) =>
+      walkPages(api, '/v1/beneficiaries', limit, BENEFICIARY_KEYS, between);
 
     it('pages newest first with limit, default 25, has_more and next_cursor', async () => {
       const tenant = await createTenant(t);
@@ -451,7 +549,10 @@ describe('beneficiaries', () => {
       const order = all.map((b) => b.created_at);
       assert.deepEqual(order, [...order].sort().reverse(), 'created_at descending');
       const { ids } = await walk(tenant.api, 4);
-      assert.deepEqual(ids, all.map((b) => b.id));
+      assert.deepEqual(
+        ids,
+        all.map((b) => b.id),
+      );
       assert.equal((await tenant.api.get('/v1/beneficiaries?limit=1')).body.data.length, 1);
       assert.equal((await tenant.api.get('/v1/beneficiaries?limit=100')).body.data.length, 27);
     });
@@ -462,11 +563,15 @@ describe('beneficiaries', () => {
       for (let i = 0; i < 23; i += 1) before.push((await tenant.api.post('/v1/beneficiaries', valid())).body.id);
       const added: string[] = [];
       const { ids } = await walk(tenant.api, 5, async () => {
-        const inserted = await Promise.all([tenant.api.post('/v1/beneficiaries', valid()), tenant.api.post('/v1/beneficiaries', valid())]);
+        const inserted = await Promise.all([
+          tenant.api.post('/v1/beneficiaries', valid()),
+          tenant.api.post('/v1/beneficiaries', valid()),
+        ]);
         added.push(...inserted.map((r) => r.body.id));
       });
       assert.equal(new Set(ids).size, ids.length, 'no duplicates');
-      for (const id of before) assert.ok(ids.includes(id), 'no gaps: every beneficiary that existed before the walk is listed');
+      for (const id of before)
+        assert.ok(ids.includes(id), 'no gaps: every beneficiary that existed before the walk is listed');
       // Rows added during the walk are newer than the position already read, so they may only
       // appear if they tie with it; a walk never revisits or skips over what it has passed.
       for (const id of ids) assert.ok(before.includes(id) || added.includes(id));
@@ -481,12 +586,20 @@ describe('beneficiaries', () => {
       for (let i = 0; i < 7; i += 1) ids.push((await tenant.api.post('/v1/beneficiaries', valid())).body.id);
       // Same millisecond, different microseconds, and exact ties: what a millisecond cursor gets wrong.
       const times = [
-        '2026-01-01T00:00:00.000001Z', '2026-01-01T00:00:00.000001Z', '2026-01-01T00:00:00.000001Z',
-        '2026-01-01T00:00:00.000002Z', '2026-01-01T00:00:00.000999Z', '2026-01-01T00:00:00.000999Z',
+        '2026-01-01T00:00:00.000001Z',
+        '2026-01-01T00:00:00.000001Z',
+        '2026-01-01T00:00:00.000001Z',
+        '2026-01-01T00:00:00.000002Z',
+        '2026-01-01T00:00:00.000999Z',
+        '2026-01-01T00:00:00.000999Z',
         '2026-01-01T00:00:00.001000Z',
       ];
       for (const [i, id] of ids.entries()) {
-        await t.db.query('UPDATE beneficiaries SET created_at = $2::timestamptz WHERE tenant_id = $3 AND id = $1', [id, times[i], tenant.tenantId]);
+        await t.db.query('UPDATE beneficiaries SET created_at = $2::timestamptz WHERE tenant_id = $3 AND id = $1', [
+          id,
+          times[i],
+          tenant.tenantId,
+        ]);
       }
       const expected = ids
         .map((id, i) => ({ id, time: times[i]! }))
@@ -545,7 +658,12 @@ describe('beneficiaries', () => {
 
     it('the scope is checked before the body: an invalid body without the scope is 403', async () => {
       const readOnly = await createTenant(t, { scopes: ['beneficiaries:read'] });
-      assertEnvelope(assert, await readOnly.api.post('/v1/beneficiaries', { nationalId: 'nope' }), 403, 'scope_missing');
+      assertEnvelope(
+        assert,
+        await readOnly.api.post('/v1/beneficiaries', { nationalId: 'nope' }),
+        403,
+        'scope_missing',
+      );
     });
 
     it('401 without a key', async () => {
@@ -576,7 +694,10 @@ describe('beneficiaries against a rail catalogue that differs from the shipped c
 
   it("checks bankCode against the rail's list of the derived instrument", async () => {
     assert.ok(TRANSFERENCIA_CODES.has('0105'));
-    const transferencia = await api.post('/v1/beneficiaries', valid({ bankCode: '0105', accountNumber: account('0105') }));
+    const transferencia = await api.post(
+      '/v1/beneficiaries',
+      valid({ bankCode: '0105', accountNumber: account('0105') }),
+    );
     assert.equal(transferencia.status, 201, transferencia.raw);
     const pagoMovil = await api.post('/v1/beneficiaries', valid({ bankCode: '0105' }));
     assertInvalid(pagoMovil, 'bankCode');

@@ -30,7 +30,12 @@ describe('the operator console routes', () => {
   const get = (url: string, headers?: Record<string, string>) => client(t.app).get(url, headers);
 
   it('serves the page at /console and at every deep link, with the strict headers and no key needed', async () => {
-    for (const url of ['/fixture/console', '/fixture/console/', '/fixture/console/payments/1f0e', '/fixture/console/events?status=dead']) {
+    for (const url of [
+      '/fixture/console',
+      '/fixture/console/',
+      '/fixture/console/payments/1f0e',
+      '/fixture/console/events?status=dead',
+    ]) {
       const answer = await get(url);
       assert.equal(answer.status, 200, `${url}: ${answer.raw}`);
       assert.equal(answer.raw, page);
@@ -41,7 +46,10 @@ describe('the operator console routes', () => {
       assert.equal(answer.headers['referrer-policy'], 'no-referrer');
       assert.equal(answer.headers['cache-control'], 'no-cache');
     }
-    assert.match(CONSOLE_CSP, /default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'/);
+    assert.match(
+      CONSOLE_CSP,
+      /default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'/,
+    );
   });
 
   it('serves the hashed files for good, answers 304 to a matching ETag, and 404 in the envelope for anything else', async () => {
@@ -61,7 +69,9 @@ describe('the operator console routes', () => {
     const empty = mkdtempSync(path.join(tmpdir(), 'bds-console-empty-'));
     const bare = await startTestApp({
       beforeReady: async (app) => {
-        await app.register(async (scope) => consoleRoutes(scope as typeof app, path.join(empty, 'none')), { prefix: '/bare' });
+        await app.register(async (scope) => consoleRoutes(scope as typeof app, path.join(empty, 'none')), {
+          prefix: '/bare',
+        });
       },
     });
     try {
@@ -76,6 +86,9 @@ describe('the operator console routes', () => {
   it('is not in the OpenAPI document', async () => {
     const document = await get('/v1/openapi.json');
     assert.equal(document.status, 200);
-    assert.deepEqual(Object.keys(document.body.paths).filter((p) => p.includes('console')), []);
+    assert.deepEqual(
+      Object.keys(document.body.paths).filter((p) => p.includes('console')),
+      [],
+    );
   });
 });

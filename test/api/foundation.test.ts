@@ -41,7 +41,13 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
     });
 
     it('/docs may not be framed and runs only its own files; its "Try it out" calls the serving origin', async () => {
-      for (const url of ['/docs', '/docs/', '/docs/json', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js']) {
+      for (const url of [
+        '/docs',
+        '/docs/',
+        '/docs/json',
+        '/docs/static/swagger-ui-bundle.js',
+        '/docs/static/swagger-initializer.js',
+      ]) {
         const answer = await t.app.inject({ method: 'GET', url });
         assert.equal(answer.statusCode, 200, url);
         assert.equal(answer.headers['content-security-policy'], DOCS_CSP, url);
@@ -52,7 +58,10 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       assert.doesNotMatch(DOCS_CSP, /unsafe-inline|unsafe-eval|\*/);
       // The document's one server is relative: the origin that serves it, the one connect-src allows.
       const served = JSON.parse((await t.app.inject({ method: 'GET', url: '/docs/json' })).body);
-      assert.deepEqual(served.servers.map((s: { url: string }) => s.url), ['/']);
+      assert.deepEqual(
+        served.servers.map((s: { url: string }) => s.url),
+        ['/'],
+      );
     });
   });
 
@@ -113,7 +122,12 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
     it('checks the key before validating the body', async () => {
       const response = await client(t.app).post('/v1/admin/tenants', { name: 42 });
       assertEnvelope(assert, response, 401, 'api_key_missing');
-      const bad = await t.app.inject({ method: 'POST', url: '/v1/admin/tenants', headers: { 'content-type': 'application/json' }, payload: '{oops' });
+      const bad = await t.app.inject({
+        method: 'POST',
+        url: '/v1/admin/tenants',
+        headers: { 'content-type': 'application/json' },
+        payload: '{oops',
+      });
       assert.equal(bad.statusCode, 401);
     });
 
@@ -174,7 +188,12 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       assert.deepEqual(fields, ['feeBps', 'feeFixed', 'name', 'spreadBps']);
       for (const e of response.body.error.meta.errors) assert.equal(typeof e.message, 'string');
       assertEnvelope(assert, await admin.patch(`/v1/admin/tenants/${UNKNOWN_UUID}`, {}), 400, 'validation_failed');
-      assertEnvelope(assert, await admin.post('/v1/admin/tenants', { name: 'x', feeBps: '100' }), 400, 'validation_failed');
+      assertEnvelope(
+        assert,
+        await admin.post('/v1/admin/tenants', { name: 'x', feeBps: '100' }),
+        400,
+        'validation_failed',
+      );
     });
 
     it('404 resource_not_found for an unknown tenant; 400 for a malformed id', async () => {
@@ -183,7 +202,12 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       const malformed = await admin.get('/v1/admin/tenants/not-a-uuid');
       assertEnvelope(assert, malformed, 400, 'validation_failed');
       assert.equal(malformed.body.error.meta.errors[0].field, 'id');
-      assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${UNKNOWN_UUID}/api-keys`, { mode: 'test' }), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await admin.post(`/v1/admin/tenants/${UNKNOWN_UUID}/api-keys`, { mode: 'test' }),
+        404,
+        'resource_not_found',
+      );
     });
 
     it('issues keys in the documented format, shown once, with all eight scopes by default', async () => {
@@ -194,10 +218,19 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
       assert.match(test.body.key, /^bsk_test_[0-9A-Za-z]{32,}$/);
       assert.equal(test.body.mode, 'test');
       assert.deepEqual(test.body.scopes, [
-        'quotes:write', 'beneficiaries:read', 'beneficiaries:write', 'payments:read',
-        'payments:write', 'treasury:read', 'events:read', 'events:write',
+        'quotes:write',
+        'beneficiaries:read',
+        'beneficiaries:write',
+        'payments:read',
+        'payments:write',
+        'treasury:read',
+        'events:read',
+        'events:write',
       ]);
-      const live = await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'live', scopes: ['events:read'] });
+      const live = await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, {
+        mode: 'live',
+        scopes: ['events:read'],
+      });
       assert.match(live.body.key, /^bsk_live_[0-9A-Za-z]{32,}$/);
       const list = await admin.get(`/v1/admin/tenants/${tenant.body.id}/api-keys`);
       assert.equal(list.body.data.length, 2);
@@ -206,14 +239,34 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
         assert.equal(key.last4.length, 4);
       }
       assert.equal(list.body.data[0].last4, test.body.key.slice(-4));
-      assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'live', scopes: ['root'] }), 400, 'validation_failed');
-      assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'prod' }), 400, 'validation_failed');
-      assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'test', scopes: [] }), 400, 'validation_failed');
+      assertEnvelope(
+        assert,
+        await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'live', scopes: ['root'] }),
+        400,
+        'validation_failed',
+      );
+      assertEnvelope(
+        assert,
+        await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'prod' }),
+        400,
+        'validation_failed',
+      );
+      assertEnvelope(
+        assert,
+        await admin.post(`/v1/admin/tenants/${tenant.body.id}/api-keys`, { mode: 'test', scopes: [] }),
+        400,
+        'validation_failed',
+      );
     });
 
     it('the platform tenant is not an addressable customer tenant', async () => {
       const me = await client(t.app, t.platformKey).get('/v1/tenant/me');
-      assertEnvelope(assert, await client(t.app, t.platformKey).get(`/v1/admin/tenants/${me.body.tenantId}`), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await client(t.app, t.platformKey).get(`/v1/admin/tenants/${me.body.tenantId}`),
+        404,
+        'resource_not_found',
+      );
     });
   });
 
@@ -255,7 +308,11 @@ describe('foundation: auth, errors, admin tenants and keys', () => {
     it('a JSON body that is not an object → validation_failed', async () => {
       const response = await client(t.app, t.platformKey).post('/v1/admin/tenants', [1, 2]);
       assertEnvelope(assert, response, 400, 'validation_failed');
-      const missing = await t.app.inject({ method: 'POST', url: '/v1/admin/tenants', headers: { 'x-api-key': t.platformKey } });
+      const missing = await t.app.inject({
+        method: 'POST',
+        url: '/v1/admin/tenants',
+        headers: { 'x-api-key': t.platformKey },
+      });
       assert.equal(missing.statusCode, 400);
       assert.equal(missing.json().error.code, 'validation_failed');
     });

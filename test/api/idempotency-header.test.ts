@@ -6,7 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { IDEMPOTENCY_KEY_FORMAT_MESSAGE } from '../../src/http/plugins/idempotency.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 import { beneficiary, fundedTenant, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
 
 /** Malformed where the header is optional; on a required route an empty one counts as missing. */
@@ -14,7 +22,11 @@ const MALFORMED = ['k'.repeat(256), 'clé-1', 'tab\there', ''];
 
 function assertMalformedKey(response: InjectResult): void {
   assertEnvelope(assert, response, 400, 'validation_failed');
-  assert.deepEqual(response.body.error.meta.errors, [{ field: 'Idempotency-Key', message: IDEMPOTENCY_KEY_FORMAT_MESSAGE }], response.raw);
+  assert.deepEqual(
+    response.body.error.meta.errors,
+    [{ field: 'Idempotency-Key', message: IDEMPOTENCY_KEY_FORMAT_MESSAGE }],
+    response.raw,
+  );
 }
 
 describe('the Idempotency-Key header on the real routes', () => {
@@ -40,15 +52,27 @@ describe('the Idempotency-Key header on the real routes', () => {
     const readOnly = await createTenant(t, { scopes: ['payments:read'] });
     assertEnvelope(assert, await readOnly.api.post('/v1/payouts', body), 403, 'scope_missing');
     assertEnvelope(assert, await api.post('/v1/payouts', body), 400, 'idempotency_key_missing');
-    assertEnvelope(assert, await api.post('/v1/payouts', body, { 'idempotency-key': '' }), 400, 'idempotency_key_missing');
+    assertEnvelope(
+      assert,
+      await api.post('/v1/payouts', body, { 'idempotency-key': '' }),
+      400,
+      'idempotency_key_missing',
+    );
     assertEnvelope(assert, await api.post('/v1/payouts', { quoteId: 'nope' }), 400, 'idempotency_key_missing');
     for (const bad of MALFORMED.filter((k) => k !== '')) {
       assertMalformedKey(await api.post('/v1/payouts', body, { 'idempotency-key': bad }));
       assertMalformedKey(await api.post('/v1/payouts', { quoteId: 'nope' }, { 'idempotency-key': bad }));
     }
-    const invalidBody = await api.post('/v1/payouts', { quoteId: 'nope', method: 'pago_movil', beneficiary: beneficiary() }, { 'idempotency-key': idempotencyKey() });
+    const invalidBody = await api.post(
+      '/v1/payouts',
+      { quoteId: 'nope', method: 'pago_movil', beneficiary: beneficiary() },
+      { 'idempotency-key': idempotencyKey() },
+    );
     assertEnvelope(assert, invalidBody, 400, 'validation_failed');
-    assert.deepEqual(invalidBody.body.error.meta.errors.map((e: { field: string }) => e.field), ['quoteId']);
+    assert.deepEqual(
+      invalidBody.body.error.meta.errors.map((e: { field: string }) => e.field),
+      ['quoteId'],
+    );
     // Header names are case-insensitive; the longest key there is works.
     const key = `~ !${'k'.repeat(252)}`;
     const paid = await api.post('/v1/payouts', body, { 'IDEMPOTENCY-KEY': key });
@@ -60,10 +84,19 @@ describe('the Idempotency-Key header on the real routes', () => {
 
   it('admin fundings: required the same way', async () => {
     const funding = { mode: 'test', asset: 'BS', amount: 1_000 };
-    assertEnvelope(assert, await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding), 400, 'idempotency_key_missing');
-    assertMalformedKey(await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding, { 'idempotency-key': 'clé' }));
+    assertEnvelope(
+      assert,
+      await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding),
+      400,
+      'idempotency_key_missing',
+    );
+    assertMalformedKey(
+      await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding, { 'idempotency-key': 'clé' }),
+    );
     assertEnvelope(assert, await api.post(`/v1/admin/tenants/${tenantId}/fundings`, funding), 403, 'scope_missing');
-    const funded = await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding, { 'idempotency-key': idempotencyKey() });
+    const funded = await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, funding, {
+      'idempotency-key': idempotencyKey(),
+    });
     assert.equal(funded.status, 201, funded.raw);
   });
 

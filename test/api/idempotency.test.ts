@@ -5,7 +5,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type { Database } from '../../src/db/database.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
-import { claimIdempotencyKey, purgeExpiredIdempotencyKeys, type IdempotencyScope } from '../../src/db/repositories/idempotency.ts';
+import {
+  claimIdempotencyKey,
+  purgeExpiredIdempotencyKeys,
+  type IdempotencyScope,
+} from '../../src/db/repositories/idempotency.ts';
 import { findIdempotencyKey } from '../support/idempotency.ts';
 import { ManualClock } from '../support/clock.ts';
 import { ApiError, validationFailed } from '../../src/domain/errors.ts';
@@ -124,7 +128,10 @@ function testRoutes(probe: Probe) {
       { config: { scopes: [], idempotency: 'required' }, schema: { body: CounterBody } },
       async (request) => {
         const n = probe.run(request.body.label);
-        throw new ApiError('insufficient_tenant_funds', `Not enough balance (attempt ${n}).`, { available: '0', attempt: n });
+        throw new ApiError('insufficient_tenant_funds', `Not enough balance (attempt ${n}).`, {
+          available: '0',
+          attempt: n,
+        });
       },
     );
 
@@ -188,7 +195,11 @@ describe('Idempotency-Key', () => {
     await t.close();
   });
 
-  const scopeOf = (key: string, mode: 'test' | 'live' = 'test'): IdempotencyScope => ({ tenantId: tenant.tenantId, mode, key });
+  const scopeOf = (key: string, mode: 'test' | 'live' = 'test'): IdempotencyScope => ({
+    tenantId: tenant.tenantId,
+    mode,
+    key,
+  });
 
   describe('replay and conflicts', () => {
     it('replays the original status and identical body bytes, without running the handler again', async () => {
@@ -232,22 +243,50 @@ describe('Idempotency-Key', () => {
       const l = label();
       const key = randomUUID();
       assert.equal((await tenant.api.post('/v1/test/things/a', { label: l }, withKey(key))).status, 201);
-      assertEnvelope(assert, await tenant.api.post('/v1/test/things/b', { label: l }, withKey(key)), 409, 'idempotency_key_reused');
-      assertEnvelope(assert, await tenant.api.post('/v1/test/counter', { label: l }, withKey(key)), 409, 'idempotency_key_reused');
-      assert.equal((await tenant.api.post('/v1/test/things/a', { label: l }, withKey(key))).headers['idempotent-replayed'], 'true');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/things/b', { label: l }, withKey(key)),
+        409,
+        'idempotency_key_reused',
+      );
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/counter', { label: l }, withKey(key)),
+        409,
+        'idempotency_key_reused',
+      );
+      assert.equal(
+        (await tenant.api.post('/v1/test/things/a', { label: l }, withKey(key))).headers['idempotent-replayed'],
+        'true',
+      );
       assert.equal(probe.count(l), 1);
     });
 
     it('the fingerprint is the canonical body: nested key order does not matter, values do', async () => {
       const l = label();
       const key = randomUUID();
-      const first = await tenant.api.post('/v1/test/counter', { label: l, nested: { b: [1, { y: 2, x: 1 }], a: null } }, withKey(key));
+      const first = await tenant.api.post(
+        '/v1/test/counter',
+        { label: l, nested: { b: [1, { y: 2, x: 1 }], a: null } },
+        withKey(key),
+      );
       assert.equal(first.status, 201);
-      const same = await tenant.api.post('/v1/test/counter', { nested: { a: null, b: [1, { x: 1, y: 2 }] }, label: l }, withKey(key));
+      const same = await tenant.api.post(
+        '/v1/test/counter',
+        { nested: { a: null, b: [1, { x: 1, y: 2 }] }, label: l },
+        withKey(key),
+      );
       assertReplayOf(same, first);
-      const arrayOrder = await tenant.api.post('/v1/test/counter', { label: l, nested: { b: [{ y: 2, x: 1 }, 1], a: null } }, withKey(key));
+      const arrayOrder = await tenant.api.post(
+        '/v1/test/counter',
+        { label: l, nested: { b: [{ y: 2, x: 1 }, 1], a: null } },
+        withKey(key),
+      );
       assertEnvelope(assert, arrayOrder, 409, 'idempotency_key_reused');
-      assert.equal(canonicalJson({ b: { d: 1, c: [2, { f: 1, e: 0 }] }, a: 'x' }), '{"a":"x","b":{"c":[2,{"e":0,"f":1}],"d":1}}');
+      assert.equal(
+        canonicalJson({ b: { d: 1, c: [2, { f: 1, e: 0 }] }, a: 'x' }),
+        '{"a":"x","b":{"c":[2,{"e":0,"f":1}],"d":1}}',
+      );
       assert.equal(canonicalJson(undefined), '');
       assert.equal(
         requestFingerprint('POST', '/v1/x', {}, { b: 1, a: 2 }),
@@ -266,10 +305,18 @@ describe('Idempotency-Key', () => {
       assertEnvelope(assert, second, 409, 'idempotency_request_in_progress');
       assert.match(second.body.error.message, /retry/i);
       // A different body while the first runs is a reuse, not "in progress".
-      assertEnvelope(assert, await tenant.api.post('/v1/test/gated', { label: l, gate: 'other' }, withKey(key)), 409, 'idempotency_key_reused');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/gated', { label: l, gate: 'other' }, withKey(key)),
+        409,
+        'idempotency_key_reused',
+      );
       const row = await findIdempotencyKey(t.db, scopeOf(key));
       assert.equal(row?.status, 'in_progress');
-      assert.equal(row?.locked_until?.toISOString(), new Date(clock.now().getTime() + IDEMPOTENCY_LEASE_MS).toISOString());
+      assert.equal(
+        row?.locked_until?.toISOString(),
+        new Date(clock.now().getTime() + IDEMPOTENCY_LEASE_MS).toISOString(),
+      );
 
       probe.open(gate);
       const first = await firstPending;
@@ -354,7 +401,12 @@ describe('Idempotency-Key', () => {
     it('a 400 raised by the handler releases the key', async () => {
       const l = label();
       const key = randomUUID();
-      assertEnvelope(assert, await tenant.api.post('/v1/test/rejecting', { label: l }, withKey(key)), 400, 'validation_failed');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/rejecting', { label: l }, withKey(key)),
+        400,
+        'validation_failed',
+      );
       assert.equal(await findIdempotencyKey(t.db, scopeOf(key)), undefined);
       const retried = await tenant.api.post('/v1/test/rejecting', { label: l }, withKey(key));
       assert.equal(retried.status, 201);
@@ -371,9 +423,19 @@ describe('Idempotency-Key', () => {
         payload: '{oops',
       });
       assert.equal(badJson.statusCode, 400);
-      assertEnvelope(assert, await client(t.app, 'bsk_test_' + 'z'.repeat(40)).post('/v1/test/counter', { label: l }, withKey(key)), 401, 'api_key_invalid');
+      assertEnvelope(
+        assert,
+        await client(t.app, 'bsk_test_' + 'z'.repeat(40)).post('/v1/test/counter', { label: l }, withKey(key)),
+        401,
+        'api_key_invalid',
+      );
       const reader = await createTenant(t, { scopes: ['payments:read'] });
-      assertEnvelope(assert, await reader.api.post('/v1/test/scoped', { label: l }, withKey(key)), 403, 'scope_missing');
+      assertEnvelope(
+        assert,
+        await reader.api.post('/v1/test/scoped', { label: l }, withKey(key)),
+        403,
+        'scope_missing',
+      );
       assert.equal(await findIdempotencyKey(t.db, scopeOf(key)), undefined);
       assert.equal(probe.count(l), 0);
       assert.equal((await tenant.api.post('/v1/test/counter', { label: l }, withKey(key))).status, 201);
@@ -384,7 +446,12 @@ describe('Idempotency-Key', () => {
     it('missing on a required route: 400 idempotency_key_missing, the handler does not run', async () => {
       const l = label();
       assertEnvelope(assert, await tenant.api.post('/v1/test/counter', { label: l }), 400, 'idempotency_key_missing');
-      assertEnvelope(assert, await tenant.api.post('/v1/test/counter', { label: l }, withKey('')), 400, 'idempotency_key_missing');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/counter', { label: l }, withKey('')),
+        400,
+        'idempotency_key_missing',
+      );
       assert.equal(probe.count(l), 0);
     });
 
@@ -407,11 +474,17 @@ describe('Idempotency-Key', () => {
         const response = await tenant.api.post('/v1/test/counter', { label: l }, withKey(bad));
         assertEnvelope(assert, response, 400, 'validation_failed');
         assert.match(response.body.error.message, /Idempotency-Key/);
-        assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), ['Idempotency-Key']);
+        assert.deepEqual(
+          response.body.error.meta.errors.map((e: { field: string }) => e.field),
+          ['Idempotency-Key'],
+        );
       }
       // Checked before the body.
       const both = await tenant.api.post('/v1/test/counter', { label: 7 }, withKey('k'.repeat(256)));
-      assert.deepEqual(both.body.error.meta.errors.map((e: { field: string }) => e.field), ['Idempotency-Key']);
+      assert.deepEqual(
+        both.body.error.meta.errors.map((e: { field: string }) => e.field),
+        ['Idempotency-Key'],
+      );
       const optional = await tenant.api.post('/v1/test/optional', { label: l }, withKey('k'.repeat(256)));
       assertEnvelope(assert, optional, 400, 'validation_failed');
       assert.equal(probe.count(l), 0);
@@ -457,7 +530,12 @@ describe('Idempotency-Key', () => {
       await until(`the handler called once for ${l}`, () => probe.count(l) === 1, { timeoutMs: 5000, intervalMs: 5 });
 
       clock.advance(IDEMPOTENCY_LEASE_MS - 1000);
-      assertEnvelope(assert, await tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key)), 409, 'idempotency_request_in_progress');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key)),
+        409,
+        'idempotency_request_in_progress',
+      );
 
       clock.advance(2000); // the lease is over: the next retry takes the key over and runs
       const takeoverPending = tenant.api.post('/v1/test/gated', { label: l, gate: stuckGate }, withKey(key));
@@ -496,7 +574,12 @@ describe('Idempotency-Key', () => {
 
       clock.advance(24 * HOUR_MS - 1000);
       assertReplayOf(await tenant.api.post('/v1/test/counter', { label: l }, withKey(key)), first);
-      assertEnvelope(assert, await tenant.api.post('/v1/test/counter', { label: l, note: 'new' }, withKey(key)), 409, 'idempotency_key_reused');
+      assertEnvelope(
+        assert,
+        await tenant.api.post('/v1/test/counter', { label: l, note: 'new' }, withKey(key)),
+        409,
+        'idempotency_key_reused',
+      );
 
       clock.advance(1000);
       const reused = await tenant.api.post('/v1/test/counter', { label: l, note: 'new' }, withKey(key));
@@ -522,7 +605,10 @@ describe('Idempotency-Key: two app instances sharing one database', () => {
     // On PostgreSQL the second instance has its own pool, as a second process would.
     secondDb = database.url ? new PostgresDatabase(database.url, 20) : database.db;
     one = await startTestApp({ database, beforeReady: testRoutes(probe) });
-    two = await startTestApp({ database: { db: secondDb, drop: async () => undefined }, beforeReady: testRoutes(probe) });
+    two = await startTestApp({
+      database: { db: secondDb, drop: async () => undefined },
+      beforeReady: testRoutes(probe),
+    });
   });
   after(async () => {
     await one.close();
@@ -537,13 +623,16 @@ describe('Idempotency-Key: two app instances sharing one database', () => {
     const l = label();
     const key = randomUUID();
     const responses = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => apis[i % 2]!.post('/v1/test/counter', { label: l, delayMs: 150 }, withKey(key))),
+      Array.from({ length: 20 }, (_, i) =>
+        apis[i % 2]!.post('/v1/test/counter', { label: l, delayMs: 150 }, withKey(key)),
+      ),
     );
     assert.equal(probe.count(l), 1);
     const created = responses.filter((r) => r.status === 201);
     assert.equal(created.filter((r) => r.headers['idempotent-replayed'] === undefined).length, 1);
     for (const r of created) assert.equal(r.raw, created[0]!.raw);
-    for (const r of responses.filter((r) => r.status !== 201)) assertEnvelope(assert, r, 409, 'idempotency_request_in_progress');
+    for (const r of responses.filter((r) => r.status !== 201))
+      assertEnvelope(assert, r, 409, 'idempotency_request_in_progress');
     assertReplayOf(await apis[0]!.post('/v1/test/counter', { label: l, delayMs: 150 }, withKey(key)), created[0]!);
     assertReplayOf(await apis[1]!.post('/v1/test/counter', { label: l, delayMs: 150 }, withKey(key)), created[0]!);
   });
@@ -576,8 +665,10 @@ describe('purgeExpiredIdempotencyKeys', () => {
     assert.equal(await purgeExpiredIdempotencyKeys(t.db, now, 2), 1);
     assert.equal(await purgeExpiredIdempotencyKeys(t.db, now, 2), 0);
     const { rows } = await t.db.query<{ key: string }>('SELECT key FROM idempotency_keys ORDER BY key');
-    assert.deepEqual(rows.map((r) => r.key), ['young']);
+    assert.deepEqual(
+      rows.map((r) => r.key),
+      ['young'],
+    );
     await assert.rejects(() => purgeExpiredIdempotencyKeys(t.db, now, 0));
   });
 });
-

@@ -5,7 +5,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { lockAndPostEntry } from '../../src/db/commit/ledger-entry.ts';
 import { fundingEntry } from '../../src/domain/ledger.ts';
-import { closeObjectSchemas, findUnstorableText, nonDecimalIntegers, unstorableText } from '../../src/http/input-hygiene.ts';
+import {
+  closeObjectSchemas,
+  findUnstorableText,
+  nonDecimalIntegers,
+  unstorableText,
+} from '../../src/http/input-hygiene.ts';
 import { assertEnvelope, client, type Client, startTestApp, type TestApp } from '../support/harness.ts';
 import { beneficiary, fundedTenant, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
 
@@ -33,14 +38,21 @@ describe('input hygiene: classifiers', () => {
     const schema = { type: 'object', properties: { limit: { type: 'integer' }, cursor: { type: 'string' } } } as never;
     assert.deepEqual(nonDecimalIntegers(schema, { limit: '25', cursor: '0x10' }), []);
     for (const raw of ['0x10', '1e1', ' 16', '16 ', '+5', '1.0', '']) {
-      assert.deepEqual(nonDecimalIntegers(schema, { limit: raw }).map((e) => e.field), ['limit'], raw);
+      assert.deepEqual(
+        nonDecimalIntegers(schema, { limit: raw }).map((e) => e.field),
+        ['limit'],
+        raw,
+      );
     }
   });
 
   it('closes object schemas that do not say otherwise, at any depth', () => {
     const schema: any = {
       type: 'object',
-      properties: { a: { type: 'object', properties: { b: { type: 'string' } } }, free: { type: 'object', properties: {}, additionalProperties: true } },
+      properties: {
+        a: { type: 'object', properties: { b: { type: 'string' } } },
+        free: { type: 'object', properties: {}, additionalProperties: true },
+      },
     };
     closeObjectSchemas(schema);
     assert.equal(schema.additionalProperties, false);
@@ -89,7 +101,12 @@ describe('input hygiene: HTTP answers', () => {
     const quoteId = await quote(tenant.api, 1_000_000);
     const surrogate = await tenant.api.post(
       '/v1/payouts',
-      { quoteId, method: 'pago_movil', beneficiary: beneficiary('V20111222'), sender: { ...SENDER, firstName: 'a\ud800b' } },
+      {
+        quoteId,
+        method: 'pago_movil',
+        beneficiary: beneficiary('V20111222'),
+        sender: { ...SENDER, firstName: 'a\ud800b' },
+      },
       { 'idempotency-key': idempotencyKey() },
     );
     assertEnvelope(assert, surrogate, 400, 'validation_failed');
@@ -101,7 +118,10 @@ describe('input hygiene: HTTP answers', () => {
   });
 
   it('an unknown body field is 400 naming it, with the closest known field', async () => {
-    const typo = await tenant.api.post('/v1/beneficiaries', { ...beneficiary('V20111222'), acountNumber: '01020000000000000000' });
+    const typo = await tenant.api.post('/v1/beneficiaries', {
+      ...beneficiary('V20111222'),
+      acountNumber: '01020000000000000000',
+    });
     assertEnvelope(assert, typo, 400, 'validation_failed');
     assert.deepEqual(fields(typo), ['acountNumber']);
     assert.match(typo.body.error.meta.errors[0].message, /Did you mean `accountNumber`\?/);

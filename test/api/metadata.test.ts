@@ -2,18 +2,30 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { assertEnvelope, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, idempotencyKey, payout, quote, SENDER } from '../support/payouts.ts';
+import {
+  AMPLE_RAIL_TIMEOUT_MS,
+  beneficiary,
+  type FundedTenant,
+  fundedTenant,
+  idempotencyKey,
+  payout,
+  quote,
+  SENDER,
+} from '../support/payouts.ts';
 
 // Each test uses national ids of its own, so no registration of one test matches another's.
 let nextId = 30_000_000;
 const nationalId = () => `V${(nextId += 1)}`;
 
-const keys = (n: number, prefix = 'k') => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, `v${i}`]));
+const keys = (n: number, prefix = 'k') =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}`, `v${i}`]));
 
 /** 400 validation_failed naming exactly these fields. */
 function assertFields(response: InjectResult, ...fields: string[]): void {
   assertEnvelope(assert, response, 400, 'validation_failed');
-  const named = (response.body.error.meta.errors as Array<{ field: string; message: string }>).map((e) => e.field).sort();
+  const named = (response.body.error.meta.errors as Array<{ field: string; message: string }>)
+    .map((e) => e.field)
+    .sort();
   assert.deepEqual(named, [...fields].sort(), response.raw);
   for (const error of response.body.error.meta.errors) assert.ok(error.message.length > 0);
 }
@@ -36,13 +48,21 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
 
   // One way to send `metadata` in each body that takes it; `prefix` is where the error names it.
   const senders: Array<{ name: string; prefix: string; send: (metadata: unknown) => Promise<InjectResult> }> = [
-    { name: 'POST /v1/quotes', prefix: 'metadata', send: (metadata) => api.post('/v1/quotes', { deliver: { asset: 'BS', amount: 1_000_000 }, metadata }) },
+    {
+      name: 'POST /v1/quotes',
+      prefix: 'metadata',
+      send: (metadata) => api.post('/v1/quotes', { deliver: { asset: 'BS', amount: 1_000_000 }, metadata }),
+    },
     {
       name: 'POST /v1/beneficiaries',
       prefix: 'metadata',
       send: (metadata) => api.post('/v1/beneficiaries', { ...beneficiary(nationalId()), metadata }),
     },
-    { name: 'POST /v1/payouts', prefix: 'metadata', send: (metadata) => payout(api, { beneficiary: beneficiary(nationalId()), metadata }) },
+    {
+      name: 'POST /v1/payouts',
+      prefix: 'metadata',
+      send: (metadata) => payout(api, { beneficiary: beneficiary(nationalId()), metadata }),
+    },
     {
       name: 'POST /v1/payouts (inline beneficiary)',
       prefix: 'beneficiary.metadata',
@@ -53,7 +73,9 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
   describe('limits, on every body that takes metadata', () => {
     for (const { name, prefix, send } of senders) {
       it(`${name}: accepts 50 keys of 40 characters with 500-character values, and {}`, async () => {
-        const full = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`${String(i).padStart(2, '0')}${'k'.repeat(38)}`, 'v'.repeat(500)]));
+        const full = Object.fromEntries(
+          Array.from({ length: 50 }, (_, i) => [`${String(i).padStart(2, '0')}${'k'.repeat(38)}`, 'v'.repeat(500)]),
+        );
         for (const metadata of [full, {}, { order_id: '6735' }]) {
           const response = await send(metadata);
           assert.ok(response.status === 200 || response.status === 201, `${name}: ${response.raw.slice(0, 300)}`);
@@ -100,14 +122,22 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
     }
 
     it('a bad key is reported with every other bad field of the body, in one 400', async () => {
-      const response = await api.post('/v1/quotes', { deliver: { asset: 'XYZ', amount: 0 }, metadata: { ['z'.repeat(41)]: 'v', n: 1 } });
+      const response = await api.post('/v1/quotes', {
+        deliver: { asset: 'XYZ', amount: 0 },
+        metadata: { ['z'.repeat(41)]: 'v', n: 1 },
+      });
       assertFields(response, 'deliver.asset', 'deliver.amount', `metadata.${'z'.repeat(41)}`, 'metadata.n');
     });
 
     it('the OpenAPI document states the limits, and the metadata object is not closed to unknown keys', () => {
       const doc = JSON.parse(readFileSync('openapi.json', 'utf8'));
       const body = (path: string) => doc.paths[path].post.requestBody.content['application/json'].schema;
-      for (const schema of [body('/v1/quotes'), body('/v1/beneficiaries'), body('/v1/payouts'), body('/v1/payouts').properties.beneficiary]) {
+      for (const schema of [
+        body('/v1/quotes'),
+        body('/v1/beneficiaries'),
+        body('/v1/payouts'),
+        body('/v1/payouts').properties.beneficiary,
+      ]) {
         assert.equal(schema.additionalProperties, false, 'the body itself stays closed');
         const metadata = schema.properties.metadata;
         assert.equal(metadata.type, 'object');
@@ -119,7 +149,11 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
         assert.match(metadata.description, /1 to 40 characters/);
       }
       for (const name of ['Quote', 'Beneficiary', 'RegisteredBeneficiary', 'PayoutResult', 'Payment', 'StatementRow']) {
-        assert.deepEqual(doc.components.schemas[name].properties.metadata, { $ref: '#/components/schemas/Metadata' }, name);
+        assert.deepEqual(
+          doc.components.schemas[name].properties.metadata,
+          { $ref: '#/components/schemas/Metadata' },
+          name,
+        );
         assert.ok(doc.components.schemas[name].required.includes('metadata'), `${name}: always present`);
       }
     });
@@ -142,10 +176,23 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
       const body = { deliver: { asset: 'BS', amount: 1_000_000 }, metadata: { a: '1', b: '2' } };
       const first = await api.post('/v1/quotes', body, { 'idempotency-key': key });
       assert.equal(first.status, 201, first.raw);
-      const reordered = await api.post('/v1/quotes', { ...body, metadata: { b: '2', a: '1' } }, { 'idempotency-key': key });
-      assert.equal(reordered.headers['idempotent-replayed'], 'true', 'the same object, keys in another order, is the same request');
+      const reordered = await api.post(
+        '/v1/quotes',
+        { ...body, metadata: { b: '2', a: '1' } },
+        { 'idempotency-key': key },
+      );
+      assert.equal(
+        reordered.headers['idempotent-replayed'],
+        'true',
+        'the same object, keys in another order, is the same request',
+      );
       assert.equal(reordered.raw, first.raw);
-      assertEnvelope(assert, await api.post('/v1/quotes', { ...body, metadata: { a: '1', b: '3' } }, { 'idempotency-key': key }), 409, 'idempotency_key_reused');
+      assertEnvelope(
+        assert,
+        await api.post('/v1/quotes', { ...body, metadata: { a: '1', b: '3' } }, { 'idempotency-key': key }),
+        409,
+        'idempotency_key_reused',
+      );
     });
 
     it('beneficiary: the answer, GET by id and the list; {} when none was sent', async () => {
@@ -163,7 +210,10 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
 
     it('payout: the answer, its replay, GET /v1/payments/{id} and the statement; the quote keeps its own', async () => {
       const metadata = { order_id: '6735', invoice: 'F-2026-0042' };
-      const quoted = await api.post('/v1/quotes', { deliver: { asset: 'BS', amount: 1_000_000 }, metadata: { quote_only: 'yes' } });
+      const quoted = await api.post('/v1/quotes', {
+        deliver: { asset: 'BS', amount: 1_000_000 },
+        metadata: { quote_only: 'yes' },
+      });
       const key = idempotencyKey();
       const body = { quoteId: quoted.body.id, beneficiary: beneficiary(nationalId()), metadata };
       const first = await payout(api, body, undefined, key);
@@ -175,7 +225,12 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
       assert.equal(replay.raw, first.raw, 'the replay is the answer sent, metadata included');
       const read = await api.get(`/v1/payments/${first.body.id}`);
       assert.deepEqual(read.body.metadata, metadata);
-      for (const event of read.body.events) assert.deepEqual(Object.keys(event.metadata).sort(), ['methodRequested', 'methodUsed'], 'the history keeps its own');
+      for (const event of read.body.events)
+        assert.deepEqual(
+          Object.keys(event.metadata).sort(),
+          ['methodRequested', 'methodUsed'],
+          'the history keeps its own',
+        );
       const statement = await api.get('/v1/payments?limit=100');
       assert.deepEqual(statement.body.data.find((r: { id: string }) => r.id === first.body.id).metadata, metadata);
       assert.deepEqual((await api.get(`/v1/quotes/${quoted.body.id}`)).body.metadata, { quote_only: 'yes' });
@@ -208,15 +263,28 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
       const first = await payout(api, body, undefined, key);
       assert.equal(first.status, 201, first.raw);
       for (const other of [{ order_id: '2' }, { order_id: '1', extra: 'x' }, {}, undefined]) {
-        assertEnvelope(assert, await payout(api, { ...body, metadata: other }, undefined, key), 409, 'idempotency_key_reused');
+        assertEnvelope(
+          assert,
+          await payout(api, { ...body, metadata: other }, undefined, key),
+          409,
+          'idempotency_key_reused',
+        );
       }
-      const { rows } = await t.db.query<{ n: number }>('SELECT count(*)::int AS n FROM payments WHERE tenant_id = $1 AND quote_id = $2', [tenant.tenantId, quoteId]);
+      const { rows } = await t.db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM payments WHERE tenant_id = $1 AND quote_id = $2',
+        [tenant.tenantId, quoteId],
+      );
       assert.equal(rows[0]!.n, 1);
     });
 
     it('concurrent payouts committed in one batch each keep their own metadata', async () => {
       const made = await Promise.all(
-        Array.from({ length: 12 }, (_, i) => payout(api, { beneficiary: beneficiary(nationalId()), ...(i % 3 === 0 ? {} : { metadata: { n: String(i) } }) })),
+        Array.from({ length: 12 }, (_, i) =>
+          payout(api, {
+            beneficiary: beneficiary(nationalId()),
+            ...(i % 3 === 0 ? {} : { metadata: { n: String(i) } }),
+          }),
+        ),
       );
       for (const [i, response] of made.entries()) {
         assert.equal(response.status, 201, response.raw);
@@ -237,7 +305,11 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
       assert.equal(kept.body.id, first.body.id);
       assert.equal(kept.body.full_name, 'María P. Pérez');
       assert.deepEqual(kept.body.metadata, { crm_id: 'C-1', tier: 'gold' }, 'without metadata the stored one stays');
-      const replaced = await api.post('/v1/beneficiaries', { ...details, fullName: 'María P. Pérez', metadata: { crm_id: 'C-2' } });
+      const replaced = await api.post('/v1/beneficiaries', {
+        ...details,
+        fullName: 'María P. Pérez',
+        metadata: { crm_id: 'C-2' },
+      });
       assert.equal(replaced.status, 200, replaced.raw);
       assert.equal(replaced.body.created, false);
       assert.deepEqual(replaced.body.metadata, { crm_id: 'C-2' }, 'replaced, not merged');
@@ -249,7 +321,10 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
 
     it('inline in a payout: registered with its own metadata, apart from the payout’s; replaced when sent again, kept when not', async () => {
       const details = beneficiary(nationalId());
-      const made = await payout(api, { beneficiary: { ...details, metadata: { crm_id: 'C-9' } }, metadata: { order_id: '9' } });
+      const made = await payout(api, {
+        beneficiary: { ...details, metadata: { crm_id: 'C-9' } },
+        metadata: { order_id: '9' },
+      });
       assert.equal(made.status, 201, made.raw);
       assert.deepEqual(made.body.metadata, { order_id: '9' });
       const registered = await api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`);
@@ -259,11 +334,19 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
       const without = await payout(api, { beneficiary: details });
       assert.equal(without.body.beneficiaryId, made.body.beneficiaryId);
       assert.deepEqual(without.body.metadata, {});
-      assert.deepEqual((await api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`)).body.metadata, { crm_id: 'C-9' }, 'kept');
+      assert.deepEqual(
+        (await api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`)).body.metadata,
+        { crm_id: 'C-9' },
+        'kept',
+      );
 
       const again = await payout(api, { beneficiary: { ...details, metadata: { crm_id: 'C-10' } } });
       assert.equal(again.body.beneficiaryId, made.body.beneficiaryId);
-      assert.deepEqual((await api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`)).body.metadata, { crm_id: 'C-10' }, 'replaced');
+      assert.deepEqual(
+        (await api.get(`/v1/beneficiaries/${made.body.beneficiaryId}`)).body.metadata,
+        { crm_id: 'C-10' },
+        'replaced',
+      );
 
       // Registered first through the API, then paid inline with new metadata: the same rule.
       const other = beneficiary(nationalId());
@@ -285,7 +368,14 @@ describe('metadata: free-form key-value pairs on quotes, beneficiaries and payou
     it('a misspelt field next to metadata is still refused, with a hint', async () => {
       const response = await api.post(
         '/v1/payouts',
-        { quoteId: await quote(api, 1_000_000), method: 'pago_movil', beneficiary: beneficiary(nationalId()), sender: SENDER, metadata: { a: 'b' }, metadatum: { a: 'b' } },
+        {
+          quoteId: await quote(api, 1_000_000),
+          method: 'pago_movil',
+          beneficiary: beneficiary(nationalId()),
+          sender: SENDER,
+          metadata: { a: 'b' },
+          metadatum: { a: 'b' },
+        },
         { 'idempotency-key': idempotencyKey() },
       );
       assertFields(response, 'metadatum');

@@ -48,7 +48,10 @@ describe(`a payment's ledger entries and events on ${ENGINE}`, () => {
       { asset: 'BS', account: 'prefunding', amount: '1010000' },
       'deliver 1,000,000 plus the 1 % fee leaves the prefunding balance',
     );
-    assert.deepEqual(charge.find((p: any) => p.account === 'in_flight'), { asset: 'BS', account: 'in_flight', amount: '-1000000' });
+    assert.deepEqual(
+      charge.find((p: any) => p.account === 'in_flight'),
+      { asset: 'BS', account: 'in_flight', amount: '-1000000' },
+    );
   });
 
   it('a payment failed at the rail lists the charge, then the charge given back in full', async () => {
@@ -58,19 +61,26 @@ describe(`a payment's ledger entries and events on ${ENGINE}`, () => {
       ledger.body.data.map((e: any) => e.kind),
       ['payout', 'payout_failure'],
     );
-    const [charge, refund] = ledger.body.data.map((e: any) => new Map(e.postings.map((p: any) => [`${p.asset}/${p.account}`, BigInt(p.amount)])));
+    const [charge, refund] = ledger.body.data.map(
+      (e: any) => new Map(e.postings.map((p: any) => [`${p.asset}/${p.account}`, BigInt(p.amount)])),
+    );
     for (const [account, amount] of charge) assert.equal(refund.get(account), -amount, `${account} given back`);
   });
 
-  it('another tenant\'s payment is 404, and a key without payments:read is 403', async () => {
+  it("another tenant's payment is 404, and a key without payments:read is 403", async () => {
     assertEnvelope(assert, await tenant.api.get(`/v1/payments/${ids.otherSettled}/ledger`), 404, 'resource_not_found');
-    assertEnvelope(assert, await tenant.api.get('/v1/payments/00000000-0000-4000-8000-000000000000/ledger'), 404, 'resource_not_found');
+    assertEnvelope(
+      assert,
+      await tenant.api.get('/v1/payments/00000000-0000-4000-8000-000000000000/ledger'),
+      404,
+      'resource_not_found',
+    );
     assertEnvelope(assert, await tenant.api.get('/v1/payments/not-a-uuid/ledger'), 400, 'validation_failed');
     const narrow = await createTenant(t, { scopes: ['events:read'] });
     assertEnvelope(assert, await narrow.api.get(`/v1/payments/${ids.settled}/ledger`), 403, 'scope_missing');
   });
 
-  it('GET /v1/events?paymentId= lists that payment\'s events only, and none of another tenant\'s', async () => {
+  it("GET /v1/events?paymentId= lists that payment's events only, and none of another tenant's", async () => {
     const settled = await tenant.api.get(`/v1/events?paymentId=${ids.settled}`);
     assert.equal(settled.status, 200, settled.raw);
     assert.deepEqual(
@@ -78,7 +88,10 @@ describe(`a payment's ledger entries and events on ${ENGINE}`, () => {
       [['payment.settled', ids.settled]],
     );
     const failed = await tenant.api.get(`/v1/events?paymentId=${ids.failed}&eventType=payment.failed&status=pending`);
-    assert.deepEqual(failed.body.data.map((e: any) => e.aggregate_id), [ids.failed]);
+    assert.deepEqual(
+      failed.body.data.map((e: any) => e.aggregate_id),
+      [ids.failed],
+    );
     const filteredOut = await tenant.api.get(`/v1/events?paymentId=${ids.failed}&eventType=payment.settled`);
     assert.deepEqual(filteredOut.body.data, []);
     const foreign = await tenant.api.get(`/v1/events?paymentId=${ids.otherSettled}`);

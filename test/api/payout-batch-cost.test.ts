@@ -21,7 +21,8 @@ const item = (reference: string, amount: number, extra: Record<string, unknown> 
   sender: SENDER,
   ...extra,
 });
-const batchOf = (prefix: string, count: number, amount = 150_000) => Array.from({ length: count }, (_, i) => item(`${prefix}-${i}`, amount));
+const batchOf = (prefix: string, count: number, amount = 150_000) =>
+  Array.from({ length: count }, (_, i) => item(`${prefix}-${i}`, amount));
 
 describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
   let t: TestApp;
@@ -35,8 +36,13 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
     await t.close();
   });
 
-  const quotesOf = async (tenantId: string) => Number((await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM quotes WHERE tenant_id = $1', [tenantId])).rows[0]!.n);
-  const post = (api: Client, items: unknown[]) => api.post('/v1/payout-batches', { items }, { 'idempotency-key': idempotencyKey() });
+  const quotesOf = async (tenantId: string) =>
+    Number(
+      (await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM quotes WHERE tenant_id = $1', [tenantId]))
+        .rows[0]!.n,
+    );
+  const post = (api: Client, items: unknown[]) =>
+    api.post('/v1/payout-batches', { items }, { 'idempotency-key': idempotencyKey() });
 
   it(`a batch of ${ITEMS} that can pay nothing is refused whole: 422 insufficient_tenant_funds, no batch, no quote`, async () => {
     const broke = await fundedTenant(t, 0);
@@ -64,7 +70,10 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
     const enough = await fundedTenant(t, 100_000);
     const decided = await post(enough.api, [item('least-0', 150_000), item('least-1', 100_000)]);
     assert.equal(decided.status, 201, decided.raw);
-    assert.deepEqual(decided.body.items.map((i: { error: { code: string } | null }) => i.error?.code), ['insufficient_tenant_funds', 'insufficient_tenant_funds']);
+    assert.deepEqual(
+      decided.body.items.map((i: { error: { code: string } | null }) => i.error?.code),
+      ['insufficient_tenant_funds', 'insufficient_tenant_funds'],
+    );
     assert.equal(await quotesOf(enough.tenantId), 0);
   });
 
@@ -87,10 +96,16 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
     assert.ok(paid.every(Boolean), first.raw);
     const replayed = await tenant.api.post('/v1/payout-batches', { items }, { 'idempotency-key': key });
     assert.equal(replayed.status, 201, replayed.raw);
-    assert.deepEqual(replayed.body.items.map((i: { paymentId: string }) => i.paymentId), paid);
+    assert.deepEqual(
+      replayed.body.items.map((i: { paymentId: string }) => i.paymentId),
+      paid,
+    );
     const again = await post(tenant.api, items);
     assert.equal(again.status, 201, again.raw);
-    assert.deepEqual(again.body.items.map((i: { paymentId: string }) => i.paymentId), paid);
+    assert.deepEqual(
+      again.body.items.map((i: { paymentId: string }) => i.paymentId),
+      paid,
+    );
     // A new reference with nothing left is refused whole.
     assert.equal((await post(tenant.api, batchOf('spent-new', 2))).status, 422);
   });
@@ -99,8 +114,14 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
     const tenant = await fundedTenant(t, 2 * 151_500);
     const answer = await post(tenant.api, batchOf('two', 5));
     assert.equal(answer.status, 201, answer.raw);
-    const shown = answer.body.items.map((i: { status: string; error: { code: string } | null }) => i.error?.code ?? 'paid');
-    assert.deepEqual(shown, ['paid', 'paid', 'insufficient_tenant_funds', 'insufficient_tenant_funds', 'insufficient_tenant_funds'], answer.raw);
+    const shown = answer.body.items.map(
+      (i: { status: string; error: { code: string } | null }) => i.error?.code ?? 'paid',
+    );
+    assert.deepEqual(
+      shown,
+      ['paid', 'paid', 'insufficient_tenant_funds', 'insufficient_tenant_funds', 'insufficient_tenant_funds'],
+      answer.raw,
+    );
     assert.equal(answer.body.counts.refused, 3);
     assert.equal(await quotesOf(tenant.tenantId), 2);
   });
@@ -108,9 +129,19 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
   it('an item refused in its transaction (a rule per customer, left to the transaction) leaves no quote', async () => {
     const tenant = await fundedTenant(t);
     const customer = 'c0ffee00-0000-4000-8000-000000000001';
-    const rule = await admin.post('/v1/admin/limit-rules', { scope: 'customer', tenantId: tenant.tenantId, subjectId: customer, method: '*', per_tx_max: 100_000, daily_max: 100_000_000 });
+    const rule = await admin.post('/v1/admin/limit-rules', {
+      scope: 'customer',
+      tenantId: tenant.tenantId,
+      subjectId: customer,
+      method: '*',
+      per_tx_max: 100_000,
+      daily_max: 100_000_000,
+    });
     assert.equal(rule.status, 201, rule.raw);
-    const answer = await post(tenant.api, [item('cust-0', 150_000, { customerId: customer }), item('cust-1', 50_000, { customerId: customer })]);
+    const answer = await post(tenant.api, [
+      item('cust-0', 150_000, { customerId: customer }),
+      item('cust-1', 50_000, { customerId: customer }),
+    ]);
     assert.equal(answer.status, 201, answer.raw);
     assert.equal(answer.body.items[0].error?.code, 'limit_exceeded', answer.raw);
     assert.notEqual(answer.body.items[1].status, 'refused', answer.raw);
@@ -131,7 +162,8 @@ describe(`payout batches cost what their payouts cost, on ${ENGINE}`, () => {
 
 async function itemBudget(t: TestApp, clock: ManualClock): Promise<void> {
   const admin = client(t.app, t.platformKey);
-  const post = (api: Client, items: unknown[]) => api.post('/v1/payout-batches', { items }, { 'idempotency-key': idempotencyKey() });
+  const post = (api: Client, items: unknown[]) =>
+    api.post('/v1/payout-batches', { items }, { 'idempotency-key': idempotencyKey() });
   {
     // Its batches are refused (422: it can pay nothing) after the budget has been charged.
     const tenant = await fundedTenant(t, 0);
@@ -145,7 +177,9 @@ async function itemBudget(t: TestApp, clock: ManualClock): Promise<void> {
     const batches = await t.db.query('SELECT 1 FROM payout_batches WHERE tenant_id = $1', [tenant.tenantId]);
     assert.equal(batches.rows.length, 0, 'neither refused batch wrote anything');
     // More keys do not buy more: a second key has its own budget, the tenant's (2,000 a second) is shared.
-    const keys = await Promise.all([1, 2].map(() => admin.post(`/v1/admin/tenants/${tenant.tenantId}/api-keys`, { mode: 'test' })));
+    const keys = await Promise.all(
+      [1, 2].map(() => admin.post(`/v1/admin/tenants/${tenant.tenantId}/api-keys`, { mode: 'test' })),
+    );
     const [other, third] = keys.map((k) => client(t.app, k.body.key as string));
     assert.equal((await post(other!, batchOf('budget-c', ITEMS))).status, 422);
     const past = await post(third!, batchOf('budget-d', ITEMS));

@@ -3,7 +3,15 @@ import { after, before, describe, it } from 'node:test';
 import { foldReportRollups } from '../../src/db/repositories/report-rollups.ts';
 import { ManualClock } from '../support/clock.ts';
 import { PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
@@ -13,7 +21,12 @@ import { answer, dispatcherFor, setEndpoint, TestReceiver } from '../support/web
 // never from the report's own code.
 
 // Settlement by the reaper two minutes after the payout; a return ten minutes after settling.
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '120000',
+  SANDBOX_REVERSE_DELAY_MS: '600000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
@@ -22,7 +35,8 @@ const IN_FLIGHT = new Set(['created', 'pending', 'submitted', 'unknown']);
 const OUTCOMES = ['settled', 'failed', 'returned', 'reversed'] as const;
 
 /** A calendar day `n` days after `date`. */
-const addDays = (date: string, n: number) => new Date(Date.parse(`${date}T00:00:00Z`) + n * DAY).toISOString().slice(0, 10);
+const addDays = (date: string, n: number) =>
+  new Date(Date.parse(`${date}T00:00:00Z`) + n * DAY).toISOString().slice(0, 10);
 /** 00:00 in Caracas (UTC−4 all year, no daylight saving) on `date`. */
 const caracasMidnight = (date: string) => Date.parse(`${date}T04:00:00.000Z`);
 
@@ -83,7 +97,15 @@ function nearestRank(values: number[], percent: number): number | null {
 const sum = (amounts: bigint[]) => amounts.reduce((a, b) => a + b, 0n).toString();
 
 function byStatusOf(facts: Fact[]) {
-  return Object.fromEntries(STATUSES.map((s) => [s, { count: facts.filter((f) => f.status === s).length, amount: sum(facts.filter((f) => f.status === s).map((f) => f.amount)) }]));
+  return Object.fromEntries(
+    STATUSES.map((s) => [
+      s,
+      {
+        count: facts.filter((f) => f.status === s).length,
+        amount: sum(facts.filter((f) => f.status === s).map((f) => f.amount)),
+      },
+    ]),
+  );
 }
 
 function outcomeTally(facts: Fact[]) {
@@ -108,7 +130,9 @@ function groupBy<K>(facts: Fact[], key: (f: Fact) => K): Map<K, Fact[]> {
 
 /** A list the report orders "most first": check that, then compare in an order of the test's own. */
 function canonical<T extends { count: number }>(list: T[], ordered: boolean): T[] {
-  if (ordered) for (let i = 1; i < list.length; i += 1) assert.ok(list[i - 1]!.count >= list[i]!.count, `most first: ${JSON.stringify(list)}`);
+  if (ordered)
+    for (let i = 1; i < list.length; i += 1)
+      assert.ok(list[i - 1]!.count >= list[i]!.count, `most first: ${JSON.stringify(list)}`);
   return [...list].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
 }
 
@@ -123,13 +147,29 @@ describe('payout report: GET /v1/reports/payouts', () => {
   const bankNames = new Map<string, string>();
   const facts = new Map<Tracked, Fact[]>();
 
-  const track = async (tenant: { tenantId: string; api: Client }): Promise<Tracked> => ({ ...tenant, bankOf: new Map(), positions: [], attempts: [], seenAttempts: new Set() });
+  const track = async (tenant: { tenantId: string; api: Client }): Promise<Tracked> => ({
+    ...tenant,
+    bankOf: new Map(),
+    positions: [],
+    attempts: [],
+    seenAttempts: new Set(),
+  });
 
   /** A payout a minute after the clock's time (the clock moves to it), to a bank the test records. */
-  async function pay(tenant: Tracked, nationalId: string, deliver: number, bankCode: string, extra: Record<string, unknown> = {}): Promise<string> {
+  async function pay(
+    tenant: Tracked,
+    nationalId: string,
+    deliver: number,
+    bankCode: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<string> {
     const { beneficiary: overrides, ...rest } = extra as { beneficiary?: Record<string, unknown> };
     clock.advance(MINUTE);
-    const response = await payout(tenant.api, { beneficiary: beneficiary(nationalId, { bankCode, ...overrides }), ...rest }, deliver);
+    const response = await payout(
+      tenant.api,
+      { beneficiary: beneficiary(nationalId, { bankCode, ...overrides }), ...rest },
+      deliver,
+    );
     assert.equal(response.status, 201, response.raw);
     tenant.bankOf.set(response.body.id, bankCode);
     return response.body.id;
@@ -140,12 +180,20 @@ describe('payout report: GET /v1/reports/payouts', () => {
     for (const tenant of [a, b, c]) {
       const response = await tenant.api.get('/v1/treasury/position');
       assert.equal(response.status, 200, response.raw);
-      tenant.positions.push({ at: clock.now().getTime(), prefunding: response.body.prefundingBalance, credit: response.body.creditDrawn });
+      tenant.positions.push({
+        at: clock.now().getTime(),
+        prefunding: response.body.prefundingBalance,
+        credit: response.body.creditDrawn,
+      });
     }
   }
 
   async function fund(tenant: Tracked, amount: number): Promise<void> {
-    const response = await admin.post(`/v1/admin/tenants/${tenant.tenantId}/fundings`, { mode: 'test', asset: 'BS', amount }, { 'idempotency-key': `fund-${tenant.tenantId}-${clock.now().getTime()}` });
+    const response = await admin.post(
+      `/v1/admin/tenants/${tenant.tenantId}/fundings`,
+      { mode: 'test', asset: 'BS', amount },
+      { 'idempotency-key': `fund-${tenant.tenantId}-${clock.now().getTime()}` },
+    );
     assert.equal(response.status, 201, response.raw);
   }
 
@@ -162,7 +210,12 @@ describe('payout report: GET /v1/reports/payouts', () => {
           const key = `${id}:${d.attempt}`;
           if (tenant.seenAttempts.has(key)) continue;
           tenant.seenAttempts.add(key);
-          tenant.attempts.push({ at: clock.now().getTime(), ok: d.ok, statusCode: d.status_code, durationMs: d.duration_ms });
+          tenant.attempts.push({
+            at: clock.now().getTime(),
+            ok: d.ok,
+            statusCode: d.status_code,
+            durationMs: d.duration_ms,
+          });
         }
       }
     }
@@ -182,7 +235,9 @@ describe('payout report: GET /v1/reports/payouts', () => {
       assert.equal(banks.status, 200, banks.raw);
       for (const bank of banks.body.data) if (!bankNames.has(bank.code)) bankNames.set(bank.code, bank.name);
     }
-    receiver = await TestReceiver.start((request, response) => answer(request.body.eventType === 'payment.settled' ? 200 : 500)(request, response));
+    receiver = await TestReceiver.start((request, response) =>
+      answer(request.body.eventType === 'payment.settled' ? 200 : 500)(request, response),
+    );
     await setEndpoint(t, a.tenantId, receiver.url());
     const closed = await TestReceiver.start();
     const closedUrl = closed.url();
@@ -222,7 +277,10 @@ describe('payout report: GET /v1/reports/payouts', () => {
     clock.set(at(11, 29));
     await pay(a, 'V99990002', 1_000_000, '0102');
     await pay(a, 'V99990003', 2_200_000, '0134');
-    await pay(a, 'V20000003', 1_700_000, '0134', { method: 'transferencia', beneficiary: { accountNumber: '01340001630000000001' } });
+    await pay(a, 'V20000003', 1_700_000, '0134', {
+      method: 'transferencia',
+      beneficiary: { accountNumber: '01340001630000000001' },
+    });
     await positions();
     clock.set(at(11, 45));
     await advanceAndReap(t, clock, 0);
@@ -282,7 +340,15 @@ describe('payout report: GET /v1/reports/payouts', () => {
       }
       const bankCode = tenant.bankOf.get(row.id);
       assert.ok(bankCode, `the test made payment ${row.id}`);
-      out.push({ createdAt: Date.parse(row.created_at), status: row.status, amount: BigInt(row.payout_amount), reason: row.status_reason, method: row.method, bankCode, outcomeMs });
+      out.push({
+        createdAt: Date.parse(row.created_at),
+        status: row.status,
+        amount: BigInt(row.payout_amount),
+        reason: row.status_reason,
+        method: row.method,
+        bankCode,
+        outcomeMs,
+      });
     }
     assert.equal(out.length, tenant.bankOf.size, 'the statement lists every payment the test made');
     return out;
@@ -301,12 +367,18 @@ describe('payout report: GET /v1/reports/payouts', () => {
   }
 
   /** The report the documented rules give for these tenants, from the test's own records. */
-  function expectedReport(tenants: Tracked[], query: { from: string; to: string; granularity: 'hour' | 'day' }, tenantId: string | null) {
+  function expectedReport(
+    tenants: Tracked[],
+    query: { from: string; to: string; granularity: 'hour' | 'day' },
+    tenantId: string | null,
+  ) {
     const start = caracasMidnight(query.from);
     const end = caracasMidnight(addDays(query.to, 1));
     const step = query.granularity === 'hour' ? HOUR : DAY;
     const now = clock.now().getTime();
-    const all = tenants.flatMap((tenant) => facts.get(tenant)!).filter((f) => f.createdAt >= start && f.createdAt < end);
+    const all = tenants
+      .flatMap((tenant) => facts.get(tenant)!)
+      .filter((f) => f.createdAt >= start && f.createdAt < end);
     const attempts = tenants.flatMap((tenant) => tenant.attempts);
     const buckets = [];
     for (let s = start; s < end; s += step) {
@@ -326,10 +398,18 @@ describe('payout report: GET /v1/reports/payouts', () => {
           delivered: tried.filter((x) => x.ok).length,
           rejected: tried.filter((x) => !x.ok && x.statusCode !== null).length,
           unreachable: tried.filter((x) => x.statusCode === null).length,
-          p50Ms: nearestRank(tried.map((x) => x.durationMs), 50),
-          p95Ms: nearestRank(tried.map((x) => x.durationMs), 95),
+          p50Ms: nearestRank(
+            tried.map((x) => x.durationMs),
+            50,
+          ),
+          p95Ms: nearestRank(
+            tried.map((x) => x.durationMs),
+            95,
+          ),
         },
-        balances: [s > now ? { asset: 'BS', prefundingBalance: null, creditDrawn: null } : balanceAt(tenants, Math.min(e, now))],
+        balances: [
+          s > now ? { asset: 'BS', prefundingBalance: null, creditDrawn: null } : balanceAt(tenants, Math.min(e, now)),
+        ],
       });
     }
     const byStatus = byStatusOf(all);
@@ -345,9 +425,18 @@ describe('payout report: GET /v1/reports/payouts', () => {
       generatedAt: new Date(now).toISOString(),
       totals: { count: all.length, deliveredAmount: byStatus.settled!.amount, byStatus },
       buckets,
-      banks: [...groupBy(all, (f) => f.bankCode)].map(([bankCode, group]) => ({ bankCode, bankName: bankNames.get(bankCode) ?? null, ...outcomeTally(group) })),
+      banks: [...groupBy(all, (f) => f.bankCode)].map(([bankCode, group]) => ({
+        bankCode,
+        bankName: bankNames.get(bankCode) ?? null,
+        ...outcomeTally(group),
+      })),
       instruments: [...groupBy(all, (f) => f.method)].map(([method, group]) => ({ method, ...outcomeTally(group) })),
-      failureReasons: [...groupBy(all.filter((f) => ['failed', 'returned', 'reversed'].includes(f.status)), (f) => `${f.status}\t${f.reason}`)].map(([, group]) => ({
+      failureReasons: [
+        ...groupBy(
+          all.filter((f) => ['failed', 'returned', 'reversed'].includes(f.status)),
+          (f) => `${f.status}\t${f.reason}`,
+        ),
+      ].map(([, group]) => ({
         status: group[0]!.status,
         reason: group[0]!.reason,
         count: group.length,
@@ -359,10 +448,18 @@ describe('payout report: GET /v1/reports/payouts', () => {
   function assertReport(response: InjectResult, expected: ReturnType<typeof expectedReport>): void {
     assert.equal(response.status, 200, response.raw);
     const { banks, instruments, failureReasons, buckets, ...rest } = response.body;
-    const { banks: eBanks, instruments: eInstruments, failureReasons: eReasons, buckets: eBuckets, ...eRest } = expected;
+    const {
+      banks: eBanks,
+      instruments: eInstruments,
+      failureReasons: eReasons,
+      buckets: eBuckets,
+      ...eRest
+    } = expected;
     assert.deepStrictEqual(rest, eRest);
     assert.equal(buckets.length, eBuckets.length);
-    buckets.forEach((bucket: unknown, i: number) => assert.deepStrictEqual(bucket, eBuckets[i], `bucket ${i} (${eBuckets[i]!.start})`));
+    buckets.forEach((bucket: unknown, i: number) =>
+      assert.deepStrictEqual(bucket, eBuckets[i], `bucket ${i} (${eBuckets[i]!.start})`),
+    );
     assert.deepStrictEqual(canonical(banks, true), canonical(eBanks, false));
     assert.deepStrictEqual(canonical(instruments, true), canonical(eInstruments, false));
     assert.deepStrictEqual(canonical(failureReasons, true), canonical(eReasons, false));
@@ -376,16 +473,34 @@ describe('payout report: GET /v1/reports/payouts', () => {
     for (const s of ['settled', 'failed', 'reversed', 'submitted']) assert.ok(statuses.has(s), `a ${s} payment`);
     assert.ok(new Set(mine.map((f) => f.method)).size >= 2, 'two instruments');
     const attempts = [a, b, c].flatMap((tenant) => tenant.attempts);
-    assert.ok(attempts.some((x) => x.ok), 'a delivered attempt');
-    assert.ok(attempts.some((x) => !x.ok && x.statusCode !== null), 'a rejected attempt');
-    assert.ok(attempts.some((x) => x.statusCode === null), 'an unreachable attempt');
-    assert.ok(c.positions.some((p) => p.credit !== '0'), 'credit drawn');
-    assert.ok(mine.some((f) => f.outcomeMs !== null && f.outcomeMs > 0), 'an outcome that took time');
+    assert.ok(
+      attempts.some((x) => x.ok),
+      'a delivered attempt',
+    );
+    assert.ok(
+      attempts.some((x) => !x.ok && x.statusCode !== null),
+      'a rejected attempt',
+    );
+    assert.ok(
+      attempts.some((x) => x.statusCode === null),
+      'an unreachable attempt',
+    );
+    assert.ok(
+      c.positions.some((p) => p.credit !== '0'),
+      'credit drawn',
+    );
+    assert.ok(
+      mine.some((f) => f.outcomeMs !== null && f.outcomeMs > 0),
+      'an outcome that took time',
+    );
   });
 
   it("a tenant's hourly report over two Caracas days: every figure of every bucket", async () => {
     for (const tenant of [a, b, c]) {
-      assertReport(await tenant.api.get(query({ from: D1, to: D2, granularity: 'hour' })), expectedReport([tenant], { from: D1, to: D2, granularity: 'hour' }, tenant.tenantId));
+      assertReport(
+        await tenant.api.get(query({ from: D1, to: D2, granularity: 'hour' })),
+        expectedReport([tenant], { from: D1, to: D2, granularity: 'hour' }, tenant.tenantId),
+      );
     }
   });
 
@@ -394,12 +509,17 @@ describe('payout report: GET /v1/reports/payouts', () => {
       const response = await tenant.api.get(query({ from: D1, to: D3 }));
       assertReport(response, expectedReport([tenant], { from: D1, to: D3, granularity: 'day' }, tenant.tenantId));
       assert.equal(response.body.granularity, 'day', 'day is the default');
-      assert.deepEqual(response.body.buckets[2].balances, [{ asset: 'BS', prefundingBalance: null, creditDrawn: null }]);
+      assert.deepEqual(response.body.buckets[2].balances, [
+        { asset: 'BS', prefundingBalance: null, creditDrawn: null },
+      ]);
     }
     // A range wholly after the report's time has no bucket begun, so no balance was read: none listed.
     const future = await a.api.get(query({ from: D3, to: D3 }));
     assert.equal(future.status, 200, future.raw);
-    assert.deepEqual(future.body.buckets.map((bucket: any) => [bucket.count, bucket.balances]), [[0, []]]);
+    assert.deepEqual(
+      future.body.buckets.map((bucket: any) => [bucket.count, bucket.balances]),
+      [[0, []]],
+    );
     // The payout of 23:59 on D1 is D1's, though it settled on D2.
     const days = (await a.api.get(query({ from: D1, to: D2, granularity: 'day' }))).body.buckets;
     assert.equal(days[0].end, new Date(caracasMidnight(D2)).toISOString());
@@ -419,19 +539,38 @@ describe('payout report: GET /v1/reports/payouts', () => {
       assert.equal(platform.status, 200, platform.raw);
       assert.deepStrictEqual(platform.body, own.body);
       const everyone = await admin.get(query({ ...q, mode: 'test' }));
-      assertReport(everyone, expectedReport([a, b, c], q as { from: string; to: string; granularity: 'hour' | 'day' }, null));
+      assertReport(
+        everyone,
+        expectedReport([a, b, c], q as { from: string; to: string; granularity: 'hour' | 'day' }, null),
+      );
     }
     // The sum, checked as a sum of the tenants' own reports too.
     const q = { from: D1, to: D2, granularity: 'hour' };
-    const [ra, rb, rc, all] = await Promise.all([a.api.get(query(q)), b.api.get(query(q)), c.api.get(query(q)), admin.get(query({ ...q, mode: 'test' }))]);
+    const [ra, rb, rc, all] = await Promise.all([
+      a.api.get(query(q)),
+      b.api.get(query(q)),
+      c.api.get(query(q)),
+      admin.get(query({ ...q, mode: 'test' })),
+    ]);
     all.body.buckets.forEach((bucket: any, i: number) => {
       const parts = [ra, rb, rc].map((r) => r.body.buckets[i]);
-      assert.equal(bucket.count, parts.reduce((n, p) => n + p.count, 0));
+      assert.equal(
+        bucket.count,
+        parts.reduce((n, p) => n + p.count, 0),
+      );
       assert.equal(bucket.deliveredAmount, sum(parts.map((p) => BigInt(p.deliveredAmount))));
-      for (const s of STATUSES) assert.equal(bucket.byStatus[s].amount, sum(parts.map((p) => BigInt(p.byStatus[s].amount))));
-      for (const k of ['delivered', 'rejected', 'unreachable']) assert.equal(bucket.webhooks[k], parts.reduce((n, p) => n + p.webhooks[k], 0));
+      for (const s of STATUSES)
+        assert.equal(bucket.byStatus[s].amount, sum(parts.map((p) => BigInt(p.byStatus[s].amount))));
+      for (const k of ['delivered', 'rejected', 'unreachable'])
+        assert.equal(
+          bucket.webhooks[k],
+          parts.reduce((n, p) => n + p.webhooks[k], 0),
+        );
       if (bucket.balances[0].prefundingBalance !== null) {
-        assert.equal(bucket.balances[0].prefundingBalance, sum(parts.map((p) => BigInt(p.balances[0].prefundingBalance))));
+        assert.equal(
+          bucket.balances[0].prefundingBalance,
+          sum(parts.map((p) => BigInt(p.balances[0].prefundingBalance))),
+        );
         assert.equal(bucket.balances[0].creditDrawn, sum(parts.map((p) => BigInt(p.balances[0].creditDrawn))));
       }
     });
@@ -449,7 +588,8 @@ describe('payout report: GET /v1/reports/payouts', () => {
     const every = async (state: string) => {
       for (const granularity of ['hour', 'day'] as const) {
         const q = { from: D1, to: D2, granularity };
-        for (const tenant of [a, b, c]) assertReport(await tenant.api.get(query(q)), expectedReport([tenant], q, tenant.tenantId));
+        for (const tenant of [a, b, c])
+          assertReport(await tenant.api.get(query(q)), expectedReport([tenant], q, tenant.tenantId));
         const everyone = await admin.get(query({ ...q, mode: 'test' }));
         assert.equal(everyone.status, 200, `${state}: ${everyone.raw}`);
         assertReport(everyone, expectedReport([a, b, c], q, null));
@@ -468,11 +608,19 @@ describe('payout report: GET /v1/reports/payouts', () => {
   it('an invalid request is 400 validation_failed naming the field; an unknown tenant 404', async () => {
     const fields = (response: InjectResult, field: string) => {
       assertEnvelope(assert, response, 400, 'validation_failed');
-      assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), [field], response.raw);
+      assert.deepEqual(
+        response.body.error.meta.errors.map((e: { field: string }) => e.field),
+        [field],
+        response.raw,
+      );
     };
     fields(await a.api.get(query({ from: D2, to: D1 })), 'from');
     fields(await a.api.get(query({ from: '2026-03-01', to: '2026-04-01', granularity: 'hour' })), 'to');
-    assert.equal((await a.api.get(query({ from: '2026-03-01', to: '2026-03-31', granularity: 'hour' }))).status, 200, '31 days by hour');
+    assert.equal(
+      (await a.api.get(query({ from: '2026-03-01', to: '2026-03-31', granularity: 'hour' }))).status,
+      200,
+      '31 days by hour',
+    );
     fields(await a.api.get(query({ from: '2026-01-01', to: '2027-01-02' })), 'to');
     assert.equal((await a.api.get(query({ from: '2026-01-01', to: '2027-01-01' }))).status, 200, '366 days by day');
     fields(await a.api.get(query({ from: '2026-02-30', to: '2026-03-01' })), 'from');
@@ -486,7 +634,12 @@ describe('payout report: GET /v1/reports/payouts', () => {
     fields(await a.api.get(query({ from: D1, to: D2, mode: 'live' })), 'mode');
     // A tenant the platform key names must be a customer tenant: not an all-zero report for a typo.
     for (const tenantId of ['3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f', PLATFORM_TENANT_ID]) {
-      assertEnvelope(assert, await admin.get(query({ from: D1, to: D2, mode: 'test', tenantId })), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await admin.get(query({ from: D1, to: D2, mode: 'test', tenantId })),
+        404,
+        'resource_not_found',
+      );
     }
     const writer = await createTenant(t, { scopes: ['payments:write'] });
     assertEnvelope(assert, await writer.api.get(query({ from: D1, to: D2 })), 403, 'scope_missing');
@@ -509,38 +662,66 @@ describe('payout report: GET /v1/reports/payouts', () => {
       assert.equal(csv.status, 200, csv.raw);
       const lines = csv.raw.split('\r\n').filter((line) => line !== '');
       assert.ok(lines[0]!.startsWith('id,'));
-      assert.deepEqual(lines.slice(1).map((line) => line.slice(0, 36)).sort(), rows.map((r) => r.id).sort());
+      assert.deepEqual(
+        lines
+          .slice(1)
+          .map((line) => line.slice(0, 36))
+          .sort(),
+        rows.map((r) => r.id).sort(),
+      );
       checked += 1;
     }
     assert.ok(checked >= 4, `${checked} buckets with payments`);
     // The same instant written with Caracas' offset is the same filter.
     const first = report.buckets.find((bucket: any) => bucket.count > 0);
     const local = (iso: string) => new Date(Date.parse(iso) - 4 * HOUR).toISOString().replace('Z', '-04:00');
-    const offset = await statement(a.api, `createdFrom=${encodeURIComponent(local(first.start))}&createdBefore=${encodeURIComponent(local(first.end))}`);
+    const offset = await statement(
+      a.api,
+      `createdFrom=${encodeURIComponent(local(first.start))}&createdBefore=${encodeURIComponent(local(first.end))}`,
+    );
     assert.equal(offset.length, first.count);
   });
 
   it('createdFrom at or after createdBefore, or not an instant the database holds, is 400 validation_failed', async () => {
     const start = encodeURIComponent(at(9).toISOString());
-    for (const url of [`/v1/payments?createdFrom=${start}&createdBefore=${start}`, `/v1/payments/export?createdFrom=${encodeURIComponent(at(10).toISOString())}&createdBefore=${start}`]) {
+    for (const url of [
+      `/v1/payments?createdFrom=${start}&createdBefore=${start}`,
+      `/v1/payments/export?createdFrom=${encodeURIComponent(at(10).toISOString())}&createdBefore=${start}`,
+    ]) {
       const response = await a.api.get(url);
       assertEnvelope(assert, response, 400, 'validation_failed');
-      assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), ['createdFrom'], response.raw);
+      assert.deepEqual(
+        response.body.error.meta.errors.map((e: { field: string }) => e.field),
+        ['createdFrom'],
+        response.raw,
+      );
     }
     // Beyond the format: a leap second, year 0000 and a year past 9999 once the offset applies.
     const invalid = [
-      ['createdFrom', 'yesterday'], ['createdBefore', D1], ['createdFrom', '2026-02-30T00:00:00Z'], ['createdFrom', '2026-06-30T23:59:60Z'],
-      ['createdBefore', '2016-12-31T23:59:60Z'], ['createdFrom', '0000-01-01T00:00:00Z'], ['createdBefore', '9999-12-31T23:59:59-23:59'],
+      ['createdFrom', 'yesterday'],
+      ['createdBefore', D1],
+      ['createdFrom', '2026-02-30T00:00:00Z'],
+      ['createdFrom', '2026-06-30T23:59:60Z'],
+      ['createdBefore', '2016-12-31T23:59:60Z'],
+      ['createdFrom', '0000-01-01T00:00:00Z'],
+      ['createdBefore', '9999-12-31T23:59:59-23:59'],
     ];
     for (const [field, value] of invalid) {
       for (const path of ['/v1/payments', '/v1/payments/export']) {
         const response = await a.api.get(`${path}?${field}=${encodeURIComponent(value!)}`);
         assertEnvelope(assert, response, 400, 'validation_failed');
-        assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field), [field], response.raw);
+        assert.deepEqual(
+          response.body.error.meta.errors.map((e: { field: string }) => e.field),
+          [field],
+          response.raw,
+        );
       }
     }
     // The bounds themselves are accepted.
-    const bounds = await statement(a.api, `createdFrom=${encodeURIComponent('1970-01-01T00:00:00Z')}&createdBefore=${encodeURIComponent('9999-12-30T00:00:00Z')}`);
+    const bounds = await statement(
+      a.api,
+      `createdFrom=${encodeURIComponent('1970-01-01T00:00:00Z')}&createdBefore=${encodeURIComponent('9999-12-30T00:00:00Z')}`,
+    );
     assert.equal(bounds.length, facts.get(a)!.length);
   });
 });
@@ -564,7 +745,9 @@ async function statement(api: Client, filter: string): Promise<any[]> {
   const rows: any[] = [];
   let cursor: string | null = null;
   for (let pages = 0; pages < 100; pages += 1) {
-    const page: InjectResult = await api.get(`/v1/payments?${filter}${filter ? '&' : ''}limit=100${cursor ? `&cursor=${cursor}` : ''}`);
+    const page: InjectResult = await api.get(
+      `/v1/payments?${filter}${filter ? '&' : ''}limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+    );
     assert.equal(page.status, 200, page.raw);
     rows.push(...page.body.data);
     cursor = page.body.next_cursor;

@@ -6,10 +6,20 @@ import { after, before, describe, it } from 'node:test';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { READINESS_CACHE_MS, Readiness } from '../../src/http/readiness.ts';
-import { assertEnvelope, client, createTenant, createTestDatabase, getFrom, startTestApp, type TestApp, type TestDatabase } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  createTestDatabase,
+  getFrom,
+  startTestApp,
+  type TestApp,
+  type TestDatabase,
+} from '../support/harness.ts';
 import { metricsHeaders, TEST_METRICS_TOKEN } from '../support/metrics.ts';
 
-const get = (t: TestApp, url: string, headers: Record<string, string> = {}, remoteAddress = '127.0.0.1') => getFrom(t.app, remoteAddress, url, headers);
+const get = (t: TestApp, url: string, headers: Record<string, string> = {}, remoteAddress = '127.0.0.1') =>
+  getFrom(t.app, remoteAddress, url, headers);
 
 describe('/metrics is not public', () => {
   let withToken: TestApp;
@@ -27,7 +37,10 @@ describe('/metrics is not public', () => {
     for (const headers of [{}, metricsHeaders]) {
       const answer = await get(withoutToken, '/metrics', headers);
       assertEnvelope(assert, answer, 404, 'route_not_found');
-      assert.match(answer.body.error.message, /set METRICS_TOKEN .*Authorization: Bearer <METRICS_TOKEN>.*or set METRICS_PORT/);
+      assert.match(
+        answer.body.error.message,
+        /set METRICS_TOKEN .*Authorization: Bearer <METRICS_TOKEN>.*or set METRICS_PORT/,
+      );
       assert.doesNotMatch(answer.raw, /bolivar_|http_requests_total/);
     }
   });
@@ -59,8 +72,15 @@ describe('/metrics is not public', () => {
   it('a ROLE=worker process answers the same on its port', async () => {
     const database: TestDatabase = await createTestDatabase();
     try {
-      for (const [env, status] of [[{}, 404], [{ METRICS_TOKEN: TEST_METRICS_TOKEN }, 200]] as const) {
-        const { app } = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', ...env }), db: database.db, surface: 'operations' });
+      for (const [env, status] of [
+        [{}, 404],
+        [{ METRICS_TOKEN: TEST_METRICS_TOKEN }, 200],
+      ] as const) {
+        const { app } = await buildApp({
+          config: loadConfig({ LOG_LEVEL: 'silent', ...env }),
+          db: database.db,
+          surface: 'operations',
+        });
         await app.ready();
         const answer = await app.inject({ method: 'GET', url: '/metrics', headers: metricsHeaders });
         assert.equal(answer.statusCode, status, answer.body);
@@ -105,14 +125,21 @@ describe('routes that need no key are limited per client address (PUBLIC_RATE_LI
     // Another address has its own budget; a keyed call from the limited one is not a public one.
     assert.equal((await get(t, '/health/live', {}, '198.51.100.8')).status, 200);
     assert.equal((await get(t, '/v1/tenant/me', { 'x-api-key': key }, from)).status, 200);
-    const sink = await t.app.inject({ method: 'POST', url: '/v1/sandbox/webhooks/sink', remoteAddress: from, headers: { 'content-type': 'application/json' }, payload: '{}' });
+    const sink = await t.app.inject({
+      method: 'POST',
+      url: '/v1/sandbox/webhooks/sink',
+      remoteAddress: from,
+      headers: { 'content-type': 'application/json' },
+      payload: '{}',
+    });
     if (performance.now() - started < 1000) assert.equal(sink.statusCode, 429, 'the sandbox sink shares the budget');
   });
 
   it('PUBLIC_RATE_LIMIT_RPS=0 turns it off', async () => {
     const open = await startTestApp({ env: { PUBLIC_RATE_LIMIT_RPS: '0' } });
     try {
-      for (let i = 0; i < 3 * MAX; i += 1) assert.equal((await get(open, '/health/live', {}, '198.51.100.9')).status, 200);
+      for (let i = 0; i < 3 * MAX; i += 1)
+        assert.equal((await get(open, '/health/live', {}, '198.51.100.9')).status, 200);
     } finally {
       await open.close();
     }
@@ -124,14 +151,17 @@ describe('/health/ready asks the database at most once a second', () => {
     let now = 0;
     let queries = 0;
     let up = true;
-    const readiness = new Readiness({
-      async query() {
-        queries += 1;
-        await new Promise((resolve) => setImmediate(resolve));
-        if (!up) throw new Error('connection refused');
-        return { rows: [], rowCount: 1 };
-      },
-    } as never, () => now);
+    const readiness = new Readiness(
+      {
+        async query() {
+          queries += 1;
+          await new Promise((resolve) => setImmediate(resolve));
+          if (!up) throw new Error('connection refused');
+          return { rows: [], rowCount: 1 };
+        },
+      } as never,
+      () => now,
+    );
     assert.deepEqual(await Promise.all(Array.from({ length: 50 }, () => readiness.ready())), Array(50).fill(true));
     assert.equal(queries, 1, 'concurrent probes share one query');
     up = false;

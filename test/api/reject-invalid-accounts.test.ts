@@ -4,14 +4,24 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, fundedTenant, payout, position } from '../support/payouts.ts';
+import {
+  AMPLE_RAIL_TIMEOUT_MS,
+  assertLedgerBalanced,
+  beneficiary,
+  fundedTenant,
+  payout,
+  position,
+} from '../support/payouts.ts';
 
 // Check digits worked out by hand in test/unit/account-check.test.ts.
 const VALID = '01020123310123456789';
 const INVALID = '01020123410123456789';
 
 async function events(t: TestApp, paymentId: string): Promise<string[]> {
-  const { rows } = await t.db.query<{ event_type: string }>(`SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`, [paymentId]);
+  const { rows } = await t.db.query<{ event_type: string }>(
+    `SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`,
+    [paymentId],
+  );
   return rows.map((r) => r.event_type);
 }
 
@@ -38,13 +48,19 @@ describe('rejectInvalidAccounts', () => {
     assert.equal(patched.status, 200, patched.raw);
     assert.equal(patched.body.rejectInvalidAccounts, true);
     assert.equal((await admin.get(`/v1/admin/tenants/${plain.body.id}`)).body.rejectInvalidAccounts, true);
-    assert.equal((await admin.patch(`/v1/admin/tenants/${plain.body.id}`, { rejectInvalidAccounts: 'yes' })).status, 400);
+    assert.equal(
+      (await admin.patch(`/v1/admin/tenants/${plain.body.id}`, { rejectInvalidAccounts: 'yes' })).status,
+      400,
+    );
   });
 
   it('on: 201 failed invalid_destination_account before the rail, nothing charged, one payment.failed', async () => {
     const tenant = await fundedTenant(t, 1_000_000_000n, { rejectInvalidAccounts: true });
     const before = await position(tenant.api);
-    const made = await payout(tenant.api, { method: 'transferencia', beneficiary: beneficiary('V60000001', { accountNumber: INVALID }) });
+    const made = await payout(tenant.api, {
+      method: 'transferencia',
+      beneficiary: beneficiary('V60000001', { accountNumber: INVALID }),
+    });
     assert.equal(made.status, 201, made.raw);
     assert.equal(made.body.status, 'failed', made.raw);
     assert.equal(made.body.reason, 'invalid_destination_account');
@@ -94,7 +110,10 @@ describe('rejectInvalidAccounts', () => {
 
   it('off (the default): a payout to invalid check digits is sent as before', async () => {
     const tenant = await fundedTenant(t);
-    const made = await payout(tenant.api, { method: 'transferencia', beneficiary: beneficiary('V60000002', { accountNumber: INVALID }) });
+    const made = await payout(tenant.api, {
+      method: 'transferencia',
+      beneficiary: beneficiary('V60000002', { accountNumber: INVALID }),
+    });
     assert.equal(made.status, 201, made.raw);
     assert.notEqual(made.body.status, 'failed', made.raw);
     assert.equal(made.body.beneficiary.accountCheck, 'invalid_check_digits');

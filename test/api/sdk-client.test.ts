@@ -7,7 +7,13 @@ import { after, before, describe, it } from 'node:test';
 import { Bolivar, BolivarError, type StatementRow } from '../../sdk/src/index.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 
-const SENDER = { nationalId: 'V11222333', firstName: 'Ana', lastName: 'Rojas', phone: '+584121234567', email: 'ana@example.com' };
+const SENDER = {
+  nationalId: 'V11222333',
+  firstName: 'Ana',
+  lastName: 'Rojas',
+  phone: '+584121234567',
+  email: 'ana@example.com',
+};
 const UNKNOWN = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 
 describe(`the SDK against the service, on ${ENGINE}`, () => {
@@ -19,7 +25,13 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
   async function pay(nationalId: string, metadata: Record<string, string> = {}, idempotencyKey?: string) {
     const quote = await client.quotes.create({ deliver: { asset: 'BS', amount: 1_000_000n } });
     return client.payouts.create(
-      { quoteId: quote.id, method: 'pago_movil', sender: SENDER, metadata, beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04141234567' } },
+      {
+        quoteId: quote.id,
+        method: 'pago_movil',
+        sender: SENDER,
+        metadata,
+        beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04141234567' },
+      },
       idempotencyKey === undefined ? {} : { idempotencyKey },
     );
   }
@@ -46,16 +58,30 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     assert.equal(me.tenantId, tenantId);
     assert.equal(me.mode, 'test');
 
-    const quote = await client.quotes.create({ deliver: { asset: 'BS', amount: '5000000' }, metadata: { order_id: 'sdk-1' } });
+    const quote = await client.quotes.create({
+      deliver: { asset: 'BS', amount: '5000000' },
+      metadata: { order_id: 'sdk-1' },
+    });
     assert.equal(quote.deliver.amount, '5000000');
     assert.equal(quote.fee.amount, '50000');
     assert.deepEqual(await client.quotes.get(quote.id), quote);
 
-    const beneficiary = await client.beneficiaries.create({ fullName: 'María Pérez', nationalId: 'V99990001', bankCode: '0102', phone: '04141234567' });
+    const beneficiary = await client.beneficiaries.create({
+      fullName: 'María Pérez',
+      nationalId: 'V99990001',
+      bankCode: '0102',
+      phone: '04141234567',
+    });
     assert.equal(beneficiary.created, true);
     assert.equal((await client.beneficiaries.get(beneficiary.id)).national_id, 'V99990001');
 
-    const body = { quoteId: quote.id, method: 'pago_movil' as const, beneficiaryId: beneficiary.id, sender: SENDER, metadata: { order_id: 'sdk-1' } };
+    const body = {
+      quoteId: quote.id,
+      method: 'pago_movil' as const,
+      beneficiaryId: beneficiary.id,
+      sender: SENDER,
+      metadata: { order_id: 'sdk-1' },
+    };
     const payout = await client.payouts.create(body, { idempotencyKey: 'sdk-order-1' });
     assert.equal(payout.status, 'settled');
     const replay = await client.payouts.create(body, { idempotencyKey: 'sdk-order-1' });
@@ -86,11 +112,19 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     await pay('V99990004', { order_id: 'other' });
 
     const walked: StatementRow[] = [];
-    for await (const row of client.payments.list({ metadata_key: 'order_id', metadata_value: 'walk', limit: 2 })) walked.push(row);
-    assert.deepEqual(walked.map((r) => r.id), [...made].reverse(), 'newest first, every page, nothing else');
+    for await (const row of client.payments.list({ metadata_key: 'order_id', metadata_value: 'walk', limit: 2 }))
+      walked.push(row);
+    assert.deepEqual(
+      walked.map((r) => r.id),
+      [...made].reverse(),
+      'newest first, every page, nothing else',
+    );
 
     const pages = [];
-    for await (const page of client.payments.list({ metadata_key: 'order_id', metadata_value: 'walk', limit: 2 }).pages()) pages.push(page.data.length);
+    for await (const page of client.payments
+      .list({ metadata_key: 'order_id', metadata_value: 'walk', limit: 2 })
+      .pages())
+      pages.push(page.data.length);
     assert.deepEqual(pages, [2, 2, 1]);
 
     const first = await client.payments.listPage({ limit: 2 });
@@ -119,11 +153,19 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     const invalid = await client.payments.listPage({ metadata_key: 'order_id' }).catch((e: unknown) => e);
     assert.ok(invalid instanceof BolivarError);
     assert.equal(invalid.code, 'validation_failed');
-    assert.deepEqual((invalid.meta?.errors as { field: string }[]).map((e) => e.field), ['metadata_value']);
+    assert.deepEqual(
+      (invalid.meta?.errors as { field: string }[]).map((e) => e.field),
+      ['metadata_value'],
+    );
 
-    const reused = await client.quotes.create({ deliver: { asset: 'BS', amount: 1000 } }, { idempotencyKey: 'sdk-reused' });
+    const reused = await client.quotes.create(
+      { deliver: { asset: 'BS', amount: 1000 } },
+      { idempotencyKey: 'sdk-reused' },
+    );
     assert.ok(reused.id);
-    const conflict = await client.quotes.create({ deliver: { asset: 'BS', amount: 2000 } }, { idempotencyKey: 'sdk-reused' }).catch((e: unknown) => e);
+    const conflict = await client.quotes
+      .create({ deliver: { asset: 'BS', amount: 2000 } }, { idempotencyKey: 'sdk-reused' })
+      .catch((e: unknown) => e);
     assert.ok(conflict instanceof BolivarError);
     assert.equal(conflict.code, 'idempotency_key_reused');
     assert.equal(conflict.status, 409);
@@ -161,7 +203,10 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     assert.equal(first.has_more, true);
     assert.deepEqual((await admin.admin.payments.listPage(tenantId, { mode: 'live', ...filters })).data, []);
     const unknown = await admin.admin.payments.listPage(UNKNOWN, { mode: 'test' }).catch((e: unknown) => e);
-    assert.ok(unknown instanceof BolivarError && unknown.status === 404 && unknown.code === 'resource_not_found', String(unknown));
+    assert.ok(
+      unknown instanceof BolivarError && unknown.status === 404 && unknown.code === 'resource_not_found',
+      String(unknown),
+    );
   });
 
   it('admin API: tenants, keys, rates, limit rules, webhook endpoint, senders, recheck', async () => {
@@ -182,12 +227,21 @@ describe(`the SDK against the service, on ${ENGINE}`, () => {
     assert.equal(rate.asset, 'USD');
     assert.ok((await admin.admin.rates.list()).data.some((r) => r.asset === 'USD'));
 
-    const rule = await admin.admin.limitRules.create({ scope: 'tenant', tenantId, method: '*', per_tx_max: 10_000_000n, daily_max: '50000000' });
+    const rule = await admin.admin.limitRules.create({
+      scope: 'tenant',
+      tenantId,
+      method: '*',
+      per_tx_max: 10_000_000n,
+      daily_max: '50000000',
+    });
     assert.equal(rule.per_tx_max, '10000000');
     assert.ok((await admin.admin.limitRules.list({ tenantId })).data.some((r) => r.id === rule.id));
     assert.deepEqual(await admin.admin.limitRules.delete(rule.id), { id: rule.id, deleted: true });
 
-    const endpoint = await admin.admin.tenants.setWebhookEndpoint(tenantId, { mode: 'test', url: 'http://127.0.0.1:9/hooks' });
+    const endpoint = await admin.admin.tenants.setWebhookEndpoint(tenantId, {
+      mode: 'test',
+      url: 'http://127.0.0.1:9/hooks',
+    });
     assert.match(endpoint.secret, /^whsec_/);
     const rotated = await admin.admin.tenants.rotateWebhookSecret(tenantId, { mode: 'test' });
     assert.notEqual(rotated.secret, endpoint.secret);

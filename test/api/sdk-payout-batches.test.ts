@@ -17,7 +17,13 @@ import {
 import { startWorkers, type RunningWorkers } from '../../src/workers/index.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 
-const SENDER = { nationalId: 'J123456789', firstName: 'Nómina', lastName: 'Acme', phone: '+584121234567', email: 'nomina@example.com' };
+const SENDER = {
+  nationalId: 'J123456789',
+  firstName: 'Nómina',
+  lastName: 'Acme',
+  phone: '+584121234567',
+  email: 'nomina@example.com',
+};
 const UNKNOWN_QUOTE = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 /** The payroll createAll splits: three batches of MAX_ITEMS (the shape of 2,500 in batches of 1,000, small enough for PGlite). */
 const PAYROLL_ITEMS = 250;
@@ -49,7 +55,9 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
   }
 
   before(async () => {
-    t = await startTestApp({ env: { SANDBOX_SETTLE_DELAY_MS: '0', REAPER_INTERVAL_MS: '100', DISPATCHER_INTERVAL_MS: '100' } });
+    t = await startTestApp({
+      env: { SANDBOX_SETTLE_DELAY_MS: '0', REAPER_INTERVAL_MS: '100', DISPATCHER_INTERVAL_MS: '100' },
+    });
     workers = startWorkers(t.services, t.app.log);
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     const baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
@@ -63,7 +71,14 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
       return fetch(input, init);
     };
     client = new Bolivar({ apiKey: key.key, baseUrl, fetch: recording });
-    beneficiaryId = (await client.beneficiaries.create({ fullName: 'María Pérez', nationalId: 'V12345678', bankCode: '0102', phone: '04141234567' })).id;
+    beneficiaryId = (
+      await client.beneficiaries.create({
+        fullName: 'María Pérez',
+        nationalId: 'V12345678',
+        bankCode: '0102',
+        phone: '04141234567',
+      })
+    ).id;
   });
 
   after(async () => {
@@ -84,7 +99,12 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
     const batch = await client.payoutBatches.create(items, { idempotencyKey: 'sdk-mixed' });
     assert.equal(batch.itemCount, 5);
     assert.deepEqual(
-      batch.items.map((i) => [i.reference, i.status === 'submitted' || i.status === 'settled' ? 'paid' : i.status, i.reason, i.error?.code ?? null]),
+      batch.items.map((i) => [
+        i.reference,
+        i.status === 'submitted' || i.status === 'settled' ? 'paid' : i.status,
+        i.reason,
+        i.error?.code ?? null,
+      ]),
       [
         ['mixed-submitted', 'paid', null, null],
         ['mixed-failed', 'failed', 'amount_below_rail_minimum', null],
@@ -94,14 +114,23 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
       ],
     );
     assert.equal(batch.counts.refused, 3);
-    assert.equal(batch.totals.refused, '20100000', 'the refused items that had an amount: 20,000,000 + the consumed quote\'s 100,000');
+    assert.equal(
+      batch.totals.refused,
+      '20100000',
+      "the refused items that had an amount: 20,000,000 + the consumed quote's 100,000",
+    );
 
     const replay = await client.payoutBatches.create(items, { idempotencyKey: 'sdk-mixed' });
     assert.equal(replay.id, batch.id);
-    assert.deepEqual(replay.items.map((i) => i.paymentId), batch.items.map((i) => i.paymentId));
+    assert.deepEqual(
+      replay.items.map((i) => i.paymentId),
+      batch.items.map((i) => i.paymentId),
+    );
     assert.equal((await paymentsOf(batch.id)).length, 2, 'the paid and the failed item: nothing more after the replay');
 
-    const reused = await client.payoutBatches.create(items.slice(0, 1), { idempotencyKey: 'sdk-mixed' }).catch((e: unknown) => e);
+    const reused = await client.payoutBatches
+      .create(items.slice(0, 1), { idempotencyKey: 'sdk-mixed' })
+      .catch((e: unknown) => e);
     assert.ok(reused instanceof BolivarError && reused.code === 'idempotency_key_reused', String(reused));
 
     assert.equal((await client.payoutBatches.get(batch.id)).id, batch.id);
@@ -112,7 +141,10 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
     const done = await client.payoutBatches.waitUntilCompleted(batch.id, WAIT);
     assert.equal(done.status, 'completed');
     assert.ok(done.completedAt !== null && Date.parse(done.completedAt) >= Date.parse(done.createdAt));
-    assert.deepEqual([done.counts.settled, done.counts.failed, done.counts.refused, done.counts.submitted], [1, 1, 3, 0]);
+    assert.deepEqual(
+      [done.counts.settled, done.counts.failed, done.counts.refused, done.counts.submitted],
+      [1, 1, 3, 0],
+    );
   });
 
   it('create refuses to send without an idempotencyKey', async () => {
@@ -123,44 +155,86 @@ describe(`the SDK's payout batches against the service, on ${ENGINE}`, () => {
   it(`createAll: ${PAYROLL_ITEMS} items in batches of ${MAX_ITEMS} under k:0, k:1, k:2; a re-run replays them all, paying nothing new`, async () => {
     const payroll = Array.from({ length: PAYROLL_ITEMS }, (_, i) => item(`payroll-${i}`));
     keysSent.length = 0;
-    const batches = await client.payoutBatches.createAll(payroll, { idempotencyKey: 'payroll-nov', maxItems: MAX_ITEMS });
+    const batches = await client.payoutBatches.createAll(payroll, {
+      idempotencyKey: 'payroll-nov',
+      maxItems: MAX_ITEMS,
+    });
     assert.deepEqual(keysSent, ['payroll-nov:0', 'payroll-nov:1', 'payroll-nov:2']);
-    assert.deepEqual(batches.map((b) => b.itemCount), [100, 100, 50]);
-    assert.deepEqual(batches.map((b) => b.items[0]!.reference), ['payroll-0', 'payroll-100', 'payroll-200']);
+    assert.deepEqual(
+      batches.map((b) => b.itemCount),
+      [100, 100, 50],
+    );
+    assert.deepEqual(
+      batches.map((b) => b.items[0]!.reference),
+      ['payroll-0', 'payroll-100', 'payroll-200'],
+    );
     const paid = await Promise.all(batches.map((b) => paymentsOf(b.id)));
-    assert.deepEqual(paid.map((ids) => ids.length), [100, 100, 50]);
+    assert.deepEqual(
+      paid.map((ids) => ids.length),
+      [100, 100, 50],
+    );
 
     const again = await client.payoutBatches.createAll(payroll, { idempotencyKey: 'payroll-nov', maxItems: MAX_ITEMS });
-    assert.deepEqual(again.map((b) => b.id), batches.map((b) => b.id));
-    assert.deepEqual(await Promise.all(batches.map((b) => paymentsOf(b.id))).then((p) => p.map((ids) => ids.length)), [100, 100, 50]);
+    assert.deepEqual(
+      again.map((b) => b.id),
+      batches.map((b) => b.id),
+    );
+    assert.deepEqual(
+      await Promise.all(batches.map((b) => paymentsOf(b.id))).then((p) => p.map((ids) => ids.length)),
+      [100, 100, 50],
+    );
 
     // Another split under the same key: the first batch's body differs, so its key is refused.
-    const resplit = await client.payoutBatches.createAll(payroll, { idempotencyKey: 'payroll-nov', maxItems: OTHER_MAX_ITEMS }).catch((e: unknown) => e);
+    const resplit = await client.payoutBatches
+      .createAll(payroll, { idempotencyKey: 'payroll-nov', maxItems: OTHER_MAX_ITEMS })
+      .catch((e: unknown) => e);
     assert.ok(resplit instanceof PayoutBatchesIncompleteError, String(resplit));
     assert.equal(resplit.batchIndex, 0);
     assert.equal((resplit.cause as BolivarError).code, 'idempotency_key_reused');
     // Another split under a new key: every item answered with the payment its reference already made.
-    const rekeyed = await client.payoutBatches.createAll(payroll, { idempotencyKey: 'payroll-nov-2', maxItems: OTHER_MAX_ITEMS });
-    assert.deepEqual(rekeyed.map((b) => b.itemCount), [150, 100]);
-    assert.deepEqual(rekeyed.flatMap((b) => b.items.map((i) => i.paymentId)), batches.flatMap((b) => b.items.map((i) => i.paymentId)));
-    assert.deepEqual(await Promise.all(rekeyed.map((b) => paymentsOf(b.id))).then((p) => p.map((ids) => ids.length)), [0, 0], 'the new batches created no payment');
+    const rekeyed = await client.payoutBatches.createAll(payroll, {
+      idempotencyKey: 'payroll-nov-2',
+      maxItems: OTHER_MAX_ITEMS,
+    });
+    assert.deepEqual(
+      rekeyed.map((b) => b.itemCount),
+      [150, 100],
+    );
+    assert.deepEqual(
+      rekeyed.flatMap((b) => b.items.map((i) => i.paymentId)),
+      batches.flatMap((b) => b.items.map((i) => i.paymentId)),
+    );
+    assert.deepEqual(
+      await Promise.all(rekeyed.map((b) => paymentsOf(b.id))).then((p) => p.map((ids) => ids.length)),
+      [0, 0],
+      'the new batches created no payment',
+    );
   });
 
   it('createAll throws mid-way with the batches already answered; the same call again resumes', async () => {
     const good = Array.from({ length: 5 }, (_, i) => item(`resume-${i}`));
     const broken = [...good.slice(0, 3), { ...good[3]!, quoteId: UNKNOWN_QUOTE }, good[4]!];
-    const failed = await client.payoutBatches.createAll(broken, { idempotencyKey: 'resume', maxItems: 3 }).catch((e: unknown) => e);
+    const failed = await client.payoutBatches
+      .createAll(broken, { idempotencyKey: 'resume', maxItems: 3 })
+      .catch((e: unknown) => e);
     assert.ok(failed instanceof PayoutBatchesIncompleteError, String(failed));
     assert.equal(failed.batchIndex, 1);
     assert.equal(failed.batchCount, 2);
     assert.equal(failed.answered.length, 1);
     const cause = failed.cause as BolivarError;
     assert.equal(cause.code, 'validation_failed');
-    assert.deepEqual((cause.meta?.errors as { field: string }[]).map((e) => e.field), ['items.0.quoteId'], 'both quoteId and deliver on the 4th item, the 1st of batch 1');
+    assert.deepEqual(
+      (cause.meta?.errors as { field: string }[]).map((e) => e.field),
+      ['items.0.quoteId'],
+      'both quoteId and deliver on the 4th item, the 1st of batch 1',
+    );
 
     const resumed = await client.payoutBatches.createAll(good, { idempotencyKey: 'resume', maxItems: 3 });
     assert.equal(resumed[0]!.id, failed.answered[0]!.id, 'the answered batch replays');
-    assert.deepEqual(resumed.map((b) => b.items.length), [3, 2]);
+    assert.deepEqual(
+      resumed.map((b) => b.items.length),
+      [3, 2],
+    );
   });
 });
 
@@ -173,10 +247,15 @@ describe('payoutBatches.waitUntilCompleted is bounded', () => {
       baseUrl: 'http://127.0.0.1:9',
       fetch: async () => {
         reads += 1;
-        return new Response(JSON.stringify(processing), { status: 200, headers: { 'content-type': 'application/json' } });
+        return new Response(JSON.stringify(processing), {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+        });
       },
     });
-    const error = await client.payoutBatches.waitUntilCompleted('b1', { timeoutMs: 200, intervalMs: 20 }).catch((e: unknown) => e);
+    const error = await client.payoutBatches
+      .waitUntilCompleted('b1', { timeoutMs: 200, intervalMs: 20 })
+      .catch((e: unknown) => e);
     assert.ok(error instanceof PayoutBatchWaitTimeoutError, String(error));
     assert.equal(error.batch.status, 'processing');
     assert.ok(reads >= 2, `read ${reads} times`);

@@ -9,7 +9,13 @@ import { ManualClock } from '../support/clock.ts';
 import { ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { AMPLE_RAIL_TIMEOUT_MS } from '../support/payouts.ts';
 
-const SENDER = { nationalId: 'V12345678', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
+const SENDER = {
+  nationalId: 'V12345678',
+  firstName: 'Ana',
+  lastName: 'Rojas',
+  phone: '04141234567',
+  email: 'ana@example.com',
+};
 
 // The service's clock: 11:00 in Caracas (UTC−4) on the report's day.
 const DAY = '2026-03-09';
@@ -23,7 +29,10 @@ describe(`the SDK's payout report against the service, on ${ENGINE}`, () => {
   let apiKey: string;
 
   before(async () => {
-    t = await startTestApp({ clock: new ManualClock(`${DAY}T15:00:00Z`), env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
+    t = await startTestApp({
+      clock: new ManualClock(`${DAY}T15:00:00Z`),
+      env: { SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) },
+    });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     admin = new Bolivar({ apiKey: t.platformKey, baseUrl });
@@ -33,9 +42,17 @@ describe(`the SDK's payout report against the service, on ${ENGINE}`, () => {
     apiKey = key.key;
     client = new Bolivar({ apiKey, baseUrl });
     // One settles at once, one fails at once (docs/sandbox.md).
-    for (const [nationalId, amount] of [['V99990001', 1_000_000n], ['V99990004', 2_000_000n]] as const) {
+    for (const [nationalId, amount] of [
+      ['V99990001', 1_000_000n],
+      ['V99990004', 2_000_000n],
+    ] as const) {
       const quote = await client.quotes.create({ deliver: { asset: 'BS', amount } });
-      const paid = await client.payouts.create({ quoteId: quote.id, method: 'pago_movil', sender: SENDER, beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04241234567' } });
+      const paid = await client.payouts.create({
+        quoteId: quote.id,
+        method: 'pago_movil',
+        sender: SENDER,
+        beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', phone: '04241234567' },
+      });
       assert.ok(paid.status === 'settled' || paid.status === 'failed', paid.status);
     }
   });
@@ -58,10 +75,17 @@ describe(`the SDK's payout report against the service, on ${ENGINE}`, () => {
     const bucket = report.buckets.find((b) => b.count > 0)!;
     assert.equal(bucket.count, 2);
     assert.equal(bucket.timeToOutcome.count, 2);
-    assert.deepEqual(report.instruments.map((i) => [i.method, i.count, i.successRate]), [['pago_movil', 2, 0.5]]);
-    assert.deepEqual(report.failureReasons, [{ status: 'failed', reason: 'beneficiary_mismatch', count: 1, amount: '2000000' }]);
+    assert.deepEqual(
+      report.instruments.map((i) => [i.method, i.count, i.successRate]),
+      [['pago_movil', 2, 0.5]],
+    );
+    assert.deepEqual(report.failureReasons, [
+      { status: 'failed', reason: 'beneficiary_mismatch', count: 1, amount: '2000000' },
+    ]);
     // The same as the raw API answer, field for field.
-    const raw = await fetch(`${baseUrl}/v1/reports/payouts?from=${today}&to=${today}&granularity=hour`, { headers: { 'x-api-key': apiKey } });
+    const raw = await fetch(`${baseUrl}/v1/reports/payouts?from=${today}&to=${today}&granularity=hour`, {
+      headers: { 'x-api-key': apiKey },
+    });
     assert.equal(raw.status, 200);
     assert.deepEqual(await raw.json(), report);
   });
@@ -82,7 +106,10 @@ describe(`the SDK's payout report against the service, on ${ENGINE}`, () => {
       assert.ok(error instanceof BolivarError);
       assert.equal(error.status, 400);
       assert.equal(error.code, 'validation_failed');
-      assert.deepEqual((error.meta?.errors as { field: string }[]).map((e) => e.field), ['mode']);
+      assert.deepEqual(
+        (error.meta?.errors as { field: string }[]).map((e) => e.field),
+        ['mode'],
+      );
       return true;
     });
   });

@@ -6,15 +6,49 @@ import { ManualClock } from '../support/clock.ts';
 import { encodeCursor } from '../../src/domain/page-cursor.ts';
 import { StatementService, statementFilter } from '../../src/services/statement.ts';
 import type { Database, Queryable } from '../../src/db/database.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type Client, type InjectResult, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout, SENDER } from '../support/payouts.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  type Client,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
+import {
+  advanceAndReap,
+  AMPLE_RAIL_TIMEOUT_MS,
+  beneficiary,
+  type FundedTenant,
+  fundedTenant,
+  payout,
+  SENDER,
+} from '../support/payouts.ts';
 
 // Settlement by the reaper two minutes after the payout: a payout at 23:59 Caracas settles at 00:01.
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '120000', SANDBOX_REVERSE_DELAY_MS: '600000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '120000',
+  SANDBOX_REVERSE_DELAY_MS: '600000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 
 const ROW_KEYS = [
-  'id', 'customer_id', 'beneficiary_id', 'status', 'status_reason', 'source_asset', 'source_amount', 'payout_asset',
-  'payout_amount', 'fee_amount', 'method', 'bank_reference', 'settled_at', 'created_at', 'metadata',
+  'id',
+  'customer_id',
+  'beneficiary_id',
+  'status',
+  'status_reason',
+  'source_asset',
+  'source_amount',
+  'payout_asset',
+  'payout_amount',
+  'fee_amount',
+  'method',
+  'bank_reference',
+  'settled_at',
+  'created_at',
+  'metadata',
 ];
 const CUSTOMER_1 = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b301';
 const CUSTOMER_2 = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b302';
@@ -53,7 +87,10 @@ function assertOrdered(rows: Row[]): void {
 const ids = (rows: Row[]) => rows.map((r) => r.id);
 
 /** The statement semantics stated plainly, to check the indexed plans against. */
-function expected(all: Row[], f: { from?: string; to?: string; status?: string; beneficiaryId?: string; customerId?: string }): Row[] {
+function expected(
+  all: Row[],
+  f: { from?: string; to?: string; status?: string; beneficiaryId?: string; customerId?: string },
+): Row[] {
   return all.filter((r) => {
     if (f.status && r.status !== f.status) return false;
     if (f.beneficiaryId && r.beneficiary_id !== f.beneficiaryId) return false;
@@ -85,15 +122,43 @@ function parseCsv(text: string): string[][] {
   while (i < text.length) {
     const c = text[i]!;
     if (quoted) {
-      if (c === '"' && text[i + 1] === '"') { field += '"'; i += 2; continue; }
-      if (c === '"') { quoted = false; i += 1; continue; }
-      field += c; i += 1; continue;
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 2;
+        continue;
+      }
+      if (c === '"') {
+        quoted = false;
+        i += 1;
+        continue;
+      }
+      field += c;
+      i += 1;
+      continue;
     }
-    if (c === '"') { assert.equal(field, '', 'a quote only opens a field'); quoted = true; i += 1; continue; }
-    if (c === ',') { record.push(field); field = ''; i += 1; continue; }
-    if (c === '\r' && text[i + 1] === '\n') { record.push(field); records.push(record); record = []; field = ''; i += 2; continue; }
+    if (c === '"') {
+      assert.equal(field, '', 'a quote only opens a field');
+      quoted = true;
+      i += 1;
+      continue;
+    }
+    if (c === ',') {
+      record.push(field);
+      field = '';
+      i += 1;
+      continue;
+    }
+    if (c === '\r' && text[i + 1] === '\n') {
+      record.push(field);
+      records.push(record);
+      record = [];
+      field = '';
+      i += 2;
+      continue;
+    }
     assert.notEqual(c, '\n', 'lines end in CRLF');
-    field += c; i += 1;
+    field += c;
+    i += 1;
   }
   assert.equal(quoted, false, 'no quoted field is left open');
   assert.equal(field, '', 'the last line ends in CRLF');
@@ -108,7 +173,9 @@ function exportedRows(response: InjectResult): Row[] {
   assert.deepEqual(header, ROW_KEYS);
   return lines.map((line) => {
     assert.equal(line.length, ROW_KEYS.length);
-    return Object.fromEntries(ROW_KEYS.map((k, i) => [k, k === 'metadata' ? JSON.parse(line[i]!) : line[i] === '' ? null : line[i]!]));
+    return Object.fromEntries(
+      ROW_KEYS.map((k, i) => [k, k === 'metadata' ? JSON.parse(line[i]!) : line[i] === '' ? null : line[i]!]),
+    );
   });
 }
 
@@ -169,13 +236,17 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     it('has the 2.6 row shape exactly, amounts as strings, fee 0 on failed', () => {
       assert.equal(all.length, 9);
       for (const row of all) assert.deepEqual(Object.keys(row), ROW_KEYS);
-      assert.deepEqual(
-        Object.fromEntries(Object.entries(p).map(([role, row]) => [role, row.status])),
-        {
-          settledAt11: 'settled', failed: 'failed', settledByReaper: 'settled', createdBeforeMidnight: 'settled',
-          lastMillisecond: 'settled', firstMillisecond: 'settled', reversed: 'reversed', submitted: 'submitted', unknown: 'unknown',
-        },
-      );
+      assert.deepEqual(Object.fromEntries(Object.entries(p).map(([role, row]) => [role, row.status])), {
+        settledAt11: 'settled',
+        failed: 'failed',
+        settledByReaper: 'settled',
+        createdBeforeMidnight: 'settled',
+        lastMillisecond: 'settled',
+        firstMillisecond: 'settled',
+        reversed: 'reversed',
+        submitted: 'submitted',
+        unknown: 'unknown',
+      });
       const settled = p.settledAt11!;
       assert.equal(settled.customer_id, CUSTOMER_1);
       assert.match(settled.beneficiary_id!, /^[0-9a-f-]{36}$/);
@@ -199,10 +270,20 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
 
     it('is newest first by created_at, then id; a row equals GET /v1/payments/{id} minus its extra fields', async () => {
       assertOrdered(all);
-      assert.deepEqual(ids(all), [
-        p.unknown, p.submitted, p.reversed, p.firstMillisecond, p.lastMillisecond, p.createdBeforeMidnight,
-        p.settledByReaper, p.failed, p.settledAt11,
-      ].map((r) => r!.id));
+      assert.deepEqual(
+        ids(all),
+        [
+          p.unknown,
+          p.submitted,
+          p.reversed,
+          p.firstMillisecond,
+          p.lastMillisecond,
+          p.createdBeforeMidnight,
+          p.settledByReaper,
+          p.failed,
+          p.settledAt11,
+        ].map((r) => r!.id),
+      );
       const one = await main.api.get(`/v1/payments/${p.reversed!.id}`);
       assert.deepEqual(Object.fromEntries(ROW_KEYS.map((k) => [k, one.body[k]])), p.reversed);
     });
@@ -241,9 +322,15 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
   describe('filters', () => {
     it('from/to are Caracas days on settled_at: created 23:59, settled 00:01 belongs to the next day', async () => {
       const ninth = await readAll(main.api, 'from=2026-03-09&to=2026-03-09', 100);
-      assert.deepEqual(ids(ninth), [p.lastMillisecond, p.settledByReaper, p.settledAt11].map((r) => r!.id));
+      assert.deepEqual(
+        ids(ninth),
+        [p.lastMillisecond, p.settledByReaper, p.settledAt11].map((r) => r!.id),
+      );
       const tenth = await readAll(main.api, 'from=2026-03-10&to=2026-03-10', 100);
-      assert.deepEqual(ids(tenth), [p.reversed, p.firstMillisecond, p.createdBeforeMidnight].map((r) => r!.id));
+      assert.deepEqual(
+        ids(tenth),
+        [p.reversed, p.firstMillisecond, p.createdBeforeMidnight].map((r) => r!.id),
+      );
       assert.ok(!ids(ninth).includes(p.createdBeforeMidnight!.id), 'not on the statement of the day it was created');
       // 03:59:59.999Z is 23:59:59.999 on the 9th; 04:00:00.000Z is midnight, the 10th.
       assert.ok(ids(ninth).includes(p.lastMillisecond!.id));
@@ -253,7 +340,10 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     it('from alone, to alone, and a range: unsettled payments are left out whenever either is given', async () => {
       const settled = all.filter((r) => r.settled_at !== null);
       assert.deepEqual(ids(await readAll(main.api, 'from=2026-03-09&to=2026-03-10', 100)), ids(settled));
-      assert.deepEqual(ids(await readAll(main.api, 'from=2026-03-10', 100)), ids(expected(all, { from: '2026-03-10' })));
+      assert.deepEqual(
+        ids(await readAll(main.api, 'from=2026-03-10', 100)),
+        ids(expected(all, { from: '2026-03-10' })),
+      );
       assert.deepEqual(ids(await readAll(main.api, 'to=2026-03-09', 100)), ids(expected(all, { to: '2026-03-09' })));
       assert.deepEqual(ids(await readAll(main.api, 'from=2026-03-01', 100)), ids(settled));
       assert.deepEqual(ids(await readAll(main.api, 'to=2026-12-31', 100)), ids(settled));
@@ -267,10 +357,18 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       const beneficiaryOfReaped = p.settledByReaper!.beneficiary_id!;
       assert.equal(p.createdBeforeMidnight!.beneficiary_id, beneficiaryOfReaped, 'the same registered beneficiary');
       const cases: Array<Record<string, string>> = [
-        { status: 'settled' }, { status: 'failed' }, { status: 'reversed' }, { status: 'submitted' }, { status: 'unknown' },
+        { status: 'settled' },
+        { status: 'failed' },
+        { status: 'reversed' },
+        { status: 'submitted' },
+        { status: 'unknown' },
         { status: 'pending' },
-        { beneficiaryId: beneficiaryOfSettled }, { beneficiaryId: beneficiaryOfReaped }, { beneficiaryId: UNKNOWN },
-        { customerId: CUSTOMER_1 }, { customerId: CUSTOMER_2 }, { customerId: UNKNOWN },
+        { beneficiaryId: beneficiaryOfSettled },
+        { beneficiaryId: beneficiaryOfReaped },
+        { beneficiaryId: UNKNOWN },
+        { customerId: CUSTOMER_1 },
+        { customerId: CUSTOMER_2 },
+        { customerId: UNKNOWN },
         { status: 'settled', customerId: CUSTOMER_1 },
         { status: 'settled', beneficiaryId: beneficiaryOfReaped, customerId: CUSTOMER_2 },
         { status: 'reversed', from: '2026-03-10', to: '2026-03-10' },
@@ -284,12 +382,21 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       for (const f of cases) {
         const want = expected(all, f);
         for (const limit of [1, 2, 100]) {
-          assert.deepEqual(ids(await readAll(main.api, queryString(f), limit)), ids(want), `${queryString(f)} limit ${limit}`);
+          assert.deepEqual(
+            ids(await readAll(main.api, queryString(f), limit)),
+            ids(want),
+            `${queryString(f)} limit ${limit}`,
+          );
         }
       }
       assert.deepEqual(ids(expected(all, { customerId: CUSTOMER_1 })), [p.failed!.id, p.settledAt11!.id]);
-      assert.deepEqual(ids(expected(all, { beneficiaryId: beneficiaryOfSettled, from: '2026-03-10', to: '2026-03-10' })), [p.firstMillisecond!.id]);
-      assert.deepEqual(ids(expected(all, { status: 'reversed', from: '2026-03-10', to: '2026-03-10' })), [p.reversed!.id]);
+      assert.deepEqual(
+        ids(expected(all, { beneficiaryId: beneficiaryOfSettled, from: '2026-03-10', to: '2026-03-10' })),
+        [p.firstMillisecond!.id],
+      );
+      assert.deepEqual(ids(expected(all, { status: 'reversed', from: '2026-03-10', to: '2026-03-10' })), [
+        p.reversed!.id,
+      ]);
     });
 
     it('metadata_key with metadata_value: exactly that string under exactly that key, paged, combined, and in the export', async () => {
@@ -319,12 +426,20 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       ];
       for (const [f, expectedIds] of cases) {
         for (const limit of [1, 2, 100]) {
-          assert.deepEqual(ids(await readAll(tenant.api, queryString(f), limit)), want(expectedIds), `${queryString(f)} limit ${limit}`);
+          assert.deepEqual(
+            ids(await readAll(tenant.api, queryString(f), limit)),
+            want(expectedIds),
+            `${queryString(f)} limit ${limit}`,
+          );
         }
         const exported = exportedRows(await tenant.api.get(`/v1/payments/export?${queryString(f)}`));
         assert.deepEqual(ids(exported), want(expectedIds), `export ${queryString(f)}`);
       }
-      assert.deepEqual(ids(await readAll(main.api, 'metadata_key=order_id&metadata_value=A-1', 100)), [], 'another tenant sees none of them');
+      assert.deepEqual(
+        ids(await readAll(main.api, 'metadata_key=order_id&metadata_value=A-1', 100)),
+        [],
+        'another tenant sees none of them',
+      );
     });
   });
 
@@ -397,7 +512,9 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       let cursor: string | null = null;
       for (let pages = 0; pages < 20; pages += 1) {
         clock.advance(1000);
-        const page: InjectResult = await tenant.api.get(`/v1/payments?from=2026-03-11&to=2026-03-11&limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+        const page: InjectResult = await tenant.api.get(
+          `/v1/payments?from=2026-03-11&to=2026-03-11&limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+        );
         seen.push(...page.body.data);
         await pay(tenant.api, 'V99990001');
         cursor = page.body.next_cursor;
@@ -456,13 +573,21 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
         const want = ids(expected(bulkAll, f));
         assert.ok(want.length > 0, `${queryString(f)} selects something`);
         for (const limit of [7, 100]) {
-          assert.deepEqual(ids(await readAll(bulk.api, queryString(f), limit)), want, `${queryString(f)} limit ${limit}`);
+          assert.deepEqual(
+            ids(await readAll(bulk.api, queryString(f), limit)),
+            want,
+            `${queryString(f)} limit ${limit}`,
+          );
         }
       }
     });
 
     it('the export streams every row in the order of the pages, across batches of 1000', async () => {
-      for (const f of [{}, { from: '2026-04-01', to: '2026-04-06' }, { from: '2026-04-02', to: '2026-04-03', status: 'settled' }] as Array<Record<string, string>>) {
+      for (const f of [
+        {},
+        { from: '2026-04-01', to: '2026-04-06' },
+        { from: '2026-04-02', to: '2026-04-03', status: 'settled' },
+      ] as Array<Record<string, string>>) {
         const qs = queryString(f);
         const exported = exportedRows(await bulk.api.get(`/v1/payments/export${qs ? `?${qs}` : ''}`));
         assert.deepEqual(exported, await readAll(bulk.api, qs, 100), qs);
@@ -475,7 +600,11 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       let queries = 0;
       const counting: Database = new Proxy(t.db, {
         get(target, prop, receiver) {
-          if (prop === 'query') return (sql: string, params?: readonly unknown[]) => { queries += 1; return (target as Queryable).query(sql, params); };
+          if (prop === 'query')
+            return (sql: string, params?: readonly unknown[]) => {
+              queries += 1;
+              return (target as Queryable).query(sql, params);
+            };
           return Reflect.get(target, prop, receiver);
         },
       });
@@ -525,7 +654,11 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       const tenant = await fundedTenant(t);
       const made = await pay(tenant.api, 'V99990004');
       const reason = 'rail said: "no", then,\r\nnothing';
-      await t.db.query(`UPDATE payments SET status_reason = $2 WHERE tenant_id = $1 AND id = $3`, [tenant.tenantId, reason, made.id]);
+      await t.db.query(`UPDATE payments SET status_reason = $2 WHERE tenant_id = $1 AND id = $3`, [
+        tenant.tenantId,
+        reason,
+        made.id,
+      ]);
       const response = await tenant.api.get('/v1/payments/export');
       assert.ok(response.raw.includes('"rail said: ""no"", then,\r\nnothing"'), response.raw);
       const [row] = exportedRows(response);
@@ -535,13 +668,21 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
 
     it('writes metadata as its JSON text, quoted as RFC 4180 requires; {} for a payout without', async () => {
       const tenant = await fundedTenant(t);
-      const metadata = { order_id: 'A-1', note: 'said "hola", then,\r\nleft', 'llave, rara': '=SUM(A1)', emoji: 'ñ 🇻🇪' };
+      const metadata = {
+        order_id: 'A-1',
+        note: 'said "hola", then,\r\nleft',
+        'llave, rara': '=SUM(A1)',
+        emoji: 'ñ 🇻🇪',
+      };
       const withMetadata = await pay(tenant.api, 'V99990004', { metadata });
       const without = await pay(tenant.api, 'V99990005');
       const response = await tenant.api.get('/v1/payments/export');
       const lines = response.raw.split('\r\n');
       assert.equal(lines.length, 4, 'JSON escapes line breaks: one line per payment');
-      assert.ok(lines.some((line) => line.endsWith(',{}')), response.raw);
+      assert.ok(
+        lines.some((line) => line.endsWith(',{}')),
+        response.raw,
+      );
       const rows = exportedRows(response);
       assert.deepEqual(rows.find((r) => r.id === withMetadata.id)!.metadata, metadata);
       assert.deepEqual(rows.find((r) => r.id === without.id)!.metadata, {});
@@ -594,14 +735,23 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
 
     function assertInvalid(response: InjectResult, fields: string[], label: string): void {
       assertEnvelope(assert, response, 400, 'validation_failed');
-      assert.deepEqual(response.body.error.meta.errors.map((e: { field: string }) => e.field).sort(), fields, `${label}: ${response.raw}`);
+      assert.deepEqual(
+        response.body.error.meta.errors.map((e: { field: string }) => e.field).sort(),
+        fields,
+        `${label}: ${response.raw}`,
+      );
       for (const e of response.body.error.meta.errors) assert.ok(e.message.length > 0);
     }
 
     it('on GET /v1/payments', async () => {
-      for (const [qs, fields] of [...cases, ...pageOnly]) assertInvalid(await main.api.get(`/v1/payments?${qs}`), fields, qs);
+      for (const [qs, fields] of [...cases, ...pageOnly])
+        assertInvalid(await main.api.get(`/v1/payments?${qs}`), fields, qs);
       assert.equal((await main.api.get(`/v1/payments?cursor=${validCursor}`)).status, 200);
-      assert.equal((await main.api.get('/v1/payments?from=2024-02-29&to=2024-02-29')).status, 200, 'a leap day is a date');
+      assert.equal(
+        (await main.api.get('/v1/payments?from=2024-02-29&to=2024-02-29')).status,
+        200,
+        'a leap day is a date',
+      );
     });
 
     it('on GET /v1/payments/export, before anything is streamed', async () => {
@@ -642,11 +792,18 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
       const live = client(t.app, liveKey.body.key);
       assert.deepEqual(await readAll(live, '', 100), [], 'test payments are not on the live statement');
       assert.deepEqual(exportedRows(await live.get('/v1/payments/export')), []);
-      await admin.post(`/v1/admin/tenants/${main.tenantId}/fundings`, { mode: 'live', asset: 'BS', amount: 10_000_000 }, { 'idempotency-key': `live-${main.tenantId}` });
+      await admin.post(
+        `/v1/admin/tenants/${main.tenantId}/fundings`,
+        { mode: 'live', asset: 'BS', amount: 10_000_000 },
+        { 'idempotency-key': `live-${main.tenantId}` },
+      );
       const livePayout = await payout(live, { beneficiary: beneficiary('V30000009'), sender: SENDER });
       assert.equal(livePayout.status, 201, livePayout.raw);
       assert.deepEqual(ids(await readAll(live, '', 100)), [livePayout.body.id]);
-      assert.ok(!ids(await readAll(main.api, '', 100)).includes(livePayout.body.id), 'live payments are not on the test statement');
+      assert.ok(
+        !ids(await readAll(main.api, '', 100)).includes(livePayout.body.id),
+        'live payments are not on the test statement',
+      );
       // A cursor is a position, not a key to someone else's rows.
       const mainFirst = await main.api.get('/v1/payments?limit=1');
       const foreign = await other.api.get(`/v1/payments?cursor=${mainFirst.body.next_cursor}`);
@@ -662,21 +819,45 @@ describe('statement: GET /v1/payments and GET /v1/payments/export', () => {
     assert.equal(exp.operationId, 'exportPayments');
     assert.deepEqual(list.tags, ['Payments']);
     assert.deepEqual(exp.tags, ['Payments']);
-    assert.deepEqual(
-      list.parameters.map((q: { name: string }) => q.name).sort(),
-      ['batchId', 'beneficiaryId', 'createdBefore', 'createdFrom', 'cursor', 'customerId', 'from', 'limit', 'metadata_key', 'metadata_value', 'status', 'to'],
-    );
-    assert.deepEqual(
-      exp.parameters.map((q: { name: string }) => q.name).sort(),
-      ['batchId', 'beneficiaryId', 'createdBefore', 'createdFrom', 'customerId', 'from', 'metadata_key', 'metadata_value', 'status', 'to'],
-    );
+    assert.deepEqual(list.parameters.map((q: { name: string }) => q.name).sort(), [
+      'batchId',
+      'beneficiaryId',
+      'createdBefore',
+      'createdFrom',
+      'cursor',
+      'customerId',
+      'from',
+      'limit',
+      'metadata_key',
+      'metadata_value',
+      'status',
+      'to',
+    ]);
+    assert.deepEqual(exp.parameters.map((q: { name: string }) => q.name).sort(), [
+      'batchId',
+      'beneficiaryId',
+      'createdBefore',
+      'createdFrom',
+      'customerId',
+      'from',
+      'metadata_key',
+      'metadata_value',
+      'status',
+      'to',
+    ]);
     assert.equal(list.responses['200'].content['application/json'].schema.$ref, '#/components/schemas/StatementPage');
     assert.equal(exp.responses['200'].content['text/csv'].schema.type, 'string');
     for (const op of [list, exp]) {
       for (const status of ['400', '401', '403', '429', '500']) {
         const ref: string | undefined = op.responses[status].$ref;
-        const response = ref ? doc.components.responses[ref.replace('#/components/responses/', '')] : op.responses[status];
-        assert.equal(response.content['application/json'].schema.allOf[0].$ref, '#/components/schemas/ErrorEnvelope', status);
+        const response = ref
+          ? doc.components.responses[ref.replace('#/components/responses/', '')]
+          : op.responses[status];
+        assert.equal(
+          response.content['application/json'].schema.allOf[0].$ref,
+          '#/components/schemas/ErrorEnvelope',
+          status,
+        );
       }
     }
   });

@@ -44,7 +44,12 @@ function rawExchange(port: number, bytes: string, afterContinue?: string): Promi
     socket.on('data', (chunk) => {
       const before = received;
       received += chunk.toString('utf8');
-      if (afterContinue !== undefined && !before.includes('100 Continue') && received.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) socket.write(afterContinue);
+      if (
+        afterContinue !== undefined &&
+        !before.includes('100 Continue') &&
+        received.startsWith('HTTP/1.1 100 Continue\r\n\r\n')
+      )
+        socket.write(afterContinue);
     });
     socket.on('error', () => {
       // the server may reset after answering; what was read is what counts
@@ -106,12 +111,18 @@ describe('transport and router errors', () => {
   });
 
   it('a line break inside a header value is 400 malformed_request', async () => {
-    const answer = await rawExchange(port, 'GET /v1/tenant/me HTTP/1.1\r\nhost: x\r\nx-api-key: bsk_test_abc\rdef\r\n\r\n');
+    const answer = await rawExchange(
+      port,
+      'GET /v1/tenant/me HTTP/1.1\r\nhost: x\r\nx-api-key: bsk_test_abc\rdef\r\n\r\n',
+    );
     assertRawEnvelope(answer, 400, 'malformed_request');
   });
 
   it('headers over 16 KiB are 431 headers_too_large', async () => {
-    const answer = await rawExchange(port, `GET /health/live HTTP/1.1\r\nhost: x\r\nx-padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const answer = await rawExchange(
+      port,
+      `GET /health/live HTTP/1.1\r\nhost: x\r\nx-padding: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     assertRawEnvelope(answer, 431, 'headers_too_large');
   });
 
@@ -151,8 +162,15 @@ describe('transport and router errors', () => {
   });
 
   it('an HTTP/1.1 request without Host is 400 malformed_request with x-request-id; HTTP/1.0 needs none', async () => {
-    assertRawEnvelope(await rawExchange(port, 'GET /health/live HTTP/1.1\r\nconnection: close\r\n\r\n'), 400, 'malformed_request');
-    const keyed = await rawExchange(port, `GET /v1/tenant/me HTTP/1.1\r\nx-api-key: ${key}\r\nconnection: close\r\n\r\n`);
+    assertRawEnvelope(
+      await rawExchange(port, 'GET /health/live HTTP/1.1\r\nconnection: close\r\n\r\n'),
+      400,
+      'malformed_request',
+    );
+    const keyed = await rawExchange(
+      port,
+      `GET /v1/tenant/me HTTP/1.1\r\nx-api-key: ${key}\r\nconnection: close\r\n\r\n`,
+    );
     assertRawEnvelope(keyed, 400, 'malformed_request');
     assert.match(keyed.body.error.message, /Host/);
     const old = await rawExchange(port, 'GET /health/live HTTP/1.0\r\n\r\n');

@@ -20,7 +20,15 @@ import fc from 'fast-check';
 import { BODY_LIMIT_BYTES } from '../../src/app.ts';
 import { ERROR_CODES } from '../../src/domain/errors.ts';
 import { ENGINE, client, createTenant, startTestApp, type Client, type TestApp } from '../support/harness.ts';
-import { AMPLE_RAIL_TIMEOUT_MS, SENDER, appWithRailTimeout, beneficiary, fundedTenant, payout, quote } from '../support/payouts.ts';
+import {
+  AMPLE_RAIL_TIMEOUT_MS,
+  SENDER,
+  appWithRailTimeout,
+  beneficiary,
+  fundedTenant,
+  payout,
+  quote,
+} from '../support/payouts.ts';
 
 // Fixed by default so that every run sends the same requests; FUZZ_SEED / FUZZ_RUNS /
 // FUZZ_STATE_RUNS replay another seed or explore longer without editing the file.
@@ -89,8 +97,21 @@ interface Operation {
 const DOC = JSON.parse(readFileSync('openapi.json', 'utf8'));
 
 /** Public routes the document hides (Swagger UI, the document itself, the operator console); fuzzed all the same. */
-const HIDDEN_PUBLIC_PATHS = ['/v1/openapi.json', '/docs', '/docs/json', '/docs/yaml', '/docs/static/{file}', '/console', '/console/{file}'];
-const STATIC_FILE: Parameter = { name: 'file', in: 'path', required: true, schema: { type: 'string', minLength: 1, example: 'swagger-ui.css' } };
+const HIDDEN_PUBLIC_PATHS = [
+  '/v1/openapi.json',
+  '/docs',
+  '/docs/json',
+  '/docs/yaml',
+  '/docs/static/{file}',
+  '/console',
+  '/console/{file}',
+];
+const STATIC_FILE: Parameter = {
+  name: 'file',
+  in: 'path',
+  required: true,
+  schema: { type: 'string', minLength: 1, example: 'swagger-ui.css' },
+};
 
 function resolve(schema: Schema): Schema {
   let current = schema;
@@ -116,7 +137,12 @@ function documentedOperations(): Operation[] {
     for (const method of pathMethods) {
       const op = item[method.toLowerCase()];
       const statuses = Object.keys(op.responses ?? {}).map(Number);
-      const params: Parameter[] = (op.parameters ?? []).map((p: any) => ({ name: p.name, in: p.in, required: p.required === true, schema: resolve(p.schema) }));
+      const params: Parameter[] = (op.parameters ?? []).map((p: any) => ({
+        name: p.name,
+        in: p.in,
+        required: p.required === true,
+        schema: resolve(p.schema),
+      }));
       const idempotencyKey = params.find((p) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key');
       operations.push({
         id: `${method} ${path}`,
@@ -124,11 +150,17 @@ function documentedOperations(): Operation[] {
         path,
         params,
         ...requestBodyOf(op),
-        access: op.security !== undefined && !op.security.some((scheme: Record<string, unknown>) => 'ApiKeyAuth' in scheme) ? 'public' : path.startsWith('/v1/admin/') ? 'platform' : 'customer',
+        access:
+          op.security !== undefined && !op.security.some((scheme: Record<string, unknown>) => 'ApiKeyAuth' in scheme)
+            ? 'public'
+            : path.startsWith('/v1/admin/')
+              ? 'platform'
+              : 'customer',
         takesIdempotencyKey: idempotencyKey !== undefined,
         requiresIdempotencyKey: idempotencyKey?.required === true,
         // A receiver that fails on purpose: no success answer, only its 5xx (and the errors every route has).
-        deliberateStatus: statuses.length > 0 && statuses.every((s) => s >= 400) ? statuses.find((s) => s >= 500) : undefined,
+        deliberateStatus:
+          statuses.length > 0 && statuses.every((s) => s >= 400) ? statuses.find((s) => s >= 500) : undefined,
         pathMethods,
         documented: true,
         responses: Object.fromEntries(
@@ -216,15 +248,24 @@ async function created(response: Promise<{ status: number; body: any; raw: strin
 async function buildWorld(t: TestApp): Promise<World> {
   const admin = client(t.app, t.platformKey);
   const main = await fundedTenant(t, 1_000_000_000_000n);
-  const other = await createTenant(t, { name: 'Otra Remesas', tenant: { creditEnabled: true, creditLimit: 50_000_000 } });
+  const other = await createTenant(t, {
+    name: 'Otra Remesas',
+    tenant: { creditEnabled: true, creditLimit: 50_000_000 },
+  });
   const live = await issueKey(admin, main.tenantId, 'live');
   const revoked = await revokedKey(admin, main.tenantId);
   // DELETE /v1/admin/api-keys/{id} draws from these only: revoking the fuzzing keys would turn the
   // rest of the run into 401s.
   const spare = [await issueKey(admin, other.tenantId, 'test'), await issueKey(admin, other.tenantId, 'live'), revoked];
   const registered = await created(main.api.post('/v1/beneficiaries', beneficiary('V20111222')));
-  const transfer = await created(main.api.post('/v1/beneficiaries', beneficiary('V20111223', { accountNumber: '01020123450123456789' })));
-  const quotes = [await quote(main.api, 1_000_000), await quote(main.api, 2_500_000), await quote(other.api, 1_000_000)];
+  const transfer = await created(
+    main.api.post('/v1/beneficiaries', beneficiary('V20111223', { accountNumber: '01020123450123456789' })),
+  );
+  const quotes = [
+    await quote(main.api, 1_000_000),
+    await quote(main.api, 2_500_000),
+    await quote(other.api, 1_000_000),
+  ];
   // V99990001 settles at once, so an outcome event exists; the other payment is still moving. Both
   // are sent with the ample rail timeout, not the fuzzed app's short one, which a slow answer on a
   // loaded machine could reach (unknown, and no event).
@@ -236,9 +277,18 @@ async function buildWorld(t: TestApp): Promise<World> {
   assert.equal(settled.status, 201, settled.raw);
   assert.equal(submitted.status, 201, submitted.raw);
   const customerId = '0b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b3d1';
-  await created(admin.put(`/v1/admin/tenants/${main.tenantId}/customers/${customerId}`, { mode: 'test', sender: SENDER }), 200);
+  await created(
+    admin.put(`/v1/admin/tenants/${main.tenantId}/customers/${customerId}`, { mode: 'test', sender: SENDER }),
+    200,
+  );
   const rule = await created(
-    admin.post('/v1/admin/limit-rules', { scope: 'tenant', tenantId: other.tenantId, method: '*', per_tx_max: 10_000_000_000, daily_max: 100_000_000_000 }),
+    admin.post('/v1/admin/limit-rules', {
+      scope: 'tenant',
+      tenantId: other.tenantId,
+      method: '*',
+      per_tx_max: 10_000_000_000,
+      daily_max: 100_000_000_000,
+    }),
   );
   const sink = `http://localhost:3000/v1/sandbox/webhooks/sink?tenant=${main.tenantId}&mode=test`;
   await created(admin.put(`/v1/admin/tenants/${main.tenantId}/webhook-endpoint`, { mode: 'test', url: sink }), 200);
@@ -281,7 +331,8 @@ function nonNullValue(s: Schema, hint: string, world: World): fc.Arbitrary<unkno
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
   const alternatives = s.oneOf ?? s.anyOf;
   // An object with fields of its own and `oneOf` modes that constrain some of them (the quote body).
-  if (Array.isArray(alternatives) && s.type === 'object') return fc.oneof(...alternatives.map((mode: Schema) => validObject(withMode(s, resolve(mode)), world)));
+  if (Array.isArray(alternatives) && s.type === 'object')
+    return fc.oneof(...alternatives.map((mode: Schema) => validObject(withMode(s, resolve(mode)), world)));
   if (Array.isArray(alternatives)) return fc.oneof(...alternatives.map((sub: Schema) => validValue(sub, hint, world)));
   switch (s.type) {
     case 'object':
@@ -311,7 +362,8 @@ function withMode(base: Schema, mode: Schema): Schema {
     merged.properties = closed ? {} : { ...(base.properties ?? {}) };
     for (const [name, narrower] of Object.entries<Schema>(mode.properties ?? {})) {
       const wider = resolve(base.properties?.[name] ?? {});
-      merged.properties[name] = wider.type === 'object' && narrower.type === 'object' ? withMode(wider, narrower) : { ...wider, ...narrower };
+      merged.properties[name] =
+        wider.type === 'object' && narrower.type === 'object' ? withMode(wider, narrower) : { ...wider, ...narrower };
     }
     if (closed) merged.additionalProperties = false;
   }
@@ -320,8 +372,12 @@ function withMode(base: Schema, mode: Schema): Schema {
 
 function validObject(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {
   if (isObject(s.additionalProperties)) return validMap(s, world);
-  const model = Object.fromEntries(Object.entries<Schema>(s.properties ?? {}).map(([name, sub]) => [name, validValue(sub, name, world)]));
-  const record = fc.record(model, { requiredKeys: s.required ?? [], noNullPrototype: true } as never) as fc.Arbitrary<Record<string, unknown>>;
+  const model = Object.fromEntries(
+    Object.entries<Schema>(s.properties ?? {}).map(([name, sub]) => [name, validValue(sub, name, world)]),
+  );
+  const record = fc.record(model, { requiredKeys: s.required ?? [], noNullPrototype: true } as never) as fc.Arbitrary<
+    Record<string, unknown>
+  >;
   return s.minProperties ? record.filter((o) => Object.keys(o).length >= s.minProperties) : record;
 }
 
@@ -330,7 +386,11 @@ const MAP_KEY_CHARS = [...'abcdefghijklmnopqrstuvwxyz0123456789_-'];
 /** A free-form map (metadata): a few keys within the bounds of `x-property-names`, values of its value schema. */
 function validMap(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>> {
   const names = s['x-property-names'] ?? {};
-  const key = fc.string({ unit: fc.constantFrom(...MAP_KEY_CHARS), minLength: names.minLength ?? 1, maxLength: names.maxLength ?? 40 });
+  const key = fc.string({
+    unit: fc.constantFrom(...MAP_KEY_CHARS),
+    minLength: names.minLength ?? 1,
+    maxLength: names.maxLength ?? 40,
+  });
   const entries = fc.uniqueArray(fc.tuple(key, validValue(s.additionalProperties, '', world)), {
     maxLength: Math.min(s.maxProperties ?? 3, 3),
     selector: ([name]) => name,
@@ -341,14 +401,22 @@ function validMap(s: Schema, world: World): fc.Arbitrary<Record<string, unknown>
 function validArray(s: Schema, hint: string, world: World): fc.Arbitrary<unknown[]> {
   const item = validValue(s.items ?? {}, hint, world);
   const bounds = { minLength: s.minItems ?? 0, maxLength: Math.max(s.minItems ?? 0, Math.min(s.maxItems ?? 4, 4)) };
-  return s.uniqueItems ? fc.uniqueArray(item, { ...bounds, selector: (v) => JSON.stringify(v) }) : fc.array(item, bounds);
+  return s.uniqueItems
+    ? fc.uniqueArray(item, { ...bounds, selector: (v) => JSON.stringify(v) })
+    : fc.array(item, bounds);
 }
 
 function withKnown(known: string[], generated: fc.Arbitrary<string>): fc.Arbitrary<string> {
-  return known.length === 0 ? generated : fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: generated });
+  return known.length === 0
+    ? generated
+    : fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...known) }, { weight: 1, arbitrary: generated });
 }
 
-const calendarDate = fc.date({ min: new Date('2020-01-01T00:00:00Z'), max: new Date('2030-12-31T00:00:00Z'), noInvalidDate: true });
+const calendarDate = fc.date({
+  min: new Date('2020-01-01T00:00:00Z'),
+  max: new Date('2030-12-31T00:00:00Z'),
+  noInvalidDate: true,
+});
 
 function validString(s: Schema, hint: string, world: World): fc.Arbitrary<string> {
   if (s.format === 'uuid') return withKnown(idsFor(world, hint), fc.uuid());
@@ -357,10 +425,16 @@ function validString(s: Schema, hint: string, world: World): fc.Arbitrary<string
   if (s.format === 'email') return fc.emailAddress();
   if (s.pattern) return withKnown(idsFor(world, hint), fc.stringMatching(new RegExp(s.pattern)));
   const minLength = s.minLength ?? 0;
-  const text = fc.string({ unit: 'grapheme-composite', minLength, maxLength: Math.max(minLength, Math.min(s.maxLength ?? 40, 40)) });
+  const text = fc.string({
+    unit: 'grapheme-composite',
+    minLength,
+    maxLength: Math.max(minLength, Math.min(s.maxLength ?? 40, 40)),
+  });
   // The document's example passes the service's own format checks (national id, bank code, phone…),
   // so it dominates: with it the request goes past validation, into the code that stores and pays.
-  return typeof s.example === 'string' ? fc.oneof({ weight: 8, arbitrary: fc.constant(s.example) }, { weight: 1, arbitrary: text }) : text;
+  return typeof s.example === 'string'
+    ? fc.oneof({ weight: 8, arbitrary: fc.constant(s.example) }, { weight: 1, arbitrary: text })
+    : text;
 }
 
 function validInteger(s: Schema): fc.Arbitrary<number> {
@@ -414,13 +488,19 @@ function render(d: Draft): Sent {
   const query = d.query.map(([name, value]) => `${encodeURIComponent(name)}=${encodeURIComponent(value)}`).join('&');
   const headers = { ...d.headers, ...(d.contentType === undefined ? {} : { 'content-type': d.contentType }) };
   // A body of another media type than JSON is text, sent as it is.
-  const raw = d.operation.bodyType !== undefined && d.operation.bodyType !== 'application/json' && typeof d.body === 'string';
+  const raw =
+    d.operation.bodyType !== undefined && d.operation.bodyType !== 'application/json' && typeof d.body === 'string';
   const payload = d.payload ?? (d.body === undefined ? undefined : raw ? (d.body as string) : JSON.stringify(d.body));
   return { method: d.method, url: query ? `${path}?${query}` : path, headers, payload };
 }
 
 async function send(t: TestApp, sent: Sent): Promise<Observed> {
-  const response = await t.app.inject({ method: sent.method as Method, url: sent.url, headers: sent.headers, payload: sent.payload });
+  const response = await t.app.inject({
+    method: sent.method as Method,
+    url: sent.url,
+    headers: sent.headers,
+    payload: sent.payload,
+  });
   return { status: response.statusCode, headers: response.headers, raw: response.body };
 }
 
@@ -433,7 +513,14 @@ function wellFormed(op: Operation, world: World): fc.Arbitrary<Draft> {
   const pathParams = op.params.filter((p) => p.in === 'path');
   const queryParams = op.params.filter((p) => p.in === 'query');
   const pathValues = fc.record(
-    Object.fromEntries(pathParams.map((p) => [p.name, validValue(p.schema, `${segmentBefore(op.path, p.name)} ${p.name}`, world).map((v) => encodeURIComponent(String(v)))])),
+    Object.fromEntries(
+      pathParams.map((p) => [
+        p.name,
+        validValue(p.schema, `${segmentBefore(op.path, p.name)} ${p.name}`, world).map((v) =>
+          encodeURIComponent(String(v)),
+        ),
+      ]),
+    ),
     { noNullPrototype: true },
   );
   const query = fc
@@ -447,20 +534,21 @@ function wellFormed(op: Operation, world: World): fc.Arbitrary<Draft> {
   const body = op.body ? validValue(op.body, '', world) : fc.constant(undefined);
   // A few shared keys as well as fresh ones, so that replays and key reuse are exercised too.
   const idempotencyKey = fc.oneof(fc.uuid(), fc.constantFrom('fuzz-shared-1', 'fuzz-shared-2'));
-  return fc.record({ pathValues, query, body, idempotencyKey }).map(
-    (r): Draft => ({
-      operation: op,
-      method: op.method,
-      pathValues: r.pathValues as Record<string, string>,
-      query: r.query,
-      body: r.body,
-      contentType: op.body ? op.bodyType : undefined,
-      headers: { ...authHeaders(op, world.keys), ...(op.method === 'GET' ? {} : { 'idempotency-key': r.idempotencyKey }) },
-      keys: world.keys,
-      kind: 'well-formed',
-      expect: 'any',
-    }),
-  );
+  return fc.record({ pathValues, query, body, idempotencyKey }).map((r): Draft => ({
+    operation: op,
+    method: op.method,
+    pathValues: r.pathValues as Record<string, string>,
+    query: r.query,
+    body: r.body,
+    contentType: op.body ? op.bodyType : undefined,
+    headers: {
+      ...authHeaders(op, world.keys),
+      ...(op.method === 'GET' ? {} : { 'idempotency-key': r.idempotencyKey }),
+    },
+    keys: world.keys,
+    kind: 'well-formed',
+    expect: 'any',
+  }));
 }
 
 function segmentBefore(path: string, name: string): string {
@@ -495,13 +583,30 @@ function mutations(op: Operation): fc.Arbitrary<Mutation> {
     ...(op.body ? bodyMutations(op) : unexpectedBodyMutations()),
   );
   // A hidden route (Swagger UI, the console) may well serve `/docs/static/..`: only the general rules apply.
-  return op.documented ? kinds : kinds.map((m) => ({ ...m, expect: 'any' as const, apply: (d: Draft) => ({ ...m.apply(d), expect: 'any' as const }) }));
+  return op.documented
+    ? kinds
+    : kinds.map((m) => ({
+        ...m,
+        expect: 'any' as const,
+        apply: (d: Draft) => ({ ...m.apply(d), expect: 'any' as const }),
+      }));
 }
 
 // Headers --------------------------------------------------------------------------------------
 
 const oddKeys = fc.oneof(
-  fc.constantFrom('', ' ', 'bsk_test_', 'bsk_test_short', 'Bearer bsk_test_x', 'bsk_platform_' + 'A'.repeat(300), 'bsk_test_ñandú_clé', 'null', '"quoted"', 'a\tb'),
+  fc.constantFrom(
+    '',
+    ' ',
+    'bsk_test_',
+    'bsk_test_short',
+    'Bearer bsk_test_x',
+    'bsk_platform_' + 'A'.repeat(300),
+    'bsk_test_ñandú_clé',
+    'null',
+    '"quoted"',
+    'a\tb',
+  ),
   fc.string({ unit: 'binary-ascii', maxLength: 60 }).map((s) => s.replace(/[\x00-\x08\x0a-\x1f\x7f]/g, '')), // bytes a socket can carry
 );
 const unknownKeys = fc.stringMatching(/^[0-9A-Za-z]{40}$/).map((random) => `bsk_test_${random}`);
@@ -509,16 +614,50 @@ const badIdempotencyKeys = fc.constantFrom('', 'x'.repeat(256), 'clé-ñ', 'tab\
 
 function headerMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const unauthenticated: Expectation = op.access === 'public' ? 'any' : 401;
-  const withKey = (key: (d: Draft) => string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'x-api-key', key(d)) });
-  const withIdempotencyKey = (value: string | undefined) => (d: Draft) => ({ headers: withHeader(d.headers, 'idempotency-key', value) });
+  const withKey = (key: (d: Draft) => string | undefined) => (d: Draft) => ({
+    headers: withHeader(d.headers, 'x-api-key', key(d)),
+  });
+  const withIdempotencyKey = (value: string | undefined) => (d: Draft) => ({
+    headers: withHeader(d.headers, 'idempotency-key', value),
+  });
   const idempotency: Expectation = op.requiresIdempotencyKey ? 'refuse' : 'any';
   const badIdempotency: Expectation = op.takesIdempotencyKey ? 'refuse' : 'any';
   return [
-    fc.constant(mutation('no API key', unauthenticated, withKey(() => undefined))),
-    unknownKeys.map((key) => mutation('unknown API key', unauthenticated, withKey(() => key))),
-    fc.constant(mutation('revoked API key', unauthenticated, withKey((d) => d.keys.revoked))),
-    oddKeys.map((key) => mutation('API key with odd characters', unauthenticated, withKey(() => key))),
-    fc.constant(mutation('live-mode key', op.access === 'platform' ? 403 : 'any', withKey((d) => d.keys.live))),
+    fc.constant(
+      mutation(
+        'no API key',
+        unauthenticated,
+        withKey(() => undefined),
+      ),
+    ),
+    unknownKeys.map((key) =>
+      mutation(
+        'unknown API key',
+        unauthenticated,
+        withKey(() => key),
+      ),
+    ),
+    fc.constant(
+      mutation(
+        'revoked API key',
+        unauthenticated,
+        withKey((d) => d.keys.revoked),
+      ),
+    ),
+    oddKeys.map((key) =>
+      mutation(
+        'API key with odd characters',
+        unauthenticated,
+        withKey(() => key),
+      ),
+    ),
+    fc.constant(
+      mutation(
+        'live-mode key',
+        op.access === 'platform' ? 403 : 'any',
+        withKey((d) => d.keys.live),
+      ),
+    ),
     fc.constant(mutation('no Idempotency-Key', idempotency, withIdempotencyKey(undefined))),
     badIdempotencyKeys.map((key) => mutation('malformed Idempotency-Key', badIdempotency, withIdempotencyKey(key))),
   ];
@@ -532,18 +671,36 @@ function withHeader(headers: Record<string, string>, name: string, value: string
 
 function methodMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const others = METHODS.filter((m) => !op.pathMethods.includes(m));
-  return others.length === 0 ? [] : [fc.constantFrom(...others).map((method) => mutation('undocumented method', 'refuse', () => ({ method })))];
+  return others.length === 0
+    ? []
+    : [fc.constantFrom(...others).map((method) => mutation('undocumented method', 'refuse', () => ({ method })))];
 }
 
 // Path parameters ------------------------------------------------------------------------------
 
 const SOME_UUID = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
 const notUuids = fc.oneof(
-  fc.constantFrom('not-a-uuid', SOME_UUID.replace(/-/g, ''), `{${SOME_UUID}}`, SOME_UUID.slice(0, -1), `g${SOME_UUID.slice(1)}`, '0', '-1'),
+  fc.constantFrom(
+    'not-a-uuid',
+    SOME_UUID.replace(/-/g, ''),
+    `{${SOME_UUID}}`,
+    SOME_UUID.slice(0, -1),
+    `g${SOME_UUID.slice(1)}`,
+    '0',
+    '-1',
+  ),
   fc.string({ minLength: 1, maxLength: 40 }),
 );
 const notDecimalIds = fc.constantFrom('-1', '1.0', ' 1', '1e3', '0x1f', '１２', '9'.repeat(25), 'abc');
-const notDates = fc.constantFrom('2026-02-30', '2026-13-01', '2026-1-1', '20260101', '2026-03-01T00:00:00Z', 'yesterday', '');
+const notDates = fc.constantFrom(
+  '2026-02-30',
+  '2026-13-01',
+  '2026-1-1',
+  '20260101',
+  '2026-03-01T00:00:00Z',
+  'yesterday',
+  '',
+);
 const unicodeSegments = fc.constantFrom('é', '日本語', '🙂', '\u202eevil', 'ǅ', 'Ａ');
 
 /** A decoded value that breaks the parameter's own schema (type, format, enum, pattern, length). */
@@ -552,13 +709,16 @@ function invalidText(schema: Schema): fc.Arbitrary<string> {
   if (schema.format === 'date') return notDates;
   if (Array.isArray(schema.enum)) {
     const allowed = new Set(schema.enum.map(String));
-    return fc.oneof(fc.constantFrom(...schema.enum.map((v: string) => String(v).toLowerCase()), 'ALL', '*', ''), fc.string()).filter((v) => !allowed.has(v));
+    return fc
+      .oneof(fc.constantFrom(...schema.enum.map((v: string) => String(v).toLowerCase()), 'ALL', '*', ''), fc.string())
+      .filter((v) => !allowed.has(v));
   }
   if (schema.pattern) {
     const pattern = new RegExp(schema.pattern);
     return fc.oneof(notDecimalIds, fc.string()).filter((v) => !pattern.test(v));
   }
-  if (schema.type === 'integer') return fc.constantFrom('0x10', '1e1', ' 16', '-1', '99999999999999999999', '1.5', '', 'ten');
+  if (schema.type === 'integer')
+    return fc.constantFrom('0x10', '1e1', ' 16', '-1', '99999999999999999999', '1.5', '', 'ten');
   const long = 'x'.repeat((schema.maxLength ?? 200) + 1);
   return schema.minLength ? fc.constantFrom('', long) : fc.constant(long);
 }
@@ -569,12 +729,18 @@ function pathMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const uuidParams = params.filter((p) => p.schema.format === 'uuid');
   /** Puts `wire` (already percent-encoded) in place of one path parameter. */
   const onWire = (kind: string, expect: Expectation, values: (p: Parameter) => fc.Arbitrary<string>, among = params) =>
-    fc.constantFrom(...among).chain((p) => values(p).map((wire) => mutation(kind, expect, (d) => ({ pathValues: { ...d.pathValues, [p.name]: wire } }))));
+    fc
+      .constantFrom(...among)
+      .chain((p) =>
+        values(p).map((wire) => mutation(kind, expect, (d) => ({ pathValues: { ...d.pathValues, [p.name]: wire } }))),
+      );
   const kinds = [
     onWire('path parameter breaking its schema', 'refuse', (p) => invalidText(p.schema).map(encodeURIComponent)),
     onWire('bad percent-escape in the path', 'refuse', () => fc.constantFrom('%ZZ', '%', 'a%2', '%E0%A4%A')),
     onWire('NUL in the path', 'refuse', () => fc.constantFrom('%00', 'a%00b', `%00${SOME_UUID}`)),
-    onWire(`path segment of ${LONG_SEGMENT_CHARS}+ characters`, 'refuse', () => fc.constantFrom('a', '1', '%41').map((c) => c.repeat(LONG_SEGMENT_CHARS))),
+    onWire(`path segment of ${LONG_SEGMENT_CHARS}+ characters`, 'refuse', () =>
+      fc.constantFrom('a', '1', '%41').map((c) => c.repeat(LONG_SEGMENT_CHARS)),
+    ),
     onWire('unicode path segment', 'refuse', () => unicodeSegments.map(encodeURIComponent)),
     onWire('dot segment in the path', 'refuse', () => fc.constantFrom('..', '.', '%2e%2e', '..%2f..%2fhealth')),
     onWire('empty path parameter', 'refuse', () => fc.constant('')),
@@ -583,9 +749,13 @@ function pathMutations(op: Operation): fc.Arbitrary<Mutation>[] {
     kinds.push(
       onWire('urn:uuid: path parameter', 'refuse', () => fc.uuid().map((u) => `urn:uuid:${u}`), uuidParams),
       // RFC 4122 reads uuids case-insensitively: the answer is not judged, only its shape.
-      fc.constantFrom(...uuidParams).map((p) =>
-        mutation('upper-case uuid in the path', 'any', (d) => ({ pathValues: { ...d.pathValues, [p.name]: (d.pathValues[p.name] ?? '').toUpperCase() } })),
-      ),
+      fc
+        .constantFrom(...uuidParams)
+        .map((p) =>
+          mutation('upper-case uuid in the path', 'any', (d) => ({
+            pathValues: { ...d.pathValues, [p.name]: (d.pathValues[p.name] ?? '').toUpperCase() },
+          })),
+        ),
     );
   }
   return kinds;
@@ -600,23 +770,40 @@ function isDecimalIn(value: string, schema: Schema): boolean {
 }
 
 function withQuery(query: Array<[string, string]>, name: string, value: string | undefined): Array<[string, string]> {
-  return [...query.filter(([n]) => n !== name), ...(value === undefined ? [] : ([[name, value]] as Array<[string, string]>))];
+  return [
+    ...query.filter(([n]) => n !== name),
+    ...(value === undefined ? [] : ([[name, value]] as Array<[string, string]>)),
+  ];
 }
 
 function queryMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const params = op.params.filter((p) => p.in === 'query');
   const kinds = [
     fc
-      .tuple(fc.constantFrom('foo', 'LIMIT', 'limit_', 'tenant[]', 'a.b', '__proto__', 'constructor', ''), fc.string({ maxLength: 12 }))
+      .tuple(
+        fc.constantFrom('foo', 'LIMIT', 'limit_', 'tenant[]', 'a.b', '__proto__', 'constructor', ''),
+        fc.string({ maxLength: 12 }),
+      )
       .map(([name, value]) =>
         // Keyed routes refuse any query parameter they do not declare; public receivers take what comes.
-        mutation('unknown query parameter', op.documented && op.access !== 'public' ? 'refuse' : 'any', (d) => ({ query: [...d.query, [name, value]] })),
+        mutation('unknown query parameter', op.documented && op.access !== 'public' ? 'refuse' : 'any', (d) => ({
+          query: [...d.query, [name, value]],
+        })),
       ),
   ];
   if (params.length === 0) return kinds;
   /** Sets one parameter of `among` to a generated value. */
-  const setting = (kind: string, expect: (p: Parameter, value: string) => Expectation, values: (p: Parameter) => fc.Arbitrary<string>, among: Parameter[]) =>
-    fc.constantFrom(...among).chain((p) => values(p).map((v) => mutation(kind, expect(p, v), (d) => ({ query: withQuery(d.query, p.name, v) }))));
+  const setting = (
+    kind: string,
+    expect: (p: Parameter, value: string) => Expectation,
+    values: (p: Parameter) => fc.Arbitrary<string>,
+    among: Parameter[],
+  ) =>
+    fc
+      .constantFrom(...among)
+      .chain((p) =>
+        values(p).map((v) => mutation(kind, expect(p, v), (d) => ({ query: withQuery(d.query, p.name, v) }))),
+      );
   const integers = params.filter((p) => p.schema.type === 'integer');
   const others = params.filter((p) => p.schema.type !== 'integer');
   const uuids = params.filter((p) => p.schema.format === 'uuid');
@@ -631,18 +818,39 @@ function queryMutations(op: Operation): fc.Arbitrary<Mutation>[] {
       }),
     ),
   );
-  if (others.length > 0) kinds.push(setting('query value breaking its schema', refuse, (p) => invalidText(p.schema), others));
+  if (others.length > 0)
+    kinds.push(setting('query value breaking its schema', refuse, (p) => invalidText(p.schema), others));
   if (integers.length > 0) {
-    kinds.push(setting('query integer not a decimal in range', (p, v) => (isDecimalIn(v, p.schema) ? 'any' : 'refuse'), (p) => invalidText(p.schema), integers));
+    kinds.push(
+      setting(
+        'query integer not a decimal in range',
+        (p, v) => (isDecimalIn(v, p.schema) ? 'any' : 'refuse'),
+        (p) => invalidText(p.schema),
+        integers,
+      ),
+    );
   }
   if (uuids.length > 0) {
     kinds.push(
       setting('urn:uuid: query value', refuse, () => fc.uuid().map((u) => `urn:uuid:${u}`), uuids),
-      setting('upper-case uuid in the query', () => 'any', () => fc.uuid().map((u) => u.toUpperCase()), uuids),
+      setting(
+        'upper-case uuid in the query',
+        () => 'any',
+        () => fc.uuid().map((u) => u.toUpperCase()),
+        uuids,
+      ),
     );
   }
   if (required.length > 0) {
-    kinds.push(fc.constantFrom(...required).map((p) => mutation('required query parameter missing', 'refuse', (d) => ({ query: withQuery(d.query, p.name, undefined) }))));
+    kinds.push(
+      fc
+        .constantFrom(...required)
+        .map((p) =>
+          mutation('required query parameter missing', 'refuse', (d) => ({
+            query: withQuery(d.query, p.name, undefined),
+          })),
+        ),
+    );
   }
   return kinds;
 }
@@ -677,7 +885,12 @@ function withValueAt(body: unknown, path: string[], value: unknown): unknown {
   const [head, ...rest] = path as [string, ...string[]];
   const base = isObject(body) ? { ...body } : {};
   // defineProperty: a field named "__proto__" must stay a field.
-  Object.defineProperty(base, head, { value: withValueAt((base as Record<string, unknown>)[head], rest, value), enumerable: true, writable: true, configurable: true });
+  Object.defineProperty(base, head, {
+    value: withValueAt((base as Record<string, unknown>)[head], rest, value),
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
   return base;
 }
 
@@ -694,7 +907,12 @@ function withoutValueAt(body: unknown, path: string[]): unknown {
  * Changes the value of one slot of the kind wanted, preferring slots the draft's body already has (a
  * missing parent would be refused for being incomplete, hiding the malformation under test).
  */
-function atSlot(kind: string, slots: Slot[], change: (current: unknown, slot: Slot) => unknown, expect: Expectation = 'refuse'): fc.Arbitrary<Mutation> {
+function atSlot(
+  kind: string,
+  slots: Slot[],
+  change: (current: unknown, slot: Slot) => unknown,
+  expect: Expectation = 'refuse',
+): fc.Arbitrary<Mutation> {
   return fc.nat().map((pick) =>
     mutation(kind, expect, (d) => {
       const present = slots.filter((s) => valueAt(d.body, s.path) !== undefined);
@@ -728,11 +946,25 @@ function deeplyNested(levels: number): string {
 /** `body` rendered with a deeply nested object at `path` (the whole body when `path` is empty). */
 function nestedPayload(body: unknown, path: string[]): string {
   const marker = '__deeply_nested__';
-  return JSON.stringify(withValueAt(body, path, marker)).replace(JSON.stringify(marker), deeplyNested(DEEP_NESTING_LEVELS));
+  return JSON.stringify(withValueAt(body, path, marker)).replace(
+    JSON.stringify(marker),
+    deeplyNested(DEEP_NESTING_LEVELS),
+  );
 }
 
 const notJson = fc.oneof(
-  fc.constantFrom('{', '{"a":1}}', "{'quoteId':1}", 'NaN', 'undefined', '{"a":01}', '{"a":"\\x41"}', '\ufeff{}', 'a\u0000b', '{"a":"\ud800"'),
+  fc.constantFrom(
+    '{',
+    '{"a":1}}',
+    "{'quoteId':1}",
+    'NaN',
+    'undefined',
+    '{"a":01}',
+    '{"a":"\\x41"}',
+    '\ufeff{}',
+    'a\u0000b',
+    '{"a":"\ud800"',
+  ),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((s) => !isJson(s)),
 );
 
@@ -759,18 +991,35 @@ function bodyMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   const kinds = [
     notJson.map((text) => mutation('body is not JSON', refuse, () => ({ payload: text }))),
     fc
-      .constantFrom('text/plain', 'application/xml', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/jsonp', 'json')
+      .constantFrom(
+        'text/plain',
+        'application/xml',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+        'application/jsonp',
+        'json',
+      )
       .map((type) => mutation('wrong content-type', refuse, () => ({ contentType: type }))),
     fc.constant(mutation('no content-type', refuse, () => ({ contentType: undefined }))),
     fc.constantFrom('', ' ', '\n').map((text) => mutation('empty body', refuse, () => ({ payload: text }))),
-    fc.constant(mutation('body over the size limit', 'refuse', (d) => ({ payload: JSON.stringify(withValueAt(d.body, ['padding'], 'x'.repeat(BODY_LIMIT_BYTES))) }))),
+    fc.constant(
+      mutation('body over the size limit', 'refuse', (d) => ({
+        payload: JSON.stringify(withValueAt(d.body, ['padding'], 'x'.repeat(BODY_LIMIT_BYTES))),
+      })),
+    ),
     fc.constant(mutation('deeply nested body', refuse, () => ({ payload: nestedPayload(undefined, []) }))),
   ];
   if (!constrained) return kinds;
   const typed = slots.filter((s) => wrongTypeValues(s.schema).length > 0);
   kinds.push(
     fc.constant(mutation('array instead of the body object', 'refuse', (d) => ({ body: [d.body] }))),
-    fc.constantFrom(...typed).chain((slot) => fc.constantFrom(...wrongTypeValues(slot.schema)).chain((value) => atSlot('wrong JSON type', [slot], () => value))),
+    fc
+      .constantFrom(...typed)
+      .chain((slot) =>
+        fc
+          .constantFrom(...wrongTypeValues(slot.schema))
+          .chain((value) => atSlot('wrong JSON type', [slot], () => value)),
+      ),
     fc.tuple(fc.nat(), fc.constantFrom(...UNKNOWN_FIELD_NAMES), anyJson).map(([pick, name, value]) =>
       mutation('unknown field', 'refuse', (d) => {
         const place = presentObject(objects, d.body, pick);
@@ -786,12 +1035,17 @@ function bodyMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   );
   const requiredAtRoot: string[] = schema.required ?? [];
   if (requiredAtRoot.length > 0) {
-    kinds.push(fc.constantFrom(...requiredAtRoot).map((name) => mutation('required field missing', 'refuse', (d) => ({ body: withoutValueAt(d.body, [name]) }))));
+    kinds.push(
+      fc
+        .constantFrom(...requiredAtRoot)
+        .map((name) => mutation('required field missing', 'refuse', (d) => ({ body: withoutValueAt(d.body, [name]) }))),
+    );
   } else if (schema.minProperties) {
     kinds.push(fc.constant(mutation('empty object where fields are required', 'refuse', () => ({ body: {} }))));
   }
   const nestedObjects = objects.filter((s) => s.path.length > 0);
-  if (nestedObjects.length > 0) kinds.push(atSlot('array instead of an object', nestedObjects, (current) => [current ?? {}]));
+  if (nestedObjects.length > 0)
+    kinds.push(atSlot('array instead of an object', nestedObjects, (current) => [current ?? {}]));
   kinds.push(...stringMutations(ofType('string')), ...integerMutations(ofType('integer')), ...mapMutations(slots));
   return kinds;
 }
@@ -806,10 +1060,12 @@ function mapMutations(slots: Slot[]): fc.Arbitrary<Mutation>[] {
         const s = slot.schema;
         const names = s['x-property-names'] ?? {};
         const broken: Array<Record<string, unknown>> = [{ k: { nested: 'x' } }, { k: ['x'] }, { k: 1 }, { k: null }];
-        if (s.maxProperties !== undefined) broken.push(Object.fromEntries(Array.from({ length: s.maxProperties + 1 }, (_, i) => [`k${i}`, 'v'])));
+        if (s.maxProperties !== undefined)
+          broken.push(Object.fromEntries(Array.from({ length: s.maxProperties + 1 }, (_, i) => [`k${i}`, 'v'])));
         if (names.maxLength !== undefined) broken.push({ ['k'.repeat(names.maxLength + 1)]: 'v' });
         if (names.minLength !== undefined && names.minLength > 0) broken.push({ '': 'v' });
-        if (s.additionalProperties.maxLength !== undefined) broken.push({ k: 'v'.repeat(s.additionalProperties.maxLength + 1) });
+        if (s.additionalProperties.maxLength !== undefined)
+          broken.push({ k: 'v'.repeat(s.additionalProperties.maxLength + 1) });
         return { ...(isObject(current) ? current : {}), ...broken[pick % broken.length] };
       }),
     ),
@@ -837,14 +1093,32 @@ function stringMutations(strings: Slot[]): fc.Arbitrary<Mutation>[] {
         return `${text.slice(0, i)}\u0000${text.slice(i)}`;
       }),
     ),
-    fc.constantFrom('\ud800', '\udc00', '\ud83d').chain((half) => atSlot('string with an unpaired surrogate', strings, (current) => `${textOf(current)}${half}b`)),
+    fc
+      .constantFrom('\ud800', '\udc00', '\ud83d')
+      .chain((half) => atSlot('string with an unpaired surrogate', strings, (current) => `${textOf(current)}${half}b`)),
   ];
-  const constrained = strings.filter((s) => s.schema.format || s.schema.enum || s.schema.pattern || s.schema.minLength !== undefined || s.schema.maxLength !== undefined);
-  if (constrained.length > 0) kinds.push(atSlot('string breaking its format, enum, pattern or length', constrained, (current, slot) => invalidFor(slot.schema, current)));
+  const constrained = strings.filter(
+    (s) =>
+      s.schema.format ||
+      s.schema.enum ||
+      s.schema.pattern ||
+      s.schema.minLength !== undefined ||
+      s.schema.maxLength !== undefined,
+  );
+  if (constrained.length > 0)
+    kinds.push(
+      atSlot('string breaking its format, enum, pattern or length', constrained, (current, slot) =>
+        invalidFor(slot.schema, current),
+      ),
+    );
   const uuids = strings.filter((s) => s.schema.format === 'uuid');
   if (uuids.length > 0) {
     kinds.push(
-      atSlot('urn:uuid: in the body', uuids, (current) => `urn:uuid:${typeof current === 'string' ? current : SOME_UUID}`),
+      atSlot(
+        'urn:uuid: in the body',
+        uuids,
+        (current) => `urn:uuid:${typeof current === 'string' ? current : SOME_UUID}`,
+      ),
       // RFC 4122 reads uuids case-insensitively: the answer is not judged, only its shape.
       atSlot('upper-case uuid in the body', uuids, (current) => String(current ?? SOME_UUID).toUpperCase(), 'any'),
     );
@@ -859,7 +1133,9 @@ function integerMutations(integers: Slot[]): fc.Arbitrary<Mutation>[] {
     fc.nat().chain((pick) =>
       atSlot('integer out of range (zero, negative, past the maximum)', integers, (_, slot) => {
         const { minimum = -Infinity, maximum = Infinity } = slot.schema;
-        const outside = [minimum - 1, 0, -1, maximum + 1].filter((n) => Number.isFinite(n) && (n < minimum || n > maximum));
+        const outside = [minimum - 1, 0, -1, maximum + 1].filter(
+          (n) => Number.isFinite(n) && (n < minimum || n > maximum),
+        );
         return outside[pick % outside.length] ?? -1;
       }),
     ),
@@ -887,7 +1163,12 @@ function unexpectedBodyMutations(): fc.Arbitrary<Mutation>[] {
   return [
     fc
       .tuple(anyJson, fc.constantFrom('application/json', 'text/plain', 'application/octet-stream'))
-      .map(([value, type]) => mutation('body on an operation that takes none', 'any', () => ({ payload: JSON.stringify(value), contentType: type }))),
+      .map(([value, type]) =>
+        mutation('body on an operation that takes none', 'any', () => ({
+          payload: JSON.stringify(value),
+          contentType: type,
+        })),
+      ),
   ];
 }
 
@@ -910,7 +1191,10 @@ function envelopeDefects(observed: Observed): string[] {
     return [...defects, 'body is not JSON'];
   }
   if (!isObject(body) || Object.keys(body).join() !== 'error' || !isObject(body.error)) {
-    return [...defects, `body is ${isObject(body) ? `{${Object.keys(body).join(', ')}}` : typeof body}, not {error: {...}}`];
+    return [
+      ...defects,
+      `body is ${isObject(body) ? `{${Object.keys(body).join(', ')}}` : typeof body}, not {error: {...}}`,
+    ];
   }
   const error = body.error;
   const extra = Object.keys(error).filter((k) => !ENVELOPE_FIELDS.includes(k));
@@ -922,8 +1206,10 @@ function envelopeDefects(observed: Observed): string[] {
   const spec = ERROR_CODES[error.code as keyof typeof ERROR_CODES];
   if (!spec) defects.push(`code ${String(error.code)} is not in ERROR_CODES`);
   else {
-    if (spec.status !== observed.status) defects.push(`code ${error.code} is a ${spec.status}, answered with ${observed.status}`);
-    if (spec.type !== error.type) defects.push(`code ${error.code} has type ${spec.type}, answered with ${String(error.type)}`);
+    if (spec.status !== observed.status)
+      defects.push(`code ${error.code} is a ${spec.status}, answered with ${observed.status}`);
+    if (spec.type !== error.type)
+      defects.push(`code ${error.code} has type ${spec.type}, answered with ${String(error.type)}`);
   }
   if (header !== undefined && error.request_id !== header) defects.push('request_id differs from x-request-id');
   return defects;
@@ -978,7 +1264,9 @@ function documentDefects(d: Draft, observed: Observed): string[] {
   }
   if (validate(body)) return [];
   const error = validate.errors?.[0];
-  return [`answer outside its documented schema · ${d.operation.id} · ${observed.status} · ${error?.instancePath || '/'} ${error?.message ?? ''}`];
+  return [
+    `answer outside its documented schema · ${d.operation.id} · ${observed.status} · ${error?.instancePath || '/'} ${error?.message ?? ''}`,
+  ];
 }
 
 /** The failure classes one answer belongs to (none when it is fine). */
@@ -992,7 +1280,8 @@ function judge(d: Draft, observed: Observed): string[] {
     if (defects.length > 0) classes.push(`4xx outside the error envelope · ${seen} · ${defects.join('; ')}`);
   }
   if (d.expect === 'refuse' && status < 400) classes.push(`malformed request accepted · ${d.kind} · ${seen}`);
-  if (typeof d.expect === 'number' && status !== d.expect && status < 500) classes.push(`expected ${d.expect} · ${d.kind} · got ${seen}`);
+  if (typeof d.expect === 'number' && status !== d.expect && status < 500)
+    classes.push(`expected ${d.expect} · ${d.kind} · got ${seen}`);
   classes.push(...documentDefects(d, observed));
   return classes;
 }
@@ -1033,9 +1322,16 @@ class FailureLog {
     let n = 0;
     for (const [name, entry] of [...this.classes].sort(([a], [b]) => a.localeCompare(b))) {
       n += 1;
-      lines.push('', `[${n}] ${name}`, `  ${entry.count} requests on ${entry.byOperation.size} operations: ${[...entry.byOperation.keys()].sort().join(', ')}`);
-      const shortest = [...entry.byOperation.values()].sort((a, b) => size(a.sent) - size(b.sent)).slice(0, EXAMPLES_PER_CLASS);
-      for (const example of shortest) lines.push(...this.describe(example).map((l, i) => `  ${i === 0 ? '•' : ' '} ${l}`));
+      lines.push(
+        '',
+        `[${n}] ${name}`,
+        `  ${entry.count} requests on ${entry.byOperation.size} operations: ${[...entry.byOperation.keys()].sort().join(', ')}`,
+      );
+      const shortest = [...entry.byOperation.values()]
+        .sort((a, b) => size(a.sent) - size(b.sent))
+        .slice(0, EXAMPLES_PER_CLASS);
+      for (const example of shortest)
+        lines.push(...this.describe(example).map((l, i) => `  ${i === 0 ? '•' : ' '} ${l}`));
     }
     return lines.join('\n');
   }
@@ -1105,12 +1401,16 @@ async function changesLeftBy(t: TestApp, op: Operation, scene: Scene, idempotenc
   const quoteNow = await scene.api.get(`/v1/quotes/${scene.quoteId}`);
   if (quoteNow.body?.status !== 'open') changes.push(`quote ${quoteNow.body?.status ?? quoteNow.status}`);
   const position = await scene.api.get('/v1/treasury/position');
-  if (position.body?.prefundingBalance !== SCENE_FUNDING.toString()) changes.push(`prefundingBalance ${SCENE_FUNDING} → ${position.body?.prefundingBalance}`);
+  if (position.body?.prefundingBalance !== SCENE_FUNDING.toString())
+    changes.push(`prefundingBalance ${SCENE_FUNDING} → ${position.body?.prefundingBalance}`);
   const payments = await scene.api.get('/v1/payments');
-  if (payments.body?.data?.length !== 0) changes.push(`${payments.body?.data?.length ?? payments.status} payments listed`);
+  if (payments.body?.data?.length !== 0)
+    changes.push(`${payments.body?.data?.length ?? payments.status} payments listed`);
   const valid = await send(t, render(validPayout(op, scene, idempotencyKey)));
   if (valid.status !== 201 || valid.headers['idempotent-replayed'] !== undefined) {
-    changes.push(`the valid payout with the same Idempotency-Key answered ${valid.status} ${codeOf(valid)}${valid.headers['idempotent-replayed'] ? ' (replayed)' : ''}`);
+    changes.push(
+      `the valid payout with the same Idempotency-Key answered ${valid.status} ${codeOf(valid)}${valid.headers['idempotent-replayed'] ? ' (replayed)' : ''}`,
+    );
   }
   return changes;
 }
@@ -1200,7 +1500,9 @@ describe('OpenAPI fuzz: every operation of the committed document', () => {
       const log = new FailureLog(new Map());
       // Real malformations only (an upper-case uuid may be served); a live-mode key is kept: whatever
       // it gets, it must not touch the test-mode quote, balance or key.
-      const malformation = fc.oneof(...bodyMutations(op), ...headerMutations(op)).filter((m) => m.expect !== 'any' || m.kind === 'live-mode key');
+      const malformation = fc
+        .oneof(...bodyMutations(op), ...headerMutations(op))
+        .filter((m) => m.expect !== 'any' || m.kind === 'live-mode key');
       let run = 0;
       const started = performance.now();
       await fc.assert(
@@ -1215,16 +1517,22 @@ describe('OpenAPI fuzz: every operation of the committed document', () => {
           for (const failure of judge(draft, observed)) log.record(failure, op.id, { sent, observed });
           const changes = await changesLeftBy(t, op, scene, idempotencyKey);
           if (changes.length > 0) {
-            log.record(`state changed · ${m.kind} · malformed payout answered ${observed.status} ${codeOf(observed)}`.trim(), op.id, {
-              sent,
-              observed,
-              note: `changed: ${changes.join('; ')}`,
-            });
+            log.record(
+              `state changed · ${m.kind} · malformed payout answered ${observed.status} ${codeOf(observed)}`.trim(),
+              op.id,
+              {
+                sent,
+                observed,
+                note: `changed: ${changes.join('; ')}`,
+              },
+            );
           }
         }),
         { seed: SEED, numRuns: STATE_RUNS, endOnFailure: true },
       );
-      ctx.diagnostic(`${ENGINE}: ${STATE_RUNS} malformed payouts, ${served.requests} requests with their scenes and checks, in ${Math.round(performance.now() - started)} ms`);
+      ctx.diagnostic(
+        `${ENGINE}: ${STATE_RUNS} malformed payouts, ${served.requests} requests with their scenes and checks, in ${Math.round(performance.now() - started)} ms`,
+      );
       assert.equal(log.size, 0, log.report('property 2'));
     });
   });

@@ -8,7 +8,12 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.ts';
 import { ManualClock } from '../support/clock.ts';
-import { AUDIT_ARCHIVE_ROWS_MAX, AuditArchiver, archiveFileName, verifyAuditArchives } from '../../src/services/audit-archive.ts';
+import {
+  AUDIT_ARCHIVE_ROWS_MAX,
+  AuditArchiver,
+  archiveFileName,
+  verifyAuditArchives,
+} from '../../src/services/audit-archive.ts';
 import { createTenant, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 
 const DAY_MS = 86_400_000;
@@ -28,7 +33,11 @@ describe(`the audit trail's retention on ${ENGINE}`, () => {
   });
 
   const archiver = () => new AuditArchiver(t.db, clock, { retentionDays, dir });
-  const auditCount = async () => Number((await t.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM audit_log WHERE action <> 'audit.archive'`)).rows[0]!.n);
+  const auditCount = async () =>
+    Number(
+      (await t.db.query<{ n: string }>(`SELECT count(*)::text AS n FROM audit_log WHERE action <> 'audit.archive'`))
+        .rows[0]!.n,
+    );
 
   it(`keeps rows younger than ${retentionDays} days; archives and removes older ones, chained; an audited path, the only one`, async () => {
     for (let i = 0; i < 3; i += 1) await createTenant(t);
@@ -39,7 +48,11 @@ describe(`the audit trail's retention on ${ENGINE}`, () => {
     clock.set(new Date(Date.now() + (retentionDays + 1) * DAY_MS));
     assert.equal(await archiver().archiveOnce(), rows);
     assert.equal(await auditCount(), 0, 'the archived rows are gone from the table');
-    const archived = (await t.db.query<{ action: string; after: { rows: number; file: string; lastHash: string } }>(`SELECT action, after FROM audit_log WHERE action = 'audit.archive'`)).rows;
+    const archived = (
+      await t.db.query<{ action: string; after: { rows: number; file: string; lastHash: string } }>(
+        `SELECT action, after FROM audit_log WHERE action = 'audit.archive'`,
+      )
+    ).rows;
     assert.equal(archived.length, 1, 'the archiving is itself audited');
     assert.deepEqual([archived[0]!.after.rows, archived[0]!.after.file], [rows, archiveFileName(1)]);
     const verified = await verifyAuditArchives(dir);
@@ -69,11 +82,20 @@ describe(`the audit trail's retention on ${ENGINE}`, () => {
     const original = readFileSync(file, 'utf8');
     const lines = original.split('\n').filter((l) => l !== '');
     try {
-      writeFileSync(file, `${[lines[0]!.replace('"tenant.create"', '"tenant.update"'), ...lines.slice(1)].join('\n')}\n`);
+      writeFileSync(
+        file,
+        `${[lines[0]!.replace('"tenant.create"', '"tenant.update"'), ...lines.slice(1)].join('\n')}\n`,
+      );
       const altered = await verifyAuditArchives(dir);
-      assert.ok(altered.problem?.startsWith(`${archiveFileName(1)}:1:`) && /altered|not the one/.test(altered.problem), String(altered.problem));
+      assert.ok(
+        altered.problem?.startsWith(`${archiveFileName(1)}:1:`) && /altered|not the one/.test(altered.problem),
+        String(altered.problem),
+      );
       writeFileSync(file, `${[lines[0]!, ...lines.slice(2)].join('\n')}\n`);
-      assert.match(String((await verifyAuditArchives(dir)).problem), new RegExp(`${archiveFileName(1)}:2: .*removed or reordered`));
+      assert.match(
+        String((await verifyAuditArchives(dir)).problem),
+        new RegExp(`${archiveFileName(1)}:2: .*removed or reordered`),
+      );
       rmSync(file);
       assert.match(String((await verifyAuditArchives(dir)).problem), /audit-000001\.jsonl is missing/);
     } finally {

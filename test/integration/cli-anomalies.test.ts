@@ -39,15 +39,44 @@ describe('bolivar anomalies', () => {
       assert.equal(run.code, 0, `${args.join(' ')}: ${run.stderr}`);
       return JSON.parse(run.stdout);
     };
-    const open = await ok(['anomalies', 'list', '--status', 'open', '--kind', 'unknown_reference', '--mode', 'test', '--all', '--limit', '1']);
-    assert.deepEqual(open, { data: (await admin.get('/v1/admin/anomalies?status=open&kind=unknown_reference&mode=test')).body.data, has_more: false, next_cursor: null });
+    const open = await ok([
+      'anomalies',
+      'list',
+      '--status',
+      'open',
+      '--kind',
+      'unknown_reference',
+      '--mode',
+      'test',
+      '--all',
+      '--limit',
+      '1',
+    ]);
+    assert.deepEqual(open, {
+      data: (await admin.get('/v1/admin/anomalies?status=open&kind=unknown_reference&mode=test')).body.data,
+      has_more: false,
+      next_cursor: null,
+    });
     assert.deepEqual(new Set(open.data.map((a: { id: string }) => a.id)), new Set(opened));
-    assert.deepEqual(await ok(['anomalies', 'get', '--anomaly', opened[0]!]), (await admin.get(`/v1/admin/anomalies/${opened[0]}`)).body);
+    assert.deepEqual(
+      await ok(['anomalies', 'get', '--anomaly', opened[0]!]),
+      (await admin.get(`/v1/admin/anomalies/${opened[0]}`)).body,
+    );
 
-    const resolved = await ok(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'No such transfer at the bank: the rail sent a stray notification.']);
+    const resolved = await ok([
+      'anomalies',
+      'resolve',
+      '--anomaly',
+      opened[0]!,
+      '--note',
+      'No such transfer at the bank: the rail sent a stray notification.',
+    ]);
     assert.equal(resolved.status, 'resolved');
     assert.equal(resolved.resolvedBy, (await admin.get('/v1/tenant/me')).body.apiKeyId);
-    assert.deepEqual((await admin.get('/v1/admin/anomalies?status=open&mode=test')).body.data.map((a: { id: string }) => a.id), [opened[1]]);
+    assert.deepEqual(
+      (await admin.get('/v1/admin/anomalies?status=open&mode=test')).body.data.map((a: { id: string }) => a.id),
+      [opened[1]],
+    );
 
     const again = await bolivar(['anomalies', 'resolve', '--anomaly', opened[0]!, '--note', 'again'], env, cwd);
     assert.equal(again.code, 1);

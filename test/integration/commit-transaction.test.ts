@@ -23,7 +23,9 @@ describe('a commit transaction, whose first and last statements are pipelined', 
     return {
       now,
       expiresAt: new Date(now.getTime() + 86_400_000),
-      keys: [{ key, fingerprint: 'f'.repeat(64), paymentId: randomUUID(), lockedUntil: new Date(now.getTime() + 60_000) }],
+      keys: [
+        { key, fingerprint: 'f'.repeat(64), paymentId: randomUUID(), lockedUntil: new Date(now.getTime() + 60_000) },
+      ],
       quoteIds: [],
       day: '2026-11-26',
       counters: [{ kind: 'tenant', subjectId: randomUUID(), method: 'pago_movil' }],
@@ -38,7 +40,9 @@ describe('a commit transaction, whose first and last statements are pipelined', 
     return {
       keys: await count('SELECT count(*)::text AS n FROM idempotency_keys WHERE tenant_id = $1'),
       counters: await count('SELECT count(*)::text AS n FROM limit_usage WHERE tenant_id = $1'),
-      accounts: await count("SELECT count(*)::text AS n FROM ledger_accounts WHERE tenant_id = $1 AND kind = 'revenue'"),
+      accounts: await count(
+        "SELECT count(*)::text AS n FROM ledger_accounts WHERE tenant_id = $1 AND kind = 'revenue'",
+      ),
     };
   }
 
@@ -53,7 +57,11 @@ describe('a commit transaction, whose first and last statements are pipelined', 
     assert.ok(held instanceof Error && /stale read in a commit/.test(held.message), String(held));
 
     await t.db.transaction((tx) => lockPayoutCommit(tx, partition, locks('inside')), { commit: true });
-    assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+    assert.deepEqual(await rows(tenantId), {
+      keys: before.keys + 1,
+      counters: before.counters + 1,
+      accounts: before.accounts + 1,
+    });
   });
 
   it('inserts only in a transaction marked as a commit, whatever the planner settings', async () => {
@@ -70,11 +78,18 @@ describe('a commit transaction, whose first and last statements are pipelined', 
     assert.deepEqual(await rows(tenantId), before, 'nothing written by a transaction not marked as a commit');
 
     // A commit with the planner's defaults: it does.
-    await t.db.transaction(async (tx) => {
-      await tx.exec('SET LOCAL enable_seqscan = on');
-      await lockPayoutCommit(tx, partition, locks('marked'));
-    }, { commit: true });
-    assert.deepEqual(await rows(tenantId), { keys: before.keys + 1, counters: before.counters + 1, accounts: before.accounts + 1 });
+    await t.db.transaction(
+      async (tx) => {
+        await tx.exec('SET LOCAL enable_seqscan = on');
+        await lockPayoutCommit(tx, partition, locks('marked'));
+      },
+      { commit: true },
+    );
+    assert.deepEqual(await rows(tenantId), {
+      keys: before.keys + 1,
+      counters: before.counters + 1,
+      accounts: before.accounts + 1,
+    });
     const mark = await t.db.query<{ mark: string | null }>("SELECT current_setting('bolivar.in_commit', true) AS mark");
     assert.notEqual(mark.rows[0]!.mark, 'on', 'the mark ends with its transaction');
   });
@@ -96,17 +111,28 @@ describe('a commit transaction, whose first and last statements are pipelined', 
       keyReleases: [],
     });
     const events = async (paymentId: string) =>
-      Number((await t.db.query<{ n: string }>('SELECT count(*)::text AS n FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2', [tenantId, paymentId])).rows[0]!.n);
+      Number(
+        (
+          await t.db.query<{ n: string }>(
+            'SELECT count(*)::text AS n FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2',
+            [tenantId, paymentId],
+          )
+        ).rows[0]!.n,
+      );
 
     const failing = randomUUID();
     await assert.rejects(
-      t.db.transaction((tx) => writePayoutCommit(tx, partition, write('fx', failing), { last: true }), { commit: true }),
+      t.db.transaction((tx) => writePayoutCommit(tx, partition, write('fx', failing), { last: true }), {
+        commit: true,
+      }),
       /invariant: the payout commit wrote 0 quote consumptions, 0 payments, 0 limit counters, 0 account balances/,
     );
     assert.equal(await events(failing), 0, 'the event written before the failed check was rolled back');
 
     const passing = randomUUID();
-    await t.db.transaction((tx) => writePayoutCommit(tx, partition, write('prefunding', passing), { last: true }), { commit: true });
+    await t.db.transaction((tx) => writePayoutCommit(tx, partition, write('prefunding', passing), { last: true }), {
+      commit: true,
+    });
     assert.equal(await events(passing), 1, 'committed with its last statement');
   });
 });

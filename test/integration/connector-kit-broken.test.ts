@@ -7,7 +7,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { migrate } from '../../src/db/migrate.ts';
 import type { Instrument } from '../../src/domain/instrument.ts';
-import { RailNotReceivedError, type RailAdapter, type RailLookup, type RailStatus, type RailTransfer } from '../../src/rails/rail.ts';
+import {
+  RailNotReceivedError,
+  type RailAdapter,
+  type RailLookup,
+  type RailStatus,
+  type RailTransfer,
+} from '../../src/rails/rail.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 import type { ConnectorUnderTest } from '../support/connector-kit/bank-control.ts';
 import { kitChecks, type KitCheck } from '../support/connector-kit/kit.ts';
@@ -73,7 +79,10 @@ class ResendsOnLookup extends Wrapped {
 
 /** Gives up before the payout path does and calls what it did not hear back about a rejection. */
 class TimeoutAsFailure extends Wrapped {
-  constructor(inner: RailAdapter, private readonly ownTimeoutMs: number) {
+  constructor(
+    inner: RailAdapter,
+    private readonly ownTimeoutMs: number,
+  ) {
     super(inner);
   }
   override async submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus> {
@@ -88,7 +97,10 @@ class TimeoutAsFailure extends Wrapped {
 
 /** Calls a send it did not hear back about "not received": another rail could then pay it again. */
 class TimeoutAsNotReceived extends Wrapped {
-  constructor(inner: RailAdapter, private readonly ownTimeoutMs: number) {
+  constructor(
+    inner: RailAdapter,
+    private readonly ownTimeoutMs: number,
+  ) {
     super(inner);
   }
   override async submit(transfer: RailTransfer, signal: AbortSignal): Promise<RailStatus> {
@@ -137,7 +149,9 @@ describe(`the connector kit fails broken adapters on ${ENGINE}`, () => {
     await database.drop();
   });
 
-  async function broken(make: (inner: RailAdapter, cut: ConnectorUnderTest) => RailAdapter): Promise<ConnectorUnderTest> {
+  async function broken(
+    make: (inner: RailAdapter, cut: ConnectorUnderTest) => RailAdapter,
+  ): Promise<ConnectorUnderTest> {
     const cut = await sandboxConnector(database.db);
     return { ...cut, adapter: make(cut.adapter, cut) };
   }
@@ -163,7 +177,8 @@ describe(`the connector kit fails broken adapters on ${ENGINE}`, () => {
   });
 
   it('an adapter that reports a timeout as "not received" fails the hang case', async () => {
-    const make = (inner: RailAdapter, cut: ConnectorUnderTest) => new TimeoutAsNotReceived(inner, cut.railTimeoutMs / 2);
+    const make = (inner: RailAdapter, cut: ConnectorUnderTest) =>
+      new TimeoutAsNotReceived(inner, cut.railTimeoutMs / 2);
     await catches(hangIsReportedAsUnknown, make, /RailNotReceivedError for a transfer the bank received/);
     await settleIsSettled(await broken(make));
   });
@@ -177,7 +192,11 @@ describe(`the connector kit fails broken adapters on ${ENGINE}`, () => {
   it('an adapter that sends a duplicate submit again fails both duplicate cases', async () => {
     const make = (inner: RailAdapter) => new SendsDuplicateAgain(inner);
     await catches(duplicateSubmitIsOneTransfer, make, /two submits of one reference name two bank references/);
-    await catches(concurrentSubmitsAreOneTransfer, make, /concurrent submits of one reference name two bank references/);
+    await catches(
+      concurrentSubmitsAreOneTransfer,
+      make,
+      /concurrent submits of one reference name two bank references/,
+    );
     await settleIsSettled(await broken(make));
   });
 });

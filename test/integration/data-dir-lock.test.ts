@@ -10,7 +10,7 @@ import { freePort, MIGRATE_ARGS, runToExit, startService } from '../support/proc
 
 // The lock guards the embedded engine only; with DATABASE_URL set there is nothing to lock. These run
 // in the embedded-engine suite (DATABASE_URL is cleared for the processes either way).
-const skip = ENGINE === 'postgres' ? 'the DATA_DIR lock is the embedded engine\'s: covered by the PGlite suite' : false;
+const skip = ENGINE === 'postgres' ? "the DATA_DIR lock is the embedded engine's: covered by the PGlite suite" : false;
 
 describe('one process per embedded DATA_DIR', { skip }, () => {
   it('a second service or migration on the same DATA_DIR refuses to start, naming the first; SIGTERM releases the lock', async () => {
@@ -24,7 +24,13 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
 
       const second = await runToExit({ ...env, PORT: String(await freePort()), HOST: '127.0.0.1' });
       assert.notEqual(second.code, 0, second.output);
-      assert.match(second.output, new RegExp(`in use by another process: pid ${pid} \\(npm start, ROLE=all\\) on host \\S+, started \\d{4}-\\d\\d-\\d\\dT`), second.output);
+      assert.match(
+        second.output,
+        new RegExp(
+          `in use by another process: pid ${pid} \\(npm start, ROLE=all\\) on host \\S+, started \\d{4}-\\d\\d-\\d\\dT`,
+        ),
+        second.output,
+      );
       assert.match(second.output, /set DATABASE_URL to run several processes on PostgreSQL/);
 
       const migration = await runToExit(env, MIGRATE_ARGS);
@@ -62,7 +68,12 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
 
     const next = await startService(env);
     try {
-      assert.match(next.output(), new RegExp(`took over the DATA_DIR lock of pid ${killedPid} \\(npm start, ROLE=all\\).*which is no longer running`));
+      assert.match(
+        next.output(),
+        new RegExp(
+          `took over the DATA_DIR lock of pid ${killedPid} \\(npm start, ROLE=all\\).*which is no longer running`,
+        ),
+      );
       assert.equal(JSON.parse(readFileSync(lockFile, 'utf8')).pid, next.child.pid);
     } finally {
       assert.equal(await next.stop('SIGTERM'), 0, next.output());
@@ -71,8 +82,18 @@ describe('one process per embedded DATA_DIR', { skip }, () => {
 
   it('a lock naming a pid that is not running is taken over by a migration too', async () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-lock-'));
-    const gone = Number(spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout);
-    writeFileSync(path.join(dataDir, DATA_DIR_LOCK_FILE), JSON.stringify({ pid: gone, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', purpose: 'npm start, ROLE=all' }));
+    const gone = Number(
+      spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' }).stdout,
+    );
+    writeFileSync(
+      path.join(dataDir, DATA_DIR_LOCK_FILE),
+      JSON.stringify({
+        pid: gone,
+        host: hostname(),
+        startedAt: '2026-01-01T00:00:00.000Z',
+        purpose: 'npm start, ROLE=all',
+      }),
+    );
     const migration = await runToExit({ DATA_DIR: dataDir, DATABASE_URL: '' }, MIGRATE_ARGS);
     assert.equal(migration.code, 0, migration.output);
     assert.match(migration.output, new RegExp(`took over the DATA_DIR lock of pid ${gone} `));

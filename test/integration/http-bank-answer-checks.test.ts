@@ -23,10 +23,16 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
 
   before(async () => {
     sim = await startGatewaySimulator({ settleDelayMs: 100 });
-    ({ t } = await serviceWithGateway(sim, { env: { SANDBOX_RAIL_TIMEOUT_MS: '1000', REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) } }));
+    ({ t } = await serviceWithGateway(sim, {
+      env: { SANDBOX_RAIL_TIMEOUT_MS: '1000', REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) },
+    }));
     const tenant = await createTenant(t, { mode: 'live' });
     api = tenant.api;
-    const funded = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/fundings`, { mode: 'live', asset: 'BS', amount: 1_000_000_000 }, { 'idempotency-key': newKey() });
+    const funded = await client(t.app, t.platformKey).post(
+      `/v1/admin/tenants/${tenant.tenantId}/fundings`,
+      { mode: 'live', asset: 'BS', amount: 1_000_000_000 },
+      { 'idempotency-key': newKey() },
+    );
     assert.equal(funded.status, 201, funded.raw);
   });
 
@@ -36,10 +42,22 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
     await t?.close();
   });
 
-  const lie = (nationalId: string, body: Record<string, unknown>) => sim.control('POST', `/_control/tamper/nid:${nationalId}`, body);
+  const lie = (nationalId: string, body: Record<string, unknown>) =>
+    sim.control('POST', `/_control/tamper/nid:${nationalId}`, body);
   const truth = (nationalId: string) => sim.control('DELETE', `/_control/tamper/nid:${nationalId}`);
-  const statusOf = async (id: string) => (await t.db.query<{ status: string; settled_at: Date | null }>(`SELECT status, settled_at FROM payments WHERE id = $1`, [id])).rows[0]!;
-  const anomalyKinds = async (id: string) => (await t.db.query<{ kind: string }>(`SELECT DISTINCT kind FROM anomalies WHERE payment_id = $1 ORDER BY kind`, [id])).rows.map((r) => r.kind);
+  const statusOf = async (id: string) =>
+    (
+      await t.db.query<{ status: string; settled_at: Date | null }>(
+        `SELECT status, settled_at FROM payments WHERE id = $1`,
+        [id],
+      )
+    ).rows[0]!;
+  const anomalyKinds = async (id: string) =>
+    (
+      await t.db.query<{ kind: string }>(`SELECT DISTINCT kind FROM anomalies WHERE payment_id = $1 ORDER BY kind`, [
+        id,
+      ])
+    ).rows.map((r) => r.kind);
   const reapUntil = <T>(what: string, probe: () => Promise<T | false | undefined>) =>
     until(what, async () => {
       await reaperOf(t).runOnce();
@@ -73,7 +91,10 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
     await reapUntil('settled', async () => (await statusOf(payment.id)).status === 'settled');
   });
 
-  for (const [nationalId, written] of [['V31000003', 150_000], ['V31000004', '1500.00']] as const) {
+  for (const [nationalId, written] of [
+    ['V31000003', 150_000],
+    ['V31000004', '1500.00'],
+  ] as const) {
     it(`an amount written ${JSON.stringify(written)} in callbacks and answers is unreadable, never ignored`, async () => {
       await sim.control('POST', `/_control/scenarios/nid:${nationalId}`, { kind: 'processing' });
       const payment = await paid(nationalId);
@@ -93,7 +114,10 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
       const row = await statusOf(payment.id);
       return row.status === 'settled' && row;
     });
-    assert.ok(settled.settled_at!.getTime() <= Date.now() + RAIL_CLOCK_SKEW_MS, `settled_at ${settled.settled_at!.toISOString()} is ours, not 2099`);
+    assert.ok(
+      settled.settled_at!.getTime() <= Date.now() + RAIL_CLOCK_SKEW_MS,
+      `settled_at ${settled.settled_at!.toISOString()} is ours, not 2099`,
+    );
     assert.deepEqual(await anomalyKinds(payment.id), ['implausible_settled_at']);
     const shown = (await api.get(`/v1/payments/${payment.id}`)).body;
     assert.ok(!String(shown.settledAt ?? shown.settled_at).startsWith('2099'), JSON.stringify(shown));
@@ -106,10 +130,12 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
       const payment = await paid('V31000006');
       assert.equal(payment.status, 'unknown', 'a 4xx the protocol does not define leaves the fate unknown');
       await reapUntil('resend_exhausted', async () => (await anomalyKinds(payment.id)).includes('resend_exhausted'));
-      const refused = (await sim.control<{ refusedSends: number }>('GET', '/_control/state')).refusedSends - refusedBefore;
+      const refused =
+        (await sim.control<{ refusedSends: number }>('GET', '/_control/state')).refusedSends - refusedBefore;
       assert.ok(refused >= 2 && refused <= 1 + RESEND_QUESTIONS_MAX, `${refused} sends`);
       for (let i = 0; i < 5; i += 1) await reaperOf(t).runOnce();
-      const after = (await sim.control<{ refusedSends: number }>('GET', '/_control/state')).refusedSends - refusedBefore;
+      const after =
+        (await sim.control<{ refusedSends: number }>('GET', '/_control/state')).refusedSends - refusedBefore;
       assert.equal(after, refused, 'no send after the anomaly');
       assert.equal((await statusOf(payment.id)).status, 'unknown', 'the money stays held until a person finds out');
       made.pop(); // never at the gateway: not in its record
@@ -119,8 +145,17 @@ describe('HTTP bank connector: answers the gateway gets wrong are checked, never
   });
 
   it("our books equal the gateway's record: every payment it paid is settled here, nothing else", async () => {
-    const record = new Map((await sim.control<{ data: Array<{ reference: string; status: string }> }>('GET', '/_control/transfers')).data.map((r) => [r.reference, r.status]));
-    for (const id of made) assert.equal((await statusOf(id)).status === 'settled', record.get(id) === 'SETTLED', `payment ${id}: ours ${(await statusOf(id)).status}, the gateway's ${record.get(id)}`);
+    const record = new Map(
+      (
+        await sim.control<{ data: Array<{ reference: string; status: string }> }>('GET', '/_control/transfers')
+      ).data.map((r) => [r.reference, r.status]),
+    );
+    for (const id of made)
+      assert.equal(
+        (await statusOf(id)).status === 'settled',
+        record.get(id) === 'SETTLED',
+        `payment ${id}: ours ${(await statusOf(id)).status}, the gateway's ${record.get(id)}`,
+      );
     await assertLedgerBalanced(t);
   });
 });

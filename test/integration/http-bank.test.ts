@@ -26,7 +26,14 @@ import { HttpBankRail } from '../../src/rails/http-bank/adapter.ts';
 import { systemClock } from '../../src/domain/clock.ts';
 import { RAIL_FAILURE_REASONS } from '../../src/domain/failure-reasons.ts';
 import { assertEnvelope, client, createTenant, type TestApp } from '../support/harness.ts';
-import { assertLedgerBalanced, beneficiary, idempotencyKey as newKey, payout, reaperOf, SENDER } from '../support/payouts.ts';
+import {
+  assertLedgerBalanced,
+  beneficiary,
+  idempotencyKey as newKey,
+  payout,
+  reaperOf,
+  SENDER,
+} from '../support/payouts.ts';
 import { until } from '../support/until.ts';
 import { metricsHeaders, valueOf } from '../support/metrics.ts';
 
@@ -59,15 +66,30 @@ describe('HTTP bank connector against the gateway simulator', () => {
       instrument: 'pago_movil',
       amountMinor: 150_000n,
       asset: 'BS',
-      beneficiary: { fullName: 'María Pérez', nationalId: 'V20111222', bankCode: '0102', accountNumber: null, phone: '04241234567' },
+      beneficiary: {
+        fullName: 'María Pérez',
+        nationalId: 'V20111222',
+        bankCode: '0102',
+        accountNumber: null,
+        phone: '04241234567',
+      },
       sender: { ...SENDER, nationality: 'VE' },
       ...overrides,
     };
   }
 
   const submissionsOf = (reference: string) => simulatorBank(sim).submissionsOf(reference);
-  const counters = async () => (await sim.control('GET', '/_control/state')).callbacks.counters as { delivered: number; refused: number; queued: number };
-  const settledLookup = (reference: string) => until(`${reference} settled at the gateway`, async () => (await rail.lookup(reference, 'live')).status === 'settled');
+  const counters = async () =>
+    (await sim.control('GET', '/_control/state')).callbacks.counters as {
+      delivered: number;
+      refused: number;
+      queued: number;
+    };
+  const settledLookup = (reference: string) =>
+    until(
+      `${reference} settled at the gateway`,
+      async () => (await rail.lookup(reference, 'live')).status === 'settled',
+    );
 
   it('is the live rail; the sandbox stays the test rail', () => {
     assert.equal(t.services.rails.live?.name, RAIL);
@@ -90,11 +112,18 @@ describe('HTTP bank connector against the gateway simulator', () => {
     await simulatorBank(sim).arrange(settles, { kind: 'settle' });
     await simulatorBank(sim).arrange(fails, { kind: 'fail', reason: 'invalid_destination_account' });
     assert.equal((await rail.submit(settles, AbortSignal.timeout(5000))).status, 'settled');
-    assert.deepEqual(await rail.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'invalid_destination_account', amountMinor: 150_000n });
+    assert.deepEqual(await rail.submit(fails, AbortSignal.timeout(5000)), {
+      status: 'failed',
+      reason: 'invalid_destination_account',
+      amountMinor: 150_000n,
+    });
     const unknown = randomUUID();
     assert.deepEqual(await rail.lookup(unknown, 'live'), { status: 'not_found' });
     const answers = await rail.lookupMany!([settles.reference, unknown, fails.reference], 'live');
-    assert.deepEqual(answers.map((a) => a.status), ['settled', 'not_found', 'failed']);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      ['settled', 'not_found', 'failed'],
+    );
     const many = [settles.reference, ...Array.from({ length: 149 }, () => randomUUID())];
     const bulk = await rail.lookupMany!(many, 'live');
     assert.equal(bulk.length, 150);
@@ -120,7 +149,10 @@ describe('HTTP bank connector against the gateway simulator', () => {
     try {
       const health = await rail.health(AbortSignal.timeout(5000));
       assert.equal(health.ok, false);
-      await assert.rejects(rail.submit(sent, AbortSignal.timeout(5000)), (error) => error instanceof RailNotReceivedError && /ECONNREFUSED/.test(error.message));
+      await assert.rejects(
+        rail.submit(sent, AbortSignal.timeout(5000)),
+        (error) => error instanceof RailNotReceivedError && /ECONNREFUSED/.test(error.message),
+      );
     } finally {
       await sim.control('POST', '/_control/faults', { refuse: false });
     }
@@ -132,7 +164,10 @@ describe('HTTP bank connector against the gateway simulator', () => {
   it('a 5xx leaves the fate unknown: an error (never a failure, never RailNotReceivedError), and the transfer it did record settles', async () => {
     const sent = transfer();
     await sim.control('POST', '/_control/faults', { error5xx: 1 });
-    await assert.rejects(rail.submit(sent, AbortSignal.timeout(5000)), (error) => !(error instanceof RailNotReceivedError) && /503/.test((error as Error).message));
+    await assert.rejects(
+      rail.submit(sent, AbortSignal.timeout(5000)),
+      (error) => !(error instanceof RailNotReceivedError) && /503/.test((error as Error).message),
+    );
     assert.equal(await submissionsOf(sent.reference), 1, 'received (and recorded) once; not sent again');
     await settledLookup(sent.reference);
     assert.equal(await submissionsOf(sent.reference), 1, 'a lookup never re-sends');
@@ -157,14 +192,28 @@ describe('HTTP bank connector against the gateway simulator', () => {
     const settled = await rail.lookup(sent.reference, 'live');
     await sim.restart();
     assert.deepEqual(await rail.lookup(sent.reference, 'live'), settled);
-    assert.deepEqual(await rail.submit(sent, AbortSignal.timeout(5000)), settled, 'a resubmission answers the same transfer');
+    assert.deepEqual(
+      await rail.submit(sent, AbortSignal.timeout(5000)),
+      settled,
+      'a resubmission answers the same transfer',
+    );
     assert.equal(await submissionsOf(sent.reference), 2);
   });
 
   describe('callbacks (POST /v1/rails/{rail}/callbacks)', () => {
     const post = (raw: string, headers: Record<string, string>, rail = RAIL) =>
-      t.app.inject({ method: 'POST', url: `/v1/rails/${rail}/callbacks`, headers: { 'content-type': 'application/json', ...headers }, payload: raw });
-    const callbackBody = (reference: string) => JSON.stringify({ eventId: `evt_${randomUUID()}`, occurredAt: new Date().toISOString(), transfer: { reference, status: 'SETTLED', bankReference: '000000000042' } });
+      t.app.inject({
+        method: 'POST',
+        url: `/v1/rails/${rail}/callbacks`,
+        headers: { 'content-type': 'application/json', ...headers },
+        payload: raw,
+      });
+    const callbackBody = (reference: string) =>
+      JSON.stringify({
+        eventId: `evt_${randomUUID()}`,
+        occurredAt: new Date().toISOString(),
+        transfer: { reference, status: 'SETTLED', bankReference: '000000000042' },
+      });
 
     it('stores a verified callback once: a redelivery answers 200 duplicate and stores nothing more', async () => {
       const raw = callbackBody(randomUUID());
@@ -179,7 +228,12 @@ describe('HTTP bank connector against the gateway simulator', () => {
     });
 
     it('takes an eventId of any printable ASCII up to 128 characters (/, #, ?, %), refuses a space, a control character or 129', async () => {
-      const bodyWith = (eventId: string) => JSON.stringify({ eventId, occurredAt: new Date().toISOString(), transfer: { reference: randomUUID(), status: 'PROCESSING' } });
+      const bodyWith = (eventId: string) =>
+        JSON.stringify({
+          eventId,
+          occurredAt: new Date().toISOString(),
+          transfer: { reference: randomUUID(), status: 'PROCESSING' },
+        });
       for (const eventId of [`evt/${randomUUID()}#1?x=%20`, `${'~'.repeat(92)}${randomUUID()}`]) {
         const raw = bodyWith(eventId);
         const answer = await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()));
@@ -188,25 +242,46 @@ describe('HTTP bank connector against the gateway simulator', () => {
       }
       for (const eventId of ['evt 1', 'evt\u00071', 'x'.repeat(129), '', 'évt']) {
         const raw = bodyWith(eventId);
-        assert.equal((await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))).statusCode, 400, JSON.stringify(eventId));
+        assert.equal(
+          (await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))).statusCode,
+          400,
+          JSON.stringify(eventId),
+        );
       }
     });
 
     it('a burst of 150 callbacks at once from one address: every one 200 and stored, none refused for a rate', async () => {
       const before = await countRailInboxEvents(t.db, RAIL);
       const bodies = Array.from({ length: 150 }, () => callbackBody(randomUUID()));
-      const answers = await Promise.all(bodies.map((raw) => post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))));
-      assert.deepEqual([...new Set(answers.map((a) => a.statusCode))], [200], answers.find((a) => a.statusCode !== 200)?.body);
+      const answers = await Promise.all(
+        bodies.map((raw) => post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()))),
+      );
+      assert.deepEqual(
+        [...new Set(answers.map((a) => a.statusCode))],
+        [200],
+        answers.find((a) => a.statusCode !== 200)?.body,
+      );
       assert.equal(await countRailInboxEvents(t.db, RAIL), before + 150);
     });
 
     it('refuses a bad signature, a stale timestamp, an unknown key or rail with 401 and stores nothing; a signed non-callback is 400', async () => {
       const raw = callbackBody(randomUUID());
       const before = await countRailInboxEvents(t.db, RAIL);
-      const signedBy = (secret: string, at = Date.now()) => signRailMessage({ id: TEST_CALLBACK_KEY.id, secret }, raw, at);
-      for (const headers of [signedBy('not-the-callback-secret-000000'), signRailMessage(TEST_CALLBACK_KEY, raw, Date.now() - 10 * 60_000), signRailMessage({ id: 'other', secret: TEST_CALLBACK_KEY.secret }, raw, Date.now()), {}]) {
+      const signedBy = (secret: string, at = Date.now()) =>
+        signRailMessage({ id: TEST_CALLBACK_KEY.id, secret }, raw, at);
+      for (const headers of [
+        signedBy('not-the-callback-secret-000000'),
+        signRailMessage(TEST_CALLBACK_KEY, raw, Date.now() - 10 * 60_000),
+        signRailMessage({ id: 'other', secret: TEST_CALLBACK_KEY.secret }, raw, Date.now()),
+        {},
+      ]) {
         const answer = await post(raw, headers);
-        assertEnvelope(assert, { status: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body }, 401, 'rail_callback_signature_invalid');
+        assertEnvelope(
+          assert,
+          { status: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body },
+          401,
+          'rail_callback_signature_invalid',
+        );
       }
       const unknownRail = await post(raw, signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()), 'no-such-rail');
       assert.equal(unknownRail.statusCode, 401);
@@ -216,9 +291,18 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.equal(unreadable.json().error.code, 'validation_failed');
       assert.equal(await countRailInboxEvents(t.db, RAIL), before);
       const scraped = await client(t.app).get('/metrics', metricsHeaders);
-      assert.ok((valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: RAIL, result: 'refused' }) ?? 0) >= 4, 'counted by result');
-      assert.ok((valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'unknown', result: 'refused' }) ?? 0) >= 1, 'an unknown rail is one series');
-      assert.equal(valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'no-such-rail', result: 'refused' }), undefined);
+      assert.ok(
+        (valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: RAIL, result: 'refused' }) ?? 0) >= 4,
+        'counted by result',
+      );
+      assert.ok(
+        (valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'unknown', result: 'refused' }) ?? 0) >= 1,
+        'an unknown rail is one series',
+      );
+      assert.equal(
+        valueOf(scraped.raw, 'bolivar_rail_callbacks_total', { rail: 'no-such-rail', result: 'refused' }),
+        undefined,
+      );
     });
 
     it('the inbox keeps an acknowledged event RAIL_INBOX_RETENTION_MS, an unacknowledged one until it is applied', async () => {
@@ -230,8 +314,14 @@ describe('HTTP bank connector against the gateway simulator', () => {
       await acknowledgeRailInboxEvent(t.db, rail, 'applied-long-ago', old);
       await acknowledgeRailInboxEvent(t.db, rail, 'applied-recently', new Date());
       assert.equal(await new RailInboxPurge(t.db, systemClock).runOnce(), false);
-      const { rows } = await t.db.query<{ event_id: string }>(`SELECT event_id FROM rail_inbox WHERE rail = $1 ORDER BY event_id`, [rail]);
-      assert.deepEqual(rows.map((r) => r.event_id), ['applied-recently', 'never-applied']);
+      const { rows } = await t.db.query<{ event_id: string }>(
+        `SELECT event_id FROM rail_inbox WHERE rail = $1 ORDER BY event_id`,
+        [rail],
+      );
+      assert.deepEqual(
+        rows.map((r) => r.event_id),
+        ['applied-recently', 'never-applied'],
+      );
     });
 
     it("the gateway's own callbacks: a forged one is refused (401) and nothing is stored; duplicates are stored once", async () => {
@@ -250,7 +340,10 @@ describe('HTTP bank connector against the gateway simulator', () => {
       }
       assert.equal(await countRailInboxEvents(t.db, RAIL), stored, 'nothing stored');
       const before = await counters();
-      await sim.control('POST', `/_control/transfers/${sent.reference}/notify`, { notices: [{ status: 'SETTLED' }], times: 3 });
+      await sim.control('POST', `/_control/transfers/${sent.reference}/notify`, {
+        notices: [{ status: 'SETTLED' }],
+        times: 3,
+      });
       await until('three deliveries', async () => (await counters()).delivered >= before.delivered + 3);
       assert.equal(await countRailInboxEvents(t.db, RAIL), stored + 1, 'one event, delivered three times, stored once');
     });
@@ -262,7 +355,11 @@ describe('HTTP bank connector against the gateway simulator', () => {
     before(async () => {
       const tenant = await createTenant(t, { mode: 'live' });
       api = tenant.api;
-      const funded = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/fundings`, { mode: 'live', asset: 'BS', amount: 1_000_000_000 }, { 'idempotency-key': newKey() });
+      const funded = await client(t.app, t.platformKey).post(
+        `/v1/admin/tenants/${tenant.tenantId}/fundings`,
+        { mode: 'live', asset: 'BS', amount: 1_000_000_000 },
+        { 'idempotency-key': newKey() },
+      );
       assert.equal(funded.status, 201, funded.raw);
     });
 
@@ -287,7 +384,10 @@ describe('HTTP bank connector against the gateway simulator', () => {
       assert.ok(['submitted', 'settled'].includes(made.body.status), made.raw);
       await reapUntil(made.body.id, 'settled');
       const records = await recordsOf(made.body.id);
-      assert.deepEqual(records.events.map((e) => e.event_type), ['payment.settled']);
+      assert.deepEqual(
+        records.events.map((e) => e.event_type),
+        ['payment.settled'],
+      );
       const statement = await api.get('/v1/payments?limit=100');
       assert.equal(statement.body.data.find((row: { id: string }) => row.id === made.body.id)?.status, 'settled');
       assert.equal(await submissionsOf(made.body.id), 1);
@@ -345,14 +445,17 @@ describe('HTTP bank connector against the gateway simulator', () => {
       await assertLedgerBalanced(t);
     });
 
-    it('callbacks out of order (the return before the settlement) end in the transfer\'s history: reversed', async () => {
+    it("callbacks out of order (the return before the settlement) end in the transfer's history: reversed", async () => {
       await sim.control('POST', '/_control/scenarios/nid:V30000003', { kind: 'processing' });
       const made = await payout(api, { beneficiary: beneficiary('V30000003') });
       assert.equal(made.body.status, 'submitted', made.raw);
       await sim.control('POST', '/_control/callbacks', { hold: true });
       try {
         await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, { status: 'SETTLED' });
-        await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, { status: 'RETURNED', returnReason: 'account_closed' });
+        await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, {
+          status: 'RETURNED',
+          returnReason: 'account_closed',
+        });
       } finally {
         await sim.control('POST', '/_control/callbacks', { hold: false });
       }
@@ -361,8 +464,18 @@ describe('HTTP bank connector against the gateway simulator', () => {
       await until('both callbacks recorded', async () => (await counters()).delivered >= before.delivered + 2);
       await reapUntil(made.body.id, 'reversed');
       const records = await recordsOf(made.body.id);
-      assert.deepEqual(records.events.map((e) => e.event_type), ['payment.settled', 'payment.reversed']);
-      assert.equal((await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM anomalies WHERE payment_id = $1`, [made.body.id])).rows[0]?.n, 0);
+      assert.deepEqual(
+        records.events.map((e) => e.event_type),
+        ['payment.settled', 'payment.reversed'],
+      );
+      assert.equal(
+        (
+          await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM anomalies WHERE payment_id = $1`, [
+            made.body.id,
+          ])
+        ).rows[0]?.n,
+        0,
+      );
       await assertLedgerBalanced(t);
     });
 
@@ -370,16 +483,25 @@ describe('HTTP bank connector against the gateway simulator', () => {
       const made = await payout(api, { beneficiary: beneficiary('V30000004') });
       await reapUntil(made.body.id, 'settled');
       const records = await recordsOf(made.body.id);
-      await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, { status: 'REJECTED', errorCode: 'ACCOUNT_INVALID' });
+      await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, {
+        status: 'REJECTED',
+        errorCode: 'ACCOUNT_INVALID',
+      });
       await until('the anomaly opened', async () => {
         await reaperOf(t).runOnce();
-        const { rows } = await t.db.query<{ kind: string }>(`SELECT kind FROM anomalies WHERE payment_id = $1`, [made.body.id]);
+        const { rows } = await t.db.query<{ kind: string }>(`SELECT kind FROM anomalies WHERE payment_id = $1`, [
+          made.body.id,
+        ]);
         return rows.length > 0 && rows.map((r) => r.kind);
       }).then((kinds) => assert.deepEqual(kinds, ['failed_after_settled']));
       assert.deepEqual(await recordsOf(made.body.id), records);
       assert.equal((await rail.lookup(made.body.id, 'live')).status, 'failed', 'the gateway now says failed');
       const pending = await rail.pendingNotifications(100);
-      assert.deepEqual(pending.filter((n) => n.reference === made.body.id), [], 'acknowledged once the anomaly was stored');
+      assert.deepEqual(
+        pending.filter((n) => n.reference === made.body.id),
+        [],
+        'acknowledged once the anomaly was stored',
+      );
       await assertLedgerBalanced(t);
     });
 
@@ -392,7 +514,9 @@ describe('HTTP bank connector against the gateway simulator', () => {
       await sim.control('POST', `/_control/transfers/${made.body.id}/outcome`, { status: 'SETTLED' });
       const kinds = await until('the anomaly opened', async () => {
         await reaperOf(t).runOnce();
-        const { rows } = await t.db.query<{ kind: string }>(`SELECT kind FROM anomalies WHERE payment_id = $1`, [made.body.id]);
+        const { rows } = await t.db.query<{ kind: string }>(`SELECT kind FROM anomalies WHERE payment_id = $1`, [
+          made.body.id,
+        ]);
         return rows.length > 0 && rows.map((r) => r.kind);
       });
       assert.deepEqual(kinds, ['settled_after_failed']);
@@ -424,18 +548,31 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
     instrument: 'pago_movil',
     amountMinor: 99_000n,
     asset: 'BS',
-    beneficiary: { fullName: 'José Gil', nationalId: 'V20333444', bankCode: '0102', accountNumber: null, phone: '04241234567' },
+    beneficiary: {
+      fullName: 'José Gil',
+      nationalId: 'V20333444',
+      bankCode: '0102',
+      accountNumber: null,
+      phone: '04241234567',
+    },
     sender: { ...SENDER, nationality: 'VE' },
   });
 
   it('the gateway accepts our previous key during a rotation, and refuses a key it does not know (401: unknown, never "not received")', async () => {
     const previous = new HttpBankRail(connectorConfigOf(sim, { keys: [TEST_REQUEST_KEYS[1]!] }), t.db, systemClock);
-    const stranger = new HttpBankRail(connectorConfigOf(sim, { keys: [{ id: 'req-unknown', secret: 'a-key-the-gateway-never-had-0000' }] }), t.db, systemClock);
+    const stranger = new HttpBankRail(
+      connectorConfigOf(sim, { keys: [{ id: 'req-unknown', secret: 'a-key-the-gateway-never-had-0000' }] }),
+      t.db,
+      systemClock,
+    );
     try {
       const sent = transfer();
       assert.equal((await previous.submit(sent, AbortSignal.timeout(5000))).status, 'processing');
       const refused = transfer();
-      await assert.rejects(stranger.submit(refused, AbortSignal.timeout(5000)), (error) => !(error instanceof RailNotReceivedError) && /401 SIGNATURE_INVALID/.test((error as Error).message));
+      await assert.rejects(
+        stranger.submit(refused, AbortSignal.timeout(5000)),
+        (error) => !(error instanceof RailNotReceivedError) && /401 SIGNATURE_INVALID/.test((error as Error).message),
+      );
       assert.equal(await simulatorBank(sim).submissionsOf(refused.reference), 0);
     } finally {
       await previous.close();
@@ -449,17 +586,30 @@ describe('HTTP bank connector: key rotation, and the connector kit factory', () 
       assert.equal(under.mode, 'live');
       assert.deepEqual([...under.bank.failureReasons].sort(), [...RAIL_FAILURE_REASONS].sort());
       const fails = await under.bank.arrange(transfer(), { kind: 'fail', reason: 'rail_insufficient_balance' });
-      assert.deepEqual(await under.adapter.submit(fails, AbortSignal.timeout(5000)), { status: 'failed', reason: 'rail_insufficient_balance', amountMinor: 99_000n });
+      assert.deepEqual(await under.adapter.submit(fails, AbortSignal.timeout(5000)), {
+        status: 'failed',
+        reason: 'rail_insufficient_balance',
+        amountMinor: 99_000n,
+      });
       const hangs = await under.bank.arrange(transfer(), { kind: 'hang' });
       assert.deepEqual(await callRail(under.adapter, hangs, under.railTimeoutMs), { status: 'timeout' });
       assert.equal(await under.bank.submissionsOf(hangs.reference), 1);
       const held = await under.bank.arrange(transfer(), { kind: 'processing' });
       await under.adapter.submit(held, AbortSignal.timeout(5000));
-      await under.bank.notify(held.reference, [{ kind: 'settled' }, { kind: 'reversed', reason: 'returned_by_bank' }], { times: 2 });
+      await under.bank.notify(held.reference, [{ kind: 'settled' }, { kind: 'reversed', reason: 'returned_by_bank' }], {
+        times: 2,
+      });
       const notices = (await under.adapter.pendingNotifications(100)).filter((n) => n.reference === held.reference);
-      assert.deepEqual(notices.map((n) => n.kind), ['settled', 'reversed'], 'each event once, oldest first');
+      assert.deepEqual(
+        notices.map((n) => n.kind),
+        ['settled', 'reversed'],
+        'each event once, oldest first',
+      );
       for (const notice of notices) await under.adapter.acknowledgeNotification(notice.id);
-      assert.deepEqual((await under.adapter.pendingNotifications(100)).filter((n) => n.reference === held.reference), []);
+      assert.deepEqual(
+        (await under.adapter.pendingNotifications(100)).filter((n) => n.reference === held.reference),
+        [],
+      );
       await under.bank.unreachable!(true);
       await assert.rejects(under.adapter.submit(transfer(), AbortSignal.timeout(5000)), RailNotReceivedError);
       await under.bank.unreachable!(false);
@@ -489,11 +639,27 @@ describe("the callback route: each rail's budget spent only by callbacks that ve
   });
 
   const post = async (raw: string, headers: Record<string, string>, remoteAddress: string) => {
-    const answer = await t.app.inject({ method: 'POST', url: `/v1/rails/${RAIL}/callbacks`, remoteAddress, headers: { 'content-type': 'application/json', ...headers }, payload: raw });
-    return { status: answer.statusCode, statusCode: answer.statusCode, body: answer.json(), headers: answer.headers, raw: answer.body };
+    const answer = await t.app.inject({
+      method: 'POST',
+      url: `/v1/rails/${RAIL}/callbacks`,
+      remoteAddress,
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: raw,
+    });
+    return {
+      status: answer.statusCode,
+      statusCode: answer.statusCode,
+      body: answer.json(),
+      headers: answer.headers,
+      raw: answer.body,
+    };
   };
   const signed = () => {
-    const raw = JSON.stringify({ eventId: `evt_${randomUUID()}`, occurredAt: new Date().toISOString(), transfer: { reference: randomUUID(), status: 'PROCESSING' } });
+    const raw = JSON.stringify({
+      eventId: `evt_${randomUUID()}`,
+      occurredAt: new Date().toISOString(),
+      transfer: { reference: randomUUID(), status: 'PROCESSING' },
+    });
     return { raw, headers: signRailMessage(TEST_CALLBACK_KEY, raw, Date.now()) };
   };
 
@@ -517,8 +683,16 @@ describe("the callback route: each rail's budget spent only by callbacks that ve
       assert.ok(Number(answer.headers['retry-after']) >= 1, 'Retry-After');
     }
     if (performance.now() - started < 1000) {
-      assert.equal(stranger.filter((a) => a.statusCode === 401).length, 1, `one unverified a second from that address: ${strangerStatuses}`);
-      assert.equal(bank.filter((a) => a.statusCode === 200).length, MAX, `the stranger spent none of the rail's budget: ${bankStatuses}`);
+      assert.equal(
+        stranger.filter((a) => a.statusCode === 401).length,
+        1,
+        `one unverified a second from that address: ${strangerStatuses}`,
+      );
+      assert.equal(
+        bank.filter((a) => a.statusCode === 200).length,
+        MAX,
+        `the stranger spent none of the rail's budget: ${bankStatuses}`,
+      );
       assert.equal(publicRoute.statusCode, 200, 'the callbacks were not counted in the per-address limit');
     }
     const overloaded = bank.filter((a) => a.statusCode === 503);
@@ -535,7 +709,10 @@ describe("the bank catalogue a tenant is served is its rail's: a live tenant rou
   let t: TestApp;
   const shipped = new LocalBankCatalogue();
   // The gateway's transferencia list: one bank fewer than ours and one we do not ship.
-  const gatewayTransferencia = [...shipped.banksOf('transferencia').filter((bank) => bank.code !== '0105'), { code: '0199', name: 'Banco de Prueba del Gateway', shortName: 'Prueba' }];
+  const gatewayTransferencia = [
+    ...shipped.banksOf('transferencia').filter((bank) => bank.code !== '0105'),
+    { code: '0199', name: 'Banco de Prueba del Gateway', shortName: 'Prueba' },
+  ];
 
   before(async () => {
     sim = await startGatewaySimulator({ settleDelayMs: 100 });
@@ -556,15 +733,28 @@ describe("the bank catalogue a tenant is served is its rail's: a live tenant rou
     assert.equal(liveTransferencia.status, 200, liveTransferencia.raw);
     assert.deepEqual(liveTransferencia.body.data, gatewayTransferencia);
     const livePagoMovil = await live.api.get('/v1/payouts/banks?method=pago_movil');
-    assert.deepEqual(livePagoMovil.body.data, shipped.banksOf('pago_movil'), 'the fallback: the gateway answered no usable list');
+    assert.deepEqual(
+      livePagoMovil.body.data,
+      shipped.banksOf('pago_movil'),
+      'the fallback: the gateway answered no usable list',
+    );
     const testTransferencia = await test.api.get('/v1/payouts/banks?method=transferencia');
-    assert.deepEqual(testTransferencia.body.data, shipped.banksOf('transferencia'), 'a test key is routed to the sandbox');
+    assert.deepEqual(
+      testTransferencia.body.data,
+      shipped.banksOf('transferencia'),
+      'a test key is routed to the sandbox',
+    );
   });
 
   it("registers a beneficiary by the served list: the gateway's bank for the live tenant, not for the test one", async () => {
     const live = await createTenant(t, { mode: 'live' });
     const test = await createTenant(t);
-    const at0199 = { fullName: 'Ana Rojas', nationalId: 'V12345678', bankCode: '0199', accountNumber: `0199${'0'.repeat(15)}1` };
+    const at0199 = {
+      fullName: 'Ana Rojas',
+      nationalId: 'V12345678',
+      bankCode: '0199',
+      accountNumber: `0199${'0'.repeat(15)}1`,
+    };
     const registered = await live.api.post('/v1/beneficiaries', at0199);
     assert.equal(registered.status, 201, registered.raw);
     assertEnvelope(assert, await test.api.post('/v1/beneficiaries', at0199), 400, 'validation_failed');

@@ -14,7 +14,15 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const [port, metricsPort] = [await freePort(), await freePort()];
     const service = await startService(
-      { LOG_LEVEL: 'info', BOOTSTRAP: 'off', METRICS_TOKEN: '', METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-metrics-port-')), DATABASE_URL: database?.url ?? '' },
+      {
+        LOG_LEVEL: 'info',
+        BOOTSTRAP: 'off',
+        METRICS_TOKEN: '',
+        METRICS_PORT: String(metricsPort),
+        METRICS_HOST: '127.0.0.1',
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-metrics-port-')),
+        DATABASE_URL: database?.url ?? '',
+      },
       port,
     );
     try {
@@ -28,7 +36,10 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
       const scraped = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
       assert.equal(scraped.status, 200);
       const text = await scraped.text();
-      assert.ok((valueOf(text, 'http_requests_total', { route: '/health/ready', status_code: '200' }) ?? 0) >= 1, 'the API port\'s requests, counted in the shared registry');
+      assert.ok(
+        (valueOf(text, 'http_requests_total', { route: '/health/ready', status_code: '200' }) ?? 0) >= 1,
+        "the API port's requests, counted in the shared registry",
+      );
       assert.ok(valueOf(text, 'bolivar_worker_passes_total') !== undefined, 'the business metrics too');
 
       for (const url of ['/health/live', '/v1/tenant/me', '/docs']) {
@@ -40,7 +51,12 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
         assert.equal(other.headers.get('x-request-id'), body.error.request_id);
       }
 
-      const started = JSON.parse(service.output().split('\n').find((line) => line.includes('bolivar disbursement service started'))!);
+      const started = JSON.parse(
+        service
+          .output()
+          .split('\n')
+          .find((line) => line.includes('bolivar disbursement service started'))!,
+      );
       assert.equal(started.metrics, `http://127.0.0.1:${metricsPort}/metrics`);
     } finally {
       assert.equal(await service.stop('SIGTERM'), 0, service.output());
@@ -52,7 +68,15 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const [port, metricsPort] = [await freePort(), await freePort()];
     const service = await startService(
-      { LOG_LEVEL: 'info', BOOTSTRAP: 'off', METRICS_TOKEN: TEST_METRICS_TOKEN, METRICS_PORT: String(metricsPort), METRICS_HOST: '127.0.0.1', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-metrics-port-')), DATABASE_URL: database?.url ?? '' },
+      {
+        LOG_LEVEL: 'info',
+        BOOTSTRAP: 'off',
+        METRICS_TOKEN: TEST_METRICS_TOKEN,
+        METRICS_PORT: String(metricsPort),
+        METRICS_HOST: '127.0.0.1',
+        DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-metrics-port-')),
+        DATABASE_URL: database?.url ?? '',
+      },
       port,
     );
     try {
@@ -64,8 +88,16 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
         assert.equal(scraped.status, 200, base);
         await scraped.arrayBuffer();
       }
-      const started = JSON.parse(service.output().split('\n').find((line) => line.includes('bolivar disbursement service started'))!);
-      assert.equal(started.metrics, `http://127.0.0.1:${metricsPort}/metrics and ${service.baseUrl}/metrics (Authorization: Bearer METRICS_TOKEN)`);
+      const started = JSON.parse(
+        service
+          .output()
+          .split('\n')
+          .find((line) => line.includes('bolivar disbursement service started'))!,
+      );
+      assert.equal(
+        started.metrics,
+        `http://127.0.0.1:${metricsPort}/metrics and ${service.baseUrl}/metrics (Authorization: Bearer METRICS_TOKEN)`,
+      );
     } finally {
       assert.equal(await service.stop('SIGTERM'), 0, service.output());
       await database?.drop();
@@ -74,9 +106,19 @@ describe(`METRICS_PORT on ${ENGINE}`, () => {
 
   it('refuses METRICS_PORT equal to PORT, naming it', async () => {
     const { loadConfig, ConfigError } = await import('../../src/config.ts');
-    assert.throws(() => loadConfig({ PORT: '8080', METRICS_PORT: '8080' }), (error: unknown) => error instanceof ConfigError && error.variable === 'METRICS_PORT');
-    assert.throws(() => loadConfig({ METRICS_PORT: '3000' }), (error: unknown) => error instanceof ConfigError && /a port other than PORT/.test(error.message));
+    assert.throws(
+      () => loadConfig({ PORT: '8080', METRICS_PORT: '8080' }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'METRICS_PORT',
+    );
+    assert.throws(
+      () => loadConfig({ METRICS_PORT: '3000' }),
+      (error: unknown) => error instanceof ConfigError && /a port other than PORT/.test(error.message),
+    );
     assert.equal(loadConfig({ PORT: '0', METRICS_PORT: '0' }).metricsPort, 0, '0 is any free port');
-    assert.throws(() => loadConfig({ METRICS_TOKEN: 'short' }), (error: unknown) => error instanceof ConfigError && error.variable === 'METRICS_TOKEN' && !error.message.includes('short'));
+    assert.throws(
+      () => loadConfig({ METRICS_TOKEN: 'short' }),
+      (error: unknown) =>
+        error instanceof ConfigError && error.variable === 'METRICS_TOKEN' && !error.message.includes('short'),
+    );
   });
 });

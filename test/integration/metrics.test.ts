@@ -10,7 +10,15 @@ import { Reaper } from '../../src/workers/reaper.ts';
 import { webhookDispatcherOf } from '../../src/workers/index.ts';
 import { client, ENGINE, startTestApp, type TestApp } from '../support/harness.ts';
 import { familiesOf, metricsHeaders, UUID_PATTERN, valueOf } from '../support/metrics.ts';
-import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, idempotencyKey, quote, SENDER } from '../support/payouts.ts';
+import {
+  AMPLE_RAIL_TIMEOUT_MS,
+  beneficiary,
+  type FundedTenant,
+  fundedTenant,
+  idempotencyKey,
+  quote,
+  SENDER,
+} from '../support/payouts.ts';
 import { setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
 const SETTLE_DELAY_MS = 3000;
@@ -33,7 +41,11 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
     t = await startTestApp({
       clock,
-      env: { SANDBOX_SETTLE_DELAY_MS: String(SETTLE_DELAY_MS), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' },
+      env: {
+        SANDBOX_SETTLE_DELAY_MS: String(SETTLE_DELAY_MS),
+        SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+        REAPER_INTERVAL_MS: '1000',
+      },
       deps: { logger: { level: 'info', stream: { write: (line: string) => void logLines.push(line) } } },
     });
     receiver = await TestReceiver.start();
@@ -48,7 +60,12 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
   it('counts payouts, outcomes, rail calls, batches, replays and deliveries, and shows the backlog they leave', async () => {
     // Accepted (settles later), replayed with its key, refused (its quote is spent), failed by the
     // rail after it was accepted, failed before the rail (no sender).
-    const body = { method: 'pago_movil', sender: SENDER, beneficiary: beneficiary(), quoteId: await quote(tenant.api, 1_000_000) };
+    const body = {
+      method: 'pago_movil',
+      sender: SENDER,
+      beneficiary: beneficiary(),
+      quoteId: await quote(tenant.api, 1_000_000),
+    };
     const key = idempotencyKey();
     const accepted = await tenant.api.post('/v1/payouts', body, { 'idempotency-key': key });
     assert.equal(accepted.body.status, 'submitted', accepted.raw);
@@ -57,10 +74,18 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     const refused = await tenant.api.post('/v1/payouts', body, { 'idempotency-key': idempotencyKey() });
     assert.equal(refused.status, 409, refused.raw);
     const failedQuote = await quote(tenant.api, 1_000_000);
-    const failed = await tenant.api.post('/v1/payouts', { ...body, beneficiary: beneficiary('V99990004'), quoteId: failedQuote }, { 'idempotency-key': idempotencyKey() });
+    const failed = await tenant.api.post(
+      '/v1/payouts',
+      { ...body, beneficiary: beneficiary('V99990004'), quoteId: failedQuote },
+      { 'idempotency-key': idempotencyKey() },
+    );
     assert.equal(failed.body.status, 'failed', failed.raw);
     const { sender: _none, ...withoutSender } = body;
-    const unsent = await tenant.api.post('/v1/payouts', { ...withoutSender, quoteId: await quote(tenant.api, 1_000_000) }, { 'idempotency-key': idempotencyKey() });
+    const unsent = await tenant.api.post(
+      '/v1/payouts',
+      { ...withoutSender, quoteId: await quote(tenant.api, 1_000_000) },
+      { 'idempotency-key': idempotencyKey() },
+    );
     assert.equal(unsent.body.reason, 'sender_required', unsent.raw);
     paymentIds = [accepted.body.id, failed.body.id, unsent.body.id];
 
@@ -72,16 +97,42 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     assert.equal(valueOf(text, 'bolivar_payouts_total', { status: 'failed', reason: 'sender_required' }), 1);
     assert.equal(valueOf(text, 'bolivar_idempotency_replays_total', { route: '/v1/payouts' }), 1);
     assert.equal(valueOf(text, 'bolivar_payments_unresolved'), 1);
-    assert.equal(valueOf(text, 'bolivar_reaper_lag_seconds'), (SETTLE_DELAY_MS - 1000) / 1000, 'the accepted payout waits since it was made');
-    assert.equal(valueOf(text, 'bolivar_outbox_events', { status: 'pending' }), 2, 'both payment.failed wait for delivery');
+    assert.equal(
+      valueOf(text, 'bolivar_reaper_lag_seconds'),
+      (SETTLE_DELAY_MS - 1000) / 1000,
+      'the accepted payout waits since it was made',
+    );
+    assert.equal(
+      valueOf(text, 'bolivar_outbox_events', { status: 'pending' }),
+      2,
+      'both payment.failed wait for delivery',
+    );
     assert.equal(valueOf(text, 'bolivar_outbox_oldest_pending_age_seconds'), (SETTLE_DELAY_MS - 1000) / 1000);
-    assert.equal(valueOf(text, 'bolivar_rail_calls_total', { rail: 'sandbox', operation: 'submit', outcome: 'processing' }), 1);
-    assert.equal(valueOf(text, 'bolivar_rail_calls_total', { rail: 'sandbox', operation: 'submit', outcome: 'failed' }), 1);
+    assert.equal(
+      valueOf(text, 'bolivar_rail_calls_total', { rail: 'sandbox', operation: 'submit', outcome: 'processing' }),
+      1,
+    );
+    assert.equal(
+      valueOf(text, 'bolivar_rail_calls_total', { rail: 'sandbox', operation: 'submit', outcome: 'failed' }),
+      1,
+    );
     assert.equal(valueOf(text, 'bolivar_rail_call_duration_seconds_count', { operation: 'submit' }), 2);
 
     // The reaper finds the settlement.
     clock.advance(2000);
-    const reaper = new Reaper(t.db, t.services.clock, t.services.rails, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }, undefined, t.services.metrics);
+    const reaper = new Reaper(
+      t.db,
+      t.services.clock,
+      t.services.rails,
+      t.services.outcomes,
+      {
+        intervalMs: 1000,
+        railTimeoutMs: t.config.sandboxRailTimeoutMs,
+        railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000,
+      },
+      undefined,
+      t.services.metrics,
+    );
     await reaper.runOnce();
     text = await scrape();
     assert.equal(valueOf(text, 'bolivar_reaper_resolutions_total', { outcome: 'settled' }), 1);
@@ -105,9 +156,18 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
 
     // Batches: every payout and outcome went through one; the histograms saw them.
     assert.ok(valueOf(text, 'bolivar_commit_batch_jobs_count', { lane: 'payout' })! >= 1);
-    assert.equal(valueOf(text, 'bolivar_commit_batch_jobs_sum', { lane: 'payout' }), 4, 'two accepted, one refused, one failed: four payout jobs');
-    assert.ok(valueOf(text, 'bolivar_commit_batch_jobs_sum', { lane: 'outcome' })! >= 2, 'the failure and the settlement');
-    assert.ok(valueOf(text, 'bolivar_commit_batch_duration_seconds_count', { lane: 'payout', result: 'committed' })! >= 1);
+    assert.equal(
+      valueOf(text, 'bolivar_commit_batch_jobs_sum', { lane: 'payout' }),
+      4,
+      'two accepted, one refused, one failed: four payout jobs',
+    );
+    assert.ok(
+      valueOf(text, 'bolivar_commit_batch_jobs_sum', { lane: 'outcome' })! >= 2,
+      'the failure and the settlement',
+    );
+    assert.ok(
+      valueOf(text, 'bolivar_commit_batch_duration_seconds_count', { lane: 'payout', result: 'committed' })! >= 1,
+    );
     assert.equal(valueOf(text, 'bolivar_commit_queue_jobs'), 0);
     assert.equal(typeof valueOf(text, 'bolivar_background_units', { state: 'running' }), 'number');
     assert.equal(typeof valueOf(text, 'bolivar_background_units', { state: 'waiting' }), 'number');
@@ -149,17 +209,20 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
     const [accepted, failedByRail, unsent] = paymentIds;
     const committed = lines.filter((l) => l.msg?.startsWith('payouts committed'));
     assert.deepEqual(committed.flatMap((l) => l.accepted).sort(), [accepted, failedByRail].sort());
-    assert.deepEqual(committed.flatMap((l) => l.failed), [{ paymentId: unsent, reason: 'sender_required' }]);
-    assert.deepEqual(committed.flatMap((l) => Object.entries(l.refused)), [['quote_already_consumed', 1]]);
+    assert.deepEqual(
+      committed.flatMap((l) => l.failed),
+      [{ paymentId: unsent, reason: 'sender_required' }],
+    );
+    assert.deepEqual(
+      committed.flatMap((l) => Object.entries(l.refused)),
+      [['quote_already_consumed', 1]],
+    );
     assert.ok(committed.every((l) => l.tenantId === tenant.tenantId && l.mode === 'test' && l.level === 30));
     const outcomes = lines.filter((l) => l.msg?.startsWith('payment outcomes applied')).flatMap((l) => l.outcomes);
-    assert.deepEqual(
-      outcomes.map((o) => [o.status, o.reason, o.actor]).sort(),
-      [
-        ['failed', 'beneficiary_mismatch', 'api'],
-        ['settled', 'resolved_by_reaper', 'reaper'],
-      ],
-    );
+    assert.deepEqual(outcomes.map((o) => [o.status, o.reason, o.actor]).sort(), [
+      ['failed', 'beneficiary_mismatch', 'api'],
+      ['settled', 'resolved_by_reaper', 'reaper'],
+    ]);
     assert.deepEqual(outcomes.map((o) => o.paymentId).sort(), [accepted, failedByRail].sort());
     assert.ok(lines.every((l) => l.level >= 30));
     const all = logLines.join('');
@@ -171,7 +234,11 @@ describe(`business metrics in /metrics on ${ENGINE}`, () => {
   it('the Grafana dashboard only charts metrics the service exposes', async () => {
     const dashboard = JSON.parse(readFileSync(new URL('../../ops/grafana-dashboard.json', import.meta.url), 'utf8'));
     const exprs: string[] = JSON.stringify(dashboard).match(/"expr":"(?:[^"\\]|\\.)*"/g) ?? [];
-    const used = new Set(exprs.flatMap((e) => e.match(/\b(?:bolivar|http)_[a-z_]+/g) ?? []).map((n) => n.replace(/_(bucket|sum|count)$/, '')));
+    const used = new Set(
+      exprs
+        .flatMap((e) => e.match(/\b(?:bolivar|http)_[a-z_]+/g) ?? [])
+        .map((n) => n.replace(/_(bucket|sum|count)$/, '')),
+    );
     assert.ok(used.size >= 15, [...used].join(', '));
     const families = familiesOf(await scrape());
     for (const name of used) {

@@ -8,11 +8,31 @@ import { keyHeldMs } from '../../src/domain/send-schedule.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import type { RailAdapter, RailNotification } from '../../src/rails/rail.ts';
 import { assertEnvelope, client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, position, quote, railLike, reapUntil, reaperOf, SENDER } from '../support/payouts.ts';
+import {
+  advanceAndReap,
+  AMPLE_RAIL_TIMEOUT_MS,
+  appWithRailTimeout,
+  assertLedgerBalanced,
+  beneficiary,
+  fundedTenant,
+  idempotencyKey,
+  payout,
+  position,
+  quote,
+  railLike,
+  reapUntil,
+  reaperOf,
+  SENDER,
+} from '../support/payouts.ts';
 import { metricsHeaders } from '../support/metrics.ts';
 import { until } from '../support/until.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '3000',
+  SANDBOX_REVERSE_DELAY_MS: '10000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 /**
  * The rail timeout of the process that "dies" after its commit: its send never returns, and this is
  * when it answers anyway. Long enough that a retry made right after the commit still finds the key
@@ -21,7 +41,10 @@ const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000'
 const DYING_RAIL_TIMEOUT_MS = 3_000;
 
 async function events(t: TestApp, paymentId: string): Promise<string[]> {
-  const { rows } = await t.db.query<{ event_type: string }>(`SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`, [paymentId]);
+  const { rows } = await t.db.query<{ event_type: string }>(
+    `SELECT event_type FROM outbox_events WHERE aggregate_id = $1 ORDER BY id`,
+    [paymentId],
+  );
   return rows.map((r) => r.event_type);
 }
 
@@ -39,7 +62,8 @@ describe('credit tenants: per asset, and never stuck after a close', () => {
     await t.close();
   });
 
-  const close = (tenantId: string) => client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenantId}/close`, { mode: 'test' });
+  const close = (tenantId: string) =>
+    client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenantId}/close`, { mode: 'test' });
 
   it("the scheduled close of a Caracas day settles what was drawn by that day's end; a draw after midnight waits for the next one", async () => {
     const worker = new DailyCloseWorker(t.services.treasury, t.app.log);
@@ -49,7 +73,10 @@ describe('credit tenants: per asset, and never stuck after a close', () => {
     assert.equal((await payout(tenant.api, { beneficiary: beneficiary('V99990001') })).body.status, 'settled');
     // 00:30 on the 25th: the 24th has ended; a draw now belongs to the 25th.
     clock.set(new Date('2026-11-25T04:30:00Z'));
-    assert.equal((await payout(tenant.api, { beneficiary: beneficiary('V99990001') }, 2_000_000)).body.status, 'settled');
+    assert.equal(
+      (await payout(tenant.api, { beneficiary: beneficiary('V99990001') }, 2_000_000)).body.status,
+      'settled',
+    );
     assert.equal((await position(tenant.api)).creditDrawn, '3030000');
     await worker.runOnce();
     assert.equal((await position(tenant.api)).creditDrawn, '2020000', "the 24th's draw is settled, the 25th's is not");
@@ -125,7 +152,11 @@ describe('credit tenants: per asset, and never stuck after a close', () => {
     pos = await position(tenant.api);
     assert.equal(pos.creditDrawn, '2020000');
     const next = await close(tenant.tenantId);
-    assert.deepEqual(next.body.closed, [{ asset: 'BS', drawn: '2020000', owed: '1000000' }], 'the tenant pays 1,020,000: its draw net of the refund');
+    assert.deepEqual(
+      next.body.closed,
+      [{ asset: 'BS', drawn: '2020000', owed: '1000000' }],
+      'the tenant pays 1,020,000: its draw net of the refund',
+    );
     pos = await position(tenant.api);
     assert.equal(pos.creditDrawn, '0');
     assert.equal(pos.prefundingBalance, '0');
@@ -137,26 +168,55 @@ describe('credit tenants: per asset, and never stuck after a close', () => {
     const view = await admin.get(`/v1/admin/tenants/${tenant.tenantId}`);
     assert.deepEqual(view.body.creditLimits, { BS: '1', USD: '2500', USDC: null, VESC: null });
     const usdQuote = async () => {
-      const q = await tenant.api.post('/v1/quotes', { spend: { asset: 'USD', amount: 1_200 }, deliver: { asset: 'BS' } });
+      const q = await tenant.api.post('/v1/quotes', {
+        spend: { asset: 'USD', amount: 1_200 },
+        deliver: { asset: 'BS' },
+      });
       assert.equal(q.status, 201, q.raw);
       return q.body.id as string;
     };
-    assert.equal((await payout(tenant.api, { quoteId: await usdQuote(), beneficiary: beneficiary('V32200001') })).status, 201, 'a BS ceiling of 1 does not limit a USD draw');
-    assert.equal((await payout(tenant.api, { quoteId: await usdQuote(), beneficiary: beneficiary('V32200002') })).status, 201);
+    assert.equal(
+      (await payout(tenant.api, { quoteId: await usdQuote(), beneficiary: beneficiary('V32200001') })).status,
+      201,
+      'a BS ceiling of 1 does not limit a USD draw',
+    );
+    assert.equal(
+      (await payout(tenant.api, { quoteId: await usdQuote(), beneficiary: beneficiary('V32200002') })).status,
+      201,
+    );
     const third = await payout(tenant.api, { quoteId: await usdQuote(), beneficiary: beneficiary('V32200003') });
     assertEnvelope(assert, third, 422, 'insufficient_tenant_funds');
-    assert.deepEqual(third.body.error.meta, { asset: 'USD', required: '1200', credit_drawn: '2400', credit_limit: '2500' });
+    assert.deepEqual(third.body.error.meta, {
+      asset: 'USD',
+      required: '1200',
+      credit_drawn: '2400',
+      credit_limit: '2500',
+    });
     const usd = (await tenant.api.get('/v1/treasury/position?asset=USD')).body;
     assert.deepEqual([usd.creditDrawn, usd.creditLimit, usd.creditAvailable], ['2400', '2500', '100']);
-    assertEnvelope(assert, await payout(tenant.api, { beneficiary: beneficiary('V32200004') }), 422, 'insufficient_tenant_funds');
+    assertEnvelope(
+      assert,
+      await payout(tenant.api, { beneficiary: beneficiary('V32200004') }),
+      422,
+      'insufficient_tenant_funds',
+    );
 
     const closed = await admin.post(`/v1/admin/tenants/${tenant.tenantId}/close`, { mode: 'test' });
     assert.deepEqual(closed.body.closed, [{ asset: 'USD', drawn: '2400', owed: '0' }], 'the close settles every asset');
     assert.equal((await tenant.api.get('/v1/treasury/position?asset=USD')).body.creditDrawn, '0');
 
     const patched = await admin.patch(`/v1/admin/tenants/${tenant.tenantId}`, { creditLimits: { USDC: 5_000_000 } });
-    assert.deepEqual(patched.body.creditLimits, { BS: '1', USD: '2500', USDC: '5000000', VESC: null }, 'a patch changes only the assets sent');
-    assertEnvelope(assert, await admin.patch(`/v1/admin/tenants/${tenant.tenantId}`, { creditLimit: 5, creditLimits: { BS: 6 } }), 400, 'validation_failed');
+    assert.deepEqual(
+      patched.body.creditLimits,
+      { BS: '1', USD: '2500', USDC: '5000000', VESC: null },
+      'a patch changes only the assets sent',
+    );
+    assertEnvelope(
+      assert,
+      await admin.patch(`/v1/admin/tenants/${tenant.tenantId}`, { creditLimit: 5, creditLimits: { BS: 6 } }),
+      400,
+      'validation_failed',
+    );
   });
 });
 
@@ -202,7 +262,12 @@ describe('fundings: the key and the ledger entry in one transaction', () => {
   it('a retry is credited once and answered the same; another body is 409; concurrent retries credit once', async () => {
     const tenant = await fundedTenant(t, 0n);
     const admin = client(t.app, t.platformKey);
-    const fund = (amount: number, key: string) => admin.post(`/v1/admin/tenants/${tenant.tenantId}/fundings`, { mode: 'test', asset: 'BS', amount }, { 'idempotency-key': key });
+    const fund = (amount: number, key: string) =>
+      admin.post(
+        `/v1/admin/tenants/${tenant.tenantId}/fundings`,
+        { mode: 'test', asset: 'BS', amount },
+        { 'idempotency-key': key },
+      );
     const first = await fund(5_000, 'wire-1');
     assert.equal(first.status, 201, first.raw);
     assert.equal(first.body.prefundingBalance, '5000');
@@ -212,10 +277,16 @@ describe('fundings: the key and the ledger entry in one transaction', () => {
     assert.equal(again.headers['idempotent-replayed'], 'true');
     assertEnvelope(assert, await fund(6_000, 'wire-1'), 409, 'idempotency_key_reused');
     const racing = await Promise.all(Array.from({ length: 10 }, () => fund(7_000, 'wire-2')));
-    assert.ok(racing.every((r) => r.status === 201), racing.map((r) => r.status).join(','));
+    assert.ok(
+      racing.every((r) => r.status === 201),
+      racing.map((r) => r.status).join(','),
+    );
     assert.equal(new Set(racing.map((r) => r.raw)).size, 1, 'every answer is the one stored');
     assert.equal((await position(tenant.api)).prefundingBalance, '12000');
-    const { rows } = await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ledger_transactions WHERE tenant_id = $1 AND kind = 'funding'`, [tenant.tenantId]);
+    const { rows } = await t.db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM ledger_transactions WHERE tenant_id = $1 AND kind = 'funding'`,
+      [tenant.tenantId],
+    );
     assert.equal(rows[0]!.n, 2);
   });
 });
@@ -238,8 +309,8 @@ describe('the reaper asks on a backoff, and stops at its bound', () => {
           lookup: async () => ({ status: 'processing' }),
           pendingNotifications: async () => [],
           acknowledgeNotification: async () => undefined,
-    banks: async () => [],
-    health: async () => ({ ok: true }),
+          banks: async () => [],
+          health: async () => ({ ok: true }),
         }),
       },
     });
@@ -254,10 +325,16 @@ describe('the reaper asks on a backoff, and stops at its bound', () => {
     const made = await payout(tenant.api, { beneficiary: beneficiary('V32300001') });
     assert.equal(made.body.status, 'submitted');
     const row = async () =>
-      (await t.db.query<{ check_attempts: number; next_check_at: Date | null; resolution_parked_at: Date | null; status: string }>(
-        `SELECT check_attempts, next_check_at, resolution_parked_at, status FROM payments WHERE id = $1`,
-        [made.body.id],
-      )).rows[0]!;
+      (
+        await t.db.query<{
+          check_attempts: number;
+          next_check_at: Date | null;
+          resolution_parked_at: Date | null;
+          status: string;
+        }>(`SELECT check_attempts, next_check_at, resolution_parked_at, status FROM payments WHERE id = $1`, [
+          made.body.id,
+        ])
+      ).rows[0]!;
     const waits: number[] = [];
     for (let pass = 0; pass < 6 && (await row()).next_check_at; pass += 1) {
       const due = (await row()).next_check_at!.getTime();
@@ -283,7 +360,12 @@ describe('the reaper asks on a backoff, and stops at its bound', () => {
     const fresh = await row();
     assert.equal(fresh.resolution_parked_at, null);
     assert.equal(fresh.next_check_at?.getTime(), clock.now().getTime());
-    assertEnvelope(assert, await admin.post(`/v1/admin/payments/00000000-0000-4000-8000-000000000000/recheck`), 404, 'resource_not_found');
+    assertEnvelope(
+      assert,
+      await admin.post(`/v1/admin/payments/00000000-0000-4000-8000-000000000000/recheck`),
+      404,
+      'resource_not_found',
+    );
   });
 });
 
@@ -301,18 +383,32 @@ describe('a crash between the batch commit and the answer', () => {
   it('the retry with the same key answers 201 with that payment (never quote_already_consumed); another body is 409', async () => {
     const real = t.services.rails.test;
     // A process whose rail call never returns: it committed the payout and then died before answering.
-    const dying = await appWithRailTimeout(t, DYING_RAIL_TIMEOUT_MS, { clock, testRail: railLike(real, { submit: () => new Promise(() => undefined) }) });
+    const dying = await appWithRailTimeout(t, DYING_RAIL_TIMEOUT_MS, {
+      clock,
+      testRail: railLike(real, { submit: () => new Promise(() => undefined) }),
+    });
     const tenant = await fundedTenant(t);
     const quoteId = await quote(tenant.api, 1_000_000);
     const key = idempotencyKey();
     const body = { quoteId, method: 'pago_movil', beneficiary: beneficiary('V32400001'), sender: SENDER };
     // (It is not really dead: its rail call times out after DYING_RAIL_TIMEOUT_MS of real time, and
     // then it answers, late.)
-    const late = dying.inject({ method: 'POST', url: '/v1/payouts', headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'idempotency-key': key }, payload: JSON.stringify(body) });
-    const paymentId = await until('the batch committed', async () => {
-      const { rows } = await t.db.query<{ id: string }>(`SELECT id FROM payments WHERE tenant_id = $1`, [tenant.tenantId]);
-      return rows[0]?.id;
-    }, { timeoutMs: 5000, intervalMs: 10 });
+    const late = dying.inject({
+      method: 'POST',
+      url: '/v1/payouts',
+      headers: { 'x-api-key': tenant.key, 'content-type': 'application/json', 'idempotency-key': key },
+      payload: JSON.stringify(body),
+    });
+    const paymentId = await until(
+      'the batch committed',
+      async () => {
+        const { rows } = await t.db.query<{ id: string }>(`SELECT id FROM payments WHERE tenant_id = $1`, [
+          tenant.tenantId,
+        ]);
+        return rows[0]?.id;
+      },
+      { timeoutMs: 5000, intervalMs: 10 },
+    );
     assert.ok(paymentId, 'the batch committed');
 
     const retry = () => tenant.api.post('/v1/payouts', body, { 'idempotency-key': key });
@@ -323,13 +419,26 @@ describe('a crash between the batch commit and the answer', () => {
     assert.equal(answered.status, 201, answered.raw);
     assert.equal(answered.body.id, paymentId);
     assert.equal(answered.headers['idempotent-replayed'], 'true');
-    assertEnvelope(assert, await tenant.api.post('/v1/payouts', { ...body, method: 'transferencia' }, { 'idempotency-key': key }), 409, 'idempotency_key_reused');
+    assertEnvelope(
+      assert,
+      await tenant.api.post('/v1/payouts', { ...body, method: 'transferencia' }, { 'idempotency-key': key }),
+      409,
+      'idempotency_key_reused',
+    );
 
     // The rail never got it: once a send by the payout path can no longer be running, the reaper sends
     // it by our reference and it settles, once.
-    await reapUntil(t, clock, 'the payment settled', async () => (await tenant.api.get(`/v1/payments/${paymentId}`)).body.status === 'settled');
+    await reapUntil(
+      t,
+      clock,
+      'the payment settled',
+      async () => (await tenant.api.get(`/v1/payments/${paymentId}`)).body.status === 'settled',
+    );
     assert.deepEqual(await events(t, paymentId), ['payment.settled']);
-    const { rows } = await t.db.query<{ submissions: number }>(`SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1`, [paymentId]);
+    const { rows } = await t.db.query<{ submissions: number }>(
+      `SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1`,
+      [paymentId],
+    );
     assert.deepEqual(rows, [{ submissions: 1 }]);
     // The first request's own answer, once its send timed out, is that send's answer: unknown, whatever
     // happened to the payment since. Stored under the key, it is what a retry replays from then on.
@@ -337,7 +446,10 @@ describe('a crash between the batch commit and the answer', () => {
     assert.equal(original.statusCode, 201, original.body);
     assert.equal(JSON.parse(original.body).status, 'unknown');
     const replayed = await retry();
-    assert.deepEqual([replayed.body.id, replayed.body.status, replayed.headers['idempotent-replayed']], [paymentId, 'unknown', 'true']);
+    assert.deepEqual(
+      [replayed.body.id, replayed.body.status, replayed.headers['idempotent-replayed']],
+      [paymentId, 'unknown', 'true'],
+    );
     await assertLedgerBalanced(t);
   });
 });
@@ -358,11 +470,19 @@ describe('a return whose notification names the wrong tenant, or none', () => {
         assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'settled', what);
         clock.advance(11_000);
         const real = t.services.rails.test;
-        const reaper = reaperOf(t, { test: railLike(real, { pendingNotifications: async (n) => (await real.pendingNotifications(n)).map(rewrite) }) });
+        const reaper = reaperOf(t, {
+          test: railLike(real, {
+            pendingNotifications: async (n) => (await real.pendingNotifications(n)).map(rewrite),
+          }),
+        });
         for (let i = 0; i < 3; i += 1) await reaper.runOnce();
         assert.equal((await tenant.api.get(`/v1/payments/${made.body.id}`)).body.status, 'reversed', what);
         assert.deepEqual(await events(t, made.body.id), ['payment.settled', 'payment.reversed'], what);
-        assert.deepEqual((await t.services.rails.test.pendingNotifications(1_000)).filter((n) => n.reference === made.body.id), [], `${what}: acknowledged`);
+        assert.deepEqual(
+          (await t.services.rails.test.pendingNotifications(1_000)).filter((n) => n.reference === made.body.id),
+          [],
+          `${what}: acknowledged`,
+        );
       }
       await assertLedgerBalanced(t);
     } finally {

@@ -43,7 +43,9 @@ describe('payouts under concurrency', () => {
     const tenant = await fundedTenant(t, 20_200_000n);
     const quotes = await Promise.all(Array.from({ length: 50 }, () => quote(tenant.api, 1_000_000)));
     const responses = await Promise.all(
-      quotes.map((quoteId, i) => payout(tenant.api, { quoteId, beneficiary: beneficiary(`V3000${String(i).padStart(4, '0')}`) })),
+      quotes.map((quoteId, i) =>
+        payout(tenant.api, { quoteId, beneficiary: beneficiary(`V3000${String(i).padStart(4, '0')}`) }),
+      ),
     );
     const ok = responses.filter((r) => r.status === 201);
     const refused = responses.filter((r) => r.status === 422);
@@ -81,20 +83,29 @@ describe('payouts under concurrency', () => {
     const quoteId = await quote(tenant.api, 1_000_000);
     const key = idempotencyKey();
     const body = { quoteId, method: 'pago_movil', beneficiary: beneficiary('V31000003'), sender: SENDER };
-    const responses = await Promise.all(Array.from({ length: 20 }, () => tenant.api.post('/v1/payouts', body, { 'idempotency-key': key })));
+    const responses = await Promise.all(
+      Array.from({ length: 20 }, () => tenant.api.post('/v1/payouts', body, { 'idempotency-key': key })),
+    );
     const created = responses.filter((r) => r.status === 201);
     assert.ok(created.length >= 1);
     const ids = new Set(created.map((r) => r.body.id));
     assert.equal(ids.size, 1, 'every 201 is the same payout');
     for (const r of responses) if (r.status !== 201) assertEnvelope(assert, r, 409, 'idempotency_request_in_progress');
-    const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM payments WHERE tenant_id = $1', [tenant.tenantId]);
+    const { rows } = await t.db.query<{ n: bigint }>(
+      'SELECT count(*)::bigint AS n FROM payments WHERE tenant_id = $1',
+      [tenant.tenantId],
+    );
     assert.equal(rows[0]!.n, 1n);
 
     const replay = await tenant.api.post('/v1/payouts', body, { 'idempotency-key': key });
     assert.equal(replay.status, 201);
     assert.equal(replay.headers['idempotent-replayed'], 'true');
     assert.equal(replay.raw, created[0]!.raw);
-    const mismatch = await tenant.api.post('/v1/payouts', { ...body, method: 'transferencia' }, { 'idempotency-key': key });
+    const mismatch = await tenant.api.post(
+      '/v1/payouts',
+      { ...body, method: 'transferencia' },
+      { 'idempotency-key': key },
+    );
     assertEnvelope(assert, mismatch, 409, 'idempotency_key_reused');
     const missing = await tenant.api.post('/v1/payouts', body);
     assertEnvelope(assert, missing, 400, 'idempotency_key_missing');
@@ -116,8 +127,17 @@ describe('payouts under concurrency', () => {
       // The reaper of a healthy process finds it, learns the rail never saw it, submits by reference
       // (once a send by the payout path can no longer be running).
       const payment = async () => (await tenant.api.get(`/v1/payments/${response.body.id}`)).body;
-      await reapUntil(t, clock, 'the payment settled', async () => (await payment()).status === 'settled', async () => JSON.stringify((await payment()).events));
-      const { rows } = await t.db.query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1', [response.body.id]);
+      await reapUntil(
+        t,
+        clock,
+        'the payment settled',
+        async () => (await payment()).status === 'settled',
+        async () => JSON.stringify((await payment()).events),
+      );
+      const { rows } = await t.db.query<{ n: bigint }>(
+        'SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1',
+        [response.body.id],
+      );
       assert.equal(rows[0]!.n, 1n, 'sent exactly once');
     } finally {
       await crashedApp.close();
@@ -128,7 +148,10 @@ describe('payouts under concurrency', () => {
     const outcomes = ['V20000000', 'V99990001', 'V99990004', 'V99990003', 'V99990006'] as const;
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ amount: fc.integer({ min: 50_000, max: 3_000_000 }), who: fc.constantFrom(...outcomes) }), { minLength: 1, maxLength: 8 }),
+        fc.array(
+          fc.record({ amount: fc.integer({ min: 50_000, max: 3_000_000 }), who: fc.constantFrom(...outcomes) }),
+          { minLength: 1, maxLength: 8 },
+        ),
         fc.integer({ min: 0, max: 12_000_000 }),
         async (steps, funding) => {
           await modelRun(steps, funding);
@@ -137,41 +160,45 @@ describe('payouts under concurrency', () => {
       { numRuns: 12 },
     );
     async function modelRun(steps: Array<{ amount: number; who: string }>, funding: number) {
-          const tenant = await fundedTenant(t, BigInt(funding));
-          let model = BigInt(funding);
-          let revenue = 0n;
-          for (const [i, step] of steps.entries()) {
-            const response = await payout(tenant.api, { beneficiary: beneficiary(step.who === 'V20000000' ? `V2${String(i).padStart(7, '0')}` : step.who) }, step.amount);
-            const fee = BigInt(Math.ceil(step.amount / 100));
-            const total = BigInt(step.amount) + fee;
-            if (response.status === 422) {
-              assert.equal(response.body.error.code, 'insufficient_tenant_funds');
-              assert.ok(model < total, 'refused only when the model cannot cover it');
-              continue;
-            }
-            assert.equal(response.status, 201, response.raw);
-            // Below the floor fails before the ledger; every other outcome is charged first and a
-            // later failure is compensated (added back below from the compensated payments).
-            const failsBeforeLedger = step.amount < 92_500;
-            if (!failsBeforeLedger) {
-              model -= total;
-              revenue += fee;
-            }
-          }
-          // Outcomes resolved later (V99990003/6 fail) give the money back.
-          await advanceAndReap(t, clock, 4000);
-          const { rows } = await t.db.query<{ refunded: bigint; fees: bigint }>(
-            `SELECT coalesce(sum(CASE WHEN compensated THEN source_amount ELSE 0 END), 0)::bigint AS refunded,
+      const tenant = await fundedTenant(t, BigInt(funding));
+      let model = BigInt(funding);
+      let revenue = 0n;
+      for (const [i, step] of steps.entries()) {
+        const response = await payout(
+          tenant.api,
+          { beneficiary: beneficiary(step.who === 'V20000000' ? `V2${String(i).padStart(7, '0')}` : step.who) },
+          step.amount,
+        );
+        const fee = BigInt(Math.ceil(step.amount / 100));
+        const total = BigInt(step.amount) + fee;
+        if (response.status === 422) {
+          assert.equal(response.body.error.code, 'insufficient_tenant_funds');
+          assert.ok(model < total, 'refused only when the model cannot cover it');
+          continue;
+        }
+        assert.equal(response.status, 201, response.raw);
+        // Below the floor fails before the ledger; every other outcome is charged first and a
+        // later failure is compensated (added back below from the compensated payments).
+        const failsBeforeLedger = step.amount < 92_500;
+        if (!failsBeforeLedger) {
+          model -= total;
+          revenue += fee;
+        }
+      }
+      // Outcomes resolved later (V99990003/6 fail) give the money back.
+      await advanceAndReap(t, clock, 4000);
+      const { rows } = await t.db.query<{ refunded: bigint; fees: bigint }>(
+        `SELECT coalesce(sum(CASE WHEN compensated THEN source_amount ELSE 0 END), 0)::bigint AS refunded,
                     coalesce(sum(CASE WHEN compensated THEN (SELECT q.fee_amount FROM quotes q WHERE q.tenant_id = p.tenant_id AND q.id = p.quote_id) ELSE 0 END), 0)::bigint AS fees
                FROM payments p WHERE tenant_id = $1 AND status = 'failed'`,
-            [tenant.tenantId],
-          );
-          model += rows[0]!.refunded;
-          revenue -= rows[0]!.fees;
-          const after = await position(tenant.api);
-          assert.equal(BigInt(after.prefundingBalance), model);
-          assert.equal(BigInt(after.platformRevenueFromTenant), revenue);
-          assert.ok(model >= 0n);
+        [tenant.tenantId],
+      );
+      model += rows[0]!.refunded;
+      revenue -= rows[0]!.fees;
+      const after = await position(tenant.api);
+      assert.equal(BigInt(after.prefundingBalance), model);
+      assert.equal(BigInt(after.platformRevenueFromTenant), revenue);
+      assert.ok(model >= 0n);
     }
   });
 });
@@ -202,7 +229,9 @@ describe('credit tenants (daily close)', () => {
     assert.equal(pos.creditAvailable, '480000');
     const third = await payout(tenant.api, { beneficiary: beneficiary('V32000003') });
     assertEnvelope(assert, third, 422, 'insufficient_tenant_funds');
-    const closed = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/close`, { mode: 'test' });
+    const closed = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/close`, {
+      mode: 'test',
+    });
     assert.equal(closed.status, 200, closed.raw);
     assert.equal(closed.body.closedAmount, '2020000');
     assert.equal(closed.body.creditDrawn, '0');

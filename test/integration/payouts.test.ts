@@ -3,9 +3,25 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { ManualClock } from '../support/clock.ts';
 import { firstLookMs } from '../../src/domain/send-schedule.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, assertLedgerBalanced, beneficiary, fundedTenant, payout, position, quote, type FundedTenant } from '../support/payouts.ts';
+import {
+  advanceAndReap,
+  AMPLE_RAIL_TIMEOUT_MS,
+  appWithRailTimeout,
+  assertLedgerBalanced,
+  beneficiary,
+  fundedTenant,
+  payout,
+  position,
+  quote,
+  type FundedTenant,
+} from '../support/payouts.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '3000',
+  SANDBOX_REVERSE_DELAY_MS: '10000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 /** The rail timeout of the one payout here that is meant to time out (V99990009 hangs until it does). */
 const HANG_RAIL_TIMEOUT_MS = 300;
 
@@ -30,8 +46,21 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(response.status, 201, response.raw);
     const body = response.body;
     assert.deepEqual(Object.keys(body).sort(), [
-      'amount', 'asset', 'bankReference', 'beneficiary', 'beneficiaryId', 'feeAmount', 'id', 'message', 'metadata', 'method',
-      'methodChanged', 'methodRequested', 'reason', 'status', 'totalDebited',
+      'amount',
+      'asset',
+      'bankReference',
+      'beneficiary',
+      'beneficiaryId',
+      'feeAmount',
+      'id',
+      'message',
+      'metadata',
+      'method',
+      'methodChanged',
+      'methodRequested',
+      'reason',
+      'status',
+      'totalDebited',
     ]);
     assert.deepEqual(body.metadata, {}, 'a payout without metadata reads back {}');
     assert.equal(body.status, 'submitted');
@@ -44,7 +73,14 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(body.methodRequested, 'pago_movil');
     assert.equal(body.methodChanged, false);
     assert.equal(body.reason, null);
-    assert.deepEqual(body.beneficiary, { fullName: 'María Pérez', nationalId: 'V20111222', bankCode: '0102', instrument: 'pago_movil', accountCheck: 'not_checked', nationalIdCheck: 'not_checked' });
+    assert.deepEqual(body.beneficiary, {
+      fullName: 'María Pérez',
+      nationalId: 'V20111222',
+      bankCode: '0102',
+      instrument: 'pago_movil',
+      accountCheck: 'not_checked',
+      nationalIdCheck: 'not_checked',
+    });
 
     await advanceAndReap(t, clock, 4000);
     const payment = await tenant.api.get(`/v1/payments/${body.id}`);
@@ -76,7 +112,10 @@ describe('payouts through the sandbox rail', () => {
 
   it('V99990004 and V99990005 fail at the rail: 201 failed, entry reversed, nothing charged', async () => {
     const before = await position(tenant.api);
-    for (const [id, reason] of [['V99990004', 'beneficiary_mismatch'], ['V99990005', 'bank_unreachable']] as const) {
+    for (const [id, reason] of [
+      ['V99990004', 'beneficiary_mismatch'],
+      ['V99990005', 'bank_unreachable'],
+    ] as const) {
       const response = await payout(tenant.api, { beneficiary: beneficiary(id) });
       assert.equal(response.status, 201, response.raw);
       assert.equal(response.body.status, 'failed');
@@ -131,7 +170,11 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(payment.body.status, 'reversed');
     assert.equal(payment.body.events.at(-1).actor, 'provider_event');
     const after = await position(tenant.api);
-    assert.equal(BigInt(before.prefundingBalance) - BigInt(after.prefundingBalance), 10000n, 'only the fee stays charged');
+    assert.equal(
+      BigInt(before.prefundingBalance) - BigInt(after.prefundingBalance),
+      10000n,
+      'only the fee stays charged',
+    );
     assert.equal(BigInt(after.platformRevenueFromTenant) - BigInt(before.platformRevenueFromTenant), 10000n);
   });
 
@@ -142,7 +185,11 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(preferred.body.method, 'pago_movil');
     assert.equal(preferred.body.methodRequested, 'transferencia');
     assert.equal(preferred.body.methodChanged, true);
-    const strict = await payout(tenant.api, { beneficiary: withAccount, method: 'transferencia', methodPolicy: 'strict' });
+    const strict = await payout(tenant.api, {
+      beneficiary: withAccount,
+      method: 'transferencia',
+      methodPolicy: 'strict',
+    });
     assert.equal(strict.body.status, 'failed');
     assert.equal(strict.body.reason, 'instrument_unsupported');
     // Nothing was used: `method` is the instrument asked for, never null.
@@ -150,14 +197,19 @@ describe('payouts through the sandbox rail', () => {
     assert.equal(strict.body.methodChanged, false);
     const payment = await tenant.api.get(`/v1/payments/${strict.body.id}`);
     assert.equal(payment.body.compensated, false);
-    assert.deepEqual(payment.body.events.map((e: any) => [e.from_status, e.to_status, e.reason, e.actor]), [[null, 'failed', 'instrument_unsupported', 'api']]);
+    assert.deepEqual(
+      payment.body.events.map((e: any) => [e.from_status, e.to_status, e.reason, e.actor]),
+      [[null, 'failed', 'instrument_unsupported', 'api']],
+    );
   });
 
   it('V99990009: the rail call times out → unknown; the reaper asks the rail and settles it', async () => {
     // A process of its own on the same database, with a short rail timeout: only this call times out.
     const impatient = await appWithRailTimeout(t, HANG_RAIL_TIMEOUT_MS, { clock });
     const started = Date.now();
-    const response = await payout(client(impatient, tenant.key), { beneficiary: beneficiary('V99990009') }).finally(() => impatient.close());
+    const response = await payout(client(impatient, tenant.key), { beneficiary: beneficiary('V99990009') }).finally(
+      () => impatient.close(),
+    );
     assert.ok(Date.now() - started >= HANG_RAIL_TIMEOUT_MS - 50, 'the call waited for the rail timeout');
     assert.equal(response.body.status, 'unknown');
     const payment = await tenant.api.get(`/v1/payments/${response.body.id}`);
@@ -170,7 +222,11 @@ describe('payouts through the sandbox rail', () => {
     const cases: Array<[Record<string, unknown>, number, string]> = [
       [{ beneficiary: beneficiary('V20111223') }, 92499, 'amount_below_rail_minimum'],
       [{ beneficiary: beneficiary('V20111224', { phone: null }) }, 1_000_000, 'beneficiary_missing_phone'],
-      [{ beneficiary: beneficiary('V20111225'), method: 'transferencia', methodPolicy: 'strict' }, 1_000_000, 'beneficiary_missing_account'],
+      [
+        { beneficiary: beneficiary('V20111225'), method: 'transferencia', methodPolicy: 'strict' },
+        1_000_000,
+        'beneficiary_missing_account',
+      ],
       [{ beneficiary: beneficiary('V20111226'), sender: undefined }, 1_000_000, 'sender_required'],
     ];
     const before = await position(tenant.api);
@@ -216,11 +272,19 @@ describe('payouts through the sandbox rail', () => {
 
 describe('the rail acceptance (submitted → submitted, rail_accepted_async) is recorded once', () => {
   const acceptances = (events: any[]) => events.filter((e) => e.reason === 'rail_accepted_async').map((e) => e.actor);
-  const transitionsOf = async (api: FundedTenant['api'], id: string) => (await api.get(`/v1/payments/${id}`)).body.events as any[];
+  const transitionsOf = async (api: FundedTenant['api'], id: string) =>
+    (await api.get(`/v1/payments/${id}`)).body.events as any[];
 
   it('by the payout path, with the default timings (first check already after the settlement)', async () => {
     const clock = new ManualClock(new Date());
-    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' } });
+    const t = await startTestApp({
+      clock,
+      env: {
+        SANDBOX_SETTLE_DELAY_MS: '3000',
+        SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+        REAPER_INTERVAL_MS: '1000',
+      },
+    });
     try {
       const tenant = await fundedTenant(t);
       const response = await payout(tenant.api, { beneficiary: beneficiary('V20112001') });
@@ -228,7 +292,10 @@ describe('the rail acceptance (submitted → submitted, rail_accepted_async) is 
       assert.deepEqual(acceptances(await transitionsOf(tenant.api, response.body.id)), ['api']);
       await advanceAndReap(t, clock, 4000);
       const events = await transitionsOf(tenant.api, response.body.id);
-      assert.deepEqual(events.map((e) => e.reason), ['ledger_committed', 'rail_accepted_async', 'resolved_by_reaper']);
+      assert.deepEqual(
+        events.map((e) => e.reason),
+        ['ledger_committed', 'rail_accepted_async', 'resolved_by_reaper'],
+      );
       await assertLedgerBalanced(t);
     } finally {
       await t.close();
@@ -243,7 +310,14 @@ describe('the rail acceptance (submitted → submitted, rail_accepted_async) is 
     const settleDelayMs = 2 * AMPLE_RAIL_TIMEOUT_MS;
     const firstLook = firstLookMs({ railTimeoutMs: AMPLE_RAIL_TIMEOUT_MS, reaperIntervalMs: 1000 }, settleDelayMs);
     assert.ok(firstLook < settleDelayMs, `the first check (${firstLook} ms) comes before the settlement`);
-    const t = await startTestApp({ clock, env: { SANDBOX_SETTLE_DELAY_MS: String(settleDelayMs), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' } });
+    const t = await startTestApp({
+      clock,
+      env: {
+        SANDBOX_SETTLE_DELAY_MS: String(settleDelayMs),
+        SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+        REAPER_INTERVAL_MS: '1000',
+      },
+    });
     try {
       const tenant = await fundedTenant(t);
       const response = await payout(tenant.api, { beneficiary: beneficiary('V20112002') });
@@ -253,11 +327,14 @@ describe('the rail acceptance (submitted → submitted, rail_accepted_async) is 
       assert.deepEqual(acceptances(await transitionsOf(tenant.api, response.body.id)), ['api']);
       await advanceAndReap(t, clock, settleDelayMs - firstLook + 1000);
       const events = await transitionsOf(tenant.api, response.body.id);
-      assert.deepEqual(events.map((e) => [e.to_status, e.reason]), [
-        ['submitted', 'ledger_committed'],
-        ['submitted', 'rail_accepted_async'],
-        ['settled', 'resolved_by_reaper'],
-      ]);
+      assert.deepEqual(
+        events.map((e) => [e.to_status, e.reason]),
+        [
+          ['submitted', 'ledger_committed'],
+          ['submitted', 'rail_accepted_async'],
+          ['settled', 'resolved_by_reaper'],
+        ],
+      );
       await assertLedgerBalanced(t);
     } finally {
       await t.close();

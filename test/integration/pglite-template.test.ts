@@ -11,7 +11,7 @@ import { ENGINE } from '../support/harness.ts';
 
 // The template directory `npm run build` writes beside the bundle (`npm test` builds first).
 const BUILT_TEMPLATE = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../dist/pglite-template');
-const skip = ENGINE === 'postgres' ? 'the template is the embedded engine\'s: covered by the PGlite suite' : false;
+const skip = ENGINE === 'postgres' ? "the template is the embedded engine's: covered by the PGlite suite" : false;
 
 function freshDataDir(): string {
   return path.join(mkdtempSync(path.join(tmpdir(), 'bds-template-')), 'pglite');
@@ -35,7 +35,10 @@ describe('a first embedded start from the built template', { skip }, () => {
     const dir = freshDataDir();
     mkdirSync(dir); // the empty directory a previous, interrupted open may have made
     assert.equal(seedFromTemplate(dir, BUILT_TEMPLATE), true);
-    assert.equal(readFileSync(path.join(dir, 'PG_VERSION'), 'utf8'), readFileSync(path.join(BUILT_TEMPLATE, 'PG_VERSION'), 'utf8'));
+    assert.equal(
+      readFileSync(path.join(dir, 'PG_VERSION'), 'utf8'),
+      readFileSync(path.join(BUILT_TEMPLATE, 'PG_VERSION'), 'utf8'),
+    );
     assert.deepEqual(await openAndMigrate(dir), []);
     // The template itself is never opened: a second first start copies the same bytes.
     const again = freshDataDir();
@@ -48,7 +51,7 @@ describe('a first embedded start from the built template', { skip }, () => {
     const leftover = `${dir}.seeding`;
     mkdirSync(path.join(leftover, 'base'), { recursive: true });
     writeFileSync(path.join(leftover, 'base', 'half-written'), 'x');
-    assert.equal(existsSync(dir), false, 'the interrupted copy never took the data directory\'s name');
+    assert.equal(existsSync(dir), false, "the interrupted copy never took the data directory's name");
     assert.equal(seedFromTemplate(dir, BUILT_TEMPLATE), true);
     assert.equal(existsSync(leftover), false);
     assert.equal(existsSync(path.join(dir, 'base', 'half-written')), false);
@@ -58,23 +61,33 @@ describe('a first embedded start from the built template', { skip }, () => {
   it("dates the copy's default FX rates when it becomes the database, also after a kill between copy and open", async () => {
     const dir = freshDataDir();
     assert.equal(seedFromTemplate(dir, BUILT_TEMPLATE), true);
-    const rates = async (db: PgliteDatabase) => (await db.query<{ updated_at: Date }>('SELECT updated_at FROM fx_rates')).rows.map((r) => r.updated_at.getTime());
+    const rates = async (db: PgliteDatabase) =>
+      (await db.query<{ updated_at: Date }>('SELECT updated_at FROM fx_rates')).rows.map((r) => r.updated_at.getTime());
     // Killed after the rename, before the rates were dated: the copy still carries the build's time.
     const first = await PgliteDatabase.open(dir);
     const built = await rates(first);
     await first.close();
     const before = Date.now();
-    assert.ok(built.every((at) => at < before), 'the template was built earlier');
+    assert.ok(
+      built.every((at) => at < before),
+      'the template was built earlier',
+    );
     // The next start finishes the job, once.
     const db = await PgliteDatabase.open(dir);
     try {
       await finishSeeding(db, dir);
       const dated = await rates(db);
       assert.equal(dated.length, 3);
-      assert.ok(dated.every((at) => at >= before - 1_000), `dated now: ${dated.map((at) => new Date(at).toISOString())}`);
+      assert.ok(
+        dated.every((at) => at >= before - 1_000),
+        `dated now: ${dated.map((at) => new Date(at).toISOString())}`,
+      );
       await db.exec(`UPDATE fx_rates SET updated_at = '2020-01-01T00:00:00Z'`);
       await finishSeeding(db, dir);
-      assert.ok((await rates(db)).every((at) => at === Date.parse('2020-01-01T00:00:00Z')), 'only once: a rate set later keeps its date');
+      assert.ok(
+        (await rates(db)).every((at) => at === Date.parse('2020-01-01T00:00:00Z')),
+        'only once: a rate set later keeps its date',
+      );
     } finally {
       await db.close();
     }
@@ -89,7 +102,9 @@ describe('a first embedded start from the built template', { skip }, () => {
     assert.equal(seedFromTemplate(dir, BUILT_TEMPLATE), false);
     const reopened = await PgliteDatabase.open(dir);
     try {
-      assert.deepEqual((await reopened.query<{ note: string }>('SELECT note FROM kept')).rows, [{ note: 'still here' }]);
+      assert.deepEqual((await reopened.query<{ note: string }>('SELECT note FROM kept')).rows, [
+        { note: 'still here' },
+      ]);
     } finally {
       await reopened.close();
     }

@@ -39,10 +39,18 @@ describe('the rail queue: payouts wait for a rail that is down', () => {
     ({ tenantId } = await fundedTenant(t));
     const key = await admin.post(`/v1/admin/tenants/${tenantId}/api-keys`, { mode: 'live' });
     assert.equal(key.status, 201, key.raw);
-    const funded = await admin.post(`/v1/admin/tenants/${tenantId}/fundings`, { mode: 'live', asset: 'BS', amount: 100_000_000 }, { 'idempotency-key': `fund-live-${tenantId}` });
+    const funded = await admin.post(
+      `/v1/admin/tenants/${tenantId}/fundings`,
+      { mode: 'live', asset: 'BS', amount: 100_000_000 },
+      { 'idempotency-key': `fund-live-${tenantId}` },
+    );
     assert.equal(funded.status, 201, funded.raw);
     live = client(t.app, key.body.key);
-    reaper = new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: t.config.sandboxRailTimeoutMs, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 });
+    reaper = new Reaper(t.db, clock, t.services.railRegistry, t.services.outcomes, {
+      intervalMs: 1000,
+      railTimeoutMs: t.config.sandboxRailTimeoutMs,
+      railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000,
+    });
   });
   after(async () => {
     await t?.close();
@@ -61,7 +69,11 @@ describe('the rail queue: payouts wait for a rail that is down', () => {
     for (const id of ids) assert.equal((await shown(id)).status_reason, 'awaiting_rail');
     const charged = before - BigInt((await position(live)).prefundingBalance);
     assert.ok(charged > 0n, 'charged as any payout: waiting can never overdraw');
-    assert.deepEqual(ids.filter((id) => bank.received.includes(id)), [], 'nothing reached the rail');
+    assert.deepEqual(
+      ids.filter((id) => bank.received.includes(id)),
+      [],
+      'nothing reached the rail',
+    );
 
     // Still open: the reaper leaves them waiting, and sends nothing.
     await reaper.runOnce();
@@ -91,8 +103,14 @@ describe('the rail queue: payouts wait for a rail that is down', () => {
     assert.deepEqual([failed.status, failed.status_reason], ['failed', 'bank_unreachable']);
     assert.equal(BigInt((await position(live)).prefundingBalance), before, 'everything returned');
     assert.equal(bank.received.includes(waiting.body.id), false, 'never sent');
-    const { rows } = await t.db.query<{ type: string }>(`SELECT event_type AS type FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2`, [tenantId, waiting.body.id]);
-    assert.deepEqual(rows.map((row) => row.type), ['payment.failed']);
+    const { rows } = await t.db.query<{ type: string }>(
+      `SELECT event_type AS type FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2`,
+      [tenantId, waiting.body.id],
+    );
+    assert.deepEqual(
+      rows.map((row) => row.type),
+      ['payment.failed'],
+    );
     await assertLedgerBalanced(t);
     bank.healthy = true;
   });

@@ -77,7 +77,11 @@ describe(`a ${LINES.toLocaleString('en')}-line rail statement on ${ENGINE}`, () 
       const now = process.memoryUsage();
       gc();
       const live = process.memoryUsage().heapUsed;
-      peak = { heapUsed: Math.max(peak.heapUsed, now.heapUsed), rss: Math.max(peak.rss, now.rss), liveHeap: Math.max(peak.liveHeap, live) };
+      peak = {
+        heapUsed: Math.max(peak.heapUsed, now.heapUsed),
+        rss: Math.max(peak.rss, now.rss),
+        liveHeap: Math.max(peak.liveHeap, live),
+      };
     }, SAMPLE_EVERY_MS);
     const sent = { bytes: 0 };
     const started = performance.now();
@@ -105,10 +109,22 @@ describe(`a ${LINES.toLocaleString('en')}-line rail statement on ${ENGINE}`, () 
     assert.equal(answer.status, 201, JSON.stringify(answer.body));
     assert.equal(answer.body.lines, LINES);
     assert.equal(answer.body.fileBytes, sent.bytes);
-    assert.deepEqual(answer.body.counts, { matched: LINES - 1, unknown_reference: 0, missing_at_rail: 1, amount_mismatch: 1, status_mismatch: 0, bank_reference_mismatch: 0 });
-    assert.ok(figures.peakLiveHeapGrowthBytes < sent.bytes * LIVE_HEAP_GROWTH_PER_FILE_BYTE, `peak live heap growth ${figures.peakLiveHeapGrowthBytes} B for a ${sent.bytes} B file`);
+    assert.deepEqual(answer.body.counts, {
+      matched: LINES - 1,
+      unknown_reference: 0,
+      missing_at_rail: 1,
+      amount_mismatch: 1,
+      status_mismatch: 0,
+      bank_reference_mismatch: 0,
+    });
+    assert.ok(
+      figures.peakLiveHeapGrowthBytes < sent.bytes * LIVE_HEAP_GROWTH_PER_FILE_BYTE,
+      `peak live heap growth ${figures.peakLiveHeapGrowthBytes} B for a ${sent.bytes} B file`,
+    );
     assert.ok(elapsedMs < IMPORT_MAX_MS, `${Math.round(elapsedMs)} ms`);
-    const { rows } = await t.db.query<{ result: string; reference: string }>(`SELECT result, reference FROM rail_statement_mismatches ORDER BY seq`);
+    const { rows } = await t.db.query<{ result: string; reference: string }>(
+      `SELECT result, reference FROM rail_statement_mismatches ORDER BY seq`,
+    );
     assert.deepEqual(rows, [
       { result: 'amount_mismatch', reference: paymentId(WRONG_AMOUNT_AT) },
       { result: 'missing_at_rail', reference: paymentId(LINES) },
@@ -137,14 +153,26 @@ function* statementLines(sent: { bytes: number }): Generator<Buffer> {
 }
 
 /** POSTs the lines as they are generated, over a real connection (chunked: no length known ahead). */
-async function postStreamed(port: number, key: string, lines: Iterable<Buffer>): Promise<{ status: number; body: Record<string, any> }> {
+async function postStreamed(
+  port: number,
+  key: string,
+  lines: Iterable<Buffer>,
+): Promise<{ status: number; body: Record<string, any> }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: '127.0.0.1', port, method: 'POST', path: `/v1/admin/rails/${RAIL}/statements?day=${DAY}`, headers: { 'x-api-key': key, 'content-type': 'text/csv' } },
+      {
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: `/v1/admin/rails/${RAIL}/statements?day=${DAY}`,
+        headers: { 'x-api-key': key, 'content-type': 'text/csv' },
+      },
       (res) => {
         const parts: Buffer[] = [];
         res.on('data', (part: Buffer) => parts.push(part));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString('utf8')) }),
+        );
         res.on('error', reject);
       },
     );

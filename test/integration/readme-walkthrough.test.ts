@@ -44,7 +44,10 @@ function blocksOf(document: Document, heading: string, until?: string): Block[] 
   const text = document.text;
   const start = text.indexOf(heading);
   const end = until === undefined ? text.length : text.indexOf(until, start + heading.length);
-  assert.ok(start >= 0 && end > start, `${document.file} has ${heading}${until === undefined ? '' : ` before ${until}`}`);
+  assert.ok(
+    start >= 0 && end > start,
+    `${document.file} has ${heading}${until === undefined ? '' : ` before ${until}`}`,
+  );
   const fences = [...text.slice(start, end).matchAll(/```(\w*)\n([\s\S]*?)```\n?/g)];
   const blocks: Block[] = [];
   for (let i = 0; i < fences.length; i += 1) {
@@ -52,8 +55,15 @@ function blocksOf(document: Document, heading: string, until?: string): Block[] 
     if (lang !== 'sh' && lang !== 'js') continue;
     const next = fences[i + 1];
     const adjacent = next && next.index === fences[i]!.index! + whole.length && next[1] !== 'sh' && next[1] !== 'js';
-    const commented = body!.split('\n').filter((line) => /^#\s+[{[]/.test(line)).map((line) => line.replace(/^#\s+/, ''));
-    blocks.push({ lang: lang!, body: body!, expected: adjacent ? next[2] : commented.length > 0 ? commented.join('\n') : undefined });
+    const commented = body!
+      .split('\n')
+      .filter((line) => /^#\s+[{[]/.test(line))
+      .map((line) => line.replace(/^#\s+/, ''));
+    blocks.push({
+      lang: lang!,
+      body: body!,
+      expected: adjacent ? next[2] : commented.length > 0 ? commented.join('\n') : undefined,
+    });
   }
   return blocks;
 }
@@ -79,7 +89,11 @@ function assertAnswer(what: string, actual: string, expected: string): void {
     .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
     .join('[\\s\\S]*?');
   const got = normalize(actual);
-  assert.match(got, new RegExp(`^${pattern}$`), `${what}: the document prints\n${normalize(expected)}\nthe service answered\n${got}`);
+  assert.match(
+    got,
+    new RegExp(`^${pattern}$`),
+    `${what}: the document prints\n${normalize(expected)}\nthe service answered\n${got}`,
+  );
 }
 
 /** One bash, fed block after block as a paste would, with its output cut at a marker per block. */
@@ -103,12 +117,18 @@ class Shell {
     const from = this.stdout.length;
     this.child.stdin.write(`${text}\necho '${marker}'\n`);
     // -1: bash exited (or the bound passed) before the block finished.
-    const at = await until(`block ${this.count} done`, () => {
-      const found = this.stdout.indexOf(marker, from);
-      return found >= 0 ? found : this.child.exitCode !== null ? -1 : undefined;
-    }, { timeoutMs: BLOCK_TIMEOUT_MS, intervalMs: POLL_MS }).catch(() => -1);
+    const at = await until(
+      `block ${this.count} done`,
+      () => {
+        const found = this.stdout.indexOf(marker, from);
+        return found >= 0 ? found : this.child.exitCode !== null ? -1 : undefined;
+      },
+      { timeoutMs: BLOCK_TIMEOUT_MS, intervalMs: POLL_MS },
+    ).catch(() => -1);
     if (at >= 0) return this.stdout.slice(from, at);
-    throw new Error(`block ${this.count} did not finish (bash ${this.child.exitCode === null ? 'still running' : `exited ${this.child.exitCode}`}):\n${text}\nstdout:\n${this.stdout.slice(from)}\nstderr:\n${this.stderr}`);
+    throw new Error(
+      `block ${this.count} did not finish (bash ${this.child.exitCode === null ? 'still running' : `exited ${this.child.exitCode}`}):\n${text}\nstdout:\n${this.stdout.slice(from)}\nstderr:\n${this.stderr}`,
+    );
   }
 
   close(): void {
@@ -143,7 +163,9 @@ class Session {
 
   /** The block as pasted, pointed at this session's service and data directory. */
   localize(text: string): string {
-    return text.replaceAll('localhost:3000', `127.0.0.1:${this.port}`).replaceAll('./data/bootstrap.json', path.join(this.dataDir, 'bootstrap.json'));
+    return text
+      .replaceAll('localhost:3000', `127.0.0.1:${this.port}`)
+      .replaceAll('./data/bootstrap.json', path.join(this.dataDir, 'bootstrap.json'));
   }
 
   saved(): { apiKey: string; platformApiKey: string } {
@@ -151,7 +173,9 @@ class Session {
   }
 
   async get(url: string, key = this.saved().apiKey): Promise<Record<string, unknown>> {
-    return (await fetch(`${this.service.baseUrl}${url}`, { headers: { 'x-api-key': key } })).json() as Promise<Record<string, unknown>>;
+    return (await fetch(`${this.service.baseUrl}${url}`, { headers: { 'x-api-key': key } })).json() as Promise<
+      Record<string, unknown>
+    >;
   }
 
   /** The first-start banner the service printed is the one `document` shows, and the platform key is not in it. */
@@ -177,15 +201,27 @@ class Session {
    */
   async walk(document: Document, blocks: Block[]): Promise<void> {
     const [setup, ...steps] = blocks;
-    assert.equal(await this.shell.paste(this.localize(setup!.body)), '', `${document.file}: the setup block prints nothing`);
+    assert.equal(
+      await this.shell.paste(this.localize(setup!.body)),
+      '',
+      `${document.file}: the setup block prints nothing`,
+    );
     let paymentId: string | undefined;
     for (const [index, step] of steps.entries()) {
       const what = `${document.file}, block ${index + 2}`;
       if (step.body.includes('/v1/payments/$PAYMENT')) {
-        await until('the payment settled', async () => (await this.get(`/v1/payments/${paymentId}`)).status === 'settled', OUTCOME_WAITS);
+        await until(
+          'the payment settled',
+          async () => (await this.get(`/v1/payments/${paymentId}`)).status === 'settled',
+          OUTCOME_WAITS,
+        );
       }
       if (step.body.includes('/v1/sandbox/webhooks')) {
-        await until("the payment's webhook reached the sink", async () => ((await this.get('/v1/sandbox/webhooks?limit=1')).data as unknown[]).length === 1, OUTCOME_WAITS);
+        await until(
+          "the payment's webhook reached the sink",
+          async () => ((await this.get('/v1/sandbox/webhooks?limit=1')).data as unknown[]).length === 1,
+          OUTCOME_WAITS,
+        );
       }
       if (step.body.includes('<tenantId>')) {
         const [create, cli] = step.body.split(/\n(?=npx )/);
@@ -193,7 +229,8 @@ class Session {
         assertAnswer(`${what} (create a tenant)`, answer, step.expected!);
         const tenantId = JSON.parse(answer).id as string;
         await this.shell.paste(this.localize(cli!.replaceAll('<tenantId>', tenantId)));
-        const keys = (await this.get(`/v1/admin/tenants/${tenantId}/api-keys`, this.saved().platformApiKey)).data as unknown[];
+        const keys = (await this.get(`/v1/admin/tenants/${tenantId}/api-keys`, this.saved().platformApiKey))
+          .data as unknown[];
         assert.equal(keys.length, 1, 'the CLI issued the new tenant a key');
         continue;
       }
@@ -238,8 +275,14 @@ describe(`the full walk-through (docs/quickstart.md) pasted into bash, on ${ENGI
     // The SDK snippet, run as a module from the project folder (where `@bolivar/sdk` resolves).
     const [sdk] = blocksOf(QUICKSTART, '## SDK', '## Operator console');
     assert.equal(sdk?.lang, 'js');
-    const listed = await session.shell.paste(`BOLIVAR_API_KEY=$KEY node --input-type=module <<'SNIPPET'\n${session.localize(sdk!.body)}SNIPPET`);
-    assert.match(listed.trim(), /^[0-9a-f-]{36} (submitted|settled)$/, 'the snippet pays out and finds its payment by order id');
+    const listed = await session.shell.paste(
+      `BOLIVAR_API_KEY=$KEY node --input-type=module <<'SNIPPET'\n${session.localize(sdk!.body)}SNIPPET`,
+    );
+    assert.match(
+      listed.trim(),
+      /^[0-9a-f-]{36} (submitted|settled)$/,
+      'the snippet pays out and finds its payment by order id',
+    );
 
     // The simulate example, in the same shell after all of the above.
     const [simulate] = blocksOf(QUICKSTART, '### Simulate an outcome now', '## Where next');

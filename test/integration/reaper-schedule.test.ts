@@ -31,7 +31,10 @@ describe('when the reaper looks again', () => {
     const { api } = await fundedTenant(t);
     const made = await payout(api, { beneficiary: beneficiary('V12345678') });
     assert.equal(made.body.status, 'submitted', made.raw);
-    const { rows } = await t.db.query<{ next_check_at: Date; created_at: Date }>('SELECT next_check_at, created_at FROM payments WHERE id = $1', [made.body.id]);
+    const { rows } = await t.db.query<{ next_check_at: Date; created_at: Date }>(
+      'SELECT next_check_at, created_at FROM payments WHERE id = $1',
+      [made.body.id],
+    );
     const dueAt = rows[0]!.next_check_at;
     const { sandboxRailTimeoutMs: railTimeoutMs, reaperIntervalMs, sandboxSettleDelayMs } = t.config;
     assert.equal(
@@ -90,14 +93,24 @@ describe('a first look that comes before the payout path has sent', () => {
     const { api } = await fundedTenant(t);
     const answer = payout(api, { beneficiary: beneficiary('V12345679') });
     const row = async () =>
-      (await t.db.query<{ id: string; created_at: Date; next_check_at: Date; check_attempts: number; status: string }>(
-        `SELECT id, created_at, next_check_at, check_attempts, status FROM payments WHERE beneficiary->>'nationalId' = 'V12345679'`,
-      )).rows[0];
+      (
+        await t.db.query<{ id: string; created_at: Date; next_check_at: Date; check_attempts: number; status: string }>(
+          `SELECT id, created_at, next_check_at, check_attempts, status FROM payments WHERE beneficiary->>'nationalId' = 'V12345679'`,
+        )
+      ).rows[0];
     await until('the payout path sending', () => sends.length > 0, { timeoutMs: COMMIT_WAIT_MS, intervalMs: 20 });
     assert.equal(sends.length, 1, 'the payout path is sending');
     const committed = (await row())!;
-    const settings = { railTimeoutMs: t.config.sandboxRailTimeoutMs, reaperIntervalMs: t.config.reaperIntervalMs, idempotencyTtlMs: 0 };
-    assert.equal(committed.next_check_at.getTime() - committed.created_at.getTime(), 100 + 250, 'first look soon after the rail usually resolves');
+    const settings = {
+      railTimeoutMs: t.config.sandboxRailTimeoutMs,
+      reaperIntervalMs: t.config.reaperIntervalMs,
+      idempotencyTtlMs: 0,
+    };
+    assert.equal(
+      committed.next_check_at.getTime() - committed.created_at.getTime(),
+      100 + 250,
+      'first look soon after the rail usually resolves',
+    );
     assert.ok(firstLookMs(settings, 100) < sendEndsMs(settings), 'before the send has ended');
 
     clock.set(committed.next_check_at);
@@ -105,7 +118,11 @@ describe('a first look that comes before the payout path has sent', () => {
     assert.equal(sends.length, 1, 'the reaper did not send it');
     const deferred = (await row())!;
     assert.equal(deferred.status, 'submitted');
-    assert.equal(deferred.next_check_at.getTime(), committed.created_at.getTime() + sendEndsMs(settings), 'asked again once the send has ended');
+    assert.equal(
+      deferred.next_check_at.getTime(),
+      committed.created_at.getTime() + sendEndsMs(settings),
+      'asked again once the send has ended',
+    );
     assert.equal(deferred.check_attempts, 0, 'the deferred question is not counted');
 
     release();

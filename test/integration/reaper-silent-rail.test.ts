@@ -44,9 +44,19 @@ describe('the reaper and a rail that never answers', () => {
   const registry = new Registry();
   let metrics: MoneyMetrics;
   const reaperWith = (rail: RailAdapter) =>
-    new Reaper(t.db, clock, { test: rail }, t.services.outcomes, { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 }, undefined, (metrics ??= new MoneyMetrics(registry, t.db, clock)));
+    new Reaper(
+      t.db,
+      clock,
+      { test: rail },
+      t.services.outcomes,
+      { intervalMs: 1000, railTimeoutMs: RAIL_TIMEOUT_MS, railQueueMaxAgeMs: t.config.railQueueMaxAgeS * 1000 },
+      undefined,
+      (metrics ??= new MoneyMetrics(registry, t.db, clock)),
+    );
   const resolutions = async (outcome: string) =>
-    (await registry.getSingleMetric('bolivar_reaper_resolutions_total')!.get()).values.find((v) => v.labels.outcome === outcome)?.value ?? 0;
+    (await registry.getSingleMetric('bolivar_reaper_resolutions_total')!.get()).values.find(
+      (v) => v.labels.outcome === outcome,
+    )?.value ?? 0;
 
   it('lookups that never answer: the pass ends within the rail timeout, and the payment is asked again later', async () => {
     const { api } = await fundedTenant(t);

@@ -71,7 +71,10 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
 
   /** Where the tenant's checkpoint stands: every transaction below it proven. */
   async function provenBelow(tenantId: string): Promise<string> {
-    const { rows } = await t.db.query<{ x: string }>(`SELECT proven_below::text AS x FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`, [tenantId]);
+    const { rows } = await t.db.query<{ x: string }>(
+      `SELECT proven_below::text AS x FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`,
+      [tenantId],
+    );
     return rows[0]!.x;
   }
 
@@ -93,17 +96,17 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
       const run = await reconcile(tenantId, scope);
       const below = await provenBelow(tenantId);
       if (BigInt(below) > BigInt(xact)) return run;
-      if (attempt >= PAST_ATTEMPTS_MAX) throw new Error(`the checkpoint stayed at ${below}, not past ${xact}, after ${attempt} runs`);
+      if (attempt >= PAST_ATTEMPTS_MAX)
+        throw new Error(`the checkpoint stayed at ${below}, not past ${xact}, after ${attempt} runs`);
       await new Promise((resolve) => setTimeout(resolve, PAST_WAIT_MS));
     }
   }
 
   /** The sums the tenant's checkpoint carries, in the same form. */
   async function carriedSums(tenantId: string): Promise<string[]> {
-    const { rows } = await t.db.query<{ proven_postings: Array<{ kind: string; asset: string; account: string; amount: string }> }>(
-      `SELECT proven_postings FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`,
-      [tenantId],
-    );
+    const { rows } = await t.db.query<{
+      proven_postings: Array<{ kind: string; asset: string; account: string; amount: string }>;
+    }>(`SELECT proven_postings FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`, [tenantId]);
     return rows[0]!.proven_postings.map((p) => `${p.kind} ${p.asset}/${p.account} ${p.amount}`).sort();
   }
 
@@ -116,7 +119,8 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
 
   it('proves only what was written since the last run, and carries the sums of everything before it exactly', async () => {
     const tenant = await fundedTenant(t);
-    for (const id of ['V99990001', 'V99990004', 'V30000001', 'V99990001']) await pay(tenant, id, id === 'V99990004' ? 'failed' : id === 'V30000001' ? 'submitted' : 'settled');
+    for (const id of ['V99990001', 'V99990004', 'V30000001', 'V99990001'])
+      await pay(tenant, id, id === 'V99990004' ? 'failed' : id === 'V30000001' ? 'submitted' : 'settled');
 
     const full = await reconcile(tenant.tenantId, 'full');
     assert.equal(full.scope, 'full');
@@ -128,15 +132,27 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
     await pay(tenant, 'V99990001', 'settled');
     await pay(tenant, 'V99990004', 'failed');
     const writtenSince = async (table: 'payments' | 'ledger_transactions', xact: string) =>
-      (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND written_xact >= $2::xid8`, [tenant.tenantId, xact])).rows[0]!.n;
+      (
+        await t.db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM ${table} WHERE tenant_id = $1 AND written_xact >= $2::xid8`,
+          [tenant.tenantId, xact],
+        )
+      ).rows[0]!.n;
     const incremental = await reconcile(tenant.tenantId, 'incremental');
     assert.equal(incremental.scope, 'incremental');
     assert.equal(incremental.since_run_id, full.id, 'it started from the full run’s checkpoint');
     assert.equal(incremental.discrepancy_count, 0n, JSON.stringify(incremental.checks));
-    assert.equal(incremental.examined.payments, await writtenSince('payments', fullBelow), 'the payments written since the checkpoint');
+    assert.equal(
+      incremental.examined.payments,
+      await writtenSince('payments', fullBelow),
+      'the payments written since the checkpoint',
+    );
     assert.equal(incremental.examined.ledgerTransactions, await writtenSince('ledger_transactions', fullBelow));
     assert.ok(incremental.examined.payments! >= 2 && incremental.examined.payments! <= 6);
-    assert.deepEqual(await carriedSums(tenant.tenantId), await postingSumsBelow(tenant.tenantId, await provenBelow(tenant.tenantId)));
+    assert.deepEqual(
+      await carriedSums(tenant.tenantId),
+      await postingSumsBelow(tenant.tenantId, await provenBelow(tenant.tenantId)),
+    );
 
     // Once the checkpoint is past every write, it carries the sums of every posting, and a run reads nothing.
     await reconcilePast(tenant.tenantId, 'incremental', await lastWrite(tenant.tenantId));
@@ -156,7 +172,10 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
     await reconcilePast(tenant.tenantId, 'full', await lastWrite(tenant.tenantId));
     const fresh = await pay(tenant, 'V99990001', 'settled');
     const dropEvent = (id: string) =>
-      t.db.query(`DELETE FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2 AND event_type = 'payment.settled'`, [tenant.tenantId, id]);
+      t.db.query(
+        `DELETE FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2 AND event_type = 'payment.settled'`,
+        [tenant.tenantId, id],
+      );
     await dropEvent(fresh);
     await dropEvent(old);
 
@@ -170,39 +189,59 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
 
     const full = await reconcile(tenant.tenantId, 'full');
     const all = await t.services.reconciliation.get(full.id);
-    assert.deepEqual(all.discrepancies.map((d) => `${d.check_name} ${d.payment_id} ${d.facet}`).sort(), [`outcome_events ${fresh} payment.settled`, `outcome_events ${old} payment.settled`].sort());
+    assert.deepEqual(
+      all.discrepancies.map((d) => `${d.check_name} ${d.payment_id} ${d.facet}`).sort(),
+      [`outcome_events ${fresh} payment.settled`, `outcome_events ${old} payment.settled`].sort(),
+    );
   });
 
-  it('a ledger transaction that began before a run and committed after it is in the next run’s sums', { skip: ENGINE !== 'postgres' ? 'needs a second connection (PostgreSQL)' : false }, async () => {
-    const tenant = await fundedTenant(t);
-    await pay(tenant, 'V99990001', 'settled');
-    await reconcilePast(tenant.tenantId, 'full', await lastWrite(tenant.tenantId));
+  it(
+    'a ledger transaction that began before a run and committed after it is in the next run’s sums',
+    { skip: ENGINE !== 'postgres' ? 'needs a second connection (PostgreSQL)' : false },
+    async () => {
+      const tenant = await fundedTenant(t);
+      await pay(tenant, 'V99990001', 'settled');
+      await reconcilePast(tenant.tenantId, 'full', await lastWrite(tenant.tenantId));
 
-    // A funding written by hand the way the service writes one, left open across a run.
-    const writer = new pg.Client({ connectionString: database.url });
-    await writer.connect();
-    try {
-      await writer.query('BEGIN');
-      const id = randomUUID();
-      await writer.query(`INSERT INTO ledger_transactions (tenant_id, mode, id, kind) VALUES ($1, 'test', $2, 'funding')`, [tenant.tenantId, id]);
-      await writer.query(
-        `INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount) VALUES ($1, $2, 'test', 'BS', 'treasury', 777), ($1, $2, 'test', 'BS', 'prefunding', -777)`,
-        [tenant.tenantId, id],
+      // A funding written by hand the way the service writes one, left open across a run.
+      const writer = new pg.Client({ connectionString: database.url });
+      await writer.connect();
+      try {
+        await writer.query('BEGIN');
+        const id = randomUUID();
+        await writer.query(
+          `INSERT INTO ledger_transactions (tenant_id, mode, id, kind) VALUES ($1, 'test', $2, 'funding')`,
+          [tenant.tenantId, id],
+        );
+        await writer.query(
+          `INSERT INTO ledger_postings (tenant_id, transaction_id, mode, asset, account_kind, amount) VALUES ($1, $2, 'test', 'BS', 'treasury', 777), ($1, $2, 'test', 'BS', 'prefunding', -777)`,
+          [tenant.tenantId, id],
+        );
+        await writer.query(
+          `UPDATE ledger_accounts SET balance = balance + 777 WHERE tenant_id = $1 AND mode = 'test' AND asset = 'BS' AND kind = 'treasury'`,
+          [tenant.tenantId],
+        );
+        await writer.query(
+          `UPDATE ledger_accounts SET balance = balance - 777 WHERE tenant_id = $1 AND mode = 'test' AND asset = 'BS' AND kind = 'prefunding'`,
+          [tenant.tenantId],
+        );
+
+        const during = await reconcile(tenant.tenantId, 'incremental');
+        assert.equal(during.discrepancy_count, 0n, 'the open transaction is not in its snapshot');
+        await writer.query('COMMIT');
+      } finally {
+        await writer.end();
+      }
+
+      const after = await reconcilePast(tenant.tenantId, 'incremental', await lastWrite(tenant.tenantId));
+      assert.equal(after.discrepancy_count, 0n, JSON.stringify(after.checks));
+      assert.deepEqual(
+        await carriedSums(tenant.tenantId),
+        await postingSums(tenant.tenantId),
+        'the funding committed late is in the carried sums',
       );
-      await writer.query(`UPDATE ledger_accounts SET balance = balance + 777 WHERE tenant_id = $1 AND mode = 'test' AND asset = 'BS' AND kind = 'treasury'`, [tenant.tenantId]);
-      await writer.query(`UPDATE ledger_accounts SET balance = balance - 777 WHERE tenant_id = $1 AND mode = 'test' AND asset = 'BS' AND kind = 'prefunding'`, [tenant.tenantId]);
-
-      const during = await reconcile(tenant.tenantId, 'incremental');
-      assert.equal(during.discrepancy_count, 0n, 'the open transaction is not in its snapshot');
-      await writer.query('COMMIT');
-    } finally {
-      await writer.end();
-    }
-
-    const after = await reconcilePast(tenant.tenantId, 'incremental', await lastWrite(tenant.tenantId));
-    assert.equal(after.discrepancy_count, 0n, JSON.stringify(after.checks));
-    assert.deepEqual(await carriedSums(tenant.tenantId), await postingSums(tenant.tenantId), 'the funding committed late is in the carried sums');
-  });
+    },
+  );
 
   it('the schedule runs incremental proofs, full ones for a first run and once RECONCILE_FULL_INTERVAL_S has passed since the last', async () => {
     const tenant = await fundedTenant(t);
@@ -211,9 +250,10 @@ describe(`incremental reconciliation on ${ENGINE}`, () => {
     const worker = new ReconciliationWorker(service, clock, 60, t.app.log);
     const scopes = async () =>
       (
-        await t.db.query<{ scope: string; trigger: string }>(`SELECT scope, trigger FROM reconciliation_runs WHERE tenant_id = $1 AND status = 'completed' ORDER BY requested_at`, [
-          tenant.tenantId,
-        ])
+        await t.db.query<{ scope: string; trigger: string }>(
+          `SELECT scope, trigger FROM reconciliation_runs WHERE tenant_id = $1 AND status = 'completed' ORDER BY requested_at`,
+          [tenant.tenantId],
+        )
       ).rows.map((r) => `${r.trigger} ${r.scope}`);
     await worker.runOnce();
     clock.advance(61_000);

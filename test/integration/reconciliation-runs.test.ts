@@ -19,15 +19,21 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
   let clock: ManualClock;
   let tenant: FundedTenant;
 
-  const runRow = async (id: string) => (await t.db.query<RunRow>(`SELECT * FROM reconciliation_runs WHERE id = $1`, [id])).rows[0]!;
+  const runRow = async (id: string) =>
+    (await t.db.query<RunRow>(`SELECT * FROM reconciliation_runs WHERE id = $1`, [id])).rows[0]!;
   const runsOf = async (tenantId: string) =>
-    (await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reconciliation_runs WHERE tenant_id = $1`, [tenantId])).rows[0]!.n;
+    (
+      await t.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM reconciliation_runs WHERE tenant_id = $1`, [
+        tenantId,
+      ])
+    ).rows[0]!.n;
 
   before(async () => {
     clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
     t = await startTestApp({ clock, env: { ROLE: 'api', RECONCILE_INTERVAL_S: '0', SANDBOX_SETTLE_DELAY_MS: '3000' } });
     tenant = await fundedTenant(t);
-    for (const id of ['V99990001', 'V99990004', 'V30000001']) assert.equal((await payout(tenant.api, { beneficiary: beneficiary(id) })).status, 201);
+    for (const id of ['V99990001', 'V99990004', 'V30000001'])
+      assert.equal((await payout(tenant.api, { beneficiary: beneficiary(id) })).status, 201);
   });
   after(async () => {
     await t.close();
@@ -65,7 +71,10 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
     const [first] = await service.request({ tenantId: slow.tenantId, mode: 'test' });
     await service.drain();
     // As if that run had taken 100 s: the next scheduled one waits 900 s after it ended, not 60.
-    await t.db.query(`UPDATE reconciliation_runs SET started_at = finished_at - interval '100 seconds' WHERE tenant_id = $1 AND id = $2`, [slow.tenantId, first!.id]);
+    await t.db.query(
+      `UPDATE reconciliation_runs SET started_at = finished_at - interval '100 seconds' WHERE tenant_id = $1 AND id = $2`,
+      [slow.tenantId, first!.id],
+    );
     const finishedAt = (await runRow(first!.id)).finished_at!.getTime();
     clock.set(new Date(finishedAt + 61_000));
     await worker.runOnce();
@@ -106,7 +115,9 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
   it('a process that stops ends its run at the next page, as abandoned, with the checks it finished', async () => {
     const paused = pausingDatabase(t.db, 'between');
     // A row per page: each walk has pages left when the process stops.
-    const { service, observer } = reconciliationService(paused.db, clock, { pageSizes: { payments: 1, transactions: 1 } });
+    const { service, observer } = reconciliationService(paused.db, clock, {
+      pageSizes: { payments: 1, transactions: 1 },
+    });
     const [queued] = await service.request({ tenantId: tenant.tenantId, mode: 'test' });
     const draining = service.drain();
     await paused.paused;
@@ -125,12 +136,20 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
     const paused = pausingDatabase(t.db, 'between');
     const { service, observer } = reconciliationService(paused.db, clock);
     const [queued] = await service.request({ tenantId: tenant.tenantId, mode: 'test' });
-    const standing = async () => (await t.db.query<{ last_run_id: string }>(`SELECT last_run_id FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`, [tenant.tenantId])).rows[0]?.last_run_id;
+    const standing = async () =>
+      (
+        await t.db.query<{ last_run_id: string }>(
+          `SELECT last_run_id FROM reconciliation_partitions WHERE tenant_id = $1 AND mode = 'test'`,
+          [tenant.tenantId],
+        )
+      ).rows[0]?.last_run_id;
     const before = await standing();
     const draining = service.drain();
     await paused.paused;
     // Another worker, whose clock is past the lease, finds it expired.
-    assert.deepEqual(await abandonExpiredRuns(t.db, new Date(clock.now().getTime() + RUN_LEASE_MS + 1), 10), [{ tenant_id: tenant.tenantId, id: queued!.id }]);
+    assert.deepEqual(await abandonExpiredRuns(t.db, new Date(clock.now().getTime() + RUN_LEASE_MS + 1), 10), [
+      { tenant_id: tenant.tenantId, id: queued!.id },
+    ]);
     paused.release();
     await draining;
     const run = await runRow(queued!.id);
@@ -144,25 +163,48 @@ describe(`reconciliation runs on ${ENGINE}`, () => {
     const seen: Array<{ status: string; anomalies: DiscrepancyAnomaly[] }> = [];
     const { service } = reconciliationService(t.db, clock, {
       onDiscrepancies: async (tx, run, discrepancies) => {
-        const { rows } = await tx.query<{ status: string }>(`SELECT status FROM reconciliation_runs WHERE tenant_id = $1 AND id = $2`, [run.tenantId, run.id]);
+        const { rows } = await tx.query<{ status: string }>(
+          `SELECT status FROM reconciliation_runs WHERE tenant_id = $1 AND id = $2`,
+          [run.tenantId, run.id],
+        );
         seen.push({ status: rows[0]!.status, anomalies: discrepancyAnomalies(run, discrepancies) });
       },
     });
-    await t.db.query(`UPDATE limit_usage SET count = count + 2 WHERE tenant_id = $1 AND subject_kind = 'tenant'`, [tenant.tenantId]);
+    await t.db.query(`UPDATE limit_usage SET count = count + 2 WHERE tenant_id = $1 AND subject_kind = 'tenant'`, [
+      tenant.tenantId,
+    ]);
     try {
       for (let i = 0; i < 2; i += 1) {
         await service.request({ tenantId: tenant.tenantId, mode: 'test' });
         await service.drain();
       }
     } finally {
-      await t.db.query(`UPDATE limit_usage SET count = count - 2 WHERE tenant_id = $1 AND subject_kind = 'tenant'`, [tenant.tenantId]);
+      await t.db.query(`UPDATE limit_usage SET count = count - 2 WHERE tenant_id = $1 AND subject_kind = 'tenant'`, [
+        tenant.tenantId,
+      ]);
     }
     assert.equal(seen.length, 2);
     assert.equal(seen[0]!.status, 'completed', "inside the transaction that records the run's end");
     const [first] = seen[0]!.anomalies;
     assert.deepEqual(
-      { kind: first!.kind, tenantId: first!.tenantId, mode: first!.mode, paymentId: first!.paymentId, ours: first!.ours, theirs: first!.theirs, check: first!.raw.check },
-      { kind: 'reconciliation_discrepancy', tenantId: tenant.tenantId, mode: 'test', paymentId: null, ours: { usage: '2000000/2' }, theirs: { usage: '2000000/4' }, check: 'limit_usage' },
+      {
+        kind: first!.kind,
+        tenantId: first!.tenantId,
+        mode: first!.mode,
+        paymentId: first!.paymentId,
+        ours: first!.ours,
+        theirs: first!.theirs,
+        check: first!.raw.check,
+      },
+      {
+        kind: 'reconciliation_discrepancy',
+        tenantId: tenant.tenantId,
+        mode: 'test',
+        paymentId: null,
+        ours: { usage: '2000000/2' },
+        theirs: { usage: '2000000/4' },
+        check: 'limit_usage',
+      },
     );
     assert.deepEqual(
       seen[1]!.anomalies.map((a) => a.dedupKey),

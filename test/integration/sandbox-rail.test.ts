@@ -6,7 +6,12 @@ import { migrate } from '../../src/db/migrate.ts';
 import { PostgresDatabase } from '../../src/db/postgres.ts';
 import { ManualClock } from '../support/clock.ts';
 import type { RailLookup, RailStatus, RailTransfer } from '../../src/rails/rail.ts';
-import { queueSandboxNotification, recordSimulation, SANDBOX_NOTICES_PENDING_MAX, SandboxRail } from '../../src/rails/sandbox-rail.ts';
+import {
+  queueSandboxNotification,
+  recordSimulation,
+  SANDBOX_NOTICES_PENDING_MAX,
+  SandboxRail,
+} from '../../src/rails/sandbox-rail.ts';
 import { createTestDatabase, ENGINE, type TestDatabase } from '../support/harness.ts';
 
 const T0 = '2025-03-10T15:00:00.000Z';
@@ -72,7 +77,10 @@ describe(`sandbox rail on ${ENGINE}`, () => {
   });
 
   async function rowCount(reference: string): Promise<number> {
-    const { rows } = await db().query<{ n: bigint }>('SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1', [reference]);
+    const { rows } = await db().query<{ n: bigint }>(
+      'SELECT count(*)::bigint AS n FROM sandbox_rail_transfers WHERE reference = $1',
+      [reference],
+    );
     return Number(rows[0]!.n);
   }
 
@@ -85,7 +93,11 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     clock.advance(1);
     const bankReference = assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE));
     clock.advance(REVERSE * 10);
-    assert.equal(assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE)), bankReference, 'generated once, stored');
+    assert.equal(
+      assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE)),
+      bankReference,
+      'generated once, stored',
+    );
   });
 
   it('lookupMany answers each reference in order, as lookup would, in one call', async () => {
@@ -99,12 +111,17 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     clock.advance(SETTLE);
     const answers = await rail.lookupMany(references, 'test');
     assert.equal(answers.length, references.length);
-    for (const [i, reference] of references.entries()) assert.deepEqual(answers[i], await rail.lookup(reference, 'test'), reference);
+    for (const [i, reference] of references.entries())
+      assert.deepEqual(answers[i], await rail.lookup(reference, 'test'), reference);
     assert.deepEqual(answers[0], { status: 'failed', reason: 'invalid_destination_account' });
     assert.deepEqual(answers[1], { status: 'not_found' });
     assertSettled(answers[2]!, at(SETTLE));
     assert.deepEqual(answers[3], { status: 'not_found' });
-    assert.deepEqual(await rail.lookupMany([settling.reference], 'live'), [{ status: 'not_found' }], 'a test transfer is not found in live mode');
+    assert.deepEqual(
+      await rail.lookupMany([settling.reference], 'live'),
+      [{ status: 'not_found' }],
+      'a test transfer is not found in live mode',
+    );
     assert.deepEqual(await rail.lookupMany([], 'test'), []);
   });
 
@@ -158,7 +175,10 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     clock.advance(SETTLE - 1);
     assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'processing', retryAfterMs: 1 });
     clock.advance(1);
-    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'failed', reason: 'invalid_destination_account' });
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), {
+      status: 'failed',
+      reason: 'invalid_destination_account',
+    });
   });
 
   it('V99990007 answers processing, settles, then reads reversed after the reverse delay', async () => {
@@ -170,11 +190,23 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     clock.advance(REVERSE - 1);
     assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE));
     clock.advance(1);
-    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'reversed', bankReference, reason: 'returned_by_bank' });
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), {
+      status: 'reversed',
+      bankReference,
+      reason: 'returned_by_bank',
+    });
     const mine = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference);
     assert.equal(mine.length, 1);
-    assert.deepEqual([mine[0]!.tenantId, mine[0]!.mode], [t.tenantId, 'test'], 'the return names whose transfer it was, as it was sent');
-    assert.deepEqual(mine[0], { ...mine[0]!, kind: 'reversed', bankReference, amountMinor: t.amountMinor }, 'and which settlement of how much it returns');
+    assert.deepEqual(
+      [mine[0]!.tenantId, mine[0]!.mode],
+      [t.tenantId, 'test'],
+      'the return names whose transfer it was, as it was sent',
+    );
+    assert.deepEqual(
+      mine[0],
+      { ...mine[0]!, kind: 'reversed', bankReference, amountMinor: t.amountMinor },
+      'and which settlement of how much it returns',
+    );
     await rail.acknowledgeNotification(mine[0]!.id);
     assert.deepEqual(
       await rail.lookup(t.reference, 'test'),
@@ -192,7 +224,10 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     assert.equal(await rail.instrumentAvailable(b, 'transferencia', 'transferencia'), false);
     assert.equal(await rail.instrumentAvailable(b, 'pago_movil', 'transferencia'), true);
     // Delivered through the other instrument: an ordinary transfer.
-    assert.deepEqual(await rail.submit({ ...t, beneficiary: b }, never()), { status: 'processing', retryAfterMs: SETTLE });
+    assert.deepEqual(await rail.submit({ ...t, beneficiary: b }, never()), {
+      status: 'processing',
+      retryAfterMs: SETTLE,
+    });
     clock.advance(SETTLE);
     assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE));
   });
@@ -252,7 +287,11 @@ describe(`sandbox rail on ${ENGINE}`, () => {
     assert.deepEqual(b, a);
     assert.equal(await rowCount(t.reference), 1);
     clock.advance(1_000);
-    assert.deepEqual(await rail.submit(t, never()), { status: 'processing', retryAfterMs: SETTLE - 1_000 }, 'the schedule is not restarted');
+    assert.deepEqual(
+      await rail.submit(t, never()),
+      { status: 'processing', retryAfterMs: SETTLE - 1_000 },
+      'the schedule is not restarted',
+    );
     clock.advance(SETTLE);
     const bankReference = assertSettled(await rail.submit(t, never()), at(SETTLE));
     assert.equal(assertSettled(await rail.lookup(t.reference, 'test'), at(SETTLE)), bankReference);
@@ -339,7 +378,8 @@ describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`
     await database.drop();
   });
 
-  const record = (t: RailTransfer, outcome: Parameters<typeof recordSimulation>[2], at: Date) => db().transaction((tx) => recordSimulation(tx, t, outcome, at));
+  const record = (t: RailTransfer, outcome: Parameters<typeof recordSimulation>[2], at: Date) =>
+    db().transaction((tx) => recordSimulation(tx, t, outcome, at));
 
   it('settled: a V99990007 transfer settles now and is never returned; a resubmission answers settled', async () => {
     const { clock, rail } = setup(db);
@@ -352,7 +392,10 @@ describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`
     assert.deepEqual(await rail.submit(t, never()), settled);
     clock.advance(SETTLE + REVERSE + 60_000);
     assert.deepEqual(await rail.lookup(t.reference, 'test'), settled);
-    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference), []);
+    assert.deepEqual(
+      (await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference),
+      [],
+    );
   });
 
   it('failed: a default transfer fails now and never settles', async () => {
@@ -373,9 +416,19 @@ describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`
     const bankReference = submitted.status === 'settled' ? submitted.bankReference : '';
     clock.advance(5_000);
     await record(t, { status: 'reversed', bankReference, reason: 'invalid_destination_account' }, clock.now());
-    assert.deepEqual(await rail.lookup(t.reference, 'test'), { status: 'reversed', bankReference, reason: 'invalid_destination_account' });
-    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference), []);
-    const { rows } = await db().query<{ settled_at: Date; reverse_at: Date }>('SELECT settled_at, reverse_at FROM sandbox_rail_transfers WHERE reference = $1', [t.reference]);
+    assert.deepEqual(await rail.lookup(t.reference, 'test'), {
+      status: 'reversed',
+      bankReference,
+      reason: 'invalid_destination_account',
+    });
+    assert.deepEqual(
+      (await rail.pendingNotifications(1_000)).filter((n) => n.reference === t.reference),
+      [],
+    );
+    const { rows } = await db().query<{ settled_at: Date; reverse_at: Date }>(
+      'SELECT settled_at, reverse_at FROM sandbox_rail_transfers WHERE reference = $1',
+      [t.reference],
+    );
     assert.deepEqual(rows[0], { settled_at: new Date(T0), reverse_at: new Date(at(5_000)) });
   });
 
@@ -387,7 +440,10 @@ describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`
     assert.deepEqual(await rail.submit(t, never()), settled, 'not the V99990006 schedule');
     clock.advance(SETTLE);
     assert.deepEqual(await rail.lookup(t.reference, 'test'), settled);
-    const { rows } = await db().query<{ submissions: number }>('SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1', [t.reference]);
+    const { rows } = await db().query<{ submissions: number }>(
+      'SELECT submissions FROM sandbox_rail_transfers WHERE reference = $1',
+      [t.reference],
+    );
     assert.deepEqual(rows, [{ submissions: 2 }], 'one transfer: the recorded outcome counts as its first submission');
   });
 
@@ -395,8 +451,14 @@ describe(`sandbox rail: a simulated outcome replaces the schedule, on ${ENGINE}`
     const { clock, rail } = setup(db);
     const t = transfer('V12345678');
     await rail.submit(t, never());
-    await assert.rejects(record({ ...t, mode: 'live' }, { status: 'failed', reason: 'rail_rejected' }, clock.now()), /another tenant or mode/);
-    await assert.rejects(record({ ...t, tenantId: randomUUID() }, { status: 'failed', reason: 'rail_rejected' }, clock.now()), /another tenant or mode/);
+    await assert.rejects(
+      record({ ...t, mode: 'live' }, { status: 'failed', reason: 'rail_rejected' }, clock.now()),
+      /another tenant or mode/,
+    );
+    await assert.rejects(
+      record({ ...t, tenantId: randomUUID() }, { status: 'failed', reason: 'rail_rejected' }, clock.now()),
+      /another tenant or mode/,
+    );
     assert.equal((await rail.lookup(t.reference, 'test')).status, 'processing');
   });
 });
@@ -434,7 +496,11 @@ describe(`sandbox rail notifications on ${ENGINE}`, () => {
 
     clock.set(at(SETTLE + REVERSE + 2_000));
     const all = await rail.pendingNotifications(10);
-    assert.deepEqual(all.map((n) => n.reference), references, 'oldest first');
+    assert.deepEqual(
+      all.map((n) => n.reference),
+      references,
+      'oldest first',
+    );
     assert.equal(new Set(all.map((n) => n.id)).size, 3);
     assert.deepEqual(await rail.pendingNotifications(2), all.slice(0, 2));
     assert.deepEqual(await rail.pendingNotifications(0), []);
@@ -454,29 +520,92 @@ describe(`sandbox rail notifications on ${ENGINE}`, () => {
     clock.set(at(SETTLE + REVERSE + 60_000)); // after every scheduled return of the tests above
     const sender = { tenantId: '6f1c2a4e-2222-4c2b-9d3e-000000000002', mode: 'test' as const };
     const reference = randomUUID();
-    const settled = await queueSandboxNotification(database.db, sender, reference, { kind: 'settled', bankReference: '000000000042', amountMinor: 5n }, clock.now());
+    const settled = await queueSandboxNotification(
+      database.db,
+      sender,
+      reference,
+      { kind: 'settled', bankReference: '000000000042', amountMinor: 5n },
+      clock.now(),
+    );
     clock.advance(1);
-    const failed = await queueSandboxNotification(database.db, sender, reference, { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now());
+    const failed = await queueSandboxNotification(
+      database.db,
+      sender,
+      reference,
+      { kind: 'failed', reason: 'rail_rejected', amountMinor: null },
+      clock.now(),
+    );
     const queued = (await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference);
     assert.deepEqual(queued, [
-      { id: settled, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_000)), amountMinor: 5n, kind: 'settled', bankReference: '000000000042', requestedBy: sender },
-      { id: failed, reference, tenantId: sender.tenantId, mode: 'test', occurredAt: new Date(at(SETTLE + REVERSE + 60_001)), kind: 'failed', reason: 'rail_rejected', requestedBy: sender },
+      {
+        id: settled,
+        reference,
+        tenantId: sender.tenantId,
+        mode: 'test',
+        occurredAt: new Date(at(SETTLE + REVERSE + 60_000)),
+        amountMinor: 5n,
+        kind: 'settled',
+        bankReference: '000000000042',
+        requestedBy: sender,
+      },
+      {
+        id: failed,
+        reference,
+        tenantId: sender.tenantId,
+        mode: 'test',
+        occurredAt: new Date(at(SETTLE + REVERSE + 60_001)),
+        kind: 'failed',
+        reason: 'rail_rejected',
+        requestedBy: sender,
+      },
     ]);
     const all = await rail.pendingNotifications(1_000);
-    for (let i = 1; i < all.length; i += 1) assert.ok(all[i - 1]!.occurredAt <= all[i]!.occurredAt, 'oldest first, returns and notices together');
+    for (let i = 1; i < all.length; i += 1)
+      assert.ok(all[i - 1]!.occurredAt <= all[i]!.occurredAt, 'oldest first, returns and notices together');
     await rail.acknowledgeNotification(settled!);
     await rail.acknowledgeNotification(settled!); // a redelivered acknowledgement is harmless
-    assert.deepEqual((await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference).map((n) => n.id), [failed]);
+    assert.deepEqual(
+      (await rail.pendingNotifications(1_000)).filter((n) => n.reference === reference).map((n) => n.id),
+      [failed],
+    );
     await assert.rejects(rail.acknowledgeNotification(`notice:${randomUUID()}`), /unknown notification/);
     await rail.acknowledgeNotification(failed!);
 
     const busy = { tenantId: '6f1c2a4e-3333-4c2b-9d3e-000000000003', mode: 'test' as const };
     for (let i = 0; i < SANDBOX_NOTICES_PENDING_MAX; i += 1) {
-      assert.ok(await queueSandboxNotification(database.db, busy, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()));
+      assert.ok(
+        await queueSandboxNotification(
+          database.db,
+          busy,
+          randomUUID(),
+          { kind: 'failed', reason: 'rail_rejected', amountMinor: null },
+          clock.now(),
+        ),
+      );
     }
-    assert.equal(await queueSandboxNotification(database.db, busy, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()), undefined, 'refused past the bound');
-    assert.ok(await queueSandboxNotification(database.db, sender, randomUUID(), { kind: 'failed', reason: 'rail_rejected', amountMinor: null }, clock.now()), 'another tenant is not');
-    for (const n of await rail.pendingNotifications(1_000)) if (n.id.startsWith('notice:')) await rail.acknowledgeNotification(n.id);
+    assert.equal(
+      await queueSandboxNotification(
+        database.db,
+        busy,
+        randomUUID(),
+        { kind: 'failed', reason: 'rail_rejected', amountMinor: null },
+        clock.now(),
+      ),
+      undefined,
+      'refused past the bound',
+    );
+    assert.ok(
+      await queueSandboxNotification(
+        database.db,
+        sender,
+        randomUUID(),
+        { kind: 'failed', reason: 'rail_rejected', amountMinor: null },
+        clock.now(),
+      ),
+      'another tenant is not',
+    );
+    for (const n of await rail.pendingNotifications(1_000))
+      if (n.id.startsWith('notice:')) await rail.acknowledgeNotification(n.id);
   });
 
   it('two workers: at-least-once, but nothing is handed out after its acknowledgement', async () => {
@@ -488,7 +617,8 @@ describe(`sandbox rail notifications on ${ENGINE}`, () => {
       const t = transfer('V99990007');
       await a.rail.submit(t, never());
       for (const w of [a, b]) w.clock.set(at(SETTLE + REVERSE + 60_000));
-      const seen = async (w: typeof a) => (await w.rail.pendingNotifications(100)).filter((n) => n.reference === t.reference);
+      const seen = async (w: typeof a) =>
+        (await w.rail.pendingNotifications(100)).filter((n) => n.reference === t.reference);
       const [fromA, fromB] = await Promise.all([seen(a), seen(b)]);
       assert.equal(fromA.length, 1);
       assert.deepEqual(fromB, fromA);
@@ -513,7 +643,16 @@ describe(`sandbox rail durability on ${ENGINE}`, () => {
 
   it('a new SandboxRail instance (a restart) sees every transfer and its schedule', async () => {
     const first = setup(() => database.db);
-    const ids = ['V99990001', 'V99990002', 'V99990003', 'V99990004', 'V99990006', 'V99990007', 'V99990009', 'V12345678'];
+    const ids = [
+      'V99990001',
+      'V99990002',
+      'V99990003',
+      'V99990004',
+      'V99990006',
+      'V99990007',
+      'V99990009',
+      'V12345678',
+    ];
     const transfers = ids.map((id) => transfer(id));
     for (const t of transfers) {
       if (t.beneficiary.nationalId === 'V99990009') {

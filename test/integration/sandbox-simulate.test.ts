@@ -14,10 +14,25 @@ import {
   type Instances,
   type TestApp,
 } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, assertLedgerBalanced, beneficiary, type FundedTenant, fundedTenant, payout, position, reaperOf } from '../support/payouts.ts';
+import {
+  advanceAndReap,
+  AMPLE_RAIL_TIMEOUT_MS,
+  assertLedgerBalanced,
+  beneficiary,
+  type FundedTenant,
+  fundedTenant,
+  payout,
+  position,
+  reaperOf,
+} from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '3000',
+  SANDBOX_REVERSE_DELAY_MS: '10000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 const FUNDING = 1_000_000_000n;
 const DELIVER = 1_000_000n;
 const FEE = 10_000n;
@@ -44,8 +59,15 @@ async function pay(api: Client, nationalId: string, expected: string): Promise<s
   return made.body.id;
 }
 
-async function outboxOf(t: TestApp, tenantId: string, paymentId: string): Promise<Array<{ type: string; payload: Record<string, unknown> }>> {
-  return (await eventsOfPayment(t.db, tenantId, paymentId)).map((e: any) => ({ type: e.event_type, payload: JSON.parse(e.payload_text) }));
+async function outboxOf(
+  t: TestApp,
+  tenantId: string,
+  paymentId: string,
+): Promise<Array<{ type: string; payload: Record<string, unknown> }>> {
+  return (await eventsOfPayment(t.db, tenantId, paymentId)).map((e: any) => ({
+    type: e.event_type,
+    payload: JSON.parse(e.payload_text),
+  }));
 }
 
 describe(`sandbox simulation on ${ENGINE}`, () => {
@@ -85,7 +107,11 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
   }
 
   /** The answer is the payment as GET returns it, its last transition the simulated one, by `system`. */
-  async function assertAnswer(api: Client, answer: { status: number; body: any; raw: string }, last: { from: string; to: string; reason: string }) {
+  async function assertAnswer(
+    api: Client,
+    answer: { status: number; body: any; raw: string },
+    last: { from: string; to: string; reason: string },
+  ) {
     assert.equal(answer.status, 200, answer.raw);
     const read = await api.get(`/v1/payments/${answer.body.id}`);
     assert.deepEqual(answer.body, read.body, 'the answer is GET /v1/payments/{id}');
@@ -101,7 +127,10 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
   }
 
   // V99990002 answers unconfirmed: the payout is `unknown` until the reaper asks.
-  for (const [from, nationalId] of [['submitted', plainId], ['unknown', () => 'V99990002']] as const) {
+  for (const [from, nationalId] of [
+    ['submitted', plainId],
+    ['unknown', () => 'V99990002'],
+  ] as const) {
     it(`settle ${from === 'unknown' ? 'an' : 'a'} ${from} payment: settled now with a bank reference, the in-flight amount delivered, one payment.settled`, async () => {
       const { api, tenantId } = await tenant();
       const id = await pay(api, nationalId(), from);
@@ -119,10 +148,24 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       assert.equal(pos.prefundingBalance, String(FUNDING - DELIVER - FEE));
       assert.equal(pos.platformRevenueFromTenant, String(FEE));
       assert.deepEqual(await outboxOf(t, tenantId, id), [
-        { type: 'payment.settled', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), bankReference: p.bank_reference, method: 'pago_movil', metadata: {} } },
+        {
+          type: 'payment.settled',
+          payload: {
+            paymentId: id,
+            asset: 'BS',
+            amount: String(DELIVER),
+            bankReference: p.bank_reference,
+            method: 'pago_movil',
+            metadata: {},
+          },
+        },
       ]);
       assert.deepEqual(await delivered(id), ['payment.settled']);
-      assert.deepEqual(await railSays(id), { status: 'settled', bankReference: p.bank_reference, settledAt: clock.now() }, 'the rail says the same');
+      assert.deepEqual(
+        await railSays(id),
+        { status: 'settled', bankReference: p.bank_reference, settledAt: clock.now() },
+        'the rail says the same',
+      );
     });
 
     it(`fail ${from === 'unknown' ? 'an' : 'a'} ${from} payment: failed with the reason, the charge returned (compensated, fee 0), one payment.failed`, async () => {
@@ -146,7 +189,17 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const usage = await api.get('/v1/limits/usage');
       assert.equal(usage.body.usage.day_amount, '0', 'the limit usage is given back');
       assert.deepEqual(await outboxOf(t, tenantId, id), [
-        { type: 'payment.failed', payload: { paymentId: id, asset: 'BS', amount: String(DELIVER), method: 'pago_movil', reason: expected, metadata: {} } },
+        {
+          type: 'payment.failed',
+          payload: {
+            paymentId: id,
+            asset: 'BS',
+            amount: String(DELIVER),
+            method: 'pago_movil',
+            reason: expected,
+            metadata: {},
+          },
+        },
       ]);
       assert.deepEqual(await delivered(id), ['payment.failed']);
       assert.deepEqual(await railSays(id), { status: 'failed', reason: expected });
@@ -171,7 +224,10 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
     assert.equal(pos.prefundingBalance, String(FUNDING - FEE), 'the delivered amount is back, the fee kept');
     assert.equal(pos.platformRevenueFromTenant, String(FEE));
     const events = await outboxOf(t, tenantId, id);
-    assert.deepEqual(events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['payment.settled', 'payment.reversed'],
+    );
     assert.deepEqual(events[1]!.payload, {
       paymentId: id,
       asset: 'BS',
@@ -182,12 +238,20 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       metadata: {},
     });
     assert.deepEqual(await delivered(id), ['payment.settled', 'payment.reversed']);
-    assert.deepEqual(await railSays(id), { status: 'reversed', bankReference: settled.bank_reference, reason: 'returned_by_bank' });
+    assert.deepEqual(await railSays(id), {
+      status: 'reversed',
+      bankReference: settled.bank_reference,
+      reason: 'returned_by_bank',
+    });
     const pending = await t.services.rails.test!.pendingNotifications(1_000);
-    assert.deepEqual(pending.filter((n) => n.reference === id), [], 'no return notification is left to apply again');
+    assert.deepEqual(
+      pending.filter((n) => n.reference === id),
+      [],
+      'no return notification is left to apply again',
+    );
   });
 
-  it('settle then reverse by simulation, with a reason: both events, payloads of the rail\'s shape, the balance net of the fee', async () => {
+  it("settle then reverse by simulation, with a reason: both events, payloads of the rail's shape, the balance net of the fee", async () => {
     const { api, tenantId } = await tenant();
     const id = await pay(api, plainId(), 'submitted');
     const settled = await simulate(api, id, { outcome: 'settle' });
@@ -196,7 +260,10 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
     const reversed = await simulate(api, id, { outcome: 'reverse', reason: 'beneficiary_mismatch' });
     await assertAnswer(api, reversed, { from: 'settled', to: 'reversed', reason: 'beneficiary_mismatch' });
     const events = await outboxOf(t, tenantId, id);
-    assert.deepEqual(events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['payment.settled', 'payment.reversed'],
+    );
     for (const e of events) assert.deepEqual(Object.keys(e.payload).sort(), PAYLOAD_KEYS[e.type]);
     assert.equal(events[1]!.payload.reason, 'beneficiary_mismatch');
     assert.equal((await position(api)).prefundingBalance, String(FUNDING - FEE));
@@ -213,7 +280,10 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const p = (await api.get(`/v1/payments/${id}`)).body;
       assert.equal(p.status, 'settled');
       assert.equal(p.bank_reference, answer.body.bank_reference);
-      assert.deepEqual((await outboxOf(t, tenantId, id)).map((e) => e.type), ['payment.settled']);
+      assert.deepEqual(
+        (await outboxOf(t, tenantId, id)).map((e) => e.type),
+        ['payment.settled'],
+      );
       assert.equal((await railSays(id)).status, 'settled', 'the scheduled failure is gone');
       assert.equal((await position(api)).prefundingBalance, String(FUNDING - DELIVER - FEE));
       assert.deepEqual(await delivered(id), ['payment.settled']);
@@ -225,9 +295,15 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       assert.equal((await simulate(api, id, { outcome: 'settle' })).status, 200);
       for (const step of [4_000, 11_000, 60_000]) await advanceAndReap(t, clock, step);
       assert.equal((await api.get(`/v1/payments/${id}`)).body.status, 'settled');
-      assert.deepEqual((await outboxOf(t, tenantId, id)).map((e) => e.type), ['payment.settled']);
+      assert.deepEqual(
+        (await outboxOf(t, tenantId, id)).map((e) => e.type),
+        ['payment.settled'],
+      );
       assert.equal((await railSays(id)).status, 'settled');
-      assert.deepEqual((await t.services.rails.test!.pendingNotifications(1_000)).filter((n) => n.reference === id), []);
+      assert.deepEqual(
+        (await t.services.rails.test!.pendingNotifications(1_000)).filter((n) => n.reference === id),
+        [],
+      );
     });
 
     it('a default payment failed by simulation is not settled after the delay', async () => {
@@ -236,7 +312,10 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       assert.equal((await simulate(api, id, { outcome: 'fail', reason: 'bank_unreachable' })).status, 200);
       for (const step of [4_000, 60_000]) await advanceAndReap(t, clock, step);
       assert.equal((await api.get(`/v1/payments/${id}`)).body.status, 'failed');
-      assert.deepEqual((await outboxOf(t, tenantId, id)).map((e) => e.type), ['payment.failed']);
+      assert.deepEqual(
+        (await outboxOf(t, tenantId, id)).map((e) => e.type),
+        ['payment.failed'],
+      );
       assert.deepEqual(await railSays(id), { status: 'failed', reason: 'bank_unreachable' });
       assert.equal((await position(api)).prefundingBalance, String(FUNDING));
     });
@@ -246,14 +325,24 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const id = await pay(api, 'V99990007', 'submitted');
       await advanceAndReap(t, clock, 4_000);
       assert.equal((await api.get(`/v1/payments/${id}`)).body.status, 'settled');
-      assert.equal((await simulate(api, id, { outcome: 'reverse', reason: 'invalid_destination_account' })).status, 200);
+      assert.equal(
+        (await simulate(api, id, { outcome: 'reverse', reason: 'invalid_destination_account' })).status,
+        200,
+      );
       for (const step of [11_000, 60_000]) await advanceAndReap(t, clock, step);
       const p = (await api.get(`/v1/payments/${id}`)).body;
       assert.equal(p.status, 'reversed');
       assert.equal(p.status_reason, 'invalid_destination_account');
-      assert.deepEqual((await outboxOf(t, tenantId, id)).map((e) => e.type), ['payment.settled', 'payment.reversed']);
+      assert.deepEqual(
+        (await outboxOf(t, tenantId, id)).map((e) => e.type),
+        ['payment.settled', 'payment.reversed'],
+      );
       assert.equal((await position(api)).prefundingBalance, String(FUNDING - FEE), 'returned once');
-      assert.deepEqual(await railSays(id), { status: 'reversed', bankReference: p.bank_reference, reason: 'invalid_destination_account' });
+      assert.deepEqual(await railSays(id), {
+        status: 'reversed',
+        bankReference: p.bank_reference,
+        reason: 'invalid_destination_account',
+      });
     });
 
     it('a transfer the rail has no record of yet is recorded with the simulated outcome', async () => {
@@ -264,7 +353,11 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       assert.deepEqual(await railSays(id), { status: 'not_found' });
       const answer = await simulate(api, id, { outcome: 'settle' });
       assert.equal(answer.status, 200, answer.raw);
-      assert.deepEqual(await railSays(id), { status: 'settled', bankReference: answer.body.bank_reference, settledAt: clock.now() });
+      assert.deepEqual(await railSays(id), {
+        status: 'settled',
+        bankReference: answer.body.bank_reference,
+        settledAt: clock.now(),
+      });
     });
   });
 
@@ -285,9 +378,17 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const failed = await pay(api, 'V99990004', 'failed');
       const reversed = await pay(api, 'V99990001', 'settled');
       assert.equal((await simulate(api, reversed, { outcome: 'reverse' })).status, 200);
-      for (const [id, status] of [[settled, 'settled'], [failed, 'failed'], [reversed, 'reversed']] as const) {
+      for (const [id, status] of [
+        [settled, 'settled'],
+        [failed, 'failed'],
+        [reversed, 'reversed'],
+      ] as const) {
         const before = await snapshot(api, tenantId, id);
-        for (const body of [{ outcome: 'settle' }, { outcome: 'fail' }, { outcome: 'fail', reason: 'bank_unreachable' }]) {
+        for (const body of [
+          { outcome: 'settle' },
+          { outcome: 'fail' },
+          { outcome: 'fail', reason: 'bank_unreachable' },
+        ]) {
           const answer = await simulate(api, id, body);
           assertEnvelope(assert, answer, 409, 'payment_already_resolved');
           assert.equal(answer.body.error.type, 'invalid_request_error');
@@ -304,7 +405,12 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const failed = await pay(api, 'V99990005', 'failed');
       const reversed = await pay(api, 'V99990001', 'settled');
       assert.equal((await simulate(api, reversed, { outcome: 'reverse' })).status, 200);
-      for (const [id, status] of [[submitted, 'submitted'], [unknown, 'unknown'], [failed, 'failed'], [reversed, 'reversed']] as const) {
+      for (const [id, status] of [
+        [submitted, 'submitted'],
+        [unknown, 'unknown'],
+        [failed, 'failed'],
+        [reversed, 'reversed'],
+      ] as const) {
         const before = await snapshot(api, tenantId, id);
         const answer = await simulate(api, id, { outcome: 'reverse', reason: 'returned_by_bank' });
         assertEnvelope(assert, answer, 409, 'payment_not_settled');
@@ -321,10 +427,20 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       const admin = client(t.app, t.platformKey);
       const live = await admin.post(`/v1/admin/tenants/${tenantId}/api-keys`, { mode: 'live' });
       assert.equal(live.status, 201, live.raw);
-      assertEnvelope(assert, await simulate(client(t.app, live.body.key), id, { outcome: 'settle' }), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await simulate(client(t.app, live.body.key), id, { outcome: 'settle' }),
+        404,
+        'resource_not_found',
+      );
       const other = await createTenant(t, { name: 'Otra' });
       assertEnvelope(assert, await simulate(other.api, id, { outcome: 'settle' }), 404, 'resource_not_found');
-      assertEnvelope(assert, await simulate(api, '6f1c2a4e-1111-4c2b-9d3e-000000000099', { outcome: 'settle' }), 404, 'resource_not_found');
+      assertEnvelope(
+        assert,
+        await simulate(api, '6f1c2a4e-1111-4c2b-9d3e-000000000099', { outcome: 'settle' }),
+        404,
+        'resource_not_found',
+      );
       const readOnly = await createTenant(t, { scopes: ['payments:read'] });
       const forbidden = await simulate(readOnly.api, id, { outcome: 'settle' });
       assertEnvelope(assert, forbidden, 403, 'scope_missing');
@@ -350,11 +466,19 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
       for (const [body, field] of cases) {
         const answer = await simulate(api, id, body);
         assertEnvelope(assert, answer, 400, 'validation_failed');
-        assert.ok(answer.body.error.meta.errors.some((e: any) => e.field === field), `${JSON.stringify(body)}: ${answer.raw}`);
+        assert.ok(
+          answer.body.error.meta.errors.some((e: any) => e.field === field),
+          `${JSON.stringify(body)}: ${answer.raw}`,
+        );
       }
       assertEnvelope(assert, await simulate(api, 'not-a-uuid', { outcome: 'settle' }), 400, 'validation_failed');
       // Validation comes before existence: an unknown id with a bad body is still a 400.
-      assertEnvelope(assert, await simulate(api, '6f1c2a4e-1111-4c2b-9d3e-000000000099', { outcome: 'settle', reason: 'rail_rejected' }), 400, 'validation_failed');
+      assertEnvelope(
+        assert,
+        await simulate(api, '6f1c2a4e-1111-4c2b-9d3e-000000000099', { outcome: 'settle', reason: 'rail_rejected' }),
+        400,
+        'validation_failed',
+      );
       assert.deepEqual(await snapshot(api, tenantId, id), before);
     });
   });
@@ -364,7 +488,12 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
     for (const bodies of [
       [{ outcome: 'settle' }, { outcome: 'settle' }],
       [{ outcome: 'settle' }, { outcome: 'fail' }],
-      [{ outcome: 'fail' }, { outcome: 'fail', reason: 'bank_unreachable' }, { outcome: 'settle' }, { outcome: 'settle' }],
+      [
+        { outcome: 'fail' },
+        { outcome: 'fail', reason: 'bank_unreachable' },
+        { outcome: 'settle' },
+        { outcome: 'settle' },
+      ],
     ]) {
       const id = await pay(api, plainId(), 'submitted');
       const answers = await Promise.all(bodies.map((body) => simulate(api, id, body)));
@@ -383,11 +512,18 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
     const ids = [await pay(api, 'V99990006', 'submitted'), await pay(api, plainId(), 'submitted')];
     clock.advance(4_000);
     const reaper = reaperOf(t);
-    const [answers] = await Promise.all([Promise.all(ids.map((id) => simulate(api, id, { outcome: 'fail', reason: 'rail_rejected' }))), reaper.runOnce()]);
+    const [answers] = await Promise.all([
+      Promise.all(ids.map((id) => simulate(api, id, { outcome: 'fail', reason: 'rail_rejected' }))),
+      reaper.runOnce(),
+    ]);
     for (const [i, id] of ids.entries()) {
       const p = (await api.get(`/v1/payments/${id}`)).body;
       const events = await outboxOf(t, tenantId, id);
-      assert.deepEqual(events.map((e) => e.type), [`payment.${p.status}`], 'one outcome event, the one the payment shows');
+      assert.deepEqual(
+        events.map((e) => e.type),
+        [`payment.${p.status}`],
+        'one outcome event, the one the payment shows',
+      );
       if (answers[i]!.status === 200) assert.deepEqual([p.status, p.status_reason], ['failed', 'rail_rejected']);
       else assertEnvelope(assert, answers[i]!, 409, 'payment_already_resolved');
       assert.equal((await railSays(id)).status, p.status, 'the rail says what the payment became');
@@ -395,64 +531,85 @@ describe(`sandbox simulation on ${ENGINE}`, () => {
   });
 });
 
-describe('sandbox simulation from several instances on PostgreSQL', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): the embedded engine has one connection, so two instances cannot race' : false }, () => {
-  let instances: Instances;
-  let apps: TestApp[];
-  let clock: ManualClock;
+describe(
+  'sandbox simulation from several instances on PostgreSQL',
+  {
+    skip:
+      ENGINE !== 'postgres'
+        ? 'needs a PostgreSQL server (DATABASE_URL): the embedded engine has one connection, so two instances cannot race'
+        : false,
+  },
+  () => {
+    let instances: Instances;
+    let apps: TestApp[];
+    let clock: ManualClock;
 
-  before(async () => {
-    clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
-    instances = await startInstances(2, { clock, env: ENV });
-    apps = instances.apps;
-  });
-  after(async () => {
-    assert.equal(await instances.close(), 0, 'no deadlock was ever detected on this database');
-  });
+    before(async () => {
+      clock = new ManualClock(new Date('2026-11-23T15:00:00Z'));
+      instances = await startInstances(2, { clock, env: ENV });
+      apps = instances.apps;
+    });
+    after(async () => {
+      assert.equal(await instances.close(), 0, 'no deadlock was ever detected on this database');
+    });
 
-  it('two instances simulate the same payments at once: per payment one 200, one 409, one event, the ledger balanced', async () => {
-    // The last instance started holds the platform key.
-    const main = apps[1]!;
-    const funded = await fundedTenant(main, FUNDING);
-    const other = client(apps[0]!.app, funded.key);
-    const ids: string[] = [];
-    for (let i = 0; i < 8; i += 1) ids.push(await pay(funded.api, plainId(), 'submitted'));
-    const pairs = await Promise.all(
-      ids.map((id, i) =>
-        Promise.all([simulate(funded.api, id, { outcome: i % 2 === 0 ? 'settle' : 'fail' }), simulate(other, id, { outcome: i % 3 === 0 ? 'fail' : 'settle' })]),
-      ),
-    );
-    let expected = FUNDING;
-    for (const [i, pair] of pairs.entries()) {
-      const ok = pair.filter((a) => a.status === 200);
-      assert.equal(ok.length, 1, pair.map((a) => a.raw).join('\n'));
-      const refused = pair.find((a) => a.status !== 200)!;
-      assertEnvelope(assert, refused, 409, 'payment_already_resolved');
-      const events = await outboxOf(main, funded.tenantId, ids[i]!);
-      assert.equal(events.length, 1);
-      const status = ok[0]!.body.status;
-      assert.equal(events[0]!.type, `payment.${status}`);
-      assert.equal(refused.body.error.meta.status, status);
-      assert.equal((await apps[0]!.services.rails.test!.lookup(ids[i]!, 'test')).status, status);
-      if (status === 'settled') expected -= DELIVER + FEE;
-    }
-    assert.equal((await position(funded.api)).prefundingBalance, String(expected));
-    await assertLedgerBalanced(main);
-  });
+    it('two instances simulate the same payments at once: per payment one 200, one 409, one event, the ledger balanced', async () => {
+      // The last instance started holds the platform key.
+      const main = apps[1]!;
+      const funded = await fundedTenant(main, FUNDING);
+      const other = client(apps[0]!.app, funded.key);
+      const ids: string[] = [];
+      for (let i = 0; i < 8; i += 1) ids.push(await pay(funded.api, plainId(), 'submitted'));
+      const pairs = await Promise.all(
+        ids.map((id, i) =>
+          Promise.all([
+            simulate(funded.api, id, { outcome: i % 2 === 0 ? 'settle' : 'fail' }),
+            simulate(other, id, { outcome: i % 3 === 0 ? 'fail' : 'settle' }),
+          ]),
+        ),
+      );
+      let expected = FUNDING;
+      for (const [i, pair] of pairs.entries()) {
+        const ok = pair.filter((a) => a.status === 200);
+        assert.equal(ok.length, 1, pair.map((a) => a.raw).join('\n'));
+        const refused = pair.find((a) => a.status !== 200)!;
+        assertEnvelope(assert, refused, 409, 'payment_already_resolved');
+        const events = await outboxOf(main, funded.tenantId, ids[i]!);
+        assert.equal(events.length, 1);
+        const status = ok[0]!.body.status;
+        assert.equal(events[0]!.type, `payment.${status}`);
+        assert.equal(refused.body.error.meta.status, status);
+        assert.equal((await apps[0]!.services.rails.test!.lookup(ids[i]!, 'test')).status, status);
+        if (status === 'settled') expected -= DELIVER + FEE;
+      }
+      assert.equal((await position(funded.api)).prefundingBalance, String(expected));
+      await assertLedgerBalanced(main);
+    });
 
-  it('a simulated return races the rail\'s own return of a V99990007 payment on another instance: one reversal', async () => {
-    const main = apps[1]!;
-    const funded = await fundedTenant(main, FUNDING);
-    const id = await pay(funded.api, 'V99990007', 'submitted');
-    await advanceAndReap(main, clock, 4_000);
-    assert.equal((await funded.api.get(`/v1/payments/${id}`)).body.status, 'settled');
-    clock.advance(11_000);
-    const [answer] = await Promise.all([simulate(funded.api, id, { outcome: 'reverse' }), reaperOf(apps[0]!).runOnce()]);
-    await reaperOf(apps[0]!).runOnce();
-    if (answer.status !== 200) assertEnvelope(assert, answer, 409, 'payment_not_settled');
-    const events = await outboxOf(main, funded.tenantId, id);
-    assert.deepEqual(events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
-    assert.equal((await position(funded.api)).prefundingBalance, String(FUNDING - FEE), 'returned once');
-    assert.deepEqual((await main.services.rails.test!.pendingNotifications(1_000)).filter((n) => n.reference === id), []);
-    await assertLedgerBalanced(main);
-  });
-});
+    it("a simulated return races the rail's own return of a V99990007 payment on another instance: one reversal", async () => {
+      const main = apps[1]!;
+      const funded = await fundedTenant(main, FUNDING);
+      const id = await pay(funded.api, 'V99990007', 'submitted');
+      await advanceAndReap(main, clock, 4_000);
+      assert.equal((await funded.api.get(`/v1/payments/${id}`)).body.status, 'settled');
+      clock.advance(11_000);
+      const [answer] = await Promise.all([
+        simulate(funded.api, id, { outcome: 'reverse' }),
+        reaperOf(apps[0]!).runOnce(),
+      ]);
+      await reaperOf(apps[0]!).runOnce();
+      if (answer.status !== 200) assertEnvelope(assert, answer, 409, 'payment_not_settled');
+      const events = await outboxOf(main, funded.tenantId, id);
+      assert.deepEqual(
+        events.map((e) => e.type),
+        ['payment.settled', 'payment.reversed'],
+      );
+      assert.equal((await position(funded.api)).prefundingBalance, String(FUNDING - FEE), 'returned once');
+      assert.deepEqual(
+        (await main.services.rails.test!.pendingNotifications(1_000)).filter((n) => n.reference === id),
+        [],
+      );
+      await assertLedgerBalanced(main);
+    });
+  },
+);

@@ -57,9 +57,13 @@ describe(`the SDK examples against the service as a process, on ${ENGINE}`, () =
   before(async () => {
     database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-sdk-examples-'));
-    service = await startService(
-      { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_SETTLE_DELAY_MS: '200', REAPER_INTERVAL_MS: '100', DISPATCHER_INTERVAL_MS: '50' },
-    );
+    service = await startService({
+      DATA_DIR: dataDir,
+      DATABASE_URL: database?.url ?? '',
+      SANDBOX_SETTLE_DELAY_MS: '200',
+      REAPER_INTERVAL_MS: '100',
+      DISPATCHER_INTERVAL_MS: '50',
+    });
     const saved = JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8'));
     apiKey = saved.apiKey;
 
@@ -95,16 +99,47 @@ describe(`the SDK examples against the service as a process, on ${ENGINE}`, () =
   });
 
   it('receiver.mjs answers 401 to a forged, stale or unsigned delivery and 200 once to a signed one (then acknowledges the duplicate)', async () => {
-    const body = JSON.stringify({ id: '900001', eventType: 'payment.failed', attempt: 1, payload: { paymentId: 'c0ffee00-0000-4000-8000-000000000001', asset: 'BS', amount: '100', method: 'pago_movil', reason: 'bank_unreachable', metadata: {} } });
-    const deliver = (headers: Record<string, string>, raw = body) => fetch(receiverUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw });
+    const body = JSON.stringify({
+      id: '900001',
+      eventType: 'payment.failed',
+      attempt: 1,
+      payload: {
+        paymentId: 'c0ffee00-0000-4000-8000-000000000001',
+        asset: 'BS',
+        amount: '100',
+        method: 'pago_movil',
+        reason: 'bank_unreachable',
+        metadata: {},
+      },
+    });
+    const deliver = (headers: Record<string, string>, raw = body) =>
+      fetch(receiverUrl, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw });
     const now = String(Date.now());
 
-    assert.equal((await deliver({ 'x-timestamp': now, 'x-signature': signatureHeader('whsec_forged', now, body) })).status, 401);
-    assert.equal((await deliver({ 'x-timestamp': now, 'x-signature': signatureHeader(secret, now, body) }, body.replace('"100"', '"999"'))).status, 401);
+    assert.equal(
+      (await deliver({ 'x-timestamp': now, 'x-signature': signatureHeader('whsec_forged', now, body) })).status,
+      401,
+    );
+    assert.equal(
+      (
+        await deliver(
+          { 'x-timestamp': now, 'x-signature': signatureHeader(secret, now, body) },
+          body.replace('"100"', '"999"'),
+        )
+      ).status,
+      401,
+    );
     const stale = String(Date.now() - 10 * 60_000);
-    assert.equal((await deliver({ 'x-timestamp': stale, 'x-signature': signatureHeader(secret, stale, body) })).status, 401);
+    assert.equal(
+      (await deliver({ 'x-timestamp': stale, 'x-signature': signatureHeader(secret, stale, body) })).status,
+      401,
+    );
     assert.equal((await deliver({ 'x-timestamp': now })).status, 401);
-    await waitFor('receiver', receiver, /refused: signature_mismatch[\s\S]*refused: signature_mismatch[\s\S]*refused: timestamp_outside_tolerance[\s\S]*refused: missing_signature/);
+    await waitFor(
+      'receiver',
+      receiver,
+      /refused: signature_mismatch[\s\S]*refused: signature_mismatch[\s\S]*refused: timestamp_outside_tolerance[\s\S]*refused: missing_signature/,
+    );
 
     const signed = { 'x-timestamp': now, 'x-signature': signatureHeader(secret, now, body), 'x-event-id': '900001' };
     assert.equal((await deliver(signed)).status, 200);
@@ -114,7 +149,11 @@ describe(`the SDK examples against the service as a process, on ${ENGINE}`, () =
   });
 
   it("docs/webhooks.md's receiver is examples/receiver.mjs, verbatim", () => {
-    assert.ok(readFileSync(path.join(ROOT, 'docs/webhooks.md'), 'utf8').includes(`\`\`\`js\n${readFileSync(path.join(ROOT, 'examples/receiver.mjs'), 'utf8')}\`\`\``));
+    assert.ok(
+      readFileSync(path.join(ROOT, 'docs/webhooks.md'), 'utf8').includes(
+        `\`\`\`js\n${readFileSync(path.join(ROOT, 'examples/receiver.mjs'), 'utf8')}\`\`\``,
+      ),
+    );
   });
 
   it('reconcile.ts compiles under tsc --strict against the built @bolivar/sdk, and the types refuse what the API would', () => {
@@ -146,8 +185,18 @@ export async function mistakes(error: BolivarError): Promise<void> {
         process.execPath,
         [
           path.join(ROOT, 'node_modules/typescript/bin/tsc'),
-          '--strict', '--noEmit', '--noUncheckedIndexedAccess', '--skipLibCheck',
-          '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--types', 'node',
+          '--strict',
+          '--noEmit',
+          '--noUncheckedIndexedAccess',
+          '--skipLibCheck',
+          '--target',
+          'es2022',
+          '--module',
+          'nodenext',
+          '--moduleResolution',
+          'nodenext',
+          '--types',
+          'node',
           path.join(ROOT, 'examples/reconcile.ts'),
           path.join(dir, 'mistakes.ts'),
         ],

@@ -31,18 +31,36 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       const me = JSON.parse(execSync(curl, { encoding: 'utf8' }));
       assert.equal(me.name, 'Sandbox');
       assert.equal(me.mode, 'test');
-      assert.doesNotMatch(service.output().split('\n').filter((l) => l.startsWith('{')).join('\n'), new RegExp(saved.apiKey), 'the key never reaches the JSON logs');
+      assert.doesNotMatch(
+        service
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .join('\n'),
+        new RegExp(saved.apiKey),
+        'the key never reaches the JSON logs',
+      );
 
       // The operator CLI drives the admin API of the running service with the saved platform key.
       const cli = (args: string) =>
-        JSON.parse(execSync(`node bin/bolivar.mjs ${args}`, { encoding: 'utf8', env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl } }));
+        JSON.parse(
+          execSync(`node bin/bolivar.mjs ${args}`, {
+            encoding: 'utf8',
+            env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl },
+          }),
+        );
       const tenant = cli('tenants create --name "CLI Remesas" --fee-bps 80');
       assert.equal(tenant.name, 'CLI Remesas');
       assert.equal(tenant.feeBps, 80);
       // The saved platform key is never printed, and administers test mode only.
       assert.ok(!service.output().includes(saved.platformApiKey), 'the platform key is not in the output');
       assert.throws(
-        () => execSync(`node bin/bolivar.mjs keys issue --tenant ${tenant.id} --mode live`, { encoding: 'utf8', stdio: 'pipe', env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl } }),
+        () =>
+          execSync(`node bin/bolivar.mjs keys issue --tenant ${tenant.id} --mode live`, {
+            encoding: 'utf8',
+            stdio: 'pipe',
+            env: { ...process.env, DATA_DIR: dataDir, BOLIVAR_URL: service.baseUrl },
+          }),
         (error: { stderr?: string }) => /403 bootstrap_key_test_only: .*set PLATFORM_API_KEY/.test(error.stderr ?? ''),
       );
       const key = cli(`keys issue --tenant ${tenant.id} --mode test --scopes payments:read,treasury:read`);
@@ -69,16 +87,29 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
     const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-npm-start-'));
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
     const port = await freePort();
-    const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' }, port, 30_000, 'npm start');
+    const service = await startService(
+      { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '' },
+      port,
+      30_000,
+      'npm start',
+    );
     try {
       assert.equal((await fetch(`${service.baseUrl}/health/live`)).status, 200);
       const code = await service.stop('SIGTERM');
       assert.equal(code, 0, service.output());
       // npm has exited; the service it started must be gone too, not still answering on the port.
-      await until(`nothing answering on port ${port} after npm exited`, async () => !(await fetch(`${service.baseUrl}/health/live`).then(() => true, () => false)), {
-        timeoutMs: ORPHAN_EXIT_BOUND_MS,
-        intervalMs: 100,
-      });
+      await until(
+        `nothing answering on port ${port} after npm exited`,
+        async () =>
+          !(await fetch(`${service.baseUrl}/health/live`).then(
+            () => true,
+            () => false,
+          )),
+        {
+          timeoutMs: ORPHAN_EXIT_BOUND_MS,
+          intervalMs: 100,
+        },
+      );
     } finally {
       // Whatever npm left behind, so a failure here cannot keep the test run waiting.
       try {
@@ -108,12 +139,19 @@ describe(`the service as a process (npm start) on ${ENGINE}`, () => {
       [{ DATA_DIR: file }, /Invalid configuration: DATA_DIR=".*"; .*exists and is not a directory/],
       [{ DATA_DIR: path.join(file, 'below') }, /Invalid configuration: DATA_DIR=.*exists and is not a directory/],
       // procfs answers mkdir with ENOENT, on which Node's recursive mkdir loops for ever.
-      [{ DATA_DIR: '/proc/bds-no-such-dir' }, /Invalid configuration: DATA_DIR="\/proc\/bds-no-such-dir".*Creating \/proc\/bds-no-such-dir failed: ENOENT/],
+      [
+        { DATA_DIR: '/proc/bds-no-such-dir' },
+        /Invalid configuration: DATA_DIR="\/proc\/bds-no-such-dir".*Creating \/proc\/bds-no-such-dir failed: ENOENT/,
+      ],
       // It holds the embedded database and bootstrap.json: closed to other users, or refused.
       [{ DATA_DIR: readable }, /Invalid configuration: DATA_DIR=".*".*is open to other users \(mode 0755\).*chmod 700/],
     ];
     for (const [env, message] of cases) {
-      const result = await runToExit({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-cfg-')), ...embedded, ...env }, undefined, REFUSAL_BOUND_MS);
+      const result = await runToExit(
+        { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-cfg-')), ...embedded, ...env },
+        undefined,
+        REFUSAL_BOUND_MS,
+      );
       assert.equal(result.code, 78, `${JSON.stringify(env)}: ${result.output}`);
       assert.match(result.output, message);
     }

@@ -14,14 +14,52 @@ import { ManualClock } from '../support/clock.ts';
 import { bootstrapIfEmpty, PLATFORM_TENANT_ID } from '../../src/services/bootstrap.ts';
 import { DailyCloseWorker } from '../../src/workers/daily-close.ts';
 import { bootstrapSteps } from '../../src/workers/index.ts';
-import { client, createTestDatabase, startTestApp, type Client, type TestApp, type TestDatabase } from '../support/harness.ts';
-import { advanceAndReap, assertLedgerBalanced, beneficiary, fundedTenant, idempotencyKey, payout, SENDER } from '../support/payouts.ts';
+import {
+  client,
+  createTestDatabase,
+  startTestApp,
+  type Client,
+  type TestApp,
+  type TestDatabase,
+} from '../support/harness.ts';
+import {
+  advanceAndReap,
+  assertLedgerBalanced,
+  beneficiary,
+  fundedTenant,
+  idempotencyKey,
+  payout,
+  SENDER,
+} from '../support/payouts.ts';
 import { statementLog, type LoggedStatement, type StatementLog } from '../support/statement-log.ts';
-import { checkStatement, isMoneyTransaction, loadParser, TABLE_PLACEMENT, TENANT_OWNED, type ScopeFinding } from '../support/tenant-scope.ts';
+import {
+  checkStatement,
+  isMoneyTransaction,
+  loadParser,
+  TABLE_PLACEMENT,
+  TENANT_OWNED,
+  type ScopeFinding,
+} from '../support/tenant-scope.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: '300', REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '3000',
+  SANDBOX_REVERSE_DELAY_MS: '10000',
+  SANDBOX_RAIL_TIMEOUT_MS: '300',
+  REAPER_INTERVAL_MS: '1000',
+};
 /** Every sandbox trigger (docs/sandbox.md) and an ordinary id: each outcome's path runs at least once. */
-const SANDBOX_IDS = ['V99990001', 'V99990002', 'V99990003', 'V99990004', 'V99990005', 'V99990006', 'V99990007', 'V99990008', 'V99990009', 'V20111222'];
+const SANDBOX_IDS = [
+  'V99990001',
+  'V99990002',
+  'V99990003',
+  'V99990004',
+  'V99990005',
+  'V99990006',
+  'V99990007',
+  'V99990008',
+  'V99990009',
+  'V20111222',
+];
 
 interface Checked {
   statement: LoggedStatement;
@@ -53,7 +91,9 @@ const ALLOWED_SECOND_TENANT = [{ table: 'idempotency_keys', tenant: PLATFORM_TEN
 /** The tenants a statement binds, its `$n` read from its parameters, and whether the allow-list covers each. */
 function tenantsOf({ statement, finding }: Checked): Array<{ tenant: string; allowed: boolean }> {
   return finding.bindings.map(({ table, value }) => {
-    const tenant = value.startsWith('$') ? String(statement.params[Number(value.slice(1)) - 1]) : value.replace(/^'|'$/g, '');
+    const tenant = value.startsWith('$')
+      ? String(statement.params[Number(value.slice(1)) - 1])
+      : value.replace(/^'|'$/g, '');
     return { tenant, allowed: ALLOWED_SECOND_TENANT.some((a) => a.table === table && a.tenant === tenant) };
   });
 }
@@ -69,14 +109,23 @@ async function simulate(api: Client, paymentId: string, outcome: string): Promis
 async function prefundedPaths(t: TestApp, clock: ManualClock): Promise<void> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-tenant-scope-'));
   try {
-    const boot = await bootstrapIfEmpty(t.db, { dataDir, platformApiKey: t.platformKey, publicBaseUrl: 'http://127.0.0.1:9', port: 0 }, bootstrapSteps(t.config));
+    const boot = await bootstrapIfEmpty(
+      t.db,
+      { dataDir, platformApiKey: t.platformKey, publicBaseUrl: 'http://127.0.0.1:9', port: 0 },
+      bootstrapSteps(t.config),
+    );
     assert.ok(boot, 'the sandbox tenant is created, with its first funding');
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
   }
   const tenant = await fundedTenant(t);
   const admin = client(t.app, t.platformKey);
-  const fund = (amount: number, key: string) => admin.post(`/v1/admin/tenants/${tenant.tenantId}/fundings`, { mode: 'test', asset: 'BS', amount }, { 'idempotency-key': key });
+  const fund = (amount: number, key: string) =>
+    admin.post(
+      `/v1/admin/tenants/${tenant.tenantId}/fundings`,
+      { mode: 'test', asset: 'BS', amount },
+      { 'idempotency-key': key },
+    );
   assert.equal((await fund(1_000_000_000, `fund-${tenant.tenantId}`)).status, 201, 'a replay of the first funding');
   assert.equal((await fund(5_000_000, idempotencyKey())).status, 201, 'a second funding');
   for (const nationalId of SANDBOX_IDS) {
@@ -84,10 +133,15 @@ async function prefundedPaths(t: TestApp, clock: ManualClock): Promise<void> {
     const made = await payout(tenant.api, { beneficiary: beneficiary(nationalId, extra) });
     assert.equal(made.status, 201, made.raw);
     // An operator puts an unresolved payment back on the reaper's schedule, naming the payment only.
-    if (made.body.status === 'unknown') assert.equal((await admin.post(`/v1/admin/payments/${made.body.id}/recheck`)).status, 200);
+    if (made.body.status === 'unknown')
+      assert.equal((await admin.post(`/v1/admin/payments/${made.body.id}/recheck`)).status, 200);
   }
   const items = ['V20111222', 'V99990005', 'V99990006'].map((nationalId, i) => ({
-    reference: `scope-${i}`, deliver: { asset: 'BS', amount: 1_000_000 }, method: 'pago_movil', beneficiary: beneficiary(nationalId), sender: SENDER,
+    reference: `scope-${i}`,
+    deliver: { asset: 'BS', amount: 1_000_000 },
+    method: 'pago_movil',
+    beneficiary: beneficiary(nationalId),
+    sender: SENDER,
   }));
   const batch = await tenant.api.post('/v1/payout-batches', { items }, { 'idempotency-key': idempotencyKey() });
   assert.equal(batch.status, 201, batch.raw);
@@ -101,8 +155,11 @@ async function prefundedPaths(t: TestApp, clock: ManualClock): Promise<void> {
 /** A credit tenant draws, is closed by the admin API, draws again and is closed by the scheduled close. */
 async function creditPaths(t: TestApp, clock: ManualClock): Promise<void> {
   const tenant = await fundedTenant(t, 0n, { creditEnabled: true, creditLimit: 50_000_000 });
-  for (const nationalId of ['V99990001', 'V99990006', 'V99990007']) await payout(tenant.api, { beneficiary: beneficiary(nationalId) });
-  const closed = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/close`, { mode: 'test' });
+  for (const nationalId of ['V99990001', 'V99990006', 'V99990007'])
+    await payout(tenant.api, { beneficiary: beneficiary(nationalId) });
+  const closed = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/close`, {
+    mode: 'test',
+  });
   assert.equal(closed.status, 200, closed.raw);
   await advanceAndReap(t, clock, 4000);
   await payout(tenant.api, { beneficiary: beneficiary('V99990001') });
@@ -138,18 +195,40 @@ describe('tenant scope: every money transaction is single-tenant (the path to Ci
                               WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'tenant_id') AS tenant
          FROM information_schema.tables t WHERE t.table_schema = 'public' AND t.table_type = 'BASE TABLE' ORDER BY 1`,
     );
-    const unplaced = rows.filter((r) => !TENANT_OWNED.has(r.table_name) && !(r.table_name in TABLE_PLACEMENT)).map((r) => r.table_name);
-    assert.deepEqual(unplaced, [], 'a new table needs its place on Citus: TENANT_OWNED or TABLE_PLACEMENT in test/support/tenant-scope.ts, and docs/scaling.md');
+    const unplaced = rows
+      .filter((r) => !TENANT_OWNED.has(r.table_name) && !(r.table_name in TABLE_PLACEMENT))
+      .map((r) => r.table_name);
+    assert.deepEqual(
+      unplaced,
+      [],
+      'a new table needs its place on Citus: TENANT_OWNED or TABLE_PLACEMENT in test/support/tenant-scope.ts, and docs/scaling.md',
+    );
     const notNullTenant = new Set(rows.filter((r) => r.tenant === 'NO').map((r) => r.table_name));
-    assert.deepEqual([...TENANT_OWNED].filter((table) => !notNullTenant.has(table)), [], 'a distributed table has tenant_id NOT NULL');
+    assert.deepEqual(
+      [...TENANT_OWNED].filter((table) => !notNullTenant.has(table)),
+      [],
+      'a distributed table has tenant_id NOT NULL',
+    );
     const known = new Set(rows.map((r) => r.table_name));
-    assert.deepEqual([...TENANT_OWNED, ...Object.keys(TABLE_PLACEMENT)].filter((table) => !known.has(table)), [], 'no table is placed that the schema lacks');
+    assert.deepEqual(
+      [...TENANT_OWNED, ...Object.keys(TABLE_PLACEMENT)].filter((table) => !known.has(table)),
+      [],
+      'no table is placed that the schema lacks',
+    );
   });
 
   it('the money paths ran: every money table was written by a money transaction', () => {
     const money = [...transactions.values()].filter((list) => isMoneyTransaction(list.map((c) => c.finding)));
     const written = new Set(money.flatMap((list) => list.flatMap((c) => c.finding.writes)));
-    for (const table of ['ledger_accounts', 'ledger_transactions', 'ledger_postings', 'payments', 'payment_transitions', 'limit_usage', 'daily_closes']) {
+    for (const table of [
+      'ledger_accounts',
+      'ledger_transactions',
+      'ledger_postings',
+      'payments',
+      'payment_transitions',
+      'limit_usage',
+      'daily_closes',
+    ]) {
       assert.ok(written.has(table), `no money transaction wrote ${table}: a money path did not run`);
     }
     assert.ok(money.length >= 20, `only ${money.length} money transactions ran`);
@@ -160,7 +239,8 @@ describe('tenant scope: every money transaction is single-tenant (the path to Ci
     for (const [id, list] of transactions) {
       if (!isMoneyTransaction(list.map((c) => c.finding))) continue;
       for (const { statement, finding } of list) {
-        for (const violation of finding.violations) violations.push(`transaction ${id}: ${violation}\n    ${oneLine(statement.sql).slice(0, 400)}`);
+        for (const violation of finding.violations)
+          violations.push(`transaction ${id}: ${violation}\n    ${oneLine(statement.sql).slice(0, 400)}`);
       }
     }
     assert.deepEqual(violations, [], `statements that Citus could not route to one shard:\n${violations.join('\n')}`);

@@ -13,7 +13,15 @@ import { startLoop } from '../../src/workers/run-loop.ts';
 import pino from 'pino';
 import { client, createTenant, startTestApp, type TestApp } from '../support/harness.ts';
 import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, type FundedTenant, fundedTenant, payout } from '../support/payouts.ts';
-import { answer, deliveryRows, dispatcherFor, eventRow, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
+import {
+  answer,
+  deliveryRows,
+  dispatcherFor,
+  eventRow,
+  eventsOfPayment,
+  setEndpoint,
+  TestReceiver,
+} from '../support/webhooks.ts';
 import { until } from '../support/until.ts';
 
 const TIMEOUT_MS = 200;
@@ -34,8 +42,10 @@ describe('webhook delivery to a real receiver', () => {
     receivers.push(r);
     return r;
   };
-  const dispatcher = (settings: Parameters<typeof dispatcherFor>[2] = {}, transport: Parameters<typeof dispatcherFor>[3] = {}) =>
-    dispatcherFor(t.db, clock, { timeoutMs: TIMEOUT_MS, ...settings }, transport);
+  const dispatcher = (
+    settings: Parameters<typeof dispatcherFor>[2] = {},
+    transport: Parameters<typeof dispatcherFor>[3] = {},
+  ) => dispatcherFor(t.db, clock, { timeoutMs: TIMEOUT_MS, ...settings }, transport);
 
   /**
    * A tenant with its endpoint at `url` and one pending `payment.settled` event: written to the
@@ -56,17 +66,29 @@ describe('webhook delivery to a real receiver', () => {
     }
     const paymentId = randomUUID();
     const payload = { paymentId, asset: 'BS', amount: '1000000', bankReference: '123456789012', method: 'pago_movil' };
-    const id = await insertOutboxEvent(t.db, { tenantId: owner.tenantId, mode: 'test', type: 'payment.settled', paymentId, payload, at: clock.now() });
+    const id = await insertOutboxEvent(t.db, {
+      tenantId: owner.tenantId,
+      mode: 'test',
+      type: 'payment.settled',
+      paymentId,
+      payload,
+      at: clock.now(),
+    });
     return { tenant: owner, secret, eventId: id.toString(), paymentId };
   }
 
   before(async () => {
     clock = new ManualClock(new Date());
-    t = await startTestApp({ clock, env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) } });
+    t = await startTestApp({
+      clock,
+      env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS) },
+    });
   });
   afterEach(async () => {
     // Whatever a test left pending must not be retried by the next one.
-    await t.db.query(`UPDATE outbox_events SET status = 'dead', dead_at = now(), next_attempt_at = NULL WHERE status = 'pending'`);
+    await t.db.query(
+      `UPDATE outbox_events SET status = 'dead', dead_at = now(), next_attempt_at = NULL WHERE status = 'pending'`,
+    );
   });
   after(async () => {
     for (const r of receivers) await r.close();
@@ -95,15 +117,34 @@ describe('webhook delivery to a real receiver', () => {
 
     const stored = await eventRow(t.db, eventId);
     const expected = `{"id":"${eventId}","eventType":"payment.settled","attempt":1,"payload":${stored.payload_text}}`;
-    assert.equal(request!.rawBody.toString('utf8'), expected, 'the body is built from the stored payload text, byte for byte');
+    assert.equal(
+      request!.rawBody.toString('utf8'),
+      expected,
+      'the body is built from the stored payload text, byte for byte',
+    );
     assert.deepEqual(Object.keys(request!.body), ['id', 'eventType', 'attempt', 'payload']);
-    assert.deepEqual(Object.keys(request!.body.payload).sort(), ['amount', 'asset', 'bankReference', 'metadata', 'method', 'paymentId']);
+    assert.deepEqual(Object.keys(request!.body.payload).sort(), [
+      'amount',
+      'asset',
+      'bankReference',
+      'metadata',
+      'method',
+      'paymentId',
+    ]);
     assert.equal(request!.body.payload.paymentId, paymentId);
 
-    const verified = verifyWebhook({ secret: secret!, headers: h, rawBody: request!.rawBody, nowMs: clock.now().getTime() });
+    const verified = verifyWebhook({
+      secret: secret!,
+      headers: h,
+      rawBody: request!.rawBody,
+      nowMs: clock.now().getTime(),
+    });
     assert.deepEqual(verified, { ok: true, timestampMs: clock.now().getTime(), eventId });
     const tampered = Buffer.from(request!.rawBody.toString('utf8').replace('"attempt":1', '"attempt":2'));
-    assert.equal(verifyWebhook({ secret: secret!, headers: h, rawBody: tampered, nowMs: clock.now().getTime() }).ok, false);
+    assert.equal(
+      verifyWebhook({ secret: secret!, headers: h, rawBody: tampered, nowMs: clock.now().getTime() }).ok,
+      false,
+    );
 
     assert.equal(stored.status, 'published');
     assert.equal(stored.attempts, 1);
@@ -148,13 +189,24 @@ describe('webhook delivery to a real receiver', () => {
     }
     await d.close();
     assert.deepEqual(waits, [5000, 15000, 45000]);
-    assert.deepEqual(r.requests.map((q) => q.headers['x-delivery-attempt']), ['1', '2', '3', '4']);
-    assert.deepEqual(r.requests.map((q) => q.body.attempt), [1, 2, 3, 4]);
+    assert.deepEqual(
+      r.requests.map((q) => q.headers['x-delivery-attempt']),
+      ['1', '2', '3', '4'],
+    );
+    assert.deepEqual(
+      r.requests.map((q) => q.body.attempt),
+      [1, 2, 3, 4],
+    );
     assert.equal(new Set(r.eventIds()).size, 1, 'the same event id every time');
     const deliveries = await deliveryRows(t.db, eventId);
     assert.deepEqual(
       deliveries.map((x: any) => [x.attempt, x.status_code, x.ok, x.error]),
-      [[1, 500, false, 'HTTP 500'], [2, 500, false, 'HTTP 500'], [3, 500, false, 'HTTP 500'], [4, 204, true, null]],
+      [
+        [1, 500, false, 'HTTP 500'],
+        [2, 500, false, 'HTTP 500'],
+        [3, 500, false, 'HTTP 500'],
+        [4, 204, true, null],
+      ],
     );
   });
 
@@ -217,7 +269,13 @@ describe('webhook delivery to a real receiver', () => {
     r.behaviour = answer(200);
     const retried = await first.tenant.api.post(`/v1/events/${first.eventId}/retry`);
     assert.equal(retried.status, 200, retried.raw);
-    assert.deepEqual(retried.body, { id: first.eventId, event_type: 'payment.settled', status: 'pending', attempts: 12, requeued: true });
+    assert.deepEqual(retried.body, {
+      id: first.eventId,
+      event_type: 'payment.settled',
+      status: 'pending',
+      attempts: 12,
+      requeued: true,
+    });
     const requeued = await eventRow(t.db, first.eventId);
     assert.equal(requeued.dead_at, null);
     assert.equal(requeued.next_attempt_at.getTime(), clock.now().getTime());
@@ -311,7 +369,10 @@ describe('webhook delivery to a real receiver', () => {
     const r = await receiver();
     const tenant = await createTenant(t);
     const oldSecret = await setEndpoint(t, tenant.tenantId, r.url());
-    const rotated = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/webhook-endpoint/rotate-secret`, { mode: 'test' });
+    const rotated = await client(t.app, t.platformKey).post(
+      `/v1/admin/tenants/${tenant.tenantId}/webhook-endpoint/rotate-secret`,
+      { mode: 'test' },
+    );
     assert.equal(rotated.status, 200, rotated.raw);
     const newSecret: string = rotated.body.secret;
     assert.notEqual(newSecret, oldSecret);
@@ -322,10 +383,21 @@ describe('webhook delivery to a real receiver', () => {
     await d.dispatchDue();
     const during = r.requests.at(-1)!;
     const ts = String(during.headers['x-timestamp']);
-    assert.equal(during.headers['x-signature'], `sha256=${computeSignature(newSecret, ts, during.rawBody)},sha256=${computeSignature(oldSecret, ts, during.rawBody)}`);
+    assert.equal(
+      during.headers['x-signature'],
+      `sha256=${computeSignature(newSecret, ts, during.rawBody)},sha256=${computeSignature(oldSecret, ts, during.rawBody)}`,
+    );
     const nowMs = clock.now().getTime();
-    assert.equal(verifyWebhook({ secret: oldSecret, headers: during.headers, rawBody: during.rawBody, nowMs }).ok, true, 'a receiver still on the old secret accepts');
-    assert.equal(verifyWebhook({ secret: newSecret, headers: during.headers, rawBody: during.rawBody, nowMs }).ok, true, 'a receiver on the new secret accepts');
+    assert.equal(
+      verifyWebhook({ secret: oldSecret, headers: during.headers, rawBody: during.rawBody, nowMs }).ok,
+      true,
+      'a receiver still on the old secret accepts',
+    );
+    assert.equal(
+      verifyWebhook({ secret: newSecret, headers: during.headers, rawBody: during.rawBody, nowMs }).ok,
+      true,
+      'a receiver on the new secret accepts',
+    );
 
     clock.advance(24 * 3_600_000 + 1);
     await settledEvent(undefined, tenant);
@@ -333,8 +405,19 @@ describe('webhook delivery to a real receiver', () => {
     await d.close();
     const afterOverlap = r.requests.at(-1)!;
     const ts2 = String(afterOverlap.headers['x-timestamp']);
-    assert.equal(afterOverlap.headers['x-signature'], `sha256=${computeSignature(newSecret, ts2, afterOverlap.rawBody)}`);
-    assert.equal(verifyWebhook({ secret: oldSecret, headers: afterOverlap.headers, rawBody: afterOverlap.rawBody, nowMs: clock.now().getTime() }).ok, false);
+    assert.equal(
+      afterOverlap.headers['x-signature'],
+      `sha256=${computeSignature(newSecret, ts2, afterOverlap.rawBody)}`,
+    );
+    assert.equal(
+      verifyWebhook({
+        secret: oldSecret,
+        headers: afterOverlap.headers,
+        rawBody: afterOverlap.rawBody,
+        nowMs: clock.now().getTime(),
+      }).ok,
+      false,
+    );
   });
 
   it('a dispatcher that dies after claiming (even after sending) loses nothing: the lease expires and the attempt is redelivered', async () => {
@@ -342,7 +425,10 @@ describe('webhook delivery to a real receiver', () => {
     const { eventId } = await settledEvent(r.url());
     const crashed = dispatcher();
     const claimed = await crashed.claim(10);
-    assert.deepEqual(claimed.map((e) => e.id.toString()), [eventId]);
+    assert.deepEqual(
+      claimed.map((e) => e.id.toString()),
+      [eventId],
+    );
     await crashed.send(claimed[0]!); // delivered, then the process "dies" before recording
     assert.equal(r.requests.length, 1);
 
@@ -354,14 +440,23 @@ describe('webhook delivery to a real receiver', () => {
     clock.advance(TIMEOUT_MS + DISPATCH_LEASE_MARGIN_MS);
     await survivor.dispatchDue();
     assert.equal(r.requests.length, 2, 'redelivered once the lease expired');
-    assert.deepEqual(r.requests.map((q) => [q.headers['x-event-id'], q.headers['x-delivery-attempt']]), [[eventId, '1'], [eventId, '1']]);
+    assert.deepEqual(
+      r.requests.map((q) => [q.headers['x-event-id'], q.headers['x-delivery-attempt']]),
+      [
+        [eventId, '1'],
+        [eventId, '1'],
+      ],
+    );
     const event = await eventRow(t.db, eventId);
     assert.equal(event.status, 'published');
     assert.equal(event.attempts, 1);
     assert.equal((await deliveryRows(t.db, eventId)).length, 1);
 
     // The dead dispatcher's late write changes nothing.
-    assert.equal(await crashed.record(claimed[0]!, { statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 }), false);
+    assert.equal(
+      await crashed.record(claimed[0]!, { statusCode: 500, ok: false, error: 'HTTP 500', durationMs: 1 }),
+      false,
+    );
     assert.equal((await eventRow(t.db, eventId)).status, 'published');
     await survivor.close();
     await crashed.close();
@@ -378,16 +473,30 @@ describe('webhook delivery to a real receiver', () => {
     assert.equal(event.last_error, NO_ENDPOINT_ERROR);
     assert.equal(event.next_attempt_at.getTime() - clock.now().getTime(), 5000);
     const [delivery] = await deliveryRows(t.db, eventId);
-    assert.deepEqual([delivery.status_code, delivery.ok, delivery.error, delivery.duration_ms], [null, false, NO_ENDPOINT_ERROR, 0]);
+    assert.deepEqual(
+      [delivery.status_code, delivery.ok, delivery.error, delivery.duration_ms],
+      [null, false, NO_ENDPOINT_ERROR, 0],
+    );
   });
 
   it('live mode: a loopback endpoint that slipped past configuration is refused at send time, by literal and by name', async () => {
     const r = await receiver();
     const live = await createTenant(t, { mode: 'live' });
     const eventIds: bigint[] = [];
-    for (const url of [r.url('/literal'), `http://localhost:${r.port}/by-name`, `http://[::ffff:127.0.0.1]:${r.port}/mapped`]) {
+    for (const url of [
+      r.url('/literal'),
+      `http://localhost:${r.port}/by-name`,
+      `http://[::ffff:127.0.0.1]:${r.port}/mapped`,
+    ]) {
       // Written directly: the admin API would refuse these URLs in live mode.
-      await upsertWebhookEndpoint(t.db, { tenantId: live.tenantId, mode: 'live', url, origin: new URL(url).origin, secretIfNew: generateWebhookSecret(), at: clock.now() });
+      await upsertWebhookEndpoint(t.db, {
+        tenantId: live.tenantId,
+        mode: 'live',
+        url,
+        origin: new URL(url).origin,
+        secretIfNew: generateWebhookSecret(),
+        at: clock.now(),
+      });
       const id = await insertOutboxEvent(t.db, {
         tenantId: live.tenantId,
         mode: 'live',
@@ -412,7 +521,7 @@ describe('webhook delivery to a real receiver', () => {
     .flat()
     .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal && !mayReachAddress('test', a.address))?.address;
   it(
-    'test mode: a private endpoint that slipped past configuration is refused at send time; loopback and the service\'s own origin are reached',
+    "test mode: a private endpoint that slipped past configuration is refused at send time; loopback and the service's own origin are reached",
     { skip: internal === undefined ? 'this machine has no private or reserved IPv4 address to listen on' : false },
     async () => {
       const lan = await receiver(undefined, internal);
@@ -420,8 +529,22 @@ describe('webhook delivery to a real receiver', () => {
       const { tenantId } = await createTenant(t, { mode: 'test' });
       const deliverTo = async (url: string, transport: { ownOrigin?: string } = {}) => {
         // Written directly: the admin API refuses private URLs in test mode too.
-        await upsertWebhookEndpoint(t.db, { tenantId, mode: 'test', url, origin: new URL(url).origin, secretIfNew: generateWebhookSecret(), at: clock.now() });
-        const id = await insertOutboxEvent(t.db, { tenantId, mode: 'test', type: 'payment.failed', paymentId: randomUUID(), payload: { reason: 'rail_rejected' }, at: clock.now() });
+        await upsertWebhookEndpoint(t.db, {
+          tenantId,
+          mode: 'test',
+          url,
+          origin: new URL(url).origin,
+          secretIfNew: generateWebhookSecret(),
+          at: clock.now(),
+        });
+        const id = await insertOutboxEvent(t.db, {
+          tenantId,
+          mode: 'test',
+          type: 'payment.failed',
+          paymentId: randomUUID(),
+          payload: { reason: 'rail_rejected' },
+          at: clock.now(),
+        });
         const d = dispatcher({}, transport);
         await d.dispatchDue();
         await d.close();
@@ -431,14 +554,25 @@ describe('webhook delivery to a real receiver', () => {
       for (const url of [lan.url('/literal'), `http://[::ffff:${internal}]:${lan.port}/mapped`]) {
         const delivery = await deliverTo(url);
         assert.equal(delivery.status_code, null, url);
-        assert.match(delivery.error, /not allowed in test mode: .* resolves to a private, link-local or metadata address/, `${url}: ${delivery.error}`);
+        assert.match(
+          delivery.error,
+          /not allowed in test mode: .* resolves to a private, link-local or metadata address/,
+          `${url}: ${delivery.error}`,
+        );
       }
       assert.equal(lan.requests.length, 0, 'the receiver on the private address was never reached');
-      assert.equal((await deliverTo(`http://localhost:${local.port}/by-name`)).status_code, 200, 'loopback by name is reached in test mode');
+      assert.equal(
+        (await deliverTo(`http://localhost:${local.port}/by-name`)).status_code,
+        200,
+        'loopback by name is reached in test mode',
+      );
       assert.equal(local.requests.length, 1);
       const own = await deliverTo(lan.url('/v1/sandbox/webhooks/sink'), { ownOrigin: new URL(lan.url()).origin });
       assert.equal(own.status_code, 200, "the service's own origin (PUBLIC_BASE_URL) is reached wherever it is");
-      assert.deepEqual(lan.requests.map((r) => r.path), ['/v1/sandbox/webhooks/sink']);
+      assert.deepEqual(
+        lan.requests.map((r) => r.path),
+        ['/v1/sandbox/webhooks/sink'],
+      );
     },
   );
 
@@ -454,10 +588,14 @@ describe('webhook delivery to a real receiver', () => {
     for (let i = 0; i < 6; i += 1) await settledEvent(undefined, fastTenant);
 
     const d = dispatcher({ timeoutMs: 5000, concurrency: 4, originConcurrency: 2, batchMax: 4 });
-    await until('every event of the healthy receiver out', async () => {
-      await d.runOnce();
-      return fast.requests.length >= 6;
-    }, { timeoutMs: 4000, intervalMs: 5 });
+    await until(
+      'every event of the healthy receiver out',
+      async () => {
+        await d.runOnce();
+        return fast.requests.length >= 6;
+      },
+      { timeoutMs: 4000, intervalMs: 5 },
+    );
     assert.equal(fast.requests.length, 6, 'every event of the healthy receiver went out while the slow one hung');
     assert.equal(slow.requests.length, 2, 'the slow receiver holds only its share of the slots');
     slow.behaviour = answer(200);
@@ -465,8 +603,14 @@ describe('webhook delivery to a real receiver', () => {
     await d.dispatchDue();
     await d.close();
     assert.equal(slow.requests.length, 6);
-    const { rows } = await t.db.query<{ status: string }>(`SELECT status FROM outbox_events WHERE tenant_id = ANY($1::uuid[])`, [[slowTenant.tenantId, fastTenant.tenantId]]);
-    assert.deepEqual(rows.map((row) => row.status), Array(12).fill('published'));
+    const { rows } = await t.db.query<{ status: string }>(
+      `SELECT status FROM outbox_events WHERE tenant_id = ANY($1::uuid[])`,
+      [[slowTenant.tenantId, fastTenant.tenantId]],
+    );
+    assert.deepEqual(
+      rows.map((row) => row.status),
+      Array(12).fill('published'),
+    );
   });
 
   it('in the worker loop, a slow delivery in flight does not hold back newly due events for other receivers', async () => {
@@ -479,13 +623,25 @@ describe('webhook delivery to a real receiver', () => {
     await setEndpoint(t, fastTenant.tenantId, fast.url());
     const { eventId: slowEventId } = await settledEvent(undefined, slowTenant);
     const d = dispatcher({ timeoutMs: SLOW_RECEIVER_TIMEOUT_MS, pollIntervalMs: 50 });
-    const loop = startLoop({ name: 'webhook-dispatcher', intervalMs: 50, runOnce: () => d.runOnce(), log: pino({ level: 'silent' }) as never });
+    const loop = startLoop({
+      name: 'webhook-dispatcher',
+      intervalMs: 50,
+      runOnce: () => d.runOnce(),
+      log: pino({ level: 'silent' }) as never,
+    });
     try {
       await until('the slow delivery in flight', () => slow.requests.length === 1, { timeoutMs: 3000, intervalMs: 5 });
       await settledEvent(undefined, fastTenant);
-      await until('the new event out', () => fast.requests.length === 1, { timeoutMs: SLOW_RECEIVER_TIMEOUT_MS, intervalMs: 5 });
+      await until('the new event out', () => fast.requests.length === 1, {
+        timeoutMs: SLOW_RECEIVER_TIMEOUT_MS,
+        intervalMs: 5,
+      });
       // Not after the slow receiver's timeout: that delivery is still in flight, nothing recorded of it yet.
-      assert.deepEqual(await deliveryRows(t.db, slowEventId), [], 'the new event waited for the slow delivery to give up');
+      assert.deepEqual(
+        await deliveryRows(t.db, slowEventId),
+        [],
+        'the new event waited for the slow delivery to give up',
+      );
       assert.equal(slow.requests.length, 1);
     } finally {
       slow.behaviour = answer(200);

@@ -4,10 +4,23 @@ import type { App } from '../../src/http/types.ts';
 import { ManualClock } from '../support/clock.ts';
 import { verifyWebhook } from '../../sdk/src/webhooks.ts';
 import { client, startTestApp, type TestApp } from '../support/harness.ts';
-import { advanceAndReap, AMPLE_RAIL_TIMEOUT_MS, appWithRailTimeout, beneficiary, fundedTenant, payout, type FundedTenant } from '../support/payouts.ts';
+import {
+  advanceAndReap,
+  AMPLE_RAIL_TIMEOUT_MS,
+  appWithRailTimeout,
+  beneficiary,
+  fundedTenant,
+  payout,
+  type FundedTenant,
+} from '../support/payouts.ts';
 import { dispatcherFor, eventsOfPayment, setEndpoint, TestReceiver } from '../support/webhooks.ts';
 
-const ENV = { SANDBOX_SETTLE_DELAY_MS: '3000', SANDBOX_REVERSE_DELAY_MS: '10000', SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS), REAPER_INTERVAL_MS: '1000' };
+const ENV = {
+  SANDBOX_SETTLE_DELAY_MS: '3000',
+  SANDBOX_REVERSE_DELAY_MS: '10000',
+  SANDBOX_RAIL_TIMEOUT_MS: String(AMPLE_RAIL_TIMEOUT_MS),
+  REAPER_INTERVAL_MS: '1000',
+};
 /**
  * The rail timeout of the process that sends the one payout meant to time out (V99990009 hangs until
  * it does); every other payout is sent with the ample one, so a slow answer is never taken for a timeout.
@@ -26,17 +39,50 @@ interface Case {
 }
 
 const SCENARIOS: Case[] = [
-  { name: 'V99990001 settles at once', body: { beneficiary: beneficiary('V99990001') }, answer: 'settled', events: [['payment.settled', {}]] },
-  { name: 'V99990002 unknown → settled', body: { beneficiary: beneficiary('V99990002') }, answer: 'unknown', events: [['payment.settled', {}]] },
-  { name: 'V99990003 unknown → failed', body: { beneficiary: beneficiary('V99990003') }, answer: 'unknown', events: [['payment.failed', { reason: 'rail_rejected' }]] },
-  { name: 'V99990004 fails at once', body: { beneficiary: beneficiary('V99990004') }, answer: 'failed', events: [['payment.failed', { reason: 'beneficiary_mismatch' }]] },
-  { name: 'V99990005 fails at once', body: { beneficiary: beneficiary('V99990005') }, answer: 'failed', events: [['payment.failed', { reason: 'bank_unreachable' }]] },
-  { name: 'V99990006 submitted → failed', body: { beneficiary: beneficiary('V99990006') }, answer: 'submitted', events: [['payment.failed', { reason: 'invalid_destination_account' }]] },
+  {
+    name: 'V99990001 settles at once',
+    body: { beneficiary: beneficiary('V99990001') },
+    answer: 'settled',
+    events: [['payment.settled', {}]],
+  },
+  {
+    name: 'V99990002 unknown → settled',
+    body: { beneficiary: beneficiary('V99990002') },
+    answer: 'unknown',
+    events: [['payment.settled', {}]],
+  },
+  {
+    name: 'V99990003 unknown → failed',
+    body: { beneficiary: beneficiary('V99990003') },
+    answer: 'unknown',
+    events: [['payment.failed', { reason: 'rail_rejected' }]],
+  },
+  {
+    name: 'V99990004 fails at once',
+    body: { beneficiary: beneficiary('V99990004') },
+    answer: 'failed',
+    events: [['payment.failed', { reason: 'beneficiary_mismatch' }]],
+  },
+  {
+    name: 'V99990005 fails at once',
+    body: { beneficiary: beneficiary('V99990005') },
+    answer: 'failed',
+    events: [['payment.failed', { reason: 'bank_unreachable' }]],
+  },
+  {
+    name: 'V99990006 submitted → failed',
+    body: { beneficiary: beneficiary('V99990006') },
+    answer: 'submitted',
+    events: [['payment.failed', { reason: 'invalid_destination_account' }]],
+  },
   {
     name: 'V99990007 settled → reversed',
     body: { beneficiary: beneficiary('V99990007') },
     answer: 'submitted',
-    events: [['payment.settled', {}], ['payment.reversed', { reason: 'returned_by_bank' }]],
+    events: [
+      ['payment.settled', {}],
+      ['payment.reversed', { reason: 'returned_by_bank' }],
+    ],
   },
   {
     name: 'V99990008 preferred → other instrument',
@@ -46,19 +92,42 @@ const SCENARIOS: Case[] = [
   },
   {
     name: 'V99990008 strict → instrument_unsupported',
-    body: { beneficiary: beneficiary('V99990008', { accountNumber: '01020000000000000001' }), method: 'transferencia', methodPolicy: 'strict' },
+    body: {
+      beneficiary: beneficiary('V99990008', { accountNumber: '01020000000000000001' }),
+      method: 'transferencia',
+      methodPolicy: 'strict',
+    },
     answer: 'failed',
     events: [['payment.failed', { reason: 'instrument_unsupported' }]],
   },
-  { name: 'V99990009 timeout → unknown → settled', body: { beneficiary: beneficiary('V99990009') }, answer: 'unknown', events: [['payment.settled', {}]], railTimesOut: true },
-  { name: 'default → submitted → settled', body: { beneficiary: beneficiary('V20111222') }, answer: 'submitted', events: [['payment.settled', {}]] },
-  { name: 'below the rail floor → failed before the rail', body: { beneficiary: beneficiary('V20111223') }, amount: 92499, answer: 'failed', events: [['payment.failed', { reason: 'amount_below_rail_minimum' }]] },
+  {
+    name: 'V99990009 timeout → unknown → settled',
+    body: { beneficiary: beneficiary('V99990009') },
+    answer: 'unknown',
+    events: [['payment.settled', {}]],
+    railTimesOut: true,
+  },
+  {
+    name: 'default → submitted → settled',
+    body: { beneficiary: beneficiary('V20111222') },
+    answer: 'submitted',
+    events: [['payment.settled', {}]],
+  },
+  {
+    name: 'below the rail floor → failed before the rail',
+    body: { beneficiary: beneficiary('V20111223') },
+    amount: 92499,
+    answer: 'failed',
+    events: [['payment.failed', { reason: 'amount_below_rail_minimum' }]],
+  },
 ];
 
 // Every payout but the default one carries metadata of its own, which each of its events must carry
 // whichever path resolved it (at once, the payout path after the rail, the reaper); without, `{}`.
 const CASES: Case[] = SCENARIOS.map((c, i) =>
-  c.name.startsWith('default') ? c : { ...c, body: { ...c.body, metadata: { order_id: `order-${i}`, scenario: c.name } } },
+  c.name.startsWith('default')
+    ? c
+    : { ...c, body: { ...c.body, metadata: { order_id: `order-${i}`, scenario: c.name } } },
 );
 
 const PAYLOAD_KEYS: Record<string, string[]> = {
@@ -98,7 +167,11 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
       payments.set(c.name, response.body.id);
       const events = await eventsOfPayment(t.db, tenant.tenantId, response.body.id);
       const immediate = c.answer === 'settled' || c.answer === 'failed';
-      assert.equal(events.length, immediate ? 1 : 0, `${c.name}: an immediate outcome emits at once, an open one nothing yet`);
+      assert.equal(
+        events.length,
+        immediate ? 1 : 0,
+        `${c.name}: an immediate outcome emits at once, an open one nothing yet`,
+      );
     }
     const d = dispatcherFor(t.db, clock);
     await d.dispatchDue();
@@ -117,7 +190,11 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
     for (const c of CASES) {
       const paymentId = payments.get(c.name)!;
       const events = await eventsOfPayment(t.db, tenant.tenantId, paymentId);
-      assert.deepEqual(events.map((e: any) => e.event_type), c.events.map(([type]) => type), `${c.name}: outbox`);
+      assert.deepEqual(
+        events.map((e: any) => e.event_type),
+        c.events.map(([type]) => type),
+        `${c.name}: outbox`,
+      );
       for (const [i, [type, fields]] of c.events.entries()) {
         const event = events[i];
         assert.equal(event.status, 'published', `${c.name}: ${type} published`);
@@ -125,14 +202,27 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
         const payload = JSON.parse(event.payload_text);
         assert.deepEqual(Object.keys(payload).sort(), PAYLOAD_KEYS[type], `${c.name}: ${type} payload`);
         assert.equal(payload.paymentId, paymentId);
-        for (const [key, value] of Object.entries(fields)) assert.equal(payload[key], value, `${c.name}: ${type}.${key}`);
-        assert.deepEqual(payload.metadata, c.body.metadata ?? {}, `${c.name}: ${type}.metadata is the payout's, as sent`);
+        for (const [key, value] of Object.entries(fields))
+          assert.equal(payload[key], value, `${c.name}: ${type}.${key}`);
+        assert.deepEqual(
+          payload.metadata,
+          c.body.metadata ?? {},
+          `${c.name}: ${type}.metadata is the payout's, as sent`,
+        );
         const read = await tenant.api.get(`/v1/events/${event.id}`);
         assert.equal(read.status, 200, read.raw);
-        assert.equal(JSON.stringify(read.body.payload), event.payload_text, `${c.name}: GET /v1/events/{id} is the payload sent`);
+        assert.equal(
+          JSON.stringify(read.body.payload),
+          event.payload_text,
+          `${c.name}: GET /v1/events/{id} is the payload sent`,
+        );
       }
       const received = receiver.requests.filter((r) => r.body.payload.paymentId === paymentId);
-      assert.deepEqual(received.map((r) => r.body.eventType), c.events.map(([type]) => type), `${c.name}: deliveries received`);
+      assert.deepEqual(
+        received.map((r) => r.body.eventType),
+        c.events.map(([type]) => type),
+        `${c.name}: deliveries received`,
+      );
       assert.deepEqual(
         received.map((r) => r.headers['x-event-id']),
         events.map((e: any) => e.id.toString()),
@@ -142,7 +232,15 @@ describe('exactly one outcome event per payout, for every sandbox trigger', () =
     const ids = receiver.eventIds();
     assert.equal(new Set(ids).size, ids.length, 'no event was delivered twice');
     for (const request of receiver.requests) {
-      assert.equal(verifyWebhook({ secret, headers: request.headers, rawBody: request.rawBody, nowMs: Number(request.headers['x-timestamp']) }).ok, true);
+      assert.equal(
+        verifyWebhook({
+          secret,
+          headers: request.headers,
+          rawBody: request.rawBody,
+          nowMs: Number(request.headers['x-timestamp']),
+        }).ok,
+        true,
+      );
     }
   });
 });

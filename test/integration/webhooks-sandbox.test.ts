@@ -12,7 +12,14 @@ import { deliveryBody, deliveryHeaders } from '../../src/domain/webhooks.ts';
 import { bootstrapIfEmpty } from '../../src/services/bootstrap.ts';
 import { signatureHeader } from '../../src/domain/webhook-signature.ts';
 import { bootstrapSteps, sandboxSinkUrl } from '../../src/workers/index.ts';
-import { assertEnvelope, client, createTenant, startTestApp, type InjectResult, type TestApp } from '../support/harness.ts';
+import {
+  assertEnvelope,
+  client,
+  createTenant,
+  startTestApp,
+  type InjectResult,
+  type TestApp,
+} from '../support/harness.ts';
 import { AMPLE_RAIL_TIMEOUT_MS, beneficiary, fundedTenant, payout } from '../support/payouts.ts';
 import { deliveryRows, dispatcherFor, eventsOfPayment, setEndpoint } from '../support/webhooks.ts';
 
@@ -36,7 +43,10 @@ describe('sandbox webhook receivers', () => {
    * An outbox event of this program, already published so that no dispatcher run of this file
    * delivers it on its own: the tests deliver it by hand.
    */
-  async function outboxEvent(tenantId: string, mode: 'test' | 'live' = 'test'): Promise<{ id: string; payloadText: string }> {
+  async function outboxEvent(
+    tenantId: string,
+    mode: 'test' | 'live' = 'test',
+  ): Promise<{ id: string; payloadText: string }> {
     const payloadText = JSON.stringify({ paymentId: randomUUID(), asset: 'BS', amount: '5000000' });
     const { rows } = await t.db.query<{ id: bigint }>(
       `INSERT INTO outbox_events (tenant_id, mode, event_type, aggregate_type, aggregate_id, payload, payload_text, status, attempts, published_at, created_at)
@@ -47,15 +57,34 @@ describe('sandbox webhook receivers', () => {
   }
 
   /** What our dispatcher would send for this event, signed with `secrets` at `timestampMs`. */
-  function delivery(event: { id: string; payloadText: string }, secrets: string[], options: { timestampMs?: number; attempt?: number } = {}) {
+  function delivery(
+    event: { id: string; payloadText: string },
+    secrets: string[],
+    options: { timestampMs?: number; attempt?: number } = {},
+  ) {
     const attempt = options.attempt ?? 1;
     const body = deliveryBody({ id: event.id, eventType: 'payment.settled', attempt, payloadText: event.payloadText });
-    const headers = deliveryHeaders({ eventId: event.id, eventType: 'payment.settled', attempt, body, timestampMs: options.timestampMs ?? clock.now().getTime(), secrets });
+    const headers = deliveryHeaders({
+      eventId: event.id,
+      eventType: 'payment.settled',
+      attempt,
+      body,
+      timestampMs: options.timestampMs ?? clock.now().getTime(),
+      secrets,
+    });
     return { headers, body };
   }
 
-  async function post(request: { headers: Record<string, string>; body: string | Buffer }, query = ''): Promise<InjectResult> {
-    const response = await t.app.inject({ method: 'POST', url: `${SINK}${query}`, headers: request.headers, payload: request.body });
+  async function post(
+    request: { headers: Record<string, string>; body: string | Buffer },
+    query = '',
+  ): Promise<InjectResult> {
+    const response = await t.app.inject({
+      method: 'POST',
+      url: `${SINK}${query}`,
+      headers: request.headers,
+      payload: request.body,
+    });
     return { status: response.statusCode, body: response.json(), headers: response.headers, raw: response.body };
   }
 
@@ -72,7 +101,12 @@ describe('sandbox webhook receivers', () => {
   }
 
   it('the bootstrap points the sandbox tenant at the sink (no query string); a payout outcome lands there, verified', async () => {
-    const config = { dataDir: mkdtempSync(path.join(tmpdir(), 'bds-sink-')), platformApiKey: t.platformKey, publicBaseUrl: baseUrl, port: 0 };
+    const config = {
+      dataDir: mkdtempSync(path.join(tmpdir(), 'bds-sink-')),
+      platformApiKey: t.platformKey,
+      publicBaseUrl: baseUrl,
+      port: 0,
+    };
     const boot = await bootstrapIfEmpty(t.db, config, bootstrapSteps(t.config));
     assert.ok(boot);
     const endpoint = await findWebhookEndpoint(t.db, boot.tenantId, 'test');
@@ -88,7 +122,10 @@ describe('sandbox webhook receivers', () => {
     await d.close();
     const [event] = await eventsOfPayment(t.db, boot.tenantId, response.body.id);
     assert.equal(event.status, 'published');
-    assert.deepEqual((await deliveryRows(t.db, event.id)).map((x: any) => [x.status_code, x.ok]), [[200, true]]);
+    assert.deepEqual(
+      (await deliveryRows(t.db, event.id)).map((x: any) => [x.status_code, x.ok]),
+      [[200, true]],
+    );
 
     const list = await api.get('/v1/sandbox/webhooks');
     assert.equal(list.status, 200, list.raw);
@@ -96,17 +133,38 @@ describe('sandbox webhook receivers', () => {
     assert.equal(list.body.has_more, false);
     assert.equal(list.body.next_cursor, null);
     const [received] = list.body.data;
-    assert.deepEqual(Object.keys(received).sort(), ['event_id', 'headers', 'id', 'raw_body', 'received_at', 'signature_verified']);
+    assert.deepEqual(Object.keys(received).sort(), [
+      'event_id',
+      'headers',
+      'id',
+      'raw_body',
+      'received_at',
+      'signature_verified',
+    ]);
     assert.equal(received.signature_verified, true);
     assert.equal(received.event_id, event.id.toString());
-    assert.equal(received.raw_body, `{"id":"${event.id}","eventType":"payment.settled","attempt":1,"payload":${event.payload_text}}`);
-    for (const name of ['content-type', 'x-signature', 'x-timestamp', 'x-event-type', 'x-event-id', 'x-delivery-attempt']) {
+    assert.equal(
+      received.raw_body,
+      `{"id":"${event.id}","eventType":"payment.settled","attempt":1,"payload":${event.payload_text}}`,
+    );
+    for (const name of [
+      'content-type',
+      'x-signature',
+      'x-timestamp',
+      'x-event-type',
+      'x-event-id',
+      'x-delivery-attempt',
+    ]) {
       assert.equal(typeof received.headers[name], 'string', `${name} stored`);
     }
     assert.equal(received.headers['x-event-id'], event.id.toString());
 
     const detail = await api.get(`/v1/events/${event.id}`);
-    assert.deepEqual(detail.body.payload, JSON.parse(received.raw_body).payload, 'the event payload is the payload that was sent');
+    assert.deepEqual(
+      detail.body.payload,
+      JSON.parse(received.raw_body).payload,
+      'the event payload is the payload that was sent',
+    );
   });
 
   it('the sink stores a verified delivery under the program its event belongs to; the listing pages and filters', async () => {
@@ -127,10 +185,19 @@ describe('sandbox webhook receivers', () => {
     assert.equal(b.status, 200, b.raw);
 
     const list = await tenant.api.get('/v1/sandbox/webhooks?limit=2');
-    assert.deepEqual(list.body.data.map((r: any) => [r.event_id, JSON.parse(r.raw_body).attempt, r.signature_verified]), [[second.id, 1, true], [first.id, 2, true]]);
+    assert.deepEqual(
+      list.body.data.map((r: any) => [r.event_id, JSON.parse(r.raw_body).attempt, r.signature_verified]),
+      [
+        [second.id, 1, true],
+        [first.id, 2, true],
+      ],
+    );
     assert.equal(list.body.has_more, true);
     const next = await tenant.api.get(`/v1/sandbox/webhooks?limit=2&cursor=${list.body.next_cursor}`);
-    assert.deepEqual(next.body.data.map((r: any) => [r.event_id, r.raw_body]), [[first.id, delivery(first, [secret]).body]]);
+    assert.deepEqual(
+      next.body.data.map((r: any) => [r.event_id, r.raw_body]),
+      [[first.id, delivery(first, [secret]).body]],
+    );
     assert.equal(next.body.has_more, false);
     const byEvent = await tenant.api.get(`/v1/sandbox/webhooks?eventId=${first.id}`);
     assert.equal(byEvent.body.data.length, 2);
@@ -155,13 +222,27 @@ describe('sandbox webhook receivers', () => {
     const tampered = delivery(event, [secret]);
     tampered.body = tampered.body.replace('"amount":"5000000"', '"amount":"9000000"');
     const unknownId = String(BigInt(event.id) + 100_000n);
-    const forgedUnknown = delivery({ id: unknownId, payloadText: event.payloadText }, ['whsec_guessed0000000000000000000000000000']);
+    const forgedUnknown = delivery({ id: unknownId, payloadText: event.payloadText }, [
+      'whsec_guessed0000000000000000000000000000',
+    ]);
     const stale = delivery(event, [secret], { timestampMs: clock.now().getTime() - 301_000 });
     const future = delivery(event, [secret], { timestampMs: clock.now().getTime() + 301_000 });
     // A correct signature over a body that is another event's: the header names one event, the body another.
-    const otherBody = deliveryBody({ id: orphan.id, eventType: 'payment.settled', attempt: 1, payloadText: event.payloadText });
+    const otherBody = deliveryBody({
+      id: orphan.id,
+      eventType: 'payment.settled',
+      attempt: 1,
+      payloadText: event.payloadText,
+    });
     const mismatched = { headers: { ...delivery(event, [secret]).headers }, body: otherBody };
-    mismatched.headers['x-signature'] = deliveryHeaders({ eventId: event.id, eventType: 'payment.settled', attempt: 1, body: otherBody, timestampMs: clock.now().getTime(), secrets: [secret] })['x-signature']!;
+    mismatched.headers['x-signature'] = deliveryHeaders({
+      eventId: event.id,
+      eventType: 'payment.settled',
+      attempt: 1,
+      body: otherBody,
+      timestampMs: clock.now().getTime(),
+      secrets: [secret],
+    })['x-signature']!;
     const withoutHeader = (name: string) => {
       const headers: Record<string, string> = { ...genuine.headers };
       delete headers[name];
@@ -191,7 +272,11 @@ describe('sandbox webhook receivers', () => {
       assertRefused(response);
       answers.push(JSON.stringify({ ...response.body.error, request_id: undefined }));
     }
-    assert.equal(new Set(answers).size, 1, 'every refusal reads the same: it tells nothing about which events or tenants exist');
+    assert.equal(
+      new Set(answers).size,
+      1,
+      'every refusal reads the same: it tells nothing about which events or tenants exist',
+    );
     assert.equal(await receiptCount(t.db), before, 'nothing stored');
     assert.deepEqual((await victim.api.get('/v1/sandbox/webhooks')).body.data, []);
 
@@ -214,7 +299,9 @@ describe('sandbox webhook receivers', () => {
     assertRefused(liveQuery);
     assert.equal(await receiptCount(t.db), before, 'nothing stored');
 
-    const liveKey = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/api-keys`, { mode: 'live' });
+    const liveKey = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/api-keys`, {
+      mode: 'live',
+    });
     assert.deepEqual((await client(t.app, liveKey.body.key).get('/v1/sandbox/webhooks')).body.data, []);
     assert.deepEqual((await tenant.api.get('/v1/sandbox/webhooks')).body.data, []);
   });
@@ -223,14 +310,25 @@ describe('sandbox webhook receivers', () => {
     const owner = await createTenant(t);
     const secret = await setEndpoint(t, owner.tenantId, `${baseUrl}${SINK}?tenant=${owner.tenantId}&mode=test`);
     const target = await createTenant(t);
-    const targetLive = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${target.tenantId}/api-keys`, { mode: 'live' });
+    const targetLive = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${target.tenantId}/api-keys`, {
+      mode: 'live',
+    });
     const event = await outboxEvent(owner.tenantId);
 
-    for (const query of [`?tenant=${target.tenantId}&mode=live`, `?tenant=${target.tenantId}`, '?tenant=nope&mode=whatever', `?tenant=${owner.tenantId}&mode=test`]) {
+    for (const query of [
+      `?tenant=${target.tenantId}&mode=live`,
+      `?tenant=${target.tenantId}`,
+      '?tenant=nope&mode=whatever',
+      `?tenant=${owner.tenantId}&mode=test`,
+    ]) {
       const response = await post(delivery(event, [secret]), query);
       assert.equal(response.status, 200, `${query}: ${response.raw}`);
     }
-    assert.equal((await owner.api.get(`/v1/sandbox/webhooks?eventId=${event.id}`)).body.data.length, 4, "stored in the event's own program");
+    assert.equal(
+      (await owner.api.get(`/v1/sandbox/webhooks?eventId=${event.id}`)).body.data.length,
+      4,
+      "stored in the event's own program",
+    );
     assert.deepEqual((await target.api.get('/v1/sandbox/webhooks')).body.data, [], 'not in the tenant the query named');
     assert.deepEqual((await client(t.app, targetLive.body.key).get('/v1/sandbox/webhooks')).body.data, []);
     // A forged delivery gets the same answer whatever tenant the query names, existing or not.
@@ -251,8 +349,14 @@ describe('sandbox webhook receivers', () => {
     const bodies: Array<[string, Buffer]> = [
       ['NUL bytes', Buffer.from(genuine.replace('"attempt":1', '"attempt":1,"x":"a\u0000b"'), 'utf8')],
       ['only NUL bytes', Buffer.alloc(16)],
-      ['invalid UTF-8', Buffer.concat([Buffer.from(genuine.slice(0, -2), 'utf8'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('}}')])],
-      ['a lone surrogate encoded as UTF-8', Buffer.concat([Buffer.from(`{"id":"${event.id}","x":"`), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')])],
+      [
+        'invalid UTF-8',
+        Buffer.concat([Buffer.from(genuine.slice(0, -2), 'utf8'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('}}')]),
+      ],
+      [
+        'a lone surrogate encoded as UTF-8',
+        Buffer.concat([Buffer.from(`{"id":"${event.id}","x":"`), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+      ],
     ];
 
     // Correctly signed with the program's secret: only the bytes are wrong.
@@ -285,14 +389,21 @@ describe('sandbox webhook receivers', () => {
   it('during a rotation a delivery signed with the previous secret still verifies, until the overlap ends', async () => {
     const tenant = await createTenant(t);
     const oldSecret = await setEndpoint(t, tenant.tenantId, `${baseUrl}${SINK}`);
-    const rotated = await client(t.app, t.platformKey).post(`/v1/admin/tenants/${tenant.tenantId}/webhook-endpoint/rotate-secret`, { mode: 'test' });
+    const rotated = await client(t.app, t.platformKey).post(
+      `/v1/admin/tenants/${tenant.tenantId}/webhook-endpoint/rotate-secret`,
+      { mode: 'test' },
+    );
     assert.equal(rotated.status, 200, rotated.raw);
     const newSecret: string = rotated.body.secret;
     const event = await outboxEvent(tenant.tenantId);
 
     assert.equal((await post(delivery(event, [oldSecret]))).status, 200, 'the previous secret alone');
     assert.equal((await post(delivery(event, [newSecret]))).status, 200, 'the new secret alone');
-    assert.equal((await post(delivery(event, [newSecret, oldSecret]))).status, 200, 'both, as the dispatcher signs during the overlap');
+    assert.equal(
+      (await post(delivery(event, [newSecret, oldSecret]))).status,
+      200,
+      'both, as the dispatcher signs during the overlap',
+    );
 
     clock.advance(new Date(rotated.body.previousSecretExpiresAt).getTime() - clock.now().getTime() + 1);
     assertRefused(await post(delivery(event, [oldSecret])));
@@ -317,7 +428,13 @@ describe('sandbox webhook receivers', () => {
     await d.dispatchDue();
     await d.close();
     const deliveries = await deliveryRows(t.db, event.id);
-    assert.deepEqual(deliveries.map((x: any) => [x.attempt, x.status_code, x.ok, x.error]), [[1, 500, false, 'HTTP 500'], [2, 500, false, 'HTTP 500']]);
+    assert.deepEqual(
+      deliveries.map((x: any) => [x.attempt, x.status_code, x.ok, x.error]),
+      [
+        [1, 500, false, 'HTTP 500'],
+        [2, 500, false, 'HTTP 500'],
+      ],
+    );
     const read = await tenant.api.get(`/v1/events/${event.id}`);
     assert.equal(read.body.status, 'pending');
     assert.equal(read.body.attempts, 2);

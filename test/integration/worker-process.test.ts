@@ -40,16 +40,25 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
 
       // Its own metrics: the loops' passes, the backlog, the process.
       let metrics = '';
-      await until('a pass of every loop', async () => {
-        const response = await fetch(`${worker.baseUrl}/metrics`, { headers: metricsHeaders });
-        assert.equal(response.status, 200);
-        assert.match(String(response.headers.get('content-type')), /^text\/plain/);
-        metrics = await response.text();
-        const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge', 'report-fold'].map((w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0);
-        return passes.every((n) => n >= 1);
-      }, { timeoutMs: FIRST_PASSES_WAIT_MS, intervalMs: POLL_MS, detail: () => metrics });
+      await until(
+        'a pass of every loop',
+        async () => {
+          const response = await fetch(`${worker.baseUrl}/metrics`, { headers: metricsHeaders });
+          assert.equal(response.status, 200);
+          assert.match(String(response.headers.get('content-type')), /^text\/plain/);
+          metrics = await response.text();
+          const passes = ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge', 'report-fold'].map(
+            (w) => valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0,
+          );
+          return passes.every((n) => n >= 1);
+        },
+        { timeoutMs: FIRST_PASSES_WAIT_MS, intervalMs: POLL_MS, detail: () => metrics },
+      );
       for (const w of ['reaper', 'webhook-dispatcher', 'daily-close', 'idempotency-purge', 'report-fold']) {
-        assert.ok((valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0) >= 1, `${w} passes show:\n${metrics}`);
+        assert.ok(
+          (valueOf(metrics, 'bolivar_worker_passes_total', { worker: w, result: 'ok' }) ?? 0) >= 1,
+          `${w} passes show:\n${metrics}`,
+        );
       }
       assert.equal(valueOf(metrics, 'bolivar_outbox_events', { status: 'pending' }), 0);
       assert.equal(valueOf(metrics, 'bolivar_reaper_lag_seconds'), 0);
@@ -72,7 +81,17 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       assert.equal(started[0].role, 'worker');
       assert.equal(started[0].listening, `http://127.0.0.1:${port}`);
       assert.match(started[0].http, /no API/);
-      assert.deepEqual([...started[0].workers].sort(), ['audit-archive', 'daily-close', 'idempotency-purge', 'rail-inbox-purge', 'rail-statement-pull', 'reaper', 'reconciliation', 'report-fold', 'webhook-dispatcher']);
+      assert.deepEqual([...started[0].workers].sort(), [
+        'audit-archive',
+        'daily-close',
+        'idempotency-purge',
+        'rail-inbox-purge',
+        'rail-statement-pull',
+        'reaper',
+        'reconciliation',
+        'report-fold',
+        'webhook-dispatcher',
+      ]);
     } finally {
       assert.equal(await worker.stop('SIGTERM'), 0, worker.output());
       await database?.drop();
@@ -81,11 +100,20 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
 
   it('ROLE=api says it serves the API and runs no loop', async () => {
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const api = await startService(
-      { ROLE: 'api', LOG_LEVEL: 'info', BOOTSTRAP: 'off', DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-api-')), DATABASE_URL: database?.url ?? '' },
-    );
+    const api = await startService({
+      ROLE: 'api',
+      LOG_LEVEL: 'info',
+      BOOTSTRAP: 'off',
+      DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bds-api-')),
+      DATABASE_URL: database?.url ?? '',
+    });
     try {
-      const started = JSON.parse(api.output().split('\n').find((line) => line.includes(STARTED_LINE))!);
+      const started = JSON.parse(
+        api
+          .output()
+          .split('\n')
+          .find((line) => line.includes(STARTED_LINE))!,
+      );
       assert.equal(started.role, 'api');
       assert.equal(started.listening, api.baseUrl);
       assert.match(started.http, /^API, /);
@@ -119,8 +147,14 @@ describe(`ROLE=worker as a process on ${ENGINE}`, () => {
       }
       const db = await openDatabase({ ...loadConfig({}), databaseUrl: database?.url, dataDir });
       try {
-        const { rows } = await db.query<{ url: string }>('SELECT url FROM webhook_endpoints WHERE tenant_id = $1', [JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).tenantId]);
-        assert.deepEqual(rows, [{ url: `http://localhost:${port}/v1/sandbox/webhooks/sink` }], 'the sandbox endpoint points at the API process, not the worker');
+        const { rows } = await db.query<{ url: string }>('SELECT url FROM webhook_endpoints WHERE tenant_id = $1', [
+          JSON.parse(readFileSync(path.join(dataDir, 'bootstrap.json'), 'utf8')).tenantId,
+        ]);
+        assert.deepEqual(
+          rows,
+          [{ url: `http://localhost:${port}/v1/sandbox/webhooks/sink` }],
+          'the sandbox endpoint points at the API process, not the worker',
+        );
       } finally {
         await db.close();
       }

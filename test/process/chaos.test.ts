@@ -9,7 +9,15 @@ import { randomUUID } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { ChaosClient } from '../support/chaos-client.ts';
 import { ENGINE } from '../support/harness.ts';
-import { failureReport, FAST_ENV, finishRun, paced, payoutMix, setupTenant, withServices } from '../support/process-scenario.ts';
+import {
+  failureReport,
+  FAST_ENV,
+  finishRun,
+  paced,
+  payoutMix,
+  setupTenant,
+  withServices,
+} from '../support/process-scenario.ts';
 import { underKills } from '../support/service-cluster.ts';
 
 // Overridable for a heavier run by hand, e.g. BDS_CHAOS_PAYOUTS=600 BDS_CHAOS_KILL_EVERY_MS=500 BDS_CHAOS_TIMEOUT_MS=400000
@@ -28,53 +36,90 @@ const KILL_EVERY_MS = knob('BDS_CHAOS_KILL_EVERY_MS', 2_500);
 const REAPER_INTERVAL_MS = knob('BDS_CHAOS_REAPER_INTERVAL_MS', 1_000);
 const TIMEOUT_MS = knob('BDS_CHAOS_TIMEOUT_MS', 115_000);
 /** The wait for everything to resolve: up to 90 s, within what is left of the test's own timeout. */
-const settleTimeout = (testStarted: number) => Math.max(10_000, Math.min(90_000, TIMEOUT_MS - 20_000 - (Date.now() - testStarted)));
+const settleTimeout = (testStarted: number) =>
+  Math.max(10_000, Math.min(90_000, TIMEOUT_MS - 20_000 - (Date.now() - testStarted)));
 
-describe('chaos: SIGKILLed service processes under payout load', { skip: ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): several processes share one database' : false }, () => {
-  it('loses, doubles and unbalances nothing', { timeout: TIMEOUT_MS }, async (t) => {
-    const testStarted = Date.now();
-    const nodes = [{ role: 'api' as const }, { role: 'api' as const }, { role: 'worker' as const }];
-    await withServices(nodes, { DB_POOL_SIZE: '8', ...FAST_ENV, REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) }, async ({ dbname, pool, receiver, platformKey, cluster }) => {
-      const customerIds = Array.from({ length: 4 }, () => randomUUID());
-      const tenant = await setupTenant(cluster.baseUrl(0), platformKey, {
-        funding: 1_000_000_000_000n,
-        webhookUrl: receiver.url(),
-        customerIds,
-        limitRules: true,
-      });
-      const specs = payoutMix(PAYOUTS, {
-        prefix: `chaos-${randomUUID().slice(0, 8)}`,
-        customerIds,
-        outcomes: [
-          'V99990001', 'plain', 'V99990002', 'plain', 'V99990003', 'below_floor', 'V99990004', 'plain', 'V99990005',
-          'V99990006', 'plain', 'V99990007', 'V99990008', 'plain', 'V99990009', 'below_floor', 'plain',
-        ],
-      });
-      const c = cluster;
-      const client = new ChaosClient({ endpoints: () => c.httpBaseUrls(), apiKey: tenant.apiKey, deadlinePerPayoutMs: 60_000 });
+describe(
+  'chaos: SIGKILLed service processes under payout load',
+  {
+    skip:
+      ENGINE !== 'postgres' ? 'needs a PostgreSQL server (DATABASE_URL): several processes share one database' : false,
+  },
+  () => {
+    it('loses, doubles and unbalances nothing', { timeout: TIMEOUT_MS }, async (t) => {
+      const testStarted = Date.now();
+      const nodes = [{ role: 'api' as const }, { role: 'api' as const }, { role: 'worker' as const }];
+      await withServices(
+        nodes,
+        { DB_POOL_SIZE: '8', ...FAST_ENV, REAPER_INTERVAL_MS: String(REAPER_INTERVAL_MS) },
+        async ({ dbname, pool, receiver, platformKey, cluster }) => {
+          const customerIds = Array.from({ length: 4 }, () => randomUUID());
+          const tenant = await setupTenant(cluster.baseUrl(0), platformKey, {
+            funding: 1_000_000_000_000n,
+            webhookUrl: receiver.url(),
+            customerIds,
+            limitRules: true,
+          });
+          const specs = payoutMix(PAYOUTS, {
+            prefix: `chaos-${randomUUID().slice(0, 8)}`,
+            customerIds,
+            outcomes: [
+              'V99990001',
+              'plain',
+              'V99990002',
+              'plain',
+              'V99990003',
+              'below_floor',
+              'V99990004',
+              'plain',
+              'V99990005',
+              'V99990006',
+              'plain',
+              'V99990007',
+              'V99990008',
+              'plain',
+              'V99990009',
+              'below_floor',
+              'plain',
+            ],
+          });
+          const c = cluster;
+          const client = new ChaosClient({
+            endpoints: () => c.httpBaseUrls(),
+            apiKey: tenant.apiKey,
+            deadlinePerPayoutMs: 60_000,
+          });
 
-      const load = await underKills(cluster, { order: [0, 2, 1], everyMs: KILL_EVERY_MS, firstAfterMs: 1_500 }, () =>
-        paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec)),
+          const load = await underKills(
+            cluster,
+            { order: [0, 2, 1], everyMs: KILL_EVERY_MS, firstAfterMs: 1_500 },
+            () => paced(specs, CONCURRENCY, PACE_MS, (spec) => client.payout(spec)),
+          );
+
+          const result = await finishRun({
+            name: 'chaos',
+            cluster,
+            pool,
+            tenant,
+            client,
+            receiver,
+            settleTimeoutMs: settleTimeout(testStarted),
+            adminUrl: process.env.DATABASE_URL!,
+            dbname,
+          });
+          if (load.restartErrors.length)
+            result.violations.push(`restarts that failed: ${load.restartErrors.join('\n')}`);
+          const killed = new Set(cluster.exits.filter((e) => e.signal === 'SIGKILL').map((e) => e.node));
+          if (killed.size < 3)
+            result.violations.push(
+              `the load ended before every process was killed once (killed: ${[...killed].join(', ')})`,
+            );
+          const summary = `load ${load.loadMs} ms, ${load.kills} kills; ${result.summary}`;
+          t.diagnostic(summary);
+          if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
+          assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster));
+        },
       );
-
-      const result = await finishRun({
-        name: 'chaos',
-        cluster,
-        pool,
-        tenant,
-        client,
-        receiver,
-        settleTimeoutMs: settleTimeout(testStarted),
-        adminUrl: process.env.DATABASE_URL!,
-        dbname,
-      });
-      if (load.restartErrors.length) result.violations.push(`restarts that failed: ${load.restartErrors.join('\n')}`);
-      const killed = new Set(cluster.exits.filter((e) => e.signal === 'SIGKILL').map((e) => e.node));
-      if (killed.size < 3) result.violations.push(`the load ended before every process was killed once (killed: ${[...killed].join(', ')})`);
-      const summary = `load ${load.loadMs} ms, ${load.kills} kills; ${result.summary}`;
-      t.diagnostic(summary);
-      if (result.artifacts) t.diagnostic(`artifacts: ${result.artifacts}`);
-      assert.deepEqual(result.violations, [], failureReport({ ...result, summary }, cluster));
     });
-  });
-});
+  },
+);

@@ -58,13 +58,22 @@ describe(`a bank that is down, then back, through the HTTP connector (default br
       REAPER_INTERVAL_MS: '200',
       ...env,
     });
-    await sim.control('POST', '/_control/callbacks', { url: `${service.baseUrl}/v1/rails/${connector.name}/callbacks` });
+    await sim.control('POST', '/_control/callbacks', {
+      url: `${service.baseUrl}/v1/rails/${connector.name}/callbacks`,
+    });
     const r = { sim, service, database };
     running.push(r);
     return r;
   }
 
-  async function call(r: Running, method: string, route: string, key: string, body?: unknown, headers: Record<string, string> = {}) {
+  async function call(
+    r: Running,
+    method: string,
+    route: string,
+    key: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) {
     const answer = await fetch(`${r.service.baseUrl}${route}`, {
       method,
       headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -78,7 +87,14 @@ describe(`a bank that is down, then back, through the HTTP connector (default br
     assert.equal(tenant.status, 201, JSON.stringify(tenant.body));
     const key = await call(r, 'POST', `/v1/admin/tenants/${tenant.body.id}/api-keys`, platformKey, { mode: 'live' });
     assert.equal(key.status, 201, JSON.stringify(key.body));
-    const funded = await call(r, 'POST', `/v1/admin/tenants/${tenant.body.id}/fundings`, platformKey, { mode: 'live', asset: 'BS', amount: 1_000_000_000 }, { 'idempotency-key': idempotencyKey() });
+    const funded = await call(
+      r,
+      'POST',
+      `/v1/admin/tenants/${tenant.body.id}/fundings`,
+      platformKey,
+      { mode: 'live', asset: 'BS', amount: 1_000_000_000 },
+      { 'idempotency-key': idempotencyKey() },
+    );
     assert.equal(funded.status, 201, JSON.stringify(funded.body));
     return key.body.key;
   }
@@ -87,67 +103,116 @@ describe(`a bank that is down, then back, through the HTTP connector (default br
     const quote = await call(r, 'POST', '/v1/quotes', key, { deliver: { asset: 'BS', amount: DELIVER } });
     assert.equal(quote.status, 201, JSON.stringify(quote.body));
     const nationalId = `V3200${String(i).padStart(4, '0')}`;
-    const made = await call(r, 'POST', '/v1/payouts', key, { quoteId: quote.body.id, method: 'pago_movil', sender: SENDER, beneficiary: beneficiary(nationalId) }, { 'idempotency-key': idempotencyKey() });
+    const made = await call(
+      r,
+      'POST',
+      '/v1/payouts',
+      key,
+      { quoteId: quote.body.id, method: 'pago_movil', sender: SENDER, beneficiary: beneficiary(nationalId) },
+      { 'idempotency-key': idempotencyKey() },
+    );
     assert.equal(made.status, 201, JSON.stringify(made.body));
     return made.body as { id: string; status: string; totalDebited?: string };
   }
 
-  const shown = async (r: Running, key: string, id: string) => (await call(r, 'GET', `/v1/payments/${id}`, key)).body as { status: string; status_reason: string | null };
-  const balance = async (r: Running, key: string) => BigInt((await call(r, 'GET', '/v1/treasury/position', key)).body.prefundingBalance);
+  const shown = async (r: Running, key: string, id: string) =>
+    (await call(r, 'GET', `/v1/payments/${id}`, key)).body as { status: string; status_reason: string | null };
+  const balance = async (r: Running, key: string) =>
+    BigInt((await call(r, 'GET', '/v1/treasury/position', key)).body.prefundingBalance);
 
-  it('down for a minute: no payout fails; the ones that waited are sent once the bank is back, each once, and settle', { timeout: OUTAGE_MS + RESOLVE_BOUND_MS + 60_000 }, async () => {
-    const r = await start();
-    const key = await liveTenant(r);
-    await r.sim.stop('SIGKILL');
-    const made: Array<{ id: string; status: string }> = [];
-    const downAt = Date.now();
-    for (let i = 0; Date.now() - downAt < OUTAGE_MS; i += 1) {
-      made.push(await pay(r, key, i));
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, downAt + (i + 1) * PACE_MS - Date.now())));
-    }
-    const answered = made.reduce<Record<string, number>>((n, p) => ({ ...n, [p.status]: (n[p.status] ?? 0) + 1 }), {});
-    assert.equal(answered.failed ?? 0, 0, `no payout fails while the bank is down: ${JSON.stringify(answered)}`);
-    assert.ok((answered.pending ?? 0) > 0, `the breaker opened and later payouts waited: ${JSON.stringify(answered)}`);
+  it(
+    'down for a minute: no payout fails; the ones that waited are sent once the bank is back, each once, and settle',
+    { timeout: OUTAGE_MS + RESOLVE_BOUND_MS + 60_000 },
+    async () => {
+      const r = await start();
+      const key = await liveTenant(r);
+      await r.sim.stop('SIGKILL');
+      const made: Array<{ id: string; status: string }> = [];
+      const downAt = Date.now();
+      for (let i = 0; Date.now() - downAt < OUTAGE_MS; i += 1) {
+        made.push(await pay(r, key, i));
+        await new Promise((resolve) => setTimeout(resolve, Math.max(0, downAt + (i + 1) * PACE_MS - Date.now())));
+      }
+      const answered = made.reduce<Record<string, number>>(
+        (n, p) => ({ ...n, [p.status]: (n[p.status] ?? 0) + 1 }),
+        {},
+      );
+      assert.equal(answered.failed ?? 0, 0, `no payout fails while the bank is down: ${JSON.stringify(answered)}`);
+      assert.ok(
+        (answered.pending ?? 0) > 0,
+        `the breaker opened and later payouts waited: ${JSON.stringify(answered)}`,
+      );
 
-    await r.sim.restart();
-    const backAt = Date.now();
-    await until('every payout settled after the bank came back', async () => {
-      for (const p of made) if ((await shown(r, key, p.id)).status !== 'settled') return false;
-      return true;
-    }, { timeoutMs: RESOLVE_BOUND_MS, intervalMs: 500 });
-    for (const p of made) {
-      const transfer = await r.sim.control('GET', `/_control/transfers/${p.id}`);
-      assert.equal(transfer.submissions, 1, `payment ${p.id} (answered ${p.status}) sent once`);
-    }
-    console.log(`outage ${OUTAGE_MS} ms: ${made.length} payouts answered ${JSON.stringify(answered)}; all settled ${Date.now() - backAt} ms after the bank was back`);
-  });
+      await r.sim.restart();
+      const backAt = Date.now();
+      await until(
+        'every payout settled after the bank came back',
+        async () => {
+          for (const p of made) if ((await shown(r, key, p.id)).status !== 'settled') return false;
+          return true;
+        },
+        { timeoutMs: RESOLVE_BOUND_MS, intervalMs: 500 },
+      );
+      for (const p of made) {
+        const transfer = await r.sim.control('GET', `/_control/transfers/${p.id}`);
+        assert.equal(transfer.submissions, 1, `payment ${p.id} (answered ${p.status}) sent once`);
+      }
+      console.log(
+        `outage ${OUTAGE_MS} ms: ${made.length} payouts answered ${JSON.stringify(answered)}; all settled ${Date.now() - backAt} ms after the bank was back`,
+      );
+    },
+  );
 
-  it('down past RAIL_QUEUE_MAX_AGE_S: every waiting payout fails bank_unreachable with its money back; the ones sent resolve once the bank is back', { timeout: 120_000 }, async () => {
-    const r = await start({ RAIL_QUEUE_MAX_AGE_S: String(QUEUE_MAX_AGE_S) });
-    const key = await liveTenant(r);
-    const before = await balance(r, key);
-    await r.sim.stop('SIGKILL');
-    const made: Array<{ id: string; status: string; totalDebited?: string }> = [];
-    // Refused sends open the breaker; then payouts wait.
-    for (let i = 0; made.filter((p) => p.status === 'pending').length < 5 && i < 50; i += 1) made.push(await pay(r, key, i));
-    const waiting = made.filter((p) => p.status === 'pending');
-    const sent = made.filter((p) => p.status !== 'pending');
-    assert.equal(waiting.length, 5, JSON.stringify(made.map((p) => p.status)));
-    assert.equal(made.filter((p) => p.status === 'failed').length, 0);
+  it(
+    'down past RAIL_QUEUE_MAX_AGE_S: every waiting payout fails bank_unreachable with its money back; the ones sent resolve once the bank is back',
+    { timeout: 120_000 },
+    async () => {
+      const r = await start({ RAIL_QUEUE_MAX_AGE_S: String(QUEUE_MAX_AGE_S) });
+      const key = await liveTenant(r);
+      const before = await balance(r, key);
+      await r.sim.stop('SIGKILL');
+      const made: Array<{ id: string; status: string; totalDebited?: string }> = [];
+      // Refused sends open the breaker; then payouts wait.
+      for (let i = 0; made.filter((p) => p.status === 'pending').length < 5 && i < 50; i += 1)
+        made.push(await pay(r, key, i));
+      const waiting = made.filter((p) => p.status === 'pending');
+      const sent = made.filter((p) => p.status !== 'pending');
+      assert.equal(waiting.length, 5, JSON.stringify(made.map((p) => p.status)));
+      assert.equal(made.filter((p) => p.status === 'failed').length, 0);
 
-    await until('every waiting payout failed past the queue bound', async () => {
-      for (const p of waiting) if ((await shown(r, key, p.id)).status !== 'failed') return false;
-      return true;
-    }, { timeoutMs: QUEUE_MAX_AGE_S * 1000 + 30_000, intervalMs: 500 });
-    for (const p of waiting) assert.equal((await shown(r, key, p.id)).status_reason, 'bank_unreachable');
-    const stillCharged = sent.reduce((sum, p) => sum + BigInt(p.totalDebited ?? '0'), 0n);
-    assert.equal(await balance(r, key), before - stillCharged, 'the waiting payouts gave everything back; the sent ones are still charged');
+      await until(
+        'every waiting payout failed past the queue bound',
+        async () => {
+          for (const p of waiting) if ((await shown(r, key, p.id)).status !== 'failed') return false;
+          return true;
+        },
+        { timeoutMs: QUEUE_MAX_AGE_S * 1000 + 30_000, intervalMs: 500 },
+      );
+      for (const p of waiting) assert.equal((await shown(r, key, p.id)).status_reason, 'bank_unreachable');
+      const stillCharged = sent.reduce((sum, p) => sum + BigInt(p.totalDebited ?? '0'), 0n);
+      assert.equal(
+        await balance(r, key),
+        before - stillCharged,
+        'the waiting payouts gave everything back; the sent ones are still charged',
+      );
 
-    await r.sim.restart();
-    await until('the payouts sent before the breaker opened resolved', async () => {
-      for (const p of sent) if ((await shown(r, key, p.id)).status !== 'settled') return false;
-      return true;
-    }, { timeoutMs: RESOLVE_BOUND_MS, intervalMs: 500 });
-    for (const p of waiting) assert.equal((await r.sim.control('GET', `/_control/transfers`)).data.some((t: { reference: string }) => t.reference === p.id), false, 'a failed waiting payout never reached the bank');
-  });
+      await r.sim.restart();
+      await until(
+        'the payouts sent before the breaker opened resolved',
+        async () => {
+          for (const p of sent) if ((await shown(r, key, p.id)).status !== 'settled') return false;
+          return true;
+        },
+        { timeoutMs: RESOLVE_BOUND_MS, intervalMs: 500 },
+      );
+      for (const p of waiting)
+        assert.equal(
+          (await r.sim.control('GET', `/_control/transfers`)).data.some(
+            (t: { reference: string }) => t.reference === p.id,
+          ),
+          false,
+          'a failed waiting payout never reached the bank',
+        );
+    },
+  );
 });

@@ -23,9 +23,12 @@ describe(`shutdown with a request in flight on a kept-alive connection on ${ENGI
   it('answers the request and exits 0 without waiting out the keep-alive', { timeout: 110_000 }, async () => {
     const dataDir = path.join(mkdtempSync(path.join(tmpdir(), 'bds-keep-alive-')), 'data');
     const database = ENGINE === 'postgres' ? await createTestDatabase() : undefined;
-    const service = await startService(
-      { DATA_DIR: dataDir, DATABASE_URL: database?.url ?? '', SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS), SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS) },
-    );
+    const service = await startService({
+      DATA_DIR: dataDir,
+      DATABASE_URL: database?.url ?? '',
+      SANDBOX_RAIL_TIMEOUT_MS: String(RAIL_TIMEOUT_MS),
+      SHUTDOWN_GRACE_MS: String(SHUTDOWN_GRACE_MS),
+    });
     // One connection, kept open for ten minutes when idle.
     const agent = new Agent({ connections: 1, keepAliveTimeout: 600_000, keepAliveMaxTimeout: 600_000 });
     try {
@@ -34,7 +37,11 @@ describe(`shutdown with a request in flight on a kept-alive connection on ${ENGI
         const answer = await request(`${service.baseUrl}${route}`, {
           method,
           dispatcher: agent,
-          headers: { 'x-api-key': apiKey, 'content-type': 'application/json', ...(key ? { 'idempotency-key': key } : {}) },
+          headers: {
+            'x-api-key': apiKey,
+            'content-type': 'application/json',
+            ...(key ? { 'idempotency-key': key } : {}),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
         });
         return { status: answer.statusCode, body: (await answer.body.json()) as any };
@@ -42,7 +49,12 @@ describe(`shutdown with a request in flight on a kept-alive connection on ${ENGI
       const quote = await call('POST', '/v1/quotes', { deliver: { asset: 'BS', amount: 1_000_000 } });
       assert.equal(quote.status, 201, JSON.stringify(quote.body));
       // The sandbox receives this payout and never answers: it is in flight for the rail timeout.
-      const inFlight = call('POST', '/v1/payouts', { quoteId: quote.body.id, method: 'pago_movil', sender: SENDER, beneficiary: beneficiary('V99990009') }, 'keep-alive-shutdown-1');
+      const inFlight = call(
+        'POST',
+        '/v1/payouts',
+        { quoteId: quote.body.id, method: 'pago_movil', sender: SENDER, beneficiary: beneficiary('V99990009') },
+        'keep-alive-shutdown-1',
+      );
       await until('the payout committed (the rail call under way)', async () => {
         const listed = await fetch(`${service.baseUrl}/v1/payments?limit=1`, { headers: { 'x-api-key': apiKey } });
         return ((await listed.json()) as { data: unknown[] }).data.length === 1;

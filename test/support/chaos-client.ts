@@ -82,7 +82,12 @@ interface HttpResult {
 }
 
 function networkErrorCode(error: unknown): string {
-  const e = error as { name?: string; code?: string; message?: string; cause?: { code?: string; message?: string; name?: string } };
+  const e = error as {
+    name?: string;
+    code?: string;
+    message?: string;
+    cause?: { code?: string; message?: string; name?: string };
+  };
   if (e?.name === 'TimeoutError' || e?.name === 'AbortError') return 'TIMEOUT';
   return e?.cause?.code ?? e?.code ?? e?.cause?.name ?? e?.cause?.message ?? e?.message ?? String(error);
 }
@@ -135,7 +140,14 @@ export class ChaosClient {
   /** Quote, then the payout with retries; never throws. */
   async payout(spec: PayoutSpec): Promise<KeyRecord> {
     if (this.records.has(spec.key)) throw new Error(`key ${spec.key} used twice by the test`);
-    const record: KeyRecord = { spec, quoteAnswers: [], answers: [], paymentIds: new Set(), serverErrors: [], startedAt: Date.now() - this.t0 };
+    const record: KeyRecord = {
+      spec,
+      quoteAnswers: [],
+      answers: [],
+      paymentIds: new Set(),
+      serverErrors: [],
+      startedAt: Date.now() - this.t0,
+    };
     this.records.set(spec.key, record);
     const deadline = Date.now() + this.deadlineMs;
     let endpoint = this.spread++;
@@ -155,9 +167,14 @@ export class ChaosClient {
         record.quoteId = outcome.result.json.id;
         break;
       }
-      if (outcome.result?.status === 500) record.serverErrors.push({ ...outcome.answer, body: outcome.result.text, what: 'quote' });
+      if (outcome.result?.status === 500)
+        record.serverErrors.push({ ...outcome.answer, body: outcome.result.text, what: 'quote' });
       if (outcome.result && outcome.result.status < 500 && outcome.result.status !== 429) {
-        record.final = { status: outcome.result.status, code: outcome.answer.code, body: outcome.result.json ?? outcome.result.text };
+        record.final = {
+          status: outcome.result.status,
+          code: outcome.answer.code,
+          body: outcome.result.json ?? outcome.result.text,
+        };
         record.finishedAt = Date.now() - this.t0;
         return record;
       }
@@ -179,7 +196,12 @@ export class ChaosClient {
       const result = outcome.result;
       if (result?.status === 201) {
         if (outcome.answer.paymentId) record.paymentIds.add(outcome.answer.paymentId);
-        record.final = { status: 201, paymentId: outcome.answer.paymentId, paymentStatus: outcome.answer.paymentStatus, body: result.json };
+        record.final = {
+          status: 201,
+          paymentId: outcome.answer.paymentId,
+          paymentStatus: outcome.answer.paymentStatus,
+          body: result.json,
+        };
         break;
       }
       if (result?.status === 500) record.serverErrors.push({ ...outcome.answer, body: result.text, what: 'payout' });
@@ -233,7 +255,10 @@ export class ChaosClient {
         paymentIds: [...record.paymentIds],
         final: record.final && { ...record.final, body: undefined },
         gaveUp: record.gaveUp,
-        answers: record.answers.map((a) => `${a.at}ms ${a.endpoint} ${a.status}${a.code ? `:${a.code}` : ''}${a.paymentId ? ` ${a.paymentId}/${a.paymentStatus}` : ''}${a.replayed ? ' replayed' : ''} ${a.requestId ?? ''}`),
+        answers: record.answers.map(
+          (a) =>
+            `${a.at}ms ${a.endpoint} ${a.status}${a.code ? `:${a.code}` : ''}${a.paymentId ? ` ${a.paymentId}/${a.paymentStatus}` : ''}${a.replayed ? ' replayed' : ''} ${a.requestId ?? ''}`,
+        ),
         serverErrors: record.serverErrors,
       },
       null,
@@ -251,7 +276,9 @@ export class ChaosClient {
     const exponential = Math.min(this.maxBackoffMs, 50 * 2 ** Math.min(attempt, 10));
     const jittered = exponential * (0.5 + Math.random() / 2);
     const retryAfter = Number(result?.headers.get('retry-after'));
-    return Number.isFinite(retryAfter) && retryAfter > 0 ? Math.max(jittered, Math.min(retryAfter * 1000, this.maxBackoffMs)) : jittered;
+    return Number.isFinite(retryAfter) && retryAfter > 0
+      ? Math.max(jittered, Math.min(retryAfter * 1000, this.maxBackoffMs))
+      : jittered;
   }
 
   private async send(
@@ -262,11 +289,20 @@ export class ChaosClient {
     headers: Record<string, string> = {},
   ): Promise<{ answer: Answer; result?: HttpResult }> {
     const started = Date.now();
-    const answer: Answer = { at: started - this.t0, endpoint: base.replace('http://127.0.0.1:', ':'), status: 0, ms: 0 };
+    const answer: Answer = {
+      at: started - this.t0,
+      endpoint: base.replace('http://127.0.0.1:', ':'),
+      status: 0,
+      ms: 0,
+    };
     try {
       const response = await fetch(`${base}${url}`, {
         method,
-        headers: { 'x-api-key': this.options.apiKey, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+        headers: {
+          'x-api-key': this.options.apiKey,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...headers,
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });

@@ -19,7 +19,14 @@ const CHROMIUM_ARGS = [
   '--disable-sync',
 ];
 
-export async function call(baseUrl: string, key: string, method: string, url: string, body?: unknown, headers: Record<string, string> = {}) {
+export async function call(
+  baseUrl: string,
+  key: string,
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
   const response = await fetch(baseUrl + url, {
     method,
     headers: { 'x-api-key': key, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -33,7 +40,9 @@ export async function call(baseUrl: string, key: string, method: string, url: st
  * axe-core's violations on the screen shown (its id and impact, and the elements), run in the page
  * through the browser's own evaluation, so the console's CSP stays as strict as it is served.
  */
-export async function accessibilityViolations(page: { evaluate<R>(script: string): Promise<R> }): Promise<Array<{ id: string; impact: string | null; nodes: string[] }>> {
+export async function accessibilityViolations(page: {
+  evaluate<R>(script: string): Promise<R>;
+}): Promise<Array<{ id: string; impact: string | null; nodes: string[] }>> {
   return page.evaluate(`(async () => {
     ${axe.source}
     const result = await axe.run(document.querySelector('#screen'), { resultTypes: ['violations'] });
@@ -59,6 +68,11 @@ export async function tearDown(run: {
 
 /** The system's Chromium, headless, on a profile directory of the test's own (never a downloaded browser). */
 export function launchConsoleBrowser(profile: string) {
-  return chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+  return chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: CHROMIUM_ARGS,
+    viewport: { width: 1280, height: 800 },
+    acceptDownloads: true,
+  });
 }
-

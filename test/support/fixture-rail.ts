@@ -2,7 +2,15 @@
 // rail): it records what it received and answers as the test says. Not a stand-in for a real rail's
 // behaviour (the connector kit tests those).
 import type { Bank } from '../../src/rails/catalogue.ts';
-import { RailNotReceivedError, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatus, type RailTransfer } from '../../src/rails/rail.ts';
+import {
+  RailNotReceivedError,
+  type RailAdapter,
+  type RailHealth,
+  type RailLookup,
+  type RailNotification,
+  type RailStatus,
+  type RailTransfer,
+} from '../../src/rails/rail.ts';
 
 /** ok: receives and answers `answer`; refuse: provably does not receive (connection refused); hang: receives, never answers. */
 export type FixtureBehaviour = 'ok' | 'refuse' | 'hang';
@@ -29,7 +37,8 @@ export class FixtureRail implements RailAdapter {
   }
 
   submit(transfer: RailTransfer): Promise<RailStatus> {
-    if (this.behaviour === 'refuse') return Promise.reject(new RailNotReceivedError(`${this.name}: connect ECONNREFUSED`));
+    if (this.behaviour === 'refuse')
+      return Promise.reject(new RailNotReceivedError(`${this.name}: connect ECONNREFUSED`));
     this.received.push(transfer.reference);
     const held = this.transfers.get(transfer.reference) ?? { transfer, status: this.answer };
     this.transfers.set(transfer.reference, held);

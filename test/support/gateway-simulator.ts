@@ -51,7 +51,11 @@ export interface GatewaySimulatorOptions {
   keys?: RailKey[];
 }
 
-function spawnSimulator(configFile: string): { child: ChildProcessWithoutNullStreams; output: () => string; ready: Promise<{ port: number; controlPort: number }> } {
+function spawnSimulator(configFile: string): {
+  child: ChildProcessWithoutNullStreams;
+  output: () => string;
+  ready: Promise<{ port: number; controlPort: number }>;
+} {
   const child = reapedOnExit(spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', configFile], { cwd: ROOT }));
   let output = '';
   const ready = new Promise<{ port: number; controlPort: number }>((resolve, reject) => {
@@ -68,7 +72,9 @@ function spawnSimulator(configFile: string): { child: ChildProcessWithoutNullStr
 
 async function startedWithin<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not started within ${ms} ms`)), ms)));
+  const timeout = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not started within ${ms} ms`)), ms)),
+  );
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -77,7 +83,14 @@ export async function startGatewaySimulator(options: GatewaySimulatorOptions = {
   // The callback URL a test set last: a restarted gateway keeps calling it back.
   let callbackUrl = options.callbackUrl;
   const write = (ports: { port: number; controlPort: number }) => {
-    const config = { ...ports, dir: path.join(dir, 'data'), keys: options.keys ?? TEST_REQUEST_KEYS, callbackKey: TEST_CALLBACK_KEY, callbackUrl, settleDelayMs: options.settleDelayMs ?? 100 };
+    const config = {
+      ...ports,
+      dir: path.join(dir, 'data'),
+      keys: options.keys ?? TEST_REQUEST_KEYS,
+      callbackKey: TEST_CALLBACK_KEY,
+      callbackUrl,
+      settleDelayMs: options.settleDelayMs ?? 100,
+    };
     writeFileSync(path.join(dir, 'gateway.json'), JSON.stringify(config));
   };
   write({ port: 0, controlPort: 0 });
@@ -99,7 +112,10 @@ export async function startGatewaySimulator(options: GatewaySimulatorOptions = {
     pid: () => running.child.pid!,
     output: () => running.output(),
     async control(method, route, body) {
-      const answer = await fetch(`${controlUrl}${route}`, { method, ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }) });
+      const answer = await fetch(`${controlUrl}${route}`, {
+        method,
+        ...(body === undefined ? {} : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      });
       const text = await answer.text();
       if (!answer.ok) throw new Error(`control ${method} ${route}: ${answer.status} ${text}`);
       const url = (body as { url?: unknown } | undefined)?.url;
@@ -121,8 +137,20 @@ export async function startGatewaySimulator(options: GatewaySimulatorOptions = {
 }
 
 /** The connector's config for a simulator (our current key first). */
-export function connectorConfigOf(sim: GatewaySimulator, overrides: Partial<HttpBankConnectorConfig> = {}): HttpBankConnectorConfig {
-  return { name: 'bank-sim', kind: 'http-bank', baseUrl: sim.baseUrl, keys: [TEST_REQUEST_KEYS[0]!], callbackKeys: [TEST_CALLBACK_KEY], timeoutMs: 3000, modes: ['live'], ...overrides };
+export function connectorConfigOf(
+  sim: GatewaySimulator,
+  overrides: Partial<HttpBankConnectorConfig> = {},
+): HttpBankConnectorConfig {
+  return {
+    name: 'bank-sim',
+    kind: 'http-bank',
+    baseUrl: sim.baseUrl,
+    keys: [TEST_REQUEST_KEYS[0]!],
+    callbackKeys: [TEST_CALLBACK_KEY],
+    timeoutMs: 3000,
+    modes: ['live'],
+    ...overrides,
+  };
 }
 
 /** A rails file (RAILS_FILE) listing `connectors`, in the simulator's directory. */
@@ -146,7 +174,9 @@ export async function serviceWithGateway(
 }
 
 function scenarioOf(scenario: BankScenario) {
-  return scenario.kind === 'fail' ? { kind: 'fail', errorCode: gatewayErrorCodeOf(scenario.reason) } : { kind: scenario.kind };
+  return scenario.kind === 'fail'
+    ? { kind: 'fail', errorCode: gatewayErrorCodeOf(scenario.reason) }
+    : { kind: scenario.kind };
 }
 
 function outcomeOf(notice: BankNotice) {
@@ -163,8 +193,12 @@ function outcomeOf(notice: BankNotice) {
 /** Waits until every callback the gateway queued was delivered or given up (refused included). */
 export async function callbacksSettled(sim: GatewaySimulator): Promise<void> {
   await until('the gateway sent every callback it queued', async () => {
-    const { callbacks } = await sim.control<{ callbacks: { pending: number; counters: { queued: number; delivered: number; dropped: number } } }>('GET', '/_control/state');
-    return callbacks.pending === 0 && callbacks.counters.queued === callbacks.counters.delivered + callbacks.counters.dropped;
+    const { callbacks } = await sim.control<{
+      callbacks: { pending: number; counters: { queued: number; delivered: number; dropped: number } };
+    }>('GET', '/_control/state');
+    return (
+      callbacks.pending === 0 && callbacks.counters.queued === callbacks.counters.delivered + callbacks.counters.dropped
+    );
   });
 }
 
@@ -177,14 +211,27 @@ export function simulatorBank(sim: GatewaySimulator): BankControl {
       return transfer;
     },
     async submissionsOf(reference) {
-      return (await sim.control<{ submissions: number }>('GET', `/_control/transfers/${encodeURIComponent(reference)}`)).submissions;
+      return (await sim.control<{ submissions: number }>('GET', `/_control/transfers/${encodeURIComponent(reference)}`))
+        .submissions;
     },
     async notify(reference, notices, options) {
-      const before = (await sim.control<{ callbacks: { counters: { delivered: number; refused: number } } }>('GET', '/_control/state')).callbacks.counters;
-      const queued = (await sim.control<{ queued: number }>('POST', `/_control/transfers/${encodeURIComponent(reference)}/notify`, { notices: notices.map(outcomeOf), times: options?.times ?? 1 })).queued;
+      const before = (
+        await sim.control<{ callbacks: { counters: { delivered: number; refused: number } } }>('GET', '/_control/state')
+      ).callbacks.counters;
+      const queued = (
+        await sim.control<{ queued: number }>('POST', `/_control/transfers/${encodeURIComponent(reference)}/notify`, {
+          notices: notices.map(outcomeOf),
+          times: options?.times ?? 1,
+        })
+      ).queued;
       // Delivered (recorded in our inbox) before the kit looks: the simulator sends them one at a time.
       await until('the gateway delivered its callbacks', async () => {
-        const now = (await sim.control<{ callbacks: { counters: { delivered: number; refused: number } } }>('GET', '/_control/state')).callbacks.counters;
+        const now = (
+          await sim.control<{ callbacks: { counters: { delivered: number; refused: number } } }>(
+            'GET',
+            '/_control/state',
+          )
+        ).callbacks.counters;
         return now.delivered + now.refused - before.delivered - before.refused >= queued;
       });
     },

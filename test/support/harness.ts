@@ -91,12 +91,25 @@ export async function startTestApp(
 ): Promise<TestApp> {
   const database = options.database ?? (await createTestDatabase());
   const platformKey = generateApiKey('platform');
-  const env = { BOOTSTRAP: 'off', LOG_LEVEL: 'silent', RATE_LIMIT_RPS: '0', METRICS_TOKEN: TEST_METRICS_TOKEN, ...options.env, PLATFORM_API_KEY: platformKey };
+  const env = {
+    BOOTSTRAP: 'off',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_RPS: '0',
+    METRICS_TOKEN: TEST_METRICS_TOKEN,
+    ...options.env,
+    PLATFORM_API_KEY: platformKey,
+  };
   const config = loadConfig(env);
   await migrate(database.db, () => syncPlatformKey(database.db, platformKey));
   // As the start does (main.ts): the connectors of RAILS_FILE, when the test gives one.
   const connectorConfigs = readRailsFile(config.railsFile, env);
-  const { app, services } = await buildApp({ config, connectorConfigs, db: database.db, clock: options.clock, ...options.deps });
+  const { app, services } = await buildApp({
+    config,
+    connectorConfigs,
+    db: database.db,
+    clock: options.clock,
+    ...options.deps,
+  });
   if (options.beforeReady) await options.beforeReady(app);
   await app.ready();
   return {
@@ -114,7 +127,9 @@ export async function startTestApp(
 
 /** The platform key as an audit actor, for a test that calls an audited service directly. */
 export async function platformActor(t: TestApp): Promise<AuditActor> {
-  const { rows } = await t.db.query<{ id: string }>('SELECT id FROM api_keys WHERE is_platform AND revoked_at IS NULL ORDER BY created_at LIMIT 1');
+  const { rows } = await t.db.query<{ id: string }>(
+    'SELECT id FROM api_keys WHERE is_platform AND revoked_at IS NULL ORDER BY created_at LIMIT 1',
+  );
   if (!rows[0]) throw new Error('no active platform key');
   return { keyId: rows[0].id, tenantId: PLATFORM_TENANT_ID, requestId: null };
 }
@@ -153,8 +168,10 @@ export function client(app: App, apiKey?: string) {
   }
   return {
     get: <T = any>(url: string, headers?: Record<string, string>) => call<T>('GET', url, undefined, headers),
-    post: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('POST', url, body, headers),
-    patch: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('PATCH', url, body, headers),
+    post: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) =>
+      call<T>('POST', url, body, headers),
+    patch: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) =>
+      call<T>('PATCH', url, body, headers),
     put: <T = any>(url: string, body?: unknown, headers?: Record<string, string>) => call<T>('PUT', url, body, headers),
     delete: <T = any>(url: string, headers?: Record<string, string>) => call<T>('DELETE', url, undefined, headers),
   };
@@ -163,7 +180,12 @@ export function client(app: App, apiKey?: string) {
 export type Client = ReturnType<typeof client>;
 
 /** A GET from a given client address (the per-address limits' key), its body parsed when it is JSON. */
-export async function getFrom(app: App, remoteAddress: string, url: string, headers: Record<string, string> = {}): Promise<InjectResult> {
+export async function getFrom(
+  app: App,
+  remoteAddress: string,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<InjectResult> {
   const response = await app.inject({ method: 'GET', url, headers, remoteAddress });
   let body: any;
   try {
@@ -215,7 +237,10 @@ export interface Instances {
 }
 
 /** `count` app instances on one fresh PostgreSQL database (DATABASE_URL must be set). */
-export async function startInstances(count: number, options: Omit<Parameters<typeof startTestApp>[0] & object, 'database'> = {}): Promise<Instances> {
+export async function startInstances(
+  count: number,
+  options: Omit<Parameters<typeof startTestApp>[0] & object, 'database'> = {},
+): Promise<Instances> {
   const database = await createTestDatabase();
   if (!database.url) throw new Error('startInstances needs a PostgreSQL server (DATABASE_URL)');
   const pools: PostgresDatabase[] = [];
@@ -234,7 +259,9 @@ export async function startInstances(count: number, options: Omit<Parameters<typ
       await database.db.close();
       const check = new pg.Client({ connectionString: database.url });
       await check.connect();
-      const { rows } = await check.query<{ n: number }>(`SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`);
+      const { rows } = await check.query<{ n: number }>(
+        `SELECT deadlocks::int AS n FROM pg_stat_database WHERE datname = current_database()`,
+      );
       await check.end();
       await database.drop();
       return rows[0]!.n;

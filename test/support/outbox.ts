@@ -10,7 +10,14 @@ type EventType = 'payment.settled' | 'payment.failed' | 'payment.reversed';
 /** Writes one event (due at `at`) and returns its id. */
 export async function insertOutboxEvent(
   db: Queryable,
-  event: { tenantId: string; mode: Mode; type: EventType; paymentId: string; payload: Record<string, unknown>; at: Date },
+  event: {
+    tenantId: string;
+    mode: Mode;
+    type: EventType;
+    paymentId: string;
+    payload: Record<string, unknown>;
+    at: Date;
+  },
 ): Promise<bigint> {
   const p = new Params();
   const scope = { tenant: p.add(event.tenantId), mode: p.add(event.mode), now: p.add(event.at) };

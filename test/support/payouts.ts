@@ -22,7 +22,11 @@ export const AMPLE_RAIL_TIMEOUT_MS = 15_000;
  * `railTimeoutMs`, with `testRail` as its test rail if given: it sends the payout of a test that is
  * meant to time out, beside `t`, whose ample timeout a slow answer never reaches. Close it before `t`.
  */
-export async function appWithRailTimeout(t: TestApp, railTimeoutMs: number, deps: { clock?: ManualClock; testRail?: RailAdapter } = {}): Promise<App> {
+export async function appWithRailTimeout(
+  t: TestApp,
+  railTimeoutMs: number,
+  deps: { clock?: ManualClock; testRail?: RailAdapter } = {},
+): Promise<App> {
   const { app } = await buildApp({ config: { ...t.config, sandboxRailTimeoutMs: railTimeoutMs }, db: t.db, ...deps });
   await app.ready();
   return app;
@@ -48,7 +52,11 @@ export interface FundedTenant {
 }
 
 /** A tenant with a test key and `amount` minor units of BS prefunding (or credit settings). */
-export async function fundedTenant(t: TestApp, amount: bigint | number = 1_000_000_000n, tenant: Record<string, unknown> = {}): Promise<FundedTenant> {
+export async function fundedTenant(
+  t: TestApp,
+  amount: bigint | number = 1_000_000_000n,
+  tenant: Record<string, unknown> = {},
+): Promise<FundedTenant> {
   const created = await createTenant(t, { tenant });
   if (BigInt(amount) > 0n) {
     const funded = await client(t.app, t.platformKey).post(
@@ -76,7 +84,11 @@ export function idempotencyKey(): string {
 /** Quote + payout in one step; returns the HTTP response. */
 export async function payout(api: Client, body: Record<string, unknown>, deliver = 1_000_000, key = idempotencyKey()) {
   const quoteId = body.quoteId ?? (await quote(api, deliver));
-  return api.post('/v1/payouts', { method: 'pago_movil', sender: SENDER, ...body, quoteId }, { 'idempotency-key': key });
+  return api.post(
+    '/v1/payouts',
+    { method: 'pago_movil', sender: SENDER, ...body, quoteId },
+    { 'idempotency-key': key },
+  );
 }
 
 export function reaperOf(t: TestApp, rails: RailsByMode = t.services.rails): Reaper {
@@ -99,7 +111,9 @@ export function railLike(real: RailAdapter, overrides: Partial<RailAdapter>): Ra
     instrumentAvailable: (b, i, r) => real.instrumentAvailable(b, i, r),
     submit: (transfer, signal) => real.submit(transfer, signal),
     lookup: (reference, mode) => real.lookup(reference, mode),
-    ...(real.lookupMany ? { lookupMany: (references: readonly string[], mode: 'test' | 'live') => real.lookupMany!(references, mode) } : {}),
+    ...(real.lookupMany
+      ? { lookupMany: (references: readonly string[], mode: 'test' | 'live') => real.lookupMany!(references, mode) }
+      : {}),
     pendingNotifications: (limit) => real.pendingNotifications(limit),
     acknowledgeNotification: (id) => real.acknowledgeNotification(id),
     banks: (instrument) => real.banks(instrument),
@@ -123,12 +137,19 @@ const REAP_PASSES_MAX = 60;
  * for a test whose next step depends on when the reaper may act (after the payout path's send can no
  * longer be running, which the rail timeout sets), not on a clock step computed from that timeout.
  */
-export async function reapUntil(t: TestApp, clock: ManualClock, what: string, done: () => Promise<boolean>, detail?: () => Promise<string>): Promise<void> {
+export async function reapUntil(
+  t: TestApp,
+  clock: ManualClock,
+  what: string,
+  done: () => Promise<boolean>,
+  detail?: () => Promise<string>,
+): Promise<void> {
   for (let pass = 0; pass < REAP_PASSES_MAX; pass += 1) {
     if (await done()) return;
     await advanceAndReap(t, clock, t.config.reaperIntervalMs, 1);
   }
-  if (!(await done())) throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes${detail ? `\n${await detail()}` : ''}`);
+  if (!(await done()))
+    throw new Error(`${what}: not after ${REAP_PASSES_MAX} reaper passes${detail ? `\n${await detail()}` : ''}`);
 }
 
 export async function position(api: Client) {
@@ -148,7 +169,14 @@ export async function assertLedgerBalanced(t: TestApp): Promise<void> {
   );
   assert.equal(rows[0]!.n, 0n, 'no prefunding balance is negative, no credit drawn below zero');
   // The payout report's balance history: the last row of every charted account is its balance now.
-  const history = await t.db.query<{ tenant_id: string; mode: string; asset: string; kind: string; balance: bigint; last: bigint | null }>(
+  const history = await t.db.query<{
+    tenant_id: string;
+    mode: string;
+    asset: string;
+    kind: string;
+    balance: bigint;
+    last: bigint | null;
+  }>(
     `SELECT a.tenant_id, a.mode, a.asset, a.kind, a.balance,
             (SELECT h.balance FROM ledger_balance_history h
               WHERE h.tenant_id = a.tenant_id AND h.mode = a.mode AND h.asset = a.asset AND h.kind = a.kind
@@ -156,9 +184,17 @@ export async function assertLedgerBalanced(t: TestApp): Promise<void> {
        FROM ledger_accounts a WHERE a.kind IN ('prefunding', 'credit_receivable') AND a.balance_changed_at IS NOT NULL`,
   );
   for (const row of history.rows) {
-    assert.equal(row.last, row.balance, `the balance history of ${row.tenant_id} ${row.mode} ${row.asset} ${row.kind} ends at ${row.last}, the account holds ${row.balance}`);
+    assert.equal(
+      row.last,
+      row.balance,
+      `the balance history of ${row.tenant_id} ${row.mode} ${row.asset} ${row.kind} ends at ${row.last}, the account holds ${row.balance}`,
+    );
   }
   // The payout report's rollups, folded now and with what is left unfolded, agree with the payments.
   await foldReportRollups(t.db);
-  assert.deepEqual(await reportRollupDrift(t.db), [], 'the report rollups agree with the payments and webhook attempts');
+  assert.deepEqual(
+    await reportRollupDrift(t.db),
+    [],
+    'the report rollups agree with the payments and webhook attempts',
+  );
 }

@@ -33,7 +33,15 @@ export interface PgBouncer {
 const READY_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
 
-function ini(options: { dir: string; port: number; server: URL; user: string; dbname: string; poolSize: number; maxClientConn: number }): string {
+function ini(options: {
+  dir: string;
+  port: number;
+  server: URL;
+  user: string;
+  dbname: string;
+  poolSize: number;
+  maxClientConn: number;
+}): string {
   const { dir, server } = options;
   return `[databases]
 ${options.dbname} = host=${server.hostname} port=${server.port || 5432} dbname=${options.dbname}
@@ -59,7 +67,11 @@ pidfile = ${path.join(dir, 'pgbouncer.pid')}
  * Starts PgBouncer in front of `dbname` on the server of `serverUrl` (trust auth for its user, as the
  * test server has) and waits until a query passes through it.
  */
-export async function startPgBouncer(serverUrl: string, dbname: string, options: { poolSize?: number; maxClientConn?: number } = {}): Promise<PgBouncer> {
+export async function startPgBouncer(
+  serverUrl: string,
+  dbname: string,
+  options: { poolSize?: number; maxClientConn?: number } = {},
+): Promise<PgBouncer> {
   const binary = pgbouncerBinary();
   if (!binary) throw new Error('pgbouncer is not installed');
   const server = new URL(serverUrl);
@@ -68,7 +80,10 @@ export async function startPgBouncer(serverUrl: string, dbname: string, options:
   const port = await freePort();
   const poolSize = options.poolSize ?? 20;
   writeFileSync(path.join(dir, 'userlist.txt'), `"${user}" ""\n`);
-  writeFileSync(path.join(dir, 'pgbouncer.ini'), ini({ dir, port, server, user, dbname, poolSize, maxClientConn: options.maxClientConn ?? 1000 }));
+  writeFileSync(
+    path.join(dir, 'pgbouncer.ini'),
+    ini({ dir, port, server, user, dbname, poolSize, maxClientConn: options.maxClientConn ?? 1000 }),
+  );
   // PgBouncer refuses to run as root; as root it runs as the postgres user, who must read its files.
   const asRoot = process.getuid?.() === 0;
   if (asRoot) spawnSync('chown', ['-R', 'postgres', dir]);
@@ -87,26 +102,32 @@ export async function startPgBouncer(serverUrl: string, dbname: string, options:
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
-      const stopped = await until('pgbouncer exited', () => child.exitCode !== null || child.signalCode !== null, { timeoutMs: STOP_TIMEOUT_MS }).catch(() => false);
+      const stopped = await until('pgbouncer exited', () => child.exitCode !== null || child.signalCode !== null, {
+        timeoutMs: STOP_TIMEOUT_MS,
+      }).catch(() => false);
       if (!stopped) child.kill('SIGKILL');
       await exited;
     }
     rmSync(dir, { recursive: true, force: true });
   };
   try {
-    await until('pgbouncer answers a query', async () => {
-      if (child.exitCode !== null) throw new Error(`pgbouncer exited (code ${child.exitCode}):\n${log()}`);
-      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
-      try {
-        await client.connect();
-        await client.query('SELECT 1');
-        return true;
-      } catch {
-        return false;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    }, { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100, detail: () => log() });
+    await until(
+      'pgbouncer answers a query',
+      async () => {
+        if (child.exitCode !== null) throw new Error(`pgbouncer exited (code ${child.exitCode}):\n${log()}`);
+        const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+        try {
+          await client.connect();
+          await client.query('SELECT 1');
+          return true;
+        } catch {
+          return false;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100, detail: () => log() },
+    );
   } catch (error) {
     await stop();
     throw error;

@@ -5,7 +5,16 @@
 // initdb refuses to run as root: as root the binaries run as the `postgres` OS user (runuser), in a
 // fresh temporary directory chowned to it; as any other user they run as that user.
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -27,7 +36,12 @@ export function postgresBinDir(): string | undefined {
     .sort((a, b) => Number(b) - Number(a));
   for (const version of versions) {
     const bin = path.join(PG_ROOT, version, 'bin');
-    if (existsSync(path.join(bin, 'initdb')) && existsSync(path.join(bin, 'pg_ctl')) && existsSync(path.join(bin, 'postgres'))) return bin;
+    if (
+      existsSync(path.join(bin, 'initdb')) &&
+      existsSync(path.join(bin, 'pg_ctl')) &&
+      existsSync(path.join(bin, 'postgres'))
+    )
+      return bin;
   }
   return undefined;
 }
@@ -48,8 +62,10 @@ export function privatePostgresAvailable(): string | undefined {
   if (process.platform !== 'linux') return `a private PostgreSQL cluster needs Linux (this is ${process.platform})`;
   if (!postgresBinDir()) return `no PostgreSQL server binaries (initdb, pg_ctl) under ${PG_ROOT}/<version>/bin`;
   if (isRoot()) {
-    if (!osUserIds(OS_USER)) return `running as root, and there is no '${OS_USER}' OS user to run initdb as (initdb refuses root)`;
-    if (spawnSync('runuser', ['--help']).error) return `running as root, and runuser (to run initdb as '${OS_USER}') is missing`;
+    if (!osUserIds(OS_USER))
+      return `running as root, and there is no '${OS_USER}' OS user to run initdb as (initdb refuses root)`;
+    if (spawnSync('runuser', ['--help']).error)
+      return `running as root, and runuser (to run initdb as '${OS_USER}') is missing`;
   }
   return undefined;
 }
@@ -112,7 +128,19 @@ export class PrivatePostgres {
         const port = await freePort();
         const cluster = new PrivatePostgres(dir, port, bin, settings);
         try {
-          if (attempt === 1) await cluster.run('initdb', ['-D', cluster.dataDir, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions']);
+          if (attempt === 1)
+            await cluster.run('initdb', [
+              '-D',
+              cluster.dataDir,
+              '-A',
+              'trust',
+              '-U',
+              'postgres',
+              '-E',
+              'UTF8',
+              '--no-sync',
+              '--no-instructions',
+            ]);
           await cluster.startServer();
           return cluster;
         } catch (error) {
@@ -124,9 +152,13 @@ export class PrivatePostgres {
       }
       throw lastError;
     } catch (error) {
-      const log = existsSync(path.join(dir, 'postgres.log')) ? readFileSync(path.join(dir, 'postgres.log'), 'utf8') : '';
+      const log = existsSync(path.join(dir, 'postgres.log'))
+        ? readFileSync(path.join(dir, 'postgres.log'), 'utf8')
+        : '';
       rmSync(dir, { recursive: true, force: true });
-      throw new Error(`could not start a private PostgreSQL: ${(error as Error).message}\n--- postgres.log ---\n${log}`);
+      throw new Error(
+        `could not start a private PostgreSQL: ${(error as Error).message}\n--- postgres.log ---\n${log}`,
+      );
     }
   }
 
@@ -219,7 +251,18 @@ export class PrivatePostgres {
     const opts = [`-p ${this.port}`, `-k ${path.join(this.dir, 'socket')}`, '-c listen_addresses=127.0.0.1'];
     for (const [name, value] of Object.entries(this.settings)) opts.push(`-c ${name}=${value}`);
     runningClusters.add(this);
-    await this.run('pg_ctl', ['-D', this.dataDir, '-l', this.logFile, '-w', '-t', String(READY_TIMEOUT_MS / 1000), '-o', opts.join(' '), 'start']);
+    await this.run('pg_ctl', [
+      '-D',
+      this.dataDir,
+      '-l',
+      this.logFile,
+      '-w',
+      '-t',
+      String(READY_TIMEOUT_MS / 1000),
+      '-o',
+      opts.join(' '),
+      'start',
+    ]);
     this.running = true;
     await this.waitAcceptingConnections();
   }
@@ -231,21 +274,27 @@ export class PrivatePostgres {
 
   private async waitAcceptingConnections(): Promise<void> {
     let lastError: unknown;
-    const accepting = await until('connections accepted', async () => {
-      const client = new pg.Client({ connectionString: this.url('postgres'), connectionTimeoutMillis: 2000 });
-      try {
-        await client.connect();
-        await client.query('SELECT 1');
-        await client.end();
-        return true;
-      } catch (error) {
-        lastError = error;
-        await client.end().catch(() => undefined);
-        return false;
-      }
-    }, { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100 }).catch(() => false);
+    const accepting = await until(
+      'connections accepted',
+      async () => {
+        const client = new pg.Client({ connectionString: this.url('postgres'), connectionTimeoutMillis: 2000 });
+        try {
+          await client.connect();
+          await client.query('SELECT 1');
+          await client.end();
+          return true;
+        } catch (error) {
+          lastError = error;
+          await client.end().catch(() => undefined);
+          return false;
+        }
+      },
+      { timeoutMs: READY_TIMEOUT_MS, intervalMs: 100 },
+    ).catch(() => false);
     if (accepting) return;
-    throw new Error(`private PostgreSQL on port ${this.port} does not accept connections after ${READY_TIMEOUT_MS} ms: ${(lastError as Error)?.message}\n${this.logTail()}`);
+    throw new Error(
+      `private PostgreSQL on port ${this.port} does not accept connections after ${READY_TIMEOUT_MS} ms: ${(lastError as Error)?.message}\n${this.logTail()}`,
+    );
   }
 
   /** Runs a server binary (as the postgres OS user when we are root), bounded. */
@@ -254,11 +303,18 @@ export class PrivatePostgres {
     const [command, argv] = isRoot() ? ['runuser', ['-u', OS_USER, '--', full, ...args]] : [full, args];
     const started = Date.now();
     return new Promise((resolve, reject) => {
-      execFile(command, argv, { cwd: this.dir, timeout: COMMAND_TIMEOUT_MS, encoding: 'utf8' }, (error, stdout, stderr) => {
-        this.history.push(`$ ${binary} ${args.join(' ')}  (${Date.now() - started} ms${error ? `, failed: ${error.message.split('\n')[0]}` : ''})\n${stdout}${stderr}`.trimEnd());
-        if (error) reject(new Error(`${binary} ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`));
-        else resolve(stdout);
-      });
+      execFile(
+        command,
+        argv,
+        { cwd: this.dir, timeout: COMMAND_TIMEOUT_MS, encoding: 'utf8' },
+        (error, stdout, stderr) => {
+          this.history.push(
+            `$ ${binary} ${args.join(' ')}  (${Date.now() - started} ms${error ? `, failed: ${error.message.split('\n')[0]}` : ''})\n${stdout}${stderr}`.trimEnd(),
+          );
+          if (error) reject(new Error(`${binary} ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`));
+          else resolve(stdout);
+        },
+      );
     });
   }
 }

@@ -41,7 +41,12 @@ export const ASSERTIONS_APP = 'bds-test-assertions';
 
 /** A small pool on the test database; errors of idle connections (a server restart) are ignored. */
 function openPool(url: string, max = 4): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5_000, application_name: ASSERTIONS_APP });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 5_000,
+    application_name: ASSERTIONS_APP,
+  });
   pool.on('error', () => undefined);
   return pool;
 }
@@ -54,18 +59,31 @@ export async function rows<T = any>(pool: pg.Pool, sql: string, params: unknown[
  * `pg_stat_database.deadlocks` of `dbname`, read once no other session is connected to it (the
  * service processes have exited and their backends have flushed their statistics), bounded.
  */
-export async function deadlocksOf(adminUrl: string, dbname: string, timeoutMs = 15_000): Promise<{ deadlocks: number; others: number }> {
+export async function deadlocksOf(
+  adminUrl: string,
+  dbname: string,
+  timeoutMs = 15_000,
+): Promise<{ deadlocks: number; others: number }> {
   const client = new pg.Client({ connectionString: adminUrl, application_name: ASSERTIONS_APP });
   await client.connect();
   try {
     let others = -1;
-    await until('no other session on the database', async () => {
-      const r = await client.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2`, [dbname, ASSERTIONS_APP]);
-      others = r.rows[0].n;
-      return others === 0;
-    }, { timeoutMs, intervalMs: 100 }).catch(() => undefined); // reported as `others`
+    await until(
+      'no other session on the database',
+      async () => {
+        const r = await client.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND application_name <> $2`,
+          [dbname, ASSERTIONS_APP],
+        );
+        others = r.rows[0].n;
+        return others === 0;
+      },
+      { timeoutMs, intervalMs: 100 },
+    ).catch(() => undefined); // reported as `others`
     await client.query('SELECT pg_stat_clear_snapshot()');
-    const r = await client.query(`SELECT deadlocks::int AS deadlocks FROM pg_stat_database WHERE datname = $1`, [dbname]);
+    const r = await client.query(`SELECT deadlocks::int AS deadlocks FROM pg_stat_database WHERE datname = $1`, [
+      dbname,
+    ]);
     return { deadlocks: r.rows[0]?.deadlocks ?? -1, others };
   } finally {
     await client.end();
@@ -147,7 +165,11 @@ export async function withServices(
   }
 }
 
-async function expectStatus(what: string, result: Promise<{ status: number; json: any; text: string }>, status: number) {
+async function expectStatus(
+  what: string,
+  result: Promise<{ status: number; json: any; text: string }>,
+  status: number,
+) {
   const r = await result;
   if (r.status !== status) throw new Error(`${what}: expected ${status}, got ${r.status}: ${r.text}`);
   return r.json;
@@ -160,32 +182,75 @@ async function expectStatus(what: string, result: Promise<{ status: number; json
 export async function setupTenant(
   base: string,
   platformKey: string,
-  options: { funding: bigint; webhookUrl?: string; customerIds?: string[]; limitRules?: boolean; name?: string; mode?: 'test' | 'live' },
+  options: {
+    funding: bigint;
+    webhookUrl?: string;
+    customerIds?: string[];
+    limitRules?: boolean;
+    name?: string;
+    mode?: 'test' | 'live';
+  },
 ): Promise<Tenant> {
   const mode = options.mode ?? 'test';
-  const tenant = await expectStatus('create tenant', call(base, platformKey, 'POST', '/v1/admin/tenants', { name: options.name ?? 'Chaos Remesas' }), 201);
+  const tenant = await expectStatus(
+    'create tenant',
+    call(base, platformKey, 'POST', '/v1/admin/tenants', { name: options.name ?? 'Chaos Remesas' }),
+    201,
+  );
   const tenantId: string = tenant.id;
-  const key = await expectStatus('issue key', call(base, platformKey, 'POST', `/v1/admin/tenants/${tenantId}/api-keys`, { mode }), 201);
+  const key = await expectStatus(
+    'issue key',
+    call(base, platformKey, 'POST', `/v1/admin/tenants/${tenantId}/api-keys`, { mode }),
+    201,
+  );
   await expectStatus(
     'fund',
-    call(base, platformKey, 'POST', `/v1/admin/tenants/${tenantId}/fundings`, { mode, asset: 'BS', amount: Number(options.funding) }, { 'idempotency-key': `fund-${tenantId}` }),
+    call(
+      base,
+      platformKey,
+      'POST',
+      `/v1/admin/tenants/${tenantId}/fundings`,
+      { mode, asset: 'BS', amount: Number(options.funding) },
+      { 'idempotency-key': `fund-${tenantId}` },
+    ),
     201,
   );
   let webhookSecret: string | undefined;
   if (options.webhookUrl) {
-    const endpoint = await expectStatus('webhook endpoint', call(base, platformKey, 'PUT', `/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode, url: options.webhookUrl }), 200);
+    const endpoint = await expectStatus(
+      'webhook endpoint',
+      call(base, platformKey, 'PUT', `/v1/admin/tenants/${tenantId}/webhook-endpoint`, {
+        mode,
+        url: options.webhookUrl,
+      }),
+      200,
+    );
     webhookSecret = endpoint.secret;
   }
   if (options.limitRules) {
     await expectStatus(
       'tenant limit rule',
-      call(base, platformKey, 'POST', '/v1/admin/limit-rules', { scope: 'tenant', tenantId, method: '*', per_tx_max: 10_000_000_000, daily_max: 10_000_000_000_000, daily_count_max: 1_000_000 }),
+      call(base, platformKey, 'POST', '/v1/admin/limit-rules', {
+        scope: 'tenant',
+        tenantId,
+        method: '*',
+        per_tx_max: 10_000_000_000,
+        daily_max: 10_000_000_000_000,
+        daily_count_max: 1_000_000,
+      }),
       201,
     );
     for (const subjectId of options.customerIds ?? []) {
       await expectStatus(
         'customer limit rule',
-        call(base, platformKey, 'POST', '/v1/admin/limit-rules', { scope: 'customer', tenantId, subjectId, method: '*', per_tx_max: 5_000_000_000, daily_max: 5_000_000_000_000 }),
+        call(base, platformKey, 'POST', '/v1/admin/limit-rules', {
+          scope: 'customer',
+          tenantId,
+          subjectId,
+          method: '*',
+          per_tx_max: 5_000_000_000,
+          daily_max: 5_000_000_000_000,
+        }),
         201,
       );
     }
@@ -217,7 +282,8 @@ interface Expected {
 }
 
 function expectedOutcome(spec: PayoutSpec): Expected {
-  if (spec.deliver < RAIL_FLOOR_MINOR) return { status: 'failed', reason: 'amount_below_rail_minimum', beforeRail: true };
+  if (spec.deliver < RAIL_FLOOR_MINOR)
+    return { status: 'failed', reason: 'amount_below_rail_minimum', beforeRail: true };
   switch (spec.nationalId) {
     case 'V99990003':
       return { status: 'failed', reason: 'rail_rejected', beforeRail: false };
@@ -239,7 +305,10 @@ function expectedOutcome(spec: PayoutSpec): Expected {
  * `customerIds` plus none. Plain beneficiaries come from a small pool of national ids, so concurrent
  * payouts register the same inline beneficiary.
  */
-export function payoutMix(n: number, options: { prefix: string; outcomes: OutcomeId[]; customerIds?: string[]; plainPool?: number }): PayoutSpec[] {
+export function payoutMix(
+  n: number,
+  options: { prefix: string; outcomes: OutcomeId[]; customerIds?: string[]; plainPool?: number },
+): PayoutSpec[] {
   const customers = [...(options.customerIds ?? []), undefined];
   const plainPool = options.plainPool ?? 12;
   const specs: PayoutSpec[] = [];
@@ -261,7 +330,12 @@ export function payoutMix(n: number, options: { prefix: string; outcomes: Outcom
 }
 
 /** Runs `work` for each item no earlier than `startMs + i * paceMs` from now, `concurrency` at a time. */
-export async function paced<T>(items: readonly T[], concurrency: number, paceMs: number, work: (item: T) => Promise<unknown>): Promise<void> {
+export async function paced<T>(
+  items: readonly T[],
+  concurrency: number,
+  paceMs: number,
+  work: (item: T) => Promise<unknown>,
+): Promise<void> {
   const t0 = Date.now();
   let next = 0;
   const runners = Array.from({ length: Math.min(concurrency, items.length) }, async () => {
@@ -287,21 +361,30 @@ export async function waitFor(
 ): Promise<{ done: boolean; ms: number; detail: string }> {
   const started = Date.now();
   let detail = '(never probed)';
-  const done = await until('the probe done', async () => {
-    try {
-      const r = await probe();
-      detail = r.detail;
-      return r.done;
-    } catch (error) {
-      detail = `probe failed: ${(error as Error).message}`;
-      return false;
-    }
-  }, { timeoutMs, intervalMs }).catch(() => false);
+  const done = await until(
+    'the probe done',
+    async () => {
+      try {
+        const r = await probe();
+        detail = r.detail;
+        return r.done;
+      } catch (error) {
+        detail = `probe failed: ${(error as Error).message}`;
+        return false;
+      }
+    },
+    { timeoutMs, intervalMs },
+  ).catch(() => false);
   return { done, ms: Date.now() - started, detail };
 }
 
 /** Where the tenant's payouts and events stand: every payment terminal, every event published. */
-async function settlementProgress(pool: pg.Pool, tenantId: string, expectedPayments: number, published = true): Promise<{ done: boolean; detail: string }> {
+async function settlementProgress(
+  pool: pg.Pool,
+  tenantId: string,
+  expectedPayments: number,
+  published = true,
+): Promise<{ done: boolean; detail: string }> {
   const [p] = await rows(
     pool,
     `SELECT count(*)::int AS total,
@@ -310,7 +393,11 @@ async function settlementProgress(pool: pg.Pool, tenantId: string, expectedPayme
        FROM payments WHERE tenant_id = $1`,
     [tenantId],
   );
-  const byStatus = await rows(pool, `SELECT status, count(*)::int AS n FROM payments WHERE tenant_id = $1 GROUP BY status ORDER BY status`, [tenantId]);
+  const byStatus = await rows(
+    pool,
+    `SELECT status, count(*)::int AS n FROM payments WHERE tenant_id = $1 GROUP BY status ORDER BY status`,
+    [tenantId],
+  );
   const [e] = await rows(
     pool,
     `SELECT count(*)::int AS total, count(*) FILTER (WHERE status <> 'published')::int AS unpublished FROM outbox_events WHERE tenant_id = $1`,
@@ -325,7 +412,12 @@ async function settlementProgress(pool: pg.Pool, tenantId: string, expectedPayme
   const total = Number(p?.total ?? 0);
   const open = Number(p?.open ?? 0);
   const unreversed = Number(p?.unreversed ?? 0);
-  const done = total >= expectedPayments && open === 0 && unreversed === 0 && (!published || e.unpublished === 0) && r.unacknowledged === 0;
+  const done =
+    total >= expectedPayments &&
+    open === 0 &&
+    unreversed === 0 &&
+    (!published || e.unpublished === 0) &&
+    r.unacknowledged === 0;
   const detail = `payments ${total}/${expectedPayments} ${JSON.stringify(Object.fromEntries(byStatus.map((b) => [b.status, b.n])))}, V99990007 not yet reversed ${unreversed}, events ${e.total} (${e.unpublished} not published), reversals not acknowledged ${r.unacknowledged}`;
   return { done, detail };
 }
@@ -381,13 +473,25 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
 
   // --- client side --------------------------------------------------------------------------
   const several = records.filter((r) => r.paymentIds.size > 1);
-  if (several.length) fail('keys answered with more than one payment id', several.map((r) => ({ key: r.spec.key, ids: [...r.paymentIds] })));
+  if (several.length)
+    fail(
+      'keys answered with more than one payment id',
+      several.map((r) => ({ key: r.spec.key, ids: [...r.paymentIds] })),
+    );
   const serverErrors = client.serverErrors();
   if (serverErrors.length) fail('500 answers (a bug whatever happened around them)', serverErrors);
   const gaveUp = records.filter((r) => r.gaveUp);
-  if (gaveUp.length) fail('keys without a final answer in time', gaveUp.map((r) => ({ key: r.spec.key, gaveUp: r.gaveUp, last: r.answers.slice(-3) })));
+  if (gaveUp.length)
+    fail(
+      'keys without a final answer in time',
+      gaveUp.map((r) => ({ key: r.spec.key, gaveUp: r.gaveUp, last: r.answers.slice(-3) })),
+    );
   const not201 = records.filter((r) => r.final && r.final.status !== 201);
-  if (not201.length) fail('keys whose final answer is not a 201', not201.map((r) => ({ key: r.spec.key, final: r.final, answers: r.answers.slice(-4) })));
+  if (not201.length)
+    fail(
+      'keys whose final answer is not a 201',
+      not201.map((r) => ({ key: r.spec.key, final: r.final, answers: r.answers.slice(-4) })),
+    );
 
   // --- keys and payments ----------------------------------------------------------------------
   const payments = await rows(
@@ -421,7 +525,11 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
     [t],
   );
   if (unnamed.length) fail('payments no idempotency key names', unnamed);
-  const quoteTwice = await rows(pool, `SELECT quote_id, array_agg(id) AS payments FROM payments WHERE tenant_id = $1 GROUP BY quote_id HAVING count(*) > 1`, [t]);
+  const quoteTwice = await rows(
+    pool,
+    `SELECT quote_id, array_agg(id) AS payments FROM payments WHERE tenant_id = $1 GROUP BY quote_id HAVING count(*) > 1`,
+    [t],
+  );
   if (quoteTwice.length) fail('quotes consumed by more than one payment', quoteTwice);
   const quoteMismatch = await rows(
     pool,
@@ -430,7 +538,7 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
       WHERE p.tenant_id = $1 AND q.payment_id IS DISTINCT FROM p.id`,
     [t],
   );
-  if (quoteMismatch.length) fail("payments whose quote does not name them", quoteMismatch);
+  if (quoteMismatch.length) fail('payments whose quote does not name them', quoteMismatch);
 
   const clientVsDb: unknown[] = [];
   const specOfPayment = new Map<string, PayoutSpec>();
@@ -442,8 +550,15 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
     specOfPayment.set(id, r.spec);
     if (!p) clientVsDb.push({ key: r.spec.key, problem: 'answered payment id does not exist', id });
     else if (!k) clientVsDb.push({ key: r.spec.key, problem: 'no idempotency key row', id });
-    else if (k.payment_id !== id) clientVsDb.push({ key: r.spec.key, problem: 'key row names another payment', answered: id, key_row: k });
-    else if (p.quote_id !== r.quoteId) clientVsDb.push({ key: r.spec.key, problem: 'payment consumed another quote', quote_sent: r.quoteId, payment: p.quote_id });
+    else if (k.payment_id !== id)
+      clientVsDb.push({ key: r.spec.key, problem: 'key row names another payment', answered: id, key_row: k });
+    else if (p.quote_id !== r.quoteId)
+      clientVsDb.push({
+        key: r.spec.key,
+        problem: 'payment consumed another quote',
+        quote_sent: r.quoteId,
+        payment: p.quote_id,
+      });
   }
   if (clientVsDb.length) fail('client answers that disagree with the database', clientVsDb);
   const answeredIds = new Set(records.flatMap((r) => [...r.paymentIds]));
@@ -459,11 +574,28 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
       const spec = specOfPayment.get(p.id);
       if (!spec) continue;
       const want = expectedOutcome(spec);
-      if (p.status !== want.status || (want.reason && p.status_reason !== want.reason) || want.beforeRail !== (p.funding_account === null)) {
-        wrong.push({ payment: p.id, key: spec.key, nationalId: spec.nationalId, deliver: spec.deliver, want, got: { status: p.status, reason: p.status_reason, funding_account: p.funding_account } });
+      if (
+        p.status !== want.status ||
+        (want.reason && p.status_reason !== want.reason) ||
+        want.beforeRail !== (p.funding_account === null)
+      ) {
+        wrong.push({
+          payment: p.id,
+          key: spec.key,
+          nationalId: spec.nationalId,
+          deliver: spec.deliver,
+          want,
+          got: { status: p.status, reason: p.status_reason, funding_account: p.funding_account },
+        });
       }
       if (spec.nationalId === 'V99990008' && (p.method !== 'transferencia' || p.method_changed !== true)) {
-        wrong.push({ payment: p.id, key: spec.key, problem: 'V99990008 must switch to transferencia', method: p.method, method_changed: p.method_changed });
+        wrong.push({
+          payment: p.id,
+          key: spec.key,
+          problem: 'V99990008 must switch to transferencia',
+          method: p.method,
+          method_changed: p.method_changed,
+        });
       }
     }
     if (wrong.length) fail('payments whose outcome is not the one their sandbox trigger decides', wrong);
@@ -514,8 +646,12 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
   if (historyDrift.length) fail('charted accounts whose balance history does not end at their balance', historyDrift);
   // The payout report's rollups, as the workers folded them while payouts ran and processes were
   // killed, plus what they have not folded yet, agree with the payments and attempts themselves.
-  const rollupDrift = await reportRollupDrift({ query: (sql, params) => pool.query(sql, params as unknown[]) as never, exec: async (sql) => void (await pool.query(sql)) });
-  if (rollupDrift.length) fail('payout report rollups that disagree with the payments and webhook attempts', rollupDrift);
+  const rollupDrift = await reportRollupDrift({
+    query: (sql, params) => pool.query(sql, params as unknown[]) as never,
+    exec: async (sql) => void (await pool.query(sql)),
+  });
+  if (rollupDrift.length)
+    fail('payout report rollups that disagree with the payments and webhook attempts', rollupDrift);
 
   const entryKinds = await rows(
     pool,
@@ -544,7 +680,11 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
     if (p.status === 'reversed') expectedAvailable -= BigInt(p.source_amount) - BigInt(p.payout_amount);
   }
   if (BigInt(position.available) !== expectedAvailable) {
-    fail('prefunding balance differs from funding − settled − fees of reversed', { available: position.available, expected: expectedAvailable.toString(), funding: tenant.funding.toString() });
+    fail('prefunding balance differs from funding − settled − fees of reversed', {
+      available: position.available,
+      expected: expectedAvailable.toString(),
+      funding: tenant.funding.toString(),
+    });
   }
 
   // --- limit usage: what accepted payouts consumed, minus what failures and reversals gave back ----
@@ -573,16 +713,31 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
   if (usage.length) fail('limit usage counters that differ from the payouts that consumed them', usage);
 
   // --- outbox events -------------------------------------------------------------------------------
-  const events = await rows(pool, `SELECT id::text AS id, aggregate_id, event_type, status, attempts FROM outbox_events WHERE tenant_id = $1`, [t]);
+  const events = await rows(
+    pool,
+    `SELECT id::text AS id, aggregate_id, event_type, status, attempts FROM outbox_events WHERE tenant_id = $1`,
+    [t],
+  );
   const eventsOf = new Map<string, typeof events>();
   for (const e of events) eventsOf.set(e.aggregate_id, [...(eventsOf.get(e.aggregate_id) ?? []), e]);
   const wrongEvents: unknown[] = [];
   for (const p of payments) {
-    const types = (eventsOf.get(p.id) ?? []).map((e) => e.event_type).sort().join(',');
-    const want = p.status === 'settled' ? 'payment.settled' : p.status === 'failed' ? 'payment.failed' : p.status === 'reversed' ? 'payment.reversed,payment.settled' : '(none yet)';
+    const types = (eventsOf.get(p.id) ?? [])
+      .map((e) => e.event_type)
+      .sort()
+      .join(',');
+    const want =
+      p.status === 'settled'
+        ? 'payment.settled'
+        : p.status === 'failed'
+          ? 'payment.failed'
+          : p.status === 'reversed'
+            ? 'payment.reversed,payment.settled'
+            : '(none yet)';
     if (types !== want) wrongEvents.push({ payment: p.id, status: p.status, events: types, want });
   }
-  for (const [aggregate, list] of eventsOf) if (!byId.has(aggregate)) wrongEvents.push({ event_for_unknown_payment: aggregate, events: list });
+  for (const [aggregate, list] of eventsOf)
+    if (!byId.has(aggregate)) wrongEvents.push({ event_for_unknown_payment: aggregate, events: list });
   if (wrongEvents.length) fail('payments without exactly their outcome events', wrongEvents);
   const unpublished = events.filter((e) => e.status !== 'published');
   if (unpublished.length && input.published !== false) fail('events not published', unpublished);
@@ -592,7 +747,10 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
     if (missing.length) fail('events the receiver never got', missing);
     if (tenant.webhookSecret) {
       const forged = input.receiver.requests
-        .map((r) => ({ r, check: verifyWebhook({ secret: tenant.webhookSecret!, headers: r.headers, rawBody: r.rawBody }) }))
+        .map((r) => ({
+          r,
+          check: verifyWebhook({ secret: tenant.webhookSecret!, headers: r.headers, rawBody: r.rawBody }),
+        }))
         .filter(({ check }) => !check.ok)
         .map(({ r, check }) => ({ event: r.headers['x-event-id'], attempt: r.headers['x-delivery-attempt'], check }));
       if (forged.length) fail('deliveries whose signature does not verify with the endpoint secret', forged);
@@ -602,7 +760,11 @@ async function invariantViolations(input: InvariantInput): Promise<string[]> {
   // --- the rail's view ---------------------------------------------------------------------------------
   if (input.sandboxRail !== false) violations.push(...(await sandboxRailViolations(pool, t, payments)));
   // No rail contradicted itself on its own in these runs: an anomaly here is a report applied out of order.
-  const anomalies = await rows(pool, `SELECT kind, payment_id, theirs FROM anomalies WHERE tenant_id = $1 OR tenant_id IS NULL`, [t]);
+  const anomalies = await rows(
+    pool,
+    `SELECT kind, payment_id, theirs FROM anomalies WHERE tenant_id = $1 OR tenant_id IS NULL`,
+    [t],
+  );
   if (anomalies.length) fail('anomalies recorded although the rail never contradicted our records', anomalies);
 
   return violations;
@@ -633,7 +795,10 @@ async function sandboxRailViolations(pool: pg.Pool, t: string, payments: any[]):
 
 /** A compact account of a run for failure messages and logs. */
 function runSummary(client: ChaosClient, records: KeyRecord[] = [...client.records.values()]): string {
-  const latencies = records.filter((r) => r.finishedAt !== undefined).map((r) => r.finishedAt! - r.startedAt).sort((a, b) => a - b);
+  const latencies = records
+    .filter((r) => r.finishedAt !== undefined)
+    .map((r) => r.finishedAt! - r.startedAt)
+    .sort((a, b) => a - b);
   const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
   return `${records.length} keys; per-key time p50 ${pct(0.5)} ms, p99 ${pct(0.99)} ms, max ${latencies.at(-1) ?? 0} ms; answers ${JSON.stringify(client.answerCounts())}`;
 }
@@ -676,7 +841,11 @@ export interface FinishResult {
 export async function finishRun(input: FinishInput): Promise<FinishResult> {
   const { cluster, pool, tenant, client } = input;
   const answered = new Set([...client.records.values()].flatMap((r) => [...r.paymentIds]));
-  const settled = await waitFor(input.settleTimeoutMs, () => settlementProgress(pool, tenant.tenantId, answered.size, input.published !== false), 100);
+  const settled = await waitFor(
+    input.settleTimeoutMs,
+    () => settlementProgress(pool, tenant.tenantId, answered.size, input.published !== false),
+    100,
+  );
   const stops = await cluster.stopAll();
   const violations: string[] = [];
   if (!settled.done) violations.push(`not everything resolved within ${input.settleTimeoutMs} ms: ${settled.detail}`);
@@ -688,9 +857,20 @@ export async function finishRun(input: FinishInput): Promise<FinishResult> {
   } else {
     const d = await deadlocksOf(input.adminUrl, input.dbname);
     deadlockDetail = `pg_stat_database.deadlocks = ${d.deadlocks}`;
-    if (d.deadlocks !== 0) violations.push(`pg_stat_database.deadlocks = ${d.deadlocks} (sessions still connected when read: ${d.others})`);
+    if (d.deadlocks !== 0)
+      violations.push(`pg_stat_database.deadlocks = ${d.deadlocks} (sessions still connected when read: ${d.others})`);
   }
-  violations.push(...(await invariantViolations({ pool, tenant, client, receiver: input.receiver, checkOutcomes: input.checkOutcomes, sandboxRail: input.sandboxRail, published: input.published })));
+  violations.push(
+    ...(await invariantViolations({
+      pool,
+      tenant,
+      client,
+      receiver: input.receiver,
+      checkOutcomes: input.checkOutcomes,
+      sandboxRail: input.sandboxRail,
+      published: input.published,
+    })),
+  );
   const unexpected = cluster.unexpectedExits();
   if (unexpected.length) violations.push(`processes that exited on their own: ${JSON.stringify(unexpected)}`);
   const unclean = stops.filter((s) => s.code !== 0);
@@ -703,7 +883,11 @@ export async function finishRun(input: FinishInput): Promise<FinishResult> {
   const summary = `resolved in ${settled.ms} ms; ${deadlockDetail}; ${runSummary(client)}; transitions ${JSON.stringify(Object.fromEntries(transitions.map((r) => [r.what, r.n])))}`;
   let artifacts: string | undefined;
   if (violations.length || process.env.BDS_KEEP_ARTIFACTS) {
-    artifacts = saveArtifacts(input.name, { ...cluster.artifactFiles(), 'client.txt': clientDump(client), 'violations.txt': violations.join('\n\n') });
+    artifacts = saveArtifacts(input.name, {
+      ...cluster.artifactFiles(),
+      'client.txt': clientDump(client),
+      'violations.txt': violations.join('\n\n'),
+    });
   }
   return { violations, settled, summary, artifacts };
 }
@@ -724,7 +908,12 @@ export function answeredStatusesByTrigger(client: ChaosClient): Record<string, R
   const out: Record<string, Record<string, number>> = {};
   for (const r of client.records.values()) {
     if (!r.final?.paymentStatus) continue;
-    const trigger = r.spec.deliver < RAIL_FLOOR_MINOR ? 'below_floor' : r.spec.nationalId.startsWith('V9999') ? r.spec.nationalId : 'plain';
+    const trigger =
+      r.spec.deliver < RAIL_FLOOR_MINOR
+        ? 'below_floor'
+        : r.spec.nationalId.startsWith('V9999')
+          ? r.spec.nationalId
+          : 'plain';
     const bucket = (out[trigger] ??= {});
     bucket[r.final.paymentStatus] = (bucket[r.final.paymentStatus] ?? 0) + 1;
   }
@@ -732,7 +921,10 @@ export function answeredStatusesByTrigger(client: ChaosClient): Record<string, R
 }
 
 /** Per payment, the time from its commit to its last transition (ms): p50, p99 and max. */
-export async function resolutionTimes(pool: pg.Pool, tenantId: string): Promise<{ p50: number; p99: number; max: number; slowest: unknown[] }> {
+export async function resolutionTimes(
+  pool: pg.Pool,
+  tenantId: string,
+): Promise<{ p50: number; p99: number; max: number; slowest: unknown[] }> {
   const list = await rows(
     pool,
     `SELECT p.id, p.status, beneficiary->>'nationalId' AS national_id,

@@ -29,7 +29,9 @@ function kernelFreePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -111,7 +113,12 @@ const READY_PROBE_TIMEOUT_MS = 2_000;
  * Starts the service as `npm start` does and waits until ready: on `port`, or, without one, on a port
  * of its own from `freePort` (another one if that is taken before the service binds it).
  */
-export async function startService(env: Record<string, string>, port?: number, readyTimeoutMs = 30_000, launcher: Launcher = 'node'): Promise<ServiceProcess & { readyMs: number }> {
+export async function startService(
+  env: Record<string, string>,
+  port?: number,
+  readyTimeoutMs = 30_000,
+  launcher: Launcher = 'node',
+): Promise<ServiceProcess & { readyMs: number }> {
   if (port !== undefined) return launch(env, port, readyTimeoutMs, launcher);
   for (let restart = 0; ; restart += 1) {
     try {
@@ -122,10 +129,25 @@ export async function startService(env: Record<string, string>, port?: number, r
   }
 }
 
-async function launch(env: Record<string, string>, port: number, readyTimeoutMs: number, launcher: Launcher): Promise<ServiceProcess & { readyMs: number }> {
+async function launch(
+  env: Record<string, string>,
+  port: number,
+  readyTimeoutMs: number,
+  launcher: Launcher,
+): Promise<ServiceProcess & { readyMs: number }> {
   const startedAt = Date.now();
-  const childEnv = { ...process.env, LOG_LEVEL: 'warn', METRICS_TOKEN: TEST_METRICS_TOKEN, ...env, PORT: String(port), HOST: '127.0.0.1' };
-  const child = launcher === 'node' ? spawn(process.execPath, SERVICE_ARGS, { env: childEnv }) : spawn('npm', ['start', '--silent', '--ignore-scripts'], { env: childEnv, detached: true });
+  const childEnv = {
+    ...process.env,
+    LOG_LEVEL: 'warn',
+    METRICS_TOKEN: TEST_METRICS_TOKEN,
+    ...env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  };
+  const child =
+    launcher === 'node'
+      ? spawn(process.execPath, SERVICE_ARGS, { env: childEnv })
+      : spawn('npm', ['start', '--silent', '--ignore-scripts'], { env: childEnv, detached: true });
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
@@ -141,14 +163,21 @@ async function launch(env: Record<string, string>, port: number, readyTimeoutMs:
       return exited;
     },
   };
-  const state = await until('the service ready', async () => {
-    if (child.exitCode !== null) return 'exited';
-    // undefined: not listening yet, or something else holds the port and does not answer.
-    const response = await fetch(`${baseUrl}/health/ready`, { signal: AbortSignal.timeout(READY_PROBE_TIMEOUT_MS) }).catch(() => undefined);
-    return response?.status === 200 ? 'ready' : undefined;
-  }, { timeoutMs: readyTimeoutMs - (Date.now() - startedAt), intervalMs: 100 }).catch(() => 'not ready' as const);
+  const state = await until(
+    'the service ready',
+    async () => {
+      if (child.exitCode !== null) return 'exited';
+      // undefined: not listening yet, or something else holds the port and does not answer.
+      const response = await fetch(`${baseUrl}/health/ready`, {
+        signal: AbortSignal.timeout(READY_PROBE_TIMEOUT_MS),
+      }).catch(() => undefined);
+      return response?.status === 200 ? 'ready' : undefined;
+    },
+    { timeoutMs: readyTimeoutMs - (Date.now() - startedAt), intervalMs: 100 },
+  ).catch(() => 'not ready' as const);
   if (state === 'ready') return { ...service, readyMs: Date.now() - startedAt };
-  if (state === 'exited') throw new (/EADDRINUSE/.test(output) ? PortTakenError : Error)(`service exited with ${child.exitCode}:\n${output}`);
+  if (state === 'exited')
+    throw new (/EADDRINUSE/.test(output) ? PortTakenError : Error)(`service exited with ${child.exitCode}:\n${output}`);
   await service.stop('SIGKILL');
   throw new Error(`service not ready within ${readyTimeoutMs} ms:\n${output}`);
 }
@@ -160,7 +189,11 @@ export const MIGRATE_ARGS = ['--enable-source-maps', 'dist/migrate.js'];
 const RUN_TO_EXIT_TIMEOUT_MS = 60_000;
 
 /** Runs the service (or `args`) until it exits by itself; SIGKILLed past `timeoutMs` (code null). */
-export function runToExit(env: Record<string, string>, args: string[] = SERVICE_ARGS, timeoutMs = RUN_TO_EXIT_TIMEOUT_MS): Promise<{ code: number | null; output: string }> {
+export function runToExit(
+  env: Record<string, string>,
+  args: string[] = SERVICE_ARGS,
+  timeoutMs = RUN_TO_EXIT_TIMEOUT_MS,
+): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { env: { ...process.env, ...env } });
     let output = '';

@@ -16,13 +16,23 @@ export class CountingObserver implements RunObserver {
 export function reconciliationService(
   db: Database,
   clock: Clock,
-  options: { intervalS?: number; fullIntervalS?: number; pageSizes?: PageSizes; onDiscrepancies?: DiscrepancyHook } = {},
+  options: {
+    intervalS?: number;
+    fullIntervalS?: number;
+    pageSizes?: PageSizes;
+    onDiscrepancies?: DiscrepancyHook;
+  } = {},
 ): { service: ReconciliationService; observer: CountingObserver } {
   const observer = new CountingObserver();
   const service = new ReconciliationService(
     db,
     clock,
-    { intervalS: options.intervalS ?? 0, fullIntervalS: options.fullIntervalS ?? 604_800, executesRuns: false, pageSizes: options.pageSizes },
+    {
+      intervalS: options.intervalS ?? 0,
+      fullIntervalS: options.fullIntervalS ?? 604_800,
+      executesRuns: false,
+      pageSizes: options.pageSizes,
+    },
     observer,
     undefined,
     options.onDiscrepancies,
@@ -36,7 +46,10 @@ export function reconciliationService(
  * open: PostgreSQL only, PGlite's one connection would wait); `between`, before it opens its second
  * snapshot (no transaction open). `paused` resolves when it has stopped.
  */
-export function pausingDatabase(db: Database, where: 'inside' | 'between'): { db: Database; paused: Promise<void>; release(): void } {
+export function pausingDatabase(
+  db: Database,
+  where: 'inside' | 'between',
+): { db: Database; paused: Promise<void>; release(): void } {
   let release!: () => void;
   let reached!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));

@@ -90,12 +90,18 @@ export class ServiceCluster {
    * answers 200 (every role: a worker serves the health checks and /metrics on its port).
    * `commonEnv` must hold DATABASE_URL; ROLE, PORT and HOST are set per process.
    */
-  static async start(specs: NodeSpec[], commonEnv: Record<string, string>, options: ClusterOptions = {}): Promise<ServiceCluster> {
+  static async start(
+    specs: NodeSpec[],
+    commonEnv: Record<string, string>,
+    options: ClusterOptions = {},
+  ): Promise<ServiceCluster> {
     const nodes: ServiceNode[] = [];
     for (const [i, spec] of specs.entries()) nodes.push(new ServiceNode(i, spec, await freePort()));
     const cluster = new ServiceCluster(commonEnv, nodes, options);
     const started = await Promise.allSettled(nodes.map((_, i) => cluster.startNode(i)));
-    const failed = started.flatMap((r, i) => (r.status === 'rejected' ? [`${nodes[i]!.label}: ${(r.reason as Error).message}`] : []));
+    const failed = started.flatMap((r, i) =>
+      r.status === 'rejected' ? [`${nodes[i]!.label}: ${(r.reason as Error).message}`] : [],
+    );
     if (failed.length > 0) {
       await cluster.stopAll();
       throw new Error(`service cluster did not start:\n${failed.join('\n')}`);
@@ -154,7 +160,9 @@ export class ServiceCluster {
 
   /** SIGTERM to every live process; SIGKILL to those still up after the bound. */
   async stopAll(timeoutMs = this.stopTimeoutMs): Promise<ExitRecord[]> {
-    const records = await Promise.all(this.nodes.map((n) => (this.alive(n.index) ? this.stopNode(n, timeoutMs) : undefined)));
+    const records = await Promise.all(
+      this.nodes.map((n) => (this.alive(n.index) ? this.stopNode(n, timeoutMs) : undefined)),
+    );
     return records.filter((r): r is ExitRecord => r !== undefined);
   }
 
@@ -193,13 +201,19 @@ export class ServiceCluster {
   report(lines = 40): string {
     const parts = [`--- cluster timeline ---`, ...this.timeline];
     parts.push('--- exits ---', ...this.exits.map((e) => JSON.stringify(e)));
-    for (const node of this.nodes) parts.push(`--- ${node.label}, generation ${node.generation}, last ${lines} lines ---`, this.tail(node.index, lines));
+    for (const node of this.nodes)
+      parts.push(
+        `--- ${node.label}, generation ${node.generation}, last ${lines} lines ---`,
+        this.tail(node.index, lines),
+      );
     return parts.join('\n');
   }
 
   /** Every process's full output and the timeline, as files for saveArtifacts. */
   artifactFiles(): Record<string, string> {
-    const files: Record<string, string> = { 'timeline.txt': [...this.timeline, '', ...this.exits.map((e) => JSON.stringify(e))].join('\n') };
+    const files: Record<string, string> = {
+      'timeline.txt': [...this.timeline, '', ...this.exits.map((e) => JSON.stringify(e))].join('\n'),
+    };
     for (const node of this.nodes) files[`node-${node.index}-${node.spec.role}.log`] = this.output(node.index);
     return files;
   }
@@ -247,21 +261,38 @@ export class ServiceCluster {
     const generation = node.generation;
     node.exited = new Promise<ExitRecord>((resolve) => {
       child.on('exit', (code, signal) => {
-        const record: ExitRecord = { node: i, role: node.spec.role, generation, pid: child.pid, code, signal, at: new Date(), expected: node.expectingExit };
+        const record: ExitRecord = {
+          node: i,
+          role: node.spec.role,
+          generation,
+          pid: child.pid,
+          code,
+          signal,
+          at: new Date(),
+          expected: node.expectingExit,
+        };
         this.exits.push(record);
-        this.note(`${node.label} pid ${child.pid} exited (code ${code}, signal ${signal})${record.expected ? '' : ' UNEXPECTEDLY'}`);
+        this.note(
+          `${node.label} pid ${child.pid} exited (code ${code}, signal ${signal})${record.expected ? '' : ' UNEXPECTEDLY'}`,
+        );
         node.chunks.push(`=== ${node.label} pid ${child.pid} exited: code ${code}, signal ${signal} ===\n`);
         resolve(record);
       });
     });
     this.note(`started ${node.label} pid ${child.pid}`);
 
-    const state = await until(`${node.label} ready`, async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return 'exited';
-      return (await this.isReady(node)) ? 'ready' : undefined;
-    }, { timeoutMs: startedAt + this.readyTimeoutMs - Date.now(), intervalMs: 50 }).catch(() => 'not ready' as const);
+    const state = await until(
+      `${node.label} ready`,
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return 'exited';
+        return (await this.isReady(node)) ? 'ready' : undefined;
+      },
+      { timeoutMs: startedAt + this.readyTimeoutMs - Date.now(), intervalMs: 50 },
+    ).catch(() => 'not ready' as const);
     if (state === 'exited') {
-      throw new Error(`${node.label} exited during start (code ${child.exitCode}, signal ${child.signalCode}):\n${node.current}`);
+      throw new Error(
+        `${node.label} exited during start (code ${child.exitCode}, signal ${child.signalCode}):\n${node.current}`,
+      );
     }
     if (state === 'ready') {
       const readyMs = Date.now() - startedAt;
@@ -341,7 +372,10 @@ export async function underKills(
  * SIGKILLs one process every `everyMs` (cycling through `order`), restarting it at once and waiting
  * until it is ready again before the next pause. The first kill comes after `firstAfterMs`.
  */
-function startKiller(cluster: ServiceCluster, options: { order: number[]; everyMs: number; firstAfterMs?: number; signal?: NodeJS.Signals }): Killer {
+function startKiller(
+  cluster: ServiceCluster,
+  options: { order: number[]; everyMs: number; firstAfterMs?: number; signal?: NodeJS.Signals },
+): Killer {
   let stopped = false;
   let kills = 0;
   const restartErrors: string[] = [];

@@ -1,7 +1,13 @@
 // Every statement a test's service sends, recorded at the service's own database layer: the SQL text,
 // its parameters, and the transaction it ran in. The tenant-scope check (tenant-scope.ts) reads it.
 // A capture here, not PostgreSQL's log_statement: that is a server-wide setting, and PGlite has no log.
-import type { Database, QueryOptions, Queryable, TransactionHandle, TransactionOptions } from '../../src/db/database.ts';
+import type {
+  Database,
+  QueryOptions,
+  Queryable,
+  TransactionHandle,
+  TransactionOptions,
+} from '../../src/db/database.ts';
 
 export interface LoggedStatement {
   sql: string;

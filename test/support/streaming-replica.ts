@@ -26,7 +26,13 @@ const SERVER_WAIT_MS = 30_000;
  * ("insufficient parameter settings"): the private cluster sets some on its command line, which the
  * base backup does not copy.
  */
-const STANDBY_AT_LEAST_PRIMARY = ['max_connections', 'max_worker_processes', 'max_wal_senders', 'max_prepared_transactions', 'max_locks_per_transaction'];
+const STANDBY_AT_LEAST_PRIMARY = [
+  'max_connections',
+  'max_worker_processes',
+  'max_wal_senders',
+  'max_prepared_transactions',
+  'max_locks_per_transaction',
+];
 
 /** Why a replica cannot be made here (a skip reason), or undefined. */
 export function streamingReplicaAvailable(): string | undefined {
@@ -73,9 +79,29 @@ export class StreamingReplica {
     }
     try {
       const started = Date.now();
-      await run(path.join(bin, 'pg_basebackup'), ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', path.join(dir, 'data'), '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync'], BASEBACKUP_TIMEOUT_MS);
+      await run(
+        path.join(bin, 'pg_basebackup'),
+        [
+          '-h',
+          '127.0.0.1',
+          '-p',
+          String(primary.port),
+          '-U',
+          'postgres',
+          '-D',
+          path.join(dir, 'data'),
+          '-R',
+          '-X',
+          'stream',
+          '--checkpoint=fast',
+          '--no-sync',
+        ],
+        BASEBACKUP_TIMEOUT_MS,
+      );
       const ms = Date.now() - started;
-      const kilobytes = Number((await run('du', ['-sk', path.join(dir, 'data')], BASEBACKUP_TIMEOUT_MS)).split(/\s/)[0]);
+      const kilobytes = Number(
+        (await run('du', ['-sk', path.join(dir, 'data')], BASEBACKUP_TIMEOUT_MS)).split(/\s/)[0],
+      );
       const replica = new StreamingReplica(dir, await freePort(), bin, { ms, kilobytes });
       await replica.start(await settingsOf(primary));
       return replica;
@@ -105,7 +131,12 @@ export class StreamingReplica {
     process.kill(pid, 'SIGINT');
     await Promise.race([
       this.exited,
-      new Promise((_, reject) => setTimeout(() => reject(new Error(`the standby (pid ${pid}) did not exit within ${SERVER_WAIT_MS} ms\n${this.output}`)), SERVER_WAIT_MS).unref()),
+      new Promise((_, reject) =>
+        setTimeout(
+          () => reject(new Error(`the standby (pid ${pid}) did not exit within ${SERVER_WAIT_MS} ms\n${this.output}`)),
+          SERVER_WAIT_MS,
+        ).unref(),
+      ),
     ]);
     running.delete(this);
   }
@@ -134,7 +165,18 @@ export class StreamingReplica {
   }
 
   private async start(settings: Record<string, string>): Promise<void> {
-    const args = ['-D', this.dataDir, '-p', String(this.port), '-k', this.dir, '-c', 'listen_addresses=127.0.0.1', '-c', 'hot_standby=on'];
+    const args = [
+      '-D',
+      this.dataDir,
+      '-p',
+      String(this.port),
+      '-k',
+      this.dir,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'hot_standby=on',
+    ];
     for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
     const postgres = path.join(this.bin, 'postgres');
     const child = isRoot() ? spawn('runuser', ['-u', OS_USER, '--', postgres, ...args]) : spawn(postgres, args);
@@ -144,20 +186,24 @@ export class StreamingReplica {
     child.stdout?.on('data', (chunk) => (this.output += chunk));
     child.stderr?.on('data', (chunk) => (this.output += chunk));
     let lastError = '';
-    const ready = await until('the standby answers in recovery', async () => {
-      if (child.exitCode !== null) return 'exited';
-      const client = new pg.Client({ connectionString: this.url(), connectionTimeoutMillis: 2_000 });
-      try {
-        await client.connect();
-        const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
-        return rows[0]?.standby ? 'ready' : undefined;
-      } catch (error) {
-        lastError = (error as Error).message;
-        return undefined;
-      } finally {
-        await client.end().catch(() => undefined);
-      }
-    }, { timeoutMs: SERVER_WAIT_MS, intervalMs: 100 }).catch(() => 'not ready');
+    const ready = await until(
+      'the standby answers in recovery',
+      async () => {
+        if (child.exitCode !== null) return 'exited';
+        const client = new pg.Client({ connectionString: this.url(), connectionTimeoutMillis: 2_000 });
+        try {
+          await client.connect();
+          const { rows } = await client.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+          return rows[0]?.standby ? 'ready' : undefined;
+        } catch (error) {
+          lastError = (error as Error).message;
+          return undefined;
+        } finally {
+          await client.end().catch(() => undefined);
+        }
+      },
+      { timeoutMs: SERVER_WAIT_MS, intervalMs: 100 },
+    ).catch(() => 'not ready');
     if (ready === 'ready') return;
     this.killNow();
     throw new Error(`the standby on port ${this.port} is ${ready} (last error: ${lastError})\n${this.output}`);
@@ -168,7 +214,10 @@ async function settingsOf(primary: PrivatePostgres): Promise<Record<string, stri
   const client = new pg.Client({ connectionString: primary.url() });
   await client.connect();
   try {
-    const { rows } = await client.query<{ name: string; setting: string }>('SELECT name, setting FROM pg_settings WHERE name = ANY($1)', [STANDBY_AT_LEAST_PRIMARY]);
+    const { rows } = await client.query<{ name: string; setting: string }>(
+      'SELECT name, setting FROM pg_settings WHERE name = ANY($1)',
+      [STANDBY_AT_LEAST_PRIMARY],
+    );
     return Object.fromEntries(rows.map((r) => [r.name, r.setting]));
   } finally {
     await client.end();

@@ -11,11 +11,31 @@ import { loadModule, parseSync } from 'libpg-query';
  * on the coordinator (TABLE_PLACEMENT).
  */
 export const TENANT_OWNED = new Set([
-  'beneficiaries', 'customers', 'daily_closes', 'idempotency_keys', 'ledger_accounts', 'ledger_balance_history',
-  'ledger_postings', 'ledger_transactions', 'limit_usage', 'outbox_events', 'payment_transitions', 'payments',
-  'payout_batch_items', 'payout_batches', 'programs', 'quotes', 'reconciliation_discrepancies',
-  'reconciliation_partitions', 'reconciliation_runs', 'report_outcome_times', 'report_payment_counts',
-  'report_webhook_attempts', 'sandbox_webhook_receipts', 'webhook_deliveries', 'webhook_endpoints',
+  'beneficiaries',
+  'customers',
+  'daily_closes',
+  'idempotency_keys',
+  'ledger_accounts',
+  'ledger_balance_history',
+  'ledger_postings',
+  'ledger_transactions',
+  'limit_usage',
+  'outbox_events',
+  'payment_transitions',
+  'payments',
+  'payout_batch_items',
+  'payout_batches',
+  'programs',
+  'quotes',
+  'reconciliation_discrepancies',
+  'reconciliation_partitions',
+  'reconciliation_runs',
+  'report_outcome_times',
+  'report_payment_counts',
+  'report_webhook_attempts',
+  'sandbox_webhook_receipts',
+  'webhook_deliveries',
+  'webhook_endpoints',
 ]);
 
 /** Where each table that is not tenant-owned would live on Citus, and why (docs/scaling.md says more). */
@@ -45,7 +65,13 @@ export const TABLE_PLACEMENT: Record<string, 'reference' | 'coordinator'> = {
 
 /** Tables whose write makes a transaction a money transaction: balances, payments and their history. */
 const MONEY_TABLES = new Set([
-  'ledger_accounts', 'ledger_transactions', 'ledger_postings', 'payments', 'payment_transitions', 'limit_usage', 'daily_closes',
+  'ledger_accounts',
+  'ledger_transactions',
+  'ledger_postings',
+  'payments',
+  'payment_transitions',
+  'limit_usage',
+  'daily_closes',
 ]);
 
 export interface ScopeFinding {
@@ -126,7 +152,14 @@ function visitSelect(walk: Walk, select: Ast, parent: Scope | null): Scope {
   for (const item of select.fromClause ?? []) collectFrom(item, scope, conjuncts);
   conjuncts.push(...andParts(select.whereClause));
   settle(walk, scope, conjuncts);
-  for (const part of [select.targetList, select.whereClause, select.havingClause, select.fromClause, select.valuesLists, select.sortClause]) {
+  for (const part of [
+    select.targetList,
+    select.whereClause,
+    select.havingClause,
+    select.fromClause,
+    select.valuesLists,
+    select.sortClause,
+  ]) {
     visitNested(walk, part, scope);
   }
   return scope;
@@ -158,8 +191,11 @@ function visitInsert(walk: Walk, insert: Ast, parent: Scope | null): Scope {
     const column = (insert.cols ?? []).findIndex((c: Ast) => c.ResTarget.name === 'tenant_id');
     const given = column < 0 || !source ? [] : insertedValues(source, column);
     const values = given.map((expr) => valueOf(expr, sourceScope));
-    if (values.length === 0 || values.some((v) => v === null)) walk.finding.violations.push(`INSERT INTO ${table} without one tenant_id value`);
-    else for (const value of values as string[]) if (!value.endsWith('.tenant_id')) walk.finding.bindings.push({ table, value });
+    if (values.length === 0 || values.some((v) => v === null))
+      walk.finding.violations.push(`INSERT INTO ${table} without one tenant_id value`);
+    else
+      for (const value of values as string[])
+        if (!value.endsWith('.tenant_id')) walk.finding.bindings.push({ table, value });
   }
   visitNested(walk, insert.onConflictClause, scope);
   visitNested(walk, insert.returningList, scope);
@@ -169,7 +205,8 @@ function visitInsert(walk: Walk, insert: Ast, parent: Scope | null): Scope {
 /** The expressions an INSERT gives its `column`-th column: from each VALUES row, or the SELECT's list. */
 function insertedValues(source: Ast, column: number): Ast[] {
   if (source.valuesLists) return source.valuesLists.map((row: Ast) => row.List.items[column]);
-  if (source.larg || source.rarg) return [...insertedValues(source.larg, column), ...insertedValues(source.rarg, column)];
+  if (source.larg || source.rarg)
+    return [...insertedValues(source.larg, column), ...insertedValues(source.rarg, column)];
   const target = source.targetList?.[column]?.ResTarget?.val;
   return target && !target.ColumnRef?.fields?.some((f: Ast) => f.A_Star) ? [target] : [];
 }
@@ -178,7 +215,8 @@ function insertedValues(source: Ast, column: number): Ast[] {
 function collectFrom(item: Ast, scope: Scope, conjuncts: Ast[]): void {
   if (item.RangeVar) {
     const name: string = item.RangeVar.relname;
-    if (TENANT_OWNED.has(name) && !cteVisible(scope, name)) scope.relations.set(item.RangeVar.alias?.aliasname ?? name, name);
+    if (TENANT_OWNED.has(name) && !cteVisible(scope, name))
+      scope.relations.set(item.RangeVar.alias?.aliasname ?? name, name);
   } else if (item.JoinExpr) {
     collectFrom(item.JoinExpr.larg, scope, conjuncts);
     collectFrom(item.JoinExpr.rarg, scope, conjuncts);
@@ -203,10 +241,13 @@ function settle(walk: Walk, scope: Scope, conjuncts: Ast[]): void {
     const e = c.A_Expr;
     return e && e.kind === 'AEXPR_OP' && e.name?.[0]?.String?.sval === '=' ? [[e.lexpr, e.rexpr] as [Ast, Ast]] : [];
   });
-  for (let changed = true; changed; ) {
+  for (let changed = true; changed;) {
     changed = false;
     for (const [left, right] of pairs) {
-      for (const [column, other] of [[left, right], [right, left]] as const) {
+      for (const [column, other] of [
+        [left, right],
+        [right, left],
+      ] as const) {
         const alias = localTenantColumn(column, scope);
         if (alias === null || scope.anchored.has(alias)) continue;
         const value = valueOf(other, scope);
@@ -218,7 +259,10 @@ function settle(walk: Walk, scope: Scope, conjuncts: Ast[]): void {
     }
   }
   for (const [alias, table] of scope.relations) {
-    if (!scope.anchored.has(alias)) walk.finding.violations.push(`${table}${alias === table ? '' : ` (as ${alias})`} without tenant_id = <one value>`);
+    if (!scope.anchored.has(alias))
+      walk.finding.violations.push(
+        `${table}${alias === table ? '' : ` (as ${alias})`} without tenant_id = <one value>`,
+      );
   }
 }
 

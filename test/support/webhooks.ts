@@ -1,5 +1,11 @@
 import assert from 'node:assert/strict';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../src/domain/clock.ts';
 import { HttpWebhookTransport } from '../../src/webhooks/sender.ts';
@@ -85,7 +91,13 @@ export class TestReceiver {
     } catch {
       body = undefined;
     }
-    const request: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, rawBody, body };
+    const request: ReceivedRequest = {
+      method: req.method ?? '',
+      path: req.url ?? '',
+      headers: req.headers,
+      rawBody,
+      body,
+    };
     this.requests.push(request);
     await this.behaviour(request, res);
   }
@@ -100,7 +112,10 @@ export class TestReceiver {
 
 /** Sets the tenant's endpoint through the admin API; returns the signing secret. */
 export async function setEndpoint(t: TestApp, tenantId: string, url: string, mode: Mode = 'test'): Promise<string> {
-  const response = await client(t.app, t.platformKey).put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, { mode, url });
+  const response = await client(t.app, t.platformKey).put(`/v1/admin/tenants/${tenantId}/webhook-endpoint`, {
+    mode,
+    url,
+  });
   assert.equal(response.status, 200, response.raw);
   return response.body.secret;
 }
@@ -115,7 +130,12 @@ export function dispatcherFor(
   // delivery past a second, and a retried event fails the tests that count attempts.
   const timeoutMs = settings.timeoutMs ?? 5000;
   const full: DispatcherSettings = { timeoutMs, backoffScale: 1, concurrency: 16, ...settings };
-  return new WebhookDispatcher(db, clock, new HttpWebhookTransport({ timeoutMs, connectionsPerOrigin: full.originConcurrency ?? 8, ...transport }), full);
+  return new WebhookDispatcher(
+    db,
+    clock,
+    new HttpWebhookTransport({ timeoutMs, connectionsPerOrigin: full.originConcurrency ?? 8, ...transport }),
+    full,
+  );
 }
 
 export async function eventRow(db: Database, id: string | bigint) {
@@ -125,12 +145,17 @@ export async function eventRow(db: Database, id: string | bigint) {
 }
 
 export async function deliveryRows(db: Database, id: string | bigint) {
-  const { rows } = await db.query<any>(`SELECT * FROM webhook_deliveries WHERE event_id = $1 ORDER BY attempt`, [BigInt(id)]);
+  const { rows } = await db.query<any>(`SELECT * FROM webhook_deliveries WHERE event_id = $1 ORDER BY attempt`, [
+    BigInt(id),
+  ]);
   return rows;
 }
 
 /** The outbox events of one payment, oldest first. */
 export async function eventsOfPayment(db: Database, tenantId: string, paymentId: string) {
-  const { rows } = await db.query<any>(`SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2 ORDER BY id`, [tenantId, paymentId]);
+  const { rows } = await db.query<any>(
+    `SELECT * FROM outbox_events WHERE tenant_id = $1 AND aggregate_id = $2 ORDER BY id`,
+    [tenantId, paymentId],
+  );
   return rows;
 }

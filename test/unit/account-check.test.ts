@@ -49,7 +49,8 @@ describe('account check digits', () => {
 // An independent computation for the property, by remainder r of the weighted sum: 1 for r = 0,
 // 0 for r = 1, else 11 − r.
 function withCheckDigits(entityOffice: number[], account: number[]): number[] {
-  const weighted = (digits: number[], weights: number[]) => digits.reduce((sum, d, i) => sum + d * (weights[i] ?? 0), 0);
+  const weighted = (digits: number[], weights: number[]) =>
+    digits.reduce((sum, d, i) => sum + d * (weights[i] ?? 0), 0);
   const digitFor = (sum: number) => {
     const r = sum % 11;
     return r === 0 ? 1 : r === 1 ? 0 : 11 - r;
@@ -70,31 +71,43 @@ describe('a single changed digit of a valid account', () => {
   // digit covering it is not 1. About 1.3 % of all single changes land on the exception.
   it('is caught, except an entity or account digit under a check digit of 1', () => {
     fc.assert(
-      fc.property(digits(8), digits(10), fc.integer({ min: 0, max: 19 }), fc.integer({ min: 1, max: 9 }), (entityOffice, account, position, step) => {
-        const valid = withCheckDigits(entityOffice, account);
-        assert.equal(checkAccountNumber(valid.join('')), 'valid');
-        const changed = [...valid];
-        changed[position] = ((valid[position] ?? 0) + step) % 10;
-        const result = checkAccountNumber(changed.join(''));
-        const entity = position < 4;
-        const office = position >= 4 && position < 8;
-        const checkDigitPosition = position === 8 || position === 9;
-        const coveringDigit = entity ? valid[8] : valid[9];
-        if (office || checkDigitPosition || coveringDigit !== 1) assert.equal(result, 'invalid_check_digits');
-      }),
+      fc.property(
+        digits(8),
+        digits(10),
+        fc.integer({ min: 0, max: 19 }),
+        fc.integer({ min: 1, max: 9 }),
+        (entityOffice, account, position, step) => {
+          const valid = withCheckDigits(entityOffice, account);
+          assert.equal(checkAccountNumber(valid.join('')), 'valid');
+          const changed = [...valid];
+          changed[position] = ((valid[position] ?? 0) + step) % 10;
+          const result = checkAccountNumber(changed.join(''));
+          const entity = position < 4;
+          const office = position >= 4 && position < 8;
+          const checkDigitPosition = position === 8 || position === 9;
+          const coveringDigit = entity ? valid[8] : valid[9];
+          if (office || checkDigitPosition || coveringDigit !== 1) assert.equal(result, 'invalid_check_digits');
+        },
+      ),
       { numRuns: 5_000 },
     );
   });
 
   it('with both check digits other than 1, any single change is caught', () => {
     fc.assert(
-      fc.property(digits(8), digits(10), fc.integer({ min: 0, max: 19 }), fc.integer({ min: 1, max: 9 }), (entityOffice, account, position, step) => {
-        const valid = withCheckDigits(entityOffice, account);
-        fc.pre(valid[8] !== 1 && valid[9] !== 1);
-        const changed = [...valid];
-        changed[position] = ((valid[position] ?? 0) + step) % 10;
-        assert.equal(checkAccountNumber(changed.join('')), 'invalid_check_digits');
-      }),
+      fc.property(
+        digits(8),
+        digits(10),
+        fc.integer({ min: 0, max: 19 }),
+        fc.integer({ min: 1, max: 9 }),
+        (entityOffice, account, position, step) => {
+          const valid = withCheckDigits(entityOffice, account);
+          fc.pre(valid[8] !== 1 && valid[9] !== 1);
+          const changed = [...valid];
+          changed[position] = ((valid[position] ?? 0) + step) % 10;
+          assert.equal(checkAccountNumber(changed.join('')), 'invalid_check_digits');
+        },
+      ),
       { numRuns: 5_000 },
     );
   });
@@ -130,24 +143,39 @@ describe('RIF check digit', () => {
   });
 
   it('does not check a cédula, a passport, or a RIF that is not 9 digits', () => {
-    for (const id of ['V12345678', 'E81234567', 'P123456789', 'V123456784', 'J12345678', 'J1234567840', null, undefined]) {
+    for (const id of [
+      'V12345678',
+      'E81234567',
+      'P123456789',
+      'V123456784',
+      'J12345678',
+      'J1234567840',
+      null,
+      undefined,
+    ]) {
       assert.equal(checkRif(id), 'not_checked', String(id));
     }
   });
 
   it('catches any change of one of the 8 digits unless the check digit is 0 (remainders 0 and 1 both write 0)', () => {
     fc.assert(
-      fc.property(fc.constantFrom('J', 'G'), fc.stringMatching(/^[0-9]{8}$/), fc.nat(7), fc.integer({ min: 1, max: 9 }), (letter, body, at, shift) => {
-        // An independent computation of the digit.
-        const weights = [4, 3, 2, 7, 6, 5, 4, 3, 2];
-        const values = [letter === 'J' ? 3 : 5, ...body.split('').map(Number)];
-        const r = values.reduce((sum, v, i) => sum + v * weights[i]!, 0) % 11;
-        const check = r <= 1 ? 0 : 11 - r;
-        const valid = `${letter}${body}${check}`;
-        assert.equal(checkRif(valid), 'valid');
-        const changed = `${letter}${body.slice(0, at)}${(Number(body[at]) + shift) % 10}${body.slice(at + 1)}${check}`;
-        if (check !== 0) assert.equal(checkRif(changed), 'invalid_check_digit', changed);
-      }),
+      fc.property(
+        fc.constantFrom('J', 'G'),
+        fc.stringMatching(/^[0-9]{8}$/),
+        fc.nat(7),
+        fc.integer({ min: 1, max: 9 }),
+        (letter, body, at, shift) => {
+          // An independent computation of the digit.
+          const weights = [4, 3, 2, 7, 6, 5, 4, 3, 2];
+          const values = [letter === 'J' ? 3 : 5, ...body.split('').map(Number)];
+          const r = values.reduce((sum, v, i) => sum + v * weights[i]!, 0) % 11;
+          const check = r <= 1 ? 0 : 11 - r;
+          const valid = `${letter}${body}${check}`;
+          assert.equal(checkRif(valid), 'valid');
+          const changed = `${letter}${body.slice(0, at)}${(Number(body[at]) + shift) % 10}${body.slice(at + 1)}${check}`;
+          if (check !== 0) assert.equal(checkRif(changed), 'invalid_check_digit', changed);
+        },
+      ),
     );
   });
 });

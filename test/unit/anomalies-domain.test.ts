@@ -17,7 +17,13 @@ const OTHER_REF = '999999999999';
 
 function payment(status: PaymentStatus): PaymentRecord {
   const settledLike = status === 'settled' || status === 'reversed';
-  return { status, status_reason: status === 'failed' ? 'rail_rejected' : null, payout_asset: 'BS', payout_amount: 1_000_000n, bank_reference: settledLike ? REF : null };
+  return {
+    status,
+    status_reason: status === 'failed' ? 'rail_rejected' : null,
+    payout_asset: 'BS',
+    payout_amount: 1_000_000n,
+    bank_reference: settledLike ? REF : null,
+  };
 }
 
 const settled: FinalReport = { status: 'settled', bankReference: REF };
@@ -51,21 +57,59 @@ describe('contradictionOf', () => {
   }
 
   it('an amount or a bank reference other than ours, each compared only when both sides have one', () => {
-    assert.equal(contradictionOf(payment('settled'), { ...settled, amountMinor: 999_999n }, true)?.kind, 'amount_mismatch');
-    assert.equal(contradictionOf(payment('submitted'), { ...settled, amountMinor: 1_000_001n }, false)?.kind, 'amount_mismatch');
+    assert.equal(
+      contradictionOf(payment('settled'), { ...settled, amountMinor: 999_999n }, true)?.kind,
+      'amount_mismatch',
+    );
+    assert.equal(
+      contradictionOf(payment('submitted'), { ...settled, amountMinor: 1_000_001n }, false)?.kind,
+      'amount_mismatch',
+    );
     assert.equal(contradictionOf(payment('settled'), { ...settled, amountMinor: 1_000_000n }, true), undefined);
-    assert.equal(contradictionOf(payment('settled'), { ...settled, bankReference: OTHER_REF }, true)?.kind, 'bank_reference_mismatch');
-    assert.equal(contradictionOf(payment('settled'), { ...returned, bankReference: OTHER_REF }, true)?.kind, 'bank_reference_mismatch');
-    assert.equal(contradictionOf(payment('settled'), { status: 'reversed', reason: 'returned_by_bank' }, true), undefined, 'a return without a bank reference');
-    assert.equal(contradictionOf(payment('submitted'), { ...settled, bankReference: OTHER_REF }, false), undefined, 'we have none yet');
+    assert.equal(
+      contradictionOf(payment('settled'), { ...settled, bankReference: OTHER_REF }, true)?.kind,
+      'bank_reference_mismatch',
+    );
+    assert.equal(
+      contradictionOf(payment('settled'), { ...returned, bankReference: OTHER_REF }, true)?.kind,
+      'bank_reference_mismatch',
+    );
+    assert.equal(
+      contradictionOf(payment('settled'), { status: 'reversed', reason: 'returned_by_bank' }, true),
+      undefined,
+      'a return without a bank reference',
+    );
+    assert.equal(
+      contradictionOf(payment('submitted'), { ...settled, bankReference: OTHER_REF }, false),
+      undefined,
+      'we have none yet',
+    );
     // The status comes first.
-    assert.equal(contradictionOf(payment('failed'), { ...settled, amountMinor: 5n }, true)?.kind, 'settled_after_failed');
+    assert.equal(
+      contradictionOf(payment('failed'), { ...settled, amountMinor: 5n }, true)?.kind,
+      'settled_after_failed',
+    );
   });
 
   it('carries both sides as JSON: amounts as decimal strings', () => {
-    const found = contradictionOf(payment('settled'), { ...returned, bankReference: OTHER_REF, amountMinor: 1_000_000n }, true)!;
-    assert.deepEqual(found.ours, { status: 'settled', statusReason: null, asset: 'BS', amount: '1000000', bankReference: REF });
-    assert.deepEqual(found.theirs, { status: 'reversed', amount: '1000000', bankReference: OTHER_REF, reason: 'returned_by_bank' });
+    const found = contradictionOf(
+      payment('settled'),
+      { ...returned, bankReference: OTHER_REF, amountMinor: 1_000_000n },
+      true,
+    )!;
+    assert.deepEqual(found.ours, {
+      status: 'settled',
+      statusReason: null,
+      asset: 'BS',
+      amount: '1000000',
+      bankReference: REF,
+    });
+    assert.deepEqual(found.theirs, {
+      status: 'reversed',
+      amount: '1000000',
+      bankReference: OTHER_REF,
+      reason: 'returned_by_bank',
+    });
   });
 });
 
@@ -80,10 +124,16 @@ describe('dedup keys', () => {
     assert.equal(b, answerDedupKey('amount_mismatch', 't1', 'p1', { ...theirs }));
     assert.notEqual(b, answerDedupKey('amount_mismatch', 't1', 'p1', { ...theirs, amount: '6' }));
     assert.notEqual(b, answerDedupKey('amount_mismatch', 't1', 'p2', theirs));
-    assert.ok(notificationDedupKey('bank_reference_mismatch', 'test', 'x'.repeat(10_000)).length <= DEDUP_KEY_LENGTH_MAX);
+    assert.ok(
+      notificationDedupKey('bank_reference_mismatch', 'test', 'x'.repeat(10_000)).length <= DEDUP_KEY_LENGTH_MAX,
+    );
   });
 
   it('jsonOf writes bigints and dates as strings and drops undefined fields', () => {
-    assert.deepEqual(jsonOf({ a: 1n, b: new Date('2026-01-02T03:04:05.000Z'), c: undefined, d: [2n, null] }), { a: '1', b: '2026-01-02T03:04:05.000Z', d: ['2', null] });
+    assert.deepEqual(jsonOf({ a: 1n, b: new Date('2026-01-02T03:04:05.000Z'), c: undefined, d: [2n, null] }), {
+      a: '1',
+      b: '2026-01-02T03:04:05.000Z',
+      d: ['2', null],
+    });
   });
 });

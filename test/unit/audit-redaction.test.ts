@@ -35,8 +35,16 @@ describe('audit redaction', () => {
   });
 
   it('keeps only the last 4 digits of account numbers and phones', () => {
-    const redacted = redactForAudit({ sender: { phone: '04141234567', nationalId: 'V12345678' }, accountNumber: '01020123456789012345', account_number: '0102-0123-45' });
-    assert.deepEqual(redacted, { sender: { phone: '…4567', nationalId: 'V12345678' }, accountNumber: '…2345', account_number: '…2345' });
+    const redacted = redactForAudit({
+      sender: { phone: '04141234567', nationalId: 'V12345678' },
+      accountNumber: '01020123456789012345',
+      account_number: '0102-0123-45',
+    });
+    assert.deepEqual(redacted, {
+      sender: { phone: '…4567', nationalId: 'V12345678' },
+      accountNumber: '…2345',
+      account_number: '…2345',
+    });
     assert.equal(maskDigits('0414-123.4567'), '…4567');
   });
 
@@ -52,30 +60,58 @@ describe('audit redaction', () => {
   });
 
   it('removes URL credentials and secret query parameters, and leaves the rest of the URL', () => {
-    assert.equal(redactText('https://user:pa55@hooks.example.com/in?token=abc&x=1'), `https://${REDACTED}@hooks.example.com/in?token=%5Bredacted%5D&x=1`);
+    assert.equal(
+      redactText('https://user:pa55@hooks.example.com/in?token=abc&x=1'),
+      `https://${REDACTED}@hooks.example.com/in?token=%5Bredacted%5D&x=1`,
+    );
     assert.equal(redactText('https://hooks.example.com/in?x=1'), 'https://hooks.example.com/in?x=1');
   });
 
   it('writes bigints as decimal strings and dates as ISO-8601, and never changes its input', () => {
-    const input = { amount: 12345678901234567890n, at: new Date('2025-01-02T03:04:05.678Z'), phone: '04141234567', undef: undefined, none: null };
+    const input = {
+      amount: 12345678901234567890n,
+      at: new Date('2025-01-02T03:04:05.678Z'),
+      phone: '04141234567',
+      undef: undefined,
+      none: null,
+    };
     const copy = structuredClone(input);
-    assert.deepEqual(redactForAudit(input), { amount: '12345678901234567890', at: '2025-01-02T03:04:05.678Z', phone: '…4567', none: null });
+    assert.deepEqual(redactForAudit(input), {
+      amount: '12345678901234567890',
+      at: '2025-01-02T03:04:05.678Z',
+      phone: '…4567',
+      none: null,
+    });
     assert.deepEqual(input, copy);
   });
 
   it('a generated key or secret never survives, wherever it is put (property)', () => {
-    const secretArb = fc.constantFrom('test', 'live', 'platform').map((mode) => generateApiKey(mode as 'test')).chain((key) => fc.constantFrom(key, generateWebhookSecret()));
+    const secretArb = fc
+      .constantFrom('test', 'live', 'platform')
+      .map((mode) => generateApiKey(mode as 'test'))
+      .chain((key) => fc.constantFrom(key, generateWebhookSecret()));
     fc.assert(
-      fc.property(secretArb, fc.string({ maxLength: 20 }), fc.string({ maxLength: 20 }), fc.constantFrom('a', 'b.c', 'url', 'note'), (secret, prefix, suffix, name) => {
-        const json = JSON.stringify(redactForAudit({ [name]: `${prefix}${secret}${suffix}`, deep: { list: [secret] } }));
-        return !json.includes(secret);
-      }),
+      fc.property(
+        secretArb,
+        fc.string({ maxLength: 20 }),
+        fc.string({ maxLength: 20 }),
+        fc.constantFrom('a', 'b.c', 'url', 'note'),
+        (secret, prefix, suffix, name) => {
+          const json = JSON.stringify(
+            redactForAudit({ [name]: `${prefix}${secret}${suffix}`, deep: { list: [secret] } }),
+          );
+          return !json.includes(secret);
+        },
+      ),
     );
   });
 
   it('changedFields picks the named fields of both snapshots', () => {
     const before = { name: 'A', feeBps: 100, spreadBps: 50 };
     const after = { name: 'B', feeBps: 100, spreadBps: 40 };
-    assert.deepEqual(changedFields(before, after, ['name', 'spreadBps']), { before: { name: 'A', spreadBps: 50 }, after: { name: 'B', spreadBps: 40 } });
+    assert.deepEqual(changedFields(before, after, ['name', 'spreadBps']), {
+      before: { name: 'A', spreadBps: 50 },
+      after: { name: 'B', spreadBps: 40 },
+    });
   });
 });

@@ -5,7 +5,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Database } from '../../src/db/database.ts';
 import { generateApiKey, hashApiKey } from '../../src/domain/api-keys.ts';
-import { ACTIVE_KEY_INDEX_MAX, ACTIVE_KEY_INDEX_MAX_AGE_MS, ActiveKeyIndex } from '../../src/services/active-key-index.ts';
+import {
+  ACTIVE_KEY_INDEX_MAX,
+  ACTIVE_KEY_INDEX_MAX_AGE_MS,
+  ActiveKeyIndex,
+} from '../../src/services/active-key-index.ts';
 import { Authenticator } from '../../src/services/authenticator.ts';
 
 interface Statement {
@@ -21,7 +25,17 @@ function scriptedDatabase() {
     async query(_sql: string, params: readonly unknown[] = []) {
       const hashes = params[0] as string[];
       // The snapshot is taken when the statement starts, not when it answers.
-      const rows = hashes.filter((h) => active.has(h)).map((h) => ({ key_hash: h, id: active.get(h), tenant_id: 't', tenant_name: 'T', mode: 'test', scopes: [], is_platform: false }));
+      const rows = hashes
+        .filter((h) => active.has(h))
+        .map((h) => ({
+          key_hash: h,
+          id: active.get(h),
+          tenant_id: 't',
+          tenant_name: 'T',
+          mode: 'test',
+          scopes: [],
+          is_platform: false,
+        }));
       let release!: () => void;
       const done = new Promise<void>((resolve) => (release = resolve));
       statements.push({ hashes, release });
@@ -81,7 +95,10 @@ describe('Authenticator', () => {
       ['key-2', null, 'key-0', 'key-2', 'key-1', 'key-2'],
     );
     assert.equal(s.statements.length, 3, 'the six queued requests shared one statement');
-    assert.deepEqual(new Set(s.statements[2]!.hashes), new Set([keys[2]!, unknown, keys[0]!, keys[1]!].map(hashApiKey)));
+    assert.deepEqual(
+      new Set(s.statements[2]!.hashes),
+      new Set([keys[2]!, unknown, keys[0]!, keys[1]!].map(hashApiKey)),
+    );
     assert.equal(s.statements[2]!.hashes.length, 4, 'each key asked for once');
   });
 
@@ -108,7 +125,11 @@ describe('ActiveKeyIndex', () => {
         return { rows, rowCount: rows.length };
       },
     } as unknown as Database;
-    const index = new ActiveKeyIndex(db, () => now, (max) => partial.push(max));
+    const index = new ActiveKeyIndex(
+      db,
+      () => now,
+      (max) => partial.push(max),
+    );
     return { index, partial, loads: () => loads, advance: (ms: number) => (now += ms) };
   }
 

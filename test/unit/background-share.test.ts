@@ -6,7 +6,13 @@ import { BackgroundShare } from '../../src/services/background-share.ts';
 function heldUnit(started: string[], name: string) {
   let release!: () => void;
   const done = new Promise<void>((resolve) => (release = resolve));
-  return { release, run: () => { started.push(name); return done.then(() => name); } };
+  return {
+    release,
+    run: () => {
+      started.push(name);
+      return done.then(() => name);
+    },
+  };
 }
 
 const turns = async (n = 5) => {
@@ -54,7 +60,12 @@ describe('the background share: requests first', () => {
 
   it('a unit that fails frees its place and its error reaches its caller', async () => {
     const share = new BackgroundShare(1, 1);
-    await assert.rejects(share.run(async () => { throw new Error('pass failed'); }), /pass failed/);
+    await assert.rejects(
+      share.run(async () => {
+        throw new Error('pass failed');
+      }),
+      /pass failed/,
+    );
     assert.equal(await share.run(async () => 'next'), 'next');
     assert.deepEqual(share.state, { requests: 0, running: 0, waiting: 0 });
   });

@@ -8,9 +8,16 @@ import { readFileSync } from 'node:fs';
 describe('the start command the bench reproduces', () => {
   it("reads npm start's node flags from package.json, whose start script execs node on the bundle", () => {
     const start = JSON.parse(readFileSync('package.json', 'utf8')).scripts.start as string;
-    assert.match(start, new RegExp(`^exec node .*${SERVICE_ENTRY}$`), 'exec: npm\'s shell gives way to node, so a SIGTERM to npm reaches the service');
+    assert.match(
+      start,
+      new RegExp(`^exec node .*${SERVICE_ENTRY}$`),
+      "exec: npm's shell gives way to node, so a SIGTERM to npm reaches the service",
+    );
     const flags = startFlags('.');
     assert.ok(flags.includes('--enable-source-maps'), String(flags));
-    assert.ok(flags.every((flag) => flag.startsWith('--')), String(flags));
+    assert.ok(
+      flags.every((flag) => flag.startsWith('--')),
+      String(flags),
+    );
   });
 });

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { businessDate, minutesIntoBusinessDate, nextDate, previousDate, startOfBusinessDate } from '../../src/domain/caracas-time.ts';
+import {
+  businessDate,
+  minutesIntoBusinessDate,
+  nextDate,
+  previousDate,
+  startOfBusinessDate,
+} from '../../src/domain/caracas-time.ts';
 
 describe('Caracas business days', () => {
   it('a day starts at Caracas midnight (04:00 UTC), not at UTC midnight', () => {

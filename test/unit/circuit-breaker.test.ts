@@ -56,7 +56,11 @@ describe('circuit breaker', () => {
   it('never opens on a handful of transfers of unknown fate (timeouts, 503s, resets), however many in a row', () => {
     const { breaker, settings } = breakerWith(async () => ({ ok: true }));
     for (let i = 0; i < settings.minimumCalls - 1; i += 1) breaker.failure();
-    assert.equal(breaker.state, 'closed', `${settings.minimumCalls - 1} failures are fewer calls than the window needs`);
+    assert.equal(
+      breaker.state,
+      'closed',
+      `${settings.minimumCalls - 1} failures are fewer calls than the window needs`,
+    );
     assert.equal(breaker.admits(), true);
   });
 
@@ -94,7 +98,11 @@ describe('circuit breaker', () => {
   });
 
   it('a failed, throwing or silent probe opens it again for another while', async () => {
-    for (const health of [async () => ({ ok: false as const, message: 'down' }), async () => Promise.reject(new Error('boom')), () => new Promise<RailHealth>(() => undefined)]) {
+    for (const health of [
+      async () => ({ ok: false as const, message: 'down' }),
+      async () => Promise.reject(new Error('boom')),
+      () => new Promise<RailHealth>(() => undefined),
+    ]) {
       const { breaker, advance, probes, open, settings } = breakerWith(health);
       open();
       advance(settings.openMs);
@@ -118,14 +126,21 @@ describe('circuit breaker', () => {
 
   it('half-open: a bounded number of payouts wait for the probe and are admitted by its verdict; the rest are told no at once', async () => {
     let answer: (health: RailHealth) => void = () => undefined;
-    const { breaker, advance, probes, open, settings } = breakerWith(() => new Promise<RailHealth>((resolve) => (answer = resolve)), { halfOpenWaitersMax: 3, probeTimeoutMs: 60_000 });
+    const { breaker, advance, probes, open, settings } = breakerWith(
+      () => new Promise<RailHealth>((resolve) => (answer = resolve)),
+      { halfOpenWaitersMax: 3, probeTimeoutMs: 60_000 },
+    );
     open();
     advance(settings.openMs);
     const waiting = [breaker.admission(), breaker.admission(), breaker.admission()];
     assert.equal(await breaker.admission(), false, 'past the bound: no at once, as while open');
     assert.equal(probes(), 1, 'one probe however many wait');
     answer({ ok: true });
-    assert.deepEqual(await Promise.all(waiting), [true, true, true], 'the waiting payouts go to the rail once it is healthy');
+    assert.deepEqual(
+      await Promise.all(waiting),
+      [true, true, true],
+      'the waiting payouts go to the rail once it is healthy',
+    );
     assert.equal(await breaker.admission(), true);
   });
 

@@ -11,10 +11,13 @@ function deferred() {
 describe('Coalescer (natural batching)', () => {
   it('runs a lone call at once, alone', async () => {
     const batches: number[][] = [];
-    const c = new Coalescer<number, number>(async (items) => {
-      batches.push(items);
-      return items.map((n) => n * 2);
-    }, { batchMax: 10, inFlightMax: 1, queueMax: 1000 });
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        batches.push(items);
+        return items.map((n) => n * 2);
+      },
+      { batchMax: 10, inFlightMax: 1, queueMax: 1000 },
+    );
     assert.equal(await c.submit(21), 42);
     assert.deepEqual(batches, [[21]]);
   });
@@ -22,11 +25,14 @@ describe('Coalescer (natural batching)', () => {
   it('groups the calls that arrive while a batch runs, and keeps each caller its own result', async () => {
     const gate = deferred();
     const batches: number[][] = [];
-    const c = new Coalescer<number, string>(async (items) => {
-      batches.push(items);
-      if (batches.length === 1) await gate.promise;
-      return items.map((n) => `r${n}`);
-    }, { batchMax: 3, inFlightMax: 1, queueMax: 1000 });
+    const c = new Coalescer<number, string>(
+      async (items) => {
+        batches.push(items);
+        if (batches.length === 1) await gate.promise;
+        return items.map((n) => `r${n}`);
+      },
+      { batchMax: 3, inFlightMax: 1, queueMax: 1000 },
+    );
     const first = c.submit(1);
     const rest = [2, 3, 4, 5, 6].map((n) => c.submit(n));
     gate.release();
@@ -37,13 +43,16 @@ describe('Coalescer (natural batching)', () => {
   it('never runs more than inFlightMax batches at once', async () => {
     let running = 0;
     let most = 0;
-    const c = new Coalescer<number, number>(async (items) => {
-      running += 1;
-      most = Math.max(most, running);
-      await new Promise((r) => setTimeout(r, 5));
-      running -= 1;
-      return items;
-    }, { batchMax: 1, inFlightMax: 2, queueMax: 1000 });
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        running += 1;
+        most = Math.max(most, running);
+        await new Promise((r) => setTimeout(r, 5));
+        running -= 1;
+        return items;
+      },
+      { batchMax: 1, inFlightMax: 2, queueMax: 1000 },
+    );
     await Promise.all(Array.from({ length: 10 }, (_, i) => c.submit(i)));
     assert.equal(most, 2);
   });
@@ -51,14 +60,17 @@ describe('Coalescer (natural batching)', () => {
   it('a failed batch rejects its callers only; the next batch runs', async () => {
     const gate = deferred();
     let calls = 0;
-    const c = new Coalescer<number, number>(async (items) => {
-      calls += 1;
-      if (calls === 1) {
-        await gate.promise;
-        throw new Error('boom');
-      }
-      return items;
-    }, { batchMax: 10, inFlightMax: 1, queueMax: 1000 });
+    const c = new Coalescer<number, number>(
+      async (items) => {
+        calls += 1;
+        if (calls === 1) {
+          await gate.promise;
+          throw new Error('boom');
+        }
+        return items;
+      },
+      { batchMax: 10, inFlightMax: 1, queueMax: 1000 },
+    );
     const failing = c.submit(1);
     const next = c.submit(2);
     gate.release();

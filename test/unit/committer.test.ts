@@ -7,7 +7,11 @@ import { Committer, type CommitLane } from '../../src/services/commit/committer.
 
 /** A database whose transactions only run their work: the committer's logic, without SQL. */
 function fakeDatabase(): Database & { transactions: number } {
-  const tx: TransactionHandle = { query: async () => ({ rows: [], rowCount: 0 }), exec: async () => undefined, queryAndCommit: async () => ({ rows: [], rowCount: 0 }) };
+  const tx: TransactionHandle = {
+    query: async () => ({ rows: [], rowCount: 0 }),
+    exec: async () => undefined,
+    queryAndCommit: async () => ({ rows: [], rowCount: 0 }),
+  };
   const db = {
     engine: 'postgres' as const,
     transactions: 0,
@@ -76,7 +80,10 @@ describe('Committer', () => {
     const committer = new Committer(fakeDatabase(), { transactionsMax: 1, pendingMax: 3 });
     const l = lane({ gate });
     const accepted = [committer.submit(l, A, 1), committer.submit(l, A, 2), committer.submit(l, B, 3)];
-    await assert.rejects(committer.submit(l, B, 4), (e: unknown) => e instanceof ApiError && e.code === 'overloaded' && e.status === 503);
+    await assert.rejects(
+      committer.submit(l, B, 4),
+      (e: unknown) => e instanceof ApiError && e.code === 'overloaded' && e.status === 503,
+    );
     release();
     assert.deepEqual(await Promise.all(accepted), [2, 4, 6]);
     assert.equal(await committer.submit(l, A, 5), 10);
@@ -90,9 +97,14 @@ describe('Committer', () => {
     const blocker = lane({ gate: new Promise<void>((resolve) => (release = resolve)) });
     const first = committer.submit(blocker, A, 0);
     await new Promise((resolve) => setImmediate(resolve));
-    const results = await Promise.allSettled([1, 2, 3, 4].map((n) => committer.submit(l, A, n)).concat(release() ?? []));
+    const results = await Promise.allSettled(
+      [1, 2, 3, 4].map((n) => committer.submit(l, A, n)).concat(release() ?? []),
+    );
     await first;
-    assert.deepEqual(results.slice(0, 4).map((r) => (r.status === 'fulfilled' ? r.value : 'rejected')), [2, 4, 'rejected', 8]);
+    assert.deepEqual(
+      results.slice(0, 4).map((r) => (r.status === 'fulfilled' ? r.value : 'rejected')),
+      [2, 4, 'rejected', 8],
+    );
   });
 
   it('runs a batch again when PostgreSQL aborts it as a deadlock victim (bounded)', async () => {
@@ -112,7 +124,10 @@ describe('Committer', () => {
     const lost = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
     let release!: () => void;
     // Job 0 holds the lane's queue open; the batch after it loses its connection.
-    const l = lane({ gate: new Promise<void>((resolve) => (release = resolve)), fail: (jobs) => (jobs.includes(0) ? undefined : lost) });
+    const l = lane({
+      gate: new Promise<void>((resolve) => (release = resolve)),
+      fail: (jobs) => (jobs.includes(0) ? undefined : lost),
+    });
     const committer = new Committer(fakeDatabase(), { transactionsMax: 1, pendingMax: 100 });
     const first = committer.submit(l, A, 0);
     await new Promise((resolve) => setImmediate(resolve));
@@ -181,12 +196,26 @@ describe('Committer and the background share', () => {
   it("while a request is in flight, background transactions of two tenants run one at a time and a request's transaction runs beside them", async () => {
     const share = new BackgroundShare();
     const log: string[] = [];
-    const committer = new Committer(fakeDatabase(), { transactionsMax: 8, pendingMax: 100 }, undefined, undefined, share);
+    const committer = new Committer(
+      fakeDatabase(),
+      { transactionsMax: 8, pendingMax: 100 },
+      undefined,
+      undefined,
+      share,
+    );
     const l = backgroundLane('payout', log);
     share.requestStarted();
-    const results = [committer.submit(l, A, 2), committer.submit(l, B, 4), committer.submit(l, { tenantId: 'c', mode: 'test' }, 5)];
+    const results = [
+      committer.submit(l, A, 2),
+      committer.submit(l, B, 4),
+      committer.submit(l, { tenantId: 'c', mode: 'test' }, 5),
+    ];
     await turns();
-    assert.deepEqual(log, ['payout:2', 'payout:5'], "tenant b's background batch waits for tenant a's; the request's job does not");
+    assert.deepEqual(
+      log,
+      ['payout:2', 'payout:5'],
+      "tenant b's background batch waits for tenant a's; the request's job does not",
+    );
     l.releaseAll();
     await turns();
     assert.deepEqual(log, ['payout:2', 'payout:5', 'payout:4']);
@@ -198,7 +227,13 @@ describe('Committer and the background share', () => {
   it('with no request in flight, background transactions of several tenants run side by side', async () => {
     const share = new BackgroundShare();
     const log: string[] = [];
-    const committer = new Committer(fakeDatabase(), { transactionsMax: 8, pendingMax: 100 }, undefined, undefined, share);
+    const committer = new Committer(
+      fakeDatabase(),
+      { transactionsMax: 8, pendingMax: 100 },
+      undefined,
+      undefined,
+      share,
+    );
     const l = backgroundLane('payout', log);
     const results = [committer.submit(l, A, 2), committer.submit(l, B, 4)];
     await turns();

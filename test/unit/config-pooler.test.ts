@@ -19,9 +19,18 @@ describe('DATABASE_POOLER and DATABASE_DIRECT_URL', () => {
   });
 
   it('refuse a transaction pooler without a direct URL, and any other pooler, naming the variable', () => {
-    assert.throws(() => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'transaction' }), (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_DIRECT_URL');
-    assert.throws(() => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'session', DATABASE_DIRECT_URL }), (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_POOLER');
-    assert.throws(() => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: 'mysql://db/bds' }), (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_DIRECT_URL');
+    assert.throws(
+      () => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'transaction' }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_DIRECT_URL',
+    );
+    assert.throws(
+      () => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'session', DATABASE_DIRECT_URL }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_POOLER',
+    );
+    assert.throws(
+      () => loadConfig({ DATABASE_URL, DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: 'mysql://db/bds' }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'DATABASE_DIRECT_URL',
+    );
   });
 
   it('mean nothing to the embedded engine', () => {

@@ -86,32 +86,51 @@ describe('configuration', () => {
   ];
   for (const [name, value, message] of bad) {
     it(`rejects ${name}=${value} naming the variable`, () => {
-      assert.throws(() => loadConfig({ [name]: value }), (error: unknown) => {
-        assert.ok(error instanceof ConfigError);
-        assert.equal(error.variable, name);
-        assert.match(error.message, message);
-        return true;
-      });
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.equal(error.variable, name);
+          assert.match(error.message, message);
+          return true;
+        },
+      );
     });
   }
 
   it('DATABASE_READ_URL needs DATABASE_URL: the embedded engine has no replica', () => {
     assert.equal(loadConfig({}).databaseReadUrl, undefined);
     assert.equal(loadConfig({}).readReplicaMaxLagMs, 5_000);
-    const config = loadConfig({ DATABASE_URL: 'postgres://db/bds', DATABASE_READ_URL: 'postgres://replica/bds', READ_REPLICA_MAX_LAG_MS: '2000' });
+    const config = loadConfig({
+      DATABASE_URL: 'postgres://db/bds',
+      DATABASE_READ_URL: 'postgres://replica/bds',
+      READ_REPLICA_MAX_LAG_MS: '2000',
+    });
     assert.equal(config.databaseReadUrl, 'postgres://replica/bds');
     assert.equal(config.readReplicaMaxLagMs, 2_000);
     assert.throws(
       () => loadConfig({ DATABASE_READ_URL: 'postgres://u:hunter2@replica/bds' }),
       (error: unknown) =>
-        error instanceof ConfigError && error.variable === 'DATABASE_READ_URL' && /embedded engine/.test(error.message) && !error.message.includes('hunter2'),
+        error instanceof ConfigError &&
+        error.variable === 'DATABASE_READ_URL' &&
+        /embedded engine/.test(error.message) &&
+        !error.message.includes('hunter2'),
     );
-    assert.throws(() => loadConfig({ DATABASE_URL: 'postgres://db/bds', READ_REPLICA_MAX_LAG_MS: '10' }), (error: unknown) => error instanceof ConfigError && error.variable === 'READ_REPLICA_MAX_LAG_MS');
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'postgres://db/bds', READ_REPLICA_MAX_LAG_MS: '10' }),
+      (error: unknown) => error instanceof ConfigError && error.variable === 'READ_REPLICA_MAX_LAG_MS',
+    );
   });
 
   it('never echoes a database password or platform key in the message', () => {
-    assert.throws(() => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }), (error: Error) => !error.message.includes('hunter2'));
-    assert.throws(() => loadConfig({ PLATFORM_API_KEY: 'bsk_platform_secret' }), (error: Error) => !error.message.includes('secret'));
+    assert.throws(
+      () => loadConfig({ DATABASE_URL: 'mysql://user:hunter2@db/x' }),
+      (error: Error) => !error.message.includes('hunter2'),
+    );
+    assert.throws(
+      () => loadConfig({ PLATFORM_API_KEY: 'bsk_platform_secret' }),
+      (error: Error) => !error.message.includes('secret'),
+    );
   });
 
   it('HOST takes an IP address or a DNS name, and refuses anything else naming the variable', () => {
@@ -119,8 +138,20 @@ describe('configuration', () => {
       assert.equal(loadConfig({ HOST: host }).host, host);
     }
     assert.equal(loadConfig({}).host, '0.0.0.0');
-    for (const host of ['not_a_host', 'http://localhost', 'localhost:3000', '-bad.example', 'a..b', '[::1]', `${'a'.repeat(64)}.com`]) {
-      assert.throws(() => loadConfig({ HOST: host }), (error: unknown) => error instanceof ConfigError && error.variable === 'HOST', host);
+    for (const host of [
+      'not_a_host',
+      'http://localhost',
+      'localhost:3000',
+      '-bad.example',
+      'a..b',
+      '[::1]',
+      `${'a'.repeat(64)}.com`,
+    ]) {
+      assert.throws(
+        () => loadConfig({ HOST: host }),
+        (error: unknown) => error instanceof ConfigError && error.variable === 'HOST',
+        host,
+      );
     }
   });
 });

@@ -1,6 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { DB_CONNECT_RETRY_MAX_MS, DatabaseUnreachableError, describeDatabase, withDatabaseWait } from '../../src/db/connect-wait.ts';
+import {
+  DB_CONNECT_RETRY_MAX_MS,
+  DatabaseUnreachableError,
+  describeDatabase,
+  withDatabaseWait,
+} from '../../src/db/connect-wait.ts';
 
 function scripted(failures: unknown[]) {
   let now = 0;
@@ -32,27 +37,42 @@ const startingUp = Object.assign(new Error('the database system is starting up')
 
 describe('a start waits for PostgreSQL (DB_CONNECT_WAIT_S)', () => {
   it('retries transient failures with a doubling, logged wait until the database answers', async () => {
-    const s = scripted([refused, reset, startingUp, new Error('migration 001_x failed: Connection terminated unexpectedly', { cause: reset })]);
+    const s = scripted([
+      refused,
+      reset,
+      startingUp,
+      new Error('migration 001_x failed: Connection terminated unexpectedly', { cause: reset }),
+    ]);
     assert.equal(await withDatabaseWait(s.work, s.options(60)), 'migrated');
     assert.equal(s.calls(), 5);
     assert.deepEqual(s.slept, [250, 500, 1000, 2000]);
-    assert.deepEqual(s.retries.map((r) => [r.attempt, r.error]), [
-      [1, refused.message],
-      [2, reset.message],
-      [3, startingUp.message],
-      [4, 'migration 001_x failed: Connection terminated unexpectedly'],
-    ]);
+    assert.deepEqual(
+      s.retries.map((r) => [r.attempt, r.error]),
+      [
+        [1, refused.message],
+        [2, reset.message],
+        [3, startingUp.message],
+        [4, 'migration 001_x failed: Connection terminated unexpectedly'],
+      ],
+    );
   });
 
   it(`waits at most ${DB_CONNECT_RETRY_MAX_MS} ms between attempts, and gives up past the bound naming the database`, async () => {
     const s = scripted(Array.from({ length: 100 }, () => refused));
     await assert.rejects(withDatabaseWait(s.work, s.options(30)), (error: unknown) => {
       assert.ok(error instanceof DatabaseUnreachableError);
-      assert.equal(error.message, `PostgreSQL at 127.0.0.1:5432/bolivar did not answer within 30 s (DB_CONNECT_WAIT_S=30); last error: ${refused.message}. Check that it runs and that DATABASE_URL names it.`);
+      assert.equal(
+        error.message,
+        `PostgreSQL at 127.0.0.1:5432/bolivar did not answer within 30 s (DB_CONNECT_WAIT_S=30); last error: ${refused.message}. Check that it runs and that DATABASE_URL names it.`,
+      );
       return true;
     });
     assert.ok(Math.max(...s.slept) <= DB_CONNECT_RETRY_MAX_MS);
-    assert.equal(s.slept.reduce((a, b) => a + b, 0), 30_000, 'it waited the whole bound, no more');
+    assert.equal(
+      s.slept.reduce((a, b) => a + b, 0),
+      30_000,
+      'it waited the whole bound, no more',
+    );
   });
 
   it('does not wait for what will not change (a wrong password, a missing database)', async () => {
@@ -70,7 +90,10 @@ describe('a start waits for PostgreSQL (DB_CONNECT_WAIT_S)', () => {
   });
 
   it('names the database by host, port and name, never by its user or password', () => {
-    assert.equal(describeDatabase('postgres://bds:s3cret@db.internal:6432/bolivar?sslmode=require'), 'db.internal:6432/bolivar');
+    assert.equal(
+      describeDatabase('postgres://bds:s3cret@db.internal:6432/bolivar?sslmode=require'),
+      'db.internal:6432/bolivar',
+    );
     assert.equal(describeDatabase('postgresql://bds:s3cret@db.internal/bolivar'), 'db.internal:5432/bolivar');
     assert.equal(describeDatabase('postgres://bds:s3cret@[::1]:5433/my%20db'), '[::1]:5433/my db');
   });

@@ -10,16 +10,23 @@ import { CsvSyntaxError, parseCsv } from '../../console/csv.ts';
 const fieldsOf = (text: string) => parseCsv(text).map((record) => record.fields);
 
 /** A field as a writer may put it: quoted when it must be, and sometimes when it need not. */
-const written = (value: string, quote: boolean) => (quote || /[",\r\n]/.test(value) || value === '' ? `"${value.replace(/"/g, '""')}"` : value);
+const written = (value: string, quote: boolean) =>
+  quote || /[",\r\n]/.test(value) || value === '' ? `"${value.replace(/"/g, '""')}"` : value;
 
 const fileArbitrary = fc
   .record({
     width: fc.integer({ min: 1, max: 5 }),
     height: fc.integer({ min: 1, max: 6 }),
-    text: fc.array(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom(',', '"', '\n', '\r\n', '\r', 'ñ', 'María Pérez', '1500.50', ' ')), {
-      minLength: 30,
-      maxLength: 30,
-    }),
+    text: fc.array(
+      fc.oneof(
+        fc.string({ maxLength: 8 }),
+        fc.constantFrom(',', '"', '\n', '\r\n', '\r', 'ñ', 'María Pérez', '1500.50', ' '),
+      ),
+      {
+        minLength: 30,
+        maxLength: 30,
+      },
+    ),
     quotes: fc.array(fc.boolean(), { minLength: 30, maxLength: 30 }),
     // One kind of line break a file (csv-parse keeps to the first it sees; ours takes any, see below).
     lineBreak: fc.constantFrom('\n', '\r\n'),
@@ -27,8 +34,12 @@ const fileArbitrary = fc
     bom: fc.boolean(),
   })
   .map(({ width, height, text, quotes, lineBreak, finalBreak, bom }) => {
-    const records = Array.from({ length: height }, (_, r) => Array.from({ length: width }, (_, c) => text[(r * width + c) % 30]!));
-    const lines = records.map((record, r) => record.map((value, c) => written(value, quotes[(r * width + c) % 30]!)).join(','));
+    const records = Array.from({ length: height }, (_, r) =>
+      Array.from({ length: width }, (_, c) => text[(r * width + c) % 30]!),
+    );
+    const lines = records.map((record, r) =>
+      record.map((value, c) => written(value, quotes[(r * width + c) % 30]!)).join(','),
+    );
     const body = lines.map((line, r) => line + (r < lines.length - 1 || finalBreak ? lineBreak : '')).join('');
     return { records, file: (bom ? '\uFEFF' : '') + body };
   });

@@ -24,11 +24,17 @@ describe('console formatting', () => {
   });
 
   it('writes bigint amounts as JSON integers digit for digit', () => {
-    assert.equal(jsonWithIntegers({ deliver: { asset: 'BS', amount: 9007199254740993n } }), '{"deliver":{"asset":"BS","amount":9007199254740993}}');
+    assert.equal(
+      jsonWithIntegers({ deliver: { asset: 'BS', amount: 9007199254740993n } }),
+      '{"deliver":{"asset":"BS","amount":9007199254740993}}',
+    );
   });
 
   it('shows a moment in Caracas (UTC-4) and in UTC', () => {
-    assert.deepEqual(formatTimes('2026-11-23T02:30:05.123Z'), { caracas: '2026-11-22 22:30:05', utc: '2026-11-23 02:30:05' });
+    assert.deepEqual(formatTimes('2026-11-23T02:30:05.123Z'), {
+      caracas: '2026-11-22 22:30:05',
+      utc: '2026-11-23 02:30:05',
+    });
     assert.equal(formatTimes(null), undefined);
     assert.equal(formatTimes('not a date'), undefined);
   });

@@ -15,7 +15,9 @@ describe('console routes', () => {
   it('match a route whose parameters have their shape, and give the segment as it is', () => {
     assert.deepEqual(match('/payments/:id', `/payments/${PAYMENT}`, { id: 'uuid' }), { id: PAYMENT });
     assert.deepEqual(match('/payments/:id', `/payments/${PAYMENT}/`, { id: 'uuid' }), { id: PAYMENT });
-    assert.deepEqual(match('/payments/:id', `/payments/${PAYMENT.toUpperCase()}`, { id: 'uuid' }), { id: PAYMENT.toUpperCase() });
+    assert.deepEqual(match('/payments/:id', `/payments/${PAYMENT.toUpperCase()}`, { id: 'uuid' }), {
+      id: PAYMENT.toUpperCase(),
+    });
     assert.deepEqual(match('/events/:id', '/events/42', { id: 'numeric' }), { id: '42' });
     assert.deepEqual(match('/payments', '/payments'), {});
     assert.equal(match('/payments', '/events'), undefined);
@@ -75,20 +77,33 @@ describe('console API paths', () => {
 
   it('are requested exactly as built, whatever the value: never another path of the API', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((v) => v !== '.' && v !== '..'), (value) => {
-        const path = apiPath`/v1/payments/${value}/ledger`;
-        assert.equal(requested(path), path);
-        const segments = path.split('/');
-        assert.equal(segments.length, 5, path);
-        assert.equal(decodeURIComponent(segments[3]!), value);
-      }),
+      fc.property(
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }).filter((v) => v !== '.' && v !== '..'),
+        (value) => {
+          const path = apiPath`/v1/payments/${value}/ledger`;
+          assert.equal(requested(path), path);
+          const segments = path.split('/');
+          assert.equal(segments.length, 5, path);
+          assert.equal(decodeURIComponent(segments[3]!), value);
+        },
+      ),
       { numRuns: 3_000 },
     );
   });
 
   it('are checked again where they are called: only /v1/ paths the browser keeps as written', () => {
     assert.equal(checkedApiPath('/v1/tenant/me'), '/v1/tenant/me');
-    for (const path of ['/v1/payments/../../admin', '/v1/payments/%2e%2e/x', '/v1/./tenant/me', '/admin', 'v1/tenant/me', '//evil.example/v1/x', '/v1/x?key=1', '/v1/x#y', '/v1/a\\..\\b']) {
+    for (const path of [
+      '/v1/payments/../../admin',
+      '/v1/payments/%2e%2e/x',
+      '/v1/./tenant/me',
+      '/admin',
+      'v1/tenant/me',
+      '//evil.example/v1/x',
+      '/v1/x?key=1',
+      '/v1/x#y',
+      '/v1/a\\..\\b',
+    ]) {
       assert.throws(() => checkedApiPath(path), /invariant/, path);
     }
   });

@@ -6,7 +6,15 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { jsonWithIntegers } from '../../console/format.ts';
-import { batchesOf, batchKey, bolivaresToMinor, PAYROLL_COLUMNS, PAYROLL_TEMPLATE, problemsOfFields, readPayroll } from '../../console/payroll.ts';
+import {
+  batchesOf,
+  batchKey,
+  bolivaresToMinor,
+  PAYROLL_COLUMNS,
+  PAYROLL_TEMPLATE,
+  problemsOfFields,
+  readPayroll,
+} from '../../console/payroll.ts';
 
 const HEADER = PAYROLL_COLUMNS.join(',');
 const BENEFICIARY = '3f1e8d2a-5b7c-4e9f-8a1d-2c3b4a5d6e7f';
@@ -27,7 +35,13 @@ describe('payroll amounts', () => {
     assert.equal(minor(' 0.01 '), 1n);
     assert.equal(minor('007.10'), 710n);
     // Each of these times 100 in floating point is not an integer: Math.round hides it, truncation pays a cent less.
-    for (const [text, cents] of [['0.29', 29n], ['1.15', 115n], ['4.35', 435n], ['1005.53', 100553n], ['90071992547409.91', 9007199254740991n]] as const) {
+    for (const [text, cents] of [
+      ['0.29', 29n],
+      ['1.15', 115n],
+      ['4.35', 435n],
+      ['1005.53', 100553n],
+      ['90071992547409.91', 9007199254740991n],
+    ] as const) {
       assert.equal(minor(text), cents, text);
     }
     assert.notEqual(Math.trunc(Number('0.29') * 100), 29, 'the float trap this guards against');
@@ -38,7 +52,14 @@ describe('payroll amounts', () => {
       fc.property(fc.bigInt({ min: 1n, max: 9007199254740991n }), fc.constantFrom(0, 1, 2), (cents, decimals) => {
         const whole = (cents / 100n).toString();
         const fraction = (cents % 100n).toString().padStart(2, '0');
-        const text = decimals === 2 ? `${whole}.${fraction}` : decimals === 1 && fraction.endsWith('0') ? `${whole}.${fraction[0]}` : fraction === '00' ? whole : `${whole}.${fraction}`;
+        const text =
+          decimals === 2
+            ? `${whole}.${fraction}`
+            : decimals === 1 && fraction.endsWith('0')
+              ? `${whole}.${fraction[0]}`
+              : fraction === '00'
+                ? whole
+                : `${whole}.${fraction}`;
         assert.equal(minor(text), cents, text);
         // And it reaches the API as the same digits.
         assert.equal(jsonWithIntegers({ amount: minor(text) }), `{"amount":${cents}}`);
@@ -73,12 +94,23 @@ describe('payroll amounts', () => {
 
 describe('payroll rows', () => {
   it('become batch items: a registered beneficiary, an inline one, the sender when given', () => {
-    const sheet = readPayroll(`\uFEFF${HEADER}\r\nemp-1,1500.50,pago_movil,${BENEFICIARY},,,,,,,,,,\r\n"emp-2",2250,transferencia,,"Pérez, María",V12345678,0102,04141234567,01020123450123456789,${SENDER}\r\n`);
+    const sheet = readPayroll(
+      `\uFEFF${HEADER}\r\nemp-1,1500.50,pago_movil,${BENEFICIARY},,,,,,,,,,\r\n"emp-2",2250,transferencia,,"Pérez, María",V12345678,0102,04141234567,01020123450123456789,${SENDER}\r\n`,
+    );
     assert.equal(sheet.fileProblem, undefined);
     assert.deepEqual(
       sheet.rows.map((row) => [row.row, row.problems, row.item]),
       [
-        [2, [], { reference: 'emp-1', deliver: { asset: 'BS', amount: 150050n }, method: 'pago_movil', beneficiaryId: BENEFICIARY }],
+        [
+          2,
+          [],
+          {
+            reference: 'emp-1',
+            deliver: { asset: 'BS', amount: 150050n },
+            method: 'pago_movil',
+            beneficiaryId: BENEFICIARY,
+          },
+        ],
         [
           3,
           [],
@@ -86,8 +118,20 @@ describe('payroll rows', () => {
             reference: 'emp-2',
             deliver: { asset: 'BS', amount: 225000n },
             method: 'transferencia',
-            beneficiary: { fullName: 'Pérez, María', nationalId: 'V12345678', bankCode: '0102', phone: '04141234567', accountNumber: '01020123450123456789' },
-            sender: { nationalId: 'V11222333', firstName: 'Ana', lastName: 'Rojas', phone: '04121234567', email: 'ana@example.com' },
+            beneficiary: {
+              fullName: 'Pérez, María',
+              nationalId: 'V12345678',
+              bankCode: '0102',
+              phone: '04141234567',
+              accountNumber: '01020123450123456789',
+            },
+            sender: {
+              nationalId: 'V11222333',
+              firstName: 'Ana',
+              lastName: 'Rojas',
+              phone: '04121234567',
+              email: 'ana@example.com',
+            },
           },
         ],
       ],
@@ -95,7 +139,9 @@ describe('payroll rows', () => {
   });
 
   it('take the columns in any order, only reference, amount and method required, and skip blank rows', () => {
-    const sheet = readPayroll(`Method, Amount ,reference,beneficiary_id\npago_movil,10,r-1,${BENEFICIARY}\n,,,\n\npago_movil,20,r-2,${BENEFICIARY}\n`);
+    const sheet = readPayroll(
+      `Method, Amount ,reference,beneficiary_id\npago_movil,10,r-1,${BENEFICIARY}\n,,,\n\npago_movil,20,r-2,${BENEFICIARY}\n`,
+    );
     assert.deepEqual(
       sheet.rows.map((row) => [row.row, row.item?.reference, row.amount]),
       [
@@ -119,19 +165,28 @@ describe('payroll rows', () => {
       [
         'reference: must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -',
         'method: missing (pago_movil or transferencia)',
-        'beneficiary: beneficiary_id and full_name both given: give the registered beneficiary\'s id or the beneficiary\'s fields, not both',
+        "beneficiary: beneficiary_id and full_name both given: give the registered beneficiary's id or the beneficiary's fields, not both",
       ],
     ]);
     assert.deepEqual(problemsOf(`r-1,10,pago_movil,not-a-uuid,,,,,,,,,,`, `r-2,10,pago_movil,,Ana,,0102,,,,,,,`), [
       ['beneficiary_id: must be a beneficiary id (a UUID)'],
       ['beneficiary: national_id missing (an inline beneficiary needs full_name, national_id and bank_code)'],
     ]);
-    assert.deepEqual(problemsOf(`${'r'.repeat(65)},10,pago_movil,${BENEFICIARY},,,,,,,,,,`)[0], ['reference: must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -']);
+    assert.deepEqual(problemsOf(`${'r'.repeat(65)},10,pago_movil,${BENEFICIARY},,,,,,,,,,`)[0], [
+      'reference: must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -',
+    ]);
     assert.deepEqual(problemsOf(`r-1,10,pago_movil,${BENEFICIARY}`)[0], ['the row has 4 fields, the header 14']);
   });
 
   it('flag a reference repeated in the file on its later rows, naming the first', () => {
-    const sheet = readPayroll([HEADER, `r-1,10,pago_movil,,${INLINE},,,,,`, `r-2,10,pago_movil,,${INLINE},,,,,`, `r-1,12,pago_movil,,${INLINE},,,,,`].join('\n'));
+    const sheet = readPayroll(
+      [
+        HEADER,
+        `r-1,10,pago_movil,,${INLINE},,,,,`,
+        `r-2,10,pago_movil,,${INLINE},,,,,`,
+        `r-1,12,pago_movil,,${INLINE},,,,,`,
+      ].join('\n'),
+    );
     assert.deepEqual(
       sheet.rows.map((row) => [row.problems, row.item === undefined]),
       [
@@ -149,7 +204,10 @@ describe('payroll rows', () => {
     assert.match(problem('reference,amount\nr,1')!, /missing column method/);
     assert.match(problem(`${HEADER},acount_number\n`)!, /unknown column "acount_number"/);
     assert.match(problem('reference,amount,method,amount\n')!, /column amount appears twice/);
-    assert.match(problem('reference;amount;method\nr-1;1500,50;pago_movil\n')!, /separated by semicolons: save the sheet as CSV with commas/);
+    assert.match(
+      problem('reference;amount;method\nr-1;1500,50;pago_movil\n')!,
+      /separated by semicolons: save the sheet as CSV with commas/,
+    );
   });
 
   it('read the template offered to operators without a problem', () => {
@@ -184,7 +242,7 @@ describe('payroll submission', () => {
     assert.match(batchKey(crypto.randomUUID(), 12), /^[\x20-\x7e]{1,255}$/);
   });
 
-  it('puts the service\'s field errors back on the rows the items came from, named as the columns', () => {
+  it("puts the service's field errors back on the rows the items came from, named as the columns", () => {
     const rowsOfBatch = [7, 9, 12, 13];
     const { byRow, other } = problemsOfFields(
       [
@@ -197,11 +255,14 @@ describe('payroll submission', () => {
       ],
       rowsOfBatch,
     );
-    assert.deepEqual([...byRow], [
-      [12, ['phone: must be 04 followed by 9 digits', 'sender_email: must be an email address']],
-      [7, ['reference: is repeated in the batch']],
-      [13, ['row: must have deliver or quoteId']],
-    ]);
+    assert.deepEqual(
+      [...byRow],
+      [
+        [12, ['phone: must be 04 followed by 9 digits', 'sender_email: must be an email address']],
+        [7, ['reference: is repeated in the batch']],
+        [13, ['row: must have deliver or quoteId']],
+      ],
+    );
     assert.deepEqual(other, ['items.9.method: unknown', 'items: must have at least 1 item']);
   });
 });

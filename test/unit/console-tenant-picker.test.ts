@@ -25,7 +25,10 @@ test('the picker lists every tenant, page after page, when they fit its bound', 
   assert.equal(picked.tenants.length, 250);
   assert.equal(picked.tenants.at(-1)!.id, 't249');
   assert.equal(picked.more, false);
-  assert.deepEqual(api.calls.map((c) => c.cursor), [undefined, '100', '200']);
+  assert.deepEqual(
+    api.calls.map((c) => c.cursor),
+    [undefined, '100', '200'],
+  );
 });
 
 test('past its bound the picker stops and says more tenants remain (picked by id)', async () => {

@@ -18,7 +18,11 @@ describe('csvCell', () => {
     fc.assert(
       fc.property(fc.string(), (text) => {
         const read = (parse(`${csvCell(text)}\r\n`, { relax_quotes: false }) as string[][])[0]?.[0];
-        return read === (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text) || (text === '' && read === undefined) || (text === '' && read === '');
+        return (
+          read === (/^[=+\-@\t\r]/.test(text) ? `'${text}` : text) ||
+          (text === '' && read === undefined) ||
+          (text === '' && read === '')
+        );
       }),
     );
   });

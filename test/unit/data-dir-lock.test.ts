@@ -29,7 +29,10 @@ describe('the DATA_DIR lock of the embedded engine', () => {
     assert.equal(saved.purpose, 'first');
     await assert.rejects(lockDataDir(dir, 'second'), (error: unknown) => {
       assert.ok(error instanceof DataDirLockedError);
-      assert.match(error.message, new RegExp(`in use by another process: pid ${process.pid} \\(first\\) on host .*, started \\d{4}-`));
+      assert.match(
+        error.message,
+        new RegExp(`in use by another process: pid ${process.pid} \\(first\\) on host .*, started \\d{4}-`),
+      );
       assert.match(error.message, /DATABASE_URL/);
       return true;
     });
@@ -43,7 +46,13 @@ describe('the DATA_DIR lock of the embedded engine', () => {
   it('takes over a lock whose process is gone, and says whose it was', async () => {
     const dir = dataDir();
     const pid = deadPid();
-    writeLock(dir, { pid, host: hostname(), startedAt: '2026-01-01T00:00:00.000Z', purpose: 'npm start, ROLE=all', token: 'old' });
+    writeLock(dir, {
+      pid,
+      host: hostname(),
+      startedAt: '2026-01-01T00:00:00.000Z',
+      purpose: 'npm start, ROLE=all',
+      token: 'old',
+    });
     const lock = await lockDataDir(dir, 'next');
     assert.equal(lock.tookOver?.pid, pid);
     assert.equal(JSON.parse(readFileSync(lock.path, 'utf8')).pid, process.pid);
@@ -52,7 +61,13 @@ describe('the DATA_DIR lock of the embedded engine', () => {
 
   it('takes over a lock with its own pid from an earlier start (a restarted container), not its own', async () => {
     const dir = dataDir();
-    writeLock(dir, { pid: process.pid, host: hostname(), startedAt: '2020-01-01T00:00:00.000Z', purpose: 'earlier', token: 'old' });
+    writeLock(dir, {
+      pid: process.pid,
+      host: hostname(),
+      startedAt: '2020-01-01T00:00:00.000Z',
+      purpose: 'earlier',
+      token: 'old',
+    });
     const lock = await lockDataDir(dir, 'now');
     assert.equal(lock.tookOver?.purpose, 'earlier');
     lock.release();
@@ -60,17 +75,34 @@ describe('the DATA_DIR lock of the embedded engine', () => {
 
   it('never takes over a lock from another host, nor one that names no process', async () => {
     const foreign = dataDir();
-    writeLock(foreign, { pid: deadPid(), host: `not-${hostname()}`, startedAt: '2026-01-01T00:00:00.000Z', purpose: 'elsewhere' });
-    await assert.rejects(lockDataDir(foreign, 'here'), /on host not-.*cannot tell whether it still runs; if it does not, delete .*pglite\.lock/);
+    writeLock(foreign, {
+      pid: deadPid(),
+      host: `not-${hostname()}`,
+      startedAt: '2026-01-01T00:00:00.000Z',
+      purpose: 'elsewhere',
+    });
+    await assert.rejects(
+      lockDataDir(foreign, 'here'),
+      /on host not-.*cannot tell whether it still runs; if it does not, delete .*pglite\.lock/,
+    );
     const garbled = dataDir();
     writeFileSync(path.join(garbled, DATA_DIR_LOCK_FILE), '');
-    await assert.rejects(lockDataDir(garbled, 'here'), /names no process\. If no other process uses DATA_DIR, delete that file/);
+    await assert.rejects(
+      lockDataDir(garbled, 'here'),
+      /names no process\. If no other process uses DATA_DIR, delete that file/,
+    );
   });
 
   it('release leaves alone a lock that is no longer its own', async () => {
     const dir = dataDir();
     const lock = await lockDataDir(dir, 'mine');
-    const file = writeLock(dir, { pid: process.pid, host: hostname(), startedAt: 'x', purpose: 'someone else', token: 'theirs' });
+    const file = writeLock(dir, {
+      pid: process.pid,
+      host: hostname(),
+      startedAt: 'x',
+      purpose: 'someone else',
+      token: 'theirs',
+    });
     lock.release();
     assert.equal(JSON.parse(readFileSync(file, 'utf8')).token, 'theirs');
   });

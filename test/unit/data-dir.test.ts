@@ -30,14 +30,17 @@ describe('DATA_DIR', { skip: process.platform === 'win32' ? 'no POSIX modes on W
     it(`refuses an existing directory of mode 0${mode.toString(8)}, naming DATA_DIR and the fix`, () => {
       const dataDir = mkdtempSync(path.join(tmpdir(), 'bds-data-dir-'));
       chmodSync(dataDir, mode);
-      assert.throws(() => ensureDataDir(dataDir), (error: unknown) => {
-        assert.ok(error instanceof ConfigError);
-        assert.equal(error.variable, 'DATA_DIR');
-        assert.match(error.message, new RegExp(`is open to other users \\(mode 0${mode.toString(8)}\\)`));
-        assert.match(error.message, new RegExp(`chmod 700 ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
-        return true;
-      });
-      assert.equal(modeOf(dataDir), mode, 'nothing is changed behind the operator\'s back');
+      assert.throws(
+        () => ensureDataDir(dataDir),
+        (error: unknown) => {
+          assert.ok(error instanceof ConfigError);
+          assert.equal(error.variable, 'DATA_DIR');
+          assert.match(error.message, new RegExp(`is open to other users \\(mode 0${mode.toString(8)}\\)`));
+          assert.match(error.message, new RegExp(`chmod 700 ${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+          return true;
+        },
+      );
+      assert.equal(modeOf(dataDir), mode, "nothing is changed behind the operator's back");
     });
   }
 

@@ -14,7 +14,9 @@ import { SANDBOX_TRIGGERS } from '../../src/rails/sandbox-rail.ts';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
-const GUIDES = readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
+const GUIDES = readdirSync(path.join(ROOT, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
 const DOCUMENTS = ['README.md', ...GUIDES];
 
 /** GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
@@ -26,7 +28,11 @@ function anchorsOf(markdown: string): Set<string> {
     if (line.startsWith('```')) fenced = !fenced;
     const heading = fenced ? null : /^#{1,6} (.+)$/.exec(line);
     if (!heading) continue;
-    const slug = heading[1]!.trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+    const slug = heading[1]!
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     anchors.add(n === 0 ? slug : `${slug}-${n}`);
@@ -46,9 +52,11 @@ describe('the guides', () => {
       for (const link of linksOf(read(document))) {
         if (/^[a-z]+:/.test(link)) continue;
         const [file, anchor] = link.split('#') as [string, string | undefined];
-        const target = file === '' ? document : path.posix.normalize(path.posix.join(path.posix.dirname(document), file));
+        const target =
+          file === '' ? document : path.posix.normalize(path.posix.join(path.posix.dirname(document), file));
         assert.ok(statSync(path.join(ROOT, target), { throwIfNoEntry: false }), `${document}: ${link} (no ${target})`);
-        if (anchor) assert.ok(anchorsOf(read(target)).has(anchor), `${document}: ${link} (no heading #${anchor} in ${target})`);
+        if (anchor)
+          assert.ok(anchorsOf(read(target)).has(anchor), `${document}: ${link} (no heading #${anchor} in ${target})`);
       }
     }
   });
@@ -66,7 +74,9 @@ describe('the guides', () => {
   it('docs/admin.md describes every admin route, and names no route that does not exist', () => {
     const openapi = JSON.parse(read('openapi.json')) as { paths: Record<string, Record<string, { tags?: string[] }>> };
     const routes = Object.entries(openapi.paths).flatMap(([route, operations]) =>
-      Object.entries(operations).filter(([, op]) => op.tags?.includes('Admin')).map(([method]) => `${method.toUpperCase()} ${route}`),
+      Object.entries(operations)
+        .filter(([, op]) => op.tags?.includes('Admin'))
+        .map(([method]) => `${method.toUpperCase()} ${route}`),
     );
     assert.ok(routes.length >= 19);
     const admin = read('docs/admin.md');
@@ -78,13 +88,15 @@ describe('the guides', () => {
 
   it('docs/admin.md describes every CLI command', () => {
     const admin = read('docs/admin.md');
-    for (const name of COMMAND_NAMES) assert.ok(admin.includes(`bolivar ${name}`), `docs/admin.md describes \`bolivar ${name}\``);
+    for (const name of COMMAND_NAMES)
+      assert.ok(admin.includes(`bolivar ${name}`), `docs/admin.md describes \`bolivar ${name}\``);
   });
 
   it('docs/sandbox.md lists every test national id and every failure reason', () => {
     const sandbox = read('docs/sandbox.md');
     for (const id of Object.keys(SANDBOX_TRIGGERS)) assert.ok(sandbox.includes(`\`${id}\``), id);
-    for (const reason of [...Object.keys(FAILURE_MESSAGES), ...RAIL_FAILURE_REASONS]) assert.ok(sandbox.includes(`\`${reason}\``), reason);
+    for (const reason of [...Object.keys(FAILURE_MESSAGES), ...RAIL_FAILURE_REASONS])
+      assert.ok(sandbox.includes(`\`${reason}\``), reason);
   });
 
   it('every setting the guides name is one the service reads', () => {
@@ -99,10 +111,21 @@ describe('the guides', () => {
   it('the repository stands alone: nothing cites documents that are not in it', () => {
     const files = (dir: string): string[] =>
       readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((entry) =>
-        entry.isDirectory() ? files(path.join(dir, entry.name)) : /\.(md|ts|mjs|json|sql)$/.test(entry.name) ? [path.join(dir, entry.name)] : [],
+        entry.isDirectory()
+          ? files(path.join(dir, entry.name))
+          : /\.(md|ts|mjs|json|sql)$/.test(entry.name)
+            ? [path.join(dir, entry.name)]
+            : [],
       );
     const own = path.relative(ROOT, fileURLToPath(import.meta.url));
-    for (const file of [...DOCUMENTS, 'openapi.json', ...files('src'), ...files('test'), ...files('bin'), ...files('scripts')]) {
+    for (const file of [
+      ...DOCUMENTS,
+      'openapi.json',
+      ...files('src'),
+      ...files('test'),
+      ...files('bin'),
+      ...files('scripts'),
+    ]) {
       if (file === own) continue;
       assert.doesNotMatch(read(file), /\b(interface|decisions)\.md\b/, file);
     }

@@ -30,12 +30,42 @@ describe('limit rule precedence', () => {
     ['platform alone', [rule('platform', '*')], 'platform-*', 'pago_movil'],
     ['tenant beats platform', [rule('platform', 'pago_movil'), rule('tenant', '*')], 'tenant-*', 'pago_movil'],
     ['customer beats tenant', [rule('tenant', 'pago_movil'), rule('customer', '*')], 'customer-*', 'pago_movil'],
-    ['beneficiary beats customer', [rule('customer', 'pago_movil'), rule('beneficiary', '*')], 'beneficiary-*', 'pago_movil'],
-    ['concrete beats * within a scope', [rule('tenant', '*'), rule('tenant', 'pago_movil')], 'tenant-pago_movil', 'pago_movil'],
-    ['a concrete rule for another instrument does not apply; * does', [rule('tenant', 'transferencia'), rule('tenant', '*')], 'tenant-*', 'pago_movil'],
-    ['only another instrument in the specific scope: falls to the next scope', [rule('beneficiary', 'transferencia'), rule('tenant', '*')], 'tenant-*', 'pago_movil'],
-    ['another tenant’s rule never applies', [rule('tenant', '*', { tenantId: '00000000-0000-4000-8000-0000000000ff' })], undefined, 'pago_movil'],
-    ['another customer’s rule never applies', [rule('customer', '*', { subjectId: '00000000-0000-4000-8000-0000000000ee' }), rule('platform', '*')], 'platform-*', 'pago_movil'],
+    [
+      'beneficiary beats customer',
+      [rule('customer', 'pago_movil'), rule('beneficiary', '*')],
+      'beneficiary-*',
+      'pago_movil',
+    ],
+    [
+      'concrete beats * within a scope',
+      [rule('tenant', '*'), rule('tenant', 'pago_movil')],
+      'tenant-pago_movil',
+      'pago_movil',
+    ],
+    [
+      'a concrete rule for another instrument does not apply; * does',
+      [rule('tenant', 'transferencia'), rule('tenant', '*')],
+      'tenant-*',
+      'pago_movil',
+    ],
+    [
+      'only another instrument in the specific scope: falls to the next scope',
+      [rule('beneficiary', 'transferencia'), rule('tenant', '*')],
+      'tenant-*',
+      'pago_movil',
+    ],
+    [
+      'another tenant’s rule never applies',
+      [rule('tenant', '*', { tenantId: '00000000-0000-4000-8000-0000000000ff' })],
+      undefined,
+      'pago_movil',
+    ],
+    [
+      'another customer’s rule never applies',
+      [rule('customer', '*', { subjectId: '00000000-0000-4000-8000-0000000000ee' }), rule('platform', '*')],
+      'platform-*',
+      'pago_movil',
+    ],
   ];
   for (const [name, rules, expected, method] of cases) {
     it(name, () => {
@@ -53,7 +83,11 @@ describe('limit rule precedence', () => {
   });
 
   it('a payout without a customer ignores customer rules', () => {
-    const won = winningRule([rule('customer', '*'), rule('tenant', '*')], { tenantId: T, customerId: null, beneficiaryId: B }, 'pago_movil');
+    const won = winningRule(
+      [rule('customer', '*'), rule('tenant', '*')],
+      { tenantId: T, customerId: null, beneficiaryId: B },
+      'pago_movil',
+    );
     assert.equal(won?.scope, 'tenant');
   });
 
@@ -72,7 +106,11 @@ describe('limit rule precedence', () => {
     const customerTransfer = rule('customer', 'transferencia');
     assert.equal(usageRule([customerTransfer, tenantPagoMovil, tenantAny], c), tenantAny);
     assert.equal(usageRule([customerTransfer, tenantPagoMovil], c), tenantPagoMovil, 'the winner for pago_movil');
-    assert.equal(usageRule([customerTransfer, rule('platform', 'transferencia')], c), customerTransfer, 'the winner for transferencia');
+    assert.equal(
+      usageRule([customerTransfer, rule('platform', 'transferencia')], c),
+      customerTransfer,
+      'the winner for transferencia',
+    );
     const customerAny = rule('customer', '*');
     assert.equal(usageRule([customerTransfer, customerAny, tenantAny], c), customerAny);
   });
@@ -88,7 +126,10 @@ describe('rule breaches', () => {
     assert.equal(breach.exceededBy, 100n);
     assert.equal(breach.cap, 3000n);
   });
-  it('monthly_max', () => assert.equal(ruleBreach(r, { dayAmount: 0n, dayCount: 0n, monthAmount: 9500n }, 600n)?.rule, 'monthly_max'));
-  it('daily_count_max', () => assert.equal(ruleBreach(r, { dayAmount: 100n, dayCount: 3n, monthAmount: 100n }, 10n)?.rule, 'daily_count_max'));
-  it('exactly at the cap passes', () => assert.equal(ruleBreach(r, { dayAmount: 2000n, dayCount: 2n, monthAmount: 2000n }, 1000n), undefined));
+  it('monthly_max', () =>
+    assert.equal(ruleBreach(r, { dayAmount: 0n, dayCount: 0n, monthAmount: 9500n }, 600n)?.rule, 'monthly_max'));
+  it('daily_count_max', () =>
+    assert.equal(ruleBreach(r, { dayAmount: 100n, dayCount: 3n, monthAmount: 100n }, 10n)?.rule, 'daily_count_max'));
+  it('exactly at the cap passes', () =>
+    assert.equal(ruleBreach(r, { dayAmount: 2000n, dayCount: 2n, monthAmount: 2000n }, 1000n), undefined));
 });

@@ -37,9 +37,7 @@ function computeFeeUnchecked(a: bigint, bps: number, fixed: bigint): bigint {
 
 const arbRate: fc.Arbitrary<Decimal> = fc
   .integer({ min: 0, max: 8 })
-  .chain((scale) =>
-    fc.bigInt({ min: 1n, max: pow10(12 + scale) - 1n }).map((units) => ({ units, scale })),
-  );
+  .chain((scale) => fc.bigInt({ min: 1n, max: pow10(12 + scale) - 1n }).map((units) => ({ units, scale })));
 
 /** Realistic-ish rates so that spend-mode properties mostly hit the success path. */
 const arbRealisticRate: fc.Arbitrary<Decimal> = fc.oneof(
@@ -199,15 +197,20 @@ describe('computeFee', () => {
 
   it('property: fee is the exact ceiling of amount × bps / 10000 plus fixed', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: 0n, max: MAX_AMOUNT_MINOR }), arbFeeBps, fc.bigInt({ min: 0n, max: 1_000_000n }), (a, bps, fixed) => {
-        if (computeFeeUnchecked(a, bps, fixed) > MAX_AMOUNT_MINOR) {
-          throwsCode(() => computeFee(a, bps, fixed), 'amount_out_of_range');
-          return;
-        }
-        const pct = computeFee(a, bps, fixed) - fixed;
-        assert.ok(pct * 10000n >= a * BigInt(bps));
-        assert.ok((pct - 1n) * 10000n < a * BigInt(bps));
-      }),
+      fc.property(
+        fc.bigInt({ min: 0n, max: MAX_AMOUNT_MINOR }),
+        arbFeeBps,
+        fc.bigInt({ min: 0n, max: 1_000_000n }),
+        (a, bps, fixed) => {
+          if (computeFeeUnchecked(a, bps, fixed) > MAX_AMOUNT_MINOR) {
+            throwsCode(() => computeFee(a, bps, fixed), 'amount_out_of_range');
+            return;
+          }
+          const pct = computeFee(a, bps, fixed) - fixed;
+          assert.ok(pct * 10000n >= a * BigInt(bps));
+          assert.ok((pct - 1n) * 10000n < a * BigInt(bps));
+        },
+      ),
       RUNS,
     );
   });
@@ -257,19 +260,24 @@ describe('convertToBs', () => {
 
   it('property: result is the exact floor of amount × rate in BS minor units', () => {
     fc.assert(
-      fc.property(arbSmallAmount, fc.constantFrom<Asset>('BS', 'USD', 'USDC', 'VESC'), arbRealisticRate, (a, asset, r) => {
-        let bs: bigint;
-        try {
-          bs = convertToBs(a, asset, r);
-        } catch (e) {
-          assert.ok(isMoneyErrorWith(e, ['amount_out_of_range']));
-          return;
-        }
-        const den = pow10(r.scale + ASSET_DECIMALS[asset]);
-        const num = a * r.units * 100n;
-        assert.ok(bs >= 0n && bs <= MAX_AMOUNT_MINOR);
-        assert.ok(bs * den <= num && num < (bs + 1n) * den);
-      }),
+      fc.property(
+        arbSmallAmount,
+        fc.constantFrom<Asset>('BS', 'USD', 'USDC', 'VESC'),
+        arbRealisticRate,
+        (a, asset, r) => {
+          let bs: bigint;
+          try {
+            bs = convertToBs(a, asset, r);
+          } catch (e) {
+            assert.ok(isMoneyErrorWith(e, ['amount_out_of_range']));
+            return;
+          }
+          const den = pow10(r.scale + ASSET_DECIMALS[asset]);
+          const num = a * r.units * 100n;
+          assert.ok(bs >= 0n && bs <= MAX_AMOUNT_MINOR);
+          assert.ok(bs * den <= num && num < (bs + 1n) * den);
+        },
+      ),
       RUNS,
     );
   });
@@ -319,7 +327,10 @@ describe('computeQuote — deliver mode', () => {
     throwsCode(() => computeQuote({ ...base, deliverAmount: -5n }), 'amount_out_of_range');
     throwsCode(() => computeQuote({ ...base, deliverAmount: MAX_AMOUNT_MINOR + 1n }), 'amount_out_of_range');
     throwsCode(() => computeQuote({ ...base, deliverAmount: MAX_AMOUNT_MINOR }), 'amount_out_of_range'); // spend overflows
-    throwsCode(() => computeQuote({ ...base, deliverAmount: 1n, feeFixed: MAX_AMOUNT_MINOR + 1n }), 'amount_out_of_range');
+    throwsCode(
+      () => computeQuote({ ...base, deliverAmount: 1n, feeFixed: MAX_AMOUNT_MINOR + 1n }),
+      'amount_out_of_range',
+    );
     assert.equal(computeQuote({ ...base, feeBps: 0, deliverAmount: MAX_AMOUNT_MINOR }).spend.amount, MAX_AMOUNT_MINOR);
   });
 
@@ -484,10 +495,21 @@ describe('bounds', () => {
   it('property: huge or non-positive inputs are rejected, never overflowed', () => {
     fc.assert(
       fc.property(fc.oneof(arbTooBig, arbNonPositive), arbFeeBps, arbSpendAsset, (amount, feeBps, spendAsset) => {
-        throwsCode(() => computeQuote({ mode: 'deliver', deliverAmount: amount, feeBps, feeFixed: 0n }), 'amount_out_of_range');
+        throwsCode(
+          () => computeQuote({ mode: 'deliver', deliverAmount: amount, feeBps, feeFixed: 0n }),
+          'amount_out_of_range',
+        );
         throwsCode(
           () =>
-            computeQuote({ mode: 'spend', spendAsset, spendAmount: amount, market: parseRate('0.00000001'), spreadBps: 0, feeBps, feeFixed: 0n }),
+            computeQuote({
+              mode: 'spend',
+              spendAsset,
+              spendAmount: amount,
+              market: parseRate('0.00000001'),
+              spreadBps: 0,
+              feeBps,
+              feeFixed: 0n,
+            }),
           'amount_out_of_range',
         );
       }),
@@ -495,7 +517,10 @@ describe('bounds', () => {
     );
     fc.assert(
       fc.property(arbTooBig, (feeFixed) => {
-        throwsCode(() => computeQuote({ mode: 'deliver', deliverAmount: 1n, feeBps: 0, feeFixed }), 'amount_out_of_range');
+        throwsCode(
+          () => computeQuote({ mode: 'deliver', deliverAmount: 1n, feeBps: 0, feeFixed }),
+          'amount_out_of_range',
+        );
         throwsCode(() => computeFee(1n, 0, feeFixed), 'amount_out_of_range');
       }),
       RUNS,
@@ -504,14 +529,27 @@ describe('bounds', () => {
 
   it('property: large valid inputs either succeed within range or are refused as out of range', () => {
     fc.assert(
-      fc.property(fc.bigInt({ min: MAX_AMOUNT_MINOR / 1000n, max: MAX_AMOUNT_MINOR }), arbSpendAsset, arbRate, (amount, spendAsset, market) => {
-        try {
-          const q = computeQuote({ mode: 'spend', spendAsset, spendAmount: amount, market, spreadBps: 0, feeBps: 0, feeFixed: 0n });
-          assert.ok(q.deliver.amount <= MAX_AMOUNT_MINOR);
-        } catch (e) {
-          assert.ok(isMoneyErrorWith(e, ['amount_out_of_range', 'deliver_not_positive']));
-        }
-      }),
+      fc.property(
+        fc.bigInt({ min: MAX_AMOUNT_MINOR / 1000n, max: MAX_AMOUNT_MINOR }),
+        arbSpendAsset,
+        arbRate,
+        (amount, spendAsset, market) => {
+          try {
+            const q = computeQuote({
+              mode: 'spend',
+              spendAsset,
+              spendAmount: amount,
+              market,
+              spreadBps: 0,
+              feeBps: 0,
+              feeFixed: 0n,
+            });
+            assert.ok(q.deliver.amount <= MAX_AMOUNT_MINOR);
+          } catch (e) {
+            assert.ok(isMoneyErrorWith(e, ['amount_out_of_range', 'deliver_not_positive']));
+          }
+        },
+      ),
       RUNS,
     );
   });

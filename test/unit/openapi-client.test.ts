@@ -154,17 +154,25 @@ describe('a TypeScript client generated from the committed openapi.json', () => 
         '--strict',
         '--noEmit',
         '--noUncheckedIndexedAccess',
-        '--target', 'es2022',
-        '--module', 'esnext',
-        '--moduleResolution', 'bundler',
-        '--lib', 'es2022,dom',
-        '--types', 'node',
-        '--typeRoots', path.join(ROOT, 'node_modules/@types'),
+        '--target',
+        'es2022',
+        '--module',
+        'esnext',
+        '--moduleResolution',
+        'bundler',
+        '--lib',
+        'es2022,dom',
+        '--types',
+        'node',
+        '--typeRoots',
+        path.join(ROOT, 'node_modules/@types'),
         path.join(dir, 'integration.ts'),
       ],
       { cwd: dir, encoding: 'utf8' },
     );
-    ctx.diagnostic(`generated in ${Math.round(generated - started)} ms, compiled in ${Math.round(performance.now() - generated)} ms`);
+    ctx.diagnostic(
+      `generated in ${Math.round(generated - started)} ms, compiled in ${Math.round(performance.now() - generated)} ms`,
+    );
     assert.equal(tsc.status, 0, `tsc --strict failed:\n${tsc.stdout}${tsc.stderr}`);
   });
 });

@@ -33,7 +33,9 @@ function documentValidator(schema: unknown) {
 
 /** The service's request validator for one part (it leaves `x-validated-in-code` keywords to the code). */
 function serviceValidator(schema: unknown, httpPart: 'body' | 'headers') {
-  return validatorCompiler({ schema, httpPart, method: 'POST', url: '/test' } as never) as unknown as (data: unknown) => boolean;
+  return validatorCompiler({ schema, httpPart, method: 'POST', url: '/test' } as never) as unknown as (
+    data: unknown,
+  ) => boolean;
 }
 
 const side = fc.record(
@@ -73,7 +75,14 @@ describe('the quote body of the document', () => {
 });
 
 describe('the sender block of the document', () => {
-  const SENDER = { nationalId: 'V12345678', nationality: 'VEN', firstName: 'Ana', lastName: 'Rojas', phone: '04141234567', email: 'ana@example.com' };
+  const SENDER = {
+    nationalId: 'V12345678',
+    nationality: 'VEN',
+    firstName: 'Ana',
+    lastName: 'Rojas',
+    phone: '04141234567',
+    email: 'ana@example.com',
+  };
   const fields = Object.keys(SENDER) as Array<keyof typeof SENDER>;
 
   it('requires exactly the fields the sender rules require (all but nationality)', () => {
@@ -85,7 +94,11 @@ describe('the sender block of the document', () => {
       const checked = validateSender(input);
       const missingRequired = missing.filter((name) => required.includes(name));
       assert.equal(checked.ok, missingRequired.length === 0, `without ${missing.join(', ') || 'nothing'}`);
-      if (!checked.ok) assert.deepEqual(checked.errors.map((e) => e.field).sort(), missingRequired.map((name) => `sender.${name}`).sort());
+      if (!checked.ok)
+        assert.deepEqual(
+          checked.errors.map((e) => e.field).sort(),
+          missingRequired.map((name) => `sender.${name}`).sort(),
+        );
     }
   });
 
@@ -152,22 +165,42 @@ describe('webhook deliveries of the document', () => {
   it('each body, as the dispatcher builds it, is its named component, and the union tells them apart', () => {
     const union = documentValidator({ $ref: 'WebhookEvent' });
     for (const [type, name] of Object.entries(components) as Array<[OutcomeEventType, string]>) {
-      const reasons = type === 'payment.failed' ? PAYOUT_FAILURE_REASONS : type === 'payment.reversed' ? ['returned_by_bank', 'a live rail’s own words'] : [undefined];
+      const reasons =
+        type === 'payment.failed'
+          ? PAYOUT_FAILURE_REASONS
+          : type === 'payment.reversed'
+            ? ['returned_by_bank', 'a live rail’s own words']
+            : [undefined];
       for (const reason of reasons) {
         for (const source of [payment, { ...payment, metadata: {} }, { ...payment, method: null }]) {
           if (source.method === null && type !== 'payment.failed') continue; // only a failure can come before an instrument was used
-          const body = JSON.parse(deliveryBody({ id: 42n, eventType: type, attempt: 3, payloadText: JSON.stringify(eventPayload(source, type, reason)) }));
+          const body = JSON.parse(
+            deliveryBody({
+              id: 42n,
+              eventType: type,
+              attempt: 3,
+              payloadText: JSON.stringify(eventPayload(source, type, reason)),
+            }),
+          );
           const validate = documentValidator({ $ref: name });
           assert.ok(validate(body), `${type} ${reason}: ${JSON.stringify(validate.errors)}`);
           assert.ok(union(body), `${type} as WebhookEvent`);
-          for (const other of Object.values(components).filter((n) => n !== name)) assert.equal(documentValidator({ $ref: other })(body), false, `${type} is not ${other}`);
+          for (const other of Object.values(components).filter((n) => n !== name))
+            assert.equal(documentValidator({ $ref: other })(body), false, `${type} is not ${other}`);
         }
       }
     }
   });
 
   it('the callbacks list every header a delivery carries', () => {
-    const headers = deliveryHeaders({ eventId: '42', eventType: 'payment.settled', attempt: 1, body: '{}', timestampMs: 1_700_000_000_000, secrets: ['whsec_a', 'whsec_b'] });
+    const headers = deliveryHeaders({
+      eventId: '42',
+      eventType: 'payment.settled',
+      attempt: 1,
+      body: '{}',
+      timestampMs: 1_700_000_000_000,
+      secrets: ['whsec_a', 'whsec_b'],
+    });
     assert.deepEqual(Object.keys(WEBHOOK_DELIVERY_HEADERS).sort(), Object.keys(headers).sort());
   });
 });
@@ -194,7 +227,8 @@ interface Accepted {
 /** Every schema node a request may carry: parameters (path, query, header) and bodies, $refs followed. */
 function acceptedSchemas(doc: any): Accepted[] {
   const found: Accepted[] = [];
-  const resolve = (node: any): any => (typeof node?.$ref === 'string' ? resolve(doc.components.schemas[node.$ref.split('/').pop()]) : node);
+  const resolve = (node: any): any =>
+    typeof node?.$ref === 'string' ? resolve(doc.components.schemas[node.$ref.split('/').pop()]) : node;
   const walk = (raw: any, where: string, path: Set<any>) => {
     const node = resolve(raw);
     if (node === null || typeof node !== 'object' || path.has(node)) return;
@@ -203,13 +237,16 @@ function acceptedSchemas(doc: any): Accepted[] {
     for (const [name, child] of Object.entries(node.properties ?? {})) walk(child, `${where}.${name}`, inner);
     if (node.items) walk(node.items, `${where}[]`, inner);
     if (typeof node.additionalProperties === 'object') walk(node.additionalProperties, `${where}.<key>`, inner);
-    for (const keyword of ['oneOf', 'anyOf', 'allOf']) for (const child of node[keyword] ?? []) walk(child, where, inner);
+    for (const keyword of ['oneOf', 'anyOf', 'allOf'])
+      for (const child of node[keyword] ?? []) walk(child, where, inner);
   };
   for (const [route, operations] of Object.entries<any>(doc.paths)) {
     for (const [method, operation] of Object.entries<any>(operations)) {
       const at = `${method.toUpperCase()} ${route}`;
-      for (const parameter of operation.parameters ?? []) walk(parameter.schema, `${at} ${parameter.in} ${parameter.name}`, new Set());
-      for (const content of Object.values<any>(operation.requestBody?.content ?? {})) walk(content.schema, `${at} body`, new Set());
+      for (const parameter of operation.parameters ?? [])
+        walk(parameter.schema, `${at} ${parameter.in} ${parameter.name}`, new Set());
+      for (const content of Object.values<any>(operation.requestBody?.content ?? {}))
+        walk(content.schema, `${at} body`, new Set());
     }
   }
   return found;
@@ -222,32 +259,57 @@ describe('everything the document accepts is bounded', () => {
 
   it('every string a request carries declares maxLength; every integer its format and range; every array maxItems', async () => {
     accepted = acceptedSchemas(await generatedDocument());
-    assert.ok(accepted.filter((a) => typeOf(a.schema).includes('string')).length > 100, 'the walk reaches the request strings');
+    assert.ok(
+      accepted.filter((a) => typeOf(a.schema).includes('string')).length > 100,
+      'the walk reaches the request strings',
+    );
     const unbounded = accepted.flatMap(({ where, schema }) => {
       const types = typeOf(schema);
       const missing: string[] = [];
       if (types.includes('string') && typeof schema.maxLength !== 'number') missing.push('a string without maxLength');
-      if (types.includes('integer') && !(['int32', 'int64'].includes(schema.format) && typeof schema.minimum === 'number' && typeof schema.maximum === 'number')) {
+      if (
+        types.includes('integer') &&
+        !(
+          ['int32', 'int64'].includes(schema.format) &&
+          typeof schema.minimum === 'number' &&
+          typeof schema.maximum === 'number'
+        )
+      ) {
         missing.push('an integer without format (int32 or int64), minimum and maximum');
       }
       if (types.includes('array') && typeof schema.maxItems !== 'number') missing.push('an array without maxItems');
       return missing.map((what) => `${where}: ${what}`);
     });
-    assert.deepEqual(unbounded, [], `bound every accepted value in its TypeBox schema (src/http/schemas, or the route):\n${unbounded.join('\n')}`);
+    assert.deepEqual(
+      unbounded,
+      [],
+      `bound every accepted value in its TypeBox schema (src/http/schemas, or the route):\n${unbounded.join('\n')}`,
+    );
   });
 
   it('a maxLength the validator enforces refuses nothing its pattern, format or enum accepted', () => {
-    const enforced = accepted.filter(({ schema }) => typeOf(schema).includes('string') && !(schema[VALIDATED_IN_CODE] ?? []).includes('maxLength'));
+    const enforced = accepted.filter(
+      ({ schema }) => typeOf(schema).includes('string') && !(schema[VALIDATED_IN_CODE] ?? []).includes('maxLength'),
+    );
     for (const { where, schema } of enforced) {
       const longest = [
         ...(schema.enum ?? []).filter((v: unknown) => typeof v === 'string').map((v: string) => [...v].length),
         schema.format === 'uuid' ? 36 : 0,
         schema.format === 'date' ? 10 : 0,
       ];
-      assert.ok(Math.max(...longest) <= schema.maxLength, `${where}: maxLength ${schema.maxLength} below its enum or format`);
+      assert.ok(
+        Math.max(...longest) <= schema.maxLength,
+        `${where}: maxLength ${schema.maxLength} below its enum or format`,
+      );
       if (typeof schema.pattern === 'string') {
-        const fits = fc.check(fc.property(fc.stringMatching(new RegExp(schema.pattern)), (value) => [...value].length <= schema.maxLength), { numRuns: 300 });
-        assert.ok(!fits.failed, `${where}: pattern ${schema.pattern} accepts ${JSON.stringify(fits.counterexample)}, longer than maxLength ${schema.maxLength}`);
+        const fits = fc.check(
+          fc.property(fc.stringMatching(new RegExp(schema.pattern)), (value) => [...value].length <= schema.maxLength),
+          { numRuns: 300 },
+        );
+        assert.ok(
+          !fits.failed,
+          `${where}: pattern ${schema.pattern} accepts ${JSON.stringify(fits.counterexample)}, longer than maxLength ${schema.maxLength}`,
+        );
       }
     }
   });
@@ -255,15 +317,35 @@ describe('everything the document accepts is bounded', () => {
   // Bodies whose own rules check length and format (after trimming): past the stated maxLength, a
   // value in the field's own form (its example, last character repeated) is refused by those rules,
   // so the bound is never below what they accept.
-  it('the maxLength left to the service\'s rules is never below what those rules accept', () => {
+  it("the maxLength left to the service's rules is never below what those rules accept", () => {
     const banks = { pago_movil: new Set(['0102']), transferencia: new Set(['0102']) };
     const beneficiary = { fullName: 'María Pérez', nationalId: 'V12345678', bankCode: '0102', phone: '04141234567' };
-    const sender = { nationalId: 'V12345678', firstName: 'María', lastName: 'Pérez', phone: '04141234567', email: 'maria.perez@example.com' };
+    const sender = {
+      nationalId: 'V12345678',
+      firstName: 'María',
+      lastName: 'Pérez',
+      phone: '04141234567',
+      email: 'maria.perez@example.com',
+    };
     assert.equal(validateBeneficiary(beneficiary, banks).ok, true);
     assert.equal(validateSender(sender).ok, true);
     const blocks: Array<[string, Record<string, any>, (field: string, value: string) => Array<{ field: string }>]> = [
-      ['beneficiary', RegisterBeneficiaryBody, (field, value) => { const r = validateBeneficiary({ ...beneficiary, [field]: value }, banks); return r.ok ? [] : r.errors; }],
-      ['sender', SenderBlock, (field, value) => { const r = validateSender({ ...sender, [field]: value }); return r.ok ? [] : r.errors; }],
+      [
+        'beneficiary',
+        RegisterBeneficiaryBody,
+        (field, value) => {
+          const r = validateBeneficiary({ ...beneficiary, [field]: value }, banks);
+          return r.ok ? [] : r.errors;
+        },
+      ],
+      [
+        'sender',
+        SenderBlock,
+        (field, value) => {
+          const r = validateSender({ ...sender, [field]: value });
+          return r.ok ? [] : r.errors;
+        },
+      ],
     ];
     let checked = 0;
     for (const [block, schema, errorsWith] of blocks) {
@@ -271,7 +353,10 @@ describe('everything the document accepts is bounded', () => {
         if (!(raw[VALIDATED_IN_CODE] ?? []).includes('maxLength')) continue;
         const example = String(raw.example);
         const longer = example + example.at(-1)!.repeat(raw.maxLength + 1 - [...example].length);
-        assert.ok(errorsWith(field, longer).some((e) => e.field.endsWith(field)), `${block}.${field}: ${JSON.stringify(longer)} (${raw.maxLength + 1} characters) is accepted by its rules`);
+        assert.ok(
+          errorsWith(field, longer).some((e) => e.field.endsWith(field)),
+          `${block}.${field}: ${JSON.stringify(longer)} (${raw.maxLength + 1} characters) is accepted by its rules`,
+        );
         checked += 1;
       }
     }
@@ -283,6 +368,10 @@ describe('everything the document accepts is bounded', () => {
     assert.equal(serviceValidator(RegisterBeneficiaryBody, 'body')({ ...beneficiary, fullName: padded }), true);
     const spaced = [...'04141234567'].join(' - '); // 41 characters, valid: separators are ignored
     assert.equal(validateSender({ ...sender, phone: spaced }).ok, true);
-    assert.equal(serviceValidator(SenderBlock, 'body')({ ...sender, phone: spaced }), true, 'a long phone is left to the sender rules');
+    assert.equal(
+      serviceValidator(SenderBlock, 'body')({ ...sender, phone: spaced }),
+      true,
+      'a long phone is left to the sender rules',
+    );
   });
 });

@@ -28,7 +28,10 @@ const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
       funding: fc.constantFrom<FundingAccount>('prefunding', 'credit_receivable'),
       usd: fc.boolean(),
       deliver: fc.bigInt({ min: 92_500n, max: 10_000_000n }),
-      customer: fc.option(fc.constantFrom('00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000c2'), { nil: null }),
+      customer: fc.option(
+        fc.constantFrom('00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000c2'),
+        { nil: null },
+      ),
       attempts: fc.integer({ min: 0, max: 8 }),
     })
     .map((r) => {
@@ -66,13 +69,18 @@ const arbPayment = (i: number): fc.Arbitrary<OutcomePayment> =>
 const BANK_REFERENCE = fc.constantFrom(SETTLED_WITH, SETTLED_WITH, SETTLED_WITH, '000000000002');
 
 const arbReport: fc.Arbitrary<RailReport> = fc.oneof(
-  fc.record({ status: fc.constant('processing' as const), retryAfterMs: fc.option(fc.integer({ min: 0, max: 10_000 }), { nil: undefined }) }),
+  fc.record({
+    status: fc.constant('processing' as const),
+    retryAfterMs: fc.option(fc.integer({ min: 0, max: 10_000 }), { nil: undefined }),
+  }),
   fc.record({ status: fc.constant('unconfirmed' as const) }),
   fc.constant({ status: 'timeout' as const }),
   fc.constant({ status: 'error' as const, message: 'boom' }),
   // Mostly the bank reference a settled payment of arbPayment has; sometimes another (a contradiction).
   BANK_REFERENCE.map((bankReference) => ({ status: 'settled' as const, bankReference, settledAt: NOW })),
-  fc.constantFrom('rail_rejected', 'invalid_destination_account').map((reason) => ({ status: 'failed' as const, reason })),
+  fc
+    .constantFrom('rail_rejected', 'invalid_destination_account')
+    .map((reason) => ({ status: 'failed' as const, reason })),
   BANK_REFERENCE.map((bankReference) => ({ status: 'reversed' as const, bankReference, reason: 'returned_by_bank' })),
 );
 
@@ -83,44 +91,65 @@ interface Scenario {
 }
 
 const arbScenario: fc.Arbitrary<Scenario> = fc.integer({ min: 1, max: 6 }).chain((n) =>
-  fc.record({
-    payments: fc.tuple(...Array.from({ length: n }, (_, i) => arbPayment(i))),
-    jobs: fc.array(
-      fc.record({
-        index: fc.integer({ min: 0, max: n - 1 }),
-        report: arbReport,
-        recheck: fc.constantFrom<OutcomeJob['recheck']>('backoff', { afterMs: 1000 }),
-        notified: fc.boolean(),
-      }),
-      { minLength: 1, maxLength: 10 },
-    ),
-    // Credit drawn may be anything down to zero: a close may have settled it since the payouts.
-    drawn: fc.record({ BS: fc.bigInt({ min: 0n, max: 30_000_000n }), USD: fc.bigInt({ min: 0n, max: 30_000n }) }),
-  }).map((r) => ({
-    payments: r.payments,
-    drawn: r.drawn,
-    jobs: r.jobs.map((j, n) => ({
-      paymentId: r.payments[j.index]!.id,
-      report: j.report,
-      actor: j.notified ? ('provider_event' as const) : ('reaper' as const),
-      settledReason: 'resolved_by_reaper',
-      recheck: j.recheck,
-      ...(j.notified ? { notification: { id: `n-${n}`, raw: {}, occurredAt: NOW } } : {}),
+  fc
+    .record({
+      payments: fc.tuple(...Array.from({ length: n }, (_, i) => arbPayment(i))),
+      jobs: fc.array(
+        fc.record({
+          index: fc.integer({ min: 0, max: n - 1 }),
+          report: arbReport,
+          recheck: fc.constantFrom<OutcomeJob['recheck']>('backoff', { afterMs: 1000 }),
+          notified: fc.boolean(),
+        }),
+        { minLength: 1, maxLength: 10 },
+      ),
+      // Credit drawn may be anything down to zero: a close may have settled it since the payouts.
+      drawn: fc.record({ BS: fc.bigInt({ min: 0n, max: 30_000_000n }), USD: fc.bigInt({ min: 0n, max: 30_000n }) }),
+    })
+    .map((r) => ({
+      payments: r.payments,
+      drawn: r.drawn,
+      jobs: r.jobs.map((j, n) => ({
+        paymentId: r.payments[j.index]!.id,
+        report: j.report,
+        actor: j.notified ? ('provider_event' as const) : ('reaper' as const),
+        settledReason: 'resolved_by_reaper',
+        recheck: j.recheck,
+        ...(j.notified ? { notification: { id: `n-${n}`, raw: {}, occurredAt: NOW } } : {}),
+      })),
     })),
-  })),
 );
 
-function stateOf(s: Scenario, payments = s.payments, balances?: Map<string, bigint>, counters?: Map<string, { amount: bigint; count: bigint }>): OutcomeCommitState {
+function stateOf(
+  s: Scenario,
+  payments = s.payments,
+  balances?: Map<string, bigint>,
+  counters?: Map<string, { amount: bigint; count: bigint }>,
+): OutcomeCommitState {
   const plan = outcomeLockPlan(s.jobs.map((job) => ({ job, payment: payments.find((p) => p.id === job.paymentId)! })));
   const held = new Map<string, bigint>();
   for (const a of plan.accounts) {
     const k = accountKeyOf(a);
-    held.set(k, balances?.get(k) ?? (a.kind === 'credit_receivable' ? s.drawn[a.asset] ?? 0n : a.kind === 'prefunding' ? -1_000_000_000n : 0n));
+    held.set(
+      k,
+      balances?.get(k) ??
+        (a.kind === 'credit_receivable' ? (s.drawn[a.asset] ?? 0n) : a.kind === 'prefunding' ? -1_000_000_000n : 0n),
+    );
   }
   const usage = new Map<string, { amount: bigint; count: bigint }>();
   // Usage counted when each payout was accepted: at least what a give-back takes.
-  for (const c of plan.counters) usage.set(`${c.day}|${counterKeyOf(c.counter)}`, counters?.get(`${c.day}|${counterKeyOf(c.counter)}`) ?? { amount: 100_000_000n, count: 50n });
-  return { now: NOW, schedule: SCHEDULE, payments: new Map(payments.map((p) => [p.id, p])), balances: held, counters: usage };
+  for (const c of plan.counters)
+    usage.set(
+      `${c.day}|${counterKeyOf(c.counter)}`,
+      counters?.get(`${c.day}|${counterKeyOf(c.counter)}`) ?? { amount: 100_000_000n, count: 50n },
+    );
+  return {
+    now: NOW,
+    schedule: SCHEDULE,
+    payments: new Map(payments.map((p) => [p.id, p])),
+    balances: held,
+    counters: usage,
+  };
 }
 
 /** The state after a decided batch: rows, balances and counters as the batch leaves them. */
@@ -151,15 +180,18 @@ describe('decideOutcomeCommit (pure)', () => {
         const decided = decideOutcomeCommit(state, s.jobs);
         for (const p of s.payments) {
           const decidedEvents = decided.decisions.flatMap((d, i) => (s.jobs[i]!.paymentId === p.id ? d.events : []));
-          for (const e of decidedEvents) assert.deepEqual(e.payload.metadata, p.metadata, `${e.type} carries the payout's metadata`);
+          for (const e of decidedEvents)
+            assert.deepEqual(e.payload.metadata, p.metadata, `${e.type} carries the payout's metadata`);
           const events = decidedEvents.map((e) => e.type);
           const outcomes = events.filter((e) => e === 'payment.settled' || e === 'payment.failed');
           const unresolved = p.status === 'submitted' || p.status === 'unknown';
           assert.ok(outcomes.length <= (unresolved ? 1 : 0), `${p.status} payment got ${events.join(',')}`);
           const reversals = events.filter((e) => e === 'payment.reversed').length;
           assert.ok(reversals <= (p.status === 'reversed' || p.status === 'failed' ? 0 : 1));
-          if (reversals === 1) assert.ok(p.status === 'settled' || outcomes[0] === 'payment.settled', 'reversed only after settling');
-          if (events.at(-1) === 'payment.settled') assert.equal(applied(s, state, decided).payments.find((x) => x.id === p.id)!.status, 'settled');
+          if (reversals === 1)
+            assert.ok(p.status === 'settled' || outcomes[0] === 'payment.settled', 'reversed only after settling');
+          if (events.at(-1) === 'payment.settled')
+            assert.equal(applied(s, state, decided).payments.find((x) => x.id === p.id)!.status, 'settled');
         }
       }),
       RUNS,
@@ -190,10 +222,13 @@ describe('decideOutcomeCommit (pure)', () => {
         decided.decisions.forEach((d, i) => {
           const p = s.payments.find((x) => x.id === s.jobs[i]!.paymentId)!;
           for (const e of d.entries) {
-            const toTenant = e.postings.filter((x) => x.account === 'prefunding' || x.account === 'credit_receivable').reduce((acc, x) => acc - x.amount, 0n);
+            const toTenant = e.postings
+              .filter((x) => x.account === 'prefunding' || x.account === 'credit_receivable')
+              .reduce((acc, x) => acc - x.amount, 0n);
             if (e.kind === 'payout_failure') assert.equal(toTenant, p.source_amount);
             if (e.kind === 'payout_reversal') assert.equal(toTenant, p.payout_amount);
-            if (e.kind === 'payout_settlement') assert.deepEqual(e.postings.find((x) => x.account === 'treasury')?.amount, -p.payout_amount);
+            if (e.kind === 'payout_settlement')
+              assert.deepEqual(e.postings.find((x) => x.account === 'treasury')?.amount, -p.payout_amount);
           }
         });
       }),
@@ -214,16 +249,28 @@ describe('decideOutcomeCommit (pure)', () => {
           const job = jobs[i]!;
           const before = status.get(job.paymentId)!;
           if (job.onlyFrom && !job.onlyFrom.includes(before)) {
-            assert.deepEqual([d.after, d.transitions, d.entries, d.events, d.giveBack], [undefined, [], [], [], false], `${before} is not in ${job.onlyFrom.join(',')}`);
+            assert.deepEqual(
+              [d.after, d.transitions, d.entries, d.events, d.giveBack],
+              [undefined, [], [], [], false],
+              `${before} is not in ${job.onlyFrom.join(',')}`,
+            );
           }
-          if (job.onlyFrom && job.report.status === 'reversed' && !job.onlyFrom.some((x) => x === 'submitted' || x === 'unknown')) {
-            assert.ok(!d.events.some((e) => e.type === 'payment.settled'), 'a return limited to settled payments never settles one first');
+          if (
+            job.onlyFrom &&
+            job.report.status === 'reversed' &&
+            !job.onlyFrom.some((x) => x === 'submitted' || x === 'unknown')
+          ) {
+            assert.ok(
+              !d.events.some((e) => e.type === 'payment.settled'),
+              'a return limited to settled payments never settles one first',
+            );
           }
           if (d.after) status.set(job.paymentId, d.after.status);
         });
         // Every state allowed: the same decisions as without the precondition.
         const open = s.jobs.map((job) => ({ ...job, onlyFrom: STATUSES }));
-        const same = (d: ReturnType<typeof decideOutcomeCommit>) => d.decisions.map((x) => [x.after?.status, x.transitions, x.events.map((e) => e.type), x.giveBack]);
+        const same = (d: ReturnType<typeof decideOutcomeCommit>) =>
+          d.decisions.map((x) => [x.after?.status, x.transitions, x.events.map((e) => e.type), x.giveBack]);
         assert.deepEqual(same(decideOutcomeCommit(stateOf(s), open)), same(decideOutcomeCommit(stateOf(s), s.jobs)));
       }),
       RUNS,
@@ -239,7 +286,10 @@ describe('decideOutcomeCommit (pure)', () => {
         // A report that contradicted the payment then (a return notified before the settlement) is
         // acknowledged with its anomaly, never heard again: only the others come again.
         const jobs = s.jobs.filter((_, i) => !first.decisions[i]!.anomaly);
-        const again = decideOutcomeCommit(stateOf({ ...s, jobs }, after.payments, after.balances, after.counters), jobs);
+        const again = decideOutcomeCommit(
+          stateOf({ ...s, jobs }, after.payments, after.balances, after.counters),
+          jobs,
+        );
         for (const d of again.decisions) {
           assert.deepEqual(d.events, []);
           assert.deepEqual(d.entries, []);
@@ -261,13 +311,17 @@ describe('decideOutcomeCommit (pure)', () => {
           if (d.after) rows.set(job.paymentId, { ...before, ...d.after });
           if (!d.anomaly) return;
           seen += 1;
-          assert.deepEqual([d.transitions, d.entries, d.events, d.giveBack, d.beneficiary], [[], [], [], false, undefined]);
+          assert.deepEqual(
+            [d.transitions, d.entries, d.events, d.giveBack, d.beneficiary],
+            [[], [], [], false, undefined],
+          );
           if (d.after === undefined) return;
           // Only an answer about an unresolved payment moves its next question along the backoff.
           assert.equal(job.notification, undefined);
           const { next_check_at: _next, resolution_parked_at: _parked, ...kept } = d.after;
           const { next_check_at: _n, resolution_parked_at: _p, ...was } = before;
-          for (const [field, value] of Object.entries(kept)) assert.deepEqual(value, (was as Record<string, unknown>)[field], field);
+          for (const [field, value] of Object.entries(kept))
+            assert.deepEqual(value, (was as Record<string, unknown>)[field], field);
         });
       }),
       RUNS,
@@ -277,17 +331,38 @@ describe('decideOutcomeCommit (pure)', () => {
 
   it('a return of a payment we never saw settle: an anomaly when notified, settled then reversed when the rail answers so', () => {
     const payment = fc.sample(arbPayment(0), { numRuns: 1, seed: 7 })[0]!;
-    const submitted: OutcomePayment = { ...payment, status: 'submitted', status_reason: null, bank_reference: null, settled_at: null, fee_amount: 1_000n, compensated: false };
+    const submitted: OutcomePayment = {
+      ...payment,
+      status: 'submitted',
+      status_reason: null,
+      bank_reference: null,
+      settled_at: null,
+      fee_amount: 1_000n,
+      compensated: false,
+    };
     const report: RailReport = { status: 'reversed', bankReference: SETTLED_WITH, reason: 'returned_by_bank' };
-    const job: OutcomeJob = { paymentId: submitted.id, report, actor: 'reaper', settledReason: 'resolved_by_reaper', recheck: 'backoff' };
+    const job: OutcomeJob = {
+      paymentId: submitted.id,
+      report,
+      actor: 'reaper',
+      settledReason: 'resolved_by_reaper',
+      recheck: 'backoff',
+    };
     const scenario = (j: OutcomeJob): Scenario => ({ payments: [submitted], jobs: [j], drawn: { BS: 0n, USD: 0n } });
-    const notifiedJob: OutcomeJob = { ...job, actor: 'provider_event', notification: { id: 'n-1', raw: {}, occurredAt: NOW } };
+    const notifiedJob: OutcomeJob = {
+      ...job,
+      actor: 'provider_event',
+      notification: { id: 'n-1', raw: {}, occurredAt: NOW },
+    };
     const [notified] = decideOutcomeCommit(stateOf(scenario(notifiedJob)), [notifiedJob]).decisions;
     assert.equal(notified!.anomaly?.kind, 'return_of_unresolved');
     assert.deepEqual([notified!.after, notified!.events], [undefined, []]);
     const [answered] = decideOutcomeCommit(stateOf(scenario(job)), [job]).decisions;
     assert.equal(answered!.anomaly, undefined);
-    assert.deepEqual(answered!.events.map((e) => e.type), ['payment.settled', 'payment.reversed']);
+    assert.deepEqual(
+      answered!.events.map((e) => e.type),
+      ['payment.settled', 'payment.reversed'],
+    );
   });
 
   it('gives usage back once per failed or reversed payout, to the day it was counted', () => {
@@ -299,7 +374,11 @@ describe('decideOutcomeCommit (pure)', () => {
         decided.decisions.forEach((d, i) => {
           if (!d.giveBack) return;
           const p = s.payments.find((x) => x.id === s.jobs[i]!.paymentId)!;
-          for (const c of trackedCounters(TENANT, { customerId: p.customer_id, beneficiaryId: p.beneficiary_id!, method: p.method! })) {
+          for (const c of trackedCounters(TENANT, {
+            customerId: p.customer_id,
+            beneficiaryId: p.beneficiary_id!,
+            method: p.method!,
+          })) {
             const k = `${p.usage_day}|${counterKeyOf(c)}`;
             expected.set(k, (expected.get(k) ?? 0n) + p.payout_amount);
           }
@@ -321,7 +400,10 @@ describe('decideOutcomeCommit (pure)', () => {
           const p = s.payments.find((x) => x.id === job.paymentId)!;
           const open = ['processing', 'unconfirmed', 'timeout', 'error'].includes(job.report.status);
           if (!open || !d.after) return;
-          assert.ok(d.after.status === 'submitted' || d.after.status === 'unknown', 'an open answer never resolves a payment');
+          assert.ok(
+            d.after.status === 'submitted' || d.after.status === 'unknown',
+            'an open answer never resolves a payment',
+          );
           if (job.recheck === 'backoff' && p.check_attempts >= SCHEDULE.attemptsMax) {
             assert.equal(d.after.next_check_at, null);
             assert.ok(d.after.resolution_parked_at);

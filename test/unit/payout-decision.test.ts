@@ -4,13 +4,26 @@ import fc from 'fast-check';
 import { instrumentCapBreach } from '../../src/domain/instrument-caps.ts';
 import { assertBalanced, type FundingAccount } from '../../src/domain/ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule } from '../../src/domain/limit-rules.ts';
-import { candidateEntry, decidePayoutCommit, lockPlanOf, type KeyLock, type PayoutCommitState, type PayoutCandidate, type PayoutDecision, type QuoteLock } from '../../src/domain/commit/payout-decision.ts';
+import {
+  candidateEntry,
+  decidePayoutCommit,
+  lockPlanOf,
+  type KeyLock,
+  type PayoutCommitState,
+  type PayoutCandidate,
+  type PayoutDecision,
+  type QuoteLock,
+} from '../../src/domain/commit/payout-decision.ts';
 import { accountKeyOf, counterKeyOf, trackedCounters } from '../../src/domain/commit/keys.ts';
 import { INSTRUMENTS, type Instrument } from '../../src/domain/instrument.ts';
 
 const TENANT = '00000000-0000-4000-8000-000000000001';
 const CUSTOMERS = ['00000000-0000-4000-8000-0000000000c1', '00000000-0000-4000-8000-0000000000c2'];
-const BENEFICIARIES = ['00000000-0000-4000-8000-0000000000b1', '00000000-0000-4000-8000-0000000000b2', '00000000-0000-4000-8000-0000000000b3'];
+const BENEFICIARIES = [
+  '00000000-0000-4000-8000-0000000000b1',
+  '00000000-0000-4000-8000-0000000000b2',
+  '00000000-0000-4000-8000-0000000000b3',
+];
 const QUOTES = ['q1', 'q2', 'q3', 'q4', 'q5', 'q6', 'q7', 'q8'];
 const KEYS = ['k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10'];
 const FLOOR = 92_500n;
@@ -49,7 +62,10 @@ const arbCandidate = (i: number): fc.Arbitrary<PayoutCandidate> =>
       usd: fc.boolean(),
       deliverAmount: fc.bigInt({ min: 50_000n, max: 12_000_000n }),
       method: fc.constantFrom<Instrument>('pago_movil', 'transferencia'),
-      routeFailure: fc.option(fc.constantFrom('beneficiary_missing_phone', 'instrument_unsupported', 'no_route'), { nil: null, freq: 6 }),
+      routeFailure: fc.option(fc.constantFrom('beneficiary_missing_phone', 'instrument_unsupported', 'no_route'), {
+        nil: null,
+        freq: 6,
+      }),
       senderMissing: fc.constantFrom(false, false, false, true),
       customerId: fc.option(fc.constantFrom(...CUSTOMERS), { nil: null }),
       beneficiaryId: fc.constantFrom(...BENEFICIARIES),
@@ -57,7 +73,9 @@ const arbCandidate = (i: number): fc.Arbitrary<PayoutCandidate> =>
     .map((r) => {
       const feeAmount = (r.deliverAmount + 99n) / 100n;
       // A USD quote charges cents at 925 BS per USD (rounded up): any positive amount will do here.
-      const spend = r.usd ? { asset: 'USD', amount: (r.deliverAmount + feeAmount) / 925n + 1n } : { asset: 'BS', amount: r.deliverAmount + feeAmount };
+      const spend = r.usd
+        ? { asset: 'USD', amount: (r.deliverAmount + feeAmount) / 925n + 1n }
+        : { asset: 'BS', amount: r.deliverAmount + feeAmount };
       return {
         key: r.key,
         fingerprint: r.fingerprint,
@@ -103,7 +121,11 @@ const arbScenario: fc.Arbitrary<Scenario> = fc.record({
     'BS/credit_receivable': fc.bigInt({ min: 0n, max: 20_000_000n }),
     'USD/credit_receivable': fc.bigInt({ min: 0n, max: 20_000n }),
   }),
-  quotes: fc.record(Object.fromEntries(QUOTES.map((q) => [q, fc.constantFrom<QuoteLock>('open', 'open', 'open', 'consumed', 'expired', 'missing')]))) as fc.Arbitrary<Record<string, QuoteLock>>,
+  quotes: fc.record(
+    Object.fromEntries(
+      QUOTES.map((q) => [q, fc.constantFrom<QuoteLock>('open', 'open', 'open', 'consumed', 'expired', 'missing')]),
+    ),
+  ) as fc.Arbitrary<Record<string, QuoteLock>>,
   takenKeys: fc.dictionary(fc.constantFrom(...KEYS), fc.constantFrom<'fa' | 'fb'>('fa', 'fb'), { maxKeys: 3 }),
   rules: arbRules,
   usedToday: fc.bigInt({ min: 0n, max: 5_000_000n }),
@@ -128,7 +150,18 @@ function stateOf(s: Scenario): PayoutCommitState {
     keys.set(
       k,
       taken
-        ? { owned: false, stored: { fingerprint: taken, status: 'completed', paymentId: null, responseStatus: 201, responseBody: '{}', lockedUntil: null, expiresAt: new Date(NOW.getTime() + 3_600_000) } }
+        ? {
+            owned: false,
+            stored: {
+              fingerprint: taken,
+              status: 'completed',
+              paymentId: null,
+              responseStatus: 201,
+              responseBody: '{}',
+              lockedUntil: null,
+              expiresAt: new Date(NOW.getTime() + 3_600_000),
+            },
+          }
         : { owned: true },
     );
   }
@@ -177,7 +210,9 @@ function modelDecisions(state: PayoutCommitState, candidates: readonly PayoutCan
       for (const m of methods) {
         const k = counterKeyOf({ kind: counted.kind, subjectId: counted.id, method: m });
         const before = state.counters.get(k) ?? { amount: 0n, count: 0n };
-        const mine = accepted.filter((a) => a.method === m && trackedCounters(TENANT, a).some((t) => counterKeyOf(t) === k));
+        const mine = accepted.filter(
+          (a) => a.method === m && trackedCounters(TENANT, a).some((t) => counterKeyOf(t) === k),
+        );
         const sum = mine.reduce((acc, a) => acc + a.deliverAmount, 0n);
         dayAmount += before.amount + sum;
         dayCount += before.count + BigInt(mine.length);
@@ -185,12 +220,19 @@ function modelDecisions(state: PayoutCommitState, candidates: readonly PayoutCan
       }
       if (ruleBreach(rule, { dayAmount, dayCount, monthAmount }, c.deliverAmount)) return 'refuse:limit_exceeded';
     }
-    const charged = accepted.filter((a) => a.spend.asset === c.spend.asset).reduce((acc, a) => acc + a.spend.amount, 0n);
+    const charged = accepted
+      .filter((a) => a.spend.asset === c.spend.asset)
+      .reduce((acc, a) => acc + a.spend.amount, 0n);
     const balance = (state.balances.get(`${c.spend.asset}/${state.funding}`) ?? 0n) + charged;
-    if (state.funding === 'prefunding' ? balance + c.spend.amount > 0n : (() => {
-      const limit = state.creditLimitOf(c.spend.asset);
-      return limit !== null && balance + c.spend.amount > limit;
-    })()) return 'refuse:insufficient_tenant_funds';
+    if (
+      state.funding === 'prefunding'
+        ? balance + c.spend.amount > 0n
+        : (() => {
+            const limit = state.creditLimitOf(c.spend.asset);
+            return limit !== null && balance + c.spend.amount > limit;
+          })()
+    )
+      return 'refuse:insufficient_tenant_funds';
     quoteUsed.add(c.quoteId);
     if (c.routeFailure) return `fail:${c.routeFailure}`;
     if (c.deliverAmount < FLOOR) return 'fail:amount_below_rail_minimum';
@@ -238,8 +280,19 @@ describe('decidePayoutCommit (pure)', () => {
       COVERAGE_RUNS,
     );
     // The generator reaches every kind of decision, or the comparison proves little.
-    for (const kind of ['accept', 'fail:amount_below_rail_minimum', 'fail:sender_required', 'refuse:quote_already_consumed', 'refuse:quote_expired',
-      'refuse:quote_missing', 'refuse:limit_exceeded', 'refuse:insufficient_tenant_funds', 'key_taken', 'duplicate:same', 'duplicate:other']) {
+    for (const kind of [
+      'accept',
+      'fail:amount_below_rail_minimum',
+      'fail:sender_required',
+      'refuse:quote_already_consumed',
+      'refuse:quote_expired',
+      'refuse:quote_missing',
+      'refuse:limit_exceeded',
+      'refuse:insufficient_tenant_funds',
+      'key_taken',
+      'duplicate:same',
+      'duplicate:other',
+    ]) {
       assert.ok((seen.get(kind) ?? 0) > 0, `no ${kind} in ${COVERAGE_RUNS.numRuns} runs: ${JSON.stringify([...seen])}`);
     }
   });
@@ -253,9 +306,11 @@ describe('decidePayoutCommit (pure)', () => {
         for (const d of decided.decisions) {
           if (d.kind !== 'accept') continue;
           assertBalanced(d.entry);
-          for (const p of d.entry.postings) fromEntries.set(`${p.asset}/${p.account}`, (fromEntries.get(`${p.asset}/${p.account}`) ?? 0n) + p.amount);
+          for (const p of d.entry.postings)
+            fromEntries.set(`${p.asset}/${p.account}`, (fromEntries.get(`${p.asset}/${p.account}`) ?? 0n) + p.amount);
         }
-        for (const [k, { delta }] of decided.accountDeltas) assert.equal(delta, fromEntries.get(k), `the delta of ${k} is the sum of the accepted postings`);
+        for (const [k, { delta }] of decided.accountDeltas)
+          assert.equal(delta, fromEntries.get(k), `the delta of ${k} is the sum of the accepted postings`);
         for (const [k, sum] of fromEntries) if (sum !== 0n) assert.ok(decided.accountDeltas.has(k), `${k} moved`);
         for (const asset of ['BS', 'USD']) {
           const after = (k: string) => (state.balances.get(k) ?? 0n) + (decided.accountDeltas.get(k)?.delta ?? 0n);
@@ -303,7 +358,12 @@ describe('decidePayoutCommit (pure)', () => {
           const target = { tenantId: TENANT, customerId: a.customerId, beneficiaryId: a.beneficiaryId };
           const rule = winningRule(s.rules, target, a.method);
           const counted = rule && countedSubject(rule, target);
-          const keys = rule && counted ? (rule.method === '*' ? INSTRUMENTS : [a.method]).map((m) => counterKeyOf({ kind: counted.kind, subjectId: counted.id, method: m })) : [];
+          const keys =
+            rule && counted
+              ? (rule.method === '*' ? INSTRUMENTS : [a.method]).map((m) =>
+                  counterKeyOf({ kind: counted.kind, subjectId: counted.id, method: m }),
+                )
+              : [];
           const before = measured(running, keys);
           for (const t of trackedCounters(TENANT, a)) {
             const c = running.get(counterKeyOf(t)) ?? { amount: 0n, count: 0n };
@@ -311,9 +371,20 @@ describe('decidePayoutCommit (pure)', () => {
           }
           if (!rule) continue;
           const after = measured(running, keys);
-          assert.ok(after.day <= rule.dailyMax || before.day > rule.dailyMax, `daily ${after.day} within ${rule.dailyMax}`);
-          if (rule.dailyCountMax !== null) assert.ok(after.count <= rule.dailyCountMax || before.count >= rule.dailyCountMax, `count ${after.count} within ${rule.dailyCountMax}`);
-          if (rule.monthlyMax !== null) assert.ok(after.month <= rule.monthlyMax || before.month > rule.monthlyMax, `month ${after.month} within ${rule.monthlyMax}`);
+          assert.ok(
+            after.day <= rule.dailyMax || before.day > rule.dailyMax,
+            `daily ${after.day} within ${rule.dailyMax}`,
+          );
+          if (rule.dailyCountMax !== null)
+            assert.ok(
+              after.count <= rule.dailyCountMax || before.count >= rule.dailyCountMax,
+              `count ${after.count} within ${rule.dailyCountMax}`,
+            );
+          if (rule.monthlyMax !== null)
+            assert.ok(
+              after.month <= rule.monthlyMax || before.month > rule.monthlyMax,
+              `month ${after.month} within ${rule.monthlyMax}`,
+            );
         }
       }),
       RUNS,

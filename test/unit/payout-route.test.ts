@@ -1,6 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decideRoute, type RouteBeneficiary, type RouteDecision, type RouteInput } from '../../src/domain/payout-route.ts';
+import {
+  decideRoute,
+  type RouteBeneficiary,
+  type RouteDecision,
+  type RouteInput,
+} from '../../src/domain/payout-route.ts';
 import type { Instrument } from '../../src/domain/instrument.ts';
 
 // 0102 is in both catalogues, 0105 only in pago_movil's, 0108 only in transferencia's, 0999 in neither.
@@ -15,7 +20,10 @@ const ACCOUNT = '01020123450123456789';
 
 const BOTH_AVAILABLE = { pago_movil: true, transferencia: true };
 /** The V99990008 sandbox trigger: the rail makes exactly the requested instrument unavailable. */
-const unavailable = (instrument: Instrument): Record<Instrument, boolean> => ({ ...BOTH_AVAILABLE, [instrument]: false });
+const unavailable = (instrument: Instrument): Record<Instrument, boolean> => ({
+  ...BOTH_AVAILABLE,
+  [instrument]: false,
+});
 
 function input(overrides: {
   requested: Instrument;
@@ -39,7 +47,8 @@ function input(overrides: {
   };
 }
 
-type Expected = { method: Instrument; methodChanged: boolean } | { reason: Extract<RouteDecision, { ok: false }>['reason'] };
+type Expected =
+  { method: Instrument; methodChanged: boolean } | { reason: Extract<RouteDecision, { ok: false }>['reason'] };
 
 interface Case {
   name: string;
@@ -93,7 +102,12 @@ const CASES: Case[] = [
   },
   {
     name: 'preferred: transferencia without account, pago_movil unavailable at the rail → beneficiary_missing_account',
-    input: input({ requested: 'transferencia', policy: 'preferred', accountNumber: null, railAvailable: unavailable('pago_movil') }),
+    input: input({
+      requested: 'transferencia',
+      policy: 'preferred',
+      accountNumber: null,
+      railAvailable: unavailable('pago_movil'),
+    }),
     expected: { reason: 'beneficiary_missing_account' },
     mentions: [/accountNumber/, /pago_movil/],
   },
@@ -140,13 +154,22 @@ const CASES: Case[] = [
   },
   {
     name: 'preferred: pago_movil unavailable and the beneficiary has no account → instrument_unsupported',
-    input: input({ requested: 'pago_movil', policy: 'preferred', accountNumber: null, railAvailable: unavailable('pago_movil') }),
+    input: input({
+      requested: 'pago_movil',
+      policy: 'preferred',
+      accountNumber: null,
+      railAvailable: unavailable('pago_movil'),
+    }),
     expected: { reason: 'instrument_unsupported' },
     mentions: [/rail cannot deliver/, /transferencia cannot be used either: the beneficiary has no accountNumber/],
   },
   {
     name: 'preferred: both instruments unavailable at the rail → instrument_unsupported',
-    input: input({ requested: 'pago_movil', policy: 'preferred', railAvailable: { pago_movil: false, transferencia: false } }),
+    input: input({
+      requested: 'pago_movil',
+      policy: 'preferred',
+      railAvailable: { pago_movil: false, transferencia: false },
+    }),
     expected: { reason: 'instrument_unsupported' },
   },
 
@@ -198,19 +221,23 @@ const CASES: Case[] = [
   // -- no phone: fails whatever the policy, instrument or anything else
   ...(['preferred', 'strict'] as const).flatMap((policy) =>
     (['pago_movil', 'transferencia'] as const).flatMap((requested) =>
-      [null, '', '   '].map(
-        (phone): Case => ({
-          name: `${policy}: ${requested} with phone ${JSON.stringify(phone)} → beneficiary_missing_phone`,
-          input: input({ requested, policy, phone }),
-          expected: { reason: 'beneficiary_missing_phone' },
-          mentions: [/no phone/, /04XXXXXXXXX/],
-        }),
-      ),
+      [null, '', '   '].map((phone): Case => ({
+        name: `${policy}: ${requested} with phone ${JSON.stringify(phone)} → beneficiary_missing_phone`,
+        input: input({ requested, policy, phone }),
+        expected: { reason: 'beneficiary_missing_phone' },
+        mentions: [/no phone/, /04XXXXXXXXX/],
+      })),
     ),
   ),
   {
     name: 'preferred: no phone wins over every other problem',
-    input: input({ requested: 'transferencia', policy: 'preferred', phone: null, accountNumber: null, bankCode: '0999' }),
+    input: input({
+      requested: 'transferencia',
+      policy: 'preferred',
+      phone: null,
+      accountNumber: null,
+      bankCode: '0999',
+    }),
     expected: { reason: 'beneficiary_missing_phone' },
   },
 ];
@@ -233,7 +260,9 @@ describe('decideRoute: table', () => {
   }
 
   it('the strict hint does not suggest the other instrument when it would not work either', () => {
-    const decision = decideRoute(input({ requested: 'pago_movil', policy: 'strict', bankCode: '0108', accountNumber: null }));
+    const decision = decideRoute(
+      input({ requested: 'pago_movil', policy: 'strict', bankCode: '0108', accountNumber: null }),
+    );
     assert.equal(decision.ok, false);
     if (!decision.ok) assert.doesNotMatch(decision.message, /request transferencia/);
   });
@@ -254,7 +283,14 @@ function* everyInput(): Generator<RouteInput> {
           for (const bankCode of ['0102', '0105', '0108', '0999'])
             for (const pm of [true, false])
               for (const tf of [true, false])
-                yield input({ requested, policy, phone, accountNumber, bankCode, railAvailable: { pago_movil: pm, transferencia: tf } });
+                yield input({
+                  requested,
+                  policy,
+                  phone,
+                  accountNumber,
+                  bankCode,
+                  railAvailable: { pago_movil: pm, transferencia: tf },
+                });
 }
 
 describe('decideRoute: invariants over every combination', () => {

@@ -4,7 +4,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { BANK_REFERENCE_PATTERN, checkEcho, RAIL_CLOCK_SKEW_MS, settledAtOf } from '../../src/domain/rail-answer-check.ts';
+import {
+  BANK_REFERENCE_PATTERN,
+  checkEcho,
+  RAIL_CLOCK_SKEW_MS,
+  settledAtOf,
+} from '../../src/domain/rail-answer-check.ts';
 import { answerCheckedRail } from '../../src/rails/answer-check.ts';
 import type { RailAdapter, RailLookup } from '../../src/rails/rail.ts';
 
@@ -12,22 +17,32 @@ const REF = '9b2d6c1e-0000-4000-8000-000000000001';
 
 describe('rail answer checks', () => {
   it('an answer about another reference is doubted', () => {
-    assert.deepEqual(checkEcho({ reference: REF }, { reference: 'someone-else' }), { doubt: { kind: 'reference_mismatch', theirs: { asked: REF, answeredAbout: 'someone-else' } } });
+    assert.deepEqual(checkEcho({ reference: REF }, { reference: 'someone-else' }), {
+      doubt: { kind: 'reference_mismatch', theirs: { asked: REF, answeredAbout: 'someone-else' } },
+    });
     assert.deepEqual(checkEcho({ reference: REF }, { reference: REF }), {});
   });
 
   it('an amount is a decimal string of minor units: a number, decimals, a sign, an exponent or nothing are unreadable', () => {
     for (const written of [1542, '1542.00', '-1', '+1', '1e5', '', ' 1', true, {}, '12345678901234567890']) {
       const result = checkEcho({ reference: REF }, { reference: REF, amountMinor: written });
-      assert.ok('doubt' in result && result.doubt.kind === 'unreadable_answer', `${JSON.stringify(written)}: ${JSON.stringify(result)}`);
+      assert.ok(
+        'doubt' in result && result.doubt.kind === 'unreadable_answer',
+        `${JSON.stringify(written)}: ${JSON.stringify(result)}`,
+      );
     }
-    assert.deepEqual(checkEcho({ reference: REF }, { reference: REF, amountMinor: '154200' }), { amountMinor: 154_200n });
+    assert.deepEqual(checkEcho({ reference: REF }, { reference: REF, amountMinor: '154200' }), {
+      amountMinor: 154_200n,
+    });
   });
 
   it('an amount other than the one sent is a mismatch when we know ours', () => {
     fc.assert(
       fc.property(fc.bigInt({ min: 1n, max: 10n ** 15n }), fc.bigInt({ min: 1n, max: 10n ** 15n }), (ours, theirs) => {
-        const result = checkEcho({ reference: REF, amountMinor: ours }, { reference: REF, amountMinor: theirs.toString() });
+        const result = checkEcho(
+          { reference: REF, amountMinor: ours },
+          { reference: REF, amountMinor: theirs.toString() },
+        );
         return ours === theirs ? !('doubt' in result) : 'doubt' in result && result.doubt.kind === 'amount_mismatch';
       }),
     );
@@ -44,9 +59,19 @@ describe('rail answer checks', () => {
   it('a settlement time in the future beyond the skew, or before the transfer began, is replaced by ours', () => {
     const sent = new Date('2026-12-02T10:00:00Z');
     const now = new Date('2026-12-02T10:05:00Z');
-    assert.deepEqual(settledAtOf(new Date('2026-12-02T10:01:00Z'), sent, now), { settledAt: new Date('2026-12-02T10:01:00Z') });
-    assert.deepEqual(settledAtOf(new Date(now.getTime() + RAIL_CLOCK_SKEW_MS), sent, now).doubt, undefined, 'at the edge');
-    for (const theirs of [new Date('2099-01-01T00:00:00Z'), new Date(sent.getTime() - RAIL_CLOCK_SKEW_MS - 1), new Date(Number.NaN)]) {
+    assert.deepEqual(settledAtOf(new Date('2026-12-02T10:01:00Z'), sent, now), {
+      settledAt: new Date('2026-12-02T10:01:00Z'),
+    });
+    assert.deepEqual(
+      settledAtOf(new Date(now.getTime() + RAIL_CLOCK_SKEW_MS), sent, now).doubt,
+      undefined,
+      'at the edge',
+    );
+    for (const theirs of [
+      new Date('2099-01-01T00:00:00Z'),
+      new Date(sent.getTime() - RAIL_CLOCK_SKEW_MS - 1),
+      new Date(Number.NaN),
+    ]) {
       const decided = settledAtOf(theirs, sent, now);
       assert.equal(decided.settledAt, now);
       assert.equal(decided.doubt?.kind, 'implausible_settled_at');
@@ -55,7 +80,12 @@ describe('rail answer checks', () => {
 
   it('the wrapper: a submit answer is checked against the transfer sent, lookups against the reference asked, bulk by position', async () => {
     const answers: Record<string, RailLookup> = {
-      [REF]: { status: 'settled', bankReference: '000000000001', settledAt: new Date(), echo: { reference: REF, amountMinor: '999', bankReference: '000000000001' } },
+      [REF]: {
+        status: 'settled',
+        bankReference: '000000000001',
+        settledAt: new Date(),
+        echo: { reference: REF, amountMinor: '999', bankReference: '000000000001' },
+      },
       other: { status: 'processing', echo: { reference: REF } },
     };
     const raw = {
@@ -66,7 +96,10 @@ describe('rail answer checks', () => {
     } as unknown as RailAdapter;
     const rail = answerCheckedRail(raw);
     const transfer = { reference: REF, amountMinor: 1000n } as Parameters<RailAdapter['submit']>[0];
-    assert.equal(((await rail.submit(transfer, AbortSignal.timeout(1000))) as { doubt?: { kind: string } }).doubt?.kind, 'amount_mismatch');
+    assert.equal(
+      ((await rail.submit(transfer, AbortSignal.timeout(1000))) as { doubt?: { kind: string } }).doubt?.kind,
+      'amount_mismatch',
+    );
     const looked = await rail.lookup(REF, 'live');
     assert.equal(looked.status, 'settled');
     assert.equal('amountMinor' in looked && looked.amountMinor, 999n, 'handed on for the outcome decision to compare');

@@ -66,7 +66,14 @@ function transfer(mode: 'test' | 'live', nationalId = 'V20111222'): RailTransfer
     amountMinor: 150_000n,
     asset: 'BS',
     beneficiary: { fullName: 'María Pérez', nationalId, bankCode: '0102', accountNumber: null, phone: '04241234567' },
-    sender: { nationalId: 'V12345678', nationality: 'VE', firstName: 'Ana', lastName: 'Díaz', phone: '04141234567', email: 'ana@example.com' },
+    sender: {
+      nationalId: 'V12345678',
+      nationality: 'VE',
+      firstName: 'Ana',
+      lastName: 'Díaz',
+      phone: '04141234567',
+      email: 'ana@example.com',
+    },
   };
 }
 
@@ -81,7 +88,15 @@ describe("a rail's circuit breaker counts the rail's failures, not the service d
     db = new PostgresDatabase(`postgres://postgres@127.0.0.1:${port}/bds`, 4);
     // A bank connector whose gateway refuses connections: the rail itself is down.
     bank = new HttpBankRail(
-      { name: 'bank', kind: 'http-bank', baseUrl: `http://127.0.0.1:${port}`, keys: [TEST_REQUEST_KEYS[0]!], callbackKeys: [TEST_CALLBACK_KEY], timeoutMs: RAIL_TIMEOUT_MS, modes: ['live'] },
+      {
+        name: 'bank',
+        kind: 'http-bank',
+        baseUrl: `http://127.0.0.1:${port}`,
+        keys: [TEST_REQUEST_KEYS[0]!],
+        callbackKeys: [TEST_CALLBACK_KEY],
+        timeoutMs: RAIL_TIMEOUT_MS,
+        modes: ['live'],
+      },
       db,
       clock,
     );
@@ -98,9 +113,20 @@ describe("a rail's circuit breaker counts the rail's failures, not the service d
     return new RailRegistry(
       database,
       clock,
-      { sandbox: new SandboxRail(database, clock, { settleDelayMs: 0, reverseDelayMs: 0, hangMs: 60_000 }), connectors: [bank] },
+      {
+        sandbox: new SandboxRail(database, clock, { settleDelayMs: 0, reverseDelayMs: 0, hangMs: 60_000 }),
+        connectors: [bank],
+      },
       // The default window, rate and waiters; a small minimum of calls so that a handful decides.
-      { refusalsToOpen: FAILURES_TO_OPEN, windowMs: 30_000, minimumCalls: FAILURES_TO_OPEN, failureRatePercent: 50, openMs: 30_000, probeTimeoutMs: RAIL_TIMEOUT_MS, halfOpenWaitersMax: 100 },
+      {
+        refusalsToOpen: FAILURES_TO_OPEN,
+        windowMs: 30_000,
+        minimumCalls: FAILURES_TO_OPEN,
+        failureRatePercent: 50,
+        openMs: 30_000,
+        probeTimeoutMs: RAIL_TIMEOUT_MS,
+        halfOpenWaitersMax: 100,
+      },
       new RailMetrics(metrics, new MoneyMetrics(metrics, db, clock), () => clock.now().toISOString()),
     );
   }
@@ -111,7 +137,10 @@ describe("a rail's circuit breaker counts the rail's failures, not the service d
     for (let i = 0; i < CALLS; i += 1) {
       const outcome = await callRail(sandbox.adapter, transfer('test'), RAIL_TIMEOUT_MS);
       assert.equal(outcome.status, 'error', 'its fate is unknown, as after any error');
-      assert.ok('database' in outcome && outcome.database, `a send our database failed is told apart: ${JSON.stringify(outcome)}`);
+      assert.ok(
+        'database' in outcome && outcome.database,
+        `a send our database failed is told apart: ${JSON.stringify(outcome)}`,
+      );
       registry.sent('sandbox', outcome);
     }
     assert.deepEqual([sandbox.breaker.state, sandbox.breaker.failures, sandbox.breaker.admits()], ['closed', 0, true]);
@@ -157,13 +186,19 @@ describe("a rail's circuit breaker counts the rail's failures, not the service d
 
   it("a send still waiting on a database that does not answer is no rail failure; nor is the sandbox's own hang (V99990009), one beneficiary's trigger", async () => {
     const silent = await silentServer();
-    const stalled = new PostgresDatabase(`postgres://postgres@127.0.0.1:${silent.port}/bds`, 4, { connectTimeoutMs: 1_000 });
+    const stalled = new PostgresDatabase(`postgres://postgres@127.0.0.1:${silent.port}/bds`, 4, {
+      connectTimeoutMs: 1_000,
+    });
     try {
       const registry = rails(stalled);
       const sandbox = registry.named('sandbox')!;
       for (let i = 0; i < CALLS; i += 1) {
         const outcome = await callRail(sandbox.adapter, transfer('test'), SHORT_TIMEOUT_MS);
-        assert.deepEqual(outcome, { status: 'timeout', database: true }, 'unknown, as after any timeout, and told apart');
+        assert.deepEqual(
+          outcome,
+          { status: 'timeout', database: true },
+          'unknown, as after any timeout, and told apart',
+        );
         registry.sent('sandbox', outcome);
       }
       assert.deepEqual([sandbox.breaker.state, sandbox.breaker.failures], ['closed', 0]);

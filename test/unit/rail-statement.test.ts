@@ -41,16 +41,23 @@ describe('rail statement lines', () => {
       amount: 1_000_000n,
       status: 'settled',
     });
-    assert.equal((line(['x', '', '999999999999999999', 'RECHAZADA', DAY]) as { amount: bigint }).amount, 999_999_999_999_999_999n);
+    assert.equal(
+      (line(['x', '', '999999999999999999', 'RECHAZADA', DAY]) as { amount: bigint }).amount,
+      999_999_999_999_999_999n,
+    );
   });
 
   it('refuses an amount that is not digits only, whatever else it is', () => {
     fc.assert(
-      fc.property(fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !/^[0-9]{1,18}$/.test(s.trim())), (amount) => {
-        assert.equal(typeof line([ID, '1', amount, 'settled', DAY]), 'string');
-      }),
+      fc.property(
+        fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !/^[0-9]{1,18}$/.test(s.trim())),
+        (amount) => {
+          assert.equal(typeof line([ID, '1', amount, 'settled', DAY]), 'string');
+        },
+      ),
     );
-    for (const amount of ['12.50', '-5', '1,000', '1e6', '0x10', '1234567890123456789']) assert.match(line([ID, '1', amount, 'settled', DAY]) as string, /^amount/);
+    for (const amount of ['12.50', '-5', '1,000', '1e6', '0x10', '1234567890123456789'])
+      assert.match(line([ID, '1', amount, 'settled', DAY]) as string, /^amount/);
   });
 
   it('refuses an unknown status, a missing bank reference on a settled line, and another day', () => {
@@ -66,13 +73,16 @@ describe('column mapping', () => {
   it('maps some columns and keeps the standard names of the others; header names are compared without case', () => {
     const mapping = parseColumnMapping('reference:Referencia, amount : Monto');
     assert.equal(typeof mapping, 'object');
-    assert.deepEqual(columnPositions(['MONTO', 'status', 'referencia', 'bank_reference', 'value_date', 'extra'], mapping as never), {
-      reference: 2,
-      bank_reference: 3,
-      amount: 0,
-      status: 1,
-      value_date: 4,
-    });
+    assert.deepEqual(
+      columnPositions(['MONTO', 'status', 'referencia', 'bank_reference', 'value_date', 'extra'], mapping as never),
+      {
+        reference: 2,
+        bank_reference: 3,
+        amount: 0,
+        status: 1,
+        value_date: 4,
+      },
+    );
   });
 
   it('refuses an unknown column, a pair without a name, a column mapped twice, two columns on one name', () => {
@@ -80,8 +90,14 @@ describe('column mapping', () => {
     assert.match(parseColumnMapping('amount') as string, /give the header name/);
     assert.match(parseColumnMapping('amount:A,amount:B') as string, /mapped twice/);
     assert.match(parseColumnMapping('amount:status') as string, /two columns are mapped to one header name/);
-    assert.match(columnPositions(['reference', 'amount', 'amount', 'status', 'value_date', 'bank_reference'], STANDARD) as string, /twice/);
-    assert.match(columnPositions(['reference', 'amount'], STANDARD) as string, /lacks bank_reference, status, value_date/);
+    assert.match(
+      columnPositions(['reference', 'amount', 'amount', 'status', 'value_date', 'bank_reference'], STANDARD) as string,
+      /twice/,
+    );
+    assert.match(
+      columnPositions(['reference', 'amount'], STANDARD) as string,
+      /lacks bank_reference, status, value_date/,
+    );
   });
 });
 
@@ -96,7 +112,10 @@ describe('a line against our payment', () => {
   it('agrees: settled with settled, and with a payment returned since; failed with failed; reversed with reversed', () => {
     assert.deepEqual(kinds([ID, '004512398871', '1000000', 'settled', DAY], payment()), []);
     assert.deepEqual(kinds([ID, '004512398871', '1000000', 'settled', DAY], payment({ status: 'reversed' })), []);
-    assert.deepEqual(kinds([ID, '', '1000000', 'failed', DAY], payment({ status: 'failed', bank_reference: null })), []);
+    assert.deepEqual(
+      kinds([ID, '', '1000000', 'failed', DAY], payment({ status: 'failed', bank_reference: null })),
+      [],
+    );
     assert.deepEqual(kinds([ID, '004512398871', '1000000', 'reversed', DAY], payment({ status: 'reversed' })), []);
   });
 
@@ -105,13 +124,23 @@ describe('a line against our payment', () => {
     assert.deepEqual(kinds([ID, '004512398871', '1000001', 'settled', DAY], payment()), ['amount_mismatch']);
     assert.deepEqual(kinds([ID, '000000000042', '1000000', 'settled', DAY], payment()), ['bank_reference_mismatch']);
     assert.deepEqual(kinds([ID, '004512398871', '1000000', 'reversed', DAY], payment()), ['status_mismatch']);
-    assert.deepEqual(kinds([ID, '004512398871', '1000000', 'settled', DAY], payment({ status: 'unknown', bank_reference: null })), ['status_mismatch']);
-    assert.deepEqual(kinds([ID, '000000000042', '7', 'failed', DAY], payment()), ['status_mismatch', 'amount_mismatch', 'bank_reference_mismatch']);
+    assert.deepEqual(
+      kinds([ID, '004512398871', '1000000', 'settled', DAY], payment({ status: 'unknown', bank_reference: null })),
+      ['status_mismatch'],
+    );
+    assert.deepEqual(kinds([ID, '000000000042', '7', 'failed', DAY], payment()), [
+      'status_mismatch',
+      'amount_mismatch',
+      'bank_reference_mismatch',
+    ]);
   });
 
   it('keeps both sides, amounts as strings of minor units', () => {
     const [mismatch] = compareLine(read([ID, '004512398871', '1000001', 'settled', DAY]), payment());
-    assert.deepEqual([mismatch!.ours.amount, mismatch!.theirs.amount, mismatch!.theirs.line], ['1000000', '1000001', '2']);
+    assert.deepEqual(
+      [mismatch!.ours.amount, mismatch!.theirs.amount, mismatch!.theirs.line],
+      ['1000000', '1000001', '2'],
+    );
   });
 });
 
@@ -131,10 +160,22 @@ describe('identities', () => {
   });
 
   it('a mismatch cursor comes back as its place; anything else is a 400 naming the cursor', () => {
-    fc.assert(fc.property(fc.integer({ min: 1, max: 2_000_000_000 }), (seq) => assert.equal(mismatchesAfter(mismatchCursor(seq)), seq)));
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 2_000_000_000 }), (seq) =>
+        assert.equal(mismatchesAfter(mismatchCursor(seq)), seq),
+      ),
+    );
     assert.equal(mismatchesAfter(undefined), 0);
-    for (const bad of ['', 'abc', Buffer.from('m1:0').toString('base64url'), Buffer.from('k1:5').toString('base64url')]) {
-      assert.throws(() => mismatchesAfter(bad), (error: { code?: string }) => error.code === 'validation_failed');
+    for (const bad of [
+      '',
+      'abc',
+      Buffer.from('m1:0').toString('base64url'),
+      Buffer.from('k1:5').toString('base64url'),
+    ]) {
+      assert.throws(
+        () => mismatchesAfter(bad),
+        (error: { code?: string }) => error.code === 'validation_failed',
+      );
     }
   });
 });

@@ -18,7 +18,8 @@ class FakeServer implements Queryable {
     if (this.down) throw this.down;
     this.queries.push(sql);
     if (sql.includes('pg_current_wal_flush_lsn')) return { rows: [{ lsn: this.flushed } as Row], rowCount: 1 };
-    if (sql.includes('pg_last_wal_replay_lsn')) return { rows: [{ standby: this.standby, replayed: this.replayed } as Row], rowCount: 1 };
+    if (sql.includes('pg_last_wal_replay_lsn'))
+      return { rows: [{ standby: this.standby, replayed: this.replayed } as Row], rowCount: 1 };
     return { rows: [{ server: this.name } as Row], rowCount: 1 };
   }
   async exec(): Promise<void> {}
@@ -35,8 +36,10 @@ function setUp(maxLagMs = 1_000) {
   const lag = new ReplicaLag(primary, replica, { maxLagMs, nowMs: () => now });
   const fallbacks: FallbackReason[] = [];
   const primaryDb = Object.assign(primary, { engine: 'postgres', relaxed: primary }) as unknown as Database;
-  const reads = new ReplicaReads(primaryDb, replica as unknown as Database, lag, { fallback: (reason) => fallbacks.push(reason) });
-  const served = async () => ((await reads.query<{ server: string }>('SELECT 1')).rows[0]!.server);
+  const reads = new ReplicaReads(primaryDb, replica as unknown as Database, lag, {
+    fallback: (reason) => fallbacks.push(reason),
+  });
+  const served = async () => (await reads.query<{ server: string }>('SELECT 1')).rows[0]!.server;
   return { primary, replica, lag, reads, fallbacks, served, advance: (ms: number) => (now += ms) };
 }
 
@@ -121,7 +124,11 @@ describe('read replica: a failing replica never fails the read', () => {
     assert.equal(await s.served(), 'primary');
     assert.deepEqual(s.fallbacks, ['query_failed']);
     assert.equal(await s.served(), 'primary');
-    assert.deepEqual(s.fallbacks, ['query_failed', 'unreachable'], 'no second try of the replica before a sample reaches it');
+    assert.deepEqual(
+      s.fallbacks,
+      ['query_failed', 'unreachable'],
+      'no second try of the replica before a sample reaches it',
+    );
   });
 
   it('a conflict with recovery runs the query on the primary, and leaves the replica serving', async () => {

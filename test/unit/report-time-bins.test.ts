@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { addBins, binLastMs, histogramPercentiles, reportedDurationMs, TIME_BIN_STARTS } from '../../src/domain/report-time-bins.ts';
+import {
+  addBins,
+  binLastMs,
+  histogramPercentiles,
+  reportedDurationMs,
+  TIME_BIN_STARTS,
+} from '../../src/domain/report-time-bins.ts';
 
 const MAX_MS = 10 * 24 * 3_600_000; // ten days: beyond any payout's or webhook's time
 
@@ -31,18 +37,23 @@ const startOf = (ms: number) => TIME_BIN_STARTS.filter((s) => s <= ms).at(-1)!;
 
 test('percentiles of a histogram are the nearest-rank percentiles of the durations, to their bin', () => {
   fc.assert(
-    fc.property(fc.array(fc.integer({ min: 0, max: MAX_MS }), { minLength: 1, maxLength: 60 }), fc.integer({ min: 1, max: 3 }), (values, parts) => {
-      // The durations spread over several documents, as the rollups and the unfolded changes give them.
-      const histogram = new Map<number, number>();
-      for (let p = 0; p < parts; p += 1) {
-        const bins: Record<string, number> = {};
-        values.filter((_, i) => i % parts === p).forEach((ms) => (bins[startOf(ms)] = (bins[startOf(ms)] ?? 0) + 1));
-        addBins(histogram, bins);
-      }
-      const sorted = [...values].sort((a, b) => a - b);
-      const rank = (percent: number) => reportedDurationMs(sorted[Math.max(1, Math.ceil((percent * sorted.length) / 100)) - 1]!);
-      assert.deepEqual(histogramPercentiles(histogram), { count: values.length, p50Ms: rank(50), p95Ms: rank(95) });
-    }),
+    fc.property(
+      fc.array(fc.integer({ min: 0, max: MAX_MS }), { minLength: 1, maxLength: 60 }),
+      fc.integer({ min: 1, max: 3 }),
+      (values, parts) => {
+        // The durations spread over several documents, as the rollups and the unfolded changes give them.
+        const histogram = new Map<number, number>();
+        for (let p = 0; p < parts; p += 1) {
+          const bins: Record<string, number> = {};
+          values.filter((_, i) => i % parts === p).forEach((ms) => (bins[startOf(ms)] = (bins[startOf(ms)] ?? 0) + 1));
+          addBins(histogram, bins);
+        }
+        const sorted = [...values].sort((a, b) => a - b);
+        const rank = (percent: number) =>
+          reportedDurationMs(sorted[Math.max(1, Math.ceil((percent * sorted.length) / 100)) - 1]!);
+        assert.deepEqual(histogramPercentiles(histogram), { count: values.length, p50Ms: rank(50), p95Ms: rank(95) });
+      },
+    ),
     { numRuns: 500 },
   );
   assert.deepEqual(histogramPercentiles(new Map()), { count: 0, p50Ms: null, p95Ms: null });

@@ -77,14 +77,21 @@ describe('a broken invariant in a worker pass', () => {
       },
     });
     // Awaited from the start: the rejection is this test's, not an unhandled one.
-    await assert.rejects(loop.ended, (error: unknown) => error instanceof InvariantError && /invariant: a pass found what cannot be/.test(error.message));
+    await assert.rejects(
+      loop.ended,
+      (error: unknown) =>
+        error instanceof InvariantError && /invariant: a pass found what cannot be/.test(error.message),
+    );
     assert.equal(passes, 2, 'the operating error was retried; the invariant stopped the loop at once');
   });
 });
 
 describe('assert', () => {
   it('throws an InvariantError whose message says it is one, and passes when its condition holds', () => {
-    assert.throws(() => invariantAssert(false, 'two postings at least'), (error: unknown) => error instanceof InvariantError && error.message === 'invariant: two postings at least');
+    assert.throws(
+      () => invariantAssert(false, 'two postings at least'),
+      (error: unknown) => error instanceof InvariantError && error.message === 'invariant: two postings at least',
+    );
     assert.doesNotThrow(() => invariantAssert(1, 'holds'));
   });
 

@@ -12,7 +12,9 @@ describe('lazy schema compilers', () => {
       compiled += 1;
       return validatorCompiler(r);
     });
-    const validate = compilers.validatorCompiler(route({ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] })) as ((d: unknown) => boolean) & { errors?: unknown[] };
+    const validate = compilers.validatorCompiler(
+      route({ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }),
+    ) as ((d: unknown) => boolean) & { errors?: unknown[] };
     assert.equal(compiled, 0);
     assert.equal(validate({ a: 1 }), true);
     assert.equal(validate({}), false);
@@ -37,7 +39,10 @@ describe('lazy schema compilers', () => {
   });
 
   it('error statuses serialize with JSON.stringify; success bodies with their schema, lazily', () => {
-    const build = compilers().compilersFactory.buildSerializer!({}, {}) as unknown as (r: { httpStatus: string; schema: object }) => (d: unknown) => string;
+    const build = compilers().compilersFactory.buildSerializer!({}, {}) as unknown as (r: {
+      httpStatus: string;
+      schema: object;
+    }) => (d: unknown) => string;
     const error = build({ httpStatus: '404', schema: { type: 'object', properties: {} } });
     assert.equal(error({ error: { code: 'x' } }), '{"error":{"code":"x"}}');
     const ok = build({ httpStatus: '200', schema: { type: 'object', properties: { a: { type: 'string' } } } });

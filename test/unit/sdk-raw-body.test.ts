@@ -17,7 +17,11 @@ const STATEMENT = { id: 's1', rail: 'sandbox', counts: {} };
 
 function unavailable(res: ServerResponse): void {
   res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '0' });
-  res.end(JSON.stringify({ error: { type: 'api_error', code: 'service_unavailable', message: 'later', request_id: 'req_1' } }));
+  res.end(
+    JSON.stringify({
+      error: { type: 'api_error', code: 'service_unavailable', message: 'later', request_id: 'req_1' },
+    }),
+  );
 }
 
 describe('SDK raw request bodies against a local HTTP server', () => {
@@ -55,7 +59,10 @@ describe('SDK raw request bodies against a local HTTP server', () => {
 
   it('sends text with its own content type, its bytes unchanged, and retries it as any other call', async () => {
     unavailableFor = 1;
-    assert.deepEqual(await admin().rails.statements.import('bank a', CSV, { day: '2026-01-02', columns: 'reference:Ref' }), STATEMENT);
+    assert.deepEqual(
+      await admin().rails.statements.import('bank a', CSV, { day: '2026-01-02', columns: 'reference:Ref' }),
+      STATEMENT,
+    );
     assert.equal(received.length, 2, 'a 503, then the same text again');
     for (const request of received) {
       assert.equal(request.url, '/v1/admin/rails/bank%20a/statements?day=2026-01-02&columns=reference%3ARef');
@@ -72,7 +79,9 @@ describe('SDK raw request bodies against a local HTTP server', () => {
 
     received = [];
     unavailableFor = 1;
-    const error = await admin().rails.statements.import('sandbox', stream(), { day: '2026-01-02' }).catch((e: unknown) => e);
+    const error = await admin()
+      .rails.statements.import('sandbox', stream(), { day: '2026-01-02' })
+      .catch((e: unknown) => e);
     assert.ok(error instanceof BolivarError && error.status === 503, String(error));
     assert.equal(received.length, 1, 'the stream was read once: not sent again');
   });

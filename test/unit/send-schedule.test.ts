@@ -4,7 +4,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { FIRST_LOOK_MARGIN_MS, firstLookMs, keyHeldMs, sendEndsMs, sendWindowMs, unknownRecheckMs } from '../../src/domain/send-schedule.ts';
+import {
+  FIRST_LOOK_MARGIN_MS,
+  firstLookMs,
+  keyHeldMs,
+  sendEndsMs,
+  sendWindowMs,
+  unknownRecheckMs,
+} from '../../src/domain/send-schedule.ts';
 
 const DEFAULTS = { railTimeoutMs: 2_000, reaperIntervalMs: 1_000, idempotencyTtlMs: 86_400_000 };
 
@@ -50,12 +57,16 @@ describe('the next look at a payout the rail answered without an outcome (unknow
 describe('the send window and the key held for the answer', () => {
   it('the payout path sends within one reaper interval (at least 1 s); its key outlives its send by a 5 s margin', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 60_000 }), fc.integer({ min: 1, max: 60_000 }), (railTimeoutMs, reaperIntervalMs) => {
-        const timing = { railTimeoutMs, reaperIntervalMs };
-        assert.equal(sendWindowMs(timing), Math.max(reaperIntervalMs, 1_000));
-        assert.equal(sendEndsMs(timing), sendWindowMs(timing) + railTimeoutMs);
-        assert.equal(keyHeldMs(timing), sendEndsMs(timing) + 5_000);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 60_000 }),
+        fc.integer({ min: 1, max: 60_000 }),
+        (railTimeoutMs, reaperIntervalMs) => {
+          const timing = { railTimeoutMs, reaperIntervalMs };
+          assert.equal(sendWindowMs(timing), Math.max(reaperIntervalMs, 1_000));
+          assert.equal(sendEndsMs(timing), sendWindowMs(timing) + railTimeoutMs);
+          assert.equal(keyHeldMs(timing), sendEndsMs(timing) + 5_000);
+        },
+      ),
     );
   });
 });

@@ -93,7 +93,14 @@ describe('validateSender: the block', () => {
     rejected({}, ['sender.nationalId', 'sender.firstName', 'sender.lastName', 'sender.phone', 'sender.email']);
     rejected(
       { nationality: 'XX', nationalId: '!', firstName: 'A', lastName: '', phone: '02121234567', email: 'nope' },
-      ['sender.nationality', 'sender.nationalId', 'sender.firstName', 'sender.lastName', 'sender.phone', 'sender.email'],
+      [
+        'sender.nationality',
+        'sender.nationalId',
+        'sender.firstName',
+        'sender.lastName',
+        'sender.phone',
+        'sender.email',
+      ],
     );
   });
 
@@ -106,7 +113,11 @@ describe('validateSender: the block', () => {
     for (const value of [null, 'V12345678', 42, [VALID]]) {
       const result = validateSender(value as unknown as SenderInput);
       assert.equal(result.ok, false);
-      if (!result.ok) assert.deepEqual(result.errors.map((e) => e.field), ['sender']);
+      if (!result.ok)
+        assert.deepEqual(
+          result.errors.map((e) => e.field),
+          ['sender'],
+        );
     }
   });
 });
@@ -126,7 +137,18 @@ describe('validateSender: nationality and nationalId', () => {
   });
 
   it('rejects other Venezuelan ids, naming the format', () => {
-    for (const id of ['G12345678', 'P12345678', 'V123', 'V1234567890', 'AB12345', 'V-12345678', 'V 12345678', '12345678', 'V', '']) {
+    for (const id of [
+      'G12345678',
+      'P12345678',
+      'V123',
+      'V1234567890',
+      'AB12345',
+      'V-12345678',
+      'V 12345678',
+      '12345678',
+      'V',
+      '',
+    ]) {
       const [error] = rejected(only('nationalId', id), ['sender.nationalId']);
       assert.match(error!.message, /V, E or J followed by 4 to 9 digits/);
     }
@@ -137,7 +159,10 @@ describe('validateSender: nationality and nationalId', () => {
     assert.equal(sender.nationality, 'COL');
     assert.equal(sender.nationalId, 'AB12345');
     // As issued by the country: case is kept, only surrounding spaces go.
-    assert.equal(accepted({ ...VALID, nationality: 'USA', nationalId: ' a1b2c3d4e5f6g7h8i9j0 ' }).nationalId, 'a1b2c3d4e5f6g7h8i9j0');
+    assert.equal(
+      accepted({ ...VALID, nationality: 'USA', nationalId: ' a1b2c3d4e5f6g7h8i9j0 ' }).nationalId,
+      'a1b2c3d4e5f6g7h8i9j0',
+    );
     assert.equal(accepted({ ...VALID, nationality: 'ESP', nationalId: '12345' }).nationalId, '12345');
   });
 
@@ -169,7 +194,11 @@ describe('validateSender: nationality and nationalId', () => {
       assert.match(error!.message, /ISO 3166-1 alpha-3/);
     }
     assert.equal(ISO_3166_ALPHA3.size, 249);
-    for (const code of ISO_3166_ALPHA3) assert.equal(accepted({ ...VALID, nationality: code, nationalId: code === 'VEN' ? 'V12345678' : 'AB12345' }).nationality, code);
+    for (const code of ISO_3166_ALPHA3)
+      assert.equal(
+        accepted({ ...VALID, nationality: code, nationalId: code === 'VEN' ? 'V12345678' : 'AB12345' }).nationality,
+        code,
+      );
   });
 
   it('with an invalid nationality still checks the id against the looser foreign shape', () => {
@@ -282,7 +311,10 @@ describe('validateSender: phone', () => {
   /** Interleaves optional separators (the tolerated ones) into the characters of `text`. */
   const withSeparators = (text: string): fc.Arbitrary<string> =>
     fc
-      .array(fc.constantFrom('', '', '', ' ', '-', '(', ')', '  '), { minLength: text.length + 1, maxLength: text.length + 1 })
+      .array(fc.constantFrom('', '', '', ' ', '-', '(', ')', '  '), {
+        minLength: text.length + 1,
+        maxLength: text.length + 1,
+      })
       .map((seps) => [...text].map((ch, i) => seps[i] + ch).join('') + seps[text.length]);
 
   const arbMobile = fc
@@ -312,10 +344,13 @@ describe('validateSender: phone', () => {
       .map(([code, rest]) => `0${code}${rest}`)
       .filter((national) => !(VENEZUELAN_MOBILE_PREFIXES as readonly string[]).includes(national.slice(0, 4)));
     fc.assert(
-      fc.property(arbNonMobile.chain((national) => fc.constantFrom(...forms(national)).chain(withSeparators)), (written) => {
-        assert.equal(normalizeVenezuelanMobile(written), null);
-        rejected(only('phone', written), ['sender.phone']);
-      }),
+      fc.property(
+        arbNonMobile.chain((national) => fc.constantFrom(...forms(national)).chain(withSeparators)),
+        (written) => {
+          assert.equal(normalizeVenezuelanMobile(written), null);
+          rejected(only('phone', written), ['sender.phone']);
+        },
+      ),
       RUNS,
     );
   });

@@ -19,8 +19,14 @@ describe('docs/settings.md', () => {
   });
 
   it('has one row per setting, in the order of CONFIG_DOC, each with its default', () => {
-    const rows = [...doc.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]+) \|/gm)].map((m) => [m[1], m[2]!.trim().replace(/^`|`$/g, '')]);
-    assert.deepEqual(rows, CONFIG_DOC.map(([name, fallback]) => [name, fallback]));
+    const rows = [...doc.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]+) \|/gm)].map((m) => [
+      m[1],
+      m[2]!.trim().replace(/^`|`$/g, ''),
+    ]);
+    assert.deepEqual(
+      rows,
+      CONFIG_DOC.map(([name, fallback]) => [name, fallback]),
+    );
   });
 
   it('notices a table that is not the generated one', () => {

@@ -10,10 +10,16 @@ describe('tenant scope check', () => {
   const flagged = (sql: string) => checkStatement(sql).violations;
 
   it('flags an UPDATE, DELETE or SELECT of a tenant-owned table that does not bind tenant_id', () => {
-    assert.deepEqual(flagged('UPDATE payments SET status = $1 WHERE id = $2'), ['payments without tenant_id = <one value>']);
+    assert.deepEqual(flagged('UPDATE payments SET status = $1 WHERE id = $2'), [
+      'payments without tenant_id = <one value>',
+    ]);
     assert.equal(flagged('DELETE FROM idempotency_keys WHERE key = $1').length, 1);
     assert.equal(flagged('SELECT * FROM ledger_accounts WHERE mode = $1 AND asset = $2').length, 1);
-    assert.equal(flagged('SELECT * FROM payments WHERE tenant_id = ANY($1::uuid[]) AND id = $2').length, 1, 'many tenants are many shards');
+    assert.equal(
+      flagged('SELECT * FROM payments WHERE tenant_id = ANY($1::uuid[]) AND id = $2').length,
+      1,
+      'many tenants are many shards',
+    );
     assert.equal(flagged('SELECT * FROM payments WHERE tenant_id = $1 OR id = $2').length, 1, 'an OR binds nothing');
   });
 
@@ -26,13 +32,25 @@ describe('tenant scope check', () => {
   it('flags a join whose second table is not bound, directly or through the first one', () => {
     const sql = 'SELECT * FROM payments p JOIN payment_transitions t ON t.payment_id = p.id WHERE p.tenant_id = $1';
     assert.deepEqual(flagged(sql), ['payment_transitions (as t) without tenant_id = <one value>']);
-    assert.deepEqual(flagged('SELECT * FROM payments p JOIN payment_transitions t ON t.tenant_id = p.tenant_id AND t.payment_id = p.id WHERE p.tenant_id = $1'), []);
+    assert.deepEqual(
+      flagged(
+        'SELECT * FROM payments p JOIN payment_transitions t ON t.tenant_id = p.tenant_id AND t.payment_id = p.id WHERE p.tenant_id = $1',
+      ),
+      [],
+    );
   });
 
   it('flags an INSERT that does not give tenant_id, or gives it from many rows of tenants', () => {
     assert.equal(flagged('INSERT INTO payments (id) VALUES ($1)').length, 1);
-    assert.equal(flagged('INSERT INTO payments (tenant_id, id) SELECT v.t, v.id FROM unnest($1::uuid[], $2::uuid[]) AS v(t, id)').length, 1);
-    assert.deepEqual(flagged('INSERT INTO payments (tenant_id, id) SELECT $1, v.id FROM unnest($2::uuid[]) AS v(id)'), []);
+    assert.equal(
+      flagged('INSERT INTO payments (tenant_id, id) SELECT v.t, v.id FROM unnest($1::uuid[], $2::uuid[]) AS v(t, id)')
+        .length,
+      1,
+    );
+    assert.deepEqual(
+      flagged('INSERT INTO payments (tenant_id, id) SELECT $1, v.id FROM unnest($2::uuid[]) AS v(id)'),
+      [],
+    );
   });
 
   it('reads tenant-bound statements through CTEs, subqueries and an enclosing query', () => {
@@ -43,13 +61,26 @@ describe('tenant scope check', () => {
     const finding = checkStatement(sql);
     assert.deepEqual(finding.violations, []);
     assert.deepEqual([...new Set(finding.bindings.map((b) => b.value))], ['$1']);
-    assert.deepEqual([...new Set(finding.bindings.map((b) => b.table))].sort(), ['ledger_accounts', 'outbox_events', 'payments']);
+    assert.deepEqual([...new Set(finding.bindings.map((b) => b.table))].sort(), [
+      'ledger_accounts',
+      'outbox_events',
+      'payments',
+    ]);
     assert.deepEqual(finding.writes, ['ledger_accounts']);
   });
 
   it('leaves reference and coordinator tables alone, and names the money transactions', () => {
-    assert.deepEqual(flagged(`SELECT * FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1`), []);
-    assert.equal(isMoneyTransaction([checkStatement('UPDATE payments SET status = $1 WHERE tenant_id = $2 AND id = $3')]), true);
-    assert.equal(isMoneyTransaction([checkStatement('UPDATE webhook_endpoints SET url = $1 WHERE tenant_id = $2')]), false);
+    assert.deepEqual(
+      flagged(`SELECT * FROM api_keys k JOIN tenants t ON t.id = k.tenant_id WHERE k.key_hash = $1`),
+      [],
+    );
+    assert.equal(
+      isMoneyTransaction([checkStatement('UPDATE payments SET status = $1 WHERE tenant_id = $2 AND id = $3')]),
+      true,
+    );
+    assert.equal(
+      isMoneyTransaction([checkStatement('UPDATE webhook_endpoints SET url = $1 WHERE tenant_id = $2')]),
+      false,
+    );
   });
 });

@@ -15,7 +15,9 @@ export class AdminAnomaliesResource {
   constructor(private readonly transport: Transport) {}
 
   async listPage(query: QueryOf<AdminListAnomaliesData> = {}, options?: RequestOptions): Promise<PageAnswer<Anomaly>> {
-    return (await this.transport.request<PageAnswer<Anomaly>>({ method: 'GET', path: '/v1/admin/anomalies', query, options })).data;
+    return (
+      await this.transport.request<PageAnswer<Anomaly>>({ method: 'GET', path: '/v1/admin/anomalies', query, options })
+    ).data;
   }
 
   /** The anomalies, newest first, page after page (`mode` defaults to `live`, with those of no mode). */
@@ -25,11 +27,28 @@ export class AdminAnomaliesResource {
 
   /** One anomaly with its evidence: our record and what the rail or the run said. */
   async get(id: string, options?: RequestOptions): Promise<AdminGetAnomalyResponse> {
-    return (await this.transport.request<AdminGetAnomalyResponse>({ method: 'GET', path: `/v1/admin/anomalies/${segment(id)}`, options })).data;
+    return (
+      await this.transport.request<AdminGetAnomalyResponse>({
+        method: 'GET',
+        path: `/v1/admin/anomalies/${segment(id)}`,
+        options,
+      })
+    ).data;
   }
 
   /** Resolves an open anomaly with what was found and done; nothing else changes. */
-  async resolve(id: string, body: BodyOf<AdminResolveAnomalyData>, options?: RequestOptions): Promise<AdminResolveAnomalyResponse> {
-    return (await this.transport.request<AdminResolveAnomalyResponse>({ method: 'POST', path: `/v1/admin/anomalies/${segment(id)}/resolve`, body, options })).data;
+  async resolve(
+    id: string,
+    body: BodyOf<AdminResolveAnomalyData>,
+    options?: RequestOptions,
+  ): Promise<AdminResolveAnomalyResponse> {
+    return (
+      await this.transport.request<AdminResolveAnomalyResponse>({
+        method: 'POST',
+        path: `/v1/admin/anomalies/${segment(id)}/resolve`,
+        body,
+        options,
+      })
+    ).data;
   }
 }

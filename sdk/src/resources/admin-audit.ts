@@ -8,7 +8,9 @@ export class AdminAuditResource {
   constructor(private readonly transport: Transport) {}
 
   async listPage(query: QueryOf<AdminListAuditData> = {}, options?: RequestOptions): Promise<PageAnswer<AuditEntry>> {
-    return (await this.transport.request<PageAnswer<AuditEntry>>({ method: 'GET', path: '/v1/admin/audit', query, options })).data;
+    return (
+      await this.transport.request<PageAnswer<AuditEntry>>({ method: 'GET', path: '/v1/admin/audit', query, options })
+    ).data;
   }
 
   /** Who did what, newest first, page after page. */

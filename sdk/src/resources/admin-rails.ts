@@ -27,17 +27,39 @@ export class AdminRailRoutesResource {
 
   /** The routing rules in the order they apply (priority, lowest first). */
   async list(options?: RequestOptions): Promise<AdminListRailRoutesResponse> {
-    return (await this.transport.request<AdminListRailRoutesResponse>({ method: 'GET', path: '/v1/admin/rails/routes', options })).data;
+    return (
+      await this.transport.request<AdminListRailRoutesResponse>({
+        method: 'GET',
+        path: '/v1/admin/rails/routes',
+        options,
+      })
+    ).data;
   }
 
   /** A payout matching every condition given is tried on `rail` first; amounts are delivered BS, minor units. */
-  async create(body: BodyOf<AdminCreateRailRouteData>, options?: RequestOptions): Promise<AdminCreateRailRouteResponse> {
-    return (await this.transport.request<AdminCreateRailRouteResponse>({ method: 'POST', path: '/v1/admin/rails/routes', body: withApiAmounts(body), options })).data;
+  async create(
+    body: BodyOf<AdminCreateRailRouteData>,
+    options?: RequestOptions,
+  ): Promise<AdminCreateRailRouteResponse> {
+    return (
+      await this.transport.request<AdminCreateRailRouteResponse>({
+        method: 'POST',
+        path: '/v1/admin/rails/routes',
+        body: withApiAmounts(body),
+        options,
+      })
+    ).data;
   }
 
   /** Answers the rule removed. */
   async delete(id: string, options?: RequestOptions): Promise<AdminDeleteRailRouteResponse> {
-    return (await this.transport.request<AdminDeleteRailRouteResponse>({ method: 'DELETE', path: `/v1/admin/rails/routes/${segment(id)}`, options })).data;
+    return (
+      await this.transport.request<AdminDeleteRailRouteResponse>({
+        method: 'DELETE',
+        path: `/v1/admin/rails/routes/${segment(id)}`,
+        options,
+      })
+    ).data;
   }
 }
 
@@ -49,7 +71,12 @@ export class AdminRailStatementsResource {
    * (a statement is never read whole) and, read once, never sent again: no retry. The same file for
    * the same rail and day again answers the statement stored the first time.
    */
-  async import(rail: string, csv: RawBody, query: QueryOf<AdminImportRailStatementData>, options?: RequestOptions): Promise<AdminImportRailStatementResponse> {
+  async import(
+    rail: string,
+    csv: RawBody,
+    query: QueryOf<AdminImportRailStatementData>,
+    options?: RequestOptions,
+  ): Promise<AdminImportRailStatementResponse> {
     return (
       await this.transport.request<AdminImportRailStatementResponse>({
         method: 'POST',
@@ -61,25 +88,61 @@ export class AdminRailStatementsResource {
     ).data;
   }
 
-  async listPage(rail: string, query: QueryOf<AdminListRailStatementsData> = {}, options?: RequestOptions): Promise<PageAnswer<RailStatement>> {
-    return (await this.transport.request<PageAnswer<RailStatement>>({ method: 'GET', path: `/v1/admin/rails/${segment(rail)}/statements`, query, options })).data;
+  async listPage(
+    rail: string,
+    query: QueryOf<AdminListRailStatementsData> = {},
+    options?: RequestOptions,
+  ): Promise<PageAnswer<RailStatement>> {
+    return (
+      await this.transport.request<PageAnswer<RailStatement>>({
+        method: 'GET',
+        path: `/v1/admin/rails/${segment(rail)}/statements`,
+        query,
+        options,
+      })
+    ).data;
   }
 
   /** A rail's statements, newest first, page after page. */
-  list(rail: string, query: FiltersOf<AdminListRailStatementsData> = {}, options?: RequestOptions): Paginated<RailStatement> {
+  list(
+    rail: string,
+    query: FiltersOf<AdminListRailStatementsData> = {},
+    options?: RequestOptions,
+  ): Paginated<RailStatement> {
     return new Paginated((cursor) => this.listPage(rail, { ...query, cursor }, options));
   }
 
   /** A statement with one page of its mismatches (`limit`, `cursor` page the mismatches). */
-  async get(rail: string, id: string, query: QueryOf<AdminGetRailStatementData> = {}, options?: RequestOptions): Promise<AdminGetRailStatementResponse> {
+  async get(
+    rail: string,
+    id: string,
+    query: QueryOf<AdminGetRailStatementData> = {},
+    options?: RequestOptions,
+  ): Promise<AdminGetRailStatementResponse> {
     return (
-      await this.transport.request<AdminGetRailStatementResponse>({ method: 'GET', path: `/v1/admin/rails/${segment(rail)}/statements/${segment(id)}`, query, options })
+      await this.transport.request<AdminGetRailStatementResponse>({
+        method: 'GET',
+        path: `/v1/admin/rails/${segment(rail)}/statements/${segment(id)}`,
+        query,
+        options,
+      })
     ).data;
   }
 
   /** Pulls a bank connector's statement of a day now and matches it, as the worker does each morning. */
-  async pull(rail: string, body: BodyOf<AdminPullRailStatementData>, options?: RequestOptions): Promise<AdminPullRailStatementResponse> {
-    return (await this.transport.request<AdminPullRailStatementResponse>({ method: 'POST', path: `/v1/admin/rails/${segment(rail)}/statement-pulls`, body, options })).data;
+  async pull(
+    rail: string,
+    body: BodyOf<AdminPullRailStatementData>,
+    options?: RequestOptions,
+  ): Promise<AdminPullRailStatementResponse> {
+    return (
+      await this.transport.request<AdminPullRailStatementResponse>({
+        method: 'POST',
+        path: `/v1/admin/rails/${segment(rail)}/statement-pulls`,
+        body,
+        options,
+      })
+    ).data;
   }
 }
 
@@ -94,11 +157,23 @@ export class AdminRailsResource {
 
   /** The rails with their settings, breaker, health and counts, and the routing rules. */
   async list(options?: RequestOptions): Promise<AdminListRailsResponse> {
-    return (await this.transport.request<AdminListRailsResponse>({ method: 'GET', path: '/v1/admin/rails', options })).data;
+    return (await this.transport.request<AdminListRailsResponse>({ method: 'GET', path: '/v1/admin/rails', options }))
+      .data;
   }
 
   /** Changes only the settings sent; every process routes by them within a few seconds. */
-  async update(name: string, body: BodyOf<AdminUpdateRailData>, options?: RequestOptions): Promise<AdminUpdateRailResponse> {
-    return (await this.transport.request<AdminUpdateRailResponse>({ method: 'PATCH', path: `/v1/admin/rails/${segment(name)}`, body, options })).data;
+  async update(
+    name: string,
+    body: BodyOf<AdminUpdateRailData>,
+    options?: RequestOptions,
+  ): Promise<AdminUpdateRailResponse> {
+    return (
+      await this.transport.request<AdminUpdateRailResponse>({
+        method: 'PATCH',
+        path: `/v1/admin/rails/${segment(name)}`,
+        body,
+        options,
+      })
+    ).data;
   }
 }

@@ -14,12 +14,32 @@ export class AdminReconciliationResource {
   constructor(private readonly transport: Transport) {}
 
   /** Queues runs: one tenant (one mode, or both) or, with no `tenantId`, every tenant and mode with books. */
-  async start(body: BodyOf<AdminStartReconciliationData> = {}, options?: RequestOptions): Promise<AdminStartReconciliationResponse> {
-    return (await this.transport.request<AdminStartReconciliationResponse>({ method: 'POST', path: '/v1/admin/reconciliation/runs', body, options })).data;
+  async start(
+    body: BodyOf<AdminStartReconciliationData> = {},
+    options?: RequestOptions,
+  ): Promise<AdminStartReconciliationResponse> {
+    return (
+      await this.transport.request<AdminStartReconciliationResponse>({
+        method: 'POST',
+        path: '/v1/admin/reconciliation/runs',
+        body,
+        options,
+      })
+    ).data;
   }
 
-  async listPage(query: QueryOf<AdminListReconciliationRunsData> = {}, options?: RequestOptions): Promise<PageAnswer<ReconciliationRun>> {
-    return (await this.transport.request<PageAnswer<ReconciliationRun>>({ method: 'GET', path: '/v1/admin/reconciliation/runs', query, options })).data;
+  async listPage(
+    query: QueryOf<AdminListReconciliationRunsData> = {},
+    options?: RequestOptions,
+  ): Promise<PageAnswer<ReconciliationRun>> {
+    return (
+      await this.transport.request<PageAnswer<ReconciliationRun>>({
+        method: 'GET',
+        path: '/v1/admin/reconciliation/runs',
+        query,
+        options,
+      })
+    ).data;
   }
 
   /** The runs, newest first, page after page. */
@@ -29,6 +49,12 @@ export class AdminReconciliationResource {
 
   /** A run with its discrepancies. */
   async get(id: string, options?: RequestOptions): Promise<AdminGetReconciliationRunResponse> {
-    return (await this.transport.request<AdminGetReconciliationRunResponse>({ method: 'GET', path: `/v1/admin/reconciliation/runs/${segment(id)}`, options })).data;
+    return (
+      await this.transport.request<AdminGetReconciliationRunResponse>({
+        method: 'GET',
+        path: `/v1/admin/reconciliation/runs/${segment(id)}`,
+        options,
+      })
+    ).data;
   }
 }

@@ -48,7 +48,15 @@ export class QuotesResource {
 
   /** Fixes the delivered amount (`deliver`) or what you spend in another asset (`spend`); good for 60 s, once. */
   async create(body: BodyOf<CreateQuoteData>, options?: RequestOptions): Promise<Quote> {
-    return (await this.transport.request<Quote>({ method: 'POST', path: '/v1/quotes', body: withApiAmounts(body), idempotent: true, options })).data;
+    return (
+      await this.transport.request<Quote>({
+        method: 'POST',
+        path: '/v1/quotes',
+        body: withApiAmounts(body),
+        idempotent: true,
+        options,
+      })
+    ).data;
   }
 
   async get(id: string, options?: RequestOptions): Promise<Quote> {
@@ -61,16 +69,36 @@ export class BeneficiariesResource {
 
   /** Registers a beneficiary, or returns the registered one with the same identity (`created: false`). */
   async create(body: BodyOf<RegisterBeneficiaryData>, options?: RequestOptions): Promise<RegisteredBeneficiary> {
-    return (await this.transport.request<RegisteredBeneficiary>({ method: 'POST', path: '/v1/beneficiaries', body, idempotent: true, options })).data;
+    return (
+      await this.transport.request<RegisteredBeneficiary>({
+        method: 'POST',
+        path: '/v1/beneficiaries',
+        body,
+        idempotent: true,
+        options,
+      })
+    ).data;
   }
 
   async get(id: string, options?: RequestOptions): Promise<Beneficiary> {
-    return (await this.transport.request<Beneficiary>({ method: 'GET', path: `/v1/beneficiaries/${segment(id)}`, options })).data;
+    return (
+      await this.transport.request<Beneficiary>({ method: 'GET', path: `/v1/beneficiaries/${segment(id)}`, options })
+    ).data;
   }
 
   /** One page (`limit`, `cursor`). */
-  async listPage(query: QueryOf<ListBeneficiariesData> = {}, options?: RequestOptions): Promise<PageAnswer<Beneficiary>> {
-    return (await this.transport.request<PageAnswer<Beneficiary>>({ method: 'GET', path: '/v1/beneficiaries', query, options })).data;
+  async listPage(
+    query: QueryOf<ListBeneficiariesData> = {},
+    options?: RequestOptions,
+  ): Promise<PageAnswer<Beneficiary>> {
+    return (
+      await this.transport.request<PageAnswer<Beneficiary>>({
+        method: 'GET',
+        path: '/v1/beneficiaries',
+        query,
+        options,
+      })
+    ).data;
   }
 
   /** Every beneficiary, page after page: `for await (const b of client.beneficiaries.list())`. */
@@ -87,7 +115,15 @@ export class PayoutsResource {
    * id, or one generated for this call): a retry returns the first answer, never a second payout.
    */
   async create(body: BodyOf<CreatePayoutData>, options?: RequestOptions): Promise<CreatePayoutResponse> {
-    return (await this.transport.request<CreatePayoutResponse>({ method: 'POST', path: '/v1/payouts', body, idempotent: true, options })).data;
+    return (
+      await this.transport.request<CreatePayoutResponse>({
+        method: 'POST',
+        path: '/v1/payouts',
+        body,
+        idempotent: true,
+        options,
+      })
+    ).data;
   }
 
   /** The banks that take this instrument. */
@@ -101,12 +137,20 @@ export class PaymentsResource {
 
   /** The payment with its status history (`events`): authoritative for its outcome. */
   async get(id: string, options?: RequestOptions): Promise<Payment> {
-    return (await this.transport.request<Payment>({ method: 'GET', path: `/v1/payments/${segment(id)}`, options })).data;
+    return (await this.transport.request<Payment>({ method: 'GET', path: `/v1/payments/${segment(id)}`, options }))
+      .data;
   }
 
   /** One page of the statement (filters, `limit`, `cursor`). */
   async listPage(query: QueryOf<ListPaymentsData> = {}, options?: RequestOptions): Promise<PageAnswer<StatementRow>> {
-    return (await this.transport.request<PageAnswer<StatementRow>>({ method: 'GET', path: '/v1/payments', query: query as Query, options })).data;
+    return (
+      await this.transport.request<PageAnswer<StatementRow>>({
+        method: 'GET',
+        path: '/v1/payments',
+        query: query as Query,
+        options,
+      })
+    ).data;
   }
 
   /** The statement, newest first, page after page (`metadata_key` + `metadata_value` find an order's payments). */
@@ -116,7 +160,15 @@ export class PaymentsResource {
 
   /** The statement with the same filters as CSV text (RFC 4180, CRLF, a header row). */
   async exportCsv(query: QueryOf<ExportPaymentsData> = {}, options?: RequestOptions): Promise<string> {
-    return (await this.transport.request<string>({ method: 'GET', path: '/v1/payments/export', query: query as Query, accept: 'text', options })).data;
+    return (
+      await this.transport.request<string>({
+        method: 'GET',
+        path: '/v1/payments/export',
+        query: query as Query,
+        accept: 'text',
+        options,
+      })
+    ).data;
   }
 }
 
@@ -125,7 +177,9 @@ export class TreasuryResource {
 
   /** Prefunding balance, revenue and credit of one asset (BS by default). */
   async position(query: QueryOf<GetTreasuryPositionData> = {}, options?: RequestOptions): Promise<TreasuryPosition> {
-    return (await this.transport.request<TreasuryPosition>({ method: 'GET', path: '/v1/treasury/position', query, options })).data;
+    return (
+      await this.transport.request<TreasuryPosition>({ method: 'GET', path: '/v1/treasury/position', query, options })
+    ).data;
   }
 }
 
@@ -142,7 +196,9 @@ export class EventsResource {
   constructor(private readonly transport: Transport) {}
 
   async listPage(query: QueryOf<ListEventsData> = {}, options?: RequestOptions): Promise<PageAnswer<EventRecord>> {
-    return (await this.transport.request<PageAnswer<EventRecord>>({ method: 'GET', path: '/v1/events', query, options })).data;
+    return (
+      await this.transport.request<PageAnswer<EventRecord>>({ method: 'GET', path: '/v1/events', query, options })
+    ).data;
   }
 
   /** The outbox events (what the webhooks deliver), newest first, page after page. */
@@ -152,17 +208,21 @@ export class EventsResource {
 
   /** One event with its delivery attempts. */
   async get(id: string, options?: RequestOptions): Promise<EventDetail> {
-    return (await this.transport.request<EventDetail>({ method: 'GET', path: `/v1/events/${segment(id)}`, options })).data;
+    return (await this.transport.request<EventDetail>({ method: 'GET', path: `/v1/events/${segment(id)}`, options }))
+      .data;
   }
 
   /** Sends the event again (back to `pending`, due now). */
   async retry(id: string, options?: RequestOptions): Promise<RetriedEvent> {
-    return (await this.transport.request<RetriedEvent>({ method: 'POST', path: `/v1/events/${segment(id)}/retry`, options })).data;
+    return (
+      await this.transport.request<RetriedEvent>({ method: 'POST', path: `/v1/events/${segment(id)}/retry`, options })
+    ).data;
   }
 
   /** Requeues every `dead` event (at most 100,000 per call: call again while `requeued` is 100000). */
   async retryDead(options?: RequestOptions): Promise<RetriedDeadEvents> {
-    return (await this.transport.request<RetriedDeadEvents>({ method: 'POST', path: '/v1/events/retry-dead', options })).data;
+    return (await this.transport.request<RetriedDeadEvents>({ method: 'POST', path: '/v1/events/retry-dead', options }))
+      .data;
   }
 }
 
@@ -170,16 +230,40 @@ export class SandboxResource {
   constructor(private readonly transport: Transport) {}
 
   /** Test mode: settles, fails or reverses a payment now. */
-  async simulate(paymentId: string, body: BodyOf<SimulatePaymentOutcomeData>, options?: RequestOptions): Promise<SimulatePaymentOutcomeResponse> {
-    return (await this.transport.request<SimulatePaymentOutcomeResponse>({ method: 'POST', path: `/v1/sandbox/payments/${segment(paymentId)}/simulate`, body, options })).data;
+  async simulate(
+    paymentId: string,
+    body: BodyOf<SimulatePaymentOutcomeData>,
+    options?: RequestOptions,
+  ): Promise<SimulatePaymentOutcomeResponse> {
+    return (
+      await this.transport.request<SimulatePaymentOutcomeResponse>({
+        method: 'POST',
+        path: `/v1/sandbox/payments/${segment(paymentId)}/simulate`,
+        body,
+        options,
+      })
+    ).data;
   }
 
-  async webhookDeliveriesPage(query: QueryOf<ListSandboxWebhookDeliveriesData> = {}, options?: RequestOptions): Promise<PageAnswer<SandboxWebhookDelivery>> {
-    return (await this.transport.request<PageAnswer<SandboxWebhookDelivery>>({ method: 'GET', path: '/v1/sandbox/webhooks', query, options })).data;
+  async webhookDeliveriesPage(
+    query: QueryOf<ListSandboxWebhookDeliveriesData> = {},
+    options?: RequestOptions,
+  ): Promise<PageAnswer<SandboxWebhookDelivery>> {
+    return (
+      await this.transport.request<PageAnswer<SandboxWebhookDelivery>>({
+        method: 'GET',
+        path: '/v1/sandbox/webhooks',
+        query,
+        options,
+      })
+    ).data;
   }
 
   /** What the sandbox sink received for this tenant (signature verified), newest first. */
-  webhookDeliveries(query: FiltersOf<ListSandboxWebhookDeliveriesData> = {}, options?: RequestOptions): Paginated<SandboxWebhookDelivery> {
+  webhookDeliveries(
+    query: FiltersOf<ListSandboxWebhookDeliveriesData> = {},
+    options?: RequestOptions,
+  ): Paginated<SandboxWebhookDelivery> {
     return new Paginated((cursor) => this.webhookDeliveriesPage({ ...query, cursor }, options));
   }
 }

@@ -2,7 +2,12 @@
 // a list longer than one batch may carry, sent as consecutive batches whose keys are derived from
 // one key of the caller's, and a bounded wait for the outcome.
 import { withApiAmounts } from '../amounts.js';
-import type { CreatePayoutBatchData, ListPayoutBatchesData, PayoutBatch, PayoutBatchSummary } from '../generated/index.js';
+import type {
+  CreatePayoutBatchData,
+  ListPayoutBatchesData,
+  PayoutBatch,
+  PayoutBatchSummary,
+} from '../generated/index.js';
 import { Paginated, type PageAnswer } from '../pagination.js';
 import { sleep, type RequestOptions, type Transport } from '../transport.js';
 import { segment, type BodyOf, type FiltersOf, type QueryOf } from './types.js';
@@ -32,7 +37,10 @@ export class PayoutBatchesIncompleteError extends Error {
   readonly batchCount: number;
 
   constructor(answered: PayoutBatch[], batchIndex: number, batchCount: number, cause: unknown) {
-    super(`payout batch ${batchIndex + 1} of ${batchCount} failed after ${answered.length} answered: ${(cause as Error)?.message ?? cause}`, { cause });
+    super(
+      `payout batch ${batchIndex + 1} of ${batchCount} failed after ${answered.length} answered: ${(cause as Error)?.message ?? cause}`,
+      { cause },
+    );
     this.answered = answered;
     this.batchIndex = batchIndex;
     this.batchCount = batchCount;
@@ -53,7 +61,9 @@ export class PayoutBatchWaitTimeoutError extends Error {
 function requireKey(options: PayoutBatchOptions | undefined, call: string): string {
   const key = options?.idempotencyKey;
   if (typeof key !== 'string' || key.length === 0) {
-    throw new TypeError(`${call} needs { idempotencyKey }: your own id for this run (a payroll id), so that a retry answers the same batch and never pays twice`);
+    throw new TypeError(
+      `${call} needs { idempotencyKey }: your own id for this run (a payroll id), so that a retry answers the same batch and never pays twice`,
+    );
   }
   return key;
 }
@@ -75,7 +85,15 @@ export class PayoutBatchesResource {
    */
   async create(items: PayoutBatchItem[], options: PayoutBatchOptions): Promise<PayoutBatch> {
     requireKey(options, 'payoutBatches.create');
-    return (await this.transport.request<PayoutBatch>({ method: 'POST', path: '/v1/payout-batches', body: withApiAmounts({ items }), idempotent: true, options })).data;
+    return (
+      await this.transport.request<PayoutBatch>({
+        method: 'POST',
+        path: '/v1/payout-batches',
+        body: withApiAmounts({ items }),
+        idempotent: true,
+        options,
+      })
+    ).data;
   }
 
   /**
@@ -90,13 +108,19 @@ export class PayoutBatchesResource {
    * payments, because each `reference` pays once. An error mid-way throws
    * `PayoutBatchesIncompleteError` with the batches already answered; run it again to resume.
    */
-  async createAll(items: PayoutBatchItem[], options: PayoutBatchOptions & { maxItems?: number }): Promise<PayoutBatch[]> {
+  async createAll(
+    items: PayoutBatchItem[],
+    options: PayoutBatchOptions & { maxItems?: number },
+  ): Promise<PayoutBatch[]> {
     const key = requireKey(options, 'payoutBatches.createAll');
     const maxItems = options.maxItems ?? DEFAULT_BATCH_MAX_ITEMS;
-    if (!Number.isInteger(maxItems) || maxItems < 1) throw new RangeError(`maxItems must be an integer >= 1 (got ${maxItems})`);
+    if (!Number.isInteger(maxItems) || maxItems < 1)
+      throw new RangeError(`maxItems must be an integer >= 1 (got ${maxItems})`);
     const chunks = chunksOf(items, maxItems);
     if (`${key}:${chunks.length - 1}`.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
-      throw new RangeError(`idempotencyKey is too long: with ":${chunks.length - 1}" it passes the ${IDEMPOTENCY_KEY_MAX_LENGTH} characters an Idempotency-Key may have`);
+      throw new RangeError(
+        `idempotencyKey is too long: with ":${chunks.length - 1}" it passes the ${IDEMPOTENCY_KEY_MAX_LENGTH} characters an Idempotency-Key may have`,
+      );
     }
     const answered: PayoutBatch[] = [];
     for (const [index, chunk] of chunks.entries()) {
@@ -111,12 +135,24 @@ export class PayoutBatchesResource {
 
   /** The batch as it stands: counts, totals, each item's payment status now, `completedAt`. */
   async get(id: string, options?: RequestOptions): Promise<PayoutBatch> {
-    return (await this.transport.request<PayoutBatch>({ method: 'GET', path: `/v1/payout-batches/${segment(id)}`, options })).data;
+    return (
+      await this.transport.request<PayoutBatch>({ method: 'GET', path: `/v1/payout-batches/${segment(id)}`, options })
+    ).data;
   }
 
   /** One page of batches, newest first, without their items (`limit`, `cursor`). */
-  async listPage(query: QueryOf<ListPayoutBatchesData> = {}, options?: RequestOptions): Promise<PageAnswer<PayoutBatchSummary>> {
-    return (await this.transport.request<PageAnswer<PayoutBatchSummary>>({ method: 'GET', path: '/v1/payout-batches', query, options })).data;
+  async listPage(
+    query: QueryOf<ListPayoutBatchesData> = {},
+    options?: RequestOptions,
+  ): Promise<PageAnswer<PayoutBatchSummary>> {
+    return (
+      await this.transport.request<PageAnswer<PayoutBatchSummary>>({
+        method: 'GET',
+        path: '/v1/payout-batches',
+        query,
+        options,
+      })
+    ).data;
   }
 
   /** Every batch, newest first, page after page: `for await (const b of client.payoutBatches.list())`. */
@@ -129,7 +165,10 @@ export class PayoutBatchesResource {
    * refused) and answers it; past `timeoutMs` (default 60000) throws `PayoutBatchWaitTimeoutError`
    * with the last state read. The webhooks tell the same per payment, without polling.
    */
-  async waitUntilCompleted(id: string, options: RequestOptions & { timeoutMs?: number; intervalMs?: number } = {}): Promise<PayoutBatch> {
+  async waitUntilCompleted(
+    id: string,
+    options: RequestOptions & { timeoutMs?: number; intervalMs?: number } = {},
+  ): Promise<PayoutBatch> {
     const timeoutMs = options.timeoutMs ?? 60_000;
     const intervalMs = options.intervalMs ?? 1_000;
     const deadline = Date.now() + timeoutMs;

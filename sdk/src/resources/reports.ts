@@ -15,6 +15,7 @@ export class ReportsResource {
    * and mode; the platform key names the `mode`, and a `tenantId` or none (every tenant summed).
    */
   async payouts(query: PayoutReportQuery, options?: RequestOptions): Promise<PayoutReport> {
-    return (await this.transport.request<PayoutReport>({ method: 'GET', path: '/v1/reports/payouts', query, options })).data;
+    return (await this.transport.request<PayoutReport>({ method: 'GET', path: '/v1/reports/payouts', query, options }))
+      .data;
   }
 }

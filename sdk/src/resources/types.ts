@@ -12,6 +12,7 @@ export type FiltersOf<D> = Omit<QueryOf<D>, 'cursor'>;
 
 /** `id` and other path parameters are strings the API validates (UUIDs, asset codes). */
 export function segment(value: string): string {
-  if (typeof value !== 'string' || value.length === 0) throw new TypeError('a path parameter must be a non-empty string');
+  if (typeof value !== 'string' || value.length === 0)
+    throw new TypeError('a path parameter must be a non-empty string');
   return encodeURIComponent(value);
 }

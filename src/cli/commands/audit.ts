@@ -12,7 +12,11 @@ What a key did: --actor-key with its id (keys list shows it); what was done to a
     flags: {
       'actor-key': { type: 'string', value: 'ID', description: 'only what this API key did' },
       tenant: { type: 'string', value: 'ID', description: "only actions on this tenant's objects" },
-      'target-type': { type: 'string', value: 'TYPE', description: 'only actions on this kind of target (tenant, api_key, funding, payment…)' },
+      'target-type': {
+        type: 'string',
+        value: 'TYPE',
+        description: 'only actions on this kind of target (tenant, api_key, funding, payment…)',
+      },
       'target-id': { type: 'string', value: 'ID', description: 'only actions on this target' },
       action: { type: 'string', value: 'ACTION', description: 'only this action (tenant.update, api_key.revoke…)' },
       from: { type: 'string', value: 'TIME', description: 'only actions at or after this ISO-8601 instant' },

@@ -14,12 +14,25 @@ export const FUNDING_COMMANDS: Command[] = [
     flags: {
       tenant: TENANT,
       mode: MODE,
-      amount: { type: 'string', value: 'MINOR', required: true, description: 'integer minor units (5000000 = 50,000.00 Bs)' },
+      amount: {
+        type: 'string',
+        value: 'MINOR',
+        required: true,
+        description: 'integer minor units (5000000 = 50,000.00 Bs)',
+      },
       asset: { type: 'string', value: 'ASSET', description: 'BS (default), USD, USDC or VESC' },
-      'idempotency-key': { type: 'string', value: 'KEY', description: 'the Idempotency-Key to send (default: a new one per run)' },
+      'idempotency-key': {
+        type: 'string',
+        value: 'KEY',
+        description: 'the Idempotency-Key to send (default: a new one per run)',
+      },
     },
     run: (v) => {
-      const body: Parameters<Admin['tenants']['fund']>[1] = { mode: given(v.mode), asset: text(v.asset) ?? 'BS', amount: minor(v.amount, 'amount')! };
+      const body: Parameters<Admin['tenants']['fund']>[1] = {
+        mode: given(v.mode),
+        asset: text(v.asset) ?? 'BS',
+        amount: minor(v.amount, 'amount')!,
+      };
       const idempotencyKey = (v['idempotency-key'] as string | undefined) ?? `cli-${randomUUID()}`;
       return ask((admin) => admin.tenants.fund(given(v.tenant), body, { idempotencyKey }));
     },

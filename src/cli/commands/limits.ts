@@ -8,12 +8,27 @@ import { ask, type Admin } from '../service.ts';
 export const LIMITS_ADD: Command = {
   name: 'limits add',
   summary: 'Create a limit rule (POST /v1/admin/limit-rules)',
-  details: 'A rule for the same scope, tenant, subject and method replaces the previous one. Amounts are delivered BS, minor units.',
+  details:
+    'A rule for the same scope, tenant, subject and method replaces the previous one. Amounts are delivered BS, minor units.',
   flags: {
-    scope: { type: 'string', value: 'platform|tenant|customer|beneficiary', required: true, description: 'whom the rule applies to' },
+    scope: {
+      type: 'string',
+      value: 'platform|tenant|customer|beneficiary',
+      required: true,
+      description: 'whom the rule applies to',
+    },
     tenant: { type: 'string', value: 'ID', description: 'the tenant id (every scope but platform)' },
-    subject: { type: 'string', value: 'ID', description: 'the customerId or beneficiary id (customer and beneficiary scopes)' },
-    method: { type: 'string', value: "pago_movil|transferencia|'*'", required: true, description: 'the instrument, or * for any' },
+    subject: {
+      type: 'string',
+      value: 'ID',
+      description: 'the customerId or beneficiary id (customer and beneficiary scopes)',
+    },
+    method: {
+      type: 'string',
+      value: "pago_movil|transferencia|'*'",
+      required: true,
+      description: 'the instrument, or * for any',
+    },
     'per-tx': { type: 'string', value: 'MINOR', required: true, description: 'largest single payout' },
     daily: { type: 'string', value: 'MINOR', required: true, description: 'delivered per Caracas day' },
     monthly: { type: 'string', value: 'MINOR', description: 'delivered per Caracas month (none when omitted)' },
@@ -37,7 +52,13 @@ export const LIMITS_ADD: Command = {
 export const LIMITS_LIST: Command = {
   name: 'limits list',
   summary: 'List the live limit rules, oldest first (GET /v1/admin/limit-rules)',
-  flags: { tenant: { type: 'string', value: 'ID', description: "only the rules that can apply to this tenant (its own and the platform's)" } },
+  flags: {
+    tenant: {
+      type: 'string',
+      value: 'ID',
+      description: "only the rules that can apply to this tenant (its own and the platform's)",
+    },
+  },
   run: (v) => ask((admin) => admin.limitRules.list(v.tenant ? { tenantId: given(v.tenant) } : {})),
 };
 

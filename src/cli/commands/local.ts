@@ -22,6 +22,7 @@ export const LOCAL_COMMANDS: Command[] = [
     name: 'config',
     summary: 'List the environment variables the service reads, with their defaults; needs no running service',
     flags: {},
-    run: async () => Object.fromEntries(CONFIG_DOC.map(([name, fallback, meaning]) => [name, `${meaning} (default ${fallback})`])),
+    run: async () =>
+      Object.fromEntries(CONFIG_DOC.map(([name, fallback, meaning]) => [name, `${meaning} (default ${fallback})`])),
   },
 ];

@@ -34,9 +34,18 @@ export const RAIL_STATEMENT_COMMANDS: Command[] = [
       'A malformed file is refused with its line (400 statement_malformed) and nothing is stored.',
     flags: {
       rail: RAIL,
-      day: { type: 'string', value: 'YYYY-MM-DD', required: true, description: "the statement's value date (America/Caracas)" },
+      day: {
+        type: 'string',
+        value: 'YYYY-MM-DD',
+        required: true,
+        description: "the statement's value date (America/Caracas)",
+      },
       file: { type: 'string', value: 'PATH', required: true, description: 'the statement, CSV' },
-      columns: { type: 'string', value: 'MAP', description: 'header names of a bank that names columns otherwise, e.g. reference:Referencia,amount:Monto' },
+      columns: {
+        type: 'string',
+        value: 'MAP',
+        description: 'header names of a bank that names columns otherwise, e.g. reference:Referencia,amount:Monto',
+      },
     },
     run: (v) => {
       const query = { day: given(v.day), columns: text(v.columns) };
@@ -57,7 +66,12 @@ export const RAIL_STATEMENT_COMMANDS: Command[] = [
     details: 'Pass mismatches.next_cursor as --cursor for the next page of mismatches.',
     flags: {
       rail: RAIL,
-      statement: { type: 'string', value: 'ID', required: true, description: 'the statement id (import and list print it)' },
+      statement: {
+        type: 'string',
+        value: 'ID',
+        required: true,
+        description: 'the statement id (import and list print it)',
+      },
       limit: { type: 'string', value: 'N', description: 'mismatches per page, 1 to 100 (default 25)' },
       cursor: { type: 'string', value: 'CURSOR', description: 'the mismatches.next_cursor of the previous page' },
     },
@@ -68,7 +82,8 @@ export const RAIL_STATEMENT_COMMANDS: Command[] = [
   },
   {
     name: 'rails statement pull',
-    summary: "Pull a bank connector's statement of a day now and match it (POST /v1/admin/rails/{rail}/statement-pulls)",
+    summary:
+      "Pull a bank connector's statement of a day now and match it (POST /v1/admin/rails/{rail}/statement-pulls)",
     details:
       'What the worker does each morning for the day before (RAIL_STATEMENT_PULL_AT), now, for any day up to today.\n' +
       'Prints the pull: done with its statementId, retrying with lastError and nextAttemptAt, or gave_up (docs/rails.md).',
@@ -76,6 +91,7 @@ export const RAIL_STATEMENT_COMMANDS: Command[] = [
       rail: RAIL,
       day: { type: 'string', value: 'YYYY-MM-DD', required: true, description: 'the statement day (America/Caracas)' },
     },
-    run: (v) => ask((admin) => admin.rails.statements.pull(given(v.rail), { day: given(v.day) }), STATEMENT_CALL_TIMEOUT_MS),
+    run: (v) =>
+      ask((admin) => admin.rails.statements.pull(given(v.rail), { day: given(v.day) }), STATEMENT_CALL_TIMEOUT_MS),
   },
 ];

@@ -9,7 +9,12 @@ export const RATE_COMMANDS: Command[] = [
     summary: 'Set the market rate of an asset, in BS per unit (PUT /v1/admin/rates/{asset})',
     flags: {
       asset: { type: 'string', value: 'USD|USDC|VESC', required: true, description: 'the asset priced in BS' },
-      market: { type: 'string', value: 'DECIMAL', required: true, description: 'BS per 1 unit, e.g. 930.50 (at most 8 decimals)' },
+      market: {
+        type: 'string',
+        value: 'DECIMAL',
+        required: true,
+        description: 'BS per 1 unit, e.g. 930.50 (at most 8 decimals)',
+      },
     },
     run: (v) => ask((admin) => admin.rates.set(given(v.asset), { market: given(v.market) })),
   },

@@ -15,7 +15,9 @@ async function runWhenEnded(id: string, deadline: number, timeoutS: number): Pro
     const run = await ask((admin) => admin.reconciliation.get(id));
     if (run.status !== 'queued' && run.status !== 'running') return run;
     if (Date.now() + RECONCILE_POLL_MS > deadline) {
-      throw new CliError(`run ${id} is still ${run.status} after ${timeoutS} s; see it later with: bolivar reconciliation show --run ${id}`);
+      throw new CliError(
+        `run ${id} is still ${run.status} after ${timeoutS} s; see it later with: bolivar reconciliation show --run ${id}`,
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, RECONCILE_POLL_MS));
   }
@@ -30,15 +32,32 @@ const RECONCILE: Command = {
     'the schedule does. With --wait it follows each run until it ends and prints each with its discrepancies; it then exits 0 when\n' +
     `every run completed clean, ${EXIT_NOT_CLEAN} when one found discrepancies, failed or was abandoned.`,
   flags: {
-    tenant: { type: 'string', value: 'ID', description: 'only this tenant (default: every tenant and mode with books)' },
+    tenant: {
+      type: 'string',
+      value: 'ID',
+      description: 'only this tenant (default: every tenant and mode with books)',
+    },
     mode: { type: 'string', value: 'test|live', description: 'only this mode (default: both)' },
-    incremental: { type: 'boolean', description: 'prove only what was written since the last completed run (default: the whole history)' },
+    incremental: {
+      type: 'boolean',
+      description: 'prove only what was written since the last completed run (default: the whole history)',
+    },
     wait: { type: 'boolean', description: 'follow the runs until they end' },
-    'timeout-s': { type: 'string', value: 'N', description: `with --wait, give up after N seconds (default ${RECONCILE_WAIT_DEFAULT_S})` },
+    'timeout-s': {
+      type: 'string',
+      value: 'N',
+      description: `with --wait, give up after N seconds (default ${RECONCILE_WAIT_DEFAULT_S})`,
+    },
   },
   run: async (v) => {
     const timeoutS = int(v['timeout-s'], 'timeout-s') ?? RECONCILE_WAIT_DEFAULT_S;
-    const started = await ask((admin) => admin.reconciliation.start({ tenantId: text(v.tenant), mode: text(v.mode), scope: v.incremental ? 'incremental' : undefined }));
+    const started = await ask((admin) =>
+      admin.reconciliation.start({
+        tenantId: text(v.tenant),
+        mode: text(v.mode),
+        scope: v.incremental ? 'incremental' : undefined,
+      }),
+    );
     if (!v.wait) return started;
     const deadline = Date.now() + timeoutS * 1000;
     const data: unknown[] = [];
@@ -60,19 +79,36 @@ export const RECONCILIATION_COMMANDS: Command[] = [
     flags: {
       tenant: { type: 'string', value: 'ID', description: "only this tenant's runs" },
       mode: { type: 'string', value: 'test|live', description: 'only runs of this mode' },
-      status: { type: 'string', value: 'STATUS', description: 'only runs in this status: queued, running, completed, failed or abandoned' },
+      status: {
+        type: 'string',
+        value: 'STATUS',
+        description: 'only runs in this status: queued, running, completed, failed or abandoned',
+      },
       limit: { type: 'string', value: 'N', description: 'page size, 1 to 100 (default 25)' },
       cursor: { type: 'string', value: 'CURSOR', description: 'the next_cursor of the previous page' },
     },
     run: (v) => {
-      const query: Parameters<Admin['reconciliation']['listPage']>[0] = { tenantId: text(v.tenant), mode: text(v.mode), status: text(v.status), cursor: text(v.cursor), limit: int(v.limit, 'limit') };
+      const query: Parameters<Admin['reconciliation']['listPage']>[0] = {
+        tenantId: text(v.tenant),
+        mode: text(v.mode),
+        status: text(v.status),
+        cursor: text(v.cursor),
+        limit: int(v.limit, 'limit'),
+      };
       return ask((admin) => admin.reconciliation.listPage(query));
     },
   },
   {
     name: 'reconciliation show',
     summary: 'Show a reconciliation run with its discrepancies (GET /v1/admin/reconciliation/runs/{id})',
-    flags: { run: { type: 'string', value: 'ID', required: true, description: 'the run id (reconcile and reconciliation list print it)' } },
+    flags: {
+      run: {
+        type: 'string',
+        value: 'ID',
+        required: true,
+        description: 'the run id (reconcile and reconciliation list print it)',
+      },
+    },
     run: (v) => ask((admin) => admin.reconciliation.get(given(v.run))),
   },
 ];

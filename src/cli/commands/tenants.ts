@@ -12,11 +12,22 @@ export const TENANT_COMMANDS: Command[] = [
     flags: {
       name: { type: 'string', value: 'NAME', required: true, description: 'display name, 1 to 200 characters' },
       credit: { type: 'boolean', description: 'a credit tenant (daily close) instead of a prefunded one' },
-      'credit-limit': { type: 'string', value: 'MINOR', description: 'BS credit ceiling in minor units (none when omitted)' },
-      'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000 (default 100)' },
+      'credit-limit': {
+        type: 'string',
+        value: 'MINOR',
+        description: 'BS credit ceiling in minor units (none when omitted)',
+      },
+      'fee-bps': {
+        type: 'string',
+        value: 'N',
+        description: 'fee in basis points of the delivered amount, 0 to 10000 (default 100)',
+      },
       'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units (default 0)' },
       'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999 (default 50)' },
-      'reject-invalid-accounts': { type: 'boolean', description: 'fail transferencia payouts to account numbers with wrong check digits before the rail' },
+      'reject-invalid-accounts': {
+        type: 'boolean',
+        description: 'fail transferencia payouts to account numbers with wrong check digits before the rail',
+      },
     },
     run: (v) => {
       const body = {
@@ -34,7 +45,8 @@ export const TENANT_COMMANDS: Command[] = [
   {
     name: 'tenants list',
     summary: 'List customer tenants, newest first (GET /v1/admin/tenants)',
-    details: 'Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one, or use --all.',
+    details:
+      'Prints one page with has_more and next_cursor; pass next_cursor as --cursor for the next one, or use --all.',
     flags: pageFlags('tenants'),
     run: (v) => listPages((page) => ask((admin) => admin.tenants.listPage(page)), v),
   },
@@ -47,7 +59,8 @@ export const TENANT_COMMANDS: Command[] = [
   {
     name: 'tenants update',
     summary: "Change a tenant's settings (PATCH /v1/admin/tenants/{id})",
-    details: 'Only the flags given change (at least one). New quotes use a new fee schedule and spread; quotes already given keep theirs.',
+    details:
+      'Only the flags given change (at least one). New quotes use a new fee schedule and spread; quotes already given keep theirs.',
     flags: {
       tenant: TENANT,
       name: { type: 'string', value: 'NAME', description: 'display name, 1 to 200 characters' },
@@ -56,7 +69,11 @@ export const TENANT_COMMANDS: Command[] = [
       'fee-bps': { type: 'string', value: 'N', description: 'fee in basis points of the delivered amount, 0 to 10000' },
       'fee-fixed': { type: 'string', value: 'MINOR', description: 'fixed fee in BS minor units' },
       'spread-bps': { type: 'string', value: 'N', description: 'FX margin in basis points, 0 to 9999' },
-      'reject-invalid-accounts': { type: 'string', value: 'on|off', description: 'on: fail transferencia payouts to account numbers with wrong check digits before the rail' },
+      'reject-invalid-accounts': {
+        type: 'string',
+        value: 'on|off',
+        description: 'on: fail transferencia payouts to account numbers with wrong check digits before the rail',
+      },
     },
     run: (v) => {
       const body = {
@@ -68,7 +85,10 @@ export const TENANT_COMMANDS: Command[] = [
         spreadBps: int(v['spread-bps'], 'spread-bps'),
         rejectInvalidAccounts: onOff(v['reject-invalid-accounts'], 'reject-invalid-accounts'),
       };
-      if (Object.values(body).every((value) => value === undefined)) throw new UsageError('tenants update: give at least one setting to change; see "bolivar tenants update --help"');
+      if (Object.values(body).every((value) => value === undefined))
+        throw new UsageError(
+          'tenants update: give at least one setting to change; see "bolivar tenants update --help"',
+        );
       return ask((admin) => admin.tenants.update(given(v.tenant), body));
     },
   },

@@ -12,7 +12,11 @@ import { lockAccounts } from './single-locks.ts';
 import { ledgerEntriesSql, type WriteScope } from './ledger-sql.ts';
 import { assert, InvariantError } from '../../domain/assert.ts';
 
-function entrySql(p: Params, partition: Partition, entry: { id: string; kind: string; at: Date | null; postings: readonly Posting[] }): string {
+function entrySql(
+  p: Params,
+  partition: Partition,
+  entry: { id: string; kind: string; at: Date | null; postings: readonly Posting[] },
+): string {
   const tenant = p.add(partition.tenantId);
   const mode = p.add(partition.mode);
   const at = `coalesce(${p.add(entry.at)}::timestamptz, now())`;
@@ -48,8 +52,14 @@ export async function lockAndPostEntry(
   options: { at?: Date; check?: (balances: ReadonlyMap<string, bigint>) => void } = {},
 ): Promise<{ id: string; before: ReadonlyMap<string, bigint> }> {
   assertBalanced(entry);
-  const postings = sortedValues(new Map(entry.postings.map((p) => [accountKeyOf({ asset: p.asset, kind: p.account }), p])));
-  const balances = await lockAccounts(tx, partition, postings.map((p) => ({ asset: p.asset, kind: p.account })));
+  const postings = sortedValues(
+    new Map(entry.postings.map((p) => [accountKeyOf({ asset: p.asset, kind: p.account }), p])),
+  );
+  const balances = await lockAccounts(
+    tx,
+    partition,
+    postings.map((p) => ({ asset: p.asset, kind: p.account })),
+  );
   options.check?.(balances);
   for (const p of postings) {
     const after = balances.get(accountKeyOf({ asset: p.asset, kind: p.account }))! + p.amount;
@@ -62,6 +72,9 @@ export async function lockAndPostEntry(
   const params = new Params();
   const sql = entrySql(params, partition, { id, kind: entry.kind, at: options.at ?? null, postings });
   const { rows } = await tx.query<{ accounts: number }>(sql, params.values);
-  assert(rows[0]?.accounts === postings.length, `a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`);
+  assert(
+    rows[0]?.accounts === postings.length,
+    `a ${entry.kind} entry changed ${rows[0]?.accounts} of its ${postings.length} account balances`,
+  );
   return { id, before: balances };
 }

@@ -2,7 +2,13 @@
 // statement's UNION ALL, the steps shared by several writers (keys, counters, accounts), and reading
 // what they locked. The order they are taken in is the lock order (README.md in this folder).
 import type { AccountKind } from '../../domain/ledger.ts';
-import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../../domain/commit/keys.ts';
+import {
+  accountKeyOf,
+  counterKeyOf,
+  type AccountRef,
+  type CounterKey,
+  type CounterKind,
+} from '../../domain/commit/keys.ts';
 import { StaleCommitRead } from './transaction.ts';
 import { assert } from '../../domain/assert.ts';
 
@@ -55,14 +61,24 @@ const LOCK_COLUMNS = {
 } as const;
 
 type LockColumn = keyof typeof LOCK_COLUMNS;
-type SqlValue<T extends string> = T extends 'text' ? string : T extends 'integer' ? number : T extends 'bigint' ? bigint : T extends 'boolean' ? boolean : Date;
+type SqlValue<T extends string> = T extends 'text'
+  ? string
+  : T extends 'integer'
+    ? number
+    : T extends 'bigint'
+      ? bigint
+      : T extends 'boolean'
+        ? boolean
+        : Date;
 
 /** One row of a lock statement: which part it comes from, and that part's columns (every other one NULL). */
 export type LockRow = { part: string } & { [C in LockColumn]: SqlValue<(typeof LOCK_COLUMNS)[C]> | null };
 
 /** `SELECT '<part>' AS part, <columns>`: each column given as an expression, every other one a typed NULL. */
 export function part(name: string, columns: Partial<Record<LockColumn, string>>, from: string): string {
-  const list = (Object.keys(LOCK_COLUMNS) as LockColumn[]).map((c) => `${columns[c] ?? `NULL::${LOCK_COLUMNS[c]}`} AS ${c}`).join(', ');
+  const list = (Object.keys(LOCK_COLUMNS) as LockColumn[])
+    .map((c) => `${columns[c] ?? `NULL::${LOCK_COLUMNS[c]}`} AS ${c}`)
+    .join(', ');
   return `SELECT '${name}'::text AS part, ${list} FROM ${from}`;
 }
 
@@ -90,9 +106,19 @@ export function slotOf(kind: string, inFlightSlot: InFlightSlot): string {
  */
 export const IN_COMMIT_TRANSACTION = "current_setting('bolivar.in_commit', true) = 'on'";
 
-
 /** Step 1: claim or lock each key (sorted); a key past its TTL is taken over. Keys must be distinct. */
-export const IDEMPOTENCY_CTE = (p: { tenant: string; mode: string; now: string; expires: string; keys: string; fingerprints: string; owners: string; paymentIds: string; leases: string; guard?: string }) => `
+export const IDEMPOTENCY_CTE = (p: {
+  tenant: string;
+  mode: string;
+  now: string;
+  expires: string;
+  keys: string;
+  fingerprints: string;
+  owners: string;
+  paymentIds: string;
+  leases: string;
+  guard?: string;
+}) => `
   INSERT INTO idempotency_keys AS k (tenant_id, mode, key, fingerprint, status, owner, payment_id, locked_until, created_at, expires_at)
   SELECT ${p.tenant}, ${p.mode}, v.key, v.fingerprint, 'in_progress', v.owner, v.payment_id, v.locked_until, ${p.now}, ${p.expires}
     FROM unnest(${p.keys}::text[], ${p.fingerprints}::text[], ${p.owners}::uuid[], ${p.paymentIds}::uuid[], ${p.leases}::timestamptz[])
@@ -128,7 +154,15 @@ export const IDEMPOTENCY_PART = part(
 );
 
 /** Step 4: the day's counters, created at zero when missing, locked in the order given. */
-export const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds: string; subjects: string; methods: string; guard: string }) => `
+export const USAGE_CTE = (p: {
+  tenant: string;
+  mode: string;
+  days: string;
+  kinds: string;
+  subjects: string;
+  methods: string;
+  guard: string;
+}) => `
   INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)
   SELECT ${p.tenant}, ${p.mode}, v.kind, v.subject_id, v.method, v.day, 0, 0
     FROM unnest(${p.days}::date[], ${p.kinds}::text[], ${p.subjects}::uuid[], ${p.methods}::text[]) WITH ORDINALITY AS v(day, kind, subject_id, method, n)
@@ -139,7 +173,14 @@ export const USAGE_CTE = (p: { tenant: string; mode: string; days: string; kinds
 
 export const USAGE_PART = part(
   'usage',
-  { business_date: 'business_date::text', subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount', count: 'count' },
+  {
+    business_date: 'business_date::text',
+    subject_kind: 'subject_kind',
+    subject_id: 'subject_id::text',
+    method: 'method',
+    amount: 'amount',
+    count: 'count',
+  },
   'usage',
 );
 
@@ -152,7 +193,14 @@ export const USAGE_PART = part(
  * `inFlightSlot` is the row of the in-flight account this writer keeps (IN_FLIGHT_SLOT); every other
  * account has one row, slot 0.
  */
-export const ACCOUNT_CTE = (p: { tenant: string; mode: string; assets: string; kinds: string; inFlightSlot: InFlightSlot; guard?: string }) => `
+export const ACCOUNT_CTE = (p: {
+  tenant: string;
+  mode: string;
+  assets: string;
+  kinds: string;
+  inFlightSlot: InFlightSlot;
+  guard?: string;
+}) => `
   SELECT a.asset, a.kind, a.balance FROM ledger_accounts a
     JOIN unnest(${p.assets}::text[], ${p.kinds}::text[]) AS v(asset, kind) ON a.asset = v.asset AND a.kind = v.kind
    WHERE a.tenant_id = ${p.tenant} AND a.mode = ${p.mode} AND a.slot = ${slotOf('v.kind', p.inFlightSlot)}
@@ -174,7 +222,11 @@ export function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigin
   const usage = new Map<string, { amount: bigint; count: bigint }>();
   for (const r of rows) {
     if (r.part !== 'usage') continue;
-    const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
+    const key: CounterKey = {
+      kind: r.subject_kind as CounterKind,
+      subjectId: r.subject_id!,
+      method: r.method as CounterKey['method'],
+    };
     usage.set(`${r.business_date}|${counterKeyOf(key)}`, { amount: r.amount!, count: r.count! });
   }
   return usage;
@@ -183,8 +235,10 @@ export function readUsage(rows: readonly LockRow[]): Map<string, { amount: bigin
 /** Balances of the accounts locked or created; every requested account must be one or the other. */
 export function readAccounts(rows: readonly LockRow[], requested: readonly AccountRef[]): Map<string, bigint> {
   const balances = new Map<string, bigint>();
-  for (const r of rows) if (r.part === 'account') balances.set(accountKeyOf({ asset: r.asset!, kind: r.kind as AccountKind }), r.balance!);
-  for (const a of requested) if (!balances.has(accountKeyOf(a))) throw new StaleCommitRead(`account ${accountKeyOf(a)} created meanwhile`);
+  for (const r of rows)
+    if (r.part === 'account') balances.set(accountKeyOf({ asset: r.asset!, kind: r.kind as AccountKind }), r.balance!);
+  for (const a of requested)
+    if (!balances.has(accountKeyOf(a))) throw new StaleCommitRead(`account ${accountKeyOf(a)} created meanwhile`);
   return balances;
 }
 
@@ -195,7 +249,6 @@ export function assertSorted<T>(items: readonly T[], keyOf: (item: T) => string,
 }
 
 export const counterLockKey = (c: { day: string; counter: CounterKey }) => `${c.day}|${counterKeyOf(c.counter)}`;
-
 
 export function storedKeyOf(r: LockRow) {
   return {
@@ -209,9 +262,7 @@ export function storedKeyOf(r: LockRow) {
   };
 }
 
-
 /** Sorts and de-duplicates ids, as every lock of this module needs them. */
 export function sortedIds(ids: Iterable<string>): string[] {
   return [...new Set(ids)].sort();
 }
-

@@ -12,13 +12,19 @@ import { ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql
 import { Params } from '../repositories/sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
-
 export interface OutcomeCommitWrite {
   now: Date;
   /** The row of each payment as the commit leaves it; `touched` when its state changed (not only its next check). */
   payments: Array<{ id: string; after: PaymentAfter; touched: boolean }>;
   /** In the order they happened (a settlement before the reversal of the same payment). */
-  transitions: Array<{ paymentId: string; from: PaymentStatus; to: PaymentStatus; reason: string | null; actor: TransitionActor; metadata: Record<string, unknown> }>;
+  transitions: Array<{
+    paymentId: string;
+    from: PaymentStatus;
+    to: PaymentStatus;
+    reason: string | null;
+    actor: TransitionActor;
+    metadata: Record<string, unknown>;
+  }>;
   entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
   accountDeltas: Array<{ account: AccountRef; delta: bigint }>;
   giveBacks: Array<{ day: string; counter: CounterKey; amount: bigint; count: bigint }>;
@@ -161,7 +167,12 @@ SELECT bds_invariant(
  * Writes a decided outcome commit; asserts (in SQL) every locked row it meant to change was changed.
  * `last`: nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
  */
-export async function writeOutcomeCommit(tx: TransactionHandle, partition: Partition, commit: OutcomeCommitWrite, options: { last: boolean }): Promise<void> {
+export async function writeOutcomeCommit(
+  tx: TransactionHandle,
+  partition: Partition,
+  commit: OutcomeCommitWrite,
+  options: { last: boolean },
+): Promise<void> {
   // Distinct, sorted by id: the order beneficiary_lock locks them in.
   assertSorted(commit.beneficiaries, (b) => b.id, 'beneficiaries');
   const p = new Params();

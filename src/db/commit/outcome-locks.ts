@@ -5,7 +5,20 @@ import { accountKeyOf, type AccountRef, type CounterKey } from '../../domain/com
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 import { Params } from '../repositories/sql-params.ts';
-import { ACCOUNT_CTE, ACCOUNT_PART, assertSorted, counterLockKey, IN_COMMIT_TRANSACTION, IN_FLIGHT_SLOT, part, readAccounts, readUsage, USAGE_CTE, USAGE_PART, type LockRow } from './lock-rows.ts';
+import {
+  ACCOUNT_CTE,
+  ACCOUNT_PART,
+  assertSorted,
+  counterLockKey,
+  IN_COMMIT_TRANSACTION,
+  IN_FLIGHT_SLOT,
+  part,
+  readAccounts,
+  readUsage,
+  USAGE_CTE,
+  USAGE_PART,
+  type LockRow,
+} from './lock-rows.ts';
 
 /** The mutable fields of a locked payment (its immutable ones travel with the job). */
 export interface LockedPaymentState {
@@ -63,7 +76,14 @@ function outcomeLockSql(p: Params, partition: Partition, locks: OutcomeCommitLoc
   });
   const assets = p.add(locks.accounts.map((a) => a.asset));
   const kinds = p.add(locks.accounts.map((a) => a.kind));
-  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.outcome, guard: IN_COMMIT_TRANSACTION });
+  const account = ACCOUNT_CTE({
+    tenant,
+    mode,
+    assets,
+    kinds,
+    inFlightSlot: IN_FLIGHT_SLOT.outcome,
+    guard: IN_COMMIT_TRANSACTION,
+  });
   return `WITH pay AS (
   -- By primary key, locked in id order, as the payout commit's quotes.
   SELECT p.id, p.status, p.status_reason, p.message, p.bank_reference, p.fee_amount, p.settled_at, p.next_check_at,
@@ -84,7 +104,11 @@ export async function lockOutcomeCommit(
   tx: Queryable,
   partition: Partition,
   locks: OutcomeCommitLocks,
-): Promise<{ payments: Map<string, LockedPaymentState>; counters: Map<string, { amount: bigint; count: bigint }>; balances: Map<string, bigint> }> {
+): Promise<{
+  payments: Map<string, LockedPaymentState>;
+  counters: Map<string, { amount: bigint; count: bigint }>;
+  balances: Map<string, bigint>;
+}> {
   assertSorted(locks.paymentIds, (id) => id, 'payments');
   assertSorted(locks.counters, counterLockKey, 'limit counters');
   assertSorted(locks.accounts, accountKeyOf, 'ledger accounts');

@@ -17,7 +17,6 @@ import type { NewPayment } from '../repositories/payments.ts';
 import { Params } from '../repositories/sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
-
 export interface PayoutCommitWrite {
   now: Date;
   /** Quotes the commit consumed, each by the payment that used it (rows locked by the commit). */
@@ -25,7 +24,12 @@ export interface PayoutCommitWrite {
   /** New payments: accepted (submitted) and failed before the rail. */
   payments: NewPayment[];
   /** The first transition of each new payment (null → submitted or null → failed). */
-  transitions: Array<{ paymentId: string; to: 'pending' | 'submitted' | 'failed'; reason: string; metadata: Record<string, unknown> }>;
+  transitions: Array<{
+    paymentId: string;
+    to: 'pending' | 'submitted' | 'failed';
+    reason: string;
+    metadata: Record<string, unknown>;
+  }>;
   entries: Array<{ id: string; kind: string; paymentId: string; postings: readonly Posting[] }>;
   /** Increments of the commit day's counters (locked). */
   usage: { day: string; rows: Array<{ counter: CounterKey; amount: bigint; count: bigint }> };
@@ -42,7 +46,10 @@ export interface PayoutCommitWrite {
 // CONFLICT for multi-column keys). The quotes were locked, in id order, by this transaction's lock
 // statement: updating them here waits for nothing.
 function quotesConsumed(p: Params, s: WriteScope, quotes: PayoutCommitWrite['consumedQuotes']): string {
-  const consumed = p.unnest({ id: ['uuid', quotes.map((q) => q.quoteId)], payment_id: ['uuid', quotes.map((q) => q.paymentId)] });
+  const consumed = p.unnest({
+    id: ['uuid', quotes.map((q) => q.quoteId)],
+    payment_id: ['uuid', quotes.map((q) => q.paymentId)],
+  });
   return `
   UPDATE quotes q SET consumed_at = ${s.now}, payment_id = v.payment_id
     FROM ${consumed}
@@ -182,7 +189,12 @@ SELECT bds_invariant(
  * Writes a decided commit; asserts (in SQL) every locked row it meant to change was changed. `last`:
  * nothing follows it in the transaction, so it goes out with the COMMIT (TransactionHandle).
  */
-export async function writePayoutCommit(tx: TransactionHandle, partition: Partition, commit: PayoutCommitWrite, options: { last: boolean }): Promise<void> {
+export async function writePayoutCommit(
+  tx: TransactionHandle,
+  partition: Partition,
+  commit: PayoutCommitWrite,
+  options: { last: boolean },
+): Promise<void> {
   const p = new Params();
   const s: WriteScope = { tenant: p.add(partition.tenantId), mode: p.add(partition.mode), now: p.add(commit.now) };
   const sql = `WITH quote AS (${quotesConsumed(p, s, commit.consumedQuotes)}
@@ -273,10 +285,24 @@ SELECT id::text, national_id, bank_code, instrument FROM registered`;
  * by identity key: a caller that expected another one read a stale identity and must run the commit
  * again.
  */
-export async function writePayoutRegistrations(tx: Queryable, partition: Partition, r: PayoutRegistrations): Promise<Map<string, string>> {
+export async function writePayoutRegistrations(
+  tx: Queryable,
+  partition: Partition,
+  r: PayoutRegistrations,
+): Promise<Map<string, string>> {
   if (r.beneficiaries.length === 0 && r.failures.length === 0 && r.customers.length === 0) return new Map();
   const p = new Params();
   const sql = registrationsSql(p, partition, r);
-  const { rows } = await tx.query<{ id: string; national_id: string; bank_code: string; instrument: BeneficiaryDetails['instrument'] }>(sql, p.values);
-  return new Map(rows.map((row) => [identityKeyOf({ nationalId: row.national_id, bankCode: row.bank_code, instrument: row.instrument }), row.id]));
+  const { rows } = await tx.query<{
+    id: string;
+    national_id: string;
+    bank_code: string;
+    instrument: BeneficiaryDetails['instrument'];
+  }>(sql, p.values);
+  return new Map(
+    rows.map((row) => [
+      identityKeyOf({ nationalId: row.national_id, bankCode: row.bank_code, instrument: row.instrument }),
+      row.id,
+    ]),
+  );
 }

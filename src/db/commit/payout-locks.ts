@@ -1,11 +1,32 @@
 // The payout commit's locks: keys → quotes → counters → accounts (steps 1, 2, 4 and 5 of the lock
 // order, README.md in this folder), plus what its decision reads unlocked, in one statement.
 import type { KeyLock, QuoteLock } from '../../domain/commit/payout-decision.ts';
-import { accountKeyOf, counterKeyOf, type AccountRef, type CounterKey, type CounterKind } from '../../domain/commit/keys.ts';
+import {
+  accountKeyOf,
+  counterKeyOf,
+  type AccountRef,
+  type CounterKey,
+  type CounterKind,
+} from '../../domain/commit/keys.ts';
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 import { Params } from '../repositories/sql-params.ts';
-import { ACCOUNT_CTE, ACCOUNT_PART, assertSorted, IDEMPOTENCY_CTE, IDEMPOTENCY_PART, IN_COMMIT_TRANSACTION, IN_FLIGHT_SLOT, part, readAccounts, readUsage, storedKeyOf, USAGE_CTE, USAGE_PART, type LockRow } from './lock-rows.ts';
+import {
+  ACCOUNT_CTE,
+  ACCOUNT_PART,
+  assertSorted,
+  IDEMPOTENCY_CTE,
+  IDEMPOTENCY_PART,
+  IN_COMMIT_TRANSACTION,
+  IN_FLIGHT_SLOT,
+  part,
+  readAccounts,
+  readUsage,
+  storedKeyOf,
+  USAGE_CTE,
+  USAGE_PART,
+  type LockRow,
+} from './lock-rows.ts';
 
 export interface PayoutCommitLocks {
   now: Date;
@@ -31,7 +52,8 @@ export interface PayoutCommitHeld {
   counters: Map<string, { amount: bigint; count: bigint }>;
   pastMonth: Map<string, bigint>;
   balances: Map<string, bigint>;
-  tenant: { creditEnabled: boolean; creditLimit: bigint | null; creditLimits: Record<string, string | null> } | undefined;
+  tenant:
+    { creditEnabled: boolean; creditLimit: bigint | null; creditLimits: Record<string, string | null> } | undefined;
   usdMarket: string | undefined;
   /** The current version of the limit rules. */
   ruleEpoch: bigint;
@@ -67,8 +89,18 @@ function payoutLockSql(p: Params, partition: Partition, locks: PayoutCommitLocks
   });
   const assets = p.add(locks.accounts.map((a) => a.asset));
   const kinds = p.add(locks.accounts.map((a) => a.kind));
-  const account = ACCOUNT_CTE({ tenant, mode, assets, kinds, inFlightSlot: IN_FLIGHT_SLOT.payout, guard: IN_COMMIT_TRANSACTION });
-  const subjects = p.unnest({ kind: ['text', locks.monthly.map((m) => m.kind)], subject_id: ['uuid', locks.monthly.map((m) => m.subjectId)] }, { alias: 's' });
+  const account = ACCOUNT_CTE({
+    tenant,
+    mode,
+    assets,
+    kinds,
+    inFlightSlot: IN_FLIGHT_SLOT.payout,
+    guard: IN_COMMIT_TRANSACTION,
+  });
+  const subjects = p.unnest(
+    { kind: ['text', locks.monthly.map((m) => m.kind)], subject_id: ['uuid', locks.monthly.map((m) => m.subjectId)] },
+    { alias: 's' },
+  );
   return `WITH idem AS (${idem}),
 quote AS (
   -- By primary key, locked in id order (ORDER BY … FOR UPDATE locks the rows in that order).
@@ -95,10 +127,15 @@ UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}
 UNION ALL ${part('month', { subject_kind: 'subject_kind', subject_id: 'subject_id::text', method: 'method', amount: 'amount' }, 'month')}
 UNION ALL ${part(
-  'tenant',
-  { credit_enabled: 'credit_enabled', credit_limit: 'credit_limit', credit_limits: 'credit_limits::text', rule_epoch: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)' },
-  `tenants WHERE id = ${tenant}`,
-)}
+    'tenant',
+    {
+      credit_enabled: 'credit_enabled',
+      credit_limit: 'credit_limit',
+      credit_limits: 'credit_limits::text',
+      rule_epoch: '(SELECT epoch FROM limit_rule_epoch WHERE singleton)',
+    },
+    `tenants WHERE id = ${tenant}`,
+  )}
 UNION ALL ${part('rate', { usd_market: 'market_text' }, "fx_rates WHERE asset = 'USD'")}`;
 }
 
@@ -108,7 +145,11 @@ UNION ALL ${part('rate', { usd_market: 'market_text' }, "fx_rates WHERE asset = 
  * The commit's claim on a new key is the row it inserts (owner = payment id); an existing key is
  * locked and read back as it stands.
  */
-export async function lockPayoutCommit(tx: Queryable, partition: Partition, locks: PayoutCommitLocks): Promise<PayoutCommitHeld> {
+export async function lockPayoutCommit(
+  tx: Queryable,
+  partition: Partition,
+  locks: PayoutCommitLocks,
+): Promise<PayoutCommitHeld> {
   assertSorted(locks.keys, (k) => k.key, 'idempotency keys');
   assertSorted(locks.quoteIds, (q) => q, 'quotes');
   assertSorted(locks.counters, counterKeyOf, 'limit counters');
@@ -136,17 +177,26 @@ export async function lockPayoutCommit(tx: Queryable, partition: Partition, lock
         break;
       }
       case 'quote': {
-        const state: QuoteLock = r.consumed_at !== null ? 'consumed' : r.expires_at!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
+        const state: QuoteLock =
+          r.consumed_at !== null ? 'consumed' : r.expires_at!.getTime() <= locks.now.getTime() ? 'expired' : 'open';
         held.quotes.set(r.id!, state);
         break;
       }
       case 'month': {
-        const key: CounterKey = { kind: r.subject_kind as CounterKind, subjectId: r.subject_id!, method: r.method as CounterKey['method'] };
+        const key: CounterKey = {
+          kind: r.subject_kind as CounterKind,
+          subjectId: r.subject_id!,
+          method: r.method as CounterKey['method'],
+        };
         held.pastMonth.set(counterKeyOf(key), r.amount!);
         break;
       }
       case 'tenant':
-        held.tenant = { creditEnabled: r.credit_enabled!, creditLimit: r.credit_limit, creditLimits: JSON.parse(r.credit_limits ?? '{}') as Record<string, string | null> };
+        held.tenant = {
+          creditEnabled: r.credit_enabled!,
+          creditLimit: r.credit_limit,
+          creditLimits: JSON.parse(r.credit_limits ?? '{}') as Record<string, string | null>,
+        };
         held.ruleEpoch = r.rule_epoch!;
         break;
       case 'rate':

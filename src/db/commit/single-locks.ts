@@ -5,7 +5,17 @@ import { accountKeyOf, type AccountRef } from '../../domain/commit/keys.ts';
 import type { Queryable } from '../database.ts';
 import type { Partition } from '../../domain/partition.ts';
 import { Params } from '../repositories/sql-params.ts';
-import { ACCOUNT_CTE, ACCOUNT_PART, assertSorted, IDEMPOTENCY_CTE, IDEMPOTENCY_PART, IN_FLIGHT_SLOT, readAccounts, storedKeyOf, type LockRow } from './lock-rows.ts';
+import {
+  ACCOUNT_CTE,
+  ACCOUNT_PART,
+  assertSorted,
+  IDEMPOTENCY_CTE,
+  IDEMPOTENCY_PART,
+  IN_FLIGHT_SLOT,
+  readAccounts,
+  storedKeyOf,
+  type LockRow,
+} from './lock-rows.ts';
 import { assert } from '../../domain/assert.ts';
 
 /**
@@ -37,7 +47,11 @@ export async function lockIdempotencyKey(
 }
 
 /** Step 5 alone (funding, daily close): balances by account key, created at zero when missing. */
-export async function lockAccounts(tx: Queryable, partition: Partition, accounts: readonly AccountRef[]): Promise<Map<string, bigint>> {
+export async function lockAccounts(
+  tx: Queryable,
+  partition: Partition,
+  accounts: readonly AccountRef[],
+): Promise<Map<string, bigint>> {
   assertSorted(accounts, accountKeyOf, 'ledger accounts');
   if (accounts.length === 0) return new Map();
   const p = new Params();
@@ -51,4 +65,3 @@ export async function lockAccounts(tx: Queryable, partition: Partition, accounts
   const { rows } = await tx.query<LockRow>(`WITH account AS (${account}) ${ACCOUNT_PART}`, p.values);
   return readAccounts(rows, accounts);
 }
-

@@ -24,7 +24,11 @@ const RETRY_JITTER_MS = 20;
  * it read something stale, StaleCommitRead), runs it again (at most TRANSACTION_ATTEMPTS_MAX times, after a random pause). `work` must be safe to run
  * again: everything it did was rolled back.
  */
-export async function inTransaction<T>(db: Database, work: (tx: TransactionHandle) => Promise<T>, options?: TransactionOptions): Promise<T> {
+export async function inTransaction<T>(
+  db: Database,
+  work: (tx: TransactionHandle) => Promise<T>,
+  options?: TransactionOptions,
+): Promise<T> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await db.transaction(work, options);

@@ -64,33 +64,52 @@ const COLUMNS = `id, kind, tenant_id, mode, payment_id, ours, theirs, raw, repor
  *     kind: 'reconciliation_discrepancy', tenantId, mode, paymentId: null,
  *     ours: { ledger: '1200' }, theirs: { postings: '1100' }, raw: evidence, dedupKey: `recon:${check}:${hash}` });
  */
-export async function openAnomaly(tx: Queryable, anomaly: NewAnomaly, at?: Date): Promise<{ id: string; created: boolean }> {
+export async function openAnomaly(
+  tx: Queryable,
+  anomaly: NewAnomaly,
+  at?: Date,
+): Promise<{ id: string; created: boolean }> {
   const [opened] = await openAnomalies(tx, [anomaly], at);
   return opened!;
 }
 
 /** Many at once (one statement when all are new): per anomaly, in order, its id and whether this call stored it. */
-export async function openAnomalies(tx: Queryable, anomalies: readonly NewAnomaly[], at?: Date): Promise<Array<{ id: string; created: boolean }>> {
+export async function openAnomalies(
+  tx: Queryable,
+  anomalies: readonly NewAnomaly[],
+  at?: Date,
+): Promise<Array<{ id: string; created: boolean }>> {
   if (anomalies.length === 0) return [];
   for (const a of anomalies) {
-    assert(a.dedupKey.length !== 0 && a.dedupKey.length <= DEDUP_KEY_LENGTH_MAX, `an anomaly's dedup key has 1 to ${DEDUP_KEY_LENGTH_MAX} characters`);
-    assert(a.paymentId === null || (a.tenantId !== null && a.mode !== null), 'an anomaly about a payment names its tenant and mode');
+    assert(
+      a.dedupKey.length !== 0 && a.dedupKey.length <= DEDUP_KEY_LENGTH_MAX,
+      `an anomaly's dedup key has 1 to ${DEDUP_KEY_LENGTH_MAX} characters`,
+    );
+    assert(
+      a.paymentId === null || (a.tenantId !== null && a.mode !== null),
+      'an anomaly about a payment names its tenant and mode',
+    );
   }
   // Sorted by key: two transactions inserting the same keys wait for each other in one order only.
-  const distinct = [...new Map(anomalies.map((a) => [a.dedupKey, a])).values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : 1));
+  const distinct = [...new Map(anomalies.map((a) => [a.dedupKey, a])).values()].sort((a, b) =>
+    a.dedupKey < b.dedupKey ? -1 : 1,
+  );
   const p = new Params();
-  const given = p.unnest({
-    id: ['uuid', distinct.map(() => randomUUID())],
-    kind: ['text', distinct.map((a) => a.kind)],
-    tenant_id: ['uuid', distinct.map((a) => a.tenantId)],
-    mode: ['text', distinct.map((a) => a.mode)],
-    payment_id: ['uuid', distinct.map((a) => a.paymentId)],
-    dedup_key: ['text', distinct.map((a) => a.dedupKey)],
-    ours: ['jsonb', distinct.map((a) => JSON.stringify(a.ours))],
-    theirs: ['jsonb', distinct.map((a) => JSON.stringify(a.theirs))],
-    raw: ['jsonb', distinct.map((a) => JSON.stringify(a.raw ?? null))],
-    reported_at: ['timestamptz', distinct.map((a) => a.reportedAt ?? null)],
-  }, { ordinality: true });
+  const given = p.unnest(
+    {
+      id: ['uuid', distinct.map(() => randomUUID())],
+      kind: ['text', distinct.map((a) => a.kind)],
+      tenant_id: ['uuid', distinct.map((a) => a.tenantId)],
+      mode: ['text', distinct.map((a) => a.mode)],
+      payment_id: ['uuid', distinct.map((a) => a.paymentId)],
+      dedup_key: ['text', distinct.map((a) => a.dedupKey)],
+      ours: ['jsonb', distinct.map((a) => JSON.stringify(a.ours))],
+      theirs: ['jsonb', distinct.map((a) => JSON.stringify(a.theirs))],
+      raw: ['jsonb', distinct.map((a) => JSON.stringify(a.raw ?? null))],
+      reported_at: ['timestamptz', distinct.map((a) => a.reportedAt ?? null)],
+    },
+    { ordinality: true },
+  );
   const storedAt = `coalesce(${p.add(at ?? null)}::timestamptz, now())`;
   const { rows: inserted } = await tx.query<{ id: string; dedup_key: string }>(
     `INSERT INTO anomalies (id, kind, tenant_id, mode, payment_id, dedup_key, ours, theirs, raw, reported_at, created_at)
@@ -131,7 +150,11 @@ export interface AnomalyFilter {
 }
 
 /** Newest first (created_at, then id, descending): `limit + 1` rows after `after`, for pageOf. */
-export async function listAnomalies(db: Queryable, filter: AnomalyFilter, page: { limit: number; after?: PagePosition }): Promise<ListedAnomalyRow[]> {
+export async function listAnomalies(
+  db: Queryable,
+  filter: AnomalyFilter,
+  page: { limit: number; after?: PagePosition },
+): Promise<ListedAnomalyRow[]> {
   const params = new Params();
   // The status is one of two literals (validated): written as such so the open ones use their index.
   const where: string[] = [];
@@ -140,7 +163,14 @@ export async function listAnomalies(db: Queryable, filter: AnomalyFilter, page: 
   if (filter.mode === 'live') where.push(`(mode = 'live' OR mode IS NULL)`);
   if (filter.mode === 'test') where.push(`mode = 'test'`);
   if (filter.tenantId !== undefined) where.push(`tenant_id = ${params.add(filter.tenantId)}`);
-  return newestFirst<ListedAnomalyRow>(db, { columns: COLUMNS, from: 'anomalies', time: 'created_at', params, where, ...page });
+  return newestFirst<ListedAnomalyRow>(db, {
+    columns: COLUMNS,
+    from: 'anomalies',
+    time: 'created_at',
+    params,
+    where,
+    ...page,
+  });
 }
 
 export async function findAnomaly(db: Queryable, id: string): Promise<AnomalyRow | undefined> {
@@ -152,12 +182,19 @@ export async function findAnomaly(db: Queryable, id: string): Promise<AnomalyRow
 /** The anomaly, locked for the rest of the caller's transaction (its resolution). */
 export async function lockAnomaly(tx: Queryable, id: string): Promise<AnomalyRow | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<AnomalyRow>(`SELECT ${COLUMNS} FROM anomalies WHERE id = ${p.add(id)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<AnomalyRow>(
+    `SELECT ${COLUMNS} FROM anomalies WHERE id = ${p.add(id)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
 /** An open anomaly resolved by `resolvedBy` (an API key id) with `note`; asserts it was open. */
-export async function markAnomalyResolved(tx: Queryable, id: string, resolution: { resolvedBy: string; note: string; at: Date }): Promise<AnomalyRow> {
+export async function markAnomalyResolved(
+  tx: Queryable,
+  id: string,
+  resolution: { resolvedBy: string; note: string; at: Date },
+): Promise<AnomalyRow> {
   const p = new Params();
   const { rows } = await tx.query<AnomalyRow>(
     `UPDATE anomalies SET status = 'resolved', resolved_by = ${p.add(resolution.resolvedBy)}, resolution_note = ${p.add(resolution.note)},

@@ -30,7 +30,17 @@ const COLUMNS = 'id, tenant_id, mode, scopes, prefix, last4, is_platform, source
 
 export async function insertApiKey(
   db: Queryable,
-  key: { id: string; tenantId: string; mode: Mode; scopes: string[]; hash: string; prefix: string; last4: string; isPlatform: boolean; source: ApiKeyRow['source'] },
+  key: {
+    id: string;
+    tenantId: string;
+    mode: Mode;
+    scopes: string[];
+    hash: string;
+    prefix: string;
+    last4: string;
+    isPlatform: boolean;
+    source: ApiKeyRow['source'];
+  },
 ): Promise<ApiKeyRow> {
   const p = new Params();
   const { rows } = await db.query<ApiKeyRow>(
@@ -46,7 +56,10 @@ export async function insertApiKey(
  * The active keys among `hashes`, by hash, in one statement: what the authenticator's coalesced
  * lookups run. Unknown and revoked hashes are simply absent from the result.
  */
-export async function findActiveKeysByHashes(db: Queryable, hashes: readonly string[]): Promise<Map<string, ApiKeyIdentity>> {
+export async function findActiveKeysByHashes(
+  db: Queryable,
+  hashes: readonly string[],
+): Promise<Map<string, ApiKeyIdentity>> {
   const p = new Params();
   const { rows } = await db.query<ApiKeyIdentity & { key_hash: string }>(
     `SELECT k.key_hash, k.id, k.tenant_id, t.name AS tenant_name, k.mode, k.scopes, k.is_platform, k.source
@@ -69,7 +82,10 @@ export async function listTenantKeys(db: Queryable, tenantId: string): Promise<A
 /** One key, locked until the transaction ends (a revocation reads what it changes). */
 export async function lockApiKey(tx: Queryable, id: string): Promise<ApiKeyRow | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE id = ${p.add(id)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<ApiKeyRow>(
+    `SELECT ${COLUMNS} FROM api_keys WHERE id = ${p.add(id)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -90,16 +106,24 @@ export async function reinstateApiKey(tx: Queryable, id: string): Promise<void> 
 
 export async function revokeEnvKeysExcept(db: Queryable, hash: string): Promise<void> {
   const p = new Params();
-  await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'env' AND revoked_at IS NULL AND key_hash <> ${p.add(hash)}`, p.values);
+  await db.query(
+    `UPDATE api_keys SET revoked_at = now() WHERE source = 'env' AND revoked_at IS NULL AND key_hash <> ${p.add(hash)}`,
+    p.values,
+  );
 }
 
 /** Revokes the platform keys the first start made (PLATFORM_API_KEY replaces them); answers how many were active. */
 export async function revokeBootstrapPlatformKeys(db: Queryable): Promise<number> {
-  const { rowCount } = await db.query(`UPDATE api_keys SET revoked_at = now() WHERE source = 'bootstrap' AND is_platform AND revoked_at IS NULL`);
+  const { rowCount } = await db.query(
+    `UPDATE api_keys SET revoked_at = now() WHERE source = 'bootstrap' AND is_platform AND revoked_at IS NULL`,
+  );
   return rowCount;
 }
 
-export async function findKeyByHash(db: Queryable, hash: string): Promise<{ id: string; revoked_at: Date | null } | undefined> {
+export async function findKeyByHash(
+  db: Queryable,
+  hash: string,
+): Promise<{ id: string; revoked_at: Date | null } | undefined> {
   const p = new Params();
   const { rows } = await db.query<{ id: string; revoked_at: Date | null }>(
     `SELECT id, revoked_at FROM api_keys WHERE key_hash = ${p.add(hash)}`,
@@ -111,6 +135,9 @@ export async function findKeyByHash(db: Queryable, hash: string): Promise<{ id: 
 /** Up to `max` hashes of the keys not revoked (the authenticator's index of possibly valid keys). */
 export async function listActiveKeyHashes(db: Queryable, max: number): Promise<string[]> {
   const p = new Params();
-  const { rows } = await db.query<{ key_hash: string }>(`SELECT key_hash FROM api_keys WHERE revoked_at IS NULL LIMIT ${p.add(max)}`, p.values);
+  const { rows } = await db.query<{ key_hash: string }>(
+    `SELECT key_hash FROM api_keys WHERE revoked_at IS NULL LIMIT ${p.add(max)}`,
+    p.values,
+  );
   return rows.map((row) => row.key_hash);
 }

@@ -28,7 +28,10 @@ const ARCHIVE_LOCK_KEY = 'audit_archive';
  */
 export async function lockAuditArchiving(tx: Queryable): Promise<void> {
   const p = new Params();
-  await tx.query(`INSERT INTO app_state (key, value) VALUES (${p.add(ARCHIVE_LOCK_KEY)}, 'true'::jsonb) ON CONFLICT (key) DO NOTHING`, p.values);
+  await tx.query(
+    `INSERT INTO app_state (key, value) VALUES (${p.add(ARCHIVE_LOCK_KEY)}, 'true'::jsonb) ON CONFLICT (key) DO NOTHING`,
+    p.values,
+  );
   const lock = new Params();
   await tx.query(`SELECT 1 FROM app_state WHERE key = ${lock.add(ARCHIVE_LOCK_KEY)} FOR UPDATE`, lock.values);
 }
@@ -42,7 +45,12 @@ export async function lastAuditArchive(db: Queryable): Promise<AuditArchiveRow |
 }
 
 /** The oldest rows created before `before` and after the last archive, in (created_at, id) order, at most `limit`. */
-export async function auditRowsDue(db: Queryable, before: Date, after: { createdAt: string; id: string } | undefined, limit: number): Promise<ArchivedAuditRow[]> {
+export async function auditRowsDue(
+  db: Queryable,
+  before: Date,
+  after: { createdAt: string; id: string } | undefined,
+  limit: number,
+): Promise<ArchivedAuditRow[]> {
   const p = new Params();
   const afterTime = p.add(after?.createdAt ?? null);
   const { rows } = await db.query<ArchivedAuditRow>(
@@ -62,7 +70,12 @@ export async function auditRowsDue(db: Queryable, before: Date, after: { created
  * meanwhile with an older time is not removed unarchived), in the caller's transaction — the removal
  * the trigger allows. Answers how many rows went.
  */
-export async function recordAuditArchive(tx: Queryable, archive: Omit<AuditArchiveRow, 'archived_at'>, ids: readonly string[], at: Date): Promise<number> {
+export async function recordAuditArchive(
+  tx: Queryable,
+  archive: Omit<AuditArchiveRow, 'archived_at'>,
+  ids: readonly string[],
+  at: Date,
+): Promise<number> {
   const p = new Params();
   await tx.query(
     `INSERT INTO audit_archives (seq, through_created_at, through_id, row_count, file, prev_hash, last_hash, file_sha256, archived_at)
@@ -71,6 +84,9 @@ export async function recordAuditArchive(tx: Queryable, archive: Omit<AuditArchi
     p.values,
   );
   const removal = new Params();
-  const { rowCount } = await tx.query(`DELETE FROM audit_log WHERE id = ANY(${removal.add(ids)}::uuid[])`, removal.values);
+  const { rowCount } = await tx.query(
+    `DELETE FROM audit_log WHERE id = ANY(${removal.add(ids)}::uuid[])`,
+    removal.values,
+  );
   return rowCount ?? 0;
 }

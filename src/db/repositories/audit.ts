@@ -52,7 +52,8 @@ export async function recordAudit(tx: Queryable, entry: AuditEntry): Promise<voi
 
 /** Whether two sides hold the same values, before redaction (bigints and dates by value, key order aside). */
 function sameFields(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
-  const plain = (fields: Record<string, unknown>): unknown => JSON.parse(JSON.stringify(fields, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
+  const plain = (fields: Record<string, unknown>): unknown =>
+    JSON.parse(JSON.stringify(fields, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value)));
   return canonicalJson(plain(a)) === canonicalJson(plain(b));
 }
 
@@ -76,7 +77,10 @@ export interface AuditFilter {
  * narrowed by `filter`. Reads `limit + 1` rows so the caller knows whether another page exists.
  * Each filter has an index that keeps the order (migration 025), so a page reads about its own rows.
  */
-export async function listAudit(db: Queryable, page: { limit: number; after?: PagePosition; filter: AuditFilter }): Promise<ListedAuditRow[]> {
+export async function listAudit(
+  db: Queryable,
+  page: { limit: number; after?: PagePosition; filter: AuditFilter },
+): Promise<ListedAuditRow[]> {
   const params = new Params();
   const { filter } = page;
   const where: string[] = [];
@@ -87,5 +91,13 @@ export async function listAudit(db: Queryable, page: { limit: number; after?: Pa
   if (filter.action !== undefined) where.push(`action = ${params.add(filter.action)}`);
   if (filter.from !== undefined) where.push(`created_at >= ${params.add(filter.from)}::timestamptz`);
   if (filter.to !== undefined) where.push(`created_at < ${params.add(filter.to)}::timestamptz`);
-  return newestFirst<ListedAuditRow>(db, { columns: COLUMNS, from: 'audit_log', time: 'created_at', params, where, limit: page.limit, after: page.after });
+  return newestFirst<ListedAuditRow>(db, {
+    columns: COLUMNS,
+    from: 'audit_log',
+    time: 'created_at',
+    params,
+    where,
+    limit: page.limit,
+    after: page.after,
+  });
 }

@@ -85,7 +85,8 @@ export async function upsertBeneficiary(
 }
 
 /** The key of a beneficiary's identity within a tenant and mode. */
-export const identityKeyOf = (i: { nationalId: string; bankCode: string; instrument: Instrument }): string => `${i.nationalId}|${i.bankCode}|${i.instrument}`;
+export const identityKeyOf = (i: { nationalId: string; bankCode: string; instrument: Instrument }): string =>
+  `${i.nationalId}|${i.bankCode}|${i.instrument}`;
 
 /** The ids of the beneficiaries that exist with these identities, by identity key. No lock. */
 export async function findBeneficiaryIdsByIdentity(
@@ -107,10 +108,20 @@ export async function findBeneficiaryIdsByIdentity(
         AND b.national_id = v.national_id AND b.bank_code = v.bank_code AND b.instrument = v.instrument`,
     p.values,
   );
-  return new Map(rows.map((r) => [identityKeyOf({ nationalId: r.national_id, bankCode: r.bank_code, instrument: r.instrument }), r.id]));
+  return new Map(
+    rows.map((r) => [
+      identityKeyOf({ nationalId: r.national_id, bankCode: r.bank_code, instrument: r.instrument }),
+      r.id,
+    ]),
+  );
 }
 
-export async function findBeneficiary(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<BeneficiaryRow | undefined> {
+export async function findBeneficiary(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  id: string,
+): Promise<BeneficiaryRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<BeneficiaryRow>(
     `SELECT ${COLUMNS} FROM beneficiaries WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
@@ -130,7 +141,9 @@ export async function listBeneficiaries(
   page: { limit: number; after?: PagePosition },
 ): Promise<BeneficiaryRow[]> {
   const p = new Params();
-  const after = page.after ? `AND (created_at, id) < (${p.add(microsToTimestamp(page.after.createdAtUs))}::timestamptz, ${p.add(page.after.id)}::uuid)` : '';
+  const after = page.after
+    ? `AND (created_at, id) < (${p.add(microsToTimestamp(page.after.createdAtUs))}::timestamptz, ${p.add(page.after.id)}::uuid)`
+    : '';
   const { rows } = await db.query<BeneficiaryRow>(
     `SELECT ${COLUMNS} FROM beneficiaries
       WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} ${after}

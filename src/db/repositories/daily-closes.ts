@@ -8,7 +8,11 @@ import { Params } from './sql-params.ts';
  * Records that `asset` closed for `day` with `drawn` settled; false when another close recorded it
  * first (ON CONFLICT DO NOTHING waits for that one's commit, so a false is final).
  */
-export async function claimDailyClose(tx: Queryable, partition: Partition, close: { asset: string; day: string; drawn: bigint }): Promise<boolean> {
+export async function claimDailyClose(
+  tx: Queryable,
+  partition: Partition,
+  close: { asset: string; day: string; drawn: bigint },
+): Promise<boolean> {
   const p = new Params();
   const claimed = await tx.query(
     `INSERT INTO daily_closes (tenant_id, mode, asset, business_date, amount)

@@ -170,7 +170,8 @@ export async function claimIdempotencyKey(
   const lockedUntil = new Date(now.getTime() + timing.leaseMs);
   const expiresAt = new Date(now.getTime() + timing.ttlMs);
   /** The key's primary key, for a statement that adds its parameters to `p`. */
-  const keyOf = (p: Params) => `tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)}`;
+  const keyOf = (p: Params) =>
+    `tenant_id = ${p.add(scope.tenantId)} AND mode = ${p.add(scope.mode)} AND key = ${p.add(scope.key)}`;
 
   for (let round = 0; round < MAX_CLAIM_ROUNDS; round++) {
     const owner = randomUUID();
@@ -178,7 +179,10 @@ export async function claimIdempotencyKey(
     if (inserted) return { outcome: 'claimed', owner, tookOver: null };
 
     const read = new Params();
-    const { rows } = await db.query<IdempotencyRow>(`SELECT ${COLUMNS} FROM idempotency_keys WHERE ${keyOf(read)}`, read.values);
+    const { rows } = await db.query<IdempotencyRow>(
+      `SELECT ${COLUMNS} FROM idempotency_keys WHERE ${keyOf(read)}`,
+      read.values,
+    );
     const row = rows[0];
     if (!row) continue; // released (a 4xx/5xx) between our insert and our read: try again
 
@@ -270,7 +274,12 @@ export async function releaseIdempotencyKey(db: Queryable, scope: IdempotencySco
 }
 
 /** Whether any of these keys of one tenant and mode holds a row not yet expired: one probe per key, one round trip. */
-export async function anyLiveIdempotencyKey(db: Queryable, partition: { tenantId: string; mode: Mode }, keys: readonly string[], now: Date): Promise<boolean> {
+export async function anyLiveIdempotencyKey(
+  db: Queryable,
+  partition: { tenantId: string; mode: Mode },
+  keys: readonly string[],
+  now: Date,
+): Promise<boolean> {
   const p = new Params();
   const { rows } = await db.query<{ live: boolean }>(
     `SELECT EXISTS (SELECT 1 FROM idempotency_keys

@@ -19,7 +19,14 @@ export async function accountBalances(
       WHERE tenant_id = ${p.add(partition.tenantId)} AND mode = ${p.add(partition.mode)} AND asset = ${p.add(asset)} GROUP BY kind`,
     p.values,
   );
-  const balances: Record<AccountKind, bigint> = { prefunding: 0n, credit_receivable: 0n, in_flight: 0n, revenue: 0n, treasury: 0n, fx: 0n };
+  const balances: Record<AccountKind, bigint> = {
+    prefunding: 0n,
+    credit_receivable: 0n,
+    in_flight: 0n,
+    revenue: 0n,
+    treasury: 0n,
+    fx: 0n,
+  };
   for (const row of rows) balances[row.kind] = row.balance;
   return balances;
 }
@@ -49,7 +56,11 @@ export interface PaymentLedgerRow {
  * payout's entry and its compensation can share a commit, so ties go by the entry's place in a
  * payment's life), postings by asset and account. Found through ledger_transactions_once.
  */
-export async function paymentLedgerRows(db: Queryable, partition: Partition, paymentId: string): Promise<PaymentLedgerRow[]> {
+export async function paymentLedgerRows(
+  db: Queryable,
+  partition: Partition,
+  paymentId: string,
+): Promise<PaymentLedgerRow[]> {
   const p = new Params();
   const { rows } = await db.query<PaymentLedgerRow>(
     `SELECT t.id AS transaction_id, t.kind, t.created_at, p.asset, p.account_kind, p.amount

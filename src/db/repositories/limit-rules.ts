@@ -17,7 +17,8 @@ interface LimitRuleRow {
 
 export type StoredLimitRule = LimitRule & { createdAt: Date };
 
-const COLUMNS = 'id, scope, tenant_id, subject_id, method, per_tx_max, daily_max, monthly_max, daily_count_max, created_at';
+const COLUMNS =
+  'id, scope, tenant_id, subject_id, method, per_tx_max, daily_max, monthly_max, daily_count_max, created_at';
 
 function toRule(row: LimitRuleRow): StoredLimitRule {
   return {
@@ -49,7 +50,11 @@ export async function ruleEpoch(db: Queryable): Promise<bigint> {
 }
 
 /** Creates a rule; a live rule for the same (scope, tenant, subject, method) is replaced, and returned as `replaced`. */
-export async function replaceLimitRule(tx: Queryable, rule: LimitRule, at: Date): Promise<{ rule: StoredLimitRule; replaced: StoredLimitRule | undefined }> {
+export async function replaceLimitRule(
+  tx: Queryable,
+  rule: LimitRule,
+  at: Date,
+): Promise<{ rule: StoredLimitRule; replaced: StoredLimitRule | undefined }> {
   await bumpEpoch(tx);
   const retired = new Params();
   const { rows: replaced } = await tx.query<LimitRuleRow>(

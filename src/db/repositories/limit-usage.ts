@@ -14,7 +14,13 @@ export interface UsageKey {
 }
 
 /** Day and month consumption of a subject over the given instruments (month = first day .. `day`). */
-export async function readUsage(db: Queryable, key: UsageKey, methods: readonly Instrument[], day: string, monthStart: string): Promise<Consumption> {
+export async function readUsage(
+  db: Queryable,
+  key: UsageKey,
+  methods: readonly Instrument[],
+  day: string,
+  monthStart: string,
+): Promise<Consumption> {
   const p = new Params();
   const today = `${p.add(day)}::date`;
   const { rows } = await db.query<{ day_amount: bigint; day_count: bigint; month_amount: bigint }>(

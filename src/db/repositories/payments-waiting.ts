@@ -11,7 +11,12 @@ import { Params } from './sql-params.ts';
  * reaper skips it (SKIP LOCKED) and a crashed reaper's claim simply expires. Cross-tenant, as the
  * reaper's other claim.
  */
-export async function claimWaitingPayments(tx: Queryable, now: Date, leaseUntil: Date, limit: number): Promise<PaymentRow[]> {
+export async function claimWaitingPayments(
+  tx: Queryable,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<PaymentRow[]> {
   const p = new Params();
   const { rows } = await tx.query<PaymentRow>(
     `UPDATE payments SET next_check_at = ${p.add(leaseUntil)}
@@ -32,7 +37,13 @@ export async function claimWaitingPayments(tx: Queryable, now: Date, leaseUntil:
  * with its transition (reason `rail_admitted`), in one statement. One row: its lock is all it takes.
  * Undefined when it is no longer waiting.
  */
-export async function admitWaitingPayment(db: Queryable, payment: Pick<PaymentRow, 'tenant_id' | 'id'>, rail: string, message: string, now: Date): Promise<PaymentRow | undefined> {
+export async function admitWaitingPayment(
+  db: Queryable,
+  payment: Pick<PaymentRow, 'tenant_id' | 'id'>,
+  rail: string,
+  message: string,
+  now: Date,
+): Promise<PaymentRow | undefined> {
   assertTransition('pending', 'submitted');
   const p = new Params();
   const at = p.add(now);
@@ -54,6 +65,9 @@ export async function admitWaitingPayment(db: Queryable, payment: Pick<PaymentRo
 
 /** When the next waiting payment falls due (undefined: none waits). */
 export async function nextWaitingDue(db: Queryable): Promise<Date | undefined> {
-  const { rows } = await db.query<{ at: Date | null }>(`SELECT min(next_check_at) AS at FROM payments WHERE status = 'pending'`, []);
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT min(next_check_at) AS at FROM payments WHERE status = 'pending'`,
+    [],
+  );
   return rows[0]?.at ?? undefined;
 }

@@ -77,10 +77,23 @@ export type NewPayment = Omit<
 
 /** The row a new payment is once inserted: what the database fills in, filled in. */
 export function insertedPayment(p: NewPayment): PaymentRow {
-  return { ...p, check_attempts: 0, updated_at: p.created_at, settled_at: null, bank_reference: null, compensated: false, resolution_parked_at: null };
+  return {
+    ...p,
+    check_attempts: 0,
+    updated_at: p.created_at,
+    settled_at: null,
+    bank_reference: null,
+    compensated: false,
+    resolution_parked_at: null,
+  };
 }
 
-export async function findPayment(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<PaymentRow | undefined> {
+export async function findPayment(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  id: string,
+): Promise<PaymentRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<PaymentRow>(
     `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,
@@ -103,7 +116,12 @@ export async function listTransitions(db: Queryable, tenantId: string, paymentId
  * The reaper's claim: due unresolved payments, each leased until `leaseUntil` so that another
  * reaper process skips them (SKIP LOCKED) and a crashed reaper's claim simply expires.
  */
-export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUntil: Date, limit: number): Promise<PaymentRow[]> {
+export async function claimUnresolvedPayments(
+  tx: Queryable,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<PaymentRow[]> {
   const p = new Params();
   const { rows } = await tx.query<PaymentRow>(
     `UPDATE payments SET next_check_at = ${p.add(leaseUntil)}, check_attempts = check_attempts + 1
@@ -124,7 +142,11 @@ export async function claimUnresolvedPayments(tx: Queryable, now: Date, leaseUnt
  * (see Reaper.ask). Its next question comes at `at`, and the claim's question is not counted against
  * it. Only a payment still `submitted`: one the payout path has resolved meanwhile keeps its schedule.
  */
-export async function deferResolution(db: Queryable, payment: Pick<PaymentRow, 'tenant_id' | 'id'>, at: Date): Promise<void> {
+export async function deferResolution(
+  db: Queryable,
+  payment: Pick<PaymentRow, 'tenant_id' | 'id'>,
+  at: Date,
+): Promise<void> {
   const p = new Params();
   await db.query(
     `UPDATE payments SET next_check_at = ${p.add(at)}, check_attempts = greatest(check_attempts - 1, 0)
@@ -150,7 +172,12 @@ export async function nextResolutionDue(db: Queryable): Promise<Date | undefined
  * Puts an unresolved payment back on the reaper's schedule now, with a fresh backoff (an operator's
  * answer to a parked payment). One row, one statement. Undefined when no unresolved payment has it.
  */
-export async function requeueResolution(db: Queryable, tenantId: string, id: string, now: Date): Promise<PaymentRow | undefined> {
+export async function requeueResolution(
+  db: Queryable,
+  tenantId: string,
+  id: string,
+  now: Date,
+): Promise<PaymentRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<PaymentRow>(
     `UPDATE payments SET next_check_at = ${p.add(now)}, check_attempts = 0, resolution_parked_at = NULL
@@ -168,13 +195,18 @@ export async function requeueResolution(db: Queryable, tenantId: string, id: str
 /** Locks one payment by its primary key, its tenant named (docs/scaling.md: one shard on Citus). */
 export async function lockPayment(tx: Queryable, tenantId: string, id: string): Promise<PaymentRow | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<PaymentRow>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE tenant_id = ${p.add(tenantId)} AND id = ${p.add(id)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
 export async function findPaymentById(db: Queryable, id: string): Promise<PaymentRow | undefined> {
   const p = new Params();
-  const { rows } = await db.query<PaymentRow>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = ${p.add(id)}`, p.values);
+  const { rows } = await db.query<PaymentRow>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE id = ${p.add(id)}`,
+    p.values,
+  );
   return rows[0];
 }
-

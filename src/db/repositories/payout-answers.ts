@@ -57,15 +57,20 @@ async function recordMany(db: Queryable, items: readonly PayoutAnswer[]): Promis
   // KEY_COMPLETIONS_SQL numbers its own values ($1..$6, idempotency.ts): they come first, in its order.
   const completions = items.map((i) => ({ scope: i.scope, owner: i.paymentId, status: i.status, body: i.body }));
   for (const values of keyCompletionParams(completions)) p.add(values);
-  const acceptanceRows = p.unnest({
-    tenant_id: ['uuid', acceptances.map((i) => i.scope.tenantId)],
-    id: ['uuid', acceptances.map((i) => i.paymentId)],
-    actor: ['text', acceptances.map((i) => i.acceptance!.actor)],
-    metadata: ['jsonb', acceptances.map((i) => JSON.stringify(i.acceptance!.metadata))],
-    at: ['timestamptz', acceptances.map((i) => i.acceptance!.at)],
-  }, { ordinality: true });
+  const acceptanceRows = p.unnest(
+    {
+      tenant_id: ['uuid', acceptances.map((i) => i.scope.tenantId)],
+      id: ['uuid', acceptances.map((i) => i.paymentId)],
+      actor: ['text', acceptances.map((i) => i.acceptance!.actor)],
+      metadata: ['jsonb', acceptances.map((i) => JSON.stringify(i.acceptance!.metadata))],
+      at: ['timestamptz', acceptances.map((i) => i.acceptance!.at)],
+    },
+    { ordinality: true },
+  );
   // keyed: part of the payout path measured by KEYED_PLANNER (db/postgres.ts): c16 872/s, 341/s without (−61 %).
-  const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(answersSql(acceptanceRows), p.values, { plan: 'keyed' });
+  const { rows } = await db.query<{ part: 'answer' | 'accepted'; id: string }>(answersSql(acceptanceRows), p.values, {
+    plan: 'keyed',
+  });
   const answered = new Set(rows.filter((r) => r.part === 'answer').map((r) => r.id));
   const accepted = new Set(rows.filter((r) => r.part === 'accepted').map((r) => r.id));
   return items.map((i) => ({ answerStored: answered.has(i.paymentId), acceptanceRecorded: accepted.has(i.paymentId) }));

@@ -31,7 +31,8 @@ export interface PayoutBatchRow {
 const BATCH_COLUMNS = 'id, idempotency_key, fingerprint, item_count, status, leased_until, created_at, completed_at';
 
 /** The rows of the scope's tenant and mode (`alias.` before the columns when given), its parameters added to `p`. */
-const batchScope = (p: Params, scope: BatchScope, alias = '') => `${alias}tenant_id = ${p.add(scope.tenantId)} AND ${alias}mode = ${p.add(scope.mode)}`;
+const batchScope = (p: Params, scope: BatchScope, alias = '') =>
+  `${alias}tenant_id = ${p.add(scope.tenantId)} AND ${alias}mode = ${p.add(scope.mode)}`;
 
 export type BatchClaim =
   | { kind: 'new'; batch: PayoutBatchRow }
@@ -49,10 +50,22 @@ export type BatchClaim =
 export async function claimPayoutBatch(
   tx: Queryable,
   scope: BatchScope,
-  batch: { id: string; key: string; fingerprint: string; itemCount: number; createdByKeyId: string; now: Date; leasedUntil: Date; inProgressMax: number },
+  batch: {
+    id: string;
+    key: string;
+    fingerprint: string;
+    itemCount: number;
+    createdByKeyId: string;
+    now: Date;
+    leasedUntil: Date;
+    inProgressMax: number;
+  },
 ): Promise<BatchClaim> {
   const lock = new Params();
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('payout_batches:' || ${lock.add(scope.tenantId)} || ':' || ${lock.add(scope.mode)}, 0))`, lock.values);
+  await tx.query(
+    `SELECT pg_advisory_xact_lock(hashtextextended('payout_batches:' || ${lock.add(scope.tenantId)} || ':' || ${lock.add(scope.mode)}, 0))`,
+    lock.values,
+  );
   const p = new Params();
   const [tenant, mode, at] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batch.now)];
   const { rows } = await tx.query<PayoutBatchRow>(
@@ -71,7 +84,11 @@ export async function claimPayoutBatch(
 }
 
 /** The batch an Idempotency-Key names, if any. */
-export async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key: string): Promise<PayoutBatchRow | undefined> {
+export async function findPayoutBatchByKey(
+  db: Queryable,
+  scope: BatchScope,
+  key: string,
+): Promise<PayoutBatchRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<PayoutBatchRow>(
     `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE ${batchScope(p, scope)} AND idempotency_key = ${p.add(key)}`,
@@ -84,7 +101,13 @@ export async function findPayoutBatchByKey(db: Queryable, scope: BatchScope, key
  * A retry takes over a batch whose request stopped recording its items (its lease has passed): true
  * when this request now holds it (a concurrent retry may have taken it first).
  */
-export async function takeOverPayoutBatch(db: Queryable, scope: BatchScope, batch: PayoutBatchRow, now: Date, leasedUntil: Date): Promise<boolean> {
+export async function takeOverPayoutBatch(
+  db: Queryable,
+  scope: BatchScope,
+  batch: PayoutBatchRow,
+  now: Date,
+  leasedUntil: Date,
+): Promise<boolean> {
   const p = new Params();
   const { rowCount } = await db.query(
     `UPDATE payout_batches SET leased_until = ${p.add(leasedUntil)}
@@ -118,7 +141,14 @@ export interface BatchItemRecord {
  * still holds the batch (`lease`: the leased_until it set): a request that lost its batch to a retry
  * (it ran past its lease) writes nothing, and the retry's results stand. False when it wrote nothing.
  */
-export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, batchId: string, lease: Date, items: readonly BatchItemRecord[], now: Date): Promise<boolean> {
+export async function recordPayoutBatchItems(
+  db: Queryable,
+  scope: BatchScope,
+  batchId: string,
+  lease: Date,
+  items: readonly BatchItemRecord[],
+  now: Date,
+): Promise<boolean> {
   const p = new Params();
   const rows = p.unnest({
     item_index: ['integer', items.map((i) => i.index)],
@@ -127,7 +157,13 @@ export async function recordPayoutBatchItems(db: Queryable, scope: BatchScope, b
     amount: ['bigint', items.map((i) => (i.amount === null ? null : i.amount.toString()))],
     refusal: ['jsonb', items.map((i) => (i.refusal ? JSON.stringify(i.refusal) : null))],
   });
-  const [tenant, mode, batch, at, held] = [p.add(scope.tenantId), p.add(scope.mode), p.add(batchId), p.add(now), p.add(lease)];
+  const [tenant, mode, batch, at, held] = [
+    p.add(scope.tenantId),
+    p.add(scope.mode),
+    p.add(batchId),
+    p.add(now),
+    p.add(lease),
+  ];
   const { rows: written } = await db.query<{ held: boolean }>(
     `WITH received AS (
        UPDATE payout_batches SET status = 'processing', leased_until = NULL, received_at = ${at}
@@ -167,9 +203,16 @@ export interface BatchItemRow {
 }
 
 /** The batch and every item with its payment as it stands, in item order. */
-export async function findPayoutBatch(db: Queryable, scope: BatchScope, id: string): Promise<{ batch: PayoutBatchRow; items: BatchItemRow[] } | undefined> {
+export async function findPayoutBatch(
+  db: Queryable,
+  scope: BatchScope,
+  id: string,
+): Promise<{ batch: PayoutBatchRow; items: BatchItemRow[] } | undefined> {
   const read = new Params();
-  const { rows } = await db.query<PayoutBatchRow>(`SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE ${batchScope(read, scope)} AND id = ${read.add(id)}`, read.values);
+  const { rows } = await db.query<PayoutBatchRow>(
+    `SELECT ${BATCH_COLUMNS} FROM payout_batches WHERE ${batchScope(read, scope)} AND id = ${read.add(id)}`,
+    read.values,
+  );
   const batch = rows[0];
   if (!batch) return undefined;
   const params = new Params();
@@ -195,7 +238,11 @@ export interface BatchTally {
 }
 
 /** Items by status and their delivered amounts, for each of `batchIds`. */
-export async function tallyPayoutBatches(db: Queryable, scope: BatchScope, batchIds: readonly string[]): Promise<BatchTally[]> {
+export async function tallyPayoutBatches(
+  db: Queryable,
+  scope: BatchScope,
+  batchIds: readonly string[],
+): Promise<BatchTally[]> {
   if (batchIds.length === 0) return [];
   const params = new Params();
   const { rows } = await db.query<BatchTally>(
@@ -211,7 +258,12 @@ export async function tallyPayoutBatches(db: Queryable, scope: BatchScope, batch
 }
 
 /** Marks a batch completed once every item is final, at the time its last payment became final. */
-export async function completePayoutBatch(db: Queryable, scope: BatchScope, id: string, completedAt: Date): Promise<void> {
+export async function completePayoutBatch(
+  db: Queryable,
+  scope: BatchScope,
+  id: string,
+  completedAt: Date,
+): Promise<void> {
   const p = new Params();
   await db.query(
     `UPDATE payout_batches SET status = 'completed', completed_at = ${p.add(completedAt)} WHERE ${batchScope(p, scope)} AND id = ${p.add(id)} AND status = 'processing'`,
@@ -220,7 +272,11 @@ export async function completePayoutBatch(db: Queryable, scope: BatchScope, id: 
 }
 
 /** One page of the partition's batches, newest first. */
-export async function listPayoutBatches(db: Queryable, scope: BatchScope, page: { limit: number; after?: PagePosition }): Promise<Array<PayoutBatchRow & { created_at_us: bigint }>> {
+export async function listPayoutBatches(
+  db: Queryable,
+  scope: BatchScope,
+  page: { limit: number; after?: PagePosition },
+): Promise<Array<PayoutBatchRow & { created_at_us: bigint }>> {
   const params = new Params();
   return newestFirst<PayoutBatchRow & { created_at_us: bigint }>(db, {
     columns: BATCH_COLUMNS,

@@ -6,11 +6,52 @@ import type { QuoteRow } from './quotes.ts';
 import { Params } from './sql-params.ts';
 import type { Mode } from '../../domain/partition.ts';
 
-const QUOTE = ['tenant_id', 'mode', 'id', 'customer_id', 'fixed', 'spend_asset', 'spend_amount', 'deliver_asset', 'deliver_amount',
-  'fee_amount', 'rate_value', 'rate_market', 'spread_bps', 'expires_at', 'created_at', 'consumed_at', 'payment_id'] as const;
-const BENEFICIARY = ['tenant_id', 'mode', 'id', 'full_name', 'national_id', 'bank_code', 'account_number', 'phone', 'asset', 'country',
-  'instrument', 'status', 'payout_count', 'last_success_at', 'last_failure_reason', 'created_at'] as const;
-const KEY = ['fingerprint', 'status', 'payment_id', 'response_status', 'response_body', 'locked_until', 'expires_at'] as const;
+const QUOTE = [
+  'tenant_id',
+  'mode',
+  'id',
+  'customer_id',
+  'fixed',
+  'spend_asset',
+  'spend_amount',
+  'deliver_asset',
+  'deliver_amount',
+  'fee_amount',
+  'rate_value',
+  'rate_market',
+  'spread_bps',
+  'expires_at',
+  'created_at',
+  'consumed_at',
+  'payment_id',
+] as const;
+const BENEFICIARY = [
+  'tenant_id',
+  'mode',
+  'id',
+  'full_name',
+  'national_id',
+  'bank_code',
+  'account_number',
+  'phone',
+  'asset',
+  'country',
+  'instrument',
+  'status',
+  'payout_count',
+  'last_success_at',
+  'last_failure_reason',
+  'created_at',
+] as const;
+const KEY = [
+  'fingerprint',
+  'status',
+  'payment_id',
+  'response_status',
+  'response_body',
+  'locked_until',
+  'expires_at',
+] as const;
 
 // One primary-key probe per payout and table, never a scan: LATERAL subqueries, and correlated scalar
 // subqueries for the senders (a LATERAL join there was planned as a scan of every customer of every
@@ -64,20 +105,24 @@ export interface PayoutReads {
  */
 export async function readPayoutReferences(db: Queryable, items: readonly PayoutReferences[]): Promise<PayoutReads[]> {
   const p = new Params();
-  const payouts = p.unnest({
-    tenant_id: ['uuid', items.map((i) => i.tenantId)],
-    mode: ['text', items.map((i) => i.mode)],
-    quote_id: ['uuid', items.map((i) => i.quoteId)],
-    beneficiary_id: ['uuid', items.map((i) => i.beneficiaryId ?? null)],
-    key: ['text', items.map((i) => i.key)],
-    customer_id: ['uuid', items.map((i) => i.customerId ?? null)],
-  }, { ordinality: true });
+  const payouts = p.unnest(
+    {
+      tenant_id: ['uuid', items.map((i) => i.tenantId)],
+      mode: ['text', items.map((i) => i.mode)],
+      quote_id: ['uuid', items.map((i) => i.quoteId)],
+      beneficiary_id: ['uuid', items.map((i) => i.beneficiaryId ?? null)],
+      key: ['text', items.map((i) => i.key)],
+      customer_id: ['uuid', items.map((i) => i.customerId ?? null)],
+    },
+    { ordinality: true },
+  );
   // keyed: part of the payout path measured by KEYED_PLANNER (db/postgres.ts): c16 872/s, 341/s without (−61 %).
   const { rows } = await db.query<Record<string, unknown>>(referencesSql(payouts), p.values, { plan: 'keyed' });
   const byOrdinal = new Map(rows.map((row) => [Number(row.n), row]));
   return items.map((_, index) => {
     const row = byOrdinal.get(index + 1)!;
-    const pick = (prefix: string, columns: readonly string[]) => Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]]));
+    const pick = (prefix: string, columns: readonly string[]) =>
+      Object.fromEntries(columns.map((c) => [c, row[`${prefix}${c}`]]));
     const key = row.k_fingerprint
       ? {
           fingerprint: row.k_fingerprint as string,
@@ -92,7 +137,9 @@ export async function readPayoutReferences(db: Queryable, items: readonly Payout
     return {
       key,
       quote: row.q_id ? (pick('q_', QUOTE) as unknown as PayoutQuote) : undefined,
-      beneficiary: row.b_id ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as PayoutBeneficiary) : undefined,
+      beneficiary: row.b_id
+        ? ({ ...pick('b_', BENEFICIARY), created_at_us: row.b_created_at_us } as unknown as PayoutBeneficiary)
+        : undefined,
       customerSender: (row.customer_sender as Sender | null) ?? undefined,
       defaultSender: (row.default_sender as Sender | null) ?? undefined,
     };

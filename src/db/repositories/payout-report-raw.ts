@@ -3,7 +3,13 @@ import type { Instrument } from '../../domain/instrument.ts';
 import { reportedDurationMs } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
 import { isFailureStatus } from '../../domain/payout-report.ts';
-import type { BucketTimingRow, PaymentAggregates, ReportScope, ReportWindow, WebhookBucketRow } from './payout-report-rows.ts';
+import type {
+  BucketTimingRow,
+  PaymentAggregates,
+  ReportScope,
+  ReportWindow,
+  WebhookBucketRow,
+} from './payout-report-rows.ts';
 import { outcomeMsOf, scopeOf } from './report-sql.ts';
 import { Params } from './sql-params.ts';
 
@@ -99,20 +105,29 @@ async function outcomeTimes(db: Queryable, scope: ReportScope, window: ReportWin
 }
 
 /** Payments created in the window, read from the payments themselves. */
-export async function rawPaymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
+export async function rawPaymentAggregates(
+  db: Queryable,
+  scope: ReportScope,
+  window: ReportWindow,
+): Promise<PaymentAggregates> {
   const [tallies, timing] = await Promise.all([paymentTallies(db, scope, window), outcomeTimes(db, scope, window)]);
   const out: PaymentAggregates = { byBucket: [], timing, banks: [], methods: [], reasons: [] };
   for (const r of tallies) {
     if (r.set === SET_BUCKET) out.byBucket.push([r.b!, r.status, r.n, r.amount]);
     else if (r.set === SET_BANK) out.banks.push([r.bank_code, r.status, r.n]);
     else if (r.set === SET_METHOD) out.methods.push([r.method, r.status, r.n]);
-    else if (r.set === SET_REASON && isFailureStatus(r.status)) out.reasons.push([r.status, r.status_reason, r.n, r.amount]);
+    else if (r.set === SET_REASON && isFailureStatus(r.status))
+      out.reasons.push([r.status, r.status_reason, r.n, r.amount]);
   }
   return out;
 }
 
 /** Webhook delivery attempts made in the window, read from the attempts themselves. */
-export async function rawWebhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
+export async function rawWebhookAggregates(
+  db: Queryable,
+  scope: ReportScope,
+  window: ReportWindow,
+): Promise<WebhookBucketRow[]> {
   const p = new Params();
   const range = rangeParams(p, scope, window);
   const { rows } = await db.query<{ buckets: WebhookBucketRow[] }>(
@@ -133,6 +148,12 @@ export async function rawWebhookAggregates(db: Queryable, scope: ReportScope, wi
     p.values,
     { plan: 'aggregate' },
   );
-  return rows[0]!.buckets.map(([b, delivered, rejected, unreachable, p50, p95]) => [b, delivered, rejected, unreachable, reportedDurationMs(p50), reportedDurationMs(p95)]);
+  return rows[0]!.buckets.map(([b, delivered, rejected, unreachable, p50, p95]) => [
+    b,
+    delivered,
+    rejected,
+    unreachable,
+    reportedDurationMs(p50),
+    reportedDurationMs(p95),
+  ]);
 }
-

@@ -39,4 +39,3 @@ export interface PaymentAggregates {
 
 /** [bucket, delivered, rejected, unreachable, p50 ms, p95 ms]. */
 export type WebhookBucketRow = [number, number, number, number, number, number];
-

@@ -1,10 +1,23 @@
 import type { PaymentStatus } from '../../domain/payment-state.ts';
 import type { Instrument } from '../../domain/instrument.ts';
-import type { BucketTimingRow, PaymentAggregates, ReportScope, ReportWindow, WebhookBucketRow } from './payout-report-rows.ts';
+import type {
+  BucketTimingRow,
+  PaymentAggregates,
+  ReportScope,
+  ReportWindow,
+  WebhookBucketRow,
+} from './payout-report-rows.ts';
 import { addBins, histogramPercentiles, TIME_BIN_STARTS, type TimeHistogram } from '../../domain/report-time-bins.ts';
 import type { Queryable } from '../database.ts';
 import { rawPaymentAggregates, rawWebhookAggregates } from './payout-report-raw.ts';
-import { binOf, FOLD_CTE, REASONED_STATUSES, scopeOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import {
+  binOf,
+  FOLD_CTE,
+  REASONED_STATUSES,
+  scopeOf,
+  unfoldedDeliveries,
+  unfoldedPaymentChanges,
+} from './report-sql.ts';
 import { rollupsBuilt } from './report-rollups.ts';
 import { Params } from './sql-params.ts';
 
@@ -40,7 +53,13 @@ const windowParams = (p: Params, scope: ReportScope, window: ReportWindow): Wind
 const inWindow = (t: string, w: WindowParams) =>
   `${t}.tenant_id IN (SELECT tenant_id FROM scope) AND ${t}.mode = ${w.mode} AND ${t}.created_at >= ${w.start} AND ${t}.created_at < ${w.end}`;
 // The rollup rows of one table in the window, per tenant of the scope: one index range each.
-const rollupRows = (table: string, columns: string, period: string, w: WindowParams, where = 'true') => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
+const rollupRows = (
+  table: string,
+  columns: string,
+  period: string,
+  w: WindowParams,
+  where = 'true',
+) => `SELECT r.* FROM scope s CROSS JOIN LATERAL (
     SELECT ${columns} FROM ${table}
      WHERE tenant_id = s.tenant_id AND mode = ${w.mode} AND period = ${period} AND bucket_start >= ${w.start} AND bucket_start < ${w.end} AND ${where}
   ) r`;
@@ -105,11 +124,17 @@ function timingOf(rows: readonly { b: number; bins: Record<string, number> }[]):
   });
 }
 
-async function rollupPaymentAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<PaymentAggregates> {
+async function rollupPaymentAggregates(
+  db: Queryable,
+  scope: ReportScope,
+  window: ReportWindow,
+): Promise<PaymentAggregates> {
   const [countsParams, timingParams] = [new Params(), new Params()];
   const [counts, timing] = await Promise.all([
     db.query<CountRow>(countsSql(countsParams, scope, window), countsParams.values, { plan: 'aggregate' }),
-    db.query<{ b: number; bins: Record<string, number> }>(timingSql(timingParams, scope, window), timingParams.values, { plan: 'aggregate' }),
+    db.query<{ b: number; bins: Record<string, number> }>(timingSql(timingParams, scope, window), timingParams.values, {
+      plan: 'aggregate',
+    }),
   ]);
   const out: PaymentAggregates = { byBucket: [], timing: [], banks: [], methods: [], reasons: [] };
   for (const r of counts.rows) {
@@ -146,12 +171,24 @@ interface AttemptRow {
   bins: Record<string, number>;
 }
 
-async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<WebhookBucketRow[]> {
+async function rollupWebhookAggregates(
+  db: Queryable,
+  scope: ReportScope,
+  window: ReportWindow,
+): Promise<WebhookBucketRow[]> {
   const p = new Params();
   const { rows } = await db.query<AttemptRow>(webhooksSql(p, scope, window), p.values, { plan: 'aggregate' });
-  const byBucket = new Map<number, { delivered: number; rejected: number; unreachable: number; histogram: TimeHistogram }>();
+  const byBucket = new Map<
+    number,
+    { delivered: number; rejected: number; unreachable: number; histogram: TimeHistogram }
+  >();
   for (const r of rows) {
-    const bucket = byBucket.get(r.b) ?? { delivered: 0, rejected: 0, unreachable: 0, histogram: new Map<number, number>() };
+    const bucket = byBucket.get(r.b) ?? {
+      delivered: 0,
+      rejected: 0,
+      unreachable: 0,
+      histogram: new Map<number, number>(),
+    };
     bucket.delivered += r.delivered;
     bucket.rejected += r.rejected;
     bucket.unreachable += r.unreachable;
@@ -169,7 +206,11 @@ async function rollupWebhookAggregates(db: Queryable, scope: ReportScope, window
  * times to outcome) and webhook attempts made in it: from the rollups once built, else from the
  * payments and attempts themselves. One probe decides for both.
  */
-export async function reportAggregates(db: Queryable, scope: ReportScope, window: ReportWindow): Promise<{ payments: PaymentAggregates; webhooks: WebhookBucketRow[] }> {
+export async function reportAggregates(
+  db: Queryable,
+  scope: ReportScope,
+  window: ReportWindow,
+): Promise<{ payments: PaymentAggregates; webhooks: WebhookBucketRow[] }> {
   const built = await rollupsBuilt(db);
   const [payments, webhooks] = await Promise.all(
     built
@@ -193,7 +234,11 @@ export interface BalanceAtRow {
  * The prefunding and credit balances of every asset the scope holds, as they were just before each
  * instant: the last history row of each account before it (one index probe each).
  */
-export async function balancesAt(db: Queryable, scope: ReportScope, instants: readonly Date[]): Promise<BalanceAtRow[]> {
+export async function balancesAt(
+  db: Queryable,
+  scope: ReportScope,
+  instants: readonly Date[],
+): Promise<BalanceAtRow[]> {
   if (instants.length === 0) return [];
   const p = new Params();
   const [tenant, mode] = [p.add(scope.tenantId), p.add(scope.mode)];
@@ -226,5 +271,10 @@ export async function balancesAt(db: Queryable, scope: ReportScope, instants: re
                FROM at GROUP BY i, asset) t`,
     p.values,
   );
-  return rows[0]!.rows.map(([instant, asset, prefunding, creditReceivable]) => ({ instant, asset, prefunding, creditReceivable }));
+  return rows[0]!.rows.map(([instant, asset, prefunding, creditReceivable]) => ({
+    instant,
+    asset,
+    prefunding,
+    creditReceivable,
+  }));
 }

@@ -12,7 +12,13 @@ export async function setDefaultSender(db: Queryable, tenantId: string, mode: Mo
   );
 }
 
-export async function setCustomerSender(db: Queryable, tenantId: string, mode: Mode, customerId: string, sender: Sender): Promise<void> {
+export async function setCustomerSender(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  customerId: string,
+  sender: Sender,
+): Promise<void> {
   const p = new Params();
   await db.query(
     `INSERT INTO customers (tenant_id, mode, id, sender) VALUES (${p.add(tenantId)}, ${p.add(mode)}, ${p.add(customerId)}, ${p.add(JSON.stringify(sender))})
@@ -32,7 +38,12 @@ export async function lockDefaultSender(tx: Queryable, tenantId: string, mode: M
 }
 
 /** A customer's stored sender (null: none yet), its row locked until the transaction ends. */
-export async function lockCustomerSender(tx: Queryable, tenantId: string, mode: Mode, customerId: string): Promise<Sender | null> {
+export async function lockCustomerSender(
+  tx: Queryable,
+  tenantId: string,
+  mode: Mode,
+  customerId: string,
+): Promise<Sender | null> {
   const p = new Params();
   const { rows } = await tx.query<{ sender: Sender | null }>(
     `SELECT sender FROM customers WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(customerId)} FOR UPDATE`,

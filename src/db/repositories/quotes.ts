@@ -76,7 +76,12 @@ export async function insertQuotes(db: Queryable, quotes: readonly NewQuote[]): 
   );
 }
 
-export async function findQuote(db: Queryable, tenantId: string, mode: Mode, id: string): Promise<QuoteRow | undefined> {
+export async function findQuote(
+  db: Queryable,
+  tenantId: string,
+  mode: Mode,
+  id: string,
+): Promise<QuoteRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<QuoteRow>(
     `SELECT ${COLUMNS} FROM quotes WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} AND id = ${p.add(id)}`,

@@ -46,7 +46,12 @@ export async function listPendingRailInbox(db: Queryable, rail: string, limit: n
 }
 
 /** Marks an event acknowledged (idempotent: the first time stays); false when there is no such event. */
-export async function acknowledgeRailInboxEvent(db: Queryable, rail: string, eventId: string, at: Date): Promise<boolean> {
+export async function acknowledgeRailInboxEvent(
+  db: Queryable,
+  rail: string,
+  eventId: string,
+  at: Date,
+): Promise<boolean> {
   const p = new Params();
   const result = await db.query(
     `UPDATE rail_inbox SET acknowledged_at = COALESCE(acknowledged_at, ${p.add(at)}) WHERE rail = ${p.add(rail)} AND event_id = ${p.add(eventId)}`,

@@ -17,10 +17,12 @@ export interface RailStatementPullRow {
   gave_up_at: Date | null;
 }
 
-const COLUMNS = 'rail, value_date::text AS value_date, attempts, next_attempt_at, leased_until, last_attempt_at, last_error, statement_id, done_at, gave_up_at';
+const COLUMNS =
+  'rail, value_date::text AS value_date, attempts, next_attempt_at, leased_until, last_attempt_at, last_error, statement_id, done_at, gave_up_at';
 
 /** The row of one rail and day, its parameters added to `p`. */
-const pullOf = (p: Params, key: { rail: string; day: string }) => `rail = ${p.add(key.rail)} AND value_date = ${p.add(key.day)}::date`;
+const pullOf = (p: Params, key: { rail: string; day: string }) =>
+  `rail = ${p.add(key.rail)} AND value_date = ${p.add(key.day)}::date`;
 
 /**
  * Claims the pull of `rail`'s statement of `day` for one attempt (the row is made on the first claim):
@@ -58,7 +60,12 @@ export async function claimStatementPull(
 }
 
 /** The pull ended with that day's statement matched (or found already stored). */
-export async function finishStatementPull(db: Queryable, key: { rail: string; day: string }, statementId: string, at: Date): Promise<RailStatementPullRow> {
+export async function finishStatementPull(
+  db: Queryable,
+  key: { rail: string; day: string },
+  statementId: string,
+  at: Date,
+): Promise<RailStatementPullRow> {
   const p = new Params();
   const { rows } = await db.query<RailStatementPullRow>(
     `UPDATE rail_statement_pulls SET statement_id = ${p.add(statementId)}, done_at = ${p.add(at)}, gave_up_at = NULL, last_error = NULL, leased_until = NULL
@@ -85,21 +92,51 @@ export async function failStatementPull(
 }
 
 /** The pull of `rail`'s statement of `day`, if it was ever tried. */
-export async function findStatementPull(db: Queryable, key: { rail: string; day: string }): Promise<RailStatementPullRow | undefined> {
+export async function findStatementPull(
+  db: Queryable,
+  key: { rail: string; day: string },
+): Promise<RailStatementPullRow | undefined> {
   const p = new Params();
-  const { rows } = await db.query<RailStatementPullRow>(`SELECT ${COLUMNS} FROM rail_statement_pulls WHERE ${pullOf(p, key)}`, p.values);
+  const { rows } = await db.query<RailStatementPullRow>(
+    `SELECT ${COLUMNS} FROM rail_statement_pulls WHERE ${pullOf(p, key)}`,
+    p.values,
+  );
   return rows[0];
 }
 
 /** Each rail's pull of its latest day. */
 export async function latestStatementPulls(db: Queryable): Promise<RailStatementPullRow[]> {
-  const { rows } = await db.query<RailStatementPullRow>(`SELECT DISTINCT ON (rail) ${COLUMNS} FROM rail_statement_pulls ORDER BY rail, value_date DESC`);
+  const { rows } = await db.query<RailStatementPullRow>(
+    `SELECT DISTINCT ON (rail) ${COLUMNS} FROM rail_statement_pulls ORDER BY rail, value_date DESC`,
+  );
   return rows;
 }
 
 /** Each rail's statement matched last (posted or pulled): its day, when, and what it found. */
-export async function latestStatementChecks(db: Queryable): Promise<Array<{ rail: string; id: string; value_date: string; created_at: Date; line_count: number; matched: number; mismatches: number; anomalies_opened: number }>> {
-  const { rows } = await db.query<{ rail: string; id: string; value_date: string; created_at: Date; line_count: number; matched: number; mismatches: number; anomalies_opened: number }>(
+export async function latestStatementChecks(
+  db: Queryable,
+): Promise<
+  Array<{
+    rail: string;
+    id: string;
+    value_date: string;
+    created_at: Date;
+    line_count: number;
+    matched: number;
+    mismatches: number;
+    anomalies_opened: number;
+  }>
+> {
+  const { rows } = await db.query<{
+    rail: string;
+    id: string;
+    value_date: string;
+    created_at: Date;
+    line_count: number;
+    matched: number;
+    mismatches: number;
+    anomalies_opened: number;
+  }>(
     `SELECT DISTINCT ON (rail) rail, id, value_date::text AS value_date, created_at, line_count, matched,
             unknown_reference + missing_at_rail + amount_mismatch + status_mismatch + bank_reference_mismatch AS mismatches, anomalies_opened
        FROM rail_statements ORDER BY rail, created_at DESC, id DESC`,

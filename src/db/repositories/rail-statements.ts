@@ -3,7 +3,12 @@
 // tenant's payments; the payments are read by the rail's own indexes, never the whole table.
 import { randomUUID } from 'node:crypto';
 import type { PagePosition } from '../../domain/page-cursor.ts';
-import type { ColumnMapping, StatementMismatchKind, StatementPayment, StatementResult } from '../../domain/rail-statement.ts';
+import type {
+  ColumnMapping,
+  StatementMismatchKind,
+  StatementPayment,
+  StatementResult,
+} from '../../domain/rail-statement.ts';
 import type { Mode } from '../../domain/partition.ts';
 import type { Queryable } from '../database.ts';
 import { newestFirst, Params } from './sql-params.ts';
@@ -47,7 +52,10 @@ export interface MismatchRow {
 }
 
 /** The statement already stored for this rail, day and file, if any. */
-export async function findStatementByFile(db: Queryable, key: { rail: string; day: string; sha256: string }): Promise<RailStatementRow | undefined> {
+export async function findStatementByFile(
+  db: Queryable,
+  key: { rail: string; day: string; sha256: string },
+): Promise<RailStatementRow | undefined> {
   const p = new Params();
   const { rows } = await db.query<RailStatementRow>(
     `SELECT ${COLUMNS} FROM rail_statements WHERE rail = ${p.add(key.rail)} AND value_date = ${p.add(key.day)}::date AND file_sha256 = ${p.add(key.sha256)}`,
@@ -58,7 +66,10 @@ export async function findStatementByFile(db: Queryable, key: { rail: string; da
 
 export async function findStatement(db: Queryable, id: string): Promise<RailStatementRow | undefined> {
   const p = new Params();
-  const { rows } = await db.query<RailStatementRow>(`SELECT ${COLUMNS} FROM rail_statements WHERE id = ${p.add(id)}`, p.values);
+  const { rows } = await db.query<RailStatementRow>(
+    `SELECT ${COLUMNS} FROM rail_statements WHERE id = ${p.add(id)}`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -68,7 +79,16 @@ export async function findStatement(db: Queryable, id: string): Promise<RailStat
  */
 export async function insertStatement(
   tx: Queryable,
-  statement: { rail: string; day: string; sha256: string; bytes: number; lines: number; columns: ColumnMapping; createdBy: string; at: Date },
+  statement: {
+    rail: string;
+    day: string;
+    sha256: string;
+    bytes: number;
+    lines: number;
+    columns: ColumnMapping;
+    createdBy: string;
+    at: Date;
+  },
 ): Promise<string | undefined> {
   const p = new Params();
   const { rows } = await tx.query<{ id: string }>(
@@ -83,7 +103,12 @@ export async function insertStatement(
 }
 
 /** The statement's final counts. */
-export async function recordCounts(tx: Queryable, id: string, counts: Record<StatementResult, number>, anomaliesOpened: number): Promise<RailStatementRow> {
+export async function recordCounts(
+  tx: Queryable,
+  id: string,
+  counts: Record<StatementResult, number>,
+  anomaliesOpened: number,
+): Promise<RailStatementRow> {
   const p = new Params();
   const { rows } = await tx.query<RailStatementRow>(
     `UPDATE rail_statements
@@ -112,7 +137,11 @@ export interface NewMismatch {
 }
 
 /** One batch of a statement's mismatches (the caller bounds it). */
-export async function insertMismatches(tx: Queryable, statementId: string, mismatches: readonly NewMismatch[]): Promise<void> {
+export async function insertMismatches(
+  tx: Queryable,
+  statementId: string,
+  mismatches: readonly NewMismatch[],
+): Promise<void> {
   if (mismatches.length === 0) return;
   const params = new Params();
   const col = <T>(pick: (m: NewMismatch) => T) => mismatches.map(pick);
@@ -136,7 +165,11 @@ export async function insertMismatches(tx: Queryable, statementId: string, misma
 }
 
 /** A statement's mismatches in file order (missing payments last), `limit + 1` after `afterSeq`. */
-export async function listMismatches(db: Queryable, statementId: string, page: { limit: number; afterSeq: number }): Promise<MismatchRow[]> {
+export async function listMismatches(
+  db: Queryable,
+  statementId: string,
+  page: { limit: number; afterSeq: number },
+): Promise<MismatchRow[]> {
   const p = new Params();
   const { rows } = await db.query<MismatchRow>(
     `SELECT seq, result, line, reference, tenant_id, mode, payment_id, ours, theirs, anomaly_id
@@ -147,25 +180,46 @@ export async function listMismatches(db: Queryable, statementId: string, page: {
 }
 
 /** A rail's statements, newest first: `limit + 1` rows after `after`, for pageOf. */
-export async function listStatements(db: Queryable, rail: string, page: { limit: number; after?: PagePosition }): Promise<ListedRailStatementRow[]> {
+export async function listStatements(
+  db: Queryable,
+  rail: string,
+  page: { limit: number; after?: PagePosition },
+): Promise<ListedRailStatementRow[]> {
   const params = new Params();
-  return newestFirst<ListedRailStatementRow>(db, { columns: COLUMNS, from: 'rail_statements', time: 'created_at', params, where: [`rail = ${params.add(rail)}`], ...page });
+  return newestFirst<ListedRailStatementRow>(db, {
+    columns: COLUMNS,
+    from: 'rail_statements',
+    time: 'created_at',
+    params,
+    where: [`rail = ${params.add(rail)}`],
+    ...page,
+  });
 }
 
 /** Whether any payment went through this rail (one index probe). */
 export async function railCarriedPayments(db: Queryable, rail: string): Promise<boolean> {
   const p = new Params();
-  const { rows } = await db.query<{ used: boolean }>(`SELECT EXISTS (SELECT 1 FROM payments WHERE rail = ${p.add(rail)}) AS used`, p.values);
+  const { rows } = await db.query<{ used: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM payments WHERE rail = ${p.add(rail)}) AS used`,
+    p.values,
+  );
   return rows[0]?.used === true;
 }
 
 const PAYMENT_COLUMNS = 'tenant_id, mode, id::text AS id, status, payout_amount, bank_reference, settled_at';
 
 /** The payments of this rail among `ids` (payment ids, already known to be uuids). */
-export async function railPaymentsByIds(db: Queryable, rail: string, ids: readonly string[]): Promise<StatementPayment[]> {
+export async function railPaymentsByIds(
+  db: Queryable,
+  rail: string,
+  ids: readonly string[],
+): Promise<StatementPayment[]> {
   if (ids.length === 0) return [];
   const p = new Params();
-  const { rows } = await db.query<StatementPayment>(`SELECT ${PAYMENT_COLUMNS} FROM payments WHERE rail = ${p.add(rail)} AND id = ANY(${p.add(ids)}::uuid[])`, p.values);
+  const { rows } = await db.query<StatementPayment>(
+    `SELECT ${PAYMENT_COLUMNS} FROM payments WHERE rail = ${p.add(rail)} AND id = ANY(${p.add(ids)}::uuid[])`,
+    p.values,
+  );
   return rows;
 }
 
@@ -175,13 +229,20 @@ export async function railPaymentsByIds(db: Queryable, rail: string, ids: readon
  * and kind), batch after batch: matched side by side, each could wait for a key the other inserted
  * while holding one the other needs. One day of one rail is matched at a time instead.
  */
-export async function beginStatementMatch(tx: Queryable, key: { rail: string; day: string }, boundMs: number): Promise<void> {
+export async function beginStatementMatch(
+  tx: Queryable,
+  key: { rail: string; day: string },
+  boundMs: number,
+): Promise<void> {
   assert(Number.isInteger(boundMs) && boundMs > 0, `bound ${boundMs} is not a positive integer`);
   // Each statement, and the wait for another statement of the day, bounded by `boundMs` instead of the
   // pool's defaults (a day's lines are matched in one transaction: it may take longer than a payout).
   await tx.exec(`SET LOCAL statement_timeout = ${boundMs}; SET LOCAL lock_timeout = ${boundMs}`);
   const p = new Params();
-  await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || ${p.add(key.rail)} || ':' || ${p.add(key.day)}, 0))`, p.values);
+  await tx.query(
+    `SELECT pg_advisory_xact_lock(hashtextextended('rail_statement:' || ${p.add(key.rail)} || ':' || ${p.add(key.day)}, 0))`,
+    p.values,
+  );
 }
 
 /**
@@ -189,17 +250,25 @@ export async function beginStatementMatch(tx: Queryable, key: { rail: string; da
  * at its end), so the payments it does not name are found by the database, not held in memory.
  */
 export async function beginStatementReferences(tx: Queryable): Promise<void> {
-  await tx.exec(`CREATE TEMPORARY TABLE rail_statement_references (reference text PRIMARY KEY, line integer NOT NULL) ON COMMIT DROP`);
+  await tx.exec(
+    `CREATE TEMPORARY TABLE rail_statement_references (reference text PRIMARY KEY, line integer NOT NULL) ON COMMIT DROP`,
+  );
 }
 
 /**
  * Remembers a batch of references (distinct within the batch); answers those named before, with the
  * line that named them first.
  */
-export async function rememberReferences(tx: Queryable, lines: ReadonlyArray<{ reference: string; line: number }>): Promise<Array<{ reference: string; line: number }>> {
+export async function rememberReferences(
+  tx: Queryable,
+  lines: ReadonlyArray<{ reference: string; line: number }>,
+): Promise<Array<{ reference: string; line: number }>> {
   if (lines.length === 0) return [];
   const p = new Params();
-  const given = p.unnest({ reference: ['text', lines.map((l) => l.reference)], line: ['integer', lines.map((l) => l.line)] });
+  const given = p.unnest({
+    reference: ['text', lines.map((l) => l.reference)],
+    line: ['integer', lines.map((l) => l.line)],
+  });
   const { rows } = await tx.query<{ reference: string; line: number }>(
     `WITH given AS (SELECT * FROM ${given}),
           added AS (INSERT INTO rail_statement_references (reference, line) SELECT reference, line FROM given ON CONFLICT (reference) DO NOTHING RETURNING reference)
@@ -214,7 +283,11 @@ export async function rememberReferences(tx: Queryable, lines: ReadonlyArray<{ r
  * The next page of this rail's payments settled on `day` (America/Caracas) that the statement does not
  * name: by id, after `afterId`, at most `limit`.
  */
-export async function unnamedSettledPayments(tx: Queryable, key: { rail: string; day: string }, page: { afterId: string; limit: number }): Promise<StatementPayment[]> {
+export async function unnamedSettledPayments(
+  tx: Queryable,
+  key: { rail: string; day: string },
+  page: { afterId: string; limit: number },
+): Promise<StatementPayment[]> {
   const params = new Params();
   const { rows } = await tx.query<StatementPayment>(
     `SELECT ${PAYMENT_COLUMNS} FROM payments p

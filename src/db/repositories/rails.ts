@@ -30,7 +30,13 @@ export type StoredRailSetting = RailSetting & { updatedAt: Date };
 const RAIL_COLUMNS = 'name, modes, instruments, enabled, updated_at';
 const ROUTE_COLUMNS = 'id, priority, rail, tenant_id, mode, instrument, bank_code, min_amount, max_amount, created_at';
 
-const settingOf = (row: RailRow): StoredRailSetting => ({ name: row.name, modes: row.modes, instruments: row.instruments, enabled: row.enabled, updatedAt: row.updated_at });
+const settingOf = (row: RailRow): StoredRailSetting => ({
+  name: row.name,
+  modes: row.modes,
+  instruments: row.instruments,
+  enabled: row.enabled,
+  updatedAt: row.updated_at,
+});
 
 const routeOf = (row: RailRouteRow): RailRoute => ({
   id: row.id,
@@ -54,7 +60,10 @@ export async function listRailSettings(db: Queryable): Promise<StoredRailSetting
 /** The rail's stored setting, locked for its update (the audit row records what it was). */
 export async function lockRailSetting(tx: Queryable, name: string): Promise<StoredRailSetting | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<RailRow>(`SELECT ${RAIL_COLUMNS} FROM rails WHERE name = ${p.add(name)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<RailRow>(
+    `SELECT ${RAIL_COLUMNS} FROM rails WHERE name = ${p.add(name)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0] && settingOf(rows[0]);
 }
 
@@ -73,7 +82,9 @@ export async function upsertRailSetting(tx: Queryable, setting: RailSetting, now
 
 /** Every routing rule, in the order they apply. */
 export async function listRailRoutes(db: Queryable): Promise<RailRoute[]> {
-  const { rows } = await db.query<RailRouteRow>(`SELECT ${ROUTE_COLUMNS} FROM rail_routes ORDER BY priority, created_at, id`);
+  const { rows } = await db.query<RailRouteRow>(
+    `SELECT ${ROUTE_COLUMNS} FROM rail_routes ORDER BY priority, created_at, id`,
+  );
   return rows.map(routeOf);
 }
 
@@ -92,7 +103,10 @@ export async function insertRailRoute(tx: Queryable, route: RailRoute): Promise<
 /** Removes a rule; what it was, or undefined when there was none. */
 export async function deleteRailRoute(tx: Queryable, id: string): Promise<RailRoute | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<RailRouteRow>(`DELETE FROM rail_routes WHERE id = ${p.add(id)} RETURNING ${ROUTE_COLUMNS}`, p.values);
+  const { rows } = await tx.query<RailRouteRow>(
+    `DELETE FROM rail_routes WHERE id = ${p.add(id)} RETURNING ${ROUTE_COLUMNS}`,
+    p.values,
+  );
   return rows[0] && routeOf(rows[0]);
 }
 
@@ -102,7 +116,12 @@ export async function deleteRailRoute(tx: Queryable, id: string): Promise<RailRo
  * someone else has moved or resolved meanwhile is left alone (false). Committed before the send, so
  * that a crash in between leaves the reaper asking the rail that was asked to send.
  */
-export async function movePaymentToRail(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }, from: string | null, to: string): Promise<boolean> {
+export async function movePaymentToRail(
+  db: Queryable,
+  payment: { tenant_id: string; mode: Mode; id: string },
+  from: string | null,
+  to: string,
+): Promise<boolean> {
   const p = new Params();
   const { rowCount } = await db.query(
     `UPDATE payments SET rail = ${p.add(to)}
@@ -117,7 +136,10 @@ export async function movePaymentToRail(db: Queryable, payment: { tenant_id: str
  * reaper pass's sends instead of one per payment. Each is a primary-key probe, its tenant taken from
  * the list rather than a constant, so no statistics make it a scan of a tenant's payments.
  */
-export async function railsOfPayments(db: Queryable, payments: ReadonlyArray<{ tenant_id: string; id: string }>): Promise<Map<string, string | null>> {
+export async function railsOfPayments(
+  db: Queryable,
+  payments: ReadonlyArray<{ tenant_id: string; id: string }>,
+): Promise<Map<string, string | null>> {
   if (payments.length === 0) return new Map();
   const params = new Params();
   const { rows } = await db.query<{ id: string; rail: string | null }>(
@@ -129,7 +151,10 @@ export async function railsOfPayments(db: Queryable, payments: ReadonlyArray<{ t
 }
 
 /** The rail a payment is on now (its row may have moved since a caller read it). */
-export async function railOfPayment(db: Queryable, payment: { tenant_id: string; mode: Mode; id: string }): Promise<string | null | undefined> {
+export async function railOfPayment(
+  db: Queryable,
+  payment: { tenant_id: string; mode: Mode; id: string },
+): Promise<string | null | undefined> {
   const p = new Params();
   const { rows } = await db.query<{ rail: string | null }>(
     `SELECT rail FROM payments WHERE tenant_id = ${p.add(payment.tenant_id)} AND mode = ${p.add(payment.mode)} AND id = ${p.add(payment.id)}`,

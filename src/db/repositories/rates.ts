@@ -9,14 +9,20 @@ export interface StoredRate {
 
 export async function findRate(db: Queryable, asset: string): Promise<StoredRate | undefined> {
   const p = new Params();
-  const { rows } = await db.query<StoredRate>(`SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)}`, p.values);
+  const { rows } = await db.query<StoredRate>(
+    `SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)}`,
+    p.values,
+  );
   return rows[0];
 }
 
 /** One asset's rate (undefined: none yet), its row locked until the transaction ends. */
 export async function lockRate(tx: Queryable, asset: string): Promise<StoredRate | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<StoredRate>(`SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<StoredRate>(
+    `SELECT asset, market_text, updated_at FROM fx_rates WHERE asset = ${p.add(asset)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 

@@ -22,8 +22,13 @@ import { assert } from '../../domain/assert.ts';
  * sees the same database), each statement bounded by `statementTimeoutMs`.
  */
 export async function beginRunSnapshot(tx: Queryable, statementTimeoutMs: number): Promise<void> {
-  assert(Number.isInteger(statementTimeoutMs) && statementTimeoutMs > 0, `statement timeout ${statementTimeoutMs} is not a positive integer`);
-  await tx.exec(`SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${statementTimeoutMs}`);
+  assert(
+    Number.isInteger(statementTimeoutMs) && statementTimeoutMs > 0,
+    `statement timeout ${statementTimeoutMs} is not a positive integer`,
+  );
+  await tx.exec(
+    `SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; SET LOCAL statement_timeout = ${statementTimeoutMs}`,
+  );
 }
 
 /** Keyset start: every uuid the service generates sorts after it. */
@@ -36,16 +41,26 @@ function run<Row>(tx: Queryable, sql: (params: Params) => string): Promise<Query
 }
 
 /** The placeholders of a partition's tenant and mode, added to `params`. */
-const partitionParams = (params: Params, partition: Partition) => ({ tenant: params.add(partition.tenantId), mode: params.add(partition.mode) });
+const partitionParams = (params: Params, partition: Partition) => ({
+  tenant: params.add(partition.tenantId),
+  mode: params.add(partition.mode),
+});
 
-const balancesSql = (params: Params, partition: Partition) => `SELECT asset, kind, sum(balance)::text AS balance, count(*)::int AS slots
+const balancesSql = (
+  params: Params,
+  partition: Partition,
+) => `SELECT asset, kind, sum(balance)::text AS balance, count(*)::int AS slots
   FROM ledger_accounts WHERE tenant_id = ${params.add(partition.tenantId)} AND mode = ${params.add(partition.mode)} GROUP BY asset, kind`;
 
 // The postings summed by entry kind, asset and account, split by whether the transaction that wrote
 // them ended below the snapshot's xmin (`recent` false, what a checkpoint may carry) or not
 // (committed in time for this snapshot, but proven again by the next run). Rows written before
 // transactions were marked (written_xact NULL) are of the past.
-const postingsSql = (params: Params, partition: Partition, xmin: string) => `SELECT t.kind, p.asset, p.account_kind, coalesce(t.written_xact >= ${params.add(xmin)}::xid8, false) AS recent,
+const postingsSql = (
+  params: Params,
+  partition: Partition,
+  xmin: string,
+) => `SELECT t.kind, p.asset, p.account_kind, coalesce(t.written_xact >= ${params.add(xmin)}::xid8, false) AS recent,
        sum(p.amount)::text AS amount, count(*)::bigint AS postings
   FROM ledger_postings p
   JOIN ledger_transactions t ON t.tenant_id = p.tenant_id AND t.id = p.transaction_id
@@ -53,14 +68,22 @@ const postingsSql = (params: Params, partition: Partition, xmin: string) => `SEL
  GROUP BY 1, 2, 3, 4`;
 
 // The same, of the transactions written since a checkpoint (from its proven_below) only.
-const postingsSinceSql = (params: Params, partition: Partition, xmin: string, since: Checkpoint) => `SELECT t.kind, p.asset, p.account_kind, t.written_xact >= ${params.add(xmin)}::xid8 AS recent,
+const postingsSinceSql = (
+  params: Params,
+  partition: Partition,
+  xmin: string,
+  since: Checkpoint,
+) => `SELECT t.kind, p.asset, p.account_kind, t.written_xact >= ${params.add(xmin)}::xid8 AS recent,
        sum(p.amount)::text AS amount, count(*)::bigint AS postings
   FROM ledger_transactions t
   JOIN ledger_postings p ON p.tenant_id = t.tenant_id AND p.transaction_id = t.id
  WHERE t.tenant_id = ${params.add(partition.tenantId)} AND t.mode = ${params.add(partition.mode)} AND t.written_xact >= ${params.add(since.provenBelow)}::xid8
  GROUP BY 1, 2, 3, 4`;
 
-const chargedSql = (params: Params, partition: Partition) => `SELECT status, funding_account, source_asset, payout_asset, count(*)::int AS payments,
+const chargedSql = (
+  params: Params,
+  partition: Partition,
+) => `SELECT status, funding_account, source_asset, payout_asset, count(*)::int AS payments,
        sum(source_amount)::text AS source_amount, sum(payout_amount)::text AS payout_amount, sum(fee_amount)::text AS fee_amount
   FROM payments
  WHERE tenant_id = ${params.add(partition.tenantId)} AND mode = ${params.add(partition.mode)} AND funding_account IS NOT NULL
@@ -143,11 +166,26 @@ export async function readBooks(tx: Queryable, partition: Partition, since?: Che
     'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, pg_snapshot_xmax(pg_current_snapshot())::text AS xmax',
   );
   const snapshot = bounds.rows[0]!;
-  const balances = await run<{ asset: string; kind: AccountKind; balance: string; slots: number }>(tx, (p) => balancesSql(p, partition));
-  const postings = await run<{ kind: LedgerEntryKind; asset: string; account_kind: AccountKind; recent: boolean; amount: string; postings: bigint }>(tx, (p) =>
+  const balances = await run<{ asset: string; kind: AccountKind; balance: string; slots: number }>(tx, (p) =>
+    balancesSql(p, partition),
+  );
+  const postings = await run<{
+    kind: LedgerEntryKind;
+    asset: string;
+    account_kind: AccountKind;
+    recent: boolean;
+    amount: string;
+    postings: bigint;
+  }>(tx, (p) =>
     since ? postingsSinceSql(p, partition, snapshot.xmin, since) : postingsSql(p, partition, snapshot.xmin),
   );
-  const read = postings.rows.map((r) => ({ kind: r.kind, asset: r.asset, account: r.account_kind, amount: BigInt(r.amount), recent: r.recent }));
+  const read = postings.rows.map((r) => ({
+    kind: r.kind,
+    asset: r.asset,
+    account: r.account_kind,
+    amount: BigInt(r.amount),
+    recent: r.recent,
+  }));
   const carried = since?.postings ?? [];
   const charged = await run<{
     status: PaymentStatus;
@@ -159,8 +197,12 @@ export async function readBooks(tx: Queryable, partition: Partition, since?: Che
     payout_amount: string;
     fee_amount: string;
   }>(tx, (p) => chargedSql(p, partition));
-  const closes = await run<{ asset: string; amount: string; recorded: number; posted: number; first_day: string }>(tx, (p) => unpostedClosesSql(p, partition));
-  const strip = (rows: typeof read): PostingSum[] => rows.map(({ kind, asset, account, amount }) => ({ kind, asset, account, amount }));
+  const closes = await run<{ asset: string; amount: string; recorded: number; posted: number; first_day: string }>(
+    tx,
+    (p) => unpostedClosesSql(p, partition),
+  );
+  const strip = (rows: typeof read): PostingSum[] =>
+    rows.map(({ kind, asset, account, amount }) => ({ kind, asset, account, amount }));
   return {
     books: {
       balances: balances.rows.map((r) => ({ asset: r.asset, account: r.kind, balance: BigInt(r.balance) })),
@@ -175,7 +217,13 @@ export async function readBooks(tx: Queryable, partition: Partition, since?: Che
         payoutAmount: BigInt(r.payout_amount),
         feeAmount: BigInt(r.fee_amount),
       })),
-      unpostedCloses: closes.rows.map((r) => ({ asset: r.asset, amount: BigInt(r.amount), recorded: r.recorded, posted: r.posted, firstDay: r.first_day })),
+      unpostedCloses: closes.rows.map((r) => ({
+        asset: r.asset,
+        amount: BigInt(r.amount),
+        recorded: r.recorded,
+        posted: r.posted,
+        firstDay: r.first_day,
+      })),
     },
     accounts: balances.rows.reduce((n, r) => n + r.slots, 0),
     postings: postings.rows.reduce((n, r) => n + BigInt(r.postings), 0n),
@@ -191,9 +239,13 @@ export async function readBooks(tx: Queryable, partition: Partition, since?: Che
 // only with its payouts. At most `max` mismatches are listed.
 function countersSql(params: Params, partition: Partition, max: number, since?: Checkpoint): string {
   const { tenant, mode } = partitionParams(params, partition);
-  return `WITH ${since ? `days AS (
+  return `WITH ${
+    since
+      ? `days AS (
   SELECT DISTINCT usage_day FROM payments WHERE tenant_id = ${tenant} AND mode = ${mode} AND written_xact >= ${params.add(since.provenBelow)}::xid8 AND usage_day IS NOT NULL
-), ` : ''}counted AS (
+), `
+      : ''
+  }counted AS (
   SELECT p.usage_day AS business_date, s.kind AS subject_kind, s.subject_id, p.method,
          sum(p.payout_amount) AS amount, count(*)::bigint AS count
     FROM payments p
@@ -302,7 +354,13 @@ const writtenAfter = (params: Params, after: Position, window: WrittenWindow) =>
 
 // Since a checkpoint: the transactions written in the window, by (written_xact, id) after the
 // position, with their postings by primary key.
-function transactionPageSinceSql(params: Params, partition: Partition, after: Position, size: number, window: WrittenWindow): string {
+function transactionPageSinceSql(
+  params: Params,
+  partition: Partition,
+  after: Position,
+  size: number,
+  window: WrittenWindow,
+): string {
   const tenant = params.add(partition.tenantId);
   return `WITH page AS (
   SELECT tenant_id, id, mode, kind, payment_id, written_xact AS written FROM ledger_transactions
@@ -343,9 +401,16 @@ export interface WrittenWindow {
 /** Where a walk starts. */
 export const firstPosition = (window?: WrittenWindow): Position => ({ xact: window?.from ?? '0', id: FIRST_ID });
 
-const positionOf = (row: { id: string; xact: string | null } | undefined): Position | null => (row ? { id: row.id, xact: row.xact ?? '0' } : null);
+const positionOf = (row: { id: string; xact: string | null } | undefined): Position | null =>
+  row ? { id: row.id, xact: row.xact ?? '0' } : null;
 
-export async function readTransactionPage(tx: Queryable, partition: Partition, after: Position, size: number, window?: WrittenWindow): Promise<Page<TransactionCheckRow>> {
+export async function readTransactionPage(
+  tx: Queryable,
+  partition: Partition,
+  after: Position,
+  size: number,
+  window?: WrittenWindow,
+): Promise<Page<TransactionCheckRow>> {
   const { rows } = await run<{
     id: string;
     xact: string | null;
@@ -355,7 +420,9 @@ export async function readTransactionPage(tx: Queryable, partition: Partition, a
     postings: number;
     unbalanced: Array<{ asset: string; total: string }>;
     payment_found: boolean;
-  }>(tx, (p) => (window ? transactionPageSinceSql(p, partition, after, size, window) : transactionPageSql(p, partition, after, size)));
+  }>(tx, (p) =>
+    window ? transactionPageSinceSql(p, partition, after, size, window) : transactionPageSql(p, partition, after, size),
+  );
   return {
     read: rows.length,
     last: positionOf(rows[rows.length - 1]),
@@ -372,11 +439,18 @@ export async function readTransactionPage(tx: Queryable, partition: Partition, a
   };
 }
 
-const PAYMENT_COLUMNS = 'id, mode, status, funding_account, source_asset, source_amount, payout_asset, payout_amount, fee_amount';
+const PAYMENT_COLUMNS =
+  'id, mode, status, funding_account, source_asset, source_amount, payout_asset, payout_amount, fee_amount';
 const paymentPageSql = (params: Params, partition: Partition, after: Position, size: number) =>
   `SELECT ${PAYMENT_COLUMNS}, NULL::text AS xact FROM payments WHERE tenant_id = ${params.add(partition.tenantId)} AND id > ${params.add(after.id)} ORDER BY id LIMIT ${params.add(size)}`;
 // Since a checkpoint: the payments last written by the transactions in the window.
-const paymentPageSinceSql = (params: Params, partition: Partition, after: Position, size: number, window: WrittenWindow) => `SELECT ${PAYMENT_COLUMNS}, written_xact::text AS xact FROM payments
+const paymentPageSinceSql = (
+  params: Params,
+  partition: Partition,
+  after: Position,
+  size: number,
+  window: WrittenWindow,
+) => `SELECT ${PAYMENT_COLUMNS}, written_xact::text AS xact FROM payments
  WHERE tenant_id = ${params.add(partition.tenantId)} AND ${writtenAfter(params, after, window)}
  ORDER BY written_xact, id LIMIT ${params.add(size)}`;
 
@@ -384,7 +458,11 @@ const paymentPageSinceSql = (params: Params, partition: Partition, after: Positi
 // column of the materialised ids, not the parameter itself: statistics that knew of no transaction of this
 // tenant (its first payroll) otherwise estimated "the tenant's transactions" at one row and read every one
 // of them once per id (500 payments against 20,000 transactions: 10 million rows compared, 760 ms).
-const paymentEntriesSql = (params: Params, tenantId: string, ids: readonly string[]) => `WITH wanted AS MATERIALIZED (SELECT ${params.add(tenantId)}::uuid AS tenant_id, id FROM ${params.unnest({ id: ['uuid', ids] })})
+const paymentEntriesSql = (
+  params: Params,
+  tenantId: string,
+  ids: readonly string[],
+) => `WITH wanted AS MATERIALIZED (SELECT ${params.add(tenantId)}::uuid AS tenant_id, id FROM ${params.unnest({ id: ['uuid', ids] })})
 SELECT w.id AS payment_id, t.id, t.kind, lp.asset, lp.account_kind, lp.amount
   FROM wanted w
   JOIN ledger_transactions t ON t.tenant_id = w.tenant_id AND t.payment_id = w.id
@@ -416,7 +494,13 @@ export interface PaymentUnderCheck {
  * The tenant's next `size` payments by id (either mode read, the run's mode kept), or in a window by
  * the transaction that last wrote them, with their entries and events.
  */
-export async function readPaymentPage(tx: Queryable, partition: Partition, after: Position, size: number, window?: WrittenWindow): Promise<Page<PaymentUnderCheck>> {
+export async function readPaymentPage(
+  tx: Queryable,
+  partition: Partition,
+  after: Position,
+  size: number,
+  window?: WrittenWindow,
+): Promise<Page<PaymentUnderCheck>> {
   const { rows } = await run<{
     id: string;
     xact: string | null;
@@ -428,7 +512,9 @@ export async function readPaymentPage(tx: Queryable, partition: Partition, after
     payout_asset: string;
     payout_amount: bigint;
     fee_amount: bigint;
-  }>(tx, (p) => (window ? paymentPageSinceSql(p, partition, after, size, window) : paymentPageSql(p, partition, after, size)));
+  }>(tx, (p) =>
+    window ? paymentPageSinceSql(p, partition, after, size, window) : paymentPageSql(p, partition, after, size),
+  );
   const mine = rows.filter((r) => r.mode === partition.mode);
   const byId = new Map<string, PaymentUnderCheck>(
     mine.map((r) => [
@@ -451,10 +537,18 @@ export async function readPaymentPage(tx: Queryable, partition: Partition, after
   );
   if (mine.length > 0) {
     const ids = mine.map((r) => r.id);
-    const entries = await run<{ payment_id: string; id: string; kind: LedgerEntryKind; asset: string; account_kind: AccountKind; amount: bigint }>(tx, (p) =>
-      paymentEntriesSql(p, partition.tenantId, ids),
-    );
-    const entryById = new Map<string, { id: string; kind: LedgerEntryKind; postings: Array<{ asset: string; account: AccountKind; amount: bigint }> }>();
+    const entries = await run<{
+      payment_id: string;
+      id: string;
+      kind: LedgerEntryKind;
+      asset: string;
+      account_kind: AccountKind;
+      amount: bigint;
+    }>(tx, (p) => paymentEntriesSql(p, partition.tenantId, ids));
+    const entryById = new Map<
+      string,
+      { id: string; kind: LedgerEntryKind; postings: Array<{ asset: string; account: AccountKind; amount: bigint }> }
+    >();
     for (const r of entries.rows) {
       let entry = entryById.get(r.id);
       if (!entry) {
@@ -463,7 +557,9 @@ export async function readPaymentPage(tx: Queryable, partition: Partition, after
       }
       entry.postings.push({ asset: r.asset, account: r.account_kind, amount: r.amount });
     }
-    const events = await run<{ payment_id: string; id: string; event_type: string }>(tx, (p) => paymentEventsSql(p, partition.tenantId, ids));
+    const events = await run<{ payment_id: string; id: string; event_type: string }>(tx, (p) =>
+      paymentEventsSql(p, partition.tenantId, ids),
+    );
     for (const r of events.rows) byId.get(r.payment_id)!.events.push({ id: r.id, type: r.event_type });
   }
   return { read: rows.length, last: positionOf(rows[rows.length - 1]), rows: [...byId.values()] };

@@ -46,7 +46,23 @@ export interface RunRow {
 
 /** The run's columns, each prefixed with `alias.` when given (a statement that joins). */
 const columnsOf = (alias = '') =>
-  `${['tenant_id', 'mode', 'id', 'trigger', 'status', 'scope', 'since_run_id', 'requested_at', 'started_at', 'lease_until', 'finished_at', 'checks', 'discrepancy_count', 'examined', 'error']
+  `${[
+    'tenant_id',
+    'mode',
+    'id',
+    'trigger',
+    'status',
+    'scope',
+    'since_run_id',
+    'requested_at',
+    'started_at',
+    'lease_until',
+    'finished_at',
+    'checks',
+    'discrepancy_count',
+    'examined',
+    'error',
+  ]
     .map((c) => `${alias}${c}`)
     .join(', ')}, (extract(epoch FROM ${alias}requested_at) * 1000000)::bigint AS requested_at_us`;
 const COLUMNS = columnsOf();
@@ -106,13 +122,12 @@ RETURNING ${columnsOf('r.')}`;
  * with no run requested after it, nor one that ended less than `restFactor` times its duration ago
  * (the schedule).
  */
-export async function enqueueRuns(
-  db: Queryable,
-  selection: RunSelection,
-  options: EnqueueOptions,
-): Promise<RunRow[]> {
+export async function enqueueRuns(db: Queryable, selection: RunSelection, options: EnqueueOptions): Promise<RunRow[]> {
   const params = new Params();
-  const part = selection.tenantId !== undefined ? named(params, selection.tenantId, selection.modes) : withBooks(params, selection.mode ?? null);
+  const part =
+    selection.tenantId !== undefined
+      ? named(params, selection.tenantId, selection.modes)
+      : withBooks(params, selection.mode ?? null);
   const { rows } = await db.query<RunRow>(enqueueSql(params, part, options), params.values);
   return rows;
 }
@@ -121,7 +136,11 @@ export async function enqueueRuns(
  * Runs whose worker stopped (its lease ran out) become `abandoned`, at most `max` at a time: a crashed
  * run never stays `running`, and its tenant and mode can be queued again.
  */
-export async function abandonExpiredRuns(db: Queryable, now: Date, max: number): Promise<Array<{ tenant_id: string; id: string }>> {
+export async function abandonExpiredRuns(
+  db: Queryable,
+  now: Date,
+  max: number,
+): Promise<Array<{ tenant_id: string; id: string }>> {
   const p = new Params();
   const at = p.add(now);
   const { rows } = await db.query<{ tenant_id: string; id: string }>(
@@ -151,7 +170,11 @@ export async function claimQueuedRun(db: Queryable, now: Date, leaseUntil: Date)
 }
 
 /** Extends a running run's lease; false when it is no longer this worker's (abandoned meanwhile). */
-export async function renewLease(db: Queryable, run: { tenantId: string; id: string }, leaseUntil: Date): Promise<boolean> {
+export async function renewLease(
+  db: Queryable,
+  run: { tenantId: string; id: string },
+  leaseUntil: Date,
+): Promise<boolean> {
   const p = new Params();
   const { rowCount } = await db.query(
     `UPDATE reconciliation_runs SET lease_until = ${p.add(leaseUntil)} WHERE tenant_id = ${p.add(run.tenantId)} AND id = ${p.add(run.id)} AND status = 'running'`,
@@ -172,7 +195,11 @@ export interface RunEnd {
 }
 
 /** Records how a run ended; false when the run was no longer running (abandoned meanwhile: nothing written). */
-export async function finishRun(tx: Queryable, run: { tenantId: string; id: string }, end: RunEnd): Promise<RunRow | undefined> {
+export async function finishRun(
+  tx: Queryable,
+  run: { tenantId: string; id: string },
+  end: RunEnd,
+): Promise<RunRow | undefined> {
   const p = new Params();
   const { rows } = await tx.query<RunRow>(
     `UPDATE reconciliation_runs
@@ -187,7 +214,11 @@ export async function finishRun(tx: Queryable, run: { tenantId: string; id: stri
 }
 
 /** Stores a run's discrepancies (already bounded by the caller), in the order found. */
-export async function insertDiscrepancies(tx: Queryable, run: { tenantId: string; id: string }, discrepancies: readonly Discrepancy[]): Promise<void> {
+export async function insertDiscrepancies(
+  tx: Queryable,
+  run: { tenantId: string; id: string },
+  discrepancies: readonly Discrepancy[],
+): Promise<void> {
   if (discrepancies.length === 0) return;
   const col = <T>(pick: (d: Discrepancy) => T) => discrepancies.map(pick);
   const p = new Params();
@@ -229,7 +260,9 @@ export async function recordStanding(
   clean: boolean,
   checkpoint: ProvenCheckpoint,
 ): Promise<void> {
-  const postings = JSON.stringify(checkpoint.postings.map((p) => ({ kind: p.kind, asset: p.asset, account: p.account, amount: p.amount.toString() })));
+  const postings = JSON.stringify(
+    checkpoint.postings.map((p) => ({ kind: p.kind, asset: p.asset, account: p.account, amount: p.amount.toString() })),
+  );
   const params = new Params();
   const [tenant, mode, completedAt] = [params.add(run.tenantId), params.add(run.mode), params.add(at)];
   const { rows } = await tx.query<{ moved: boolean }>(
@@ -247,13 +280,19 @@ export async function recordStanding(
      RETURNING true AS moved`,
     params.values,
   );
-  assert(rows.length === 1, `the checkpoint of tenant ${run.tenantId} (${run.mode}) would move back to ${checkpoint.provenBelow}`);
+  assert(
+    rows.length === 1,
+    `the checkpoint of tenant ${run.tenantId} (${run.mode}) would move back to ${checkpoint.provenBelow}`,
+  );
 }
 
 /** A tenant and mode's checkpoint: the run that left it, what it proved, and when the whole history was last proven. */
 export type StoredCheckpoint = Checkpoint & { runId: string; lastFullAt: Date | null };
 
-export async function readCheckpoint(db: Queryable, partition: { tenantId: string; mode: Mode }): Promise<StoredCheckpoint | undefined> {
+export async function readCheckpoint(
+  db: Queryable,
+  partition: { tenantId: string; mode: Mode },
+): Promise<StoredCheckpoint | undefined> {
   const p = new Params();
   const { rows } = await db.query<{
     last_run_id: string;
@@ -269,7 +308,12 @@ export async function readCheckpoint(db: Queryable, partition: { tenantId: strin
   return {
     runId: row.last_run_id,
     provenBelow: row.proven_below,
-    postings: row.proven_postings.map((p) => ({ kind: p.kind, asset: p.asset, account: p.account, amount: BigInt(p.amount) })),
+    postings: row.proven_postings.map((p) => ({
+      kind: p.kind,
+      asset: p.asset,
+      account: p.account,
+      amount: BigInt(p.amount),
+    })),
     lastFullAt: row.last_full_at,
   };
 }
@@ -284,7 +328,11 @@ export interface Standing {
 
 export async function readStanding(db: Queryable, now: Date): Promise<Standing> {
   const p = new Params();
-  const { rows } = await db.query<{ ages: number | null; partitions: number; discrepancies: Record<string, string> | null }>(
+  const { rows } = await db.query<{
+    ages: number | null;
+    partitions: number;
+    discrepancies: Record<string, string> | null;
+  }>(
     `SELECT (SELECT max(extract(epoch FROM (${p.add(now)}::timestamptz - coalesce(last_clean_at, first_completed_at))))::float8 FROM reconciliation_partitions) AS ages,
             (SELECT count(*)::int FROM reconciliation_partitions) AS partitions,
             (SELECT jsonb_object_agg(key, total) FROM (
@@ -314,7 +362,10 @@ export async function listRuns(db: Queryable, filter: RunListFilter): Promise<Ru
   if (filter.tenantId) where.push(`tenant_id = ${p.add(filter.tenantId)}`);
   if (filter.mode) where.push(`mode = ${p.add(filter.mode)}`);
   if (filter.status) where.push(`status = ${p.add(filter.status)}`);
-  if (filter.after) where.push(`(requested_at, id) < (${p.add(microsToTimestamp(filter.after.createdAtUs))}::timestamptz, ${p.add(filter.after.id)}::uuid)`);
+  if (filter.after)
+    where.push(
+      `(requested_at, id) < (${p.add(microsToTimestamp(filter.after.createdAtUs))}::timestamptz, ${p.add(filter.after.id)}::uuid)`,
+    );
   const { rows } = await db.query<RunRow>(
     `SELECT ${COLUMNS} FROM reconciliation_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
       ORDER BY requested_at DESC, id DESC LIMIT ${p.add(filter.limit + 1)}`,
@@ -325,7 +376,10 @@ export async function listRuns(db: Queryable, filter: RunListFilter): Promise<Ru
 
 export async function findRun(db: Queryable, id: string): Promise<RunRow | undefined> {
   const p = new Params();
-  const { rows } = await db.query<RunRow>(`SELECT ${COLUMNS} FROM reconciliation_runs WHERE id = ${p.add(id)}`, p.values);
+  const { rows } = await db.query<RunRow>(
+    `SELECT ${COLUMNS} FROM reconciliation_runs WHERE id = ${p.add(id)}`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -341,7 +395,10 @@ export interface DiscrepancyRow {
   detail: Record<string, unknown>;
 }
 
-export async function runDiscrepancies(db: Queryable, run: { tenantId: string; id: string }): Promise<DiscrepancyRow[]> {
+export async function runDiscrepancies(
+  db: Queryable,
+  run: { tenantId: string; id: string },
+): Promise<DiscrepancyRow[]> {
   const p = new Params();
   const { rows } = await db.query<DiscrepancyRow>(
     `SELECT seq, check_name, subject_type, subject_id, facet, payment_id, expected, found, detail

@@ -1,6 +1,16 @@
 import { TIME_BIN_STARTS } from '../../domain/report-time-bins.ts';
 import type { Database, Queryable, TransactionHandle } from '../database.ts';
-import { ALL_DELIVERIES, ALL_PAYMENTS, binOf, countKeysOf, FOLD_CTE, ROLLUPS_BUILT_SQL, timeKeysOf, unfoldedDeliveries, unfoldedPaymentChanges } from './report-sql.ts';
+import {
+  ALL_DELIVERIES,
+  ALL_PAYMENTS,
+  binOf,
+  countKeysOf,
+  FOLD_CTE,
+  ROLLUPS_BUILT_SQL,
+  timeKeysOf,
+  unfoldedDeliveries,
+  unfoldedPaymentChanges,
+} from './report-sql.ts';
 import { Params } from './sql-params.ts';
 
 // The report fold: adds the payment changes and webhook delivery attempts committed since its last
@@ -69,16 +79,22 @@ RETURNING (SELECT count(*) FROM payment_change)::int AS changes, (SELECT count(*
 const BUILD_STATEMENT_TIMEOUT_MS = 30 * 60_000;
 
 async function foldOnce(tx: TransactionHandle): Promise<FoldResult> {
-  const { rows: lock } = await tx.query<{ unbuilt: boolean }>('SELECT folded IS NULL AS unbuilt FROM report_fold FOR UPDATE SKIP LOCKED');
+  const { rows: lock } = await tx.query<{ unbuilt: boolean }>(
+    'SELECT folded IS NULL AS unbuilt FROM report_fold FOR UPDATE SKIP LOCKED',
+  );
   if (lock.length === 0) return { ran: false, built: false, paymentChanges: 0, deliveries: 0 };
   const built = lock[0]!.unbuilt;
   // A first build starts from empty rollups (an operator rebuilds by setting `folded` to null).
   if (built) {
-    await tx.exec(`SET LOCAL statement_timeout = ${BUILD_STATEMENT_TIMEOUT_MS}; DELETE FROM report_payment_counts; DELETE FROM report_outcome_times; DELETE FROM report_webhook_attempts`);
+    await tx.exec(
+      `SET LOCAL statement_timeout = ${BUILD_STATEMENT_TIMEOUT_MS}; DELETE FROM report_payment_counts; DELETE FROM report_outcome_times; DELETE FROM report_webhook_attempts`,
+    );
   }
   const p = new Params();
   const bins = p.add(TIME_BIN_STARTS);
-  const sql = built ? foldSql(bins, ALL_PAYMENTS, ALL_DELIVERIES) : foldSql(bins, unfoldedPaymentChanges(), unfoldedDeliveries());
+  const sql = built
+    ? foldSql(bins, ALL_PAYMENTS, ALL_DELIVERIES)
+    : foldSql(bins, unfoldedPaymentChanges(), unfoldedDeliveries());
   const { rows } = await tx.query<{ changes: number; deliveries: number }>(sql, p.values);
   return { ran: true, built, paymentChanges: rows[0]!.changes, deliveries: rows[0]!.deliveries };
 }

@@ -5,8 +5,10 @@ import { FAILURE_STATUSES } from '../../domain/payout-report.ts';
 // so what a read adds on top of the rollups is exactly what the next fold will add to them.
 
 /** The report's bucket boundaries: Caracas hours and days, whatever the session's time zone. */
-const hourOf = (at: string): string => `(date_trunc('hour', ${at} AT TIME ZONE 'America/Caracas') AT TIME ZONE 'America/Caracas')`;
-const dayOf = (at: string): string => `(date_trunc('day', ${at} AT TIME ZONE 'America/Caracas') AT TIME ZONE 'America/Caracas')`;
+const hourOf = (at: string): string =>
+  `(date_trunc('hour', ${at} AT TIME ZONE 'America/Caracas') AT TIME ZONE 'America/Caracas')`;
+const dayOf = (at: string): string =>
+  `(date_trunc('day', ${at} AT TIME ZONE 'America/Caracas') AT TIME ZONE 'America/Caracas')`;
 
 /**
  * The rollup rows a payment row `c` counts in: its hour and Caracas day by status, and its day by
@@ -26,7 +28,8 @@ export const timeKeysOf = (row: string): string =>
   `CROSS JOIN LATERAL (VALUES ('hour', ${hourOf(`${row}.created_at`)}), ('day', ${dayOf(`${row}.created_at`)})) k(period, bucket_start)`;
 
 /** The start of the time bin of a duration in ms: the last of the bins' starts (`bins`, the placeholder of their bigint[]) at or below it. */
-export const binOf = (ms: string, bins: string): string => `(${bins}::bigint[])[width_bucket(${ms}, ${bins}::bigint[])]`;
+export const binOf = (ms: string, bins: string): string =>
+  `(${bins}::bigint[])[width_bucket(${ms}, ${bins}::bigint[])]`;
 
 /** Statuses whose reason the report tallies (failure reasons), as an SQL list. */
 export const REASONED_STATUSES = `(${FAILURE_STATUSES.map((s) => `'${s}'`).join(', ')})`;

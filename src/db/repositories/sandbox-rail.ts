@@ -52,12 +52,18 @@ const COLUMNS = `reference, mode, tenant_id, instrument, amount_minor, national_
  * Records a submission: the transfer when its reference is new, or one more submission of the stored
  * one. A concurrent duplicate waits for the first insert, so one reference is always one transfer.
  */
-export async function insertSandboxTransfer(db: Queryable, t: NewSandboxTransfer): Promise<{ row: SandboxTransferRow; inserted: boolean }> {
+export async function insertSandboxTransfer(
+  db: Queryable,
+  t: NewSandboxTransfer,
+): Promise<{ row: SandboxTransferRow; inserted: boolean }> {
   return coalescerFor(db).submit(t);
 }
 
 // Concurrent submissions are recorded together (see Coalescer); one per database handle.
-const inserters = new WeakMap<Queryable, Coalescer<NewSandboxTransfer, { row: SandboxTransferRow; inserted: boolean }>>();
+const inserters = new WeakMap<
+  Queryable,
+  Coalescer<NewSandboxTransfer, { row: SandboxTransferRow; inserted: boolean }>
+>();
 
 function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, { row: SandboxTransferRow; inserted: boolean }> {
   let coalescer = inserters.get(db);
@@ -71,7 +77,10 @@ function coalescerFor(db: Queryable): Coalescer<NewSandboxTransfer, { row: Sandb
 }
 
 /** Many submissions in one statement; per item the stored row and whether this item created it. */
-async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxTransfer[]): Promise<Array<{ row: SandboxTransferRow; inserted: boolean }>> {
+async function insertSandboxTransfers(
+  db: Queryable,
+  items: readonly NewSandboxTransfer[],
+): Promise<Array<{ row: SandboxTransferRow; inserted: boolean }>> {
   // A reference twice in one batch is one row submitted twice: the first item creates it.
   const distinct = new Map<string, { transfer: NewSandboxTransfer; times: number }>();
   for (const t of items) {
@@ -109,7 +118,9 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
      RETURNING ${COLUMNS.replace(/\w+/g, (column) => `s.${column}`)}, (s.xmax = 0) AS inserted`,
     p.values,
   );
-  const byReference = new Map(rows.map(({ inserted, ...row }) => [row.reference, { row: row as SandboxTransferRow, inserted }]));
+  const byReference = new Map(
+    rows.map(({ inserted, ...row }) => [row.reference, { row: row as SandboxTransferRow, inserted }]),
+  );
   const first = new Set<string>();
   return items.map((t) => {
     const stored = byReference.get(t.reference);
@@ -121,7 +132,11 @@ async function insertSandboxTransfers(db: Queryable, items: readonly NewSandboxT
 }
 
 /** Transfers of one mode by reference (one statement), keyed by reference; unknown ones are absent. */
-export async function findSandboxTransfers(db: Queryable, references: readonly string[], mode: 'test' | 'live'): Promise<Map<string, SandboxTransferRow>> {
+export async function findSandboxTransfers(
+  db: Queryable,
+  references: readonly string[],
+  mode: 'test' | 'live',
+): Promise<Map<string, SandboxTransferRow>> {
   if (references.length === 0) return new Map();
   const p = new Params();
   const { rows } = await db.query<SandboxTransferRow>(
@@ -139,9 +154,16 @@ export async function findSandboxTransfer(
 ): Promise<SandboxTransferRow | undefined> {
   const p = new Params();
   const byReference = `reference = ${p.add(reference)}`;
-  const { rows } = mode === undefined
-    ? await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference}`, p.values)
-    : await db.query<SandboxTransferRow>(`SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference} AND mode = ${p.add(mode)}`, p.values);
+  const { rows } =
+    mode === undefined
+      ? await db.query<SandboxTransferRow>(
+          `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference}`,
+          p.values,
+        )
+      : await db.query<SandboxTransferRow>(
+          `SELECT ${COLUMNS} FROM sandbox_rail_transfers WHERE ${byReference} AND mode = ${p.add(mode)}`,
+          p.values,
+        );
   return rows[0];
 }
 
@@ -186,7 +208,10 @@ export type SimulatedOutcome =
   | { status: 'reversed'; bankReference: string; reason: string };
 
 /** The transfer as the rail would have received it: used only when it has no record of it. */
-export type SimulatedTransfer = Pick<NewSandboxTransfer, 'reference' | 'mode' | 'tenant_id' | 'instrument' | 'amount_minor' | 'national_id' | 'bank_code' | 'scenario'>;
+export type SimulatedTransfer = Pick<
+  NewSandboxTransfer,
+  'reference' | 'mode' | 'tenant_id' | 'instrument' | 'amount_minor' | 'national_id' | 'bank_code' | 'scenario'
+>;
 
 /** What a simulated outcome sets on a transfer the rail has recorded; `at` is the placeholder of the outcome's time. */
 function simulatedUpdates(at: string): Record<SimulatedOutcome['status'], string> {
@@ -213,7 +238,12 @@ function simulatedUpdates(at: string): Record<SimulatedOutcome['status'], string
  * so that the call, when it comes, finds it and gets this outcome back (the record counts as its first
  * submission). Runs in the caller's transaction.
  */
-export async function recordSimulatedOutcome(tx: Queryable, transfer: SimulatedTransfer, outcome: SimulatedOutcome, at: Date): Promise<void> {
+export async function recordSimulatedOutcome(
+  tx: Queryable,
+  transfer: SimulatedTransfer,
+  outcome: SimulatedOutcome,
+  at: Date,
+): Promise<void> {
   const settled = outcome.status === 'failed' ? null : at;
   const p = new Params();
   const [mode, tenant, outcomeAt] = [p.add(transfer.mode), p.add(transfer.tenant_id), p.add(at)];
@@ -248,13 +278,18 @@ export interface SandboxNoticeRow {
 
 export type NewSandboxNotice = Omit<SandboxNoticeRow, 'acknowledged_at'>;
 
-const NOTICE_COLUMNS = 'id, reference, mode, tenant_id, kind, amount_minor, bank_reference, reason, occurred_at, acknowledged_at';
+const NOTICE_COLUMNS =
+  'id, reference, mode, tenant_id, kind, amount_minor, bank_reference, reason, occurred_at, acknowledged_at';
 
 /**
  * Queues a notice unless its tenant already has `pendingMax` waiting (then false, nothing stored). The
  * count and the insert are one statement, not serialised: concurrent calls may pass the bound by a few.
  */
-export async function insertSandboxNotice(db: Queryable, notice: NewSandboxNotice, pendingMax: number): Promise<boolean> {
+export async function insertSandboxNotice(
+  db: Queryable,
+  notice: NewSandboxNotice,
+  pendingMax: number,
+): Promise<boolean> {
   const p = new Params();
   const [tenant, max] = [p.add(notice.tenant_id), p.add(pendingMax)];
   const result = await db.query(

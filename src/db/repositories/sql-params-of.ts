@@ -14,8 +14,13 @@ export class ParamsOf<Input> {
   }
 
   /** Params.unnest, each column's values picked from the input. */
-  unnest(columns: Record<string, readonly [type: string, pick: (input: Input) => readonly unknown[]]>, options?: { alias?: string; ordinality?: boolean }): string {
-    const added = Object.fromEntries(Object.entries(columns).map(([name, [type, pick]]) => [name, [type, this.add(pick)] as const]));
+  unnest(
+    columns: Record<string, readonly [type: string, pick: (input: Input) => readonly unknown[]]>,
+    options?: { alias?: string; ordinality?: boolean },
+  ): string {
+    const added = Object.fromEntries(
+      Object.entries(columns).map(([name, [type, pick]]) => [name, [type, this.add(pick)] as const]),
+    );
     return this.#params.unnest(added, options);
   }
 

@@ -18,7 +18,10 @@ export class Params {
    * uses elsewhere. A statement built from the same columns in the same order always has the same
    * text (one prepared statement, whatever the arrays hold).
    */
-  unnest(columns: Record<string, readonly [type: string, values: readonly unknown[] | string]>, options: { alias?: string; ordinality?: boolean } = {}): string {
+  unnest(
+    columns: Record<string, readonly [type: string, values: readonly unknown[] | string]>,
+    options: { alias?: string; ordinality?: boolean } = {},
+  ): string {
     const names = Object.keys(columns);
     const arrays = names.map((name) => {
       const [type, values] = columns[name]!;
@@ -37,11 +40,22 @@ export class Params {
  */
 export async function newestFirst<T>(
   db: Queryable,
-  query: { columns: string; from: string; time: string; params: Params; where: string[]; limit: number; after?: PagePosition },
+  query: {
+    columns: string;
+    from: string;
+    time: string;
+    params: Params;
+    where: string[];
+    limit: number;
+    after?: PagePosition;
+  },
 ): Promise<T[]> {
   const { columns, from, time, params, limit, after } = query;
   const where = [...query.where];
-  if (after) where.push(`(${time}, id) < (${params.add(microsToTimestamp(after.createdAtUs))}::timestamptz, ${params.add(after.id)}::uuid)`);
+  if (after)
+    where.push(
+      `(${time}, id) < (${params.add(microsToTimestamp(after.createdAtUs))}::timestamptz, ${params.add(after.id)}::uuid)`,
+    );
   const { rows } = await db.query<T>(
     `SELECT ${columns}, (extract(epoch FROM ${time}) * 1000000)::bigint AS ${time}_us
        FROM ${from}

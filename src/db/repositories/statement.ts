@@ -89,26 +89,41 @@ export async function listStatement(
   page: StatementPageRequest,
 ): Promise<StatementPayment[]> {
   const ranged = filter.settledFrom !== undefined || filter.settledBefore !== undefined;
-  if (ranged && filter.beneficiaryId === undefined && filter.customerId === undefined && filter.batchId === undefined && filter.metadata === undefined) {
+  if (
+    ranged &&
+    filter.beneficiaryId === undefined &&
+    filter.customerId === undefined &&
+    filter.batchId === undefined &&
+    filter.metadata === undefined
+  ) {
     return listBySettlementDays(db, tenantId, mode, filter, page);
   }
   return listByCreation(db, tenantId, mode, filter, page);
 }
 
 /** The predicates every plan shares: partition, filter and keyset position. */
-function conditions(params: Params, tenantId: string, mode: Mode, filter: StatementFilter, after: PagePosition | undefined): string[] {
+function conditions(
+  params: Params,
+  tenantId: string,
+  mode: Mode,
+  filter: StatementFilter,
+  after: PagePosition | undefined,
+): string[] {
   const where = [`tenant_id = ${params.add(tenantId)}`, `mode = ${params.add(mode)}`];
   if (filter.status !== undefined) where.push(`status = ${params.add(filter.status)}`);
   if (filter.beneficiaryId !== undefined) where.push(`beneficiary_id = ${params.add(filter.beneficiaryId)}::uuid`);
   if (filter.customerId !== undefined) where.push(`customer_id = ${params.add(filter.customerId)}::uuid`);
   // `batch_id IS NOT NULL` is the condition of the index payments_by_batch (migration 031).
-  if (filter.batchId !== undefined) where.push('batch_id IS NOT NULL', `batch_id = ${params.add(filter.batchId)}::uuid`);
+  if (filter.batchId !== undefined)
+    where.push('batch_id IS NOT NULL', `batch_id = ${params.add(filter.batchId)}::uuid`);
   // Containment of a one-pair object is what jsonb_path_ops indexes; the value is a JSON string, so
   // only a string equal to it matches. `<> '{}'` is the index's own condition (migration 019): only
   // payments with metadata are in it, and a payment without any never matches a key anyway.
   if (filter.metadata !== undefined) {
     where.push(`metadata <> '{}'::jsonb`);
-    where.push(`metadata @> jsonb_build_object(${params.add(filter.metadata.key)}::text, ${params.add(filter.metadata.value)}::text)`);
+    where.push(
+      `metadata @> jsonb_build_object(${params.add(filter.metadata.key)}::text, ${params.add(filter.metadata.value)}::text)`,
+    );
   }
   if (filter.settledFrom !== undefined || filter.settledBefore !== undefined) where.push('settled_at IS NOT NULL');
   if (filter.settledFrom !== undefined) where.push(`settled_at >= ${params.add(filter.settledFrom)}::timestamptz`);
@@ -117,7 +132,9 @@ function conditions(params: Params, tenantId: string, mode: Mode, filter: Statem
   if (filter.createdFrom !== undefined) where.push(`created_at >= ${params.add(filter.createdFrom)}::timestamptz`);
   if (filter.createdBefore !== undefined) where.push(`created_at < ${params.add(filter.createdBefore)}::timestamptz`);
   if (after !== undefined) {
-    where.push(`(created_at, id) < (${params.add(microsToTimestamp(after.createdAtUs))}::timestamptz, ${params.add(after.id)}::uuid)`);
+    where.push(
+      `(created_at, id) < (${params.add(microsToTimestamp(after.createdAtUs))}::timestamptz, ${params.add(after.id)}::uuid)`,
+    );
   }
   return where;
 }
@@ -157,12 +174,14 @@ async function settlementDaySpan(
   const params = new Params();
   const where = [`tenant_id = ${params.add(tenantId)}`, `mode = ${params.add(mode)}`, 'settled_at IS NOT NULL'];
   if (filter.status !== undefined) where.push(`status = ${params.add(filter.status)}`);
-  const from = filter.settledFrom === undefined
-    ? 'NULL::date'
-    : `(${params.add(filter.settledFrom)}::timestamptz AT TIME ZONE 'America/Caracas')::date`;
-  const to = filter.settledBefore === undefined
-    ? 'NULL::date'
-    : `((${params.add(filter.settledBefore)}::timestamptz - interval '1 microsecond') AT TIME ZONE 'America/Caracas')::date`;
+  const from =
+    filter.settledFrom === undefined
+      ? 'NULL::date'
+      : `(${params.add(filter.settledFrom)}::timestamptz AT TIME ZONE 'America/Caracas')::date`;
+  const to =
+    filter.settledBefore === undefined
+      ? 'NULL::date'
+      : `((${params.add(filter.settledBefore)}::timestamptz - interval '1 microsecond') AT TIME ZONE 'America/Caracas')::date`;
   // min and max of the bucket expression are the two ends of a settled-day index: two descents.
   // greatest/least ignore NULL, so an open end takes the partition's first or last day.
   const { rows } = await db.query<{ first: string; days: number }>(

@@ -31,12 +31,22 @@ export interface TenantFields {
   rejectInvalidAccounts: boolean;
 }
 
-const COLUMNS = 'id, name, is_platform, credit_enabled, credit_limit, credit_limits, fee_bps, fee_fixed, spread_bps, reject_invalid_accounts, created_at, updated_at';
+const COLUMNS =
+  'id, name, is_platform, credit_enabled, credit_limit, credit_limits, fee_bps, fee_fixed, spread_bps, reject_invalid_accounts, created_at, updated_at';
 
 const storedLimits = (limits: Record<string, bigint | null>): string =>
-  JSON.stringify(Object.fromEntries(Object.entries(limits).map(([asset, limit]) => [asset, limit === null ? null : limit.toString()])));
+  JSON.stringify(
+    Object.fromEntries(
+      Object.entries(limits).map(([asset, limit]) => [asset, limit === null ? null : limit.toString()]),
+    ),
+  );
 
-export async function insertTenant(db: Queryable, id: string, fields: TenantFields, isPlatform = false): Promise<TenantRow> {
+export async function insertTenant(
+  db: Queryable,
+  id: string,
+  fields: TenantFields,
+  isPlatform = false,
+): Promise<TenantRow> {
   const p = new Params();
   const { rows } = await db.query<TenantRow>(
     `INSERT INTO tenants (id, name, is_platform, credit_enabled, credit_limit, fee_bps, fee_fixed, spread_bps, credit_limits, reject_invalid_accounts)
@@ -51,7 +61,10 @@ export async function insertTenant(db: Queryable, id: string, fields: TenantFiel
 /** The platform tenant (the admin API's), if it is not there yet. */
 export async function ensurePlatformTenant(tx: Queryable, id: string): Promise<void> {
   const p = new Params();
-  await tx.query(`INSERT INTO tenants (id, name, is_platform) VALUES (${p.add(id)}, 'Platform', true) ON CONFLICT (id) DO NOTHING`, p.values);
+  await tx.query(
+    `INSERT INTO tenants (id, name, is_platform) VALUES (${p.add(id)}, 'Platform', true) ON CONFLICT (id) DO NOTHING`,
+    p.values,
+  );
 }
 
 /** true once any customer (non-platform) tenant exists. */
@@ -69,7 +82,10 @@ export async function findTenant(db: Queryable, id: string): Promise<TenantRow |
 /** One tenant, locked until the transaction ends (an update reads what it changes). */
 export async function lockTenant(tx: Queryable, id: string): Promise<TenantRow | undefined> {
   const p = new Params();
-  const { rows } = await tx.query<TenantRow>(`SELECT ${COLUMNS} FROM tenants WHERE id = ${p.add(id)} FOR UPDATE`, p.values);
+  const { rows } = await tx.query<TenantRow>(
+    `SELECT ${COLUMNS} FROM tenants WHERE id = ${p.add(id)} FOR UPDATE`,
+    p.values,
+  );
   return rows[0];
 }
 
@@ -82,12 +98,25 @@ export type ListedTenantRow = TenantRow & { created_at_us: bigint };
  * exists without a count. The tenants table is small (one row per customer): no index is needed for
  * the sort.
  */
-export async function listCustomerTenants(db: Queryable, page: { limit: number; after?: PagePosition }): Promise<ListedTenantRow[]> {
-  const query = { columns: COLUMNS, from: 'tenants', time: 'created_at', params: new Params(), where: ['NOT is_platform'] };
+export async function listCustomerTenants(
+  db: Queryable,
+  page: { limit: number; after?: PagePosition },
+): Promise<ListedTenantRow[]> {
+  const query = {
+    columns: COLUMNS,
+    from: 'tenants',
+    time: 'created_at',
+    params: new Params(),
+    where: ['NOT is_platform'],
+  };
   return newestFirst<ListedTenantRow>(db, { ...query, limit: page.limit, after: page.after });
 }
 
-export async function updateTenant(db: Queryable, id: string, patch: Partial<TenantFields>): Promise<TenantRow | undefined> {
+export async function updateTenant(
+  db: Queryable,
+  id: string,
+  patch: Partial<TenantFields>,
+): Promise<TenantRow | undefined> {
   const sets: string[] = [];
   const p = new Params();
   const column: Record<Exclude<keyof TenantFields, 'creditLimits'>, string> = {
@@ -102,7 +131,9 @@ export async function updateTenant(db: Queryable, id: string, patch: Partial<Ten
   for (const [field, value] of Object.entries(patch) as [keyof TenantFields, unknown][]) {
     if (value === undefined) continue;
     if (field === 'creditLimits') {
-      sets.push(`credit_limits = credit_limits || ${p.add(storedLimits(value as Record<string, bigint | null>))}::jsonb`);
+      sets.push(
+        `credit_limits = credit_limits || ${p.add(storedLimits(value as Record<string, bigint | null>))}::jsonb`,
+      );
       continue;
     }
     sets.push(`${column[field]} = ${p.add(value)}`);

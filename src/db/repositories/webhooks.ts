@@ -14,7 +14,8 @@ export interface WebhookEndpointRow {
   updated_at: Date;
 }
 
-const ENDPOINT_COLUMNS = 'tenant_id, mode, url, origin, secret, previous_secret, previous_secret_expires_at, created_at, updated_at';
+const ENDPOINT_COLUMNS =
+  'tenant_id, mode, url, origin, secret, previous_secret, previous_secret_expires_at, created_at, updated_at';
 
 /**
  * Sets the program's webhook URL. A new endpoint gets `secretIfNew`; an existing one keeps its
@@ -53,7 +54,11 @@ export async function rotateWebhookSecret(
 }
 
 /** The program's endpoint, locked until the transaction ends (a change reads what it replaces). */
-export async function lockWebhookEndpoint(tx: Queryable, tenantId: string, mode: Mode): Promise<WebhookEndpointRow | undefined> {
+export async function lockWebhookEndpoint(
+  tx: Queryable,
+  tenantId: string,
+  mode: Mode,
+): Promise<WebhookEndpointRow | undefined> {
   const p = new Params();
   const { rows } = await tx.query<WebhookEndpointRow>(
     `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE tenant_id = ${p.add(tenantId)} AND mode = ${p.add(mode)} FOR UPDATE`,

@@ -22,7 +22,10 @@ export const counterKeyOf = (k: CounterKey): string => `${k.kind}|${k.subjectId}
 export const accountKeyOf = (a: AccountRef): string => `${a.asset}/${a.kind}`;
 
 /** The counters an accepted payout adds to: its tenant, customer and beneficiary, for its instrument. */
-export function trackedCounters(tenantId: string, c: { customerId: string | null; beneficiaryId: string; method: Instrument }): CounterKey[] {
+export function trackedCounters(
+  tenantId: string,
+  c: { customerId: string | null; beneficiaryId: string; method: Instrument },
+): CounterKey[] {
   const keys: CounterKey[] = [{ kind: 'tenant', subjectId: tenantId, method: c.method }];
   if (c.customerId) keys.push({ kind: 'customer', subjectId: c.customerId, method: c.method });
   keys.push({ kind: 'beneficiary', subjectId: c.beneficiaryId, method: c.method });

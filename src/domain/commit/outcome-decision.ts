@@ -168,7 +168,10 @@ export interface OutcomeCommitDecision {
 const UNRESOLVED: readonly PaymentStatus[] = ['submitted', 'unknown'];
 
 /** The accounts and counters a job may touch, from its payment's immutable fields: locked before deciding. */
-export function outcomeLockPlan(jobs: ReadonlyArray<{ job: OutcomeJob; payment: OutcomePayment }>): { accounts: AccountRef[]; counters: Array<{ day: string; counter: CounterKey }> } {
+export function outcomeLockPlan(jobs: ReadonlyArray<{ job: OutcomeJob; payment: OutcomePayment }>): {
+  accounts: AccountRef[];
+  counters: Array<{ day: string; counter: CounterKey }>;
+} {
   const accounts = new Map<string, AccountRef>();
   const counters = new Map<string, { day: string; counter: CounterKey }>();
   const add = (asset: string, kind: AccountRef['kind']) => accounts.set(accountKeyOf({ asset, kind }), { asset, kind });
@@ -200,9 +203,11 @@ export function outcomeLockPlan(jobs: ReadonlyArray<{ job: OutcomeJob; payment: 
 function giveBackCounters(payment: OutcomePayment): Array<{ day: string; counter: CounterKey }> {
   if (!payment.usage_day || !payment.method || !payment.beneficiary_id) return [];
   const day = payment.usage_day;
-  return trackedCounters(payment.tenant_id, { customerId: payment.customer_id, beneficiaryId: payment.beneficiary_id, method: payment.method }).map(
-    (counter) => ({ day, counter }),
-  );
+  return trackedCounters(payment.tenant_id, {
+    customerId: payment.customer_id,
+    beneficiaryId: payment.beneficiary_id,
+    method: payment.method,
+  }).map((counter) => ({ day, counter }));
 }
 
 /** The payout entry the payment committed, rebuilt from its immutable fields. */
@@ -245,7 +250,9 @@ export function decideOutcomeCommit(state: OutcomeCommitState, jobs: readonly Ou
         let amount = row.payout_amount;
         let count = 1n;
         if (held.amount < amount || held.count < count) {
-          counterShortfalls.push(`limit counter ${k} holds ${held.amount}/${held.count}, less than the ${amount}/1 given back for payment ${row.id}`);
+          counterShortfalls.push(
+            `limit counter ${k} holds ${held.amount}/${held.count}, less than the ${amount}/1 given back for payment ${row.id}`,
+          );
           amount = held.amount < amount ? held.amount : amount;
           count = held.count < count ? held.count : count;
         }
@@ -271,7 +278,11 @@ export function decideOutcomeCommit(state: OutcomeCommitState, jobs: readonly Ou
 
 /** The status reason of a payment the rail answered without an outcome: it is `unknown`. */
 export function unknownReasonOf(report: { status: 'unconfirmed' | 'timeout' | 'error' }): string {
-  return report.status === 'unconfirmed' ? 'rail_unconfirmed' : report.status === 'timeout' ? 'rail_timeout' : 'rail_error';
+  return report.status === 'unconfirmed'
+    ? 'rail_unconfirmed'
+    : report.status === 'timeout'
+      ? 'rail_timeout'
+      : 'rail_error';
 }
 
 const NOTHING: OutcomeDecision = { transitions: [], entries: [], events: [], giveBack: false, parkedNow: false };
@@ -305,7 +316,12 @@ function decideOne(
 }
 
 /** A transition of this job's payment, checked against the state machine. */
-function transitionOf(job: OutcomeJob, from: PaymentStatus, to: PaymentStatus, reason: string | null): TransitionRecord {
+function transitionOf(
+  job: OutcomeJob,
+  from: PaymentStatus,
+  to: PaymentStatus,
+  reason: string | null,
+): TransitionRecord {
   assertTransition(from, to);
   return { from, to, reason, actor: job.actor };
 }
@@ -319,7 +335,11 @@ function eventOf(type: OutcomeEventType, after: OutcomePayment, reason?: string)
  * never change on a contradiction. An answer to the reaper's question still moves the payment's next
  * question along its backoff (and parks it at the end), as any answer does.
  */
-function contradictionDecision(state: OutcomeCommitState, row: OutcomePayment, job: OutcomeJob): OutcomeDecision | undefined {
+function contradictionDecision(
+  state: OutcomeCommitState,
+  row: OutcomePayment,
+  job: OutcomeJob,
+): OutcomeDecision | undefined {
   const report = job.report;
   if (report.status !== 'settled' && report.status !== 'failed' && report.status !== 'reversed') return undefined;
   const anomaly = contradictionOf(row, report, job.notification !== undefined);
@@ -346,7 +366,10 @@ function decideNoOutcome(
  * The anomaly an answer without an outcome opens: the doubt the answer checks found, or an amount other
  * than the payment's in a "still processing" answer (a final answer's amount is a contradiction).
  */
-function doubtOf(row: OutcomePayment, report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>): Contradiction | undefined {
+function doubtOf(
+  row: OutcomePayment,
+  report: ReportOf<'processing' | 'unconfirmed' | 'timeout' | 'error'>,
+): Contradiction | undefined {
   const doubt: Doubt | undefined =
     report.status === 'unconfirmed'
       ? report.doubt
@@ -365,7 +388,10 @@ function decideNoOutcomeOfUnresolved(
   const schedule = nextCheck(state, row, job, 'retryAfterMs' in report ? report.retryAfterMs : undefined);
   if (report.status === 'processing' || row.status === 'unknown') {
     // Still settling: the rail's acceptance is recorded once (submitted → submitted), nothing moves.
-    const acceptance = report.status === 'processing' && row.status === 'submitted' ? [transitionOf(job, 'submitted', 'submitted', 'rail_accepted_async')] : [];
+    const acceptance =
+      report.status === 'processing' && row.status === 'submitted'
+        ? [transitionOf(job, 'submitted', 'submitted', 'rail_accepted_async')]
+        : [];
     return { ...NOTHING, transitions: acceptance, after: { ...row, ...schedule.after }, parkedNow: schedule.parkedNow };
   }
   const reason = unknownReasonOf(report);
@@ -397,7 +423,12 @@ function decideSettled(now: Date, row: OutcomePayment, job: OutcomeJob, report: 
 }
 
 /** The rail refused the transfer: the payout entry is mirrored (the fee too), the usage given back, `payment.failed`. */
-function decideFailed(row: OutcomePayment, job: OutcomeJob, report: ReportOf<'failed'>, balances: ReadonlyMap<string, bigint>): OutcomeDecision {
+function decideFailed(
+  row: OutcomePayment,
+  job: OutcomeJob,
+  report: ReportOf<'failed'>,
+  balances: ReadonlyMap<string, bigint>,
+): OutcomeDecision {
   // A payment waiting for a rail (pending) was never sent: only the rail queue's bound fails it,
   // asking for exactly that move (onlyFrom: pending); no rail's report can.
   const waitedTooLong = row.status === 'pending' && job.onlyFrom?.includes('pending') === true;
@@ -443,7 +474,12 @@ function decideReversed(
   const drawnKey = accountKeyOf({ asset: row.payout_asset, kind: 'credit_receivable' });
   // The settlement above does not touch credit drawn: the locked figure still holds.
   const drawn = funding === 'credit_receivable' ? (balances.get(drawnKey) ?? 0n) : 0n;
-  const after: OutcomePayment = { ...settled, status: 'reversed', status_reason: report.reason, message: STATUS_MESSAGES.reversed };
+  const after: OutcomePayment = {
+    ...settled,
+    status: 'reversed',
+    status_reason: report.reason,
+    message: STATUS_MESSAGES.reversed,
+  };
   return {
     ...NOTHING,
     after,
@@ -460,7 +496,10 @@ function decideReversed(
  * first. (Notified of such a return, we record an anomaly instead: see contradictionDecision.)
  */
 function settledBeforeReturn(now: Date, row: OutcomePayment, job: OutcomeJob, report: ReportOf<'reversed'>) {
-  assert(report.bankReference !== undefined, `the rail reports a return of payment ${row.id} without its bank reference`);
+  assert(
+    report.bankReference !== undefined,
+    `the rail reports a return of payment ${row.id} without its bank reference`,
+  );
   const after = settledRow(row, job.settledReason, report.bankReference, now);
   return {
     after,
@@ -498,8 +537,21 @@ function nextCheck(
 ): { after: Pick<PaymentAfter, 'next_check_at' | 'resolution_parked_at'>; parkedNow: boolean } {
   const { now, schedule } = state;
   if (job.recheck !== 'backoff') {
-    return { after: { next_check_at: new Date(now.getTime() + Math.max(job.recheck.afterMs, hintMs ?? 0)), resolution_parked_at: null }, parkedNow: false };
+    return {
+      after: {
+        next_check_at: new Date(now.getTime() + Math.max(job.recheck.afterMs, hintMs ?? 0)),
+        resolution_parked_at: null,
+      },
+      parkedNow: false,
+    };
   }
-  if (row.check_attempts >= schedule.attemptsMax) return { after: { next_check_at: null, resolution_parked_at: now }, parkedNow: true };
-  return { after: { next_check_at: new Date(now.getTime() + backoffDelayMs(schedule, row.check_attempts, hintMs)), resolution_parked_at: null }, parkedNow: false };
+  if (row.check_attempts >= schedule.attemptsMax)
+    return { after: { next_check_at: null, resolution_parked_at: now }, parkedNow: true };
+  return {
+    after: {
+      next_check_at: new Date(now.getTime() + backoffDelayMs(schedule, row.check_attempts, hintMs)),
+      resolution_parked_at: null,
+    },
+    parkedNow: false,
+  };
 }

@@ -12,7 +12,15 @@
 // can never jointly pass a limit or a balance.
 
 import type { StoredKey } from '../idempotency.ts';
-import { accountKeyOf, counterKeyOf, sortedValues, trackedCounters, type AccountRef, type CounterKey, type CounterKind } from './keys.ts';
+import {
+  accountKeyOf,
+  counterKeyOf,
+  sortedValues,
+  trackedCounters,
+  type AccountRef,
+  type CounterKey,
+  type CounterKind,
+} from './keys.ts';
 import { instrumentCapBreach, type LimitBreach } from '../instrument-caps.ts';
 import { assertBalanced, payoutEntry, type AccountKind, type FundingAccount, type LedgerEntry } from '../ledger.ts';
 import { countedSubject, ruleBreach, winningRule, type LimitRule, type LimitTarget } from '../limit-rules.ts';
@@ -123,7 +131,11 @@ const targetOf = (tenantId: string, c: Pick<PayoutCandidate, 'customerId' | 'ben
 function measuredCounters(rule: LimitRule | undefined, target: LimitTarget, method: Instrument): CounterKey[] {
   if (!rule) return [];
   const counted = countedSubject(rule, target);
-  return (rule.method === '*' ? INSTRUMENTS : [method]).map((m) => ({ kind: counted.kind, subjectId: counted.id, method: m }));
+  return (rule.method === '*' ? INSTRUMENTS : [method]).map((m) => ({
+    kind: counted.kind,
+    subjectId: counted.id,
+    method: m,
+  }));
 }
 
 /**
@@ -142,13 +154,15 @@ export function lockPlanOf(
   for (const c of candidates) {
     const target = targetOf(tenantId, c);
     const rule = winningRule(rules, target, c.method);
-    for (const k of [...trackedCounters(tenantId, c), ...measuredCounters(rule, target, c.method)]) counters.set(counterKeyOf(k), k);
+    for (const k of [...trackedCounters(tenantId, c), ...measuredCounters(rule, target, c.method)])
+      counters.set(counterKeyOf(k), k);
     if (rule && rule.monthlyMax !== null) {
       const counted = countedSubject(rule, target);
       monthly.set(`${counted.kind}|${counted.id}`, { kind: counted.kind, subjectId: counted.id });
     }
     for (const funding of FUNDINGS) {
-      for (const p of candidateEntry(c, funding).postings) accounts.set(accountKeyOf({ asset: p.asset, kind: p.account }), { asset: p.asset, kind: p.account });
+      for (const p of candidateEntry(c, funding).postings)
+        accounts.set(accountKeyOf({ asset: p.asset, kind: p.account }), { asset: p.asset, kind: p.account });
     }
   }
   return { counters: sortedValues(counters), accounts: sortedValues(accounts), monthly: sortedValues(monthly) };
@@ -158,7 +172,10 @@ export function lockPlanOf(
  * Decides every payout of a commit, in order. Throws only on a programmer error (an invariant), never
  * for a business outcome.
  */
-export function decidePayoutCommit(state: PayoutCommitState, candidates: readonly PayoutCandidate[]): PayoutCommitDecision {
+export function decidePayoutCommit(
+  state: PayoutCommitState,
+  candidates: readonly PayoutCandidate[],
+): PayoutCommitDecision {
   const counters = new Map<string, { amount: bigint; count: bigint }>(state.counters);
   const balances = new Map<string, bigint>(state.balances);
   const usage = new Map<string, { counter: CounterKey; amount: bigint; count: bigint }>();
@@ -178,7 +195,8 @@ export function decidePayoutCommit(state: PayoutCommitState, candidates: readonl
     const quote = state.quotes.get(c.quoteId);
     assert(quote !== undefined, `quote of payout ${c.paymentId} was not locked`);
     if (quote === 'missing') return { kind: 'refuse', refusal: { code: 'quote_missing' } };
-    if (quote === 'consumed' || quotesClaimed.has(c.quoteId)) return { kind: 'refuse', refusal: { code: 'quote_already_consumed' } };
+    if (quote === 'consumed' || quotesClaimed.has(c.quoteId))
+      return { kind: 'refuse', refusal: { code: 'quote_already_consumed' } };
     if (quote === 'expired') return { kind: 'refuse', refusal: { code: 'quote_expired' } };
 
     // 3. Instrument cap and the winning limit rule, against what is consumed so far.
@@ -193,7 +211,8 @@ export function decidePayoutCommit(state: PayoutCommitState, candidates: readonl
     // 5. The business outcome. The quote is consumed either way.
     quotesClaimed.add(c.quoteId);
     if (c.routeFailure) return { kind: 'fail', reason: c.routeFailure };
-    if (c.deliverAmount < state.floorMinor) return { kind: 'fail', reason: 'amount_below_rail_minimum', floorMinor: state.floorMinor };
+    if (c.deliverAmount < state.floorMinor)
+      return { kind: 'fail', reason: 'amount_below_rail_minimum', floorMinor: state.floorMinor };
     if (c.senderMissing) return { kind: 'fail', reason: 'sender_required' };
 
     assertBalanced(entry);
@@ -222,7 +241,11 @@ export function decidePayoutCommit(state: PayoutCommitState, candidates: readonl
   return { decisions, accountDeltas, usage };
 }
 
-function limitBreach(state: PayoutCommitState, counters: ReadonlyMap<string, { amount: bigint; count: bigint }>, c: PayoutCandidate): LimitBreach | undefined {
+function limitBreach(
+  state: PayoutCommitState,
+  counters: ReadonlyMap<string, { amount: bigint; count: bigint }>,
+  c: PayoutCandidate,
+): LimitBreach | undefined {
   const cap = instrumentCapBreach(c.method, c.deliverAmount);
   if (cap) return cap;
   const target = targetOf(state.tenantId, c);
@@ -241,18 +264,33 @@ function limitBreach(state: PayoutCommitState, counters: ReadonlyMap<string, { a
   return ruleBreach(rule, { dayAmount, dayCount, monthAmount }, c.deliverAmount);
 }
 
-function fundsRefusal(state: PayoutCommitState, balances: ReadonlyMap<string, bigint>, entry: LedgerEntry): FundsRefusal | undefined {
+function fundsRefusal(
+  state: PayoutCommitState,
+  balances: ReadonlyMap<string, bigint>,
+  entry: LedgerEntry,
+): FundsRefusal | undefined {
   const charge = entry.postings.find((p) => p.account === state.funding && p.amount > 0n);
   assert(charge, 'a payout entry charges its funding account');
   const balance = balances.get(accountKeyOf({ asset: charge.asset, kind: charge.account })) ?? 0n;
   if (state.funding === 'prefunding') {
     // Prefunding is credit-normal: what the tenant has is the negated balance.
     if (balance + charge.amount <= 0n) return undefined;
-    return { funding: 'prefunding', asset: charge.asset, required: charge.amount, available: -balance > 0n ? -balance : 0n };
+    return {
+      funding: 'prefunding',
+      asset: charge.asset,
+      required: charge.amount,
+      available: -balance > 0n ? -balance : 0n,
+    };
   }
   const limit = state.creditLimitOf(charge.asset);
   if (limit === null || balance + charge.amount <= limit) return undefined;
-  return { funding: 'credit_receivable', asset: charge.asset, required: charge.amount, creditDrawn: balance, creditLimit: limit };
+  return {
+    funding: 'credit_receivable',
+    asset: charge.asset,
+    required: charge.amount,
+    creditDrawn: balance,
+    creditLimit: limit,
+  };
 }
 
 /** Stops the world if the decisions break what the checks promise (a bug here, not bad input). */
@@ -270,7 +308,10 @@ function assertCommitInvariants(
     }
     if (kind === 'credit_receivable') {
       const limit = state.creditLimitOf(asset);
-      assert(limit === null || balance <= limit || balance <= (state.balances.get(k) ?? 0n), `the commit would pass the ${asset} credit limit`);
+      assert(
+        limit === null || balance <= limit || balance <= (state.balances.get(k) ?? 0n),
+        `the commit would pass the ${asset} credit limit`,
+      );
     }
   }
   const consumed = new Set<string>();

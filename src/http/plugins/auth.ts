@@ -15,7 +15,11 @@ import { lookedUpPrefixOf, type FailedAuthentications } from '../../services/aut
  * guessing keys behind a shared address (a NAT, a load balancer) locks nobody else out. A request
  * without a key costs no lookup and is neither counted nor limited: it gets 401 `api_key_missing`.
  */
-export function registerAuth(app: FastifyInstance, authenticator: Authenticator, failures: FailedAuthentications): void {
+export function registerAuth(
+  app: FastifyInstance,
+  authenticator: Authenticator,
+  failures: FailedAuthentications,
+): void {
   app.decorateRequest('auth', null);
   app.addHook('onRequest', async (request, reply) => {
     const config = request.routeOptions.config;
@@ -39,7 +43,10 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
     if (!auth) {
       for (const by of failures.record(request.ip, key)) {
         const subject = by === 'address' ? { ip: request.ip } : { key_prefix: lookedUpPrefixOf(key) };
-        request.log.warn({ ...subject, limited_by: by }, `failed authentications reached the limit per ${by === 'address' ? 'client address' : 'key prefix'}`);
+        request.log.warn(
+          { ...subject, limited_by: by },
+          `failed authentications reached the limit per ${by === 'address' ? 'client address' : 'key prefix'}`,
+        );
       }
       throw new ApiError('api_key_invalid', 'The API key is unknown or has been revoked.');
     }
@@ -52,7 +59,10 @@ export function registerAuth(app: FastifyInstance, authenticator: Authenticator,
       });
     }
     if (config.idempotency === 'required' && !request.headers['idempotency-key']) {
-      throw new ApiError('idempotency_key_missing', 'Send an `Idempotency-Key` header (a unique string per operation, such as a UUID).');
+      throw new ApiError(
+        'idempotency_key_missing',
+        'Send an `Idempotency-Key` header (a unique string per operation, such as a UUID).',
+      );
     }
   });
 }

@@ -33,21 +33,40 @@ export function registerErrorHandling(app: FastifyInstance, notFoundHint = 'See 
     const apiError = error instanceof ApiError ? error : fromFrameworkError(error as FastifyError);
     if (apiError) {
       if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
-      if (apiError.status === 503 || apiError.code === 'payout_batches_in_progress') reply.header('retry-after', String(RETRY_AFTER_S));
+      if (apiError.status === 503 || apiError.code === 'payout_batches_in_progress')
+        reply.header('retry-after', String(RETRY_AFTER_S));
       return reply.code(apiError.status).send(envelope(apiError, request.id));
     }
     if (isTransientDatabaseError(error)) {
       // Only the code and message: a driver error's detail may quote parameters.
-      request.log.warn({ code: (error as { code?: string }).code, message: (error as Error).message }, 'database unavailable');
+      request.log.warn(
+        { code: (error as { code?: string }).code, message: (error as Error).message },
+        'database unavailable',
+      );
       return reply
         .code(503)
         .header('retry-after', String(RETRY_AFTER_S))
-        .send(envelope(new ApiError('service_unavailable', 'The database is not reachable right now; nothing was lost. Retry in a moment (with the same Idempotency-Key).'), request.id));
+        .send(
+          envelope(
+            new ApiError(
+              'service_unavailable',
+              'The database is not reachable right now; nothing was lost. Retry in a moment (with the same Idempotency-Key).',
+            ),
+            request.id,
+          ),
+        );
     }
     const status = (error as FastifyError).statusCode;
     if (status === 404 || status === 403) {
       // A plugin's own refusal (the reference's static files: a missing or forbidden file name).
-      return reply.code(404).send(envelope(new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`), request.id));
+      return reply
+        .code(404)
+        .send(
+          envelope(
+            new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}.`),
+            request.id,
+          ),
+        );
     }
     if (status !== undefined && status >= 400 && status < 500) {
       // A client error the framework raised that we have no specific code for.
@@ -56,12 +75,25 @@ export function registerErrorHandling(app: FastifyInstance, notFoundHint = 'See 
     request.log.error({ err: error }, 'unexpected error');
     return reply
       .code(500)
-      .send(envelope(new ApiError('internal_error', 'Something went wrong on our side. Quote the request_id when contacting support.'), request.id));
+      .send(
+        envelope(
+          new ApiError(
+            'internal_error',
+            'Something went wrong on our side. Quote the request_id when contacting support.',
+          ),
+          request.id,
+        ),
+      );
   });
 
   app.setNotFoundHandler((request, reply) => {
     reply
       .code(404)
-      .send(envelope(new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}. ${notFoundHint}`), request.id));
+      .send(
+        envelope(
+          new ApiError('route_not_found', `No route ${request.method} ${request.url.split('?')[0]}. ${notFoundHint}`),
+          request.id,
+        ),
+      );
   });
 }

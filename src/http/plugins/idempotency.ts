@@ -66,9 +66,7 @@ export function readIdempotencyKey(request: FastifyRequest): string | undefined 
   if (header === undefined) return undefined;
   const value = Array.isArray(header) ? header.join(', ') : header;
   if (value.length < 1 || value.length > IDEMPOTENCY_KEY_MAX_LENGTH || !KEY_PATTERN.test(value)) {
-    throw validationFailed(
-      [{ field: 'Idempotency-Key', message: IDEMPOTENCY_KEY_FORMAT_MESSAGE }],
-    );
+    throw validationFailed([{ field: 'Idempotency-Key', message: IDEMPOTENCY_KEY_FORMAT_MESSAGE }]);
   }
   return value;
 }
@@ -132,7 +130,12 @@ function requestedKey(request: FastifyRequest): Pending | undefined {
   if (key === undefined) return undefined;
   let fingerprint: string;
   try {
-    fingerprint = requestFingerprint(request.method, request.routeOptions.url ?? request.url, request.params, request.body);
+    fingerprint = requestFingerprint(
+      request.method,
+      request.routeOptions.url ?? request.url,
+      request.params,
+      request.body,
+    );
   } catch (error) {
     if (error instanceof RangeError) throw validationFailed([{ field: 'body', message: 'is nested too deeply' }]);
     throw error;
@@ -153,11 +156,16 @@ async function claimKey(keys: KeyLedger, request: FastifyRequest, reply: Fastify
     return;
   }
   const scope: IdempotencyScope = { tenantId: request.auth.tenantId, mode: request.auth.mode, key: wanted.key };
-  const result = await claimIdempotencyKey(keys.db, scope, wanted.fingerprint, { now: keys.clock.now(), ttlMs: keys.ttlMs, leaseMs: keys.leaseMs });
+  const result = await claimIdempotencyKey(keys.db, scope, wanted.fingerprint, {
+    now: keys.clock.now(),
+    ttlMs: keys.ttlMs,
+    leaseMs: keys.leaseMs,
+  });
   switch (result.outcome) {
     case 'claimed':
       keys.claims.set(request, { scope, owner: result.owner });
-      if (result.tookOver === 'lease') request.log.warn('idempotency: took over a key whose holder let its lease expire');
+      if (result.tookOver === 'lease')
+        request.log.warn('idempotency: took over a key whose holder let its lease expire');
       return;
     case 'replay':
       // The stored bytes as they were sent; a string with a JSON content type is not re-serialised.
@@ -189,9 +197,13 @@ async function recordOutcome<T>(keys: KeyLedger, request: FastifyRequest, reply:
   try {
     if (isStoredStatus(status) && body !== undefined) {
       const stored = await completeIdempotencyKey(keys.db, claim.scope, claim.owner, { status, body });
-      if (!stored) request.log.warn('idempotency: the key was taken over before this request finished; its response is not the one kept');
+      if (!stored)
+        request.log.warn(
+          'idempotency: the key was taken over before this request finished; its response is not the one kept',
+        );
     } else {
-      if (body === undefined) request.log.warn('idempotency: a streamed response cannot be stored; the key is released');
+      if (body === undefined)
+        request.log.warn('idempotency: a streamed response cannot be stored; the key is released');
       await releaseIdempotencyKey(keys.db, claim.scope, claim.owner);
     }
   } catch (error) {

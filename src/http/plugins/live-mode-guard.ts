@@ -20,7 +20,13 @@ function modeActedOn(request: FastifyRequest): unknown {
 export function registerLiveModeGuard(app: FastifyInstance): void {
   app.addHook('preHandler', async (request) => {
     const auth = request.auth;
-    if (!auth?.isPlatform || auth.keySource !== 'bootstrap' || READ_METHODS.has(request.method) || request.routeOptions.config.modeReadOnly) return;
+    if (
+      !auth?.isPlatform ||
+      auth.keySource !== 'bootstrap' ||
+      READ_METHODS.has(request.method) ||
+      request.routeOptions.config.modeReadOnly
+    )
+      return;
     if (modeActedOn(request) !== 'live') return;
     throw new ApiError(
       'bootstrap_key_test_only',

@@ -68,7 +68,11 @@ export function metricsPortAccess(config: Pick<Config, 'metricsToken'>): Metrics
 const digest = (text: string) => createHash('sha256').update(text).digest();
 
 /** Throws the answer for a request that may not read the metrics here; returns when it may. */
-export function checkMetricsAccess(access: MetricsAccess, authorization: string | undefined, reply: FastifyReply): void {
+export function checkMetricsAccess(
+  access: MetricsAccess,
+  authorization: string | undefined,
+  reply: FastifyReply,
+): void {
   if (!access.served) {
     throw new ApiError(
       'route_not_found',
@@ -80,6 +84,9 @@ export function checkMetricsAccess(access: MetricsAccess, authorization: string 
   // Compared as digests: equal lengths, in constant time, whatever was sent.
   if (!timingSafeEqual(digest(given), digest(access.token))) {
     reply.header('www-authenticate', 'Bearer realm="metrics"');
-    throw new ApiError('metrics_token_invalid', 'GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>` (the token this service was started with).');
+    throw new ApiError(
+      'metrics_token_invalid',
+      'GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>` (the token this service was started with).',
+    );
   }
 }

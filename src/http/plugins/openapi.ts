@@ -22,7 +22,13 @@ Guides, in the service's repository: \`README.md\` (running it, a five-minute wa
  * Relative: the service that serves the document (GET /docs/json), http://localhost:3000 when run
  * locally, behind TLS in production. Not internal (`x-internal`): it is the integrators' API.
  */
-const SERVERS = [{ url: '/', description: 'The service that serves this document (http://localhost:3000 when run with npm start)', 'x-internal': false }];
+const SERVERS = [
+  {
+    url: '/',
+    description: 'The service that serves this document (http://localhost:3000 when run with npm start)',
+    'x-internal': false,
+  },
+];
 
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   for (const schema of componentSchemas()) app.addSchema(schema);
@@ -45,16 +51,28 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Payouts', description: 'Move money' },
         { name: 'Payments', description: 'What happened afterwards: payment state and statement' },
         { name: 'Treasury', description: 'Prefunding balance, credit and limit usage' },
-        { name: 'Reports', description: 'Aggregates over time for dashboards: payouts by status, bank and instrument, settlement times, webhooks, treasury' },
+        {
+          name: 'Reports',
+          description:
+            'Aggregates over time for dashboards: payouts by status, bank and instrument, settlement times, webhooks, treasury',
+        },
         { name: 'Events', description: 'Outcome events and their webhook deliveries' },
         { name: 'Sandbox', description: 'Test-mode tools: webhook receivers, and outcomes of test payments on demand' },
         { name: 'Rails', description: "Called by bank gateways, not integrators: a connector's signed callbacks" },
-        { name: 'Admin', description: 'Platform administration (platform key, scope platform:admin); outside the public contract' },
+        {
+          name: 'Admin',
+          description: 'Platform administration (platform key, scope platform:admin); outside the public contract',
+        },
         { name: 'Operations', description: 'Health and metrics' },
       ],
       components: {
         securitySchemes: {
-          ApiKeyAuth: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'bsk_test_…, bsk_live_… or bsk_platform_…' },
+          ApiKeyAuth: {
+            type: 'apiKey',
+            in: 'header',
+            name: 'x-api-key',
+            description: 'bsk_test_…, bsk_live_… or bsk_platform_…',
+          },
           MetricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, for GET /metrics only' },
         },
       },
@@ -65,7 +83,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transformObject: (document) =>
       'openapiObject' in document
-        ? shareErrorResponses(shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))))
+        ? shareErrorResponses(
+            shareResponseHeaders(describeDeliveryHeaders(liftDeprecatedParameters(document.openapiObject))),
+          )
         : document.swaggerObject,
   });
   // Its own scope, so that the page's headers go on its answers only.
@@ -94,7 +114,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 export const DOCS_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-type OpenApiDocument = { paths?: Record<string, Record<string, { parameters?: Array<{ deprecated?: boolean; schema?: { deprecated?: boolean } }> }>> };
+type OpenApiDocument = {
+  paths?: Record<
+    string,
+    Record<string, { parameters?: Array<{ deprecated?: boolean; schema?: { deprecated?: boolean } }> }>
+  >;
+};
 
 /**
  * The swagger plugin leaves `deprecated` of a query parameter inside its schema; tools show a
@@ -112,7 +137,10 @@ function liftDeprecatedParameters<T extends object>(document: T): T {
 }
 
 type Header = Record<string, unknown>;
-type Response = { headers?: Record<string, Header>; content?: Record<string, { schema?: { allOf?: Array<{ properties?: any }> } }> };
+type Response = {
+  headers?: Record<string, Header>;
+  content?: Record<string, { schema?: { allOf?: Array<{ properties?: any }> } }>;
+};
 type Responses = Record<string, Response>;
 type HeaderDocument = {
   paths?: Record<string, Record<string, { responses?: Responses; callbacks?: unknown }>>;
@@ -125,7 +153,9 @@ type HeaderDocument = {
  */
 function shareResponseHeaders<T extends object>(document: T): T {
   const doc = document as HeaderDocument;
-  const responses = Object.values(doc.paths ?? {}).flatMap((operations) => Object.values(operations).flatMap((operation) => Object.values(operation.responses ?? {})));
+  const responses = Object.values(doc.paths ?? {}).flatMap((operations) =>
+    Object.values(operations).flatMap((operation) => Object.values(operation.responses ?? {})),
+  );
   const definitions = new Map<string, Set<string>>();
   for (const response of responses) {
     for (const [name, header] of Object.entries(response.headers ?? {})) {
@@ -153,7 +183,8 @@ function errorCodesOf(response: Response): string[] | undefined {
   return Array.isArray(codes) ? codes : undefined;
 }
 
-const pascal = (code: string) => code.replace(/(^|_)([a-z])/g, (_, _sep: string, letter: string) => letter.toUpperCase());
+const pascal = (code: string) =>
+  code.replace(/(^|_)([a-z])/g, (_, _sep: string, letter: string) => letter.toUpperCase());
 
 /**
  * Most operations give the same error answers (the 401, the 429, the 5xx): an answer given alike by
@@ -183,12 +214,18 @@ function shareErrorResponses<T extends object>(document: T): T {
     doc.components ??= {};
     doc.components.responses ??= {};
     doc.components.responses[name] = JSON.parse(key) as Response;
-    for (const { responses, status } of places) (responses as Record<string, unknown>)[status] = { $ref: `#/components/responses/${name}` };
+    for (const { responses, status } of places)
+      (responses as Record<string, unknown>)[status] = { $ref: `#/components/responses/${name}` };
   }
   return document;
 }
 
-type CallbackDocument = { paths?: Record<string, Record<string, { callbacks?: Record<string, Record<string, Record<string, { parameters?: unknown[] }>>> }>> };
+type CallbackDocument = {
+  paths?: Record<
+    string,
+    Record<string, { callbacks?: Record<string, Record<string, Record<string, { parameters?: unknown[] }>>> }>
+  >;
+};
 
 /**
  * Every callback is a webhook delivery, with the delivery headers (the swagger plugin passes only a
@@ -200,7 +237,12 @@ function describeDeliveryHeaders<T extends object>(document: T): T {
       for (const expressions of Object.values(operation.callbacks ?? {})) {
         for (const methods of Object.values(expressions)) {
           for (const callback of Object.values(methods)) {
-            callback.parameters = Object.entries(WEBHOOK_DELIVERY_HEADERS).map(([name, header]) => ({ name, in: 'header', required: true, ...header }));
+            callback.parameters = Object.entries(WEBHOOK_DELIVERY_HEADERS).map(([name, header]) => ({
+              name,
+              in: 'header',
+              required: true,
+              ...header,
+            }));
           }
         }
       }

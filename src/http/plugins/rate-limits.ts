@@ -18,7 +18,10 @@ const RATE_LIMIT_COUNTERS_MAX = 10_000;
  *    The rail callbacks have a budget of their own per rail (http/callback-budget.ts), not this one.
  * Registered before the routes: the per-key limit attaches itself to routes as they are added.
  */
-export async function registerRateLimits(app: FastifyInstance, config: Pick<Config, 'rateLimitRps' | 'publicRateLimitRps'>): Promise<void> {
+export async function registerRateLimits(
+  app: FastifyInstance,
+  config: Pick<Config, 'rateLimitRps' | 'publicRateLimitRps'>,
+): Promise<void> {
   if (config.rateLimitRps === 0 && config.publicRateLimitRps === 0) return;
   await app.register(rateLimit, {
     global: config.rateLimitRps > 0,
@@ -29,17 +32,27 @@ export async function registerRateLimits(app: FastifyInstance, config: Pick<Conf
     keyGenerator: (request) => request.auth?.apiKeyId ?? request.ip,
     allowList: (request) => request.routeOptions.config.public === true,
     errorResponseBuilder: (_request, context) =>
-      new ApiError('rate_limited', `Too many requests for this API key: at most ${context.max} per second. Retry after ${context.after}.`, {
-        limit_per_second: context.max,
-      }),
+      new ApiError(
+        'rate_limited',
+        `Too many requests for this API key: at most ${context.max} per second. Retry after ${context.after}.`,
+        {
+          limit_per_second: context.max,
+        },
+      ),
   });
   if (config.publicRateLimitRps === 0) return;
 
   // One counter per address across every public route: a limiter with a store of its own (the
   // plugin's default bound, 5,000 addresses, least recently seen dropped first).
-  const perAddress = app.createRateLimit({ max: config.publicRateLimitRps, timeWindow: WINDOW_MS, keyGenerator: (request) => request.ip, allowList: undefined });
+  const perAddress = app.createRateLimit({
+    max: config.publicRateLimitRps,
+    timeWindow: WINDOW_MS,
+    keyGenerator: (request) => request.ip,
+    allowList: undefined,
+  });
   app.addHook('onRequest', async (request, reply) => {
-    if (request.is404 || request.routeOptions.config.public !== true || request.routeOptions.config.ownBudget === true) return;
+    if (request.is404 || request.routeOptions.config.public !== true || request.routeOptions.config.ownBudget === true)
+      return;
     const counted = await perAddress(request);
     if (counted.isAllowed || !counted.isExceeded) return;
     reply.header('retry-after', String(counted.ttlInSeconds));

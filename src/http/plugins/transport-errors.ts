@@ -64,7 +64,13 @@ function answerUnsupportedExpectation(server: Server): void {
   server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
     const requestId = newRequestId();
     const body = JSON.stringify(
-      envelope(new ApiError('expectation_failed', 'Only `Expect: 100-continue` is supported; send the request without this Expect header.'), requestId),
+      envelope(
+        new ApiError(
+          'expectation_failed',
+          'Only `Expect: 100-continue` is supported; send the request without this Expect header.',
+        ),
+        requestId,
+      ),
     );
     response.writeHead(417, {
       'content-type': 'application/json; charset=utf-8',
@@ -95,10 +101,15 @@ export function registerTransportAnswers(app: FastifyInstance, bodyLimitBytes: n
   const server = app.server;
   answerUnsupportedExpectation(server);
   // Listening to checkContinue stops Node's automatic 100 Continue: the request proceeds as any other.
-  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) => server.emit('request', request, response));
+  server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) =>
+    server.emit('request', request, response),
+  );
   server.on('connect', (_request: IncomingMessage, socket: Socket) => {
     socket.on('error', () => undefined);
-    socket.end(rawResponse(new ApiError('malformed_request', 'CONNECT is not served: this is an HTTP API, not a proxy.')), () => socket.destroy());
+    socket.end(
+      rawResponse(new ApiError('malformed_request', 'CONNECT is not served: this is an HTTP API, not a proxy.')),
+      () => socket.destroy(),
+    );
   });
 
   const continued = new WeakSet<FastifyRequest>();
@@ -112,7 +123,8 @@ export function registerTransportAnswers(app: FastifyInstance, bodyLimitBytes: n
     // A route may take more than the default (a rail statement): its own limit applies.
     const limit = request.routeOptions.bodyLimit ?? bodyLimitBytes;
     const declared = Number(request.headers['content-length'] ?? 0);
-    if (declared > limit) throw new ApiError('payload_too_large', `The request body is larger than ${limit / 1024} KiB.`);
+    if (declared > limit)
+      throw new ApiError('payload_too_large', `The request body is larger than ${limit / 1024} KiB.`);
     reply.raw.writeContinue();
     continued.add(request);
     return payload;

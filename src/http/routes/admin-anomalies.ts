@@ -46,7 +46,7 @@ function adminListAnomaliesRoute(app: App, anomalies: AnomalyService): void {
         operationId: 'adminListAnomalies',
         summary: 'List anomalies',
         description:
-          'Every tenant\'s anomalies and those of no tenant (a reference we have no payment for), newest first (`createdAt`, then `id`, descending). Live ones by default (and those of no mode): `mode=test` shows what test programs made the sandbox say, `mode=all` both. Filter by `status` (`open`: the ones waiting for an operator), `kind` and `tenantId`. Pass `next_cursor` as `cursor` for the next page; the cursor is stable while anomalies are being recorded.',
+          "Every tenant's anomalies and those of no tenant (a reference we have no payment for), newest first (`createdAt`, then `id`, descending). Live ones by default (and those of no mode): `mode=test` shows what test programs made the sandbox say, `mode=all` both. Filter by `status` (`open`: the ones waiting for an operator), `kind` and `tenantId`. Pass `next_cursor` as `cursor` for the next page; the cursor is stable while anomalies are being recorded.",
         querystring: AnomalyListQuery,
         response: { 200: AnomalyList, ...errorResponses(400) },
       },
@@ -69,7 +69,8 @@ function adminGetAnomalyRoute(app: App, anomalies: AnomalyService): void {
         tags: ['Admin'],
         operationId: 'adminGetAnomaly',
         summary: 'Read an anomaly',
-        description: 'One anomaly with its evidence: what we had (`ours`), what the rail said (`theirs`) and the report as it came (`raw`).',
+        description:
+          'One anomaly with its evidence: what we had (`ours`), what the rail said (`theirs`) and the report as it came (`raw`).',
         params: IdParam,
         response: { 200: Answer('The anomaly', Anomaly), ...errorResponses('resource_not_found') },
       },
@@ -93,7 +94,10 @@ function adminResolveAnomalyRoute(app: App, anomalies: AnomalyService): void {
           'Marks an open anomaly resolved, with your note and the id of the key that called (`resolvedBy`). It changes nothing else: no payment, no ledger entry (a correction, if one is due, is a separate action). 409 `anomaly_already_resolved` when it was resolved before.',
         params: IdParam,
         body: ResolveAnomalyBody,
-        response: { 200: Answer('The anomaly, resolved', Anomaly), ...errorResponses('resource_not_found', 'anomaly_already_resolved') },
+        response: {
+          200: Answer('The anomaly, resolved', Anomaly),
+          ...errorResponses('resource_not_found', 'anomaly_already_resolved'),
+        },
       },
     },
     async function adminResolveAnomaly(request) {

@@ -8,7 +8,14 @@ import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 
 const RecordedFields = Nullable(
-  Type.Object({}, { additionalProperties: true, description: 'The fields the action changed, redacted: secrets and keys never, account numbers and phones by their last 4 digits' }),
+  Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description:
+        'The fields the action changed, redacted: secrets and keys never, account numbers and phones by their last 4 digits',
+    },
+  ),
 );
 
 const AuditEntryView = Component(
@@ -19,14 +26,25 @@ const AuditEntryView = Component(
       createdAt: Type.String({ format: 'date-time', description: 'When the change committed (its transaction began)' }),
       actorKeyId: Uuid('The API key that acted'),
       actorTenantId: Uuid("That key's tenant (the platform's own tenant for the platform key)"),
-      action: Type.String({ description: 'What was done, as a stable dotted name: `tenant.update`, `api_key.revoke`, `funding.create`…', example: 'api_key.revoke' }),
-      targetType: Type.String({ description: 'What it was done to: `tenant`, `api_key`, `funding`, `webhook_endpoint`, `program`, `customer`, `rate`, `limit_rule`, `event`, `payment`…', example: 'api_key' }),
-      targetId: Type.String({ description: "The target's id (an asset code for a rate, the tenant id for a program or webhook endpoint)" }),
+      action: Type.String({
+        description: 'What was done, as a stable dotted name: `tenant.update`, `api_key.revoke`, `funding.create`…',
+        example: 'api_key.revoke',
+      }),
+      targetType: Type.String({
+        description:
+          'What it was done to: `tenant`, `api_key`, `funding`, `webhook_endpoint`, `program`, `customer`, `rate`, `limit_rule`, `event`, `payment`…',
+        example: 'api_key',
+      }),
+      targetId: Type.String({
+        description: "The target's id (an asset code for a rate, the tenant id for a program or webhook endpoint)",
+      }),
       targetTenantId: Nullable(Uuid('The tenant the target belongs to; null for a rate or a platform limit rule')),
       targetMode: Nullable(ModeSchema),
       before: RecordedFields,
       after: RecordedFields,
-      requestId: Nullable(Type.String({ description: 'The `x-request-id` of the request that acted: find its log lines with it' })),
+      requestId: Nullable(
+        Type.String({ description: 'The `x-request-id` of the request that acted: find its log lines with it' }),
+      ),
     },
     { description: 'One admin or operator action, recorded in the same transaction as the change' },
   ),
@@ -38,7 +56,9 @@ const AuditPage = Component(
     {
       data: Type.Array(AuditEntryView),
       has_more: Type.Boolean(),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+      next_cursor: Nullable(
+        Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' }),
+      ),
     },
     { description: 'One page of the audit trail, newest first' },
   ),
@@ -48,11 +68,21 @@ const AuditQuery = Type.Object({
   ...PageQuery,
   actorKeyId: Type.Optional(Uuid('Only what this API key did')),
   targetType: Type.Optional(StringEnum(AUDIT_TARGET_TYPES, { description: 'Only actions on this kind of target' })),
-  targetId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Only actions on this target (with or without `targetType`)' })),
+  targetId: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'Only actions on this target (with or without `targetType`)',
+    }),
+  ),
   tenantId: Type.Optional(Uuid("Only actions on this tenant's objects")),
   action: Type.Optional(StringEnum(AUDIT_ACTIONS, { description: 'Only this action' })),
-  from: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions at or after this instant' })),
-  to: Type.Optional(Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions before this instant' })),
+  from: Type.Optional(
+    Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions at or after this instant' }),
+  ),
+  to: Type.Optional(
+    Type.String({ format: 'date-time', maxLength: 40, description: 'Only actions before this instant' }),
+  ),
 });
 
 function auditView(row: AuditRow) {
@@ -100,7 +130,11 @@ What a key did: \`?actorKeyId=…\`; what was done to a tenant: \`?tenantId=…\
       const rows = await listAudit(db, {
         limit,
         after: positionAfter(cursor),
-        filter: { ...filter, from: from === undefined ? undefined : new Date(from), to: to === undefined ? undefined : new Date(to) },
+        filter: {
+          ...filter,
+          from: from === undefined ? undefined : new Date(from),
+          to: to === undefined ? undefined : new Date(to),
+        },
       });
       const page = pageOf(rows, limit);
       return { data: page.rows.map(auditView), has_more: page.hasMore, next_cursor: page.nextCursor };

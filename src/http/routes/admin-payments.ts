@@ -1,7 +1,16 @@
 import { Type } from '@sinclair/typebox';
 import type { PaymentReads } from '../../services/payment-reads.ts';
 import { auditActorOf } from '../context.ts';
-import { Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import {
+  Answer,
+  Component,
+  DateTime,
+  errorResponses,
+  ModeSchema,
+  Nullable,
+  StringEnum,
+  Uuid,
+} from '../schemas/common.ts';
 import { PAYMENT_STATUSES, PaymentFields } from '../schemas/payouts.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -25,13 +34,21 @@ const AdminPayment = Component(
       tenant_id: Uuid(),
       mode: ModeSchema,
       rail: Nullable(
-        Type.String({ description: 'The rail that carries the payment (null: failed before any rail, or made before payments recorded their rail). See GET /v1/admin/rails' }),
+        Type.String({
+          description:
+            'The rail that carries the payment (null: failed before any rail, or made before payments recorded their rail). See GET /v1/admin/rails',
+        }),
       ),
       created_by_key_id: Nullable(
-        Uuid('The API key that made the payout (null for payments made before keys were recorded). Find it with GET /v1/admin/tenants/{id}/api-keys; what else it did with GET /v1/admin/audit?actorKeyId=…'),
+        Uuid(
+          'The API key that made the payout (null for payments made before keys were recorded). Find it with GET /v1/admin/tenants/{id}/api-keys; what else it did with GET /v1/admin/audit?actorKeyId=…',
+        ),
       ),
     },
-    { description: 'A payment as its tenant reads it, with what only the platform sees: its tenant, mode, rail and the key that created it' },
+    {
+      description:
+        'A payment as its tenant reads it, with what only the platform sees: its tenant, mode, rail and the key that created it',
+    },
   ),
 );
 
@@ -55,12 +72,21 @@ function adminGetPaymentRoute(app: App, payments: PaymentReads): void {
         description: `The payment as \`GET /v1/payments/{id}\` answers its tenant (in either mode), plus \`tenant_id\`, \`mode\`, \`rail\`
 (the rail that carries it) and \`created_by_key_id\`: the API key that made the payout. The tenant's own answers never show the key.`,
         params: TenantPaymentParams,
-        response: { 200: Answer('The payment, with its tenant, mode and creating key', AdminPayment), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer('The payment, with its tenant, mode and creating key', AdminPayment),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminGetPayment(request) {
       const { payment, transitions } = await payments.tenantPayment(request.params.id, request.params.paymentId);
-      return { ...paymentView(payment, transitions), tenant_id: payment.tenant_id, mode: payment.mode, rail: payment.rail, created_by_key_id: payment.created_by_key_id };
+      return {
+        ...paymentView(payment, transitions),
+        tenant_id: payment.tenant_id,
+        mode: payment.mode,
+        rail: payment.rail,
+        created_by_key_id: payment.created_by_key_id,
+      };
     },
   );
 }
@@ -79,7 +105,10 @@ REAPER_CHECK_ATTEMPTS_MAX questions, leaving it unresolved (never invented), log
 \`bolivar_reaper_parked_payments_total\` / \`bolivar_payments_parked_unresolved\`. This puts it back on the schedule now,
 with a fresh backoff, and records it in the audit trail. 409 \`payment_already_resolved\` when it is settled, failed or reversed.`,
         params: IdParam,
-        response: { 200: Answer('The payment, back on the resolution schedule', Requeued), ...errorResponses('resource_not_found', 'payment_already_resolved') },
+        response: {
+          200: Answer('The payment, back on the resolution schedule', Requeued),
+          ...errorResponses('resource_not_found', 'payment_already_resolved'),
+        },
       },
     },
     async function adminRecheckPayment(request) {

@@ -6,7 +6,11 @@ import { ApiError, validationFailed } from '../../domain/errors.ts';
 import { mismatchCursor, mismatchesAfter, parseColumnMapping } from '../../domain/rail-statement.ts';
 import { STATEMENT_BYTES_MAX } from '../../services/rail-statement-file.ts';
 import type { RailStatementService } from '../../services/rail-statements.ts';
-import { STATEMENT_PULL_ATTEMPTS_MAX, type PullState, type RailStatementPullService } from '../../services/rail-statement-pull.ts';
+import {
+  STATEMENT_PULL_ATTEMPTS_MAX,
+  type PullState,
+  type RailStatementPullService,
+} from '../../services/rail-statement-pull.ts';
 import type { RailStatementPullRow } from '../../db/repositories/rail-statement-pulls.ts';
 import { auditActorOf } from '../context.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
@@ -84,7 +88,11 @@ function mismatchView(row: MismatchRow) {
 }
 
 /** Rail statements (platform key): post one, list a rail's, read one with its mismatches. */
-export async function adminRailStatementRoutes(app: App, statements: RailStatementService, pulls: RailStatementPullService): Promise<void> {
+export async function adminRailStatementRoutes(
+  app: App,
+  statements: RailStatementService,
+  pulls: RailStatementPullService,
+): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>() as unknown as App;
     // The statement is read by the handler as it arrives (services/rail-statement-file.ts), never
@@ -95,7 +103,10 @@ export async function adminRailStatementRoutes(app: App, statements: RailStateme
       done(null, '');
     });
     scope.addContentTypeParser('*', (_request, _payload, done) => {
-      done(new ApiError('unsupported_media_type', 'Send the statement as CSV, with `content-type: text/csv`.'), undefined);
+      done(
+        new ApiError('unsupported_media_type', 'Send the statement as CSV, with `content-type: text/csv`.'),
+        undefined,
+      );
     });
     adminImportStatementRoute(scope, statements);
   });
@@ -124,11 +135,18 @@ anomaly is open. \`started: false\` when another process's attempt was under way
 statement (the sandbox: post its file instead); 404 for a rail the deployment does not have.`,
         params: RailParam,
         body: StatementPullBody,
-        response: { 200: Answer('The pull, as the attempt left it', StatementPullAnswer), ...errorResponses(400, 'resource_not_found') },
+        response: {
+          200: Answer('The pull, as the attempt left it', StatementPullAnswer),
+          ...errorResponses(400, 'resource_not_found'),
+        },
       },
     },
     async function adminPullRailStatement(request) {
-      const { pull, started, state } = await pulls.forcePull(request.params.rail, request.body.day, auditActorOf(request));
+      const { pull, started, state } = await pulls.forcePull(
+        request.params.rail,
+        request.body.day,
+        auditActorOf(request),
+      );
       return { ...statementPullView(pull, state), started };
     },
   );
@@ -167,7 +185,13 @@ opens an anomaly (one per rail, day, reference and kind, however many files say 
       assert(body, 'a statement route reached without its body stream');
       const mapping = parseColumnMapping(request.query.columns);
       if (typeof mapping === 'string') throw validationFailed([{ field: 'columns', message: mapping }]);
-      const { statement, created } = await statements.import({ rail: request.params.rail, day: request.query.day, mapping, body, actor: auditActorOf(request) });
+      const { statement, created } = await statements.import({
+        rail: request.params.rail,
+        day: request.query.day,
+        mapping,
+        body,
+        actor: auditActorOf(request),
+      });
       return reply.code(created ? 201 : 200).send(statementView(statement));
     },
   );
@@ -182,14 +206,18 @@ function adminListStatementsRoute(app: App, statements: RailStatementService): v
         tags: ['Admin'],
         operationId: 'adminListRailStatements',
         summary: "List a rail's statements",
-        description: 'The statements posted for this rail, newest first (`createdAt`, then `id`, descending), each with its counts. Pass `next_cursor` as `cursor` for the next page.',
+        description:
+          'The statements posted for this rail, newest first (`createdAt`, then `id`, descending), each with its counts. Pass `next_cursor` as `cursor` for the next page.',
         params: RailParam,
         querystring: StatementPageQuery,
         response: { 200: Answer('One page of statements, newest first', RailStatementList), ...errorResponses() },
       },
     },
     async function adminListRailStatements(request) {
-      const page = await statements.list(request.params.rail, { limit: request.query.limit ?? 25, cursor: request.query.cursor });
+      const page = await statements.list(request.params.rail, {
+        limit: request.query.limit ?? 25,
+        cursor: request.query.cursor,
+      });
       return { data: page.rows.map(statementView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
@@ -208,16 +236,26 @@ function adminGetStatementRoute(app: App, statements: RailStatementService): voi
           'The statement with its counts, and one page of its mismatches (file order, then the payments missing at the rail), each with both sides and the anomaly it opened. Pass `mismatches.next_cursor` as `cursor` for the next page.',
         params: RailStatementParams,
         querystring: StatementPageQuery,
-        response: { 200: Answer('The statement and a page of its mismatches', RailStatementDetail), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer('The statement and a page of its mismatches', RailStatementDetail),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminGetRailStatement(request) {
       const limit = request.query.limit ?? 25;
-      const { statement, mismatches, hasMore } = await statements.get(request.params.rail, request.params.id, { limit, afterSeq: mismatchesAfter(request.query.cursor) });
+      const { statement, mismatches, hasMore } = await statements.get(request.params.rail, request.params.id, {
+        limit,
+        afterSeq: mismatchesAfter(request.query.cursor),
+      });
       const last = mismatches[mismatches.length - 1];
       return {
         ...statementView(statement),
-        mismatches: { data: mismatches.map(mismatchView), has_more: hasMore, next_cursor: hasMore && last ? mismatchCursor(last.seq) : null },
+        mismatches: {
+          data: mismatches.map(mismatchView),
+          has_more: hasMore,
+          next_cursor: hasMore && last ? mismatchCursor(last.seq) : null,
+        },
       };
     },
   );

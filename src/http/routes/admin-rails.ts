@@ -4,7 +4,17 @@ import { INSTRUMENTS } from '../../domain/instrument.ts';
 import { RAIL_NAME_PATTERN, type RailRoute } from '../../domain/rail-routing.ts';
 import { orderedRoutes, type RailAdminService, type RailView } from '../../services/rail-admin.ts';
 import { auditActorOf } from '../context.ts';
-import { AmountString, Answer, Component, DateTime, errorResponses, ModeSchema, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import {
+  AmountString,
+  Answer,
+  Component,
+  DateTime,
+  errorResponses,
+  ModeSchema,
+  Nullable,
+  StringEnum,
+  Uuid,
+} from '../schemas/common.ts';
 import { RailStatementPull } from '../schemas/rail-statements.ts';
 import type { App } from '../types.ts';
 import { statementPullView } from './admin-rail-statements.ts';
@@ -14,7 +24,8 @@ const RailName = (description?: string) => Type.String({ pattern: RAIL_NAME_PATT
 const Instrument = StringEnum(INSTRUMENTS);
 const Health = Type.Object({ ok: Type.Boolean(), message: Type.Optional(Type.String()) });
 /** Amounts of a rule, BS minor units: bounded so that they stay exact as JSON integers. */
-const RuleAmount = (description: string) => Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
+const RuleAmount = (description: string) =>
+  Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
 
 const Rail = Component(
   'Rail',
@@ -23,15 +34,21 @@ const Rail = Component(
     kind: StringEnum(['sandbox', 'connector'] as const),
     modes: Type.Array(ModeSchema, { description: 'The modes whose payouts it may carry' }),
     instruments: Type.Array(Instrument, { description: 'The instruments it may carry' }),
-    enabled: Type.Boolean({ description: 'false: no new payout is routed to it (payments on it are still asked about)' }),
-    configured: Type.Boolean({ description: 'true: the settings were stored by an operator; false: its defaults apply' }),
+    enabled: Type.Boolean({
+      description: 'false: no new payout is routed to it (payments on it are still asked about)',
+    }),
+    configured: Type.Boolean({
+      description: 'true: the settings were stored by an operator; false: its defaults apply',
+    }),
     breaker: Type.Object(
       {
         state: StringEnum(['closed', 'open', 'half_open'] as const),
-        failures: Type.Integer({ description: 'Failed calls (refused, timed out, unreadable) in its sliding window (RAIL_BREAKER_WINDOW_MS)' }),
+        failures: Type.Integer({
+          description: 'Failed calls (refused, timed out, unreadable) in its sliding window (RAIL_BREAKER_WINDOW_MS)',
+        }),
         lastProbe: Nullable(Health),
       },
-      { description: "Its circuit breaker in the process that answered (each process has its own)" },
+      { description: 'Its circuit breaker in the process that answered (each process has its own)' },
     ),
     health: Health,
     counts: Type.Object(
@@ -41,7 +58,9 @@ const Rail = Component(
           description: 'Submits that did not end in an accepted transfer, by reason',
           maxProperties: 33,
         }),
-        failovers: Type.Integer({ description: 'Payouts moved from it to the next rail (it provably did not receive them)' }),
+        failovers: Type.Integer({
+          description: 'Payouts moved from it to the next rail (it provably did not receive them)',
+        }),
         meanLatencyMs: Nullable(Type.Number({ description: 'Mean time of its submits and lookups' })),
         lastSendAt: Nullable(DateTime()),
       },
@@ -57,10 +76,15 @@ const Rail = Component(
               at: DateTime('When it was matched'),
               lines: Type.Integer({ minimum: 0 }),
               matched: Type.Integer({ minimum: 0 }),
-              mismatches: Type.Integer({ minimum: 0, description: 'Disagreements of every kind (each opens or keeps an anomaly)' }),
+              mismatches: Type.Integer({
+                minimum: 0,
+                description: 'Disagreements of every kind (each opens or keeps an anomaly)',
+              }),
               anomaliesOpened: Type.Integer({ minimum: 0 }),
             },
-            { description: 'The statement matched last (pulled from the bank or posted by an operator); null: none yet' },
+            {
+              description: 'The statement matched last (pulled from the bank or posted by an operator); null: none yet',
+            },
           ),
         ),
         lastPull: Nullable(RailStatementPull),
@@ -85,7 +109,10 @@ const RailRouteSchema = Component(
       maxAmount: Nullable(AmountString()),
       createdAt: DateTime(),
     },
-    { description: 'A routing rule: a payout matching every condition set (null: any) is tried on `rail` first; rules apply by priority, lowest first' },
+    {
+      description:
+        'A routing rule: a payout matching every condition set (null: any) is tried on `rail` first; rules apply by priority, lowest first',
+    },
   ),
 );
 
@@ -110,7 +137,9 @@ const CreateRouteBody = Type.Object(
     tenantId: Type.Optional(Nullable(Uuid())),
     mode: Type.Optional(Nullable(ModeSchema)),
     instrument: Type.Optional(Nullable(Instrument)),
-    bankCode: Type.Optional(Nullable(Type.String({ pattern: '^[0-9]{4}$', maxLength: 4, description: "The beneficiary's bank code" }))),
+    bankCode: Type.Optional(
+      Nullable(Type.String({ pattern: '^[0-9]{4}$', maxLength: 4, description: "The beneficiary's bank code" })),
+    ),
     minAmount: Type.Optional(Nullable(RuleAmount('The smallest amount delivered (BS minor units) it matches'))),
     maxAmount: Type.Optional(Nullable(RuleAmount('The largest amount delivered (BS minor units) it matches'))),
   },
@@ -131,12 +160,18 @@ function railView(view: RailView) {
       sends: view.counts.sends,
       failures: view.counts.failures,
       failovers: view.counts.failovers,
-      meanLatencyMs: view.counts.calls === 0 ? null : Math.round((view.counts.seconds / view.counts.calls) * 1_000_000) / 1000,
+      meanLatencyMs:
+        view.counts.calls === 0 ? null : Math.round((view.counts.seconds / view.counts.calls) * 1_000_000) / 1000,
       lastSendAt: view.counts.lastSendAt,
     },
     statementCheck: {
-      lastStatement: view.statementCheck.lastStatement && { ...view.statementCheck.lastStatement, at: view.statementCheck.lastStatement.at.toISOString() },
-      lastPull: view.statementCheck.lastPull && statementPullView(view.statementCheck.lastPull.row, view.statementCheck.lastPull.state),
+      lastStatement: view.statementCheck.lastStatement && {
+        ...view.statementCheck.lastStatement,
+        at: view.statementCheck.lastStatement.at.toISOString(),
+      },
+      lastPull:
+        view.statementCheck.lastPull &&
+        statementPullView(view.statementCheck.lastPull.row, view.statementCheck.lastPull.state),
     },
   };
 }
@@ -191,7 +226,10 @@ deployment does not have. The platform key of the first start may change only ra
 (403 \`bootstrap_key_test_only\` for a rail that serves live payouts, before or after).`,
         params: NameParam,
         body: UpdateRailBody,
-        response: { 200: Answer('The rail, as listed', Rail), ...errorResponses(400, 'scope_missing', 'bootstrap_key_test_only', 'resource_not_found') },
+        response: {
+          200: Answer('The rail, as listed', Rail),
+          ...errorResponses(400, 'scope_missing', 'bootstrap_key_test_only', 'resource_not_found'),
+        },
       },
     },
     async function adminUpdateRail(request) {
@@ -242,7 +280,8 @@ does not have.`,
     },
     async function adminCreateRailRoute(request, reply) {
       const body = request.body;
-      const amount = (value: number | null | undefined) => (value === undefined || value === null ? null : BigInt(value));
+      const amount = (value: number | null | undefined) =>
+        value === undefined || value === null ? null : BigInt(value);
       const route = await rails.addRoute(
         {
           priority: body.priority,

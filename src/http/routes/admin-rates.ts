@@ -7,7 +7,11 @@ import { RateAssetParam, SetRateBody, StoredRate } from '../schemas/quotes.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
 
-const rateView = (row: StoredRateRow) => ({ asset: row.asset, market: row.market_text, updatedAt: row.updated_at.toISOString() });
+const rateView = (row: StoredRateRow) => ({
+  asset: row.asset,
+  market: row.market_text,
+  updatedAt: row.updated_at.toISOString(),
+});
 
 export async function adminRateRoutes(app: App, rates: RateService): Promise<void> {
   adminSetRateRoute(app, rates);
@@ -23,7 +27,8 @@ function adminSetRateRoute(app: App, rates: RateService): void {
         tags: ['Admin'],
         operationId: 'adminSetRate',
         summary: 'Set the market rate of an asset (BS per unit)',
-        description: 'The default rate source. A rate older than RATE_MAX_AGE_SECONDS (24 h) is stale and quotes that convert answer 503 `rate_unavailable`.',
+        description:
+          'The default rate source. A rate older than RATE_MAX_AGE_SECONDS (24 h) is stale and quotes that convert answer 503 `rate_unavailable`.',
         params: RateAssetParam,
         body: SetRateBody,
         response: { 200: Answer('The rate, stored', StoredRate), ...errorResponses() },
@@ -45,7 +50,10 @@ function adminListRatesRoute(app: App, rates: RateService): void {
         operationId: 'adminListRates',
         summary: 'List the stored market rates',
         description: 'Every stored rate with the time it was set.',
-        response: { 200: Answer('Every stored rate', Type.Object({ data: Type.Array(StoredRate) })), ...errorResponses() },
+        response: {
+          200: Answer('Every stored rate', Type.Object({ data: Type.Array(StoredRate) })),
+          ...errorResponses(),
+        },
       },
     },
     async function adminListRates() {

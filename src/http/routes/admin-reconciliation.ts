@@ -3,7 +3,13 @@ import { RECONCILIATION_CHECKS } from '../../domain/reconciliation.ts';
 import type { ReconciliationService } from '../../services/reconciliation.ts';
 import { DISCREPANCIES_STORED_PER_CHECK_MAX } from '../../services/reconciliation-run.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
-import { ListRunsQuery, ReconciliationRunDetail, ReconciliationRunList, StartedRuns, StartRunsBody } from '../schemas/reconciliation.ts';
+import {
+  ListRunsQuery,
+  ReconciliationRunDetail,
+  ReconciliationRunList,
+  StartedRuns,
+  StartRunsBody,
+} from '../schemas/reconciliation.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -26,7 +32,10 @@ function runView(row: RunRow) {
     startedAt: row.started_at?.toISOString() ?? null,
     finishedAt: row.finished_at?.toISOString() ?? null,
     discrepancyCount: Number(row.discrepancy_count),
-    checks: RECONCILIATION_CHECKS.map((check) => ({ check, ...(row.checks[check] ?? { verdict: 'not_run' as const, discrepancies: 0, stored: 0 }) })),
+    checks: RECONCILIATION_CHECKS.map((check) => ({
+      check,
+      ...(row.checks[check] ?? { verdict: 'not_run' as const, discrepancies: 0, stored: 0 }),
+    })),
     examined: { payments: 0, ledgerTransactions: 0, accounts: 0, limitCounters: 0, ...row.examined },
     error: row.error,
   };
@@ -71,11 +80,17 @@ runs it (this one, unless it runs with ROLE=api). A tenant and mode that already
 no second one: that run is answered (a waiting incremental run asked for again as \`full\` becomes full). A run
 proves the whole history unless \`scope\` is \`incremental\`. ${READS}`,
         body: StartRunsBody,
-        response: { 202: Answer('The runs, queued (or already waiting or under way)', StartedRuns), ...errorResponses('resource_not_found') },
+        response: {
+          202: Answer('The runs, queued (or already waiting or under way)', StartedRuns),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminStartReconciliation(request, reply) {
-      const runs = await reconciliation.request({ tenantId: request.body.tenantId, mode: request.body.mode, scope: request.body.scope }, auditActorOf(request));
+      const runs = await reconciliation.request(
+        { tenantId: request.body.tenantId, mode: request.body.mode, scope: request.body.scope },
+        auditActorOf(request),
+      );
       return reply.code(202).send({ data: runs.slice(0, STARTED_SHOWN_MAX).map(runView), total: runs.length });
     },
   );
@@ -98,7 +113,13 @@ function adminListReconciliationRunsRoute(app: App, reconciliation: Reconciliati
     },
     async function adminListReconciliationRuns(request) {
       const q = request.query;
-      const page = await reconciliation.list({ limit: q.limit ?? 25, cursor: q.cursor, tenantId: q.tenantId, mode: q.mode, status: q.status });
+      const page = await reconciliation.list({
+        limit: q.limit ?? 25,
+        cursor: q.cursor,
+        tenantId: q.tenantId,
+        mode: q.mode,
+        status: q.status,
+      });
       return { data: page.rows.map(runView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
@@ -116,7 +137,10 @@ function adminGetReconciliationRunRoute(app: App, reconciliation: Reconciliation
         description: `The run, every check's verdict, and the discrepancies it stored with their evidence (the first ${DISCREPANCIES_STORED_PER_CHECK_MAX} of each check;
 \`checks[].discrepancies\` counts them all). ${READS}`,
         params: IdParam,
-        response: { 200: Answer('The run and its evidence', ReconciliationRunDetail), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer('The run and its evidence', ReconciliationRunDetail),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminGetReconciliationRun(request) {

@@ -23,7 +23,6 @@ import type { App } from '../types.ts';
 
 export const ADMIN = { scopes: [PLATFORM_SCOPE] } as const;
 
-
 const CREDIT_ASSETS = ['BS', 'USD', 'USDC', 'VESC'] as const;
 
 function tenantView(row: TenantRow) {
@@ -55,7 +54,8 @@ function keySummary(row: ApiKeyRow) {
   };
 }
 
-const toBig = (value: number | null | undefined) => (value === undefined ? undefined : value === null ? null : BigInt(value));
+const toBig = (value: number | null | undefined) =>
+  value === undefined ? undefined : value === null ? null : BigInt(value);
 
 /**
  * `creditLimit` and `creditLimits.BS` are one setting: either may carry it (both only if they agree).
@@ -64,10 +64,16 @@ const toBig = (value: number | null | undefined) => (value === undefined ? undef
 function creditTerms(body: { creditLimit?: number | null; creditLimits?: Record<string, number | null | undefined> }) {
   const { BS, ...others } = body.creditLimits ?? {};
   if (body.creditLimit !== undefined && BS !== undefined && body.creditLimit !== BS) {
-    throw validationFailed([{ field: 'creditLimits.BS', message: 'differs from creditLimit, which is the same setting: send one of them' }]);
+    throw validationFailed([
+      { field: 'creditLimits.BS', message: 'differs from creditLimit, which is the same setting: send one of them' },
+    ]);
   }
   const bs = body.creditLimit !== undefined ? body.creditLimit : BS;
-  const rest = Object.fromEntries(Object.entries(others).filter(([, v]) => v !== undefined).map(([asset, v]) => [asset, toBig(v as number | null) as bigint | null]));
+  const rest = Object.fromEntries(
+    Object.entries(others)
+      .filter(([, v]) => v !== undefined)
+      .map(([asset, v]) => [asset, toBig(v as number | null) as bigint | null]),
+  );
   return { creditLimit: toBig(bs), creditLimits: body.creditLimits === undefined ? undefined : rest };
 }
 
@@ -90,22 +96,26 @@ function adminCreateTenantRoute(app: App, tenants: TenantService): void {
         tags: ['Admin'],
         operationId: 'adminCreateTenant',
         summary: 'Create a tenant',
-        description: 'Creates a customer tenant. Defaults: prefunded (`creditEnabled: false`), `feeBps` 100, `feeFixed` 0, `spreadBps` 50.',
+        description:
+          'Creates a customer tenant. Defaults: prefunded (`creditEnabled: false`), `feeBps` 100, `feeFixed` 0, `spreadBps` 50.',
         body: CreateTenantBody,
         response: { 201: Answer('The tenant, created', Tenant), ...errorResponses() },
       },
     },
     async function adminCreateTenant(request, reply) {
       const body = request.body;
-      const tenant = await tenants.create({
-        name: body.name,
-        creditEnabled: body.creditEnabled,
-        ...creditTerms(body),
-        feeBps: body.feeBps,
-        feeFixed: toBig(body.feeFixed) ?? undefined,
-        spreadBps: body.spreadBps,
-        rejectInvalidAccounts: body.rejectInvalidAccounts,
-      }, auditActorOf(request));
+      const tenant = await tenants.create(
+        {
+          name: body.name,
+          creditEnabled: body.creditEnabled,
+          ...creditTerms(body),
+          feeBps: body.feeBps,
+          feeFixed: toBig(body.feeFixed) ?? undefined,
+          spreadBps: body.spreadBps,
+          rejectInvalidAccounts: body.rejectInvalidAccounts,
+        },
+        auditActorOf(request),
+      );
       return reply.code(201).send(tenantView(tenant));
     },
   );
@@ -162,7 +172,8 @@ function adminUpdateTenantRoute(app: App, tenants: TenantService): void {
         tags: ['Admin'],
         operationId: 'adminUpdateTenant',
         summary: 'Update a tenant (name, credit, fee schedule, spread)',
-        description: 'Changes only the fields sent. New quotes use the new fee schedule and spread; existing quotes keep theirs.',
+        description:
+          'Changes only the fields sent. New quotes use the new fee schedule and spread; existing quotes keep theirs.',
         params: IdParam,
         body: UpdateTenantBody,
         response: { 200: Answer('The tenant, updated', Tenant), ...errorResponses('resource_not_found') },
@@ -170,15 +181,19 @@ function adminUpdateTenantRoute(app: App, tenants: TenantService): void {
     },
     async function adminUpdateTenant(request) {
       const body = request.body;
-      const tenant = await tenants.update(request.params.id, {
-        name: body.name,
-        creditEnabled: body.creditEnabled,
-        ...creditTerms(body),
-        feeBps: body.feeBps,
-        feeFixed: toBig(body.feeFixed) ?? undefined,
-        spreadBps: body.spreadBps,
-        rejectInvalidAccounts: body.rejectInvalidAccounts,
-      }, auditActorOf(request));
+      const tenant = await tenants.update(
+        request.params.id,
+        {
+          name: body.name,
+          creditEnabled: body.creditEnabled,
+          ...creditTerms(body),
+          feeBps: body.feeBps,
+          feeFixed: toBig(body.feeFixed) ?? undefined,
+          spreadBps: body.spreadBps,
+          rejectInvalidAccounts: body.rejectInvalidAccounts,
+        },
+        auditActorOf(request),
+      );
       return tenantView(tenant);
     },
   );
@@ -196,11 +211,19 @@ function adminIssueApiKeyRoute(app: App, tenants: TenantService): void {
         description: 'The `key` is returned once; only its prefix and last 4 characters are kept readable.',
         params: IdParam,
         body: CreateApiKeyBody,
-        response: { 201: Answer('The API key; `key` is shown only in this answer', IssuedApiKey), ...errorResponses('resource_not_found') },
+        response: {
+          201: Answer('The API key; `key` is shown only in this answer', IssuedApiKey),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminIssueApiKey(request, reply) {
-      const issued = await tenants.issueKey(request.params.id, request.body.mode, auditActorOf(request), request.body.scopes);
+      const issued = await tenants.issueKey(
+        request.params.id,
+        request.body.mode,
+        auditActorOf(request),
+        request.body.scopes,
+      );
       return reply.code(201).send({ ...keySummary(issued.row), key: issued.key });
     },
   );
@@ -215,9 +238,16 @@ function adminListApiKeysRoute(app: App, tenants: TenantService): void {
         tags: ['Admin'],
         operationId: 'adminListApiKeys',
         summary: "List a tenant's API keys (prefix and last 4 only)",
-        description: 'Every key of the tenant, revoked ones included; the key strings themselves are never shown again.',
+        description:
+          'Every key of the tenant, revoked ones included; the key strings themselves are never shown again.',
         params: IdParam,
-        response: { 200: Answer("The tenant's API keys (never the keys themselves)", Type.Object({ data: Type.Array(ApiKeySummary) })), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer(
+            "The tenant's API keys (never the keys themselves)",
+            Type.Object({ data: Type.Array(ApiKeySummary) }),
+          ),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminListApiKeys(request) {

@@ -22,7 +22,7 @@ function adminSetWebhookEndpointRoute(app: App, endpoints: WebhookEndpointServic
         operationId: 'adminSetWebhookEndpoint',
         summary: "Set a program's webhook endpoint",
         description:
-          'One endpoint per tenant and mode. The first call creates the signing secret (`whsec_…`) and returns it; later calls change the URL and return the same secret (rotate it with `…/webhook-endpoint/rotate-secret`). Only http:// and https:// URLs; in live mode a URL that is, or resolves to, a loopback, private, link-local, CGNAT or metadata address is refused with 400 `validation_failed` (and checked again at every delivery). Test mode refuses the same private, link-local, CGNAT and metadata addresses, but allows loopback and the service\'s own origin (PUBLIC_BASE_URL, where the sandbox sink is).',
+          "One endpoint per tenant and mode. The first call creates the signing secret (`whsec_…`) and returns it; later calls change the URL and return the same secret (rotate it with `…/webhook-endpoint/rotate-secret`). Only http:// and https:// URLs; in live mode a URL that is, or resolves to, a loopback, private, link-local, CGNAT or metadata address is refused with 400 `validation_failed` (and checked again at every delivery). Test mode refuses the same private, link-local, CGNAT and metadata addresses, but allows loopback and the service's own origin (PUBLIC_BASE_URL, where the sandbox sink is).",
         params: IdParam,
         body: WebhookEndpointBody,
         response: { 200: WebhookEndpoint, ...errorResponses('resource_not_found') },

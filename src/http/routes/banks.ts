@@ -24,7 +24,10 @@ function listPayoutBanksRoute(app: App, catalogue: RoutedBankCatalogue): void {
       },
     },
     async function listPayoutBanks(request) {
-      return { method: request.query.method, data: await catalogue.list(partitionOf(request.auth), request.query.method) };
+      return {
+        method: request.query.method,
+        data: await catalogue.list(partitionOf(request.auth), request.query.method),
+      };
     },
   );
 }

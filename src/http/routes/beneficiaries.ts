@@ -2,7 +2,13 @@ import type { BeneficiaryRow } from '../../db/repositories/beneficiaries.ts';
 import { checkAccountNumber, checkRif } from '../../domain/account-check.ts';
 import type { BeneficiaryService } from '../../services/beneficiaries.ts';
 import { partitionOf } from '../context.ts';
-import { BeneficiaryList, BeneficiaryListQuery, Beneficiary, RegisterBeneficiaryBody, RegisteredBeneficiary } from '../schemas/beneficiaries.ts';
+import {
+  BeneficiaryList,
+  BeneficiaryListQuery,
+  Beneficiary,
+  RegisterBeneficiaryBody,
+  RegisteredBeneficiary,
+} from '../schemas/beneficiaries.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
@@ -51,7 +57,10 @@ Idempotent per (\`nationalId\`, \`bankCode\`, instrument): the first call answer
 Every field is validated before anything is stored; all violations come together as 400 \`validation_failed\` with \`meta.errors\`. A beneficiary without \`phone\` (or, for \`transferencia\`, without \`accountNumber\`) is accepted, but a payout to it fails with \`beneficiary_missing_phone\` (or \`beneficiary_missing_account\`).`,
         body: RegisterBeneficiaryBody,
         response: {
-          200: Answer('Already registered: the existing beneficiary (`created: false`), with the `fullName`, `phone`, `accountNumber` and `metadata` sent', RegisteredBeneficiary),
+          200: Answer(
+            'Already registered: the existing beneficiary (`created: false`), with the `fullName`, `phone`, `accountNumber` and `metadata` sent',
+            RegisteredBeneficiary,
+          ),
           201: Answer('Registered now (`created: true`)', RegisteredBeneficiary),
           ...errorResponses(),
         },
@@ -80,7 +89,10 @@ function listBeneficiariesRoute(app: App, beneficiaries: BeneficiaryService): vo
       },
     },
     async function listBeneficiaries(request) {
-      const page = await beneficiaries.list(partitionOf(request.auth), { limit: request.query.limit ?? 25, cursor: request.query.cursor });
+      const page = await beneficiaries.list(partitionOf(request.auth), {
+        limit: request.query.limit ?? 25,
+        cursor: request.query.cursor,
+      });
       return { data: page.rows.map(beneficiaryView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );

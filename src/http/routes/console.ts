@@ -40,7 +40,9 @@ interface ConsoleFile {
  */
 function builtConsoleDir(): string | undefined {
   const here = path.dirname(fileURLToPath(import.meta.url));
-  return [path.join(here, 'console'), path.resolve(here, '../../../dist/console')].find((dir) => existsSync(path.join(dir, 'index.html')));
+  return [path.join(here, 'console'), path.resolve(here, '../../../dist/console')].find((dir) =>
+    existsSync(path.join(dir, 'index.html')),
+  );
 }
 
 /** Every servable file of a build, read once; none when the folder holds no build. */
@@ -70,13 +72,15 @@ function loadFiles(dir: string | undefined): Map<string, ConsoleFile> {
 }
 
 function securityHeaders(reply: FastifyReply): FastifyReply {
-  return reply
-    .header('content-security-policy', CONSOLE_CSP)
-    // frame-ancestors 'none' for browsers that predate it: a framed console could be clicked through.
-    .header('x-frame-options', 'DENY')
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'no-referrer')
-    .header('cross-origin-opener-policy', 'same-origin');
+  return (
+    reply
+      .header('content-security-policy', CONSOLE_CSP)
+      // frame-ancestors 'none' for browsers that predate it: a framed console could be clicked through.
+      .header('x-frame-options', 'DENY')
+      .header('x-content-type-options', 'nosniff')
+      .header('referrer-policy', 'no-referrer')
+      .header('cross-origin-opener-policy', 'same-origin')
+  );
 }
 
 export async function consoleRoutes(app: App, dir = builtConsoleDir()): Promise<void> {
@@ -90,7 +94,9 @@ function sendFile(files: Map<string, ConsoleFile>, reply: FastifyReply, ifNoneMa
   if (file === undefined) {
     throw new ApiError(
       'resource_not_found',
-      files.size === 0 ? 'The operator console is not built: run `npm run build`.' : 'No such file of the operator console.',
+      files.size === 0
+        ? 'The operator console is not built: run `npm run build`.'
+        : 'No such file of the operator console.',
     );
   }
   securityHeaders(reply).header('cache-control', file.cacheControl).header('etag', file.etag);

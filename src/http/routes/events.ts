@@ -3,7 +3,14 @@ import { INT8_MAX, type EventService } from '../../services/events.ts';
 import { auditActorOf, partitionOf } from '../context.ts';
 import { validationFailed } from '../../domain/errors.ts';
 import { errorResponses } from '../schemas/common.ts';
-import { EventDetail, EventIdParam, EventList, EventListQuery, RetriedDeadEvents, RetriedEvent } from '../schemas/events.ts';
+import {
+  EventDetail,
+  EventIdParam,
+  EventList,
+  EventListQuery,
+  RetriedDeadEvents,
+  RetriedEvent,
+} from '../schemas/events.ts';
 import type { App } from '../types.ts';
 
 const iso = (date: Date | null) => (date ? date.toISOString() : null);
@@ -26,7 +33,13 @@ function eventView(row: EventRow) {
 }
 
 function deliveryView(row: DeliveryRow) {
-  return { attempt: row.attempt, status_code: row.status_code, ok: row.ok, error: row.error, duration_ms: row.duration_ms };
+  return {
+    attempt: row.attempt,
+    status_code: row.status_code,
+    ok: row.ok,
+    error: row.error,
+    duration_ms: row.duration_ms,
+  };
 }
 
 const RETRY_NOTE =
@@ -49,7 +62,7 @@ function listEventsRoute(app: App, events: EventService): void {
         operationId: 'listEvents',
         summary: 'List outcome events',
         description:
-          'Newest first (id descending), without payloads. Filter by `status` (`dead` is the failed queue), `eventType` and `paymentId` (a payment\'s outcome and reversal events; an id of no payment of yours lists none). `cursor` is the numeric id of an event: pass the previous page\'s `next_cursor` to read the events older than it.',
+          "Newest first (id descending), without payloads. Filter by `status` (`dead` is the failed queue), `eventType` and `paymentId` (a payment's outcome and reversal events; an id of no payment of yours lists none). `cursor` is the numeric id of an event: pass the previous page's `next_cursor` to read the events older than it.",
         querystring: EventListQuery,
         response: { 200: EventList, ...errorResponses() },
       },
@@ -58,9 +71,20 @@ function listEventsRoute(app: App, events: EventService): void {
       const { status, eventType, paymentId, limit, cursor } = request.query;
       const before = cursor === undefined ? undefined : BigInt(cursor);
       if (before !== undefined && before > INT8_MAX) {
-        throw validationFailed([{ field: 'cursor', message: 'must be the numeric id of an event (the next_cursor of the previous page of /v1/events)' }]);
+        throw validationFailed([
+          {
+            field: 'cursor',
+            message: 'must be the numeric id of an event (the next_cursor of the previous page of /v1/events)',
+          },
+        ]);
       }
-      const page = await events.list(partitionOf(request.auth), { status, eventType, paymentId, limit: limit ?? 25, cursor: before });
+      const page = await events.list(partitionOf(request.auth), {
+        status,
+        eventType,
+        paymentId,
+        limit: limit ?? 25,
+        cursor: before,
+      });
       return { data: page.rows.map(eventView), has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
@@ -76,7 +100,7 @@ function getEventRoute(app: App, events: EventService): void {
         operationId: 'getEvent',
         summary: 'Read an event, its payload and its deliveries',
         description:
-          '`payload` is the `payload` object exactly as sent in the webhook body; `deliveries` lists every attempt with the receiver\'s status code (null when no answer came in time). A non-numeric id is 400 `validation_failed`.',
+          "`payload` is the `payload` object exactly as sent in the webhook body; `deliveries` lists every attempt with the receiver's status code (null when no answer came in time). A non-numeric id is 400 `validation_failed`.",
         params: EventIdParam,
         response: { 200: EventDetail, ...errorResponses('resource_not_found') },
       },
@@ -122,8 +146,18 @@ function retryEventRoute(app: App, events: EventService): void {
       },
     },
     async function retryEvent(request) {
-      const { row, requeued } = await events.retry(partitionOf(request.auth), BigInt(request.params.id), auditActorOf(request));
-      return { id: row.id.toString(), event_type: row.event_type, status: row.status, attempts: row.attempts, requeued };
+      const { row, requeued } = await events.retry(
+        partitionOf(request.auth),
+        BigInt(request.params.id),
+        auditActorOf(request),
+      );
+      return {
+        id: row.id.toString(),
+        event_type: row.event_type,
+        status: row.status,
+        attempts: row.attempts,
+        requeued,
+      };
     },
   );
 }

@@ -3,7 +3,14 @@ import type { LimitService } from '../../services/limits.ts';
 import { auditActorOf, partitionOf } from '../context.ts';
 import { Type } from '@sinclair/typebox';
 import { Answer, errorResponses } from '../schemas/common.ts';
-import { CreateLimitRuleBody, LimitRuleList, LimitRuleView, LimitUsage, LimitUsageQuery, ListLimitRulesQuery } from '../schemas/limits.ts';
+import {
+  CreateLimitRuleBody,
+  LimitRuleList,
+  LimitRuleView,
+  LimitUsage,
+  LimitUsageQuery,
+  ListLimitRulesQuery,
+} from '../schemas/limits.ts';
 import { IdParam } from '../schemas/tenant.ts';
 import type { App } from '../types.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -43,23 +50,27 @@ function adminCreateLimitRuleRoute(app: App, limits: LimitService): void {
         tags: ['Admin'],
         operationId: 'adminCreateLimitRule',
         summary: 'Create a limit rule',
-        description: 'A rule for the same scope, tenant, subject and method replaces the previous one. Limits measure the delivered amount; days and months are Caracas calendar days and months.',
+        description:
+          'A rule for the same scope, tenant, subject and method replaces the previous one. Limits measure the delivered amount; days and months are Caracas calendar days and months.',
         body: CreateLimitRuleBody,
         response: { 201: Answer('The rule, in force now', LimitRuleView), ...errorResponses('resource_not_found') },
       },
     },
     async function adminCreateLimitRule(request, reply) {
       const body = request.body;
-      const rule = await limits.createRule({
-        scope: body.scope,
-        tenantId: body.tenantId ?? null,
-        subjectId: body.subjectId ?? null,
-        method: body.method,
-        perTxMax: BigInt(body.per_tx_max),
-        dailyMax: BigInt(body.daily_max),
-        monthlyMax: big(body.monthly_max),
-        dailyCountMax: big(body.daily_count_max),
-      }, auditActorOf(request));
+      const rule = await limits.createRule(
+        {
+          scope: body.scope,
+          tenantId: body.tenantId ?? null,
+          subjectId: body.subjectId ?? null,
+          method: body.method,
+          perTxMax: BigInt(body.per_tx_max),
+          dailyMax: BigInt(body.daily_max),
+          monthlyMax: big(body.monthly_max),
+          dailyCountMax: big(body.daily_count_max),
+        },
+        auditActorOf(request),
+      );
       return reply.code(201).send(ruleView(rule));
     },
   );
@@ -94,9 +105,13 @@ function adminDeleteLimitRuleRoute(app: App, limits: LimitService): void {
         tags: ['Admin'],
         operationId: 'adminDeleteLimitRule',
         summary: 'Delete a limit rule',
-        description: 'The rule stops applying from the next payout, on every process: a payout batch checks the version of the rules under its locks and reads them again when they changed.',
+        description:
+          'The rule stops applying from the next payout, on every process: a payout batch checks the version of the rules under its locks and reads them again when they changed.',
         params: IdParam,
-        response: { 200: Answer('The rule, deleted', Type.Object({ id: Type.String(), deleted: Type.Boolean() })), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer('The rule, deleted', Type.Object({ id: Type.String(), deleted: Type.Boolean() })),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function adminDeleteLimitRule(request) {
@@ -119,7 +134,10 @@ function getLimitUsageRoute(app: App, limits: LimitService): void {
 when limits differ per instrument). Payments that failed or were reversed do not count. With \`customerId\`, the figures
 and rule of that user of yours; otherwise the tenant's. The rule shown is the winning one for \`*\`, else \`pago_movil\`, else \`transferencia\`.`,
         querystring: LimitUsageQuery,
-        response: { 200: Answer('Usage today and this month, and the rule that applies', LimitUsage), ...errorResponses() },
+        response: {
+          200: Answer('Usage today and this month, and the rule that applies', LimitUsage),
+          ...errorResponses(),
+        },
       },
     },
     async function getLimitUsage(request) {

@@ -14,7 +14,12 @@ import type { App } from '../types.ts';
  */
 const Health = Type.Object({ status: Type.String(), database: Type.Optional(Type.String()) });
 
-export async function operationsRoutes(app: App, db: Database, registry: Registry, options: { document?: boolean; metrics: MetricsAccess }): Promise<void> {
+export async function operationsRoutes(
+  app: App,
+  db: Database,
+  registry: Registry,
+  options: { document?: boolean; metrics: MetricsAccess },
+): Promise<void> {
   const readiness = new Readiness(db);
   healthLiveRoute(app);
   healthReadyRoute(app, db, readiness);
@@ -58,13 +63,18 @@ function healthReadyRoute(app: App, db: Database, readiness: Readiness): void {
         security: [],
         response: {
           200: Answer('The database answered', Health),
-          503: errorAnswer(['service_unavailable'], '`service_unavailable`: the database did not answer within 2 s, or this process is shutting down'),
+          503: errorAnswer(
+            ['service_unavailable'],
+            '`service_unavailable`: the database did not answer within 2 s, or this process is shutting down',
+          ),
         },
       },
     },
     async function healthReady(request, reply) {
       if (await readiness.ready()) return { status: 'ok', database: db.engine };
-      return reply.code(503).send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
+      return reply
+        .code(503)
+        .send(envelope(new ApiError('service_unavailable', 'The database is not reachable.'), request.id));
     },
   );
 }
@@ -101,9 +111,18 @@ export function metricsRoute(app: App, registry: Registry, access: MetricsAccess
           'without it, this port answers 404 `route_not_found` and the metrics are served only on the internal `METRICS_PORT`, if set.',
         security: [{ MetricsToken: [] }],
         response: {
-          200: { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } },
-          401: errorAnswer(['metrics_token_invalid'], '`metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)'),
-          404: errorAnswer(['route_not_found'], '`route_not_found`: `METRICS_TOKEN` is not set, so the metrics are not served on this port (the message says how to turn them on)'),
+          200: {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
+          401: errorAnswer(
+            ['metrics_token_invalid'],
+            '`metrics_token_invalid`: `METRICS_TOKEN` is set and the request does not bear it (`WWW-Authenticate: Bearer`)',
+          ),
+          404: errorAnswer(
+            ['route_not_found'],
+            '`route_not_found`: `METRICS_TOKEN` is not set, so the metrics are not served on this port (the message says how to turn them on)',
+          ),
         },
       },
     },

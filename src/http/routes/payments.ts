@@ -77,9 +77,13 @@ function getPaymentRoute(app: App, payments: PaymentReads): void {
         tags: ['Payments'],
         operationId: 'getPayment',
         summary: 'Read a payment and its transition history',
-        description: 'The full state of a payment: read it before closing an operation in your books, as the webhook advises.',
+        description:
+          'The full state of a payment: read it before closing an operation in your books, as the webhook advises.',
         params: IdParam,
-        response: { 200: Answer('The payment and its transition history', Payment), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer('The payment and its transition history', Payment),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function getPayment(request) {
@@ -101,7 +105,10 @@ function getPaymentLedgerRoute(app: App, payments: PaymentReads): void {
         description:
           'Every double-entry ledger transaction written for this payment, oldest first, with its postings (signed minor units, debit positive): the charge when it was accepted, then the settlement, the charge given back on a failure, or the reversal. A payment that failed before anything was charged has none. Daily closes and fundings belong to no payment and are not listed.',
         params: IdParam,
-        response: { 200: Answer("The payment's ledger entries", PaymentLedger), ...errorResponses('resource_not_found') },
+        response: {
+          200: Answer("The payment's ledger entries", PaymentLedger),
+          ...errorResponses('resource_not_found'),
+        },
       },
     },
     async function getPaymentLedger(request) {

@@ -2,7 +2,13 @@ import type { PayoutBatchService } from '../../services/payout-batches.ts';
 import type { BatchItemRequest } from '../../services/payout-batch-items.ts';
 import { idempotencyOf, partitionOf } from '../context.ts';
 import { Answer, errorResponses } from '../schemas/common.ts';
-import { CreatePayoutBatchBody, PayoutBatch, PayoutBatchListQuery, PayoutBatchPage, PayoutBatchParams } from '../schemas/payout-batches.ts';
+import {
+  CreatePayoutBatchBody,
+  PayoutBatch,
+  PayoutBatchListQuery,
+  PayoutBatchPage,
+  PayoutBatchParams,
+} from '../schemas/payout-batches.ts';
 import type { App } from '../types.ts';
 import { sendWriterAnswer } from './payouts.ts';
 
@@ -21,7 +27,13 @@ function createPayoutBatchRoute(app: App, batches: PayoutBatchService, maxItems:
     '/v1/payout-batches',
     {
       bodyLimit,
-      config: { scopes: ['payments:write'], idempotency: 'required', idempotencyInWriter: true, background: true, itemBudget: true },
+      config: {
+        scopes: ['payments:write'],
+        idempotency: 'required',
+        idempotencyInWriter: true,
+        background: true,
+        itemBudget: true,
+      },
       schema: {
         tags: ['Payouts'],
         operationId: 'createPayoutBatch',
@@ -37,15 +49,25 @@ Each item counts against a budget of items per second: \`RATE_LIMIT_RPS\` per AP
 Requires an \`Idempotency-Key\`: the same key and body answer the batch as it stands now (\`idempotent-replayed: true\`); another body is 409 \`idempotency_key_reused\`; while the first request still runs, 409 \`idempotency_request_in_progress\`. Each item's \`reference\` pays at most once per mode for 24 h: a batch retried with a new key answers an item already paid with its payment, never a second one, and a request that stopped midway (a crash, a lost connection) is completed by its retry with the same key.`,
         body: CreatePayoutBatchBody,
         response: {
-          201: Answer('The batch: counts and totals by status, and each item\'s result in item order', PayoutBatch),
-          ...errorResponses('payout_batch_too_large', 'insufficient_tenant_funds', 'payout_batches_in_progress', 'rate_unavailable', 'rate_limited'),
+          201: Answer("The batch: counts and totals by status, and each item's result in item order", PayoutBatch),
+          ...errorResponses(
+            'payout_batch_too_large',
+            'insufficient_tenant_funds',
+            'payout_batches_in_progress',
+            'rate_unavailable',
+            'rate_limited',
+          ),
         },
       },
     },
     async function createPayoutBatch(request, reply) {
       // Its items were charged to the budget before validation (http/batch-item-budget.ts).
       const body = request.body as unknown as { items: BatchItemRequest[] };
-      const answer = await batches.create(partitionOf(request.auth), body.items, { ...idempotencyOf(request), requestId: request.id, createdByKeyId: request.auth!.apiKeyId });
+      const answer = await batches.create(partitionOf(request.auth), body.items, {
+        ...idempotencyOf(request),
+        requestId: request.id,
+        createdByKeyId: request.auth!.apiKeyId,
+      });
       return sendWriterAnswer(reply, answer);
     },
   );
@@ -60,13 +82,17 @@ function listPayoutBatchesRoute(app: App, batches: PayoutBatchService): void {
         tags: ['Payouts'],
         operationId: 'listPayoutBatches',
         summary: 'List payout batches',
-        description: 'Newest first, without their items (read one batch for those). Pass `next_cursor` as `cursor` for the next page.',
+        description:
+          'Newest first, without their items (read one batch for those). Pass `next_cursor` as `cursor` for the next page.',
         querystring: PayoutBatchListQuery,
         response: { 200: PayoutBatchPage, ...errorResponses() },
       },
     },
     async function listPayoutBatches(request) {
-      return batches.list(partitionOf(request.auth), { limit: request.query.limit ?? 25, cursor: request.query.cursor });
+      return batches.list(partitionOf(request.auth), {
+        limit: request.query.limit ?? 25,
+        cursor: request.query.cursor,
+      });
     },
   );
 }
@@ -88,7 +114,10 @@ function getPayoutBatchRoute(app: App, batches: PayoutBatchService): void {
     },
     async function getPayoutBatch(request, reply) {
       const body = await batches.get(partitionOf(request.auth), request.params.id);
-      return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(body as never);
+      return reply
+        .code(200)
+        .header('content-type', 'application/json; charset=utf-8')
+        .send(body as never);
     },
   );
 }

@@ -49,12 +49,23 @@ Errors, in the order they are checked: 400 validation, 404 unknown quote or bene
             'The payout: usually `submitted` (the outcome arrives by webhook), or `failed` with a `reason` when it could not be sent (nothing charged). A retry with the same `Idempotency-Key` gets the payment as it stands',
             PayoutResult,
           ),
-          ...errorResponses('resource_not_found', 'quote_already_consumed', 'quote_expired', 'limit_exceeded', 'insufficient_tenant_funds', 'rate_unavailable'),
+          ...errorResponses(
+            'resource_not_found',
+            'quote_already_consumed',
+            'quote_expired',
+            'limit_exceeded',
+            'insufficient_tenant_funds',
+            'rate_unavailable',
+          ),
         },
       },
     },
     async function createPayout(request, reply) {
-      const answer = await payouts.create(partitionOf(request.auth), request.body as never, { ...idempotencyOf(request), requestId: request.id, createdByKeyId: request.auth!.apiKeyId });
+      const answer = await payouts.create(partitionOf(request.auth), request.body as never, {
+        ...idempotencyOf(request),
+        requestId: request.id,
+        createdByKeyId: request.auth!.apiKeyId,
+      });
       return sendWriterAnswer(reply, answer);
     },
   );

@@ -13,7 +13,8 @@ function quoteView(row: QuoteRow, now: Date) {
     spend: { asset: row.spend_asset, amount: row.spend_amount.toString() },
     deliver: { asset: row.deliver_asset, amount: row.deliver_amount.toString() },
     fee: { asset: 'BS', amount: row.fee_amount.toString() },
-    rate: row.rate_value === null ? null : { value: row.rate_value, market: row.rate_market!, spread_bps: row.spread_bps! },
+    rate:
+      row.rate_value === null ? null : { value: row.rate_value, market: row.rate_market!, spread_bps: row.spread_bps! },
     status: quoteStatus(row, now),
     expires_at: row.expires_at.toISOString(),
     created_at: row.created_at.toISOString(),
@@ -65,7 +66,8 @@ function getQuoteRoute(app: App, quotes: QuoteService): void {
         tags: ['Quotes'],
         operationId: 'getQuote',
         summary: 'Read a quote and its current status',
-        description: 'Same shape as at creation, with `status` now: check that a quote is still `open` before retrying, or audit the margin (`rate.market` against `rate.value`).',
+        description:
+          'Same shape as at creation, with `status` now: check that a quote is still `open` before retrying, or audit the margin (`rate.market` against `rate.value`).',
         params: IdParam,
         response: { 200: Answer('The quote and its status now', Quote), ...errorResponses('resource_not_found') },
       },

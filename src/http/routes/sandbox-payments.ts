@@ -72,12 +72,22 @@ function simulatePaymentOutcomeRoute(app: App, simulation: SandboxSimulationServ
         body: SimulationBody,
         response: {
           200: Answer('The payment with the outcome applied, as `GET /v1/payments/{id}` answers it', Payment),
-          ...errorResponsesDescribed({ 409: CONFLICT }, 'resource_not_found', 'payment_already_resolved', 'payment_not_settled'),
+          ...errorResponsesDescribed(
+            { 409: CONFLICT },
+            'resource_not_found',
+            'payment_already_resolved',
+            'payment_not_settled',
+          ),
         },
       },
     },
     async function simulatePaymentOutcome(request) {
-      const { payment, transitions } = await simulation.simulate(partitionOf(request.auth), request.params.id, request.body, auditActorOf(request));
+      const { payment, transitions } = await simulation.simulate(
+        partitionOf(request.auth),
+        request.params.id,
+        request.body,
+        auditActorOf(request),
+      );
       return paymentView(payment, transitions);
     },
   );

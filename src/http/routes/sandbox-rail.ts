@@ -8,7 +8,16 @@ import {
   type SandboxSimulationService,
 } from '../../services/sandbox-simulation.ts';
 import { partitionOf } from '../context.ts';
-import { AmountInteger, Answer, Component, DateTime, errorResponses, Nullable, StringEnum, Uuid } from '../schemas/common.ts';
+import {
+  AmountInteger,
+  Answer,
+  Component,
+  DateTime,
+  errorResponses,
+  Nullable,
+  StringEnum,
+  Uuid,
+} from '../schemas/common.ts';
 import type { App } from '../types.ts';
 
 const list = (values: readonly string[]) => values.map((v) => `\`${v}\``).join(', ');
@@ -16,8 +25,15 @@ const NOTIFIED_STATUSES = ['settled', 'failed', 'reversed'] as const;
 const BANK_REFERENCE = '^[0-9]{12}$';
 
 const NotificationBody = Type.Object({
-  paymentId: Type.Optional(Uuid('One of your test payments. Leave it out for a notification about a reference nobody has (the rail makes one up)')),
-  status: StringEnum(NOTIFIED_STATUSES, { description: 'What the rail says happened to the transfer', example: 'settled' }),
+  paymentId: Type.Optional(
+    Uuid(
+      'One of your test payments. Leave it out for a notification about a reference nobody has (the rail makes one up)',
+    ),
+  ),
+  status: StringEnum(NOTIFIED_STATUSES, {
+    description: 'What the rail says happened to the transfer',
+    example: 'settled',
+  }),
   reason: Type.Optional(
     StringEnum(SIMULATED_REVERSAL_REASONS, {
       description:
@@ -25,12 +41,17 @@ const NotificationBody = Type.Object({
         `or \`reversed\` (one of ${list(SIMULATED_REVERSAL_REASONS)}; default \`${DEFAULT_SIMULATED_REVERSAL_REASON}\`). Refused with \`settled\`.`,
     }),
   ),
-  amount: Type.Optional(AmountInteger("The amount the rail says moved, in minor units. Default: the payment's; none for a reference nobody has")),
+  amount: Type.Optional(
+    AmountInteger(
+      "The amount the rail says moved, in minor units. Default: the payment's; none for a reference nobody has",
+    ),
+  ),
   bankReference: Type.Optional(
     Type.String({
       pattern: BANK_REFERENCE,
       maxLength: 12,
-      description: "12 digits. Default: the payment's, else the one the rail gave the transfer, else a new one. Refused with `failed`",
+      description:
+        "12 digits. Default: the payment's, else the one the rail gave the transfer, else a new one. Refused with `failed`",
       'x-error-message': 'must be 12 digits',
     }),
   ),
@@ -45,11 +66,13 @@ const QueuedNotification = Component(
       paymentId: Nullable(Uuid()),
       status: StringEnum(NOTIFIED_STATUSES),
       reason: Nullable(Type.String()),
-      amount: Nullable(Type.String({ pattern: '^[0-9]+$', description: 'Minor units; null: the notification names no amount' })),
+      amount: Nullable(
+        Type.String({ pattern: '^[0-9]+$', description: 'Minor units; null: the notification names no amount' }),
+      ),
       bankReference: Nullable(Type.String({ pattern: BANK_REFERENCE })),
       occurredAt: DateTime(),
     },
-    { description: 'A notification the sandbox rail will send on the reaper\'s next pass' },
+    { description: "A notification the sandbox rail will send on the reaper's next pass" },
   ),
 );
 

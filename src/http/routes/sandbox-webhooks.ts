@@ -5,7 +5,13 @@ import type { SandboxWebhookService } from '../../services/sandbox-webhooks.ts';
 import { partitionOf } from '../context.ts';
 import { ApiError } from '../../domain/errors.ts';
 import { errorResponses, errorResponsesDescribed } from '../schemas/common.ts';
-import { FailingReceiverAnswer, SandboxDeliveryList, SandboxDeliveryQuery, SinkQuery, SinkReceipt } from '../schemas/events.ts';
+import {
+  FailingReceiverAnswer,
+  SandboxDeliveryList,
+  SandboxDeliveryQuery,
+  SinkQuery,
+  SinkReceipt,
+} from '../schemas/events.ts';
 import type { App } from '../types.ts';
 
 // Documents the request body without constraining it: the sink reads the raw bytes and decides.
@@ -32,7 +38,7 @@ function receivedHeaders(headers: Record<string, string | string[] | undefined>)
 }
 
 const SINK_401 =
-  '`webhook_signature_invalid`: not a correctly signed delivery of a test-mode event (x-event-id missing or unknown, an event of a live program, a signature or x-timestamp that does not verify, or a body that is not that event\'s). Nothing was stored.';
+  "`webhook_signature_invalid`: not a correctly signed delivery of a test-mode event (x-event-id missing or unknown, an event of a live program, a signature or x-timestamp that does not verify, or a body that is not that event's). Nothing was stored.";
 
 /**
  * The sandbox webhook receivers. `failing` and `sink` are called by our own dispatcher, which has no
@@ -67,14 +73,22 @@ function sandboxWebhookSinkRoute(scope: App, sandbox: SandboxWebhookService): vo
         description:
           'Point a test-mode endpoint at exactly this URL, without a query string (the first-start sandbox tenant is configured so). ' +
           'The sink identifies the program from the delivery itself: `x-event-id` names a test-mode event, which gives the tenant, and the delivery must be signed ' +
-          '(`x-signature`, `x-timestamp` within ±5 minutes) with that program\'s endpoint secret, the current one or, during a rotation, the previous one; the body must be that event\'s (its `id` equals `x-event-id`). ' +
+          "(`x-signature`, `x-timestamp` within ±5 minutes) with that program's endpoint secret, the current one or, during a rotation, the previous one; the body must be that event's (its `id` equals `x-event-id`). " +
           'Such a delivery is stored, headers and raw body exactly as received, and answered 200; read them with `GET /v1/sandbox/webhooks`. ' +
           'Anything else, including an event of a live program, is answered 401 `webhook_signature_invalid`, the same answer whether or not the event or tenant exists, and nothing is stored. ' +
           'A query string is accepted and ignored (`tenant` and `mode` are deprecated leftovers of the former URL). Needs no key (our dispatcher calls it).',
         security: [],
         querystring: SinkQuery,
         body: WebhookBody,
-        response: { 200: SinkReceipt, ...errorResponsesDescribed({ 401: SINK_401 }, 'webhook_signature_invalid', 'payload_too_large', 'unsupported_media_type') },
+        response: {
+          200: SinkReceipt,
+          ...errorResponsesDescribed(
+            { 401: SINK_401 },
+            'webhook_signature_invalid',
+            'payload_too_large',
+            'unsupported_media_type',
+          ),
+        },
       },
     },
     async function sandboxWebhookSink(request) {
@@ -87,7 +101,11 @@ function sandboxWebhookSinkRoute(scope: App, sandbox: SandboxWebhookService): vo
           "Not a correctly signed delivery of a test-mode event: the sink stores only what our dispatcher sent, signed with the program's endpoint secret. Nothing was stored.",
         );
       }
-      return { received: true, id: outcome.receipt.id.toString(), signature_verified: outcome.receipt.signature_verified };
+      return {
+        received: true,
+        id: outcome.receipt.id.toString(),
+        signature_verified: outcome.receipt.signature_verified,
+      };
     },
   );
 }

@@ -4,11 +4,22 @@ import type { StatementPayment } from '../../db/repositories/statement.ts';
 import { csvCell } from '../../domain/csv-cell.ts';
 import type { Metadata } from '../../domain/metadata.ts';
 import type { Partition } from '../../domain/partition.ts';
-import { StatementService, statementFilter, type StatementQuery as StatementRequest } from '../../services/statement.ts';
+import {
+  StatementService,
+  statementFilter,
+  type StatementQuery as StatementRequest,
+} from '../../services/statement.ts';
 import { partitionOf } from '../context.ts';
 import { errorResponses } from '../schemas/common.ts';
 import { IdParam } from '../schemas/tenant.ts';
-import { AdminStatementQuery, STATEMENT_CSV_COLUMNS, StatementCsv, StatementExportQuery, StatementPage, StatementQuery } from '../schemas/statement.ts';
+import {
+  AdminStatementQuery,
+  STATEMENT_CSV_COLUMNS,
+  StatementCsv,
+  StatementExportQuery,
+  StatementPage,
+  StatementQuery,
+} from '../schemas/statement.ts';
 import type { App } from '../types.ts';
 import { customerTenant } from '../../services/customer-tenant.ts';
 import { ADMIN } from './admin-tenants.ts';
@@ -45,7 +56,11 @@ function csvRows(batch: StatementPayment[], columns: readonly CsvColumn[]): stri
 }
 
 /** The header, then each batch as CSV text; the next batch is read only when the stream wants it. */
-async function* csvChunks(first: IteratorResult<StatementPayment[]>, rest: AsyncGenerator<StatementPayment[]>, columns: readonly CsvColumn[]): AsyncGenerator<string> {
+async function* csvChunks(
+  first: IteratorResult<StatementPayment[]>,
+  rest: AsyncGenerator<StatementPayment[]>,
+  columns: readonly CsvColumn[],
+): AsyncGenerator<string> {
   try {
     yield csvLine(columns);
     if (first.done) return;
@@ -64,7 +79,11 @@ export async function statementRoutes(app: App, db: Database): Promise<void> {
 }
 
 /** One page of a partition's statement, as both the tenant's list and the platform's read of it answer. */
-async function statementPage(statement: StatementService, partition: Partition, query: StatementRequest & { limit?: number; cursor?: string }) {
+async function statementPage(
+  statement: StatementService,
+  partition: Partition,
+  query: StatementRequest & { limit?: number; cursor?: string },
+) {
   const page = await statement.page(partition, { ...query, limit: query.limit ?? DEFAULT_PAGE_ROWS });
   return { data: page.rows.map(statementRowView), has_more: page.hasMore, next_cursor: page.nextCursor };
 }
@@ -139,13 +158,16 @@ ${FILTERS_DESCRIPTION}`,
       // the error envelope rather than a 200 cut short.
       const first = await batches.next();
       const { from, to, batchId } = request.query;
-      const columns: readonly CsvColumn[] = batchId === undefined ? STATEMENT_CSV_COLUMNS : [...STATEMENT_CSV_COLUMNS, 'batch_id'];
+      const columns: readonly CsvColumn[] =
+        batchId === undefined ? STATEMENT_CSV_COLUMNS : [...STATEMENT_CSV_COLUMNS, 'batch_id'];
       const name = batchId === undefined ? `payments-${from ?? 'all'}-${to ?? 'all'}` : `payments-batch-${batchId}`;
       return reply
         .header('content-type', 'text/csv; charset=utf-8')
         .header('content-disposition', `attachment; filename="${name}.csv"`)
         .header('cache-control', 'no-store')
-        .send(Readable.from(csvChunks(first, batches, columns), { objectMode: false, highWaterMark: EXPORT_BUFFER_BYTES }));
+        .send(
+          Readable.from(csvChunks(first, batches, columns), { objectMode: false, highWaterMark: EXPORT_BUFFER_BYTES }),
+        );
     },
   );
 }

@@ -15,7 +15,8 @@ function getTenantMeRoute(app: App): void {
         tags: ['Tenant'],
         operationId: 'getTenantMe',
         summary: 'Who this API key belongs to',
-        description: 'The first call to make when integrating: confirms the mode (test or live) and the scopes of the key. Needs no scope.',
+        description:
+          'The first call to make when integrating: confirms the mode (test or live) and the scopes of the key. Needs no scope.',
         response: { 200: Answer('The tenant, mode and scopes of this key', TenantContext), ...errorResponses() },
       },
     },

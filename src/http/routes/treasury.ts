@@ -17,7 +17,8 @@ function getTreasuryPositionRoute(app: App, treasury: TreasuryService): void {
         tags: ['Treasury'],
         operationId: 'getTreasuryPosition',
         summary: 'Prefunding balance, credit and fees, read from the ledger',
-        description: 'Prefunded tenants disburse from `prefundingBalance`; credit tenants (daily close) draw on credit up to `creditLimit`, settled at Caracas midnight.',
+        description:
+          'Prefunded tenants disburse from `prefundingBalance`; credit tenants (daily close) draw on credit up to `creditLimit`, settled at Caracas midnight.',
         querystring: AssetQuery,
         response: { 200: Answer('Your position in that asset', TreasuryPosition), ...errorResponses() },
       },

@@ -24,14 +24,19 @@ export const Anomaly = Component(
       paymentId: Nullable(Uuid()),
       ours: Evidence('What our records said (status, amount in minor units, bank reference…)'),
       theirs: Evidence('What the rail said, or the figure a reconciliation check found'),
-      raw: Type.Unknown({ description: 'The report exactly as it came: the rail notification, or the answer and who heard it' }),
+      raw: Type.Unknown({
+        description: 'The report exactly as it came: the rail notification, or the answer and who heard it',
+      }),
       reportedAt: DateTime('When the rail said it (a notification carries its own time), else when we heard it'),
       createdAt: DateTime('When it was stored'),
       resolvedBy: Nullable(Uuid('The API key that resolved it')),
       resolutionNote: Nullable(Type.String()),
       resolvedAt: Nullable(DateTime()),
     },
-    { description: 'A rail report that contradicts our records, or a reconciliation discrepancy: stored once, our records unchanged' },
+    {
+      description:
+        'A rail report that contradicts our records, or a reconciliation discrepancy: stored once, our records unchanged',
+    },
   ),
 );
 
@@ -41,7 +46,9 @@ export const AnomalyList = Component(
     {
       data: Type.Array(Anomaly),
       has_more: Type.Boolean(),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+      next_cursor: Nullable(
+        Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' }),
+      ),
     },
     { description: 'One page of anomalies, newest first' },
   ),
@@ -56,10 +63,10 @@ export const AnomalyListQuery = Type.Object({
   mode: Type.Optional(
     StringEnum(ANOMALY_LIST_MODES, {
       description:
-        'Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs\' ones only (what test keys made the sandbox say). `all`: both',
+        "Default `live`: the live ones and those of no mode (a platform-wide reconciliation discrepancy). `test`: the test programs' ones only (what test keys made the sandbox say). `all`: both",
     }),
   ),
-  tenantId: Type.Optional(Uuid('Only this tenant\'s anomalies')),
+  tenantId: Type.Optional(Uuid("Only this tenant's anomalies")),
   ...PageQuery,
 });
 

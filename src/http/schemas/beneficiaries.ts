@@ -1,7 +1,17 @@
 import { Type } from '@sinclair/typebox';
 import { AccountCheckField, NationalIdCheckField } from '../../contract/payout-answer.ts';
 import { BENEFICIARY_STATUSES, FULL_NAME_LENGTH_MAX } from '../../domain/beneficiary.ts';
-import { ASSETS, Asset, Component, DateTime, lengthCheckedInCode, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import {
+  ASSETS,
+  Asset,
+  Component,
+  DateTime,
+  lengthCheckedInCode,
+  Nullable,
+  PageQuery,
+  StringEnum,
+  Uuid,
+} from './common.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
 // The body schema checks JSON types (and the asset enumeration) only; formats and the bank
@@ -29,16 +39,29 @@ export const RegisterBeneficiaryBody = Type.Object({
     Nullable(
       Type.String({
         ...lengthCheckedInCode(20),
-        description: 'Needed for `transferencia`: 16 to 20 digits starting with `bankCode`. Giving it makes the instrument `transferencia`; without it the instrument is `pago_movil`',
+        description:
+          'Needed for `transferencia`: 16 to 20 digits starting with `bankCode`. Giving it makes the instrument `transferencia`; without it the instrument is `pago_movil`',
         example: '01020123450123456789',
       }),
     ),
   ),
   phone: Type.Optional(
-    Nullable(Type.String({ ...lengthCheckedInCode(11), description: 'Needed for both instruments: `04` followed by 9 digits', example: '04141234567' })),
+    Nullable(
+      Type.String({
+        ...lengthCheckedInCode(11),
+        description: 'Needed for both instruments: `04` followed by 9 digits',
+        example: '04141234567',
+      }),
+    ),
   ),
   asset: Type.Optional(StringEnum(ASSETS, { description: 'Asset delivered to this beneficiary (default BS)' })),
-  country: Type.Optional(Type.String({ ...lengthCheckedInCode(2), description: 'ISO 3166-1 alpha-2 country code (default VE)', example: 'VE' })),
+  country: Type.Optional(
+    Type.String({
+      ...lengthCheckedInCode(2),
+      description: 'ISO 3166-1 alpha-2 country code (default VE)',
+      example: 'VE',
+    }),
+  ),
   metadata: Type.Optional(
     MetadataInput(
       'Sending an identity that is already registered (same `nationalId`, `bankCode` and instrument) with `metadata` replaces its stored metadata (`{}` clears it); without `metadata` the stored metadata stays as it is.',
@@ -66,14 +89,19 @@ const BeneficiaryFields = {
   metadata: Metadata,
 };
 
-export const Beneficiary = Component('Beneficiary', Type.Object(BeneficiaryFields, { description: 'A registered beneficiary' }));
+export const Beneficiary = Component(
+  'Beneficiary',
+  Type.Object(BeneficiaryFields, { description: 'A registered beneficiary' }),
+);
 
 export const RegisteredBeneficiary = Component(
   'RegisteredBeneficiary',
   Type.Object(
     {
       ...BeneficiaryFields,
-      created: Type.Boolean({ description: 'false if a beneficiary with the same national id, bank and instrument already existed' }),
+      created: Type.Boolean({
+        description: 'false if a beneficiary with the same national id, bank and instrument already existed',
+      }),
     },
     { description: 'The beneficiary, and whether this call created it' },
   ),
@@ -85,7 +113,9 @@ export const BeneficiaryList = Component(
     {
       data: Type.Array(Beneficiary),
       has_more: Type.Boolean(),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+      next_cursor: Nullable(
+        Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' }),
+      ),
     },
     { description: 'One page of beneficiaries, newest first' },
   ),

@@ -5,7 +5,18 @@ import { assert } from '../../domain/assert.ts';
 
 // The building blocks live below services/ (a use case may return a shape the API serves); the
 // schemas of http/ take them from here with the rest.
-export { AmountString, ASSETS, Asset, Component, componentSchemas, DateTime, ModeSchema, Nullable, StringEnum, Uuid } from '../../contract/schema.ts';
+export {
+  AmountString,
+  ASSETS,
+  Asset,
+  Component,
+  componentSchemas,
+  DateTime,
+  ModeSchema,
+  Nullable,
+  StringEnum,
+  Uuid,
+} from '../../contract/schema.ts';
 
 /**
  * Marks keywords of a request schema node that the service's own rules check, because they explain
@@ -40,21 +51,37 @@ export const AmountInteger = (description?: string) =>
     'x-error-message': 'must be a positive integer amount in minor units (for example 5000000 for 50,000.00 Bs)',
   });
 
-
 /** Answers that can come on any request, before an operation is chosen: not listed per operation. */
-const TRANSPORT_ERROR_CODES = ['malformed_request', 'route_not_found', 'request_timeout', 'uri_too_long', 'expectation_failed', 'headers_too_large'] as const satisfies readonly ErrorCode[];
+const TRANSPORT_ERROR_CODES = [
+  'malformed_request',
+  'route_not_found',
+  'request_timeout',
+  'uri_too_long',
+  'expectation_failed',
+  'headers_too_large',
+] as const satisfies readonly ErrorCode[];
 
 export const ErrorEnvelope = Type.Object(
   {
     error: Type.Object({
-      type: StringEnum(['invalid_request_error', 'authentication_error', 'rate_limit_error', 'provider_error', 'api_error'] as const),
+      type: StringEnum([
+        'invalid_request_error',
+        'authentication_error',
+        'rate_limit_error',
+        'provider_error',
+        'api_error',
+      ] as const),
       code: StringEnum(ERROR_CODE_LIST, {
-        description: 'Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry',
+        description:
+          'Stable code; branch on it, never on the message. Every error answer of an operation lists the codes it can carry',
       }),
       message: Type.String({ description: 'Readable explanation; not stable' }),
       request_id: Type.String({ description: 'Quote it when contacting support; equals the x-request-id header' }),
       meta: Type.Optional(
-        Type.Object({}, { additionalProperties: true, description: 'Structured context: invalid fields, limits, balances' }),
+        Type.Object(
+          {},
+          { additionalProperties: true, description: 'Structured context: invalid fields, limits, balances' },
+        ),
       ),
     }),
   },
@@ -93,7 +120,10 @@ const ERROR_ANSWERS = new WeakMap<object, { codes: ErrorCode[]; description?: st
 export function errorAnswer(codes: readonly ErrorCode[], description?: string) {
   const ordered = ERROR_CODE_LIST.filter((code) => codes.includes(code));
   const statuses = new Set(ordered.map((code) => ERROR_CODES[code].status));
-  assert(ordered.length !== 0 && statuses.size === 1, `an error answer has codes of exactly one status (${codes.join(', ')})`);
+  assert(
+    ordered.length !== 0 && statuses.size === 1,
+    `an error answer has codes of exactly one status (${codes.join(', ')})`,
+  );
   const status = [...statuses][0]!;
   const listed =
     ordered.length === 1
@@ -103,7 +133,10 @@ export function errorAnswer(codes: readonly ErrorCode[], description?: string) {
     [RESPONSE_DESCRIPTION]: description ?? listed,
     allOf: [
       Type.Ref('ErrorEnvelope'),
-      { type: 'object', properties: { error: { type: 'object', properties: { code: { type: 'string', enum: ordered } } } } },
+      {
+        type: 'object',
+        properties: { error: { type: 'object', properties: { code: { type: 'string', enum: ordered } } } },
+      },
     ],
   });
   ERROR_ANSWERS.set(schema, { codes: ordered, description });
@@ -119,11 +152,17 @@ export function errorAnswerCodes(schema: unknown): { codes: ErrorCode[]; descrip
  * What a bare status stands for in `errorResponses`: the usual code of that status, or all of its
  * codes. Prefer naming the codes.
  */
-const CODES_OF_STATUS: Record<number, ErrorCode[]> = { 400: ['validation_failed'], 403: ['scope_missing'], 404: ['resource_not_found'] };
+const CODES_OF_STATUS: Record<number, ErrorCode[]> = {
+  400: ['validation_failed'],
+  403: ['scope_missing'],
+  404: ['resource_not_found'],
+};
 
 function codesOf(items: ReadonlyArray<ErrorCode | number>): ErrorCode[] {
   return items.flatMap((item) =>
-    typeof item === 'string' ? [item] : (CODES_OF_STATUS[item] ?? ERROR_CODE_LIST.filter((code) => ERROR_CODES[code].status === item)),
+    typeof item === 'string'
+      ? [item]
+      : (CODES_OF_STATUS[item] ?? ERROR_CODE_LIST.filter((code) => ERROR_CODES[code].status === item)),
   );
 }
 
@@ -151,7 +190,10 @@ export function errorResponsesDescribed(described: Record<number, string>, ...it
 /** A success answer with what it means (a response without a description shows as "Default Response"). */
 export function Answer<T extends TSchema>(description: string, schema: T) {
   // The plugin reads a reference's description beside the `$ref` (and resolves the rest away).
-  return Type.Unsafe<Static<T>>({ ...schema, [typeof schema.$ref === 'string' ? 'description' : RESPONSE_DESCRIPTION]: description });
+  return Type.Unsafe<Static<T>>({
+    ...schema,
+    [typeof schema.$ref === 'string' ? 'description' : RESPONSE_DESCRIPTION]: description,
+  });
 }
 
 /** A component of one page of a cursor list: `data`, `has_more` and `next_cursor`. */
@@ -162,7 +204,9 @@ export function CursorPage<T extends TSchema>(name: string, item: T, description
       {
         data: Type.Array(item),
         has_more: Type.Boolean({ description: 'true if another page follows' }),
-        next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+        next_cursor: Nullable(
+          Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' }),
+        ),
       },
       { description },
     ),
@@ -170,9 +214,12 @@ export function CursorPage<T extends TSchema>(name: string, item: T, description
 }
 
 /** `limit` of a list: 1 to 100 items a page. */
-export const PageLimit = () => Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' });
+export const PageLimit = () =>
+  Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 25, description: 'Page size, 1 to 100' });
 
 export const PageQuery = {
   limit: Type.Optional(PageLimit()),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'The `next_cursor` of the previous page' })),
+  cursor: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 200, description: 'The `next_cursor` of the previous page' }),
+  ),
 };

@@ -6,15 +6,28 @@ const NUMERIC_ID = '^[0-9]{1,19}$';
 const NUMERIC_ID_LENGTH = 19;
 
 const EventType = StringEnum(EVENT_TYPES, { description: 'Event type' });
-const EventStatus = StringEnum(EVENT_STATUSES, { description: '`pending` (queued or retrying), `published` (a 2xx was received) or `dead` (attempts exhausted; re-deliverable)' });
+const EventStatus = StringEnum(EVENT_STATUSES, {
+  description:
+    '`pending` (queued or retrying), `published` (a 2xx was received) or `dead` (attempts exhausted; re-deliverable)',
+});
 
 const NumericId = (description: string) =>
-  Type.String({ pattern: NUMERIC_ID, maxLength: NUMERIC_ID_LENGTH, description, example: '42', 'x-error-message': 'must be a numeric event id, such as 42' });
+  Type.String({
+    pattern: NUMERIC_ID,
+    maxLength: NUMERIC_ID_LENGTH,
+    description,
+    example: '42',
+    'x-error-message': 'must be a numeric event id, such as 42',
+  });
 
 export const EventIdParam = Type.Object({ id: NumericId('Event id (numeric, as a string)') });
 
 const EventFields = {
-  id: Type.String({ pattern: '^[0-9]+$', description: 'Numeric id as a string; also sent as `x-event-id`. Deduplicate on it', example: '42' }),
+  id: Type.String({
+    pattern: '^[0-9]+$',
+    description: 'Numeric id as a string; also sent as `x-event-id`. Deduplicate on it',
+    example: '42',
+  }),
   event_type: EventType,
   aggregate_type: Type.String({ description: 'What the event is about: `payment`', example: 'payment' }),
   aggregate_id: Uuid('Id of the payment'),
@@ -37,7 +50,11 @@ const Delivery = Component(
   Type.Object(
     {
       attempt: Type.Integer({ minimum: 1, description: 'Attempt number, as sent in `x-delivery-attempt`' }),
-      status_code: Nullable(Type.Integer({ description: "The receiver's HTTP status; null when none arrived (timeout, refused connection, no endpoint)" })),
+      status_code: Nullable(
+        Type.Integer({
+          description: "The receiver's HTTP status; null when none arrived (timeout, refused connection, no endpoint)",
+        }),
+      ),
       ok: Type.Boolean({ description: 'true for a 2xx answer' }),
       error: Nullable(Type.String({ description: 'Why the attempt failed; null when ok' })),
       duration_ms: Type.Integer({ minimum: 0 }),
@@ -55,7 +72,8 @@ export const EventDetail = Component(
         {},
         {
           additionalProperties: true,
-          description: 'The `payload` object exactly as sent in the webhook body: a `PaymentSettledPayload`, `PaymentFailedPayload` or `PaymentReversedPayload` after `event_type`',
+          description:
+            'The `payload` object exactly as sent in the webhook body: a `PaymentSettledPayload`, `PaymentFailedPayload` or `PaymentReversedPayload` after `event_type`',
         },
       ),
       deliveries: Type.Array(Delivery, { description: 'Attempts in order (the most recent 100)' }),
@@ -70,7 +88,11 @@ export const EventList = Component(
     {
       data: Type.Array(EventRecord),
       has_more: Type.Boolean(),
-      next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` for the next page (the last event id of this page); null on the last page' })),
+      next_cursor: Nullable(
+        Type.String({
+          description: 'Pass as `cursor` for the next page (the last event id of this page); null on the last page',
+        }),
+      ),
     },
     { description: 'One page of events, newest first' },
   ),
@@ -107,7 +129,10 @@ export const RetriedEvent = Component(
 
 export const RetriedDeadEvents = Component(
   'RetriedDeadEvents',
-  Type.Object({ requeued: Type.Integer({ minimum: 0, description: 'How many dead events went back to pending' }) }, { description: 'The failed queue, requeued' }),
+  Type.Object(
+    { requeued: Type.Integer({ minimum: 0, description: 'How many dead events went back to pending' }) },
+    { description: 'The failed queue, requeued' },
+  ),
 );
 
 // Admin: the program's endpoint and secret.
@@ -117,7 +142,8 @@ export const WebhookEndpointBody = Type.Object({
   url: Type.String({
     minLength: 1,
     maxLength: 2048,
-    description: 'http:// or https:// URL that receives the webhooks. Private, link-local and metadata addresses are refused; loopback too in live mode',
+    description:
+      'http:// or https:// URL that receives the webhooks. Private, link-local and metadata addresses are refused; loopback too in live mode',
     example: 'https://hooks.example.com/bolivar',
   }),
 });
@@ -127,7 +153,10 @@ export const WebhookEndpoint = Component(
   Type.Object(
     {
       url: Type.String({ description: 'The URL, normalized' }),
-      secret: Type.String({ description: 'Signing secret (`whsec_…`): the key of the x-signature HMAC', example: 'whsec_3bP0kX9dQ2mV7tL1rZ8yN4cF6hJ5sW0aE2uG9iK1' }),
+      secret: Type.String({
+        description: 'Signing secret (`whsec_…`): the key of the x-signature HMAC',
+        example: 'whsec_3bP0kX9dQ2mV7tL1rZ8yN4cF6hJ5sW0aE2uG9iK1',
+      }),
     },
     { description: 'The webhook endpoint of a program (tenant and mode)' },
   ),
@@ -166,7 +195,9 @@ export const SinkReceipt = Type.Object(
   {
     received: Type.Boolean(),
     id: Type.String({ description: 'Id of the stored receipt' }),
-    signature_verified: Type.Boolean({ description: 'Always true: the sink stores only deliveries whose signature verified' }),
+    signature_verified: Type.Boolean({
+      description: 'Always true: the sink stores only deliveries whose signature verified',
+    }),
   },
   { description: 'What the sink stored' },
 );
@@ -188,12 +219,18 @@ const SandboxDelivery = Component(
   Type.Object(
     {
       id: Type.String({ description: 'Receipt id' }),
-      event_id: Nullable(Type.String({ description: 'The event delivered (its x-event-id); never null for receipts the sink stores' })),
+      event_id: Nullable(
+        Type.String({ description: 'The event delivered (its x-event-id); never null for receipts the sink stores' }),
+      ),
       received_at: DateTime(),
-      headers: Type.Object({}, { additionalProperties: true, description: 'Request headers exactly as received (names lower-cased)' }),
+      headers: Type.Object(
+        {},
+        { additionalProperties: true, description: 'Request headers exactly as received (names lower-cased)' },
+      ),
       raw_body: Type.String({ description: 'The request body exactly as received' }),
       signature_verified: Type.Boolean({
-        description: "Always true: the sink stores only deliveries whose signature verified against the program's endpoint secrets within ±5 minutes",
+        description:
+          "Always true: the sink stores only deliveries whose signature verified against the program's endpoint secrets within ±5 minutes",
       }),
     },
     { description: 'A webhook delivery received by the sandbox sink' },
@@ -215,9 +252,20 @@ export const SandboxDeliveryList = Component(
 export const SandboxDeliveryQuery = Type.Object({
   limit: Type.Optional(PageLimit()),
   cursor: Type.Optional(
-    Type.String({ pattern: '^[0-9]{1,18}$', maxLength: 18, description: 'The `next_cursor` of the previous page', 'x-error-message': 'must be the next_cursor of the previous page (a numeric id)' }),
+    Type.String({
+      pattern: '^[0-9]{1,18}$',
+      maxLength: 18,
+      description: 'The `next_cursor` of the previous page',
+      'x-error-message': 'must be the next_cursor of the previous page (a numeric id)',
+    }),
   ),
   eventId: Type.Optional(
-    Type.String({ pattern: '^[0-9]{1,18}$', maxLength: 18, description: 'Only deliveries of this event', example: '42', 'x-error-message': 'must be a numeric event id, such as 42' }),
+    Type.String({
+      pattern: '^[0-9]{1,18}$',
+      maxLength: 18,
+      description: 'Only deliveries of this event',
+      example: '42',
+      'x-error-message': 'must be a numeric event id, such as 42',
+    }),
   ),
 });

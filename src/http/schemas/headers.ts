@@ -3,7 +3,12 @@
 // plugins/idempotency.ts), Retry-After (plugins/error-handler.ts, plugins/auth.ts) and the per-key
 // rate limit (@fastify/rate-limit, registered in app.ts).
 import { Type } from '@sinclair/typebox';
-import { IDEMPOTENCY_KEY_FORMAT_MESSAGE, IDEMPOTENCY_KEY_MAX_LENGTH, IDEMPOTENCY_KEY_PATTERN, IDEMPOTENT_REPLAYED_HEADER } from '../plugins/idempotency.ts';
+import {
+  IDEMPOTENCY_KEY_FORMAT_MESSAGE,
+  IDEMPOTENCY_KEY_MAX_LENGTH,
+  IDEMPOTENCY_KEY_PATTERN,
+  IDEMPOTENT_REPLAYED_HEADER,
+} from '../plugins/idempotency.ts';
 
 /**
  * The `Idempotency-Key` request header, as a route's `headers` schema. Its checks run before this
@@ -56,6 +61,7 @@ export const REPLAYED_HEADER: Record<string, HeaderSchema> = {
   [IDEMPOTENT_REPLAYED_HEADER]: {
     type: 'string',
     enum: ['true'],
-    description: 'Present (`true`) when this answer is the stored answer of an earlier request with the same `Idempotency-Key` and body; absent on the first answer',
+    description:
+      'Present (`true`) when this answer is the stored answer of an earlier request with the same `Idempotency-Key` and body; absent on the first answer',
   },
 };

@@ -1,5 +1,10 @@
 import { Type } from '@sinclair/typebox';
-import { METADATA_KEY_LENGTH_MAX, METADATA_KEYS_MAX, METADATA_VALUE_LENGTH_MAX, type Metadata as MetadataValue } from '../../domain/metadata.ts';
+import {
+  METADATA_KEY_LENGTH_MAX,
+  METADATA_KEYS_MAX,
+  METADATA_VALUE_LENGTH_MAX,
+  type Metadata as MetadataValue,
+} from '../../domain/metadata.ts';
 import { Component } from './common.ts';
 
 /**
@@ -11,7 +16,8 @@ export const PROPERTY_NAMES_KEYWORD = 'x-property-names';
 
 const RULES = `Up to ${METADATA_KEYS_MAX} keys of 1 to ${METADATA_KEY_LENGTH_MAX} characters, each value a string of at most ${METADATA_VALUE_LENGTH_MAX} characters (no nested objects, arrays, numbers or null)`;
 
-const SEMANTICS = 'Your own key-value pairs for reconciliation (an order or invoice id), stored as sent and never interpreted';
+const SEMANTICS =
+  'Your own key-value pairs for reconciliation (an order or invoice id), stored as sent and never interpreted';
 
 /** `metadata` in a request body; `more` says what it means for that object. */
 export const MetadataInput = (more: string) =>

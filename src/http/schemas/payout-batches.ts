@@ -1,5 +1,15 @@
 import { Type } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Component, CursorPage, DateTime, Nullable, PageQuery, StringEnum, Uuid } from './common.ts';
+import {
+  AmountInteger,
+  AmountString,
+  Component,
+  CursorPage,
+  DateTime,
+  Nullable,
+  PageQuery,
+  StringEnum,
+  Uuid,
+} from './common.ts';
 import { CreatePayoutBody, PAYMENT_STATUSES } from './payouts.ts';
 import { ERROR_CODE_LIST } from '../../domain/errors.ts';
 
@@ -20,7 +30,10 @@ const BatchDeliver = Type.Object(
     asset: StringEnum(['BS'] as const, { description: 'Bolivares: the only asset delivered' }),
     amount: AmountInteger('What the beneficiary receives exactly, BS minor units'),
   },
-  { description: 'Quote the item at submission in deliver mode, with your fee, as `POST /v1/quotes` would: send this or `quoteId`' },
+  {
+    description:
+      'Quote the item at submission in deliver mode, with your fee, as `POST /v1/quotes` would: send this or `quoteId`',
+  },
 );
 
 const PayoutBatchItemBody = Type.Object(
@@ -34,18 +47,25 @@ const PayoutBatchItemBody = Type.Object(
       example: 'payroll-2026-11/emp-0042',
       'x-error-message': 'must be 1 to 64 characters of A-Z a-z 0-9 . _ : / # -',
     }),
-    quoteId: Type.Optional({ ...quoteId, description: 'A quote you made (any mode of quote). Send this or `deliver`, not both' }),
+    quoteId: Type.Optional({
+      ...quoteId,
+      description: 'A quote you made (any mode of quote). Send this or `deliver`, not both',
+    }),
     deliver: Type.Optional(BatchDeliver),
     ...payoutFields,
   },
-  { description: 'One payout: the body of `POST /v1/payouts`, with `deliver` instead of `quoteId` if you like, and its `reference`' },
+  {
+    description:
+      'One payout: the body of `POST /v1/payouts`, with `deliver` instead of `quoteId` if you like, and its `reference`',
+  },
 );
 
 export const CreatePayoutBatchBody = Type.Object({
   items: Type.Array(PayoutBatchItemBody, {
     minItems: 1,
     maxItems: BATCH_ITEMS_SCHEMA_MAX,
-    description: 'The payouts, in the order they are decided (each against the balance and limits the items before it left). At most `PAYOUT_BATCH_MAX_ITEMS` (1,000 by default)',
+    description:
+      'The payouts, in the order they are decided (each against the balance and limits the items before it left). At most `PAYOUT_BATCH_MAX_ITEMS` (1,000 by default)',
   }),
 });
 
@@ -53,21 +73,45 @@ const PAYOUT_BATCH_STATUSES = ['receiving', 'processing', 'completed'] as const;
 const BATCH_ITEM_STATUSES = [...PAYMENT_STATUSES, 'refused'] as const;
 
 const Counts = Type.Object(
-  Object.fromEntries(BATCH_ITEM_STATUSES.map((s) => [s, Type.Integer({ minimum: 0, description: `Items ${s === 'refused' ? 'refused (no payment)' : `whose payment is ${s}`}` })])),
+  Object.fromEntries(
+    BATCH_ITEM_STATUSES.map((s) => [
+      s,
+      Type.Integer({
+        minimum: 0,
+        description: `Items ${s === 'refused' ? 'refused (no payment)' : `whose payment is ${s}`}`,
+      }),
+    ]),
+  ),
   { description: 'Items by status: a payment status, or `refused`' },
 );
 const Totals = Type.Object(
-  Object.fromEntries(BATCH_ITEM_STATUSES.map((s) => [s, AmountString(`BS minor units delivered${s === 'refused' ? ' by refused items had they been paid (their quoted amount; 0 when unknown)' : ` by the items whose payment is ${s}`}`)])),
+  Object.fromEntries(
+    BATCH_ITEM_STATUSES.map((s) => [
+      s,
+      AmountString(
+        `BS minor units delivered${s === 'refused' ? ' by refused items had they been paid (their quoted amount; 0 when unknown)' : ` by the items whose payment is ${s}`}`,
+      ),
+    ]),
+  ),
   { description: 'Delivered amounts (BS minor units) by status' },
 );
 
 const PayoutBatchItemResult = Type.Object({
   index: Type.Integer({ minimum: 0, description: 'Position of the item in the request, from 0' }),
-  reference: Type.String({ description: 'The item\'s reference, as sent' }),
-  status: StringEnum(BATCH_ITEM_STATUSES, { description: 'Its payment\'s status as it stands now, or `refused`: no payment, as a single payout answered by an HTTP error' }),
+  reference: Type.String({ description: "The item's reference, as sent" }),
+  status: StringEnum(BATCH_ITEM_STATUSES, {
+    description:
+      "Its payment's status as it stands now, or `refused`: no payment, as a single payout answered by an HTTP error",
+  }),
   paymentId: Nullable(Uuid('The payment; null when refused')),
-  reason: Nullable(Type.String({ description: 'Why the payment failed (`failed`), as a payout\'s `reason`; else null' })),
-  amount: Nullable(AmountString('BS minor units the payment delivers, or that a refused item asked to deliver (null when its quote is unknown)')),
+  reason: Nullable(
+    Type.String({ description: "Why the payment failed (`failed`), as a payout's `reason`; else null" }),
+  ),
+  amount: Nullable(
+    AmountString(
+      'BS minor units the payment delivers, or that a refused item asked to deliver (null when its quote is unknown)',
+    ),
+  ),
   error: Nullable(
     Type.Object(
       {
@@ -83,7 +127,8 @@ const PayoutBatchItemResult = Type.Object({
 const BatchSummaryFields = {
   id: Uuid('The batch'),
   status: StringEnum(PAYOUT_BATCH_STATUSES, {
-    description: '`receiving`: its items are being recorded (a request that stopped midway leaves it so until retried with the same key); `processing`: every item recorded, some payments not final; `completed`: every payment final (`settled`, `failed`, `returned` or `reversed`) or refused',
+    description:
+      '`receiving`: its items are being recorded (a request that stopped midway leaves it so until retried with the same key); `processing`: every item recorded, some payments not final; `completed`: every payment final (`settled`, `failed`, `returned` or `reversed`) or refused',
   }),
   itemCount: Type.Integer({ minimum: 1, description: 'Items in the request' }),
   counts: Counts,
@@ -92,13 +137,19 @@ const BatchSummaryFields = {
   completedAt: Nullable(DateTime('When the last payment became final; null until then')),
 };
 
-const PayoutBatchSummary = Component('PayoutBatchSummary', Type.Object(BatchSummaryFields, { description: 'A payout batch, without its items' }));
+const PayoutBatchSummary = Component(
+  'PayoutBatchSummary',
+  Type.Object(BatchSummaryFields, { description: 'A payout batch, without its items' }),
+);
 
 export const PayoutBatch = Component(
   'PayoutBatch',
   Type.Object(
-    { ...BatchSummaryFields, items: Type.Array(PayoutBatchItemResult, { description: 'One result per item, in item order' }) },
-    { description: 'A payout batch: its counts and totals by status and every item\'s result' },
+    {
+      ...BatchSummaryFields,
+      items: Type.Array(PayoutBatchItemResult, { description: 'One result per item, in item order' }),
+    },
+    { description: "A payout batch: its counts and totals by status and every item's result" },
   ),
 );
 

@@ -3,7 +3,19 @@ import { Instrument, PayoutAnswerSchema } from '../../contract/payout-answer.ts'
 import type { TransitionActor } from '../../domain/payment-state.ts';
 import type { AccountKind, LedgerEntryKind } from '../../domain/ledger.ts';
 import { EMAIL_LENGTH_MAX, NAME_LENGTH_MAX, NAME_LENGTH_MIN, VENEZUELAN_MOBILE_PREFIXES } from '../../domain/sender.ts';
-import { AmountInteger, AmountString, Asset, Component, DateTime, lengthCheckedInCode, ModeSchema, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
+import {
+  AmountInteger,
+  AmountString,
+  Asset,
+  Component,
+  DateTime,
+  lengthCheckedInCode,
+  ModeSchema,
+  Nullable,
+  StringEnum,
+  Uuid,
+  VALIDATED_IN_CODE,
+} from './common.ts';
 import { RegisterBeneficiaryBody } from './beneficiaries.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 import { INSTRUMENTS } from '../../domain/instrument.ts';
@@ -33,7 +45,12 @@ export const SenderBlock = Type.Object(
       example: 'V12345678',
     }),
     nationality: Type.Optional(
-      Type.String({ ...lengthCheckedInCode(3), description: 'an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies', example: 'VEN' }),
+      Type.String({
+        ...lengthCheckedInCode(3),
+        description:
+          'an assigned ISO 3166-1 alpha-3 country code (any case), e.g. COL; absent = VEN. Decides which nationalId format applies',
+        example: 'VEN',
+      }),
     ),
     firstName: Type.String({ ...lengthCheckedInCode(NAME_LENGTH_MAX), description: NAME_RULE, example: 'María' }),
     lastName: Type.String({ ...lengthCheckedInCode(NAME_LENGTH_MAX), description: NAME_RULE, example: 'Pérez' }),
@@ -42,7 +59,11 @@ export const SenderBlock = Type.Object(
       description: `Venezuelan mobile (${VENEZUELAN_MOBILE_PREFIXES.join(', ')}) as 04XXXXXXXXX, +584XXXXXXXXX or 4XXXXXXXXX; spaces, dashes and parentheses are ignored. Stored as 04XXXXXXXXX`,
       example: '04141234567',
     }),
-    email: Type.String({ ...lengthCheckedInCode(EMAIL_LENGTH_MAX), description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`, example: 'maria.perez@example.com' }),
+    email: Type.String({
+      ...lengthCheckedInCode(EMAIL_LENGTH_MAX),
+      description: `Email address, local@domain.tld, at most ${EMAIL_LENGTH_MAX} characters`,
+      example: 'maria.perez@example.com',
+    }),
   },
   { description: 'The originator: every field but `nationality` is required', [VALIDATED_IN_CODE]: ['required'] },
 );
@@ -52,12 +73,22 @@ export const CreatePayoutBody = Type.Object({
   method: StringEnum(INSTRUMENTS, { description: 'Instrument requested' }),
   methodPolicy: Type.Optional(
     StringEnum(['preferred', 'strict'] as const, {
-      description: '`preferred` (default): may deliver through the other instrument, reported by `methodChanged`. `strict`: only the requested one',
+      description:
+        '`preferred` (default): may deliver through the other instrument, reported by `methodChanged`. `strict`: only the requested one',
     }),
   ),
   beneficiaryId: Type.Optional(Uuid('A registered beneficiary (or send `beneficiary` inline)')),
-  beneficiary: Type.Optional(Type.Unsafe({ ...RegisterBeneficiaryBody, description: 'Inline beneficiary, same rules as POST /v1/beneficiaries; registered or reused' })),
-  customerId: Type.Optional(Uuid("Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user. Absent: the quote's customerId, if it was made with one; another user than the quote's is refused (400)")),
+  beneficiary: Type.Optional(
+    Type.Unsafe({
+      ...RegisterBeneficiaryBody,
+      description: 'Inline beneficiary, same rules as POST /v1/beneficiaries; registered or reused',
+    }),
+  ),
+  customerId: Type.Optional(
+    Uuid(
+      "Your own user, for traceability and per-user limits; with a sender block the sender is stored for this user. Absent: the quote's customerId, if it was made with one; another user than the quote's is refused (400)",
+    ),
+  ),
   sender: Type.Optional(SenderBlock),
   metadata: Type.Optional(
     MetadataInput(
@@ -84,7 +115,11 @@ const KNOWN_TRANSITION_REASONS = [
 ];
 
 const Transition = Type.Object({
-  from_status: Nullable(PaymentStatus('The status before; null on the first transition (a payment created `submitted`, `pending` or `failed`)')),
+  from_status: Nullable(
+    PaymentStatus(
+      'The status before; null on the first transition (a payment created `submitted`, `pending` or `failed`)',
+    ),
+  ),
   to_status: PaymentStatus('The status after'),
   reason: Nullable(
     Type.String({
@@ -93,9 +128,13 @@ const Transition = Type.Object({
     }),
   ),
   actor: StringEnum(TRANSITION_ACTORS, {
-    description: '`api`: the payout call; `provider_event`: a notification from the rail; `reaper`: the worker that asks the rail about unresolved payments; `system`: the service itself (a sandbox simulation)',
+    description:
+      '`api`: the payout call; `provider_event`: a notification from the rail; `reaper`: the worker that asks the rail about unresolved payments; `system`: the service itself (a sandbox simulation)',
   }),
-  metadata: Type.Object({}, { additionalProperties: true, description: 'For disbursements: methodRequested, methodUsed' }),
+  metadata: Type.Object(
+    {},
+    { additionalProperties: true, description: 'For disbursements: methodRequested, methodUsed' },
+  ),
   created_at: DateTime(),
 });
 
@@ -120,7 +159,9 @@ export const StatementRowFields = {
   settled_at: Nullable(DateTime('When money actually left; the date `from`/`to` filter on')),
   created_at: DateTime(),
   metadata: Metadata,
-  batch_id: Type.Optional(Uuid('The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`')),
+  batch_id: Type.Optional(
+    Uuid('The payout batch that created the payment; absent on a payment made by `POST /v1/payouts`'),
+  ),
 };
 
 export const PaymentFields = {
@@ -133,8 +174,22 @@ export const PaymentFields = {
 
 export const Payment = Component('Payment', Type.Object(PaymentFields));
 
-const LEDGER_ENTRY_KINDS = ['funding', 'payout', 'payout_settlement', 'payout_failure', 'payout_reversal', 'daily_close'] as const satisfies readonly LedgerEntryKind[];
-const LEDGER_ACCOUNTS = ['prefunding', 'credit_receivable', 'in_flight', 'revenue', 'treasury', 'fx'] as const satisfies readonly AccountKind[];
+const LEDGER_ENTRY_KINDS = [
+  'funding',
+  'payout',
+  'payout_settlement',
+  'payout_failure',
+  'payout_reversal',
+  'daily_close',
+] as const satisfies readonly LedgerEntryKind[];
+const LEDGER_ACCOUNTS = [
+  'prefunding',
+  'credit_receivable',
+  'in_flight',
+  'revenue',
+  'treasury',
+  'fx',
+] as const satisfies readonly AccountKind[];
 
 export const LedgerEntryView = Component(
   'LedgerEntry',
@@ -150,7 +205,12 @@ export const LedgerEntryView = Component(
         Type.Object({
           asset: Asset,
           account: StringEnum(LEDGER_ACCOUNTS, { description: 'The account of the program the posting moves' }),
-          amount: Type.String({ pattern: '^-?[0-9]+$', description: 'Signed minor units: a debit is positive, a credit negative; the postings of an entry sum to zero per asset', example: '-5000000' }),
+          amount: Type.String({
+            pattern: '^-?[0-9]+$',
+            description:
+              'Signed minor units: a debit is positive, a credit negative; the postings of an entry sum to zero per asset',
+            example: '-5000000',
+          }),
         }),
         { description: 'By asset, then account' },
       ),
@@ -161,21 +221,28 @@ export const LedgerEntryView = Component(
 
 export const PaymentLedger = Component(
   'PaymentLedger',
-  Type.Object({ data: Type.Array(LedgerEntryView, { description: "The payment's entries in the order they were written" }) }, { description: "A payment's ledger entries" }),
+  Type.Object(
+    { data: Type.Array(LedgerEntryView, { description: "The payment's entries in the order they were written" }) },
+    { description: "A payment's ledger entries" },
+  ),
 );
 
 const TreasuryPositionFields = {
-    tenantId: Uuid(),
-    asset: Type.String({ description: 'Asset code' }),
-    prefundingBalance: AmountString(
-      'Available to disburse. Under daily close normally 0 (not an alarm); when positive, it is money owed to the tenant (a payout that failed or was returned after a close), netted by the next close',
-    ),
-    platformRevenueFromTenant: AmountString('Fees charged to the tenant for payouts that did not fail (a failed payout charges no fee; a reversed one keeps its fee)'),
-    creditEnabled: Type.Boolean({ description: 'true = daily close, no balance blocking; false = prefunded' }),
-    creditDrawn: AmountString('Owed now, settled at the daily close; 0 when prefunded'),
-    creditLimit: Nullable(AmountString("This asset's agreed ceiling (BS: the tenant's creditLimit; others: creditLimits); null if none")),
-    creditAvailable: Nullable(AmountString('Remaining line; null if no ceiling')),
-  };
+  tenantId: Uuid(),
+  asset: Type.String({ description: 'Asset code' }),
+  prefundingBalance: AmountString(
+    'Available to disburse. Under daily close normally 0 (not an alarm); when positive, it is money owed to the tenant (a payout that failed or was returned after a close), netted by the next close',
+  ),
+  platformRevenueFromTenant: AmountString(
+    'Fees charged to the tenant for payouts that did not fail (a failed payout charges no fee; a reversed one keeps its fee)',
+  ),
+  creditEnabled: Type.Boolean({ description: 'true = daily close, no balance blocking; false = prefunded' }),
+  creditDrawn: AmountString('Owed now, settled at the daily close; 0 when prefunded'),
+  creditLimit: Nullable(
+    AmountString("This asset's agreed ceiling (BS: the tenant's creditLimit; others: creditLimits); null if none"),
+  ),
+  creditAvailable: Nullable(AmountString('Remaining line; null if no ceiling')),
+};
 
 export const TreasuryPosition = Component('TreasuryPosition', Type.Object(TreasuryPositionFields));
 

@@ -1,5 +1,15 @@
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { AmountInteger, AmountString, Asset, Component, DateTime, Nullable, StringEnum, Uuid, VALIDATED_IN_CODE } from './common.ts';
+import {
+  AmountInteger,
+  AmountString,
+  Asset,
+  Component,
+  DateTime,
+  Nullable,
+  StringEnum,
+  Uuid,
+  VALIDATED_IN_CODE,
+} from './common.ts';
 import { Metadata, MetadataInput } from './metadata.ts';
 
 const Side = (what: string) =>
@@ -12,20 +22,36 @@ const Side = (what: string) =>
   );
 
 const QuoteFields = Type.Object({
-  deliver: Type.Optional(Side('What the beneficiary receives. Fix `deliver.amount` (BS) for an exact delivered amount')),
+  deliver: Type.Optional(
+    Side('What the beneficiary receives. Fix `deliver.amount` (BS) for an exact delivered amount'),
+  ),
   spend: Type.Optional(Side('What you pay, fee included. Fix `spend.amount` together with `deliver.asset` to convert')),
-  customerId: Type.Optional(Uuid('Your own user, for traceability and per-user limits: a payout on this quote is for this user (it may repeat it, not name another)')),
-  metadata: Type.Optional(MetadataInput('Returned on every read of the quote; a payout does not inherit it (send the payout its own).')),
+  customerId: Type.Optional(
+    Uuid(
+      'Your own user, for traceability and per-user limits: a payout on this quote is for this user (it may repeat it, not name another)',
+    ),
+  ),
+  metadata: Type.Optional(
+    MetadataInput('Returned on every read of the quote; a payout does not inherit it (send the payout its own).'),
+  ),
 });
 
 const OnlyBs = StringEnum(['BS'] as const, { description: 'Bolivares: the only asset delivered' });
 
 const DeliverFixed = Type.Object(
   {
-    deliver: Type.Object({ asset: OnlyBs, amount: AmountInteger('What the beneficiary receives exactly, BS minor units') }),
-    spend: Type.Optional(Type.Object({ asset: OnlyBs }, { description: 'What you pay in: BS (no amount; the fee is added on top)' })),
+    deliver: Type.Object({
+      asset: OnlyBs,
+      amount: AmountInteger('What the beneficiary receives exactly, BS minor units'),
+    }),
+    spend: Type.Optional(
+      Type.Object({ asset: OnlyBs }, { description: 'What you pay in: BS (no amount; the fee is added on top)' }),
+    ),
   },
-  { title: 'DeliverFixedQuote', description: 'Deliver mode (recommended): `deliver: {asset: "BS", amount}`; `spend`, if sent, is `{asset: "BS"}`' },
+  {
+    title: 'DeliverFixedQuote',
+    description: 'Deliver mode (recommended): `deliver: {asset: "BS", amount}`; `spend`, if sent, is `{asset: "BS"}`',
+  },
 );
 
 const SpendFixed = Type.Object(
@@ -36,7 +62,10 @@ const SpendFixed = Type.Object(
     }),
     deliver: Type.Object({ asset: OnlyBs }, { description: 'What it converts to: BS (no amount)' }),
   },
-  { title: 'SpendFixedQuote', description: 'Spend mode: `spend: {asset, amount}` in another asset than BS, with `deliver: {asset: "BS"}`' },
+  {
+    title: 'SpendFixedQuote',
+    description: 'Spend mode: `spend: {asset, amount}` in another asset than BS, with `deliver: {asset: "BS"}`',
+  },
 );
 
 /** A branch of the body's `oneOf`: the modes constrain `deliver` and `spend`; the other fields are the body's own. */
@@ -50,7 +79,9 @@ const mode = <T extends TSchema>(schema: T) => {
  * check (domain/quote-request.ts) so that a violation is answered rule by rule, saying what to send
  * instead. Generated clients get the union: `{}` or a deliver amount paid in USD does not compile.
  */
-export const CreateQuoteBody = Type.Unsafe<Static<typeof QuoteFields> & (Static<typeof DeliverFixed> | Static<typeof SpendFixed>)>({
+export const CreateQuoteBody = Type.Unsafe<
+  Static<typeof QuoteFields> & (Static<typeof DeliverFixed> | Static<typeof SpendFixed>)
+>({
   ...QuoteFields,
   oneOf: [mode(DeliverFixed), mode(SpendFixed)],
   [VALIDATED_IN_CODE]: ['oneOf'],

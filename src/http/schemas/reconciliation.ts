@@ -24,16 +24,23 @@ const CheckResult = Type.Object({
   check: StringEnum(RECONCILIATION_CHECKS, {
     description: `What the check proves:\n${RECONCILIATION_CHECKS.map((c) => `- \`${c}\`: ${CHECK_SUMMARIES[c]}`).join('\n')}`,
   }),
-  verdict: StringEnum(['pass', 'fail', 'not_run'] as const, { description: '`not_run`: the run ended (failed or abandoned) before this check' }),
+  verdict: StringEnum(['pass', 'fail', 'not_run'] as const, {
+    description: '`not_run`: the run ended (failed or abandoned) before this check',
+  }),
   discrepancies: Type.Integer({ minimum: 0, description: 'Discrepancies this check found' }),
-  stored: Type.Integer({ minimum: 0, description: `How many of them the run stored with their evidence (the first ${DISCREPANCIES_STORED_PER_CHECK_MAX} of each check)` }),
+  stored: Type.Integer({
+    minimum: 0,
+    description: `How many of them the run stored with their evidence (the first ${DISCREPANCIES_STORED_PER_CHECK_MAX} of each check)`,
+  }),
 });
 
 const runFields = {
   id: Uuid(),
   tenantId: Uuid(),
   mode: ModeSchema,
-  trigger: StringEnum(['schedule', 'operator'] as const, { description: 'Queued by the schedule (RECONCILE_INTERVAL_S) or by an operator' }),
+  trigger: StringEnum(['schedule', 'operator'] as const, {
+    description: 'Queued by the schedule (RECONCILE_INTERVAL_S) or by an operator',
+  }),
   status: StringEnum(RUN_STATUSES, {
     description:
       '`queued` (waiting for a worker), `running`, then `completed` (every check ran; see `clean`), `failed` (a check could not run: `error`) or `abandoned` (the process running it stopped)',
@@ -51,8 +58,14 @@ const runFields = {
   checks: Type.Array(CheckResult, { description: 'Every check, in the order they are listed here' }),
   examined: Type.Object(
     {
-      payments: Type.Integer({ minimum: 0, description: 'Payments proven one by one (an incremental run: those written since its checkpoint)' }),
-      ledgerTransactions: Type.Integer({ minimum: 0, description: 'Ledger transactions proven one by one (an incremental run: those written since its checkpoint)' }),
+      payments: Type.Integer({
+        minimum: 0,
+        description: 'Payments proven one by one (an incremental run: those written since its checkpoint)',
+      }),
+      ledgerTransactions: Type.Integer({
+        minimum: 0,
+        description: 'Ledger transactions proven one by one (an incremental run: those written since its checkpoint)',
+      }),
       accounts: Type.Integer({ minimum: 0, description: 'Account rows (slots)' }),
       limitCounters: Type.Integer({ minimum: 0 }),
     },
@@ -68,25 +81,45 @@ const ReconciliationDiscrepancy = Component(
   Type.Object({
     check: StringEnum(RECONCILIATION_CHECKS),
     subjectType: StringEnum(['ledger_transaction', 'account', 'payment', 'limit_counter', 'daily_close'] as const),
-    subjectId: Type.String({ description: 'The transaction, payment or counter (`day|kind|subject|method`), the account (`BS/in_flight`), or the close (`asset:first day`)' }),
-    facet: Type.String({ description: 'What of the subject disagrees: an account (`BS/in_flight`), an event type, `entries`, `usage`, `balance`…' }),
+    subjectId: Type.String({
+      description:
+        'The transaction, payment or counter (`day|kind|subject|method`), the account (`BS/in_flight`), or the close (`asset:first day`)',
+    }),
+    facet: Type.String({
+      description:
+        'What of the subject disagrees: an account (`BS/in_flight`), an event type, `entries`, `usage`, `balance`…',
+    }),
     paymentId: Nullable(Uuid()),
     expected: Type.String({ description: 'The figure the other records imply' }),
     found: Type.String({ description: 'The figure stored' }),
-    detail: Type.Object({}, { additionalProperties: true, description: 'The evidence: ids and the figures behind the two above' }),
+    detail: Type.Object(
+      {},
+      { additionalProperties: true, description: 'The evidence: ids and the figures behind the two above' },
+    ),
   }),
 );
 
 export const ReconciliationRunDetail = Component(
   'ReconciliationRunDetail',
-  Type.Object({ ...runFields, discrepancies: Type.Array(ReconciliationDiscrepancy, { description: 'The stored discrepancies, in the order found' }) }),
+  Type.Object({
+    ...runFields,
+    discrepancies: Type.Array(ReconciliationDiscrepancy, {
+      description: 'The stored discrepancies, in the order found',
+    }),
+  }),
 );
 
 export const StartedRuns = Component(
   'StartedRuns',
   Type.Object({
-    data: Type.Array(ReconciliationRun, { description: 'The run of each tenant and mode asked for: queued now, or the one already waiting or under way (at most 100 listed)' }),
-    total: Type.Integer({ minimum: 0, description: 'How many tenants and modes have a run queued or under way after this request' }),
+    data: Type.Array(ReconciliationRun, {
+      description:
+        'The run of each tenant and mode asked for: queued now, or the one already waiting or under way (at most 100 listed)',
+    }),
+    total: Type.Integer({
+      minimum: 0,
+      description: 'How many tenants and modes have a run queued or under way after this request',
+    }),
   }),
 );
 
@@ -95,7 +128,9 @@ export const ReconciliationRunList = Component(
   Type.Object({
     data: Type.Array(ReconciliationRun),
     has_more: Type.Boolean(),
-    next_cursor: Nullable(Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' })),
+    next_cursor: Nullable(
+      Type.String({ description: 'Pass as `cursor` to read the next page; null on the last page' }),
+    ),
   }),
 );
 

@@ -15,26 +15,46 @@ const CalendarDate = (description: string) =>
 /** The filters shared by the statement and its export. */
 const StatementFilters = {
   from: Type.Optional(
-    CalendarDate('First day, inclusive, on which the payments settled (`settled_at`), as a calendar day in America/Caracas. Payments not settled are then excluded'),
+    CalendarDate(
+      'First day, inclusive, on which the payments settled (`settled_at`), as a calendar day in America/Caracas. Payments not settled are then excluded',
+    ),
   ),
   to: Type.Optional(
-    CalendarDate('Last day, inclusive, on which the payments settled (`settled_at`), in America/Caracas. A payment created at 23:59 and settled at 00:01 belongs to the second day'),
+    CalendarDate(
+      'Last day, inclusive, on which the payments settled (`settled_at`), in America/Caracas. A payment created at 23:59 and settled at 00:01 belongs to the second day',
+    ),
   ),
   status: Type.Optional(StringEnum(PAYMENT_STATUSES, { description: 'Only payments in this status' })),
   beneficiaryId: Type.Optional(Uuid('Only payments to this beneficiary')),
   customerId: Type.Optional(Uuid('Only payments of this user of yours (the `customerId` of the payout)')),
-  batchId: Type.Optional(Uuid('Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column')),
+  batchId: Type.Optional(
+    Uuid(
+      'Only the payments this payout batch created (`POST /v1/payout-batches`). The CSV export then ends each line with a `batch_id` column',
+    ),
+  ),
   createdFrom: Type.Optional(
-    Type.String({ format: 'date-time', maxLength: 40, description: 'Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`', example: '2026-03-01T04:00:00.000Z' }),
+    Type.String({
+      format: 'date-time',
+      maxLength: 40,
+      description:
+        'Only payments created at or after this instant (RFC 3339, such as 2026-03-01T04:00:00.000Z): the `start` of a bucket of `GET /v1/reports/payouts`',
+      example: '2026-03-01T04:00:00.000Z',
+    }),
   ),
   createdBefore: Type.Optional(
-    Type.String({ format: 'date-time', maxLength: 40, description: 'Only payments created before this instant: the `end` of a report bucket', example: '2026-03-02T04:00:00.000Z' }),
+    Type.String({
+      format: 'date-time',
+      maxLength: 40,
+      description: 'Only payments created before this instant: the `end` of a report bucket',
+      example: '2026-03-02T04:00:00.000Z',
+    }),
   ),
   metadata_key: Type.Optional(
     Type.String({
       minLength: 1,
       maxLength: METADATA_KEY_LENGTH_MAX,
-      description: 'With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither',
+      description:
+        'With `metadata_value`: only payments whose `metadata` has this key with exactly that value. Both or neither',
       example: 'order_id',
     }),
   ),
@@ -51,7 +71,9 @@ export const StatementQuery = Type.Object({ ...StatementFilters, ...PageQuery })
 
 /** The platform's read of a tenant's statement: the tenant's filters and pages, in the mode it names. */
 export const AdminStatementQuery = Type.Object({
-  mode: StringEnum(['test', 'live'] as const, { description: "Required: the tenant's statement of this mode (a tenant's key lists its own key's mode)" }),
+  mode: StringEnum(['test', 'live'] as const, {
+    description: "Required: the tenant's statement of this mode (a tenant's key lists its own key's mode)",
+  }),
   ...StatementFilters,
   ...PageQuery,
 });
@@ -66,11 +88,13 @@ const StatementRow = Component(
 export const StatementPage = CursorPage('StatementPage', StatementRow, 'One page of the statement, newest first');
 
 /** The CSV export's columns, in order: the statement row's fields (`batch_id` only in an export of one payout batch). */
-export const STATEMENT_CSV_COLUMNS = (Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[]).filter((column) => column !== 'batch_id');
+export const STATEMENT_CSV_COLUMNS = (Object.keys(StatementRowFields) as (keyof typeof StatementRowFields)[]).filter(
+  (column) => column !== 'batch_id',
+);
 
 export const StatementCsv = {
   description:
-    'CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row\'s field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null; `metadata` is the JSON text of the object (`{}` when none was sent), quoted as RFC 4180 quotes any field. Safe to open in a spreadsheet: a field that would start with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `\'` (shown as text, never run as a formula), and a bank reference is always letters, digits and hyphens.',
+    "CSV (RFC 4180, UTF-8, CRLF line ends): a header row with the statement row's field names, then one payment per line in the order of the pages. Amounts are integers in minor units; an empty field is null; `metadata` is the JSON text of the object (`{}` when none was sent), quoted as RFC 4180 quotes any field. Safe to open in a spreadsheet: a field that would start with `=`, `+`, `-`, `@`, a tab or a carriage return is written with a leading `'` (shown as text, never run as a formula), and a bank reference is always letters, digits and hyphens.",
   content: {
     'text/csv': {
       schema: {

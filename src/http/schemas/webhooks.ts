@@ -21,7 +21,9 @@ const PayloadFields = {
 };
 
 const Method = StringEnum(INSTRUMENTS, { description: 'Instrument used' });
-const BankReference = Type.String({ description: "Receipt the beneficiary sees at their bank: the settlement's reference" });
+const BankReference = Type.String({
+  description: "Receipt the beneficiary sees at their bank: the settlement's reference",
+});
 
 const PaymentSettledPayload = Component(
   'PaymentSettledPayload',
@@ -36,7 +38,9 @@ const PaymentFailedPayload = Component(
   Type.Object(
     {
       ...PayloadFields,
-      method: StringEnum(INSTRUMENTS, { description: 'Instrument used, or the one requested when the payout failed before any was used' }),
+      method: StringEnum(INSTRUMENTS, {
+        description: 'Instrument used, or the one requested when the payout failed before any was used',
+      }),
       reason: StringEnum(PAYOUT_FAILURE_REASONS, { description: 'Why it failed, as in the payout answer' }),
       metadata: Metadata,
     },
@@ -64,7 +68,12 @@ const PaymentReversedPayload = Component(
 const EventBody = (eventType: string, payload: TSchema, description: string) =>
   Type.Object(
     {
-      id: Type.String({ pattern: '^[0-9]+$', description: 'Event id (numeric, as a string), also in `x-event-id` and `webhook-id`. Deduplicate on it (on this signed field, not on the unsigned `x-event-id` header)', example: '42' }),
+      id: Type.String({
+        pattern: '^[0-9]+$',
+        description:
+          'Event id (numeric, as a string), also in `x-event-id` and `webhook-id`. Deduplicate on it (on this signed field, not on the unsigned `x-event-id` header)',
+        example: '42',
+      }),
       eventType: StringEnum([eventType], { description: 'Event type, also in `x-event-type`' }),
       attempt: Type.Integer({ minimum: 1, description: 'Delivery attempt, from 1; also in `x-delivery-attempt`' }),
       payload,
@@ -77,7 +86,10 @@ Component(
   'PaymentSettledEvent',
   EventBody('payment.settled', PaymentSettledPayload, 'Body of a `payment.settled` delivery'),
 );
-Component('PaymentFailedEvent', EventBody('payment.failed', PaymentFailedPayload, 'Body of a `payment.failed` delivery'));
+Component(
+  'PaymentFailedEvent',
+  EventBody('payment.failed', PaymentFailedPayload, 'Body of a `payment.failed` delivery'),
+);
 Component(
   'PaymentReversedEvent',
   EventBody('payment.reversed', PaymentReversedPayload, 'Body of a `payment.reversed` delivery'),
@@ -96,7 +108,9 @@ Component(
     oneOf: Object.values(EVENT_COMPONENTS).map((name) => Type.Ref(name)),
     discriminator: {
       propertyName: 'eventType',
-      mapping: Object.fromEntries(Object.entries(EVENT_COMPONENTS).map(([type, name]) => [type, `#/components/schemas/${name}`])),
+      mapping: Object.fromEntries(
+        Object.entries(EVENT_COMPONENTS).map(([type, name]) => [type, `#/components/schemas/${name}`]),
+      ),
     },
   }),
 );
@@ -109,14 +123,24 @@ export const WEBHOOK_DELIVERY_HEADERS: Record<string, { description: string; sch
     description: `HMAC-SHA256 of \`<x-timestamp>.<raw body>\` keyed by the endpoint secret (the whole \`whsec_…\` string), as \`${SIGNATURE_SCHEME}=<hex>\`; during a secret rotation a second one (the previous secret) follows, comma-separated. Verify it over the raw bytes (\`verifyWebhook\` of this package's \`./webhooks\` export does)`,
     schema: { type: 'string' },
   },
-  'x-timestamp': { description: 'Milliseconds since the epoch when the attempt was signed; refuse deliveries more than 5 minutes off', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-timestamp': {
+    description: 'Milliseconds since the epoch when the attempt was signed; refuse deliveries more than 5 minutes off',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
   'x-event-type': { description: 'The `eventType` of the body', schema: { type: 'string', enum: [...EVENT_TYPES] } },
-  'x-event-id': { description: 'The `id` of the body. Not signed: deduplicate on the `id` of the verified body, not on this header', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'x-event-id': {
+    description: 'The `id` of the body. Not signed: deduplicate on the `id` of the verified body, not on this header',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
   'x-delivery-attempt': { description: 'The `attempt` of the body', schema: { type: 'string', pattern: '^[0-9]+$' } },
   'webhook-id': { description: 'Standard Webhooks: the event id', schema: { type: 'string' } },
-  'webhook-timestamp': { description: 'Standard Webhooks: seconds since the epoch', schema: { type: 'string', pattern: '^[0-9]+$' } },
+  'webhook-timestamp': {
+    description: 'Standard Webhooks: seconds since the epoch',
+    schema: { type: 'string', pattern: '^[0-9]+$' },
+  },
   'webhook-signature': {
-    description: 'Standard Webhooks: `v1,<base64 HMAC-SHA256 of <webhook-id>.<webhook-timestamp>.<raw body>>` per secret (current first), space-separated; any Standard Webhooks library verifies it with the `whsec_` secret',
+    description:
+      'Standard Webhooks: `v1,<base64 HMAC-SHA256 of <webhook-id>.<webhook-timestamp>.<raw body>>` per secret (current first), space-separated; any Standard Webhooks library verifies it with the `whsec_` secret',
     schema: { type: 'string' },
   },
 };

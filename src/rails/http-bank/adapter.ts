@@ -1,27 +1,55 @@
 // The HTTP bank connector: a RailAdapter that speaks the gateway protocol (docs/http-bank.md). It only
 // translates: our reference is the gateway's idempotency key, the gateway's words become ours through
 // one table (status-map.ts), and its callbacks reach the reaper through our inbox (rail_inbox).
-import { acknowledgeRailInboxEvent, insertRailInboxEvent, listPendingRailInbox } from '../../db/repositories/rail-inbox.ts';
+import {
+  acknowledgeRailInboxEvent,
+  insertRailInboxEvent,
+  listPendingRailInbox,
+} from '../../db/repositories/rail-inbox.ts';
 import type { Database } from '../../db/database.ts';
 import type { Clock } from '../../domain/clock.ts';
 import type { Instrument } from '../../domain/instrument.ts';
 import type { RailSignatureFailure } from '../../domain/rail-signature.ts';
 import type { Bank } from '../catalogue.ts';
-import { RailStatementNotReady, type RailAdapter, type RailHealth, type RailLookup, type RailNotification, type RailStatementEntry, type RailStatus, type RailTransfer } from '../rail.ts';
+import {
+  RailStatementNotReady,
+  type RailAdapter,
+  type RailHealth,
+  type RailLookup,
+  type RailNotification,
+  type RailStatementEntry,
+  type RailStatus,
+  type RailTransfer,
+} from '../rail.ts';
 import type { HttpBankConnectorConfig } from '../rails-file.ts';
 import { notificationOf, readCallback } from './callbacks.ts';
 import { GatewayClient, type GatewayAnswer } from './client.ts';
-import { BULK_STATUS_MAX, STATEMENT_PAGE_MAX, type GatewayStatementPage, type GatewayBanksAnswer, type GatewayBulkStatusAnswer, type GatewayErrorAnswer, type GatewayCallback, type GatewayTransfer, type GatewayTransferRequest } from './protocol.ts';
+import {
+  BULK_STATUS_MAX,
+  STATEMENT_PAGE_MAX,
+  type GatewayStatementPage,
+  type GatewayBanksAnswer,
+  type GatewayBulkStatusAnswer,
+  type GatewayErrorAnswer,
+  type GatewayCallback,
+  type GatewayTransfer,
+  type GatewayTransferRequest,
+} from './protocol.ts';
 import { checkedStatusOf } from './status-map.ts';
 
 /** What the callback route learns from receiving one callback. */
 /** Why a callback was not stored: its signature (or rail), its body, or its rail's budget. */
 type CallbackRefusal = RailSignatureFailure | 'unknown_rail' | 'unreadable' | 'overloaded';
-export type CallbackReceipt = { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: CallbackRefusal };
+export type CallbackReceipt =
+  { stored: true; duplicate: boolean; eventId: string } | { stored: false; refusal: CallbackRefusal };
 
 /** Pages of one day's statement read at most: STATEMENT_PAGE_MAX entries each, the most lines a statement may have. */
 const STATEMENT_PAGES_MAX = 500;
-const STATEMENT_STATUS: Readonly<Record<string, string>> = { SETTLED: 'settled', REJECTED: 'failed', RETURNED: 'reversed' };
+const STATEMENT_STATUS: Readonly<Record<string, string>> = {
+  SETTLED: 'settled',
+  REJECTED: 'failed',
+  RETURNED: 'reversed',
+};
 
 /** A statement entry as the import reads it: strings only; a field that is not a string is empty (and refused there). */
 function statementEntryOf(entry: unknown): RailStatementEntry {
@@ -41,13 +69,20 @@ function statementEntryOf(entry: unknown): RailStatementEntry {
 const INBOX_SCAN_MAX = 500;
 
 function isTransfer(value: unknown): value is GatewayTransfer {
-  return typeof value === 'object' && value !== null && typeof (value as GatewayTransfer).reference === 'string' && typeof (value as GatewayTransfer).status === 'string';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as GatewayTransfer).reference === 'string' &&
+    typeof (value as GatewayTransfer).status === 'string'
+  );
 }
 
 /** An answer that says nothing certain: the caller treats the call as failed (unknown), never as a rejection. */
 function unexpected(what: string, answer: GatewayAnswer): Error {
   const code: unknown = (answer.body as Partial<GatewayErrorAnswer> | undefined)?.error?.code;
-  return new Error(`the gateway answered ${what} with ${answer.status}${typeof code === 'string' ? ` ${code.slice(0, 64)}` : ''}`);
+  return new Error(
+    `the gateway answered ${what} with ${answer.status}${typeof code === 'string' ? ` ${code.slice(0, 64)}` : ''}`,
+  );
 }
 
 export class HttpBankRail implements RailAdapter {
@@ -86,7 +121,8 @@ export class HttpBankRail implements RailAdapter {
     };
     // A RailNotReceivedError (never connected) passes through; any other failure leaves the fate unknown.
     const answer = await this.client.call('POST', '/transfers', body, signal);
-    if ((answer.status === 200 || answer.status === 201) && isTransfer(answer.body)) return checkedStatusOf(answer.body, this.clock.now());
+    if ((answer.status === 200 || answer.status === 201) && isTransfer(answer.body))
+      return checkedStatusOf(answer.body, this.clock.now());
     throw unexpected('a transfer', answer);
   }
 
@@ -114,7 +150,12 @@ export class HttpBankRail implements RailAdapter {
       for (const entry of transfers) {
         const reference: unknown = entry?.reference;
         if (typeof reference !== 'string') continue;
-        const lookup: RailLookup | undefined = entry.found === false ? { status: 'not_found' } : entry.found === true && isTransfer(entry) ? checkedStatusOf(entry, now) : undefined;
+        const lookup: RailLookup | undefined =
+          entry.found === false
+            ? { status: 'not_found' }
+            : entry.found === true && isTransfer(entry)
+              ? checkedStatusOf(entry, now)
+              : undefined;
         if (lookup !== undefined) found.set(reference, found.has(reference) ? 'repeated' : lookup);
       }
     }
@@ -130,13 +171,15 @@ export class HttpBankRail implements RailAdapter {
    * for the reaper to apply, and its questions resolve that transfer.
    */
   async pendingNotifications(limit: number): Promise<RailNotification[]> {
-    if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError('HttpBankRail: limit must be a non-negative integer');
+    if (!Number.isSafeInteger(limit) || limit < 0)
+      throw new RangeError('HttpBankRail: limit must be a non-negative integer');
     if (limit === 0) return [];
     const rows = await listPendingRailInbox(this.db, this.name, Math.min(INBOX_SCAN_MAX, limit * 2));
     const notifications: RailNotification[] = [];
     for (const row of rows) {
       const notification = notificationOf(row.event_id, row.payload as GatewayCallback, row.occurred_at);
-      if (notification === undefined) await acknowledgeRailInboxEvent(this.db, this.name, row.event_id, this.clock.now());
+      if (notification === undefined)
+        await acknowledgeRailInboxEvent(this.db, this.name, row.event_id, this.clock.now());
       else notifications.push(notification);
       if (notifications.length === limit) break;
     }
@@ -145,7 +188,8 @@ export class HttpBankRail implements RailAdapter {
 
   /** Idempotent; throws for an id that was never handed out (a caller bug). */
   async acknowledgeNotification(id: string): Promise<void> {
-    if (!(await acknowledgeRailInboxEvent(this.db, this.name, id, this.clock.now()))) throw new Error(`HttpBankRail ${this.name}: unknown notification ${id}`);
+    if (!(await acknowledgeRailInboxEvent(this.db, this.name, id, this.clock.now())))
+      throw new Error(`HttpBankRail ${this.name}: unknown notification ${id}`);
   }
 
   async banks(instrument: Instrument): Promise<Bank[]> {
@@ -158,7 +202,9 @@ export class HttpBankRail implements RailAdapter {
   async health(signal: AbortSignal): Promise<RailHealth> {
     try {
       const answer = await this.client.call('GET', '/health', undefined, signal);
-      return answer.status === 200 ? { ok: true } : { ok: false, message: `the gateway's health answered ${answer.status}` };
+      return answer.status === 200
+        ? { ok: true }
+        : { ok: false, message: `the gateway's health answered ${answer.status}` };
     } catch (error) {
       return { ok: false, message: (error as Error).message };
     }
@@ -170,13 +216,23 @@ export class HttpBankRail implements RailAdapter {
    * stored event is `duplicate`. `admit` is asked only once the callback verified (its rail's budget),
    * so a body nobody signed never spends it; refused, nothing is stored (`overloaded`).
    */
-  async receiveCallback(headers: Record<string, unknown>, rawBody: Uint8Array, admit: () => boolean): Promise<CallbackReceipt> {
+  async receiveCallback(
+    headers: Record<string, unknown>,
+    rawBody: Uint8Array,
+    admit: () => boolean,
+  ): Promise<CallbackReceipt> {
     const now = this.clock.now();
     const reading = readCallback(this.config.callbackKeys, headers, rawBody, now.getTime());
     if (!reading.ok) return { stored: false, refusal: reading.refusal };
     if (!admit()) return { stored: false, refusal: 'overloaded' };
     const eventId = reading.callback.eventId;
-    const inserted = await insertRailInboxEvent(this.db, { rail: this.name, eventId, payload: reading.callback, occurredAt: reading.occurredAt, receivedAt: now });
+    const inserted = await insertRailInboxEvent(this.db, {
+      rail: this.name,
+      eventId,
+      payload: reading.callback,
+      occurredAt: reading.occurredAt,
+      receivedAt: now,
+    });
     return { stored: true, duplicate: !inserted, eventId };
   }
 
@@ -195,12 +251,18 @@ export class HttpBankRail implements RailAdapter {
       if (answer.status === 404 && code === 'STATEMENT_NOT_READY') throw new RailStatementNotReady(day);
       const body = answer.body as Partial<GatewayStatementPage> | undefined;
       const next: unknown = body?.nextCursor;
-      if (answer.status !== 200 || !Array.isArray(body?.entries) || body.entries.length > STATEMENT_PAGE_MAX || (next !== null && typeof next !== 'string')) {
+      if (
+        answer.status !== 200 ||
+        !Array.isArray(body?.entries) ||
+        body.entries.length > STATEMENT_PAGE_MAX ||
+        (next !== null && typeof next !== 'string')
+      ) {
         throw unexpected(`the statement of ${day}`, answer);
       }
       for (const entry of body.entries as unknown[]) yield statementEntryOf(entry);
       if (next === null) return;
-      if (seen.has(next)) throw new Error(`the gateway's statement of ${day} gave the cursor ${next.slice(0, 64)} twice`);
+      if (seen.has(next))
+        throw new Error(`the gateway's statement of ${day} gave the cursor ${next.slice(0, 64)} twice`);
       seen.add(next);
       cursor = next;
     }

@@ -36,7 +36,12 @@ export type CallbackReading =
   | { ok: false; refusal: RailSignatureFailure | 'unreadable' };
 
 /** Verifies and reads one callback's raw bytes. Never throws for bad input. */
-export function readCallback(keys: readonly RailKey[], headers: Record<string, unknown>, rawBody: Uint8Array, nowMs: number): CallbackReading {
+export function readCallback(
+  keys: readonly RailKey[],
+  headers: Record<string, unknown>,
+  rawBody: Uint8Array,
+  nowMs: number,
+): CallbackReading {
   const verified = verifyRailMessage({ keys, headers, rawBody, nowMs });
   if (!verified.ok) return { ok: false, refusal: verified.reason };
   let parsed: unknown;
@@ -68,16 +73,23 @@ export function readCallback(keys: readonly RailKey[], headers: Record<string, u
  * the reaper's own questions settle that transfer. It carries the transfer's echo, for the answer
  * checks every adapter's notifications pass (answer-check.ts).
  */
-export function notificationOf(eventId: string, callback: GatewayCallback, occurredAt: Date): RailNotification | undefined {
+export function notificationOf(
+  eventId: string,
+  callback: GatewayCallback,
+  occurredAt: Date,
+): RailNotification | undefined {
   const transfer = callback.transfer;
   const status = railStatusOf(transfer, occurredAt);
   const metadata = transfer.metadata;
-  const mode: 'test' | 'live' | undefined = metadata?.mode === 'test' ? 'test' : metadata?.mode === 'live' ? 'live' : undefined;
+  const mode: 'test' | 'live' | undefined =
+    metadata?.mode === 'test' ? 'test' : metadata?.mode === 'live' ? 'live' : undefined;
   const common: Omit<RailNotification, 'kind' | 'bankReference' | 'reason'> = {
     id: eventId,
     reference: transfer.reference,
     occurredAt,
-    ...(typeof metadata?.tenantId === 'string' && UUID.test(metadata.tenantId) && mode !== undefined ? { tenantId: metadata.tenantId, mode } : {}),
+    ...(typeof metadata?.tenantId === 'string' && UUID.test(metadata.tenantId) && mode !== undefined
+      ? { tenantId: metadata.tenantId, mode }
+      : {}),
     echo: echoOf(transfer),
   };
   switch (status.status) {

@@ -14,7 +14,14 @@ const GATEWAY_ANSWER_BYTES_MAX = 1024 * 1024;
  * Errors raised while OPENING a connection, before any byte of the request was written: the gateway
  * cannot have received it. A reset, a timeout or an abort after that leave the request's fate unknown.
  */
-const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_CONNECTED_CODES: ReadonlySet<string> = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 export interface GatewayAnswer {
   status: number;
@@ -40,18 +47,27 @@ export class GatewayClient {
    */
   async call(method: 'GET' | 'POST', path: string, body: unknown, signal?: AbortSignal): Promise<GatewayAnswer> {
     const raw = body === undefined ? '' : JSON.stringify(body);
-    const bounded = signal ? AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)]) : AbortSignal.timeout(this.timeoutMs);
+    const bounded = signal
+      ? AbortSignal.any([signal, AbortSignal.timeout(this.timeoutMs)])
+      : AbortSignal.timeout(this.timeoutMs);
     let answer: Awaited<ReturnType<typeof request>>;
     try {
       answer = await request(new URL(path, this.baseUrl), {
         method,
         dispatcher: this.agent,
         signal: bounded,
-        headers: { accept: 'application/json', ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...signRailMessage(this.key, raw, this.nowMs()) },
+        headers: {
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          ...signRailMessage(this.key, raw, this.nowMs()),
+        },
         body: body === undefined ? undefined : raw,
       });
     } catch (error) {
-      if (notConnected(error)) throw new RailNotReceivedError(`the gateway at ${this.baseUrl} could not be reached: ${codeOf(error)}`, { cause: error });
+      if (notConnected(error))
+        throw new RailNotReceivedError(`the gateway at ${this.baseUrl} could not be reached: ${codeOf(error)}`, {
+          cause: error,
+        });
       throw error;
     }
     const text = await readBounded(answer.body);

@@ -17,7 +17,13 @@ export interface GatewayTransferRequest {
   amountMinor: string;
   currency: 'VES';
   instrument: string;
-  beneficiary: { fullName: string; nationalId: string; bankCode: string; accountNumber: string | null; phone: string | null };
+  beneficiary: {
+    fullName: string;
+    nationalId: string;
+    bankCode: string;
+    accountNumber: string | null;
+    phone: string | null;
+  };
   sender: Record<string, string>;
   /** Echoed back in every answer and callback about the transfer: which program sent it. */
   metadata: { tenantId: string; mode: 'test' | 'live' };

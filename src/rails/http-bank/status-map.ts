@@ -12,7 +12,9 @@ import { assert } from '../../domain/assert.ts';
  * Gateway status → how our side reads it.
  * @internal Exported for its tests, not used elsewhere.
  */
-export const GATEWAY_STATUS_MAP: Readonly<Record<string, 'processing' | 'settled' | 'failed' | 'unconfirmed' | 'reversed'>> = {
+export const GATEWAY_STATUS_MAP: Readonly<
+  Record<string, 'processing' | 'settled' | 'failed' | 'unconfirmed' | 'reversed'>
+> = {
   RECEIVED: 'processing',
   PROCESSING: 'processing',
   /** The bank holds it for review: it may still pay. */
@@ -81,9 +83,16 @@ export function railStatusOf(transfer: GatewayTransfer, now: Date): RailStatus {
       if (!transfer.bankReference) return { status: 'unconfirmed' };
       return { status: 'settled', bankReference: transfer.bankReference, settledAt: dateOf(transfer.settledAt, now) };
     case 'failed': {
-      const reason = transfer.errorCode !== undefined && Object.hasOwn(GATEWAY_ERROR_MAP, transfer.errorCode) ? GATEWAY_ERROR_MAP[transfer.errorCode] : undefined;
+      const reason =
+        transfer.errorCode !== undefined && Object.hasOwn(GATEWAY_ERROR_MAP, transfer.errorCode)
+          ? GATEWAY_ERROR_MAP[transfer.errorCode]
+          : undefined;
       if (reason === undefined) return { status: 'unconfirmed' };
-      return { status: 'failed', reason, ...(transfer.errorMessage ? { message: transfer.errorMessage.slice(0, 200) } : {}) };
+      return {
+        status: 'failed',
+        reason,
+        ...(transfer.errorMessage ? { message: transfer.errorMessage.slice(0, 200) } : {}),
+      };
     }
     case 'reversed':
       if (!transfer.bankReference) return { status: 'unconfirmed' };

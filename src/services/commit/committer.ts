@@ -111,7 +111,8 @@ export class Committer {
         // The commit takes the lane's jobs in arrival order.
         const commit = queue.items.splice(0, queue.lane.commitMax);
         const run = () => this.withSlot(() => this.runCommit(queue.partition, queue.lane, commit));
-        if (this.background && queue.lane.inBackground?.(commit.map((item) => item.job))) await this.background.run(run);
+        if (this.background && queue.lane.inBackground?.(commit.map((item) => item.job)))
+          await this.background.run(run);
         else await run();
       }
     } finally {
@@ -122,7 +123,8 @@ export class Committer {
   }
 
   private async withSlot<T>(work: () => Promise<T>): Promise<T> {
-    while (this.inFlight >= this.settings.transactionsMax) await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
+    while (this.inFlight >= this.settings.transactionsMax)
+      await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
     this.inFlight += 1;
     try {
       return await work();
@@ -133,19 +135,29 @@ export class Committer {
   }
 
   /** Never throws: every item is resolved or rejected. */
-  private async runCommit(partition: Partition, lane: CommitLane<unknown, unknown>, commit: readonly Item[]): Promise<void> {
+  private async runCommit(
+    partition: Partition,
+    lane: CommitLane<unknown, unknown>,
+    commit: readonly Item[],
+  ): Promise<void> {
     const jobs = commit.map((item) => item.job);
     let results: unknown[];
     const startedAt = performance.now();
     try {
       results = await inTransaction(this.db, (tx) => lane.run(tx, partition, jobs), COMMIT);
-      assert(results.length === commit.length, `a ${lane.name} commit of ${commit.length} gave ${results.length} results`);
+      assert(
+        results.length === commit.length,
+        `a ${lane.name} commit of ${commit.length} gave ${results.length} results`,
+      );
       this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, true);
     } catch (error) {
       this.observer?.commit(lane.name, commit.length, (performance.now() - startedAt) / 1000, false);
       if (commit.length > 1 && !isTransientDatabaseError(error)) {
         // Isolate whichever job broke the commit: the others must not fail with it.
-        this.log?.warn({ lane: lane.name, jobs: commit.length, message: (error as Error)?.message }, 'commit failed; committing its jobs one by one');
+        this.log?.warn(
+          { lane: lane.name, jobs: commit.length, message: (error as Error)?.message },
+          'commit failed; committing its jobs one by one',
+        );
         for (const item of commit) await this.runCommit(partition, lane, [item]);
         return;
       }

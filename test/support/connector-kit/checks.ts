@@ -48,7 +48,11 @@ export async function bounded<T>(promise: Promise<T>, ms: number, what: string):
 }
 
 /** The first truthy value of `probe` within KIT_EVENTUALLY_MS, else an AssertionError naming `what`. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, detail?: () => string): Promise<T> {
+export async function eventually<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  detail?: () => string,
+): Promise<T> {
   try {
     return await until(what, probe, { timeoutMs: KIT_EVENTUALLY_MS, detail });
   } catch (error) {
@@ -58,7 +62,11 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
 }
 
 /** A transfer the kit has not used yet (a new reference), shaped so the bank plays `scenario` for it. */
-export async function arranged(cut: ConnectorUnderTest, scenario: BankScenario, instrument: Instrument = 'pago_movil'): Promise<RailTransfer> {
+export async function arranged(
+  cut: ConnectorUnderTest,
+  scenario: BankScenario,
+  instrument: Instrument = 'pago_movil',
+): Promise<RailTransfer> {
   const transfer: RailTransfer = {
     reference: randomUUID(),
     tenantId: randomUUID(),
@@ -91,7 +99,11 @@ export async function arranged(cut: ConnectorUnderTest, scenario: BankScenario, 
 export async function submitted(cut: ConnectorUnderTest, transfer: RailTransfer): Promise<RailStatus> {
   const controller = new AbortController();
   try {
-    return await bounded(cut.adapter.submit(transfer, controller.signal), KIT_EVENTUALLY_MS, `submit of ${transfer.reference}`);
+    return await bounded(
+      cut.adapter.submit(transfer, controller.signal),
+      KIT_EVENTUALLY_MS,
+      `submit of ${transfer.reference}`,
+    );
   } catch (error) {
     if (error instanceof assert.AssertionError) throw error;
     throw new assert.AssertionError({ message: `submit of ${transfer.reference} threw: ${(error as Error).message}` });
@@ -105,15 +117,27 @@ export function lookedUp(cut: ConnectorUnderTest, reference: string): Promise<Ra
 }
 
 /** The bulk lookup's answers, checked to be one per reference; undefined when the adapter has none. */
-export async function lookedUpMany(cut: ConnectorUnderTest, references: readonly string[]): Promise<RailLookup[] | undefined> {
+export async function lookedUpMany(
+  cut: ConnectorUnderTest,
+  references: readonly string[],
+): Promise<RailLookup[] | undefined> {
   if (!cut.adapter.lookupMany) return undefined;
-  const answers = await bounded(cut.adapter.lookupMany(references, cut.mode), KIT_EVENTUALLY_MS, `lookupMany of ${references.length}`);
-  assert.equal(answers.length, references.length, `lookupMany must answer once per reference, in order: ${shown(answers)}`);
+  const answers = await bounded(
+    cut.adapter.lookupMany(references, cut.mode),
+    KIT_EVENTUALLY_MS,
+    `lookupMany of ${references.length}`,
+  );
+  assert.equal(
+    answers.length,
+    references.length,
+    `lookupMany must answer once per reference, in order: ${shown(answers)}`,
+  );
   return answers;
 }
 
 export const isPending = (s: RailLookup): boolean => s.status === 'processing' || s.status === 'unconfirmed';
-export const isFinal = (s: RailLookup): boolean => s.status === 'settled' || s.status === 'failed' || s.status === 'reversed';
+export const isFinal = (s: RailLookup): boolean =>
+  s.status === 'settled' || s.status === 'failed' || s.status === 'reversed';
 
 /**
  * What the rail ends up saying about a transfer it answered `answer` to: looked up once the bank has
@@ -143,31 +167,53 @@ export function assertSameTransfer(a: RailLookup, b: RailLookup, what: string): 
   assert.notEqual(b.status, 'not_found', `${what}: the rail does not know a transfer it answered`);
   if (isPending(a) || isPending(b)) return;
   const bankReference = (s: RailLookup) => ('bankReference' in s ? s.bankReference : undefined);
-  const settledBoth = (a.status === 'settled' || a.status === 'reversed') && (b.status === 'settled' || b.status === 'reversed');
+  const settledBoth =
+    (a.status === 'settled' || a.status === 'reversed') && (b.status === 'settled' || b.status === 'reversed');
   assert.ok(settledBoth || a.status === b.status, `${what} name two outcomes: ${shown(a)} and ${shown(b)}`);
-  if (a.status === 'failed' && b.status === 'failed') assert.equal(a.reason, b.reason, `${what} name two failure reasons`);
-  assert.equal(bankReference(a), bankReference(b), `${what} name two bank references (two transfers?): ${shown(a)} and ${shown(b)}`);
+  if (a.status === 'failed' && b.status === 'failed')
+    assert.equal(a.reason, b.reason, `${what} name two failure reasons`);
+  assert.equal(
+    bankReference(a),
+    bankReference(b),
+    `${what} name two bank references (two transfers?): ${shown(a)} and ${shown(b)}`,
+  );
 }
 
 export function assertSettled(status: RailLookup, what: string): void {
   assert.equal(status.status, 'settled', `${what}: ${shown(status)}`);
   if (status.status !== 'settled') return;
-  assert.ok(typeof status.bankReference === 'string' && status.bankReference !== '', `${what}: a settlement carries the bank reference`);
-  assert.ok(status.settledAt instanceof Date && !Number.isNaN(status.settledAt.getTime()), `${what}: a settlement carries its time`);
+  assert.ok(
+    typeof status.bankReference === 'string' && status.bankReference !== '',
+    `${what}: a settlement carries the bank reference`,
+  );
+  assert.ok(
+    status.settledAt instanceof Date && !Number.isNaN(status.settledAt.getTime()),
+    `${what}: a settlement carries its time`,
+  );
 }
 
 export function assertFailedWith(status: RailLookup, reason: RailFailureReason, what: string): void {
   assert.equal(status.status, 'failed', `${what}: expected failed (${reason}), got ${shown(status)}`);
-  if (status.status === 'failed') assert.equal(status.reason, reason, `${what}: the bank's rejection must be answered as our reason`);
+  if (status.status === 'failed')
+    assert.equal(status.reason, reason, `${what}: the bank's rejection must be answered as our reason`);
 }
 
 /** A catalogue the service can use: not empty, every entry complete, one entry per code. */
 export function assertCatalogue(banks: unknown, instrument: Instrument): asserts banks is Bank[] {
-  assert.ok(Array.isArray(banks) && banks.length > 0, `banks(${instrument}) must list the banks it reaches, not ${shown(banks)}`);
+  assert.ok(
+    Array.isArray(banks) && banks.length > 0,
+    `banks(${instrument}) must list the banks it reaches, not ${shown(banks)}`,
+  );
   for (const bank of banks as Bank[]) {
     assert.match(bank.code, /^[0-9]{4}$/, `banks(${instrument}): a code is 4 digits: ${shown(bank)}`);
-    assert.ok(typeof bank.name === 'string' && bank.name !== '', `banks(${instrument}): every bank has its name: ${shown(bank)}`);
-    assert.ok(typeof bank.shortName === 'string' && bank.shortName !== '', `banks(${instrument}): every bank has its short name: ${shown(bank)}`);
+    assert.ok(
+      typeof bank.name === 'string' && bank.name !== '',
+      `banks(${instrument}): every bank has its name: ${shown(bank)}`,
+    );
+    assert.ok(
+      typeof bank.shortName === 'string' && bank.shortName !== '',
+      `banks(${instrument}): every bank has its short name: ${shown(bank)}`,
+    );
   }
   const codes = (banks as Bank[]).map((bank) => bank.code);
   assert.equal(new Set(codes).size, codes.length, `banks(${instrument}): a code is listed once`);
@@ -178,17 +224,36 @@ export function assertCatalogue(banks: unknown, instrument: Instrument): asserts
  * oldest first and each of them names the transfer as it was sent.
  */
 export async function pendingFor(cut: ConnectorUnderTest, transfer: RailTransfer): Promise<RailNotification[]> {
-  const all = await bounded(cut.adapter.pendingNotifications(KIT_NOTIFICATIONS_LIMIT), KIT_EVENTUALLY_MS, 'pendingNotifications');
-  assert.ok(all.length <= KIT_NOTIFICATIONS_LIMIT, `pendingNotifications(${KIT_NOTIFICATIONS_LIMIT}) handed out ${all.length}`);
+  const all = await bounded(
+    cut.adapter.pendingNotifications(KIT_NOTIFICATIONS_LIMIT),
+    KIT_EVENTUALLY_MS,
+    'pendingNotifications',
+  );
+  assert.ok(
+    all.length <= KIT_NOTIFICATIONS_LIMIT,
+    `pendingNotifications(${KIT_NOTIFICATIONS_LIMIT}) handed out ${all.length}`,
+  );
   for (let i = 1; i < all.length; i += 1) {
-    assert.ok(all[i - 1]!.occurredAt.getTime() <= all[i]!.occurredAt.getTime(), `notifications are handed out oldest first: ${shown(all)}`);
+    assert.ok(
+      all[i - 1]!.occurredAt.getTime() <= all[i]!.occurredAt.getTime(),
+      `notifications are handed out oldest first: ${shown(all)}`,
+    );
   }
   const mine = all.filter((n) => n.reference === transfer.reference);
   for (const n of mine) {
     assert.ok(typeof n.id === 'string' && n.id !== '', `a notification has an id: ${shown(n)}`);
-    assert.ok(n.occurredAt instanceof Date && !Number.isNaN(n.occurredAt.getTime()), `a notification has its time: ${shown(n)}`);
-    if (n.tenantId !== undefined) assert.equal(n.tenantId.toLowerCase(), transfer.tenantId.toLowerCase(), 'a notification names the tenant the transfer was sent with');
-    if (n.mode !== undefined) assert.equal(n.mode, transfer.mode, 'a notification names the mode the transfer was sent with');
+    assert.ok(
+      n.occurredAt instanceof Date && !Number.isNaN(n.occurredAt.getTime()),
+      `a notification has its time: ${shown(n)}`,
+    );
+    if (n.tenantId !== undefined)
+      assert.equal(
+        n.tenantId.toLowerCase(),
+        transfer.tenantId.toLowerCase(),
+        'a notification names the tenant the transfer was sent with',
+      );
+    if (n.mode !== undefined)
+      assert.equal(n.mode, transfer.mode, 'a notification names the mode the transfer was sent with');
   }
   return mine;
 }

@@ -71,14 +71,20 @@ async function concurrentSubmitsAreOneTransfer(cut: ConnectorUnderTest): Promise
   const answers = await Promise.all(Array.from({ length: KIT_CONCURRENT_SUBMITS }, () => submitted(cut, transfer)));
   for (const answer of answers.slice(1)) assertSameTransfer(answers[0]!, answer, 'concurrent submits of one reference');
   const received = await cut.bank.submissionsOf(transfer.reference);
-  assert.ok(received >= 1 && received <= KIT_CONCURRENT_SUBMITS, `the bank counts ${received} submits of ${KIT_CONCURRENT_SUBMITS}`);
+  assert.ok(
+    received >= 1 && received <= KIT_CONCURRENT_SUBMITS,
+    `the bank counts ${received} submits of ${KIT_CONCURRENT_SUBMITS}`,
+  );
   const outcome = await outcomeOf(cut, transfer.reference, answers[0]!);
   assertSettled(outcome, 'a lookup after concurrent submits');
   for (const answer of answers) assertSameTransfer(answer, outcome, 'an answer and a later lookup');
 }
 
 /** `callRail` wrapping the adapter, remembering what its submit threw (RailNotReceivedError is a lie here). */
-async function sendObserved(cut: ConnectorUnderTest, transfer: RailTransfer): Promise<{ report: Awaited<ReturnType<typeof callRail>>; thrown: unknown[] }> {
+async function sendObserved(
+  cut: ConnectorUnderTest,
+  transfer: RailTransfer,
+): Promise<{ report: Awaited<ReturnType<typeof callRail>>; thrown: unknown[] }> {
   const thrown: unknown[] = [];
   const observed: RailAdapter = Object.assign(Object.create(cut.adapter) as RailAdapter, {
     submit: (t: RailTransfer, signal: AbortSignal) =>
@@ -97,11 +103,18 @@ async function sendObserved(cut: ConnectorUnderTest, transfer: RailTransfer): Pr
  * transfer go to a second rail). A later lookup finds it, and no lookup sends it again.
  */
 async function hangIsReportedAsUnknown(cut: ConnectorUnderTest): Promise<void> {
-  assert.ok(cut.railTimeoutMs > 0 && cut.railTimeoutMs <= KIT_RAIL_TIMEOUT_MAX_MS, `railTimeoutMs ${cut.railTimeoutMs} out of (0, ${KIT_RAIL_TIMEOUT_MAX_MS}]`);
+  assert.ok(
+    cut.railTimeoutMs > 0 && cut.railTimeoutMs <= KIT_RAIL_TIMEOUT_MAX_MS,
+    `railTimeoutMs ${cut.railTimeoutMs} out of (0, ${KIT_RAIL_TIMEOUT_MAX_MS}]`,
+  );
   const transfer = await arranged(cut, { kind: 'hang' });
   const { report, thrown } = await sendObserved(cut, transfer);
   const notReceived = thrown.find((error) => error instanceof RailNotReceivedError);
-  assert.equal(notReceived, undefined, 'RailNotReceivedError for a transfer the bank received: another rail could pay it again');
+  assert.equal(
+    notReceived,
+    undefined,
+    'RailNotReceivedError for a transfer the bank received: another rail could pay it again',
+  );
   assert.ok(
     report.status === 'timeout' || report.status === 'error',
     `a send the bank received but never answered must end as a timeout or an error (the payout answers unknown), not ${shown(report)}`,
@@ -143,12 +156,14 @@ async function unknownReferencesAreNotFound(cut: ConnectorUnderTest): Promise<vo
   const many = await lookedUpMany(cut, unknown);
   if (many) assert.deepEqual(many, [{ status: 'not_found' }, { status: 'not_found' }]);
   assert.deepEqual((await lookedUpMany(cut, [])) ?? [], []);
-  for (const reference of unknown) assert.equal(await cut.bank.submissionsOf(reference), 0, `a lookup of ${reference} reached the bank as a send`);
+  for (const reference of unknown)
+    assert.equal(await cut.bank.submissionsOf(reference), 0, `a lookup of ${reference} reached the bank as a send`);
 }
 
 /** lookupMany answers one status per reference, in the order asked, known and unknown mixed. */
 async function lookupManyKeepsOrder(cut: ConnectorUnderTest): Promise<void> {
-  if (!cut.adapter.lookupMany) throw new KitSkip('the adapter has no bulk lookup (lookupMany): the reaper asks one reference at a time');
+  if (!cut.adapter.lookupMany)
+    throw new KitSkip('the adapter has no bulk lookup (lookupMany): the reaper asks one reference at a time');
   const settled = await arranged(cut, { kind: 'settle' });
   const pending = await arranged(cut, { kind: 'processing' });
   await outcomeOf(cut, settled.reference, await submitted(cut, settled));
@@ -187,7 +202,8 @@ async function processingStaysOpen(cut: ConnectorUnderTest): Promise<void> {
 /** The bank's rejection for `reason` is answered as exactly that reason, at the submit or on a lookup. */
 function failureIsAnsweredAs(reason: RailFailureReason): KitCheck {
   return async (cut) => {
-    if (!cut.bank.failureReasons.includes(reason)) throw new KitSkip(`the bank behind this adapter cannot be made to answer ${reason}`);
+    if (!cut.bank.failureReasons.includes(reason))
+      throw new KitSkip(`the bank behind this adapter cannot be made to answer ${reason}`);
     const transfer = await arranged(cut, { kind: 'fail', reason });
     const answer = await submitted(cut, transfer);
     if (!isPending(answer)) assertFailedWith(answer, reason, 'the answer to the submit');
@@ -203,14 +219,18 @@ async function notificationsUntilAcknowledged(cut: ConnectorUnderTest): Promise<
   const transfer = await arranged(cut, { kind: 'processing' });
   await submitted(cut, transfer);
   await cut.bank.notify(transfer.reference, [{ kind: 'settled' }]);
-  const [notice] = await eventually('the bank\'s notice is handed out', async () => {
+  const [notice] = await eventually("the bank's notice is handed out", async () => {
     const mine = await pendingFor(cut, transfer);
     return mine.length > 0 && mine;
   });
   assert.equal(notice!.kind, 'settled', `the notice the bank pushed: ${shown(notice)}`);
-  if (notice!.kind === 'settled') assert.ok(notice!.bankReference !== '', 'a settled notice carries the bank reference');
+  if (notice!.kind === 'settled')
+    assert.ok(notice!.bankReference !== '', 'a settled notice carries the bank reference');
   const again = await pendingFor(cut, transfer);
-  assert.ok(again.some((n) => n.id === notice!.id), 'a notice not acknowledged yet must be handed out again, with its id');
+  assert.ok(
+    again.some((n) => n.id === notice!.id),
+    'a notice not acknowledged yet must be handed out again, with its id',
+  );
   await acknowledged(cut, notice!.id);
   await acknowledged(cut, notice!.id);
   const after = await pendingFor(cut, transfer);
@@ -223,7 +243,7 @@ async function duplicateNoticesAgree(cut: ConnectorUnderTest): Promise<void> {
   const transfer = await arranged(cut, { kind: 'processing' });
   await submitted(cut, transfer);
   await cut.bank.notify(transfer.reference, [{ kind: 'settled' }], { times: 2 });
-  const seen = await eventually('the bank\'s duplicated notice is handed out', async () => {
+  const seen = await eventually("the bank's duplicated notice is handed out", async () => {
     const mine = await pendingFor(cut, transfer);
     return mine.length > 0 && mine;
   });
@@ -269,7 +289,10 @@ async function contradictoryNoticesInOrder(cut: ConnectorUnderTest): Promise<voi
 /** The bank catalogue of each instrument: complete entries the service can show and validate against. */
 async function catalogueIsComplete(cut: ConnectorUnderTest): Promise<void> {
   for (const instrument of INSTRUMENTS) {
-    assertCatalogue(await bounded(cut.adapter.banks(instrument), KIT_EVENTUALLY_MS, `banks(${instrument})`), instrument);
+    assertCatalogue(
+      await bounded(cut.adapter.banks(instrument), KIT_EVENTUALLY_MS, `banks(${instrument})`),
+      instrument,
+    );
   }
 }
 
@@ -284,7 +307,11 @@ async function catalogueOutage(cut: ConnectorUnderTest): Promise<void> {
     for (const instrument of INSTRUMENTS) {
       let banks: unknown;
       try {
-        banks = await bounded(cut.adapter.banks(instrument), KIT_EVENTUALLY_MS, `banks(${instrument}) while the catalogue is down`);
+        banks = await bounded(
+          cut.adapter.banks(instrument),
+          KIT_EVENTUALLY_MS,
+          `banks(${instrument}) while the catalogue is down`,
+        );
       } catch (error) {
         if (error instanceof assert.AssertionError) throw error;
         continue; // rejected: the documented answer to an outage
@@ -303,7 +330,11 @@ async function catalogueOutage(cut: ConnectorUnderTest): Promise<void> {
 /** `health`, bounded: it must answer within KIT_HEALTH_BOUND_MS and never throw. */
 async function healthOf(cut: ConnectorUnderTest): Promise<RailHealth> {
   try {
-    return await bounded(cut.adapter.health(AbortSignal.timeout(KIT_HEALTH_BOUND_MS)), KIT_HEALTH_BOUND_MS * 2, 'health');
+    return await bounded(
+      cut.adapter.health(AbortSignal.timeout(KIT_HEALTH_BOUND_MS)),
+      KIT_HEALTH_BOUND_MS * 2,
+      'health',
+    );
   } catch (error) {
     if (error instanceof assert.AssertionError) throw error;
     throw new assert.AssertionError({ message: `health must never throw: ${(error as Error).message}` });
@@ -329,13 +360,25 @@ async function unreachableIsNotReceived(cut: ConnectorUnderTest): Promise<void> 
     assert.equal(health.ok, false, `health of an unreachable bank: ${shown(health)}`);
     if (!health.ok) assert.ok(health.message !== '', 'an unhealthy rail says why');
     const controller = new AbortController();
-    const sent = bounded(cut.adapter.submit(transfer, controller.signal), KIT_EVENTUALLY_MS, 'submit to an unreachable bank');
-    await assert.rejects(sent, (error) => error instanceof RailNotReceivedError, 'a submit to an unreachable bank throws RailNotReceivedError');
+    const sent = bounded(
+      cut.adapter.submit(transfer, controller.signal),
+      KIT_EVENTUALLY_MS,
+      'submit to an unreachable bank',
+    );
+    await assert.rejects(
+      sent,
+      (error) => error instanceof RailNotReceivedError,
+      'a submit to an unreachable bank throws RailNotReceivedError',
+    );
     controller.abort();
   } finally {
     await cut.bank.unreachable(false);
   }
-  assert.equal(await cut.bank.submissionsOf(transfer.reference), 0, 'RailNotReceivedError, yet the bank received the transfer');
+  assert.equal(
+    await cut.bank.submissionsOf(transfer.reference),
+    0,
+    'RailNotReceivedError, yet the bank received the transfer',
+  );
   await eventually('health recovers once the bank is reachable', async () => (await healthOf(cut)).ok);
   const answer = await submitted(cut, transfer);
   assertSettled(await outcomeOf(cut, transfer.reference, answer), 'the transfer sent once the bank is reachable');
@@ -351,7 +394,9 @@ const KIT_CASES: ReadonlyArray<readonly [string, KitCheck]> = [
   ['lookupMany answers in order, known and unknown mixed', lookupManyKeepsOrder],
   ['a transfer the bank pays is settled with its bank reference', settleIsSettled],
   ['a transfer the bank has not decided stays processing', processingStaysOpen],
-  ...RAIL_FAILURE_REASONS.map((reason) => [`a rejection for ${reason} is answered as ${reason}`, failureIsAnsweredAs(reason)] as const),
+  ...RAIL_FAILURE_REASONS.map(
+    (reason) => [`a rejection for ${reason} is answered as ${reason}`, failureIsAnsweredAs(reason)] as const,
+  ),
   ['a notification is handed out until acknowledged; acknowledging is idempotent', notificationsUntilAcknowledged],
   ['a notification pushed twice says the same thing each time', duplicateNoticesAgree],
   ['notifications out of order are all handed out, oldest first', contradictoryNoticesInOrder],

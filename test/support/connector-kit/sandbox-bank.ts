@@ -11,7 +11,12 @@ import { findSandboxTransfer } from '../../../src/db/repositories/sandbox-rail.t
 import { ManualClock } from '../clock.ts';
 import type { RailFailureReason } from '../../../src/domain/failure-reasons.ts';
 import type { RailTransfer } from '../../../src/rails/rail.ts';
-import { newBankReference, queueSandboxNotification, SandboxRail, type SandboxNotice } from '../../../src/rails/sandbox-rail.ts';
+import {
+  newBankReference,
+  queueSandboxNotification,
+  SandboxRail,
+  type SandboxNotice,
+} from '../../../src/rails/sandbox-rail.ts';
 import type { BankControl, BankNotice, BankScenario, ConnectorUnderTest } from './bank-control.ts';
 
 /** Long enough that nothing the sandbox has not been told to decide settles during a case. */
@@ -78,7 +83,13 @@ class SandboxBank implements BankControl {
             ? { kind: 'failed', reason: notice.reason, amountMinor: row.amount_minor }
             : { kind: 'reversed', reason: notice.reason, bankReference, amountMinor: row.amount_minor };
       const at = new Date(now - (pushes.length - i));
-      const id = await queueSandboxNotification(this.db, { tenantId: row.tenant_id, mode: row.mode }, reference, said, at);
+      const id = await queueSandboxNotification(
+        this.db,
+        { tenantId: row.tenant_id, mode: row.mode },
+        reference,
+        said,
+        at,
+      );
       if (id === undefined) throw new Error(`the sandbox refused a notification about ${reference}: too many waiting`);
     }
   }
@@ -94,7 +105,10 @@ class SandboxBank implements BankControl {
 /** A fresh sandbox rail (test mode) and its bank over `db`, a migrated database the caller owns. */
 export async function sandboxConnector(db: Database): Promise<ConnectorUnderTest> {
   const clock = new ManualClock(new Date());
-  const adapter = new SandboxRail(db, clock, { settleDelayMs: SANDBOX_KIT_SETTLE_DELAY_MS, reverseDelayMs: SANDBOX_KIT_SETTLE_DELAY_MS });
+  const adapter = new SandboxRail(db, clock, {
+    settleDelayMs: SANDBOX_KIT_SETTLE_DELAY_MS,
+    reverseDelayMs: SANDBOX_KIT_SETTLE_DELAY_MS,
+  });
   return {
     adapter,
     bank: new SandboxBank(db, clock, 'test'),

@@ -12,7 +12,8 @@ import { arranged, assertSettled, bounded, KIT_EVENTUALLY_MS, KitSkip, outcomeOf
 type Stating = ConnectorUnderTest & { adapter: RailAdapter & { statement: NonNullable<RailAdapter['statement']> } };
 
 function stating(cut: ConnectorUnderTest): Stating {
-  if (!cut.adapter.statement) throw new KitSkip('this adapter gives no statement (its rail is matched by a file an operator posts)');
+  if (!cut.adapter.statement)
+    throw new KitSkip('this adapter gives no statement (its rail is matched by a file an operator posts)');
   return cut as Stating;
 }
 
@@ -40,8 +41,16 @@ async function statementNamesFinalTransfers(cut: ConnectorUnderTest): Promise<vo
       if (size !== undefined) await cut.bank.statementPageSize!(size);
       const entries = await statementOf(bank, day);
       const of = (reference: string) => entries.filter((entry) => entry.reference === reference);
-      assert.equal(of(paid.reference).length, 1, `the paid transfer once on the statement (page size ${size}): ${shown(entries)}`);
-      assert.equal(of(refused.reference).length, 1, `the refused transfer once on the statement (page size ${size}): ${shown(entries)}`);
+      assert.equal(
+        of(paid.reference).length,
+        1,
+        `the paid transfer once on the statement (page size ${size}): ${shown(entries)}`,
+      );
+      assert.equal(
+        of(refused.reference).length,
+        1,
+        `the refused transfer once on the statement (page size ${size}): ${shown(entries)}`,
+      );
       const line = of(paid.reference)[0]!;
       assert.equal(line.status, 'settled', shown(line));
       assert.equal(line.amountMinor, paid.amountMinor.toString(), shown(line));
@@ -61,7 +70,11 @@ async function statementNotReadyIsSaid(cut: ConnectorUnderTest): Promise<void> {
   if (!cut.bank.statementNotReady) throw new KitSkip('the bank behind this adapter has every day ready');
   await cut.bank.statementNotReady(true);
   try {
-    await assert.rejects(statementOf(bank, businessDate(new Date())), (error) => error instanceof RailStatementNotReady, 'a day not closed is RailStatementNotReady');
+    await assert.rejects(
+      statementOf(bank, businessDate(new Date())),
+      (error) => error instanceof RailStatementNotReady,
+      'a day not closed is RailStatementNotReady',
+    );
   } finally {
     await cut.bank.statementNotReady(false);
   }
@@ -71,6 +84,9 @@ async function statementNotReadyIsSaid(cut: ConnectorUnderTest): Promise<void> {
 export const statementChecks = { statementNamesFinalTransfers, statementNotReadyIsSaid } as const;
 
 export const STATEMENT_CASES = [
-  ["the day's statement names each final transfer once, as the bank records it, on any page size", statementNamesFinalTransfers],
+  [
+    "the day's statement names each final transfer once, as the bank records it, on any page size",
+    statementNamesFinalTransfers,
+  ],
   ['a day the bank has not closed is RailStatementNotReady, never an empty statement', statementNotReadyIsSaid],
 ] as const;

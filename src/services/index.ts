@@ -133,6 +133,7 @@ export interface Services {
 /** Batches waiting across tenants before new writes are refused with 503 `overloaded`. */
 const COMMIT_QUEUE_MAX = 8192;
 
+// long function: the wiring of every service, one entry each — a declarative table read top to bottom.
 export function createServices(deps: ServiceDeps, registry: Registry, log?: FastifyBaseLogger): Services {
   const { config, db } = deps;
   const clock = deps.clock ?? systemClock;

@@ -28,6 +28,7 @@ const DAILY_CLOSE_INTERVAL_MS = 60_000;
 const IDEMPOTENCY_PURGE_INTERVAL_MS = 60_000;
 
 /** The background loops of the `worker` role: reaper, daily close, webhook dispatch, idempotency and rail inbox purges, report fold, reconciliation, rail statement pull, audit archive. */
+// long function: the list of worker loops a process runs, one entry each — a declarative table.
 export function startWorkers(services: Services, log: FastifyBaseLogger): RunningWorkers {
   const { config } = services;
   const reaper = new Reaper(

@@ -88,7 +88,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           )
         : document.swaggerObject,
   });
-  // Its own scope, so that the page's headers go on its answers only.
+  await registerDocsPage(app);
+}
+
+/** The interactive page at /docs: its own scope, so that the page's headers go on its answers only. */
+async function registerDocsPage(app: FastifyInstance): Promise<void> {
   await app.register(async (docs) => {
     docs.addHook('onRequest', async (_request, reply) => {
       reply

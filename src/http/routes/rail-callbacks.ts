@@ -1,6 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import { ApiError, validationFailed } from '../../domain/errors.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { CallbackReceipt } from '../../rails/http-bank/adapter.ts';
 import type { RailCallbackService } from '../../services/rail-callbacks.ts';
 import { errorResponsesDescribed } from '../schemas/common.ts';
 import type { CallbackBudget } from '../callback-budget.ts';
@@ -85,39 +87,56 @@ export async function railCallbackRoutes(
           budget.admit(rail),
         );
         if (receipt.stored) return { received: true, duplicate: receipt.duplicate, event_id: receipt.eventId };
-        if (receipt.refusal === 'overloaded') {
-          throw new ApiError(
-            'overloaded',
-            `More callbacks for this rail than its budget of ${budget.perSecond} per second; nothing was stored. Redeliver after Retry-After.`,
-          );
-        }
-        if (receipt.refusal === 'unreadable') {
-          request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
-          throw validationFailed([
-            {
-              field: 'body',
-              message: 'not a gateway callback: {eventId, occurredAt, transfer: {reference, status, …}}',
-            },
-          ]);
-        }
-        // Not verified: a stranger's, or a gateway with the wrong key. Charged to its address, so a flood
-        // of them is bounded as on every route that needs no key (and is not logged line by line).
-        if (!budget.chargeRefused(request.ip)) {
-          reply.header('retry-after', '1');
-          throw new ApiError(
-            'rate_limited',
-            `Too many callbacks that do not verify from your address: at most ${budget.perAddressPerSecond} per second. Retry after 1 s.`,
-            {
-              limit_per_second: budget.perAddressPerSecond,
-            },
-          );
-        }
-        request.log.info({ rail: request.params.rail, refusal: receipt.refusal }, 'rail callback refused');
-        throw new ApiError(
-          'rail_callback_signature_invalid',
-          'The callback is not signed with a callback key of this rail (or the timestamp is outside ±5 minutes). Nothing was stored.',
-        );
+        return refuse(receipt.refusal, { rail: request.params.rail, ip: request.ip, log: request.log, reply }, budget);
       },
     );
   });
+}
+
+/** Who sent a refused callback, as the refusal needs them. */
+interface CallbackSender {
+  rail: string;
+  ip: string;
+  log: FastifyBaseLogger;
+  reply: { header(name: string, value: string): unknown };
+}
+
+/** The answer to a callback that was not stored: always thrown, by why it was not. */
+function refuse(
+  refusal: Extract<CallbackReceipt, { stored: false }>['refusal'],
+  who: CallbackSender,
+  budget: CallbackBudget,
+): never {
+  if (refusal === 'overloaded') {
+    throw new ApiError(
+      'overloaded',
+      `More callbacks for this rail than its budget of ${budget.perSecond} per second; nothing was stored. Redeliver after Retry-After.`,
+    );
+  }
+  if (refusal === 'unreadable') {
+    who.log.info({ rail: who.rail, refusal }, 'rail callback refused');
+    throw validationFailed([
+      {
+        field: 'body',
+        message: 'not a gateway callback: {eventId, occurredAt, transfer: {reference, status, …}}',
+      },
+    ]);
+  }
+  // Not verified: a stranger's, or a gateway with the wrong key. Charged to its address, so a flood
+  // of them is bounded as on every route that needs no key (and is not logged line by line).
+  if (!budget.chargeRefused(who.ip)) {
+    who.reply.header('retry-after', '1');
+    throw new ApiError(
+      'rate_limited',
+      `Too many callbacks that do not verify from your address: at most ${budget.perAddressPerSecond} per second. Retry after 1 s.`,
+      {
+        limit_per_second: budget.perAddressPerSecond,
+      },
+    );
+  }
+  who.log.info({ rail: who.rail, refusal }, 'rail callback refused');
+  throw new ApiError(
+    'rail_callback_signature_invalid',
+    'The callback is not signed with a callback key of this rail (or the timestamp is outside ±5 minutes). Nothing was stored.',
+  );
 }

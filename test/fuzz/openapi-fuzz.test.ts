@@ -749,13 +749,11 @@ function pathMutations(op: Operation): fc.Arbitrary<Mutation>[] {
     kinds.push(
       onWire('urn:uuid: path parameter', 'refuse', () => fc.uuid().map((u) => `urn:uuid:${u}`), uuidParams),
       // RFC 4122 reads uuids case-insensitively: the answer is not judged, only its shape.
-      fc
-        .constantFrom(...uuidParams)
-        .map((p) =>
-          mutation('upper-case uuid in the path', 'any', (d) => ({
-            pathValues: { ...d.pathValues, [p.name]: (d.pathValues[p.name] ?? '').toUpperCase() },
-          })),
-        ),
+      fc.constantFrom(...uuidParams).map((p) =>
+        mutation('upper-case uuid in the path', 'any', (d) => ({
+          pathValues: { ...d.pathValues, [p.name]: (d.pathValues[p.name] ?? '').toUpperCase() },
+        })),
+      ),
     );
   }
   return kinds;
@@ -843,13 +841,11 @@ function queryMutations(op: Operation): fc.Arbitrary<Mutation>[] {
   }
   if (required.length > 0) {
     kinds.push(
-      fc
-        .constantFrom(...required)
-        .map((p) =>
-          mutation('required query parameter missing', 'refuse', (d) => ({
-            query: withQuery(d.query, p.name, undefined),
-          })),
-        ),
+      fc.constantFrom(...required).map((p) =>
+        mutation('required query parameter missing', 'refuse', (d) => ({
+          query: withQuery(d.query, p.name, undefined),
+        })),
+      ),
     );
   }
   return kinds;

@@ -113,9 +113,7 @@ export async function latestStatementPulls(db: Queryable): Promise<RailStatement
 }
 
 /** Each rail's statement matched last (posted or pulled): its day, when, and what it found. */
-export async function latestStatementChecks(
-  db: Queryable,
-): Promise<
+export async function latestStatementChecks(db: Queryable): Promise<
   Array<{
     rail: string;
     id: string;

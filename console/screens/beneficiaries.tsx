@@ -97,6 +97,49 @@ export function BeneficiariesScreen({ api }: { api: Api }) {
   );
 }
 
+/** Everything recorded of one beneficiary, with the verdicts of its check digits. */
+function BeneficiaryFacts({ b }: { b: BeneficiaryRecord }) {
+  return (
+    <dl class="facts">
+      <dt>Name</dt>
+      <dd>{b.full_name}</dd>
+      <dt>Id</dt>
+      <dd class="mono">{b.id}</dd>
+      <dt>National id</dt>
+      <dd>
+        {b.national_id}
+        {b.national_id_check === 'not_checked' ? '' : ` (${NATIONAL_ID_CHECK_LABELS[b.national_id_check]})`}
+      </dd>
+      <dt>Bank</dt>
+      <dd>{b.bank_code}</dd>
+      <dt>Account</dt>
+      <dd class="mono">{b.account_number ?? '—'}</dd>
+      <dt>Account check</dt>
+      <dd>{ACCOUNT_CHECK_LABELS[b.account_check]}</dd>
+      <dt>Phone</dt>
+      <dd>{b.phone ?? '—'}</dd>
+      <dt>Status</dt>
+      <dd>{b.status}</dd>
+      <dt>Payouts</dt>
+      <dd>{b.payout_count}</dd>
+      <dt>Last success</dt>
+      <dd>
+        <Time iso={b.last_success_at} />
+      </dd>
+      <dt>Last failure</dt>
+      <dd>{b.last_failure_reason ?? '—'}</dd>
+      <dt>Registered</dt>
+      <dd>
+        <Time iso={b.created_at} />
+      </dd>
+      <dt>Metadata</dt>
+      <dd>
+        <Json value={b.metadata} />
+      </dd>
+    </dl>
+  );
+}
+
 export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id: string }) {
   const beneficiary = useLoad(() => api.get<BeneficiaryRecord>(apiPath`/v1/beneficiaries/${id}`), [id]);
   const paging = useCursor([id]);
@@ -114,47 +157,7 @@ export function BeneficiaryScreen({ api, me, id }: { api: Api; me: TenantMe; id:
       <p>
         <Link to="/beneficiaries">← Beneficiaries</Link>
       </p>
-      {!b ? (
-        <Loading loaded={beneficiary} />
-      ) : (
-        <dl class="facts">
-          <dt>Name</dt>
-          <dd>{b.full_name}</dd>
-          <dt>Id</dt>
-          <dd class="mono">{b.id}</dd>
-          <dt>National id</dt>
-          <dd>
-            {b.national_id}
-            {b.national_id_check === 'not_checked' ? '' : ` (${NATIONAL_ID_CHECK_LABELS[b.national_id_check]})`}
-          </dd>
-          <dt>Bank</dt>
-          <dd>{b.bank_code}</dd>
-          <dt>Account</dt>
-          <dd class="mono">{b.account_number ?? '—'}</dd>
-          <dt>Account check</dt>
-          <dd>{ACCOUNT_CHECK_LABELS[b.account_check]}</dd>
-          <dt>Phone</dt>
-          <dd>{b.phone ?? '—'}</dd>
-          <dt>Status</dt>
-          <dd>{b.status}</dd>
-          <dt>Payouts</dt>
-          <dd>{b.payout_count}</dd>
-          <dt>Last success</dt>
-          <dd>
-            <Time iso={b.last_success_at} />
-          </dd>
-          <dt>Last failure</dt>
-          <dd>{b.last_failure_reason ?? '—'}</dd>
-          <dt>Registered</dt>
-          <dd>
-            <Time iso={b.created_at} />
-          </dd>
-          <dt>Metadata</dt>
-          <dd>
-            <Json value={b.metadata} />
-          </dd>
-        </dl>
-      )}
+      {!b ? <Loading loaded={beneficiary} /> : <BeneficiaryFacts b={b} />}
       <h2>Payments</h2>
       {!hasScope(me, 'payments:read') ? (
         <NeedsScope scope="payments:read" />

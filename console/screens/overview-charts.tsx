@@ -69,6 +69,35 @@ function countLink(
   );
 }
 
+/** The status chart's table: every bucket's count by status, each linked to its statement. */
+function StatusTable({
+  title,
+  report,
+  statementOf,
+}: {
+  title: string;
+  report: PayoutReport;
+  statementOf: StatementOf;
+}) {
+  return (
+    <ChartTable
+      title={title}
+      rows={report.buckets}
+      keyOf={(bucket) => bucket.start}
+      columns={[
+        bucketColumn(report),
+        { head: 'Payments', num: true, cell: (bucket) => countLink(bucket, bucket.count, statementOf) },
+        ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({
+          head: status,
+          num: true,
+          cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status),
+        })),
+        { head: 'Delivered', num: true, cell: (bucket) => formatMinor(bucket.deliveredAmount) },
+      ]}
+    />
+  );
+}
+
 export function StatusChart({ report, statementOf }: { report: PayoutReport; statementOf: StatementOf }) {
   const buckets = report.buckets;
   // Running totals from the bottom of the stack, drawn tallest first so each covers the one below.
@@ -80,27 +109,7 @@ export function StatusChart({ report, statementOf }: { report: PayoutReport; sta
   })).reverse();
   const title = `Payouts by status, per ${report.granularity}`;
   return (
-    <ChartCard
-      title={title}
-      wide
-      table={
-        <ChartTable
-          title={title}
-          rows={buckets}
-          keyOf={(bucket) => bucket.start}
-          columns={[
-            bucketColumn(report),
-            { head: 'Payments', num: true, cell: (bucket) => countLink(bucket, bucket.count, statementOf) },
-            ...REPORT_STATUSES.map((status): Column<ReportBucket> => ({
-              head: status,
-              num: true,
-              cell: (bucket) => countLink(bucket, bucket.byStatus[status].count, statementOf, status),
-            })),
-            { head: 'Delivered', num: true, cell: (bucket) => formatMinor(bucket.deliveredAmount) },
-          ]}
-        />
-      }
-    >
+    <ChartCard title={title} wide table={<StatusTable title={title} report={report} statementOf={statementOf} />}>
       <Legend items={STACK_ORDER.map((status) => [status, STATUS_COLORS[status]])} />
       <Chart
         label={`${title}: stacked bars of payment counts. The table after the chart has every number.`}

@@ -315,6 +315,27 @@ function SubmitBar({
   );
 }
 
+/** What stops the upload as a whole: an unreadable file, a failed request, problems found outside any row. */
+function UploadProblems({ upload, error }: { upload: Upload | undefined; error: unknown }) {
+  return (
+    <>
+      {upload?.sheet.fileProblem ? (
+        <p class="error" role="alert">
+          {upload.sheet.fileProblem}
+        </p>
+      ) : null}
+      <ErrorNote error={error} />
+      {upload && upload.serverOther.length > 0 ? (
+        <ul class="error">
+          {upload.serverOther.map((problem) => (
+            <li key={problem}>{problem}</li>
+          ))}
+        </ul>
+      ) : null}
+    </>
+  );
+}
+
 export function PayrollScreen({ api }: { api: Api }) {
   const [upload, setUpload] = useState<Upload | undefined>(undefined);
   const [onlyProblems, setOnlyProblems] = useState(false);
@@ -362,19 +383,7 @@ export function PayrollScreen({ api }: { api: Api }) {
       <p role="status" class="payroll-status">
         {statusLine(upload, note)}
       </p>
-      {upload?.sheet.fileProblem ? (
-        <p class="error" role="alert">
-          {upload.sheet.fileProblem}
-        </p>
-      ) : null}
-      <ErrorNote error={error} />
-      {upload && upload.serverOther.length > 0 ? (
-        <ul class="error">
-          {upload.serverOther.map((problem) => (
-            <li key={problem}>{problem}</li>
-          ))}
-        </ul>
-      ) : null}
+      <UploadProblems upload={upload} error={error} />
       {upload && !upload.sheet.fileProblem ? (
         <>
           <h2>Preview</h2>

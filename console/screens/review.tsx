@@ -181,6 +181,48 @@ function AnomalyCard({
   );
 }
 
+/** Which open anomalies to list: by kind and by mode, and a refresh. */
+function AnomalyFilters({
+  kind,
+  setKind,
+  mode,
+  setMode,
+  onRefresh,
+}: {
+  kind: string;
+  setKind: (kind: string) => void;
+  mode: string;
+  setMode: (mode: string) => void;
+  onRefresh: () => void;
+}) {
+  return (
+    <div class="filters">
+      <div>
+        <label for="anomaly-kind">Kind</label>
+        <select id="anomaly-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
+          <option value="">every kind</option>
+          {Object.entries(KIND_TITLES).map(([value, title]) => (
+            <option key={value} value={value}>
+              {title}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div>
+        <label for="anomaly-mode">Mode</label>
+        <select id="anomaly-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
+          <option value="live">live (and platform-wide)</option>
+          <option value="test">test programs</option>
+          <option value="all">both</option>
+        </select>
+      </div>
+      <button type="button" onClick={onRefresh}>
+        Refresh
+      </button>
+    </div>
+  );
+}
+
 export function NeedsReviewScreen({ api }: { api: Api }) {
   const [kind, setKind] = useState('');
   // Live money first: what test keys made the sandbox say is asked for, never mixed in.
@@ -206,30 +248,7 @@ export function NeedsReviewScreen({ api }: { api: Api }) {
         for a person to look (see docs/operations.md for what each kind means), and is resolved with a note saying what
         was found and done.
       </p>
-      <div class="filters">
-        <div>
-          <label for="anomaly-kind">Kind</label>
-          <select id="anomaly-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)}>
-            <option value="">every kind</option>
-            {Object.entries(KIND_TITLES).map(([value, title]) => (
-              <option key={value} value={value}>
-                {title}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div>
-          <label for="anomaly-mode">Mode</label>
-          <select id="anomaly-mode" value={mode} onChange={(e) => setMode(e.currentTarget.value)}>
-            <option value="live">live (and platform-wide)</option>
-            <option value="test">test programs</option>
-            <option value="all">both</option>
-          </select>
-        </div>
-        <button type="button" onClick={page.reload}>
-          Refresh
-        </button>
-      </div>
+      <AnomalyFilters kind={kind} setKind={setKind} mode={mode} setMode={setMode} onRefresh={page.reload} />
       {resolved ? (
         <p class="notice" role="status">
           Anomaly {resolved.id} resolved.

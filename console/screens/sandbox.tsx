@@ -236,19 +236,8 @@ function BankSelect({ api, draft, onInput }: { api: Api; draft: Draft; onInput: 
   );
 }
 
-function TestPayoutForm({
-  api,
-  draft,
-  onDraft,
-  busy,
-  onSubmit,
-}: {
-  api: Api;
-  draft: Draft;
-  onDraft: (draft: Draft) => void;
-  busy: boolean;
-  onSubmit: () => void;
-}) {
+/** The draft's fields: `set` copies an edit into the draft, `input` draws a labelled text input of one field. */
+function draftFields(draft: Draft, onDraft: (draft: Draft) => void) {
   const set = (name: keyof Draft) => (event: Event) =>
     onDraft({ ...draft, [name]: (event.currentTarget as HTMLInputElement).value });
   const input = (name: keyof Draft, label: string, extra: Record<string, unknown> = {}) => (
@@ -266,6 +255,23 @@ function TestPayoutForm({
       />
     </div>
   );
+  return { set, input };
+}
+
+function TestPayoutForm({
+  api,
+  draft,
+  onDraft,
+  busy,
+  onSubmit,
+}: {
+  api: Api;
+  draft: Draft;
+  onDraft: (draft: Draft) => void;
+  busy: boolean;
+  onSubmit: () => void;
+}) {
+  const { set, input } = draftFields(draft, onDraft);
   return (
     <form
       class="form"

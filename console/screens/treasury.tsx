@@ -30,6 +30,46 @@ interface Usage {
   } | null;
 }
 
+/** One asset's position: credit figures only where credit is enabled. */
+function PositionRow({ position: p }: { position: Position }) {
+  return (
+    <tr>
+      <th scope="row">{p.asset}</th>
+      <td class="num">
+        <Amount minor={p.prefundingBalance} asset={p.asset} />
+      </td>
+      <td class="num">
+        {p.creditEnabled ? <Amount minor={p.creditDrawn} asset={p.asset} /> : <span class="muted">prefunded</span>}
+      </td>
+      <td class="num">
+        {p.creditEnabled ? (
+          p.creditLimit === null ? (
+            'no ceiling'
+          ) : (
+            <Amount minor={p.creditLimit} asset={p.asset} />
+          )
+        ) : (
+          '—'
+        )}
+      </td>
+      <td class="num">
+        {p.creditEnabled ? (
+          p.creditAvailable === null ? (
+            'no ceiling'
+          ) : (
+            <Amount minor={p.creditAvailable} asset={p.asset} />
+          )
+        ) : (
+          '—'
+        )}
+      </td>
+      <td class="num">
+        <Amount minor={p.platformRevenueFromTenant} asset={p.asset} />
+      </td>
+    </tr>
+  );
+}
+
 function Positions({ api }: { api: Api }) {
   const positions = useLoad(
     () => Promise.all(ASSETS.map((asset) => api.get<Position>(apiPath`/v1/treasury/position`, { asset }))),
@@ -60,44 +100,7 @@ function Positions({ api }: { api: Api }) {
       </thead>
       <tbody>
         {positions.data.map((p) => (
-          <tr key={p.asset}>
-            <th scope="row">{p.asset}</th>
-            <td class="num">
-              <Amount minor={p.prefundingBalance} asset={p.asset} />
-            </td>
-            <td class="num">
-              {p.creditEnabled ? (
-                <Amount minor={p.creditDrawn} asset={p.asset} />
-              ) : (
-                <span class="muted">prefunded</span>
-              )}
-            </td>
-            <td class="num">
-              {p.creditEnabled ? (
-                p.creditLimit === null ? (
-                  'no ceiling'
-                ) : (
-                  <Amount minor={p.creditLimit} asset={p.asset} />
-                )
-              ) : (
-                '—'
-              )}
-            </td>
-            <td class="num">
-              {p.creditEnabled ? (
-                p.creditAvailable === null ? (
-                  'no ceiling'
-                ) : (
-                  <Amount minor={p.creditAvailable} asset={p.asset} />
-                )
-              ) : (
-                '—'
-              )}
-            </td>
-            <td class="num">
-              <Amount minor={p.platformRevenueFromTenant} asset={p.asset} />
-            </td>
-          </tr>
+          <PositionRow key={p.asset} position={p} />
         ))}
       </tbody>
     </table>

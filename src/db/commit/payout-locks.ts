@@ -121,7 +121,16 @@ month AS (
        GROUP BY u.method
     ) m
 )
-${IDEMPOTENCY_PART}
+${payoutLockResultRows(tenant)}`;
+}
+
+/**
+ * The statement's result: every CTE's rows and the unlocked reads in one row set, each row tagged
+ * with its `part` so lockPayoutCommit can tell them apart. Pure text: it adds no parameter, so the
+ * statement's parameter order is the CTEs' alone.
+ */
+function payoutLockResultRows(tenant: string): string {
+  return `${IDEMPOTENCY_PART}
 UNION ALL ${part('quote', { id: 'id::text', consumed_at: 'consumed_at', expires_at: 'expires_at' }, 'quote')}
 UNION ALL ${USAGE_PART}
 UNION ALL ${ACCOUNT_PART}

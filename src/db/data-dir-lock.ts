@@ -180,35 +180,44 @@ export async function lockDataDir(dataDir: string, purpose: string): Promise<Dat
         `DATA_DIR ${path.dirname(lockPath)} is in use by another process: ${describeHolder(holder)}.${elsewhere} ${singleProcess}`,
       );
     }
-    // Stale. Move it aside under a name only this process uses, then make sure the file moved is the
-    // one judged stale: a process that took it over first may already have put its own in its place.
-    const aside = `${lockPath}.stale-${process.pid}-${token}`;
-    try {
-      renameSync(lockPath, aside);
-    } catch (error) {
-      if (errorCode(error) === 'ENOENT') continue;
-      throw error;
-    }
-    if (statSync(aside).ino !== ino) {
-      // Another process's fresh lock: put it back (without replacing whatever may be there now).
-      // Its holder releases by the token inside, so a copy serves it as well as the original. Only
-      // three processes finding one stale lock within the same few microseconds could still race here.
-      try {
-        writeFileSync(lockPath, readFileSync(aside), { flag: 'wx', mode: 0o644 });
-      } catch (error) {
-        if (errorCode(error) !== 'EEXIST') throw error;
-      }
-      unlinkSync(aside);
-      continue;
-    }
-    unlinkSync(aside);
-    tookOver = holder;
+    // Stale: its process no longer runs on this host, so the lock is taken over.
+    if (removeStaleLock(lockPath, token, ino)) tookOver = holder;
   }
   throw new DataDirLockedError(
     `could not take the lock ${lockPath} in ${LOCK_ATTEMPTS_MAX} attempts: other processes keep taking it`,
     undefined,
     lockPath,
   );
+}
+
+/**
+ * Removes the lock file judged stale (inode `ino`); false when another process moved first, and the
+ * next round creates or judges the lock again.
+ */
+function removeStaleLock(lockPath: string, token: string, ino: number): boolean {
+  // Move it aside under a name only this process uses, then make sure the file moved is the one
+  // judged stale: a process that took it over first may already have put its own in its place.
+  const aside = `${lockPath}.stale-${process.pid}-${token}`;
+  try {
+    renameSync(lockPath, aside);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return false;
+    throw error;
+  }
+  if (statSync(aside).ino !== ino) {
+    // Another process's fresh lock: put it back (without replacing whatever may be there now).
+    // Its holder releases by the token inside, so a copy serves it as well as the original. Only
+    // three processes finding one stale lock within the same few microseconds could still race here.
+    try {
+      writeFileSync(lockPath, readFileSync(aside), { flag: 'wx', mode: 0o644 });
+    } catch (error) {
+      if (errorCode(error) !== 'EEXIST') throw error;
+    }
+    unlinkSync(aside);
+    return false;
+  }
+  unlinkSync(aside);
+  return true;
 }
 
 function heldLock(lockPath: string, token: string, tookOver: LockHolder | undefined): DataDirLock {

@@ -60,6 +60,36 @@ function deriveInstrument(accountNumber: string | null | undefined): Instrument 
 
 const text = (value: unknown): string | undefined => (typeof value === 'string' ? value.trim() : undefined);
 
+type Fail = (field: string, message: string) => void;
+
+/** Only a well-formed code is looked up, in the catalogue of the instrument the account number implies. */
+function checkBankCode(
+  bankCode: string,
+  wellFormed: boolean,
+  instrument: Instrument,
+  bankCodes: BankCodes,
+  fail: Fail,
+): void {
+  if (!wellFormed) {
+    fail('bankCode', 'bankCode must be 4 digits, e.g. 0102');
+  } else if (!bankCodes[instrument].has(bankCode)) {
+    fail(
+      'bankCode',
+      `bankCode ${bankCode} is not in the ${instrument} catalogue; call GET /v1/payouts/banks?method=${instrument} for the valid codes` +
+        (instrument === 'transferencia' ? ' (the instrument is transferencia because accountNumber is given)' : ''),
+    );
+  }
+}
+
+/** An account number carries its bank's code in front; compared only when that code is well formed. */
+function checkAccountNumber(accountNumber: string, bankCode: string, bankCodeWellFormed: boolean, fail: Fail): void {
+  if (!ACCOUNT_NUMBER.test(accountNumber)) {
+    fail('accountNumber', 'accountNumber must be 16 to 20 digits with no spaces or dashes, e.g. 01020123450123456789');
+  } else if (bankCodeWellFormed && !accountNumber.startsWith(bankCode)) {
+    fail('accountNumber', `accountNumber must start with the bankCode (${bankCode})`);
+  }
+}
+
 /**
  * Checks every rule and reports every violation at once, each message naming the format to send.
  * The catalogue check uses the derived instrument's list, and only runs on a well-formed code.
@@ -88,26 +118,8 @@ export function validateBeneficiary(input: BeneficiaryInput, bankCodes: BankCode
 
   const bankCode = text(input.bankCode) ?? '';
   const bankCodeWellFormed = BANK_CODE.test(bankCode);
-  if (!bankCodeWellFormed) {
-    fail('bankCode', 'bankCode must be 4 digits, e.g. 0102');
-  } else if (!bankCodes[instrument].has(bankCode)) {
-    fail(
-      'bankCode',
-      `bankCode ${bankCode} is not in the ${instrument} catalogue; call GET /v1/payouts/banks?method=${instrument} for the valid codes` +
-        (instrument === 'transferencia' ? ' (the instrument is transferencia because accountNumber is given)' : ''),
-    );
-  }
-
-  if (accountNumber !== null) {
-    if (!ACCOUNT_NUMBER.test(accountNumber)) {
-      fail(
-        'accountNumber',
-        'accountNumber must be 16 to 20 digits with no spaces or dashes, e.g. 01020123450123456789',
-      );
-    } else if (bankCodeWellFormed && !accountNumber.startsWith(bankCode)) {
-      fail('accountNumber', `accountNumber must start with the bankCode (${bankCode})`);
-    }
-  }
+  checkBankCode(bankCode, bankCodeWellFormed, instrument, bankCodes, fail);
+  if (accountNumber !== null) checkAccountNumber(accountNumber, bankCode, bankCodeWellFormed, fail);
 
   const phone = input.phone === null || input.phone === undefined ? null : (text(input.phone) ?? '');
   if (phone !== null && !PHONE.test(phone)) {

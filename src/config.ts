@@ -265,15 +265,21 @@ function directUrl(env: Env, mode: Config['databasePooler']): string | undefined
 
 const PLATFORM_KEY_PATTERN = /^bsk_platform_[0-9A-Za-z]{32,}$/;
 
-export function loadConfig(env: Env = process.env): Config {
-  const platformApiKey = env.PLATFORM_API_KEY || undefined;
-  if (platformApiKey !== undefined && !PLATFORM_KEY_PATTERN.test(platformApiKey)) {
+/** The platform admin key, checked before any other setting; the error never echoes the key itself. */
+function platformApiKey(env: Env): string | undefined {
+  const key = env.PLATFORM_API_KEY || undefined;
+  if (key !== undefined && !PLATFORM_KEY_PATTERN.test(key)) {
     throw new ConfigError(
       'PLATFORM_API_KEY',
       'bsk_platform_ followed by at least 32 base62 characters',
       'bsk_…(hidden)',
     );
   }
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const platformKey = platformApiKey(env);
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: host(env, 'HOST', '0.0.0.0'),
@@ -287,7 +293,7 @@ export function loadConfig(env: Env = process.env): Config {
     databasePooler: pooler(env),
     databaseDirectUrl: directUrl(env, pooler(env)),
     bootstrap: onOff(env, 'BOOTSTRAP', true),
-    platformApiKey,
+    platformApiKey: platformKey,
     publicBaseUrl: url(env, 'PUBLIC_BASE_URL', ['http:', 'https:']),
     role: oneOf<Role>(env, 'ROLE', 'all', ['all', 'api', 'worker']),
     logLevel: oneOf<LogLevel>(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),

@@ -18,8 +18,10 @@ import type { Clock } from '../../domain/clock.ts';
 import {
   decideOutcomeCommit,
   outcomeLockPlan,
+  type OutcomeCommitDecision,
   type OutcomeJob,
   type OutcomePayment,
+  type PaymentAfter,
   type RailReport,
   type ResolutionSchedule,
 } from '../../domain/commit/outcome-decision.ts';
@@ -137,6 +139,35 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
 
   async run(tx: TransactionHandle, partition: Partition, items: readonly OutcomeItem[]): Promise<AppliedOutcome[]> {
     const now = this.clock.now();
+    const { held, decided } = await this.lockAndDecide(tx, partition, items, now);
+    const { write, finals } = outcomeCommitWriteOf(now, items, decided);
+    const results = appliedOutcomesOf(now, items, decided, held.payments, finals);
+    const alongside = alongsideWritesOf(items, results);
+    const contradicted = decided.decisions.flatMap((decision, i) =>
+      decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : [],
+    );
+    // Usually the write is the commit's last statement: it then goes out with the COMMIT.
+    if (write.payments.length > 0)
+      await writeOutcomeCommit(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
+    // In the same transaction as the rest: whoever acknowledges the report to the rail does so after
+    // this commits, so a contradiction is never acknowledged without being stored.
+    const opened = await openAnomalies(
+      tx,
+      contradicted.map((c) => c.anomaly),
+      now,
+    );
+    contradicted.forEach(({ i, anomaly }, n) => (results[i]!.anomaly = { ...opened[n]!, kind: anomaly.kind }));
+    for (const a of alongside) await a.write!(tx, a.result.payment);
+    return results;
+  }
+
+  /** Locks what the commit's outcomes may touch, then decides them against the rows as locked. */
+  private async lockAndDecide(
+    tx: TransactionHandle,
+    partition: Partition,
+    items: readonly OutcomeItem[],
+    now: Date,
+  ): Promise<{ held: HeldForOutcomes; decided: OutcomeCommitDecision }> {
     const plan = outcomeLockPlan(items.map((item) => ({ job: item.job, payment: outcomePaymentOf(item.payment) })));
     const held = await lockOutcomeCommit(tx, partition, {
       paymentIds: sortedIds(items.map((item) => item.payment.id)),
@@ -154,97 +185,7 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       { now, schedule: this.schedule, payments, balances: held.balances, counters: held.counters },
       items.map((i) => i.job),
     );
-
-    const write: OutcomeCommitWrite = {
-      now,
-      payments: [],
-      transitions: [],
-      entries: [],
-      accountDeltas: [...decided.accountDeltas.values()],
-      giveBacks: [...decided.giveBacks.values()],
-      events: [],
-      beneficiaries: [],
-    };
-    const finals = new Map<
-      string,
-      { after: NonNullable<(typeof decided.decisions)[number]['after']>; touched: boolean }
-    >();
-    const history = new Map<
-      string,
-      { id: string; successes: number; lastSuccessAt: Date | null; lastFailureReason: string | null }
-    >();
-    decided.decisions.forEach((decision, i) => {
-      const { payment } = items[i]!;
-      const metadata = { methodRequested: payment.method_requested, methodUsed: payment.method };
-      for (const t of decision.transitions) write.transitions.push({ paymentId: payment.id, ...t, metadata });
-      for (const entry of decision.entries)
-        write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: payment.id, postings: entry.postings });
-      for (const event of decision.events)
-        write.events.push({ paymentId: payment.id, type: event.type, payload: event.payload });
-      if (decision.after) {
-        const moved = decision.transitions.some((t) => t.from !== t.to);
-        const touched = moved || (finals.get(payment.id)?.touched ?? false);
-        finals.set(payment.id, { after: decision.after, touched });
-      }
-      if (decision.beneficiary && payment.beneficiary_id) {
-        const h = history.get(payment.beneficiary_id) ?? {
-          id: payment.beneficiary_id,
-          successes: 0,
-          lastSuccessAt: null,
-          lastFailureReason: null,
-        };
-        if (decision.beneficiary.successAt) {
-          h.successes += 1;
-          h.lastSuccessAt =
-            h.lastSuccessAt && h.lastSuccessAt > decision.beneficiary.successAt
-              ? h.lastSuccessAt
-              : decision.beneficiary.successAt;
-        }
-        if (decision.beneficiary.failureReason) h.lastFailureReason = decision.beneficiary.failureReason;
-        history.set(payment.beneficiary_id, h);
-      }
-    });
-    write.payments = [...finals.entries()].map(([id, f]) => ({ id, after: f.after, touched: f.touched }));
-    write.beneficiaries = [...history.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
-    const results = items.map((item, i): AppliedOutcome => {
-      const final = finals.get(item.payment.id);
-      const row: PaymentRow = {
-        ...item.payment,
-        ...held.payments.get(item.payment.id)!,
-        ...(final?.after ?? {}),
-        updated_at: final?.touched ? now : item.payment.updated_at,
-      };
-      const decision = decided.decisions[i]!;
-      const changes = decision.transitions.filter((t) => t.from !== t.to).map((t) => ({ to: t.to, reason: t.reason }));
-      return {
-        payment: row,
-        moved: changes.length > 0,
-        parkedNow: decision.parkedNow,
-        changes,
-        counterShortfalls: i === 0 ? decided.counterShortfalls : [],
-      };
-    });
-    // In payment id order, as every kind of row is locked; only for outcomes that took effect.
-    const alongside = items
-      .map((item, i) => ({ write: item.alongside, result: results[i]! }))
-      .filter((a) => a.write && a.result.moved);
-    alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
-    const contradicted = decided.decisions.flatMap((decision, i) =>
-      decision.anomaly ? [{ i, anomaly: anomalyOf(items[i]!, decision.anomaly) }] : [],
-    );
-    // Usually the write is the commit's last statement: it then goes out with the COMMIT.
-    if (write.payments.length > 0)
-      await writeOutcomeCommit(tx, partition, write, { last: alongside.length === 0 && contradicted.length === 0 });
-    // In the same transaction as the rest: whoever acknowledges the report to the rail does so after
-    // this commits, so a contradiction is never acknowledged without being stored.
-    const opened = await openAnomalies(
-      tx,
-      contradicted.map((c) => c.anomaly),
-      now,
-    );
-    contradicted.forEach(({ i, anomaly }, n) => (results[i]!.anomaly = { ...opened[n]!, kind: anomaly.kind }));
-    for (const a of alongside) await a.write!(tx, a.result.payment);
-    return results;
+    return { held, decided };
   }
 
   /**
@@ -305,6 +246,120 @@ class OutcomeLane implements CommitLane<OutcomeItem, AppliedOutcome> {
       );
     });
   }
+}
+
+/** The rows one commit's outcomes hold locked: the payments' mutable state, the counters, the balances. */
+type HeldForOutcomes = Awaited<ReturnType<typeof lockOutcomeCommit>>;
+/** A payment's row after the commit's last decision about it; `touched`: some decision moved it. */
+type PaymentFinal = { after: PaymentAfter; touched: boolean };
+type BeneficiaryHistory = {
+  id: string;
+  successes: number;
+  lastSuccessAt: Date | null;
+  lastFailureReason: string | null;
+};
+
+/**
+ * Everything the commit writes, gathered over its decisions in job order: a payment decided twice in
+ * one commit is written once, as the last decision left it, and each beneficiary's history once.
+ */
+function outcomeCommitWriteOf(
+  now: Date,
+  items: readonly OutcomeItem[],
+  decided: OutcomeCommitDecision,
+): { write: OutcomeCommitWrite; finals: Map<string, PaymentFinal> } {
+  const write: OutcomeCommitWrite = {
+    now,
+    payments: [],
+    transitions: [],
+    entries: [],
+    accountDeltas: [...decided.accountDeltas.values()],
+    giveBacks: [...decided.giveBacks.values()],
+    events: [],
+    beneficiaries: [],
+  };
+  const finals = new Map<string, PaymentFinal>();
+  const history = new Map<string, BeneficiaryHistory>();
+  decided.decisions.forEach((decision, i) => {
+    const { payment } = items[i]!;
+    const metadata = { methodRequested: payment.method_requested, methodUsed: payment.method };
+    for (const t of decision.transitions) write.transitions.push({ paymentId: payment.id, ...t, metadata });
+    for (const entry of decision.entries)
+      write.entries.push({ id: randomUUID(), kind: entry.kind, paymentId: payment.id, postings: entry.postings });
+    for (const event of decision.events)
+      write.events.push({ paymentId: payment.id, type: event.type, payload: event.payload });
+    if (decision.after) {
+      const moved = decision.transitions.some((t) => t.from !== t.to);
+      const touched = moved || (finals.get(payment.id)?.touched ?? false);
+      finals.set(payment.id, { after: decision.after, touched });
+    }
+    if (decision.beneficiary && payment.beneficiary_id)
+      addBeneficiaryHistory(history, payment.beneficiary_id, decision.beneficiary);
+  });
+  write.payments = [...finals.entries()].map(([id, f]) => ({ id, after: f.after, touched: f.touched }));
+  write.beneficiaries = [...history.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
+  return { write, finals };
+}
+
+/** Folds one decision's success or failure into its beneficiary's history: the latest success time wins. */
+function addBeneficiaryHistory(
+  history: Map<string, BeneficiaryHistory>,
+  beneficiaryId: string,
+  beneficiary: NonNullable<OutcomeCommitDecision['decisions'][number]['beneficiary']>,
+): void {
+  const h = history.get(beneficiaryId) ?? {
+    id: beneficiaryId,
+    successes: 0,
+    lastSuccessAt: null,
+    lastFailureReason: null,
+  };
+  if (beneficiary.successAt) {
+    h.successes += 1;
+    h.lastSuccessAt =
+      h.lastSuccessAt && h.lastSuccessAt > beneficiary.successAt ? h.lastSuccessAt : beneficiary.successAt;
+  }
+  if (beneficiary.failureReason) h.lastFailureReason = beneficiary.failureReason;
+  history.set(beneficiaryId, h);
+}
+
+/** Each job's answer: its payment as the commit leaves it, and what this job changed of it. */
+function appliedOutcomesOf(
+  now: Date,
+  items: readonly OutcomeItem[],
+  decided: OutcomeCommitDecision,
+  locked: HeldForOutcomes['payments'],
+  finals: ReadonlyMap<string, PaymentFinal>,
+): AppliedOutcome[] {
+  return items.map((item, i): AppliedOutcome => {
+    const final = finals.get(item.payment.id);
+    const row: PaymentRow = {
+      ...item.payment,
+      ...locked.get(item.payment.id)!,
+      ...(final?.after ?? {}),
+      updated_at: final?.touched ? now : item.payment.updated_at,
+    };
+    const decision = decided.decisions[i]!;
+    const changes = decision.transitions.filter((t) => t.from !== t.to).map((t) => ({ to: t.to, reason: t.reason }));
+    return {
+      payment: row,
+      moved: changes.length > 0,
+      parkedNow: decision.parkedNow,
+      changes,
+      counterShortfalls: i === 0 ? decided.counterShortfalls : [],
+    };
+  });
+}
+
+/** The `alongside` writes to make: in payment id order, as every kind of row is locked; only for outcomes that took effect. */
+function alongsideWritesOf(
+  items: readonly OutcomeItem[],
+  results: readonly AppliedOutcome[],
+): Array<{ write: OutcomeItem['alongside']; result: AppliedOutcome }> {
+  const alongside = items
+    .map((item, i) => ({ write: item.alongside, result: results[i]! }))
+    .filter((a) => a.write && a.result.moved);
+  alongside.sort((a, b) => (a.result.payment.id < b.result.payment.id ? -1 : 1));
+  return alongside;
 }
 
 /** The anomaly a contradicted outcome stores: keyed by the notification, or by what the rail answered. */

@@ -274,17 +274,7 @@ export class PayoutBatchService {
     // Only the quotes of items still going to their transaction are written.
     const written = fresh.filter((quote, i) => quote !== undefined && 'job' in prepared[i]!) as NewQuote[];
     await insertQuotes(this.db, written);
-    const window = new Window(ITEMS_IN_COMMIT_MAX);
-    const outcomes: Array<Promise<ItemOutcome>> = [];
-    for (const [i, item] of prepared.entries()) {
-      if ('kind' in item) {
-        outcomes.push(Promise.resolve(item));
-        continue;
-      }
-      await window.slot();
-      outcomes.push(this.commitItem(partition, item.job, keys[i]!).finally(() => window.release()));
-    }
-    const settled = await Promise.all(outcomes);
+    const settled = await this.commitInItemOrder(partition, prepared, keys);
     // An item its transaction refused after all (another request spent meanwhile, a rule the precheck
     // leaves to the transaction) leaves no quote behind.
     await deleteUnusedBatchQuotes(
@@ -328,6 +318,29 @@ export class PayoutBatchService {
       if (error instanceof ApiError) return refusalOf(error);
       throw error;
     }
+  }
+
+  /**
+   * Every prepared item's outcome, in item order: the payouts enter the committer one after another in
+   * that order (so its transactions decide them so), at most ITEMS_IN_COMMIT_MAX of them waiting there
+   * at once, leaving room for other payouts between the batch's transactions.
+   */
+  private async commitInItemOrder(
+    partition: Partition,
+    prepared: ReadonlyArray<{ job: PayoutJob } | ItemOutcome>,
+    keys: ReadonlyArray<{ key: string; fingerprint: string }>,
+  ): Promise<ItemOutcome[]> {
+    const window = new Window(ITEMS_IN_COMMIT_MAX);
+    const outcomes: Array<Promise<ItemOutcome>> = [];
+    for (const [i, item] of prepared.entries()) {
+      if ('kind' in item) {
+        outcomes.push(Promise.resolve(item));
+        continue;
+      }
+      await window.slot();
+      outcomes.push(this.commitItem(partition, item.job, keys[i]!).finally(() => window.release()));
+    }
+    return Promise.all(outcomes);
   }
 
   /** Submits one payout to the committer at once (the caller keeps item order) and reads what became of it. */

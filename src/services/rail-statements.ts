@@ -144,34 +144,8 @@ export class RailStatementService {
       counts,
       opened,
     );
-    // At most STATEMENT_LINES_MAX / STATEMENT_BATCH_LINES batches: the spool holds no more lines.
-    for await (const batch of spooledBatches(spool, STATEMENT_BATCH_LINES)) {
-      await rememberBatch(tx, batch);
-      const payments = new Map(
-        (await railPaymentsByIds(tx, input.rail, batch.map((l) => l.reference).filter(isPaymentId))).map((p) => [
-          p.id,
-          p,
-        ]),
-      );
-      const mismatches: StatementMismatch[] = [];
-      for (const line of batch) {
-        const found = compareLine(line, payments.get(line.reference));
-        if (found.length === 0) counts.matched += 1;
-        mismatches.push(...found);
-      }
-      await store.write(mismatches);
-    }
-    // Ends at the first short page: the rail's payments settled that day, MISSING_PAGE_SIZE at a time.
-    for (let afterId = FIRST_ID; ;) {
-      const missing = await unnamedSettledPayments(
-        tx,
-        { rail: input.rail, day: input.day },
-        { afterId, limit: MISSING_PAGE_SIZE },
-      );
-      await store.write(missing.map(missingAtRail));
-      if (missing.length < MISSING_PAGE_SIZE) break;
-      afterId = missing[missing.length - 1]!.id;
-    }
+    await matchLines(tx, input.rail, spool, store, counts);
+    await storeMissingPayments(tx, { rail: input.rail, day: input.day }, store);
     const row = await recordCounts(tx, id, counts, opened.length);
     await recordAudit(tx, {
       actor: input.actor,
@@ -206,6 +180,45 @@ export class RailStatementService {
     if (!statement || statement.rail !== rail) throw notFound('rail statement');
     const rows = await listMismatches(this.db, id, page);
     return { statement, mismatches: rows.slice(0, page.limit), hasMore: rows.length > page.limit };
+  }
+}
+
+/** Every line checked against the payment it names, batch by batch; a line that agrees is counted matched. */
+async function matchLines(
+  tx: TransactionHandle,
+  rail: string,
+  spool: SpooledStatement,
+  store: MismatchWriter,
+  counts: Counts,
+): Promise<void> {
+  // At most STATEMENT_LINES_MAX / STATEMENT_BATCH_LINES batches: the spool holds no more lines.
+  for await (const batch of spooledBatches(spool, STATEMENT_BATCH_LINES)) {
+    await rememberBatch(tx, batch);
+    const payments = new Map(
+      (await railPaymentsByIds(tx, rail, batch.map((l) => l.reference).filter(isPaymentId))).map((p) => [p.id, p]),
+    );
+    const mismatches: StatementMismatch[] = [];
+    for (const line of batch) {
+      const found = compareLine(line, payments.get(line.reference));
+      if (found.length === 0) counts.matched += 1;
+      mismatches.push(...found);
+    }
+    await store.write(mismatches);
+  }
+}
+
+/** The rail's payments settled that day that no line named: each is a mismatch of its own. */
+async function storeMissingPayments(
+  tx: TransactionHandle,
+  statement: { rail: string; day: string },
+  store: MismatchWriter,
+): Promise<void> {
+  // Ends at the first short page: the rail's payments settled that day, MISSING_PAGE_SIZE at a time.
+  for (let afterId = FIRST_ID; ;) {
+    const missing = await unnamedSettledPayments(tx, statement, { afterId, limit: MISSING_PAGE_SIZE });
+    await store.write(missing.map(missingAtRail));
+    if (missing.length < MISSING_PAGE_SIZE) break;
+    afterId = missing[missing.length - 1]!.id;
   }
 }
 

@@ -158,40 +158,7 @@ export class ReconciliationRunner {
       const window: WrittenWindow | undefined = since
         ? { from: since.provenBelow, below: reading.snapshot.xmax }
         : undefined;
-      const { payments, transactions } = this.pages;
-      // The two walks read different rows and share nothing but the tally: they go side by side, each on
-      // a connection of its own. The first error ends the run; the other walk stops at its next page.
-      let cause: { error: unknown } | undefined;
-      const between = async () => {
-        if (cause) throw new Interrupted();
-        await keepLease();
-      };
-      const failing = (error: unknown) => {
-        cause ??= { error };
-      };
-      await Promise.all([
-        this.walk(
-          (tx, after) => readTransactionPage(tx, run, after, transactions, window),
-          transactions,
-          window,
-          between,
-          (rows) => {
-            examined.ledgerTransactions += rows.length;
-            tally.add(transactionFindings(rows));
-          },
-        ).then(() => tally.ranCheck('transaction_balanced'), failing),
-        this.walk(
-          (tx, after) => readPaymentPage(tx, run, after, payments, window),
-          payments,
-          window,
-          between,
-          (rows) => {
-            examined.payments += rows.length;
-            for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
-          },
-        ).then(() => tally.ranCheck('payment_entries', 'outcome_events'), failing),
-      ]);
-      if (cause) throw cause.error;
+      await this.walkPages(run, tally, examined, window, keepLease);
     } catch (error) {
       if (error instanceof LeaseLost) {
         this.log?.warn(
@@ -238,6 +205,53 @@ export class ReconciliationRunner {
       tally.ranCheck('limit_usage');
       return reading;
     });
+  }
+
+  /**
+   * The page-by-page checks: the ledger transactions and the payments (since a checkpoint: only those
+   * written in `window`).
+   */
+  private async walkPages(
+    run: RunIdentity,
+    tally: DiscrepancyTally,
+    examined: Examined,
+    window: WrittenWindow | undefined,
+    keepLease: () => Promise<void>,
+  ): Promise<void> {
+    const { payments, transactions } = this.pages;
+    // The two walks read different rows and share nothing but the tally: they go side by side, each on
+    // a connection of its own. The first error ends the run; the other walk stops at its next page.
+    let cause: { error: unknown } | undefined;
+    const between = async () => {
+      if (cause) throw new Interrupted();
+      await keepLease();
+    };
+    const failing = (error: unknown) => {
+      cause ??= { error };
+    };
+    await Promise.all([
+      this.walk(
+        (tx, after) => readTransactionPage(tx, run, after, transactions, window),
+        transactions,
+        window,
+        between,
+        (rows) => {
+          examined.ledgerTransactions += rows.length;
+          tally.add(transactionFindings(rows));
+        },
+      ).then(() => tally.ranCheck('transaction_balanced'), failing),
+      this.walk(
+        (tx, after) => readPaymentPage(tx, run, after, payments, window),
+        payments,
+        window,
+        between,
+        (rows) => {
+          examined.payments += rows.length;
+          for (const p of rows) tally.add(paymentFindings(p.payment, p.entries, p.events));
+        },
+      ).then(() => tally.ranCheck('payment_entries', 'outcome_events'), failing),
+    ]);
+    if (cause) throw cause.error;
   }
 
   /** Reads pages until a short one, each in its own snapshot; before each, the lease is renewed (and a stopping process stops). */

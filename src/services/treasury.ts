@@ -13,7 +13,7 @@ import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-t
 import type { AuditActor } from '../domain/audit.ts';
 import type { Clock } from '../domain/clock.ts';
 import { creditCeiling } from '../domain/credit.ts';
-import { answerForStoredKey } from '../domain/idempotency.ts';
+import { answerForStoredKey, type StoredKey } from '../domain/idempotency.ts';
 import { dailyCloseEntry, fundingEntry } from '../domain/ledger.ts';
 import { accountKeyOf, sortedValues, type AccountRef } from '../domain/commit/keys.ts';
 import { MAX_AMOUNT_MINOR } from '../domain/money.ts';
@@ -133,21 +133,7 @@ export class TreasuryService {
       return { answer: { status: 201, body, replayed: false } as WriterAnswer, stored: undefined };
     });
     if (result.answer) return result.answer;
-    const answer = answerForStoredKey(result.stored!, caller.fingerprint, now);
-    switch (answer.kind) {
-      case 'replay':
-        return { status: answer.status, body: answer.body, replayed: true };
-      case 'mismatch':
-        throw new ApiError(
-          'idempotency_key_reused',
-          'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
-        );
-      default:
-        throw new ApiError(
-          'idempotency_request_in_progress',
-          'A request with this Idempotency-Key is still being processed. Retry the same request in a moment.',
-        );
-    }
+    return fundingAnswerOfStoredKey(result.stored!, caller.fingerprint, now);
   }
 
   /**
@@ -242,4 +228,26 @@ export class TreasuryService {
 function clamp(value: bigint, max: bigint): bigint {
   if (value < 0n) return 0n;
   return value > max ? max : value;
+}
+
+/**
+ * A funding whose Idempotency-Key another request holds: that request's answer replayed, or refused
+ * (the key named another request, or its request is still running).
+ */
+function fundingAnswerOfStoredKey(stored: StoredKey, fingerprint: string, now: Date): WriterAnswer {
+  const answer = answerForStoredKey(stored, fingerprint, now);
+  switch (answer.kind) {
+    case 'replay':
+      return { status: answer.status, body: answer.body, replayed: true };
+    case 'mismatch':
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used for a different request (another route or body). Use a new key for a new operation.',
+      );
+    default:
+      throw new ApiError(
+        'idempotency_request_in_progress',
+        'A request with this Idempotency-Key is still being processed. Retry the same request in a moment.',
+      );
+  }
 }

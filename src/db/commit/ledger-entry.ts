@@ -5,11 +5,10 @@ import { accountKeyOf, sortedValues } from '../../domain/commit/keys.ts';
 import { assertBalanced, type LedgerEntry, type Posting } from '../../domain/ledger.ts';
 import type { Partition } from '../../domain/partition.ts';
 import type { Queryable } from '../database.ts';
-import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
 import { Params } from '../repositories/sql-params.ts';
-import { IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
+import { IN_FLIGHT_SLOT } from './lock-rows.ts';
 import { lockAccounts } from './single-locks.ts';
-import { ledgerEntriesSql, type WriteScope } from './ledger-sql.ts';
+import { accountBalancesSql, ledgerEntriesSql, type WriteScope } from './ledger-sql.ts';
 import { assert, InvariantError } from '../../domain/assert.ts';
 
 function entrySql(
@@ -21,19 +20,12 @@ function entrySql(
   const mode = p.add(partition.mode);
   const at = `coalesce(${p.add(entry.at)}::timestamptz, now())`;
   const scope: WriteScope = { tenant, mode, now: at };
-  const deltas = p.unnest({
-    asset: ['text', entry.postings.map((posting) => posting.asset)],
-    account_kind: ['text', entry.postings.map((posting) => posting.account)],
-    amount: ['bigint', entry.postings.map((posting) => posting.amount)],
-  });
-  return `WITH ${ledgerEntriesSql(p, scope, [{ id: entry.id, kind: entry.kind, paymentId: null, postings: entry.postings }])}, account AS (
-  -- The rows were locked (or created at zero) just before. (An INSERT … ON CONFLICT would check the
-  -- CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.amount, ${balanceStampSql(at)}
-    FROM ${deltas}
-   WHERE a.tenant_id = ${tenant} AND a.mode = ${mode} AND a.asset = v.asset AND a.kind = v.account_kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
-  RETURNING ${BALANCE_RETURNING}
-), ${balanceHistorySql(tenant, mode)}
+  const deltas = entry.postings.map((posting) => ({
+    account: { asset: posting.asset, kind: posting.account },
+    delta: posting.amount,
+  }));
+  // The accounts were locked (or created at zero) just before.
+  return `WITH ${ledgerEntriesSql(p, scope, [{ id: entry.id, kind: entry.kind, paymentId: null, postings: entry.postings }])}, ${accountBalancesSql(p, scope, deltas, IN_FLIGHT_SLOT.payout)}
 SELECT (SELECT count(*) FROM account)::int AS accounts`;
 }
 

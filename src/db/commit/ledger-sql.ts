@@ -1,8 +1,11 @@
-// The SQL that writes ledger entries with their postings, and outbox events — written once, for the
-// payout commit, the outcome commit and every single entry. Each returns data-modifying CTEs of new
+// The SQL that writes ledger entries with their postings, the locked accounts' new balances, and
+// outbox events — written once, for the payout commit, the outcome commit and every single entry. Each returns data-modifying CTEs of new
 // rows only (nobody else can know them yet, so they are no lock anyone waits for), to be joined into
 // the writer's one statement after it took its locks.
+import type { AccountRef } from '../../domain/commit/keys.ts';
 import type { Posting } from '../../domain/ledger.ts';
+import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
+import { slotOf, type InFlightSlot } from './lock-rows.ts';
 import type { Params } from '../repositories/sql-params.ts';
 
 /** The placeholders of the writer's statement these parts share: its tenant, mode and time. */
@@ -67,4 +70,28 @@ export function outboxEventsSql(p: Params, s: WriteScope, events: readonly Event
    ORDER BY v.n
   RETURNING id
 )`;
+}
+
+/**
+ * `account AS (…)` and the balance history: each locked account (its writer's row of the in-flight
+ * account, `inFlightSlot`) changed by its delta. Returns each account's new balance.
+ */
+export function accountBalancesSql(
+  p: Params,
+  s: WriteScope,
+  deltas: ReadonlyArray<{ account: AccountRef; delta: bigint }>,
+  inFlightSlot: InFlightSlot,
+): string {
+  return `account AS (
+  -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
+  -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
+  UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
+    FROM ${p.unnest({
+      asset: ['text', deltas.map((d) => d.account.asset)],
+      kind: ['text', deltas.map((d) => d.account.kind)],
+      delta: ['bigint', deltas.map((d) => d.delta.toString())],
+    })}
+   WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', inFlightSlot)}
+  RETURNING ${BALANCE_RETURNING}
+), ${balanceHistorySql(s.tenant, s.mode)}`;
 }

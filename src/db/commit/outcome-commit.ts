@@ -6,9 +6,8 @@ import type { PaymentAfter } from '../../domain/commit/outcome-decision.ts';
 import type { AccountRef, CounterKey } from '../../domain/commit/keys.ts';
 import type { PaymentStatus, TransitionActor } from '../../domain/payment-state.ts';
 import type { TransactionHandle } from '../database.ts';
-import { assertSorted, IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
-import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
-import { ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
+import { assertSorted, IN_FLIGHT_SLOT } from './lock-rows.ts';
+import { accountBalancesSql, ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
 import { Params } from '../repositories/sql-params.ts';
 import type { Partition } from '../../domain/partition.ts';
 
@@ -87,18 +86,7 @@ function newHistory(p: Params, s: WriteScope, commit: OutcomeCommitWrite): strin
 /** The locked accounts and counters changed, and the outcome events. */
 function balancesAndEvents(p: Params, s: WriteScope, commit: OutcomeCommitWrite): string {
   const g = commit.giveBacks;
-  return `account AS (
-  -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
-  -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
-    FROM ${p.unnest({
-      asset: ['text', commit.accountDeltas.map((d) => d.account.asset)],
-      kind: ['text', commit.accountDeltas.map((d) => d.account.kind)],
-      delta: ['bigint', commit.accountDeltas.map((d) => d.delta.toString())],
-    })}
-   WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.outcome)}
-  RETURNING ${BALANCE_RETURNING}
-), ${balanceHistorySql(s.tenant, s.mode)}, usage AS (
+  return `${accountBalancesSql(p, s, commit.accountDeltas, IN_FLIGHT_SLOT.outcome)}, usage AS (
   -- The proposed row is never inserted (the counter was locked, so it exists): the conflict path
   -- subtracts. amount/count of the proposed row are the give-back, positive, so its CHECKs pass.
   INSERT INTO limit_usage AS u (tenant_id, mode, subject_kind, subject_id, method, business_date, amount, count)

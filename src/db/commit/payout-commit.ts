@@ -9,9 +9,8 @@ import type { Sender } from '../../domain/sender.ts';
 import type { AccountRef, CounterKey } from '../../domain/commit/keys.ts';
 import type { Posting } from '../../domain/ledger.ts';
 import type { Queryable, TransactionHandle } from '../database.ts';
-import { IN_FLIGHT_SLOT, slotOf } from './lock-rows.ts';
-import { BALANCE_RETURNING, balanceHistorySql, balanceStampSql } from '../balance-history.ts';
-import { ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
+import { IN_FLIGHT_SLOT } from './lock-rows.ts';
+import { accountBalancesSql, ledgerEntriesSql, outboxEventsSql, type WriteScope } from './ledger-sql.ts';
 import { identityKeyOf } from '../repositories/beneficiaries.ts';
 import type { NewPayment } from '../repositories/payments.ts';
 import { Params } from '../repositories/sql-params.ts';
@@ -127,18 +126,7 @@ function balances(p: Params, s: WriteScope, commit: PayoutCommitWrite): string {
   ON CONFLICT (tenant_id, mode, subject_kind, subject_id, method, business_date)
   DO UPDATE SET amount = u.amount + EXCLUDED.amount, count = u.count + EXCLUDED.count
   RETURNING (xmax <> 0) AS existed
-), account AS (
-  -- A tenant has at most a few dozen accounts, so this join is bounded whatever the plan. (An INSERT
-  -- … ON CONFLICT would check the CHECK constraints against the bare delta and refuse a debit.)
-  UPDATE ledger_accounts a SET balance = a.balance + v.delta, ${balanceStampSql(s.now)}
-    FROM ${p.unnest({
-      asset: ['text', commit.accountDeltas.map((d) => d.account.asset)],
-      kind: ['text', commit.accountDeltas.map((d) => d.account.kind)],
-      delta: ['bigint', commit.accountDeltas.map((d) => d.delta.toString())],
-    })}
-   WHERE a.tenant_id = ${s.tenant} AND a.mode = ${s.mode} AND a.asset = v.asset AND a.kind = v.kind AND a.slot = ${slotOf('a.kind', IN_FLIGHT_SLOT.payout)}
-  RETURNING ${BALANCE_RETURNING}
-), ${balanceHistorySql(s.tenant, s.mode)}`;
+), ${accountBalancesSql(p, s, commit.accountDeltas, IN_FLIGHT_SLOT.payout)}`;
 }
 
 /** Keys whose answer is final now, and keys of refusals not stored (free again). */

@@ -92,7 +92,8 @@ const IN_COMMIT = 'SET LOCAL bolivar.in_commit = on';
 /**
  * The planner settings of a keyed transaction (TransactionOptions.seqScans false, QueryOptions.plan
  * 'keyed'). Performance only: no result depends on them (a commit transaction is marked by
- * bolivar.in_commit, above). Stays for what it buys: docs/scaling.md, "Keyed planner".
+ * bolivar.in_commit, above). Stays for what it buys, A/B 2026-11-27: payout c16 872/s with both, 341/s
+ * without either (−61 %), PostgreSQL CPU per payout 0.80 vs 1.14 ms (+42 %); docs/scaling.md, "Keyed planner".
  */
 const KEYED_PLANNER = 'SET LOCAL enable_seqscan = off; SET LOCAL plan_cache_mode = force_generic_plan';
 /** BEGIN of the transaction of a statement run on its own, by its QueryOptions.plan: one message each. */
@@ -100,7 +101,7 @@ const BEGIN_PLANNED = {
   keyed: `BEGIN; ${KEYED_PLANNER}`,
   /**
    * A keyed one that never scans the whole queue nor sorts what its index already orders. Stays for
-   * what it buys: docs/scaling.md, "Queue head".
+   * what it buys: 600 outbox rows read instead of 2,700 at the least (−78 %); docs/scaling.md, "Queue head".
    */
   'queue-head': `BEGIN; ${KEYED_PLANNER}; SET LOCAL enable_sort = off`,
   /** See QueryOptions.plan 'aggregate'. */

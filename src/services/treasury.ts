@@ -7,7 +7,7 @@ import { recordAudit } from '../db/repositories/audit.ts';
 import { claimDailyClose, dueCloses } from '../db/repositories/daily-closes.ts';
 import { completeIdempotencyKeyInTransaction } from '../db/repositories/idempotency.ts';
 import { accountBalances, fundedAssets, postedSince } from '../db/repositories/ledger.ts';
-import { findTenant, type TenantRow } from '../db/repositories/tenants.ts';
+import { findTenant } from '../db/repositories/tenants.ts';
 import { customerTenant } from './customer-tenant.ts';
 import { businessDate, nextDate, startOfBusinessDate } from '../domain/caracas-time.ts';
 import type { AuditActor } from '../domain/audit.ts';
@@ -84,7 +84,7 @@ export class TreasuryService {
     if (target.amount <= 0n || target.amount > MAX_AMOUNT_MINOR) {
       throw validationFailed([{ field: 'amount', message: 'must be a positive integer amount in minor units' }]);
     }
-    await this.customerTenant(target.tenantId);
+    await customerTenant(this.db, target.tenantId);
     const partition = { tenantId: target.tenantId, mode: target.mode };
     const now = this.clock.now();
     const result = await inTransaction(this.db, async (tx) => {
@@ -152,7 +152,7 @@ export class TreasuryService {
     businessDay?: string,
     actor?: AuditActor,
   ): Promise<TreasuryPosition & { closedAmount: string; closed: ClosedAsset[] }> {
-    const tenant = await this.customerTenant(tenantId);
+    const tenant = await customerTenant(this.db, tenantId);
     const partition = { tenantId, mode };
     const now = this.clock.now();
     const dayEnded = businessDay === undefined ? undefined : startOfBusinessDate(nextDate(businessDay));
@@ -217,10 +217,6 @@ export class TreasuryService {
   /** The Caracas day that ended most recently. */
   previousBusinessDay(): string {
     return businessDate(new Date(this.clock.now().getTime() - 24 * 3600 * 1000));
-  }
-
-  private customerTenant(id: string): Promise<TenantRow> {
-    return customerTenant(this.db, id);
   }
 }
 

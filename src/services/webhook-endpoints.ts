@@ -36,7 +36,7 @@ export class WebhookEndpointService {
     rawUrl: string,
     actor: AuditActor,
   ): Promise<{ url: string; secret: string }> {
-    await this.customerTenant(tenantId);
+    await customerTenant(this.db, tenantId);
     const url = await validEndpointUrl(rawUrl, mode, this.settings.ownOrigin);
     const endpoint = await this.db.transaction(async (tx) => {
       const before = await lockWebhookEndpoint(tx, tenantId, mode);
@@ -59,7 +59,7 @@ export class WebhookEndpointService {
     mode: Mode,
     actor: AuditActor,
   ): Promise<{ secret: string; previousSecretExpiresAt: string }> {
-    await this.customerTenant(tenantId);
+    await customerTenant(this.db, tenantId);
     const now = this.clock.now();
     const previousExpiresAt = new Date(now.getTime() + Math.round(this.settings.secretOverlapHours * HOUR_MS));
     const rotated = await this.db.transaction(async (tx) => {
@@ -88,10 +88,6 @@ export class WebhookEndpointService {
         `webhook endpoint for this tenant in ${mode} mode (set one with PUT /v1/admin/tenants/{id}/webhook-endpoint first)`,
       );
     return { secret: rotated.secret, previousSecretExpiresAt: previousExpiresAt.toISOString() };
-  }
-
-  private async customerTenant(id: string): Promise<void> {
-    await customerTenant(this.db, id);
   }
 }
 

@@ -67,7 +67,6 @@ describe('a broken invariant in a worker pass', () => {
     const loop = startLoop({
       name: 'probe',
       intervalMs: 5,
-      errorBackoffMaxMs: 5,
       log,
       runOnce: async () => {
         passes += 1;

@@ -44,7 +44,7 @@ interface Item {
 
 /**
  * A commit transaction (TransactionOptions.commit), whose every statement finds its rows by key
- * (TransactionOptions.seqScans false: docs/scaling.md, "Keyed planner").
+ * (TransactionOptions.seqScans false: payout c16 872/s with it, 341/s without, −61 %; docs/scaling.md, "Keyed planner").
  */
 const COMMIT = { commit: true, seqScans: false } as const;
 
